@@ -1,0 +1,25 @@
+"""Vocabulary shared by every strom package: ids, topic-partitions, clocks, errors."""
+
+from strom.common.clock import Clock, SystemClock
+from strom.common.errors import ErrorCode, KafkaError
+from strom.common.ids import (
+    BrokerId,
+    LeaderEpoch,
+    Offset,
+    ProducerEpoch,
+    ProducerId,
+    TopicPartition,
+)
+
+__all__ = [
+    "BrokerId",
+    "Clock",
+    "ErrorCode",
+    "KafkaError",
+    "LeaderEpoch",
+    "Offset",
+    "ProducerEpoch",
+    "ProducerId",
+    "SystemClock",
+    "TopicPartition",
+]

@@ -1,0 +1,680 @@
+"""Every setting strom knows, defined once: Kafka's name, type, default, validator and doc line.
+
+Two scopes, as in Kafka: server settings (``server.properties``, ``--override``) and topic settings
+(CreateTopics/AlterConfigs). Most topic settings take their default from a server setting
+(``retention.ms`` from ``log.retention.ms``); ``TopicSetting.server_default`` names it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, TypeVar
+
+__all__ = [
+    "SERVER_SETTINGS",
+    "TOPIC_SETTINGS",
+    "ConfigError",
+    "ConfigType",
+    "ServerConfig",
+    "Setting",
+    "TopicConfig",
+    "load_properties",
+    "parse_properties",
+]
+
+Value = bool | int | float | str | tuple[str, ...] | None
+
+LONG_MAX: Final = 2**63 - 1
+INT_MAX: Final = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """An unknown setting or an invalid value; the message names the setting."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"{name}: {reason}")
+        self.name = name
+        self.reason = reason
+
+
+class ConfigType(enum.IntEnum):
+    """Kafka's config types, numbered as DescribeConfigs reports them."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+Validator = Callable[[Value], str | None]
+"""Returns None when the value is valid, otherwise why it is not."""
+
+
+def at_least(minimum: float) -> Validator:
+    def check(value: Value) -> str | None:
+        if value is None or (isinstance(value, int | float) and value >= minimum):
+            return None
+        return f"must be at least {minimum:g}, got {value}"
+
+    return check
+
+
+def between(low: float, high: float) -> Validator:
+    def check(value: Value) -> str | None:
+        if value is None or (isinstance(value, int | float) and low <= value <= high):
+            return None
+        return f"must be between {low:g} and {high:g}, got {value}"
+
+    return check
+
+
+def one_of(*choices: str) -> Validator:
+    def check(value: Value) -> str | None:
+        items = value if isinstance(value, tuple) else (value,)
+        bad = [item for item in items if item not in choices]
+        if not bad:
+            return None
+        return f"{bad[0]!r} is not one of {', '.join(choices)}"
+
+    return check
+
+
+_RANGES: Final[Mapping[ConfigType, tuple[int, int]]] = {
+    ConfigType.SHORT: (-(2**15), 2**15 - 1),
+    ConfigType.INT: (-(2**31), INT_MAX),
+    ConfigType.LONG: (-(2**63), LONG_MAX),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str
+    type: ConfigType
+    default: Value
+    doc: str
+    validator: Validator | None = None
+    read_only: bool = False
+    """Server settings that cannot change without a restart."""
+
+    def parse(self, raw: str | Value) -> Value:
+        """Turn a raw string (or an already typed value) into this setting's typed value."""
+        value = self._convert(raw)
+        if self.validator is not None:
+            reason = self.validator(value)
+            if reason is not None:
+                raise ConfigError(self.name, reason)
+        return value
+
+    def _convert(self, raw: str | Value) -> Value:
+        if not isinstance(raw, str):
+            return raw
+        text = raw.strip()
+        if self.type in (ConfigType.STRING, ConfigType.CLASS, ConfigType.PASSWORD):
+            return text
+        if self.type is ConfigType.LIST:
+            return tuple(item.strip() for item in text.split(",") if item.strip())
+        if text == "" or text.lower() == "null":
+            if self.default is None:
+                return None
+            raise ConfigError(self.name, "a value is required")
+        if self.type is ConfigType.BOOLEAN:
+            if text.lower() in ("true", "false"):
+                return text.lower() == "true"
+            raise ConfigError(self.name, f"expected true or false, got {text!r}")
+        if self.type is ConfigType.DOUBLE:
+            try:
+                return float(text)
+            except ValueError:
+                raise ConfigError(self.name, f"expected a number, got {text!r}") from None
+        try:
+            number = int(text)
+        except ValueError:
+            raise ConfigError(self.name, f"expected an integer, got {text!r}") from None
+        low, high = _RANGES[self.type]
+        if not low <= number <= high:
+            raise ConfigError(self.name, f"{number} is out of range for a {self.type.name}")
+        return number
+
+    def render(self, value: Value) -> str | None:
+        """The value as Kafka prints it in DescribeConfigs."""
+        if value is None:
+            return None
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, tuple):
+            return ",".join(value)
+        return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSetting(Setting):
+    server_default: str | None = None
+    """The server setting whose value is this topic setting's default."""
+
+
+def _settings(items: Iterable[_SettingT]) -> Mapping[str, _SettingT]:
+    return {item.name: item for item in items}
+
+
+_SettingT = TypeVar("_SettingT", bound=Setting)
+
+_B, _S, _I, _L, _D, _LIST = (
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.INT,
+    ConfigType.LONG,
+    ConfigType.DOUBLE,
+    ConfigType.LIST,
+)
+_CLEANUP = one_of("delete", "compact")
+_TIMESTAMP_TYPE = one_of("CreateTime", "LogAppendTime")
+_COMPRESSION = one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+_WEEK_MS: Final = 7 * 24 * 3600 * 1000
+
+SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
+    [
+        Setting("node.id", _I, 1, "This node's id in the cluster.", at_least(0), read_only=True),
+        Setting("log.dirs", _S, "./data", "Directory holding the partition logs.", read_only=True),
+        Setting("listeners", _S, "PLAINTEXT://localhost:9092", "Listener address.", read_only=True),
+        Setting(
+            "advertised.listeners",
+            _S,
+            None,
+            "Address given to clients, when it differs from the listener.",
+            read_only=True,
+        ),
+        Setting("cluster.id", _S, None, "Cluster id; generated on first start.", read_only=True),
+        Setting("num.partitions", _I, 1, "Partitions of an auto-created topic.", at_least(1)),
+        Setting(
+            "default.replication.factor", _S, "1", "Replication factor of auto-created topics."
+        ),
+        Setting("auto.create.topics.enable", _B, True, "Create unknown topics on metadata."),
+        Setting("delete.topic.enable", _B, True, "Allow DeleteTopics."),
+        Setting(
+            "message.max.bytes",
+            _I,
+            1048588,
+            "Largest record batch the broker accepts.",
+            at_least(0),
+        ),
+        Setting(
+            "socket.request.max.bytes",
+            _I,
+            104857600,
+            "Largest request frame accepted.",
+            at_least(1),
+        ),
+        Setting(
+            "num.io.threads",
+            _I,
+            8,
+            "Accepted for compatibility; strom is single-threaded.",
+            at_least(1),
+        ),
+        Setting(
+            "num.network.threads",
+            _I,
+            3,
+            "Accepted for compatibility; asyncio serves all.",
+            at_least(1),
+        ),
+        Setting("log.segment.bytes", _I, 1073741824, "Size of a log segment file.", at_least(14)),
+        Setting("log.roll.ms", _L, None, "Roll a segment after this long (overrides hours)."),
+        Setting("log.roll.hours", _I, 168, "Roll a segment after this many hours.", at_least(1)),
+        Setting(
+            "log.retention.ms", _L, None, "Keep data this long; -1 forever (overrides others)."
+        ),
+        Setting("log.retention.minutes", _I, None, "Keep data this many minutes."),
+        Setting("log.retention.hours", _I, 168, "Keep data this many hours."),
+        Setting("log.retention.bytes", _L, -1, "Keep at most this many bytes per partition."),
+        Setting(
+            "log.retention.check.interval.ms",
+            _L,
+            300000,
+            "How often retention runs.",
+            at_least(1),
+        ),
+        Setting("log.index.interval.bytes", _I, 4096, "Bytes between index entries.", at_least(0)),
+        Setting(
+            "log.index.size.max.bytes", _I, 10485760, "Maximum size of an index file.", at_least(4)
+        ),
+        Setting("log.cleanup.policy", _LIST, ("delete",), "delete and/or compact.", _CLEANUP),
+        Setting("log.cleaner.enable", _B, True, "Run the log cleaner for compacted topics."),
+        Setting(
+            "log.cleaner.delete.retention.ms",
+            _L,
+            86400000,
+            "Keep tombstones this long after compaction.",
+            at_least(0),
+        ),
+        Setting(
+            "log.cleaner.min.cleanable.ratio",
+            _D,
+            0.5,
+            "Dirty ratio that makes a log worth cleaning.",
+            between(0, 1),
+        ),
+        Setting(
+            "log.cleaner.min.compaction.lag.ms",
+            _L,
+            0,
+            "Records stay uncompacted at least this long.",
+            at_least(0),
+        ),
+        Setting(
+            "log.cleaner.max.compaction.lag.ms",
+            _L,
+            LONG_MAX,
+            "Records are compacted within this long.",
+            at_least(1),
+        ),
+        Setting(
+            "log.cleaner.backoff.ms", _L, 15000, "Pause when nothing needs cleaning.", at_least(0)
+        ),
+        Setting(
+            "log.flush.interval.messages",
+            _L,
+            LONG_MAX,
+            "fsync after this many messages.",
+            at_least(1),
+        ),
+        Setting("log.flush.interval.ms", _L, None, "fsync after this long."),
+        Setting(
+            "log.flush.scheduler.interval.ms",
+            _L,
+            LONG_MAX,
+            "How often to check for logs to flush.",
+        ),
+        Setting(
+            "log.flush.offset.checkpoint.interval.ms",
+            _I,
+            60000,
+            "How often recovery points are checkpointed.",
+            at_least(0),
+        ),
+        Setting("log.preallocate", _B, False, "Preallocate segment files."),
+        Setting(
+            "log.message.timestamp.type",
+            _S,
+            "CreateTime",
+            "CreateTime or LogAppendTime.",
+            _TIMESTAMP_TYPE,
+        ),
+        Setting(
+            "log.message.timestamp.before.max.ms",
+            _L,
+            LONG_MAX,
+            "How far in the past a timestamp may be.",
+            at_least(0),
+        ),
+        Setting(
+            "log.message.timestamp.after.max.ms",
+            _L,
+            LONG_MAX,
+            "How far in the future a timestamp may be.",
+            at_least(0),
+        ),
+        Setting("compression.type", _S, "producer", "Codec of stored batches.", _COMPRESSION),
+        Setting("min.insync.replicas", _I, 1, "Replicas that must ack acks=all.", at_least(1)),
+        Setting(
+            "log.segment.delete.delay.ms",
+            _L,
+            60000,
+            "Delay before a deleted segment's files go.",
+            at_least(0),
+        ),
+        Setting(
+            "offsets.topic.num.partitions", _I, 50, "Partitions of __consumer_offsets.", at_least(1)
+        ),
+        Setting(
+            "offsets.topic.replication.factor",
+            ConfigType.SHORT,
+            1,
+            "Replication factor of __consumer_offsets.",
+            at_least(1),
+        ),
+        Setting(
+            "offsets.topic.segment.bytes",
+            _I,
+            104857600,
+            "Segment size of __consumer_offsets.",
+            at_least(1),
+        ),
+        Setting(
+            "offsets.retention.minutes",
+            _I,
+            10080,
+            "Keep offsets of empty groups this long.",
+            at_least(1),
+        ),
+        Setting(
+            "offsets.retention.check.interval.ms",
+            _L,
+            600000,
+            "How often offset expiry runs.",
+            at_least(1),
+        ),
+        Setting(
+            "group.initial.rebalance.delay.ms",
+            _I,
+            3000,
+            "Wait for more members before the first rebalance.",
+            at_least(0),
+        ),
+        Setting("group.min.session.timeout.ms", _I, 6000, "Smallest session timeout.", at_least(0)),
+        Setting(
+            "group.max.session.timeout.ms", _I, 1800000, "Largest session timeout.", at_least(0)
+        ),
+        Setting("group.max.size", _I, INT_MAX, "Most members in one group.", at_least(1)),
+        Setting(
+            "transaction.max.timeout.ms",
+            _I,
+            900000,
+            "Largest transaction timeout a producer may ask for.",
+            at_least(1),
+        ),
+        Setting(
+            "transaction.state.log.num.partitions",
+            _I,
+            50,
+            "Partitions of __transaction_state.",
+            at_least(1),
+        ),
+        Setting(
+            "transactional.id.expiration.ms",
+            _I,
+            604800000,
+            "Forget idle transactional ids after this long.",
+            at_least(1),
+        ),
+        Setting(
+            "producer.id.expiration.ms",
+            _I,
+            86400000,
+            "Forget idle idempotent producers after this long.",
+            at_least(1),
+        ),
+    ]
+)
+
+
+def _topic(
+    name: str,
+    type_: ConfigType,
+    server_default: str | None,
+    doc: str,
+    validator: Validator | None = None,
+    *,
+    default: Value = None,
+) -> TopicSetting:
+    if server_default is not None:
+        default = SERVER_SETTINGS[server_default].default
+    return TopicSetting(name, type_, default, doc, validator, server_default=server_default)
+
+
+TOPIC_SETTINGS: Final[Mapping[str, TopicSetting]] = _settings(
+    [
+        _topic("cleanup.policy", _LIST, "log.cleanup.policy", "delete and/or compact.", _CLEANUP),
+        _topic(
+            "compression.type", _S, "compression.type", "Codec of stored batches.", _COMPRESSION
+        ),
+        _topic(
+            "delete.retention.ms",
+            _L,
+            "log.cleaner.delete.retention.ms",
+            "Keep tombstones this long after compaction.",
+            at_least(0),
+        ),
+        _topic(
+            "file.delete.delay.ms",
+            _L,
+            "log.segment.delete.delay.ms",
+            "Delay before a deleted segment's files go.",
+            at_least(0),
+        ),
+        _topic("flush.messages", _L, "log.flush.interval.messages", "fsync every N.", at_least(1)),
+        _topic("flush.ms", _L, None, "fsync after this long.", at_least(0), default=LONG_MAX),
+        _topic(
+            "index.interval.bytes",
+            _I,
+            "log.index.interval.bytes",
+            "Bytes between index entries.",
+            at_least(0),
+        ),
+        _topic(
+            "max.compaction.lag.ms",
+            _L,
+            "log.cleaner.max.compaction.lag.ms",
+            "Records are compacted within this long.",
+            at_least(1),
+        ),
+        _topic(
+            "max.message.bytes",
+            _I,
+            "message.max.bytes",
+            "Largest record batch accepted.",
+            at_least(0),
+        ),
+        _topic(
+            "message.timestamp.type",
+            _S,
+            "log.message.timestamp.type",
+            "CreateTime or LogAppendTime.",
+            _TIMESTAMP_TYPE,
+        ),
+        _topic(
+            "message.timestamp.before.max.ms",
+            _L,
+            "log.message.timestamp.before.max.ms",
+            "How far in the past a timestamp may be.",
+            at_least(0),
+        ),
+        _topic(
+            "message.timestamp.after.max.ms",
+            _L,
+            "log.message.timestamp.after.max.ms",
+            "How far in the future a timestamp may be.",
+            at_least(0),
+        ),
+        _topic(
+            "min.cleanable.dirty.ratio",
+            _D,
+            "log.cleaner.min.cleanable.ratio",
+            "Dirty ratio that makes a log worth cleaning.",
+            between(0, 1),
+        ),
+        _topic(
+            "min.compaction.lag.ms",
+            _L,
+            "log.cleaner.min.compaction.lag.ms",
+            "Records stay uncompacted at least this long.",
+            at_least(0),
+        ),
+        _topic(
+            "min.insync.replicas",
+            _I,
+            "min.insync.replicas",
+            "Replicas that must ack acks=all.",
+            at_least(1),
+        ),
+        _topic("preallocate", _B, "log.preallocate", "Preallocate segment files."),
+        _topic(
+            "retention.bytes",
+            _L,
+            "log.retention.bytes",
+            "Keep at most this many bytes; -1 no limit.",
+        ),
+        _topic("retention.ms", _L, None, "Keep data this long; -1 forever.", default=_WEEK_MS),
+        _topic(
+            "segment.bytes", _I, "log.segment.bytes", "Size of a log segment file.", at_least(14)
+        ),
+        _topic(
+            "segment.index.bytes",
+            _I,
+            "log.index.size.max.bytes",
+            "Maximum size of an index file.",
+            at_least(4),
+        ),
+        _topic(
+            "segment.jitter.ms", _L, None, "Random jitter on segment.ms.", at_least(0), default=0
+        ),
+        _topic(
+            "segment.ms", _L, None, "Roll a segment after this long.", at_least(1), default=_WEEK_MS
+        ),
+        _topic(
+            "unclean.leader.election.enable",
+            _B,
+            None,
+            "Allow out-of-sync replicas to lead.",
+            default=False,
+        ),
+    ]
+)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``key=value`` or ``key: value`` lines, ``#`` comments."""
+    result: dict[str, str] = {}
+    for number, raw_line in enumerate(text.splitlines(), start=1):
+        line = raw_line.strip()
+        if not line or line[0] in "#!":
+            continue
+        separators = [i for i in (line.find("="), line.find(":")) if i > 0]
+        if not separators:
+            raise ConfigError(f"line {number}", f"expected name=value, got {line!r}")
+        cut = min(separators)
+        result[line[:cut].strip()] = line[cut + 1 :].strip()
+    return result
+
+
+def load_properties(path: Path) -> dict[str, str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(str(path), f"cannot read properties file: {error.strerror}") from None
+    return parse_properties(text)
+
+
+class ServerConfig:
+    """Validated server settings; unknown names and invalid values are refused up front."""
+
+    def __init__(self, overrides: Mapping[str, str | Value] | None = None) -> None:
+        values: dict[str, Value] = {name: s.default for name, s in SERVER_SETTINGS.items()}
+        explicit: set[str] = set()
+        for name, raw in (overrides or {}).items():
+            setting = SERVER_SETTINGS.get(name)
+            if setting is None:
+                raise ConfigError(name, "unknown setting")
+            values[name] = setting.parse(raw)
+            explicit.add(name)
+        self._values = values
+        self._explicit = frozenset(explicit)
+
+    def __getitem__(self, name: str) -> Value:
+        return self._values[name]
+
+    def get_int(self, name: str) -> int:
+        value = self._values[name]
+        assert isinstance(value, int), name
+        return value
+
+    def get_str(self, name: str) -> str:
+        value = self._values[name]
+        assert isinstance(value, str), name
+        return value
+
+    def get_bool(self, name: str) -> bool:
+        value = self._values[name]
+        assert isinstance(value, bool), name
+        return value
+
+    def is_explicit(self, name: str) -> bool:
+        """True when the setting came from the properties file or an override."""
+        return name in self._explicit
+
+    def with_overrides(self, overrides: Mapping[str, str | Value]) -> ServerConfig:
+        merged: dict[str, str | Value] = {name: self._values[name] for name in self._explicit}
+        merged.update(overrides)
+        return ServerConfig(merged)
+
+    @property
+    def retention_ms(self) -> int:
+        """log.retention.ms, else minutes, else hours, as Kafka resolves them."""
+        ms = self._values["log.retention.ms"]
+        if isinstance(ms, int):
+            return ms
+        minutes = self._values["log.retention.minutes"]
+        if isinstance(minutes, int):
+            return -1 if minutes < 0 else minutes * 60_000
+        hours = self.get_int("log.retention.hours")
+        return -1 if hours < 0 else hours * 3_600_000
+
+    @property
+    def roll_ms(self) -> int:
+        ms = self._values["log.roll.ms"]
+        return ms if isinstance(ms, int) else self.get_int("log.roll.hours") * 3_600_000
+
+    @property
+    def flush_ms(self) -> int:
+        ms = self._values["log.flush.interval.ms"]
+        return ms if isinstance(ms, int) else LONG_MAX
+
+    def topic_default(self, name: str) -> Value:
+        """The value a topic setting takes when the topic does not override it."""
+        setting = TOPIC_SETTINGS[name]
+        derived: Mapping[str, Callable[[], Value]] = {
+            "retention.ms": lambda: self.retention_ms,
+            "segment.ms": lambda: self.roll_ms,
+            "flush.ms": lambda: self.flush_ms,
+        }
+        if name in derived:
+            return derived[name]()
+        if setting.server_default is not None:
+            return self._values[setting.server_default]
+        return setting.default
+
+
+class TopicConfig:
+    """A topic's effective settings: its own overrides over the server's defaults."""
+
+    def __init__(self, server: ServerConfig, overrides: Mapping[str, str | Value]) -> None:
+        self.overrides: dict[str, Value] = validate_topic_configs(overrides)
+        self._server = server
+
+    def __getitem__(self, name: str) -> Value:
+        if name in self.overrides:
+            return self.overrides[name]
+        return self._server.topic_default(name)
+
+    def get_int(self, name: str) -> int:
+        value = self[name]
+        assert isinstance(value, int), name
+        return value
+
+    def source(self, name: str) -> str:
+        """Where the value comes from: topic, static (server file/override) or default."""
+        if name in self.overrides:
+            return "topic"
+        setting = TOPIC_SETTINGS[name]
+        if setting.server_default and self._server.is_explicit(setting.server_default):
+            return "static"
+        return "default"
+
+
+def validate_topic_configs(configs: Mapping[str, str | Value]) -> dict[str, Value]:
+    """Parse topic settings; raises ConfigError on an unknown name or an invalid value."""
+    parsed: dict[str, Value] = {}
+    for name, raw in configs.items():
+        setting = TOPIC_SETTINGS.get(name)
+        if setting is None:
+            raise ConfigError(name, "unknown topic setting")
+        parsed[name] = setting.parse(raw)
+    return parsed

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import pytest
+
+from strom.config import ConfigError, ServerConfig, TopicConfig, parse_properties
+
+
+def test_defaults_are_kafkas() -> None:
+    config = ServerConfig()
+    assert config["num.partitions"] == 1
+    assert config["message.max.bytes"] == 1048588
+    assert config.retention_ms == 7 * 24 * 3600 * 1000
+
+
+def test_retention_precedence_ms_over_minutes_over_hours() -> None:
+    assert ServerConfig({"log.retention.hours": "1"}).retention_ms == 3_600_000
+    assert ServerConfig(
+        {"log.retention.minutes": "2", "log.retention.hours": "1"}
+    ).retention_ms == (120_000)
+    assert ServerConfig({"log.retention.ms": "5", "log.retention.minutes": "2"}).retention_ms == 5
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"no.such.setting": "1"}, "no.such.setting: unknown setting"),
+        ({"num.partitions": "zero"}, "num.partitions: expected an integer, got 'zero'"),
+        ({"num.partitions": "0"}, "num.partitions: must be at least 1, got 0"),
+        ({"auto.create.topics.enable": "yes"}, "expected true or false"),
+        ({"log.cleanup.policy": "compact,shred"}, "'shred' is not one of delete, compact"),
+    ],
+)
+def test_invalid_settings_name_the_setting(overrides: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ServerConfig(overrides)
+
+
+def test_topic_config_falls_back_to_server_and_reports_source() -> None:
+    server = ServerConfig({"log.segment.bytes": "2048"})
+    topic = TopicConfig(server, {"retention.ms": "1000"})
+    assert topic["retention.ms"] == 1000
+    assert topic.source("retention.ms") == "topic"
+    assert topic["segment.bytes"] == 2048
+    assert topic.source("segment.bytes") == "static"
+    assert topic.source("cleanup.policy") == "default"
+    with pytest.raises(ConfigError, match="unknown topic setting"):
+        TopicConfig(server, {"log.segment.bytes": "1"})
+
+
+def test_parse_properties() -> None:
+    text = "# comment\n! also\nnum.partitions=3\nlog.dirs : /tmp/x\n\n"
+    assert parse_properties(text) == {"num.partitions": "3", "log.dirs": "/tmp/x"}
+    with pytest.raises(ConfigError, match="line 1"):
+        parse_properties("garbage")
