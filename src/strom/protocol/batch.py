@@ -85,6 +85,24 @@ class BatchHeader:
     def read(cls, buffer: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
         return cls(*_HEADER.unpack_from(buffer, position))
 
+    def pack(self) -> bytes:
+        """The 61 header bytes, ``crc`` as it is in this header (see ``records.build_batch``)."""
+        return _HEADER.pack(
+            self.base_offset,
+            self.batch_length,
+            self.partition_leader_epoch,
+            self.magic,
+            self.crc,
+            self.attributes,
+            self.last_offset_delta,
+            self.base_timestamp,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self.record_count,
+        )
+
     @property
     def size(self) -> int:
         """Bytes the whole batch takes, header included."""
