@@ -194,7 +194,11 @@ SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
         Setting("cluster.id", _S, None, "Cluster id; generated on first start.", read_only=True),
         Setting("num.partitions", _I, 1, "Partitions of an auto-created topic.", at_least(1)),
         Setting(
-            "default.replication.factor", _S, "1", "Replication factor of auto-created topics."
+            "default.replication.factor",
+            _I,
+            1,
+            "Replication factor of auto-created topics.",
+            at_least(1),
         ),
         Setting("auto.create.topics.enable", _B, True, "Create unknown topics on metadata."),
         Setting("delete.topic.enable", _B, True, "Allow DeleteTopics."),

@@ -10,6 +10,7 @@ from strom.common.ids import (
     ProducerId,
     TopicPartition,
 )
+from strom.common.randomness import RandomSource
 
 __all__ = [
     "BrokerId",
@@ -20,6 +21,7 @@ __all__ = [
     "Offset",
     "ProducerEpoch",
     "ProducerId",
+    "RandomSource",
     "SystemClock",
     "TopicPartition",
 ]

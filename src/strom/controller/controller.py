@@ -1,0 +1,100 @@
+"""The quorum controller: admin requests in, metadata records and replies out.
+
+``QuorumController`` is a pure object, like the validating half of Kafka's ``QuorumController``:
+every operation takes the current :class:`~strom.metadata.MetadataImage` and a request, and
+returns a :class:`~strom.controller.results.ControllerResult` (records + reply). It keeps no
+state between calls and never applies its records. The caller must run operations one at a
+time: validate against the image, append the records to the metadata log, let the loader apply
+them, and only then validate the next operation; otherwise two requests could both create the
+same topic.
+"""
+
+from __future__ import annotations
+
+from strom.controller.cluster_control import (
+    BrokerRegistrationReply,
+    BrokerRegistrationRequest,
+    ClusterControl,
+    ProducerIdsBlock,
+)
+from strom.controller.config_control import (
+    AlterConfigsRequest,
+    AlterConfigsResult,
+    ConfigControl,
+    IncrementalAlterConfigsRequest,
+)
+from strom.controller.replication_control import (
+    CreatePartitionsRequest,
+    CreatePartitionsResult,
+    CreateTopicResult,
+    CreateTopicsRequest,
+    DeleteTopicResult,
+    DeleteTopicsRequest,
+    ReplicationControl,
+)
+from strom.controller.results import ApiError, ControllerResult, RandomSource
+from strom.controller.settings import DEFAULT_METADATA_VERSION, ControllerSettings
+from strom.metadata import MetadataImage
+
+__all__ = ["QuorumController"]
+
+
+class QuorumController:
+    def __init__(self, settings: ControllerSettings, *, random: RandomSource) -> None:
+        self.settings = settings
+        self._replication = ReplicationControl(settings, random)
+        self._configs = ConfigControl(settings)
+        self._cluster = ClusterControl()
+
+    def bootstrap(
+        self, image: MetadataImage, *, metadata_version: int = DEFAULT_METADATA_VERSION
+    ) -> ControllerResult[None]:
+        """The first records of a new cluster's metadata log (none once it has them)."""
+        return self._cluster.bootstrap(image, metadata_version=metadata_version)
+
+    def register_broker(
+        self, image: MetadataImage, request: BrokerRegistrationRequest
+    ) -> ControllerResult[BrokerRegistrationReply]:
+        return self._cluster.register_broker(image, request)
+
+    def unfence_broker(
+        self, image: MetadataImage, *, broker_id: int, broker_epoch: int
+    ) -> ControllerResult[ApiError]:
+        return self._cluster.unfence_broker(image, broker_id=broker_id, broker_epoch=broker_epoch)
+
+    def fence_broker(
+        self, image: MetadataImage, *, broker_id: int, broker_epoch: int
+    ) -> ControllerResult[ApiError]:
+        return self._cluster.fence_broker(image, broker_id=broker_id, broker_epoch=broker_epoch)
+
+    def allocate_producer_ids(
+        self, image: MetadataImage, *, broker_id: int, broker_epoch: int
+    ) -> ControllerResult[ProducerIdsBlock]:
+        return self._cluster.allocate_producer_ids(
+            image, broker_id=broker_id, broker_epoch=broker_epoch
+        )
+
+    def create_topics(
+        self, image: MetadataImage, request: CreateTopicsRequest
+    ) -> ControllerResult[list[CreateTopicResult]]:
+        return self._replication.create_topics(image, request)
+
+    def delete_topics(
+        self, image: MetadataImage, request: DeleteTopicsRequest
+    ) -> ControllerResult[list[DeleteTopicResult]]:
+        return self._replication.delete_topics(image, request)
+
+    def create_partitions(
+        self, image: MetadataImage, request: CreatePartitionsRequest
+    ) -> ControllerResult[list[CreatePartitionsResult]]:
+        return self._replication.create_partitions(image, request)
+
+    def incremental_alter_configs(
+        self, image: MetadataImage, request: IncrementalAlterConfigsRequest
+    ) -> ControllerResult[list[AlterConfigsResult]]:
+        return self._configs.incremental_alter_configs(image, request)
+
+    def alter_configs(
+        self, image: MetadataImage, request: AlterConfigsRequest
+    ) -> ControllerResult[list[AlterConfigsResult]]:
+        return self._configs.alter_configs(image, request)
