@@ -1,0 +1,7 @@
+"""The partition log on disk, in Kafka's layout: segments, indexes, recovery, retention.
+
+See ``NOTES.md`` in this package for the invariants. Entry points:
+:class:`~strom.storage.log_manager.LogManager` (a data directory),
+:class:`~strom.storage.partition_log.PartitionLog` (one partition),
+:class:`~strom.storage.log_config.LogConfig` (its settings).
+"""

@@ -1,0 +1,88 @@
+"""Kafka's offset checkpoint files, written atomically.
+
+Format (Kafka's ``CheckpointFile`` with the offset formatter)::
+
+    0                      <- version
+    2                      <- number of entries
+    orders 0 1234          <- topic, partition, offset; one space apart
+    payments 3 99
+
+Two of them live in each data directory: ``recovery-point-offset-checkpoint`` (where crash
+recovery may start for each partition) and ``log-start-offset-checkpoint``. A write goes to
+``<name>.tmp``, is fsynced, renamed over the file and the directory fsynced, so a reader sees
+the old file or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from strom.common import TopicPartition
+from strom.storage._files import fsync_directory
+
+__all__ = [
+    "LOG_START_OFFSET_CHECKPOINT",
+    "RECOVERY_POINT_CHECKPOINT",
+    "CheckpointError",
+    "read_offset_checkpoint",
+    "write_offset_checkpoint",
+]
+
+RECOVERY_POINT_CHECKPOINT: Final = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"
+VERSION: Final = 0
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be parsed; the message names the file and line."""
+
+
+def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
+    """Replace ``path`` atomically with ``offsets`` (sorted by topic, then partition)."""
+    lines = [str(VERSION), str(len(offsets))]
+    for tp, offset in sorted(offsets.items()):
+        if not tp.topic or any(c.isspace() for c in tp.topic):
+            raise ValueError(f"topic name {tp.topic!r} cannot be written to a checkpoint")
+        lines.append(f"{tp.topic} {tp.partition} {offset}")
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("w", encoding="utf-8") as file:
+        file.write("\n".join(lines) + "\n")
+        file.flush()
+        os.fsync(file.fileno())
+    temporary.replace(path)
+    fsync_directory(path.parent)
+
+
+def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    """The offsets in ``path``; empty when the file does not exist."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    lines = text.splitlines()
+
+    def fail(line: int, reason: str) -> CheckpointError:
+        return CheckpointError(f"{path}: line {line}: {reason}")
+
+    if not lines or lines[0].strip() != str(VERSION):
+        raise fail(1, f"unknown checkpoint version {lines[0] if lines else ''!r}")
+    if len(lines) < 2 or not lines[1].strip().isdigit():
+        raise fail(2, "expected the number of entries")
+    expected = int(lines[1])
+    entries = [line for line in lines[2:] if line.strip()]
+    if len(entries) != expected:
+        raise fail(2, f"expected {expected} entries, found {len(entries)}")
+    offsets: dict[TopicPartition, int] = {}
+    for number, line in enumerate(entries, start=3):
+        fields = line.split()
+        if len(fields) != 3:
+            raise fail(number, f"expected 'topic partition offset', got {line!r}")
+        topic, partition, offset = fields
+        try:
+            offsets[TopicPartition(topic, int(partition))] = int(offset)
+        except ValueError:
+            raise fail(number, f"malformed entry {line!r}") from None
+    return offsets
