@@ -1,0 +1,134 @@
+"""``strom server``: run a single-node cluster until SIGINT or SIGTERM.
+
+Settings, lowest precedence first: Kafka's defaults, the properties file, ``--override``, then
+``--data-dir`` and ``--listener`` (which set ``log.dirs`` and ``listeners``). An unknown or invalid
+setting stops the start with one line naming it and exit code 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from strom.config import ConfigError, ServerConfig, load_properties
+from strom.server.broker import Broker
+from strom.server.eventloop import run
+from strom.server.meta_properties import MetaPropertiesError
+from strom.server.network.listener import HostPort
+
+__all__ = ["server"]
+
+log = logging.getLogger("strom.server")
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"strom server: {message}", err=True)
+    sys.exit(1)
+
+
+def build_config(
+    *,
+    properties_file: Path | None,
+    overrides: tuple[str, ...],
+    data_dir: Path | None,
+    listener: str | None,
+) -> ServerConfig:
+    """Merge the sources of settings into a validated ``ServerConfig`` (raises ConfigError)."""
+    values: dict[str, str] = {}
+    if properties_file is not None:
+        values.update(load_properties(properties_file))
+    for override in overrides:
+        name, sep, value = override.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError("--override", f"expected name=value, got {override!r}")
+        values[name.strip()] = value.strip()
+    if data_dir is not None:
+        values["log.dirs"] = str(data_dir)
+    if listener is not None:
+        try:
+            address = HostPort.parse(listener)
+        except ValueError as error:
+            raise ConfigError("--listener", str(error)) from None
+        values["listeners"] = f"PLAINTEXT://{address}"
+    return ServerConfig(values)
+
+
+@click.command("server")
+@click.argument(
+    "properties_file",
+    required=False,
+    type=click.Path(dir_okay=False, path_type=Path),
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory for the logs and meta.properties (log.dirs).  [default: ./data]",
+)
+@click.option(
+    "--listener",
+    metavar="HOST:PORT",
+    default=None,
+    help="Address to serve clients on; port 0 picks a free one.  [default: localhost:9092]",
+)
+@click.option(
+    "--override",
+    "overrides",
+    metavar="NAME=VALUE",
+    multiple=True,
+    help="Set any server setting by its Kafka name; repeatable.",
+)
+def server(
+    properties_file: Path | None,
+    data_dir: Path | None,
+    listener: str | None,
+    overrides: tuple[str, ...],
+) -> None:
+    """Run a single-node strom cluster (broker and controller)."""
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
+    try:
+        config = build_config(
+            properties_file=properties_file,
+            overrides=overrides,
+            data_dir=data_dir,
+            listener=listener,
+        )
+        broker = Broker(config)
+    except ConfigError as error:
+        _fail(str(error))
+    try:
+        run(_serve(broker))
+    except MetaPropertiesError as error:
+        _fail(str(error))
+    except OSError as error:
+        _fail(f"cannot listen on {broker.listener_address}: {error.strerror or error}")
+    except KeyboardInterrupt:  # a second Ctrl-C during shutdown
+        sys.exit(130)
+
+
+async def _serve(broker: Broker) -> None:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+
+    def request_stop(signum: int) -> None:
+        log.info("%s received, shutting down", signal.Signals(signum).name)
+        for number in signals:  # a second signal ends the process at once
+            loop.remove_signal_handler(number)
+        stop.set()
+
+    for number in signals:
+        loop.add_signal_handler(number, request_stop, number)
+    await broker.start()
+    try:
+        await stop.wait()
+    finally:
+        await broker.stop()

@@ -1,0 +1,116 @@
+"""ApiVersions: which APIs, at which versions, this broker serves (built from the handler table).
+
+Kafka's rules, as ``KafkaApis.handleApiVersionsRequest`` applies them:
+
+* a version the broker does not implement is answered with a v0 body, UNSUPPORTED_VERSION and the
+  supported ranges (KIP-511), so that the client retries at a version both know; Kafka puts only
+  ApiVersions' own range in that answer, strom puts all of them (clients read ApiVersions' entry
+  and ignore the rest, and the issue asks for "the supported ranges");
+* from v3 on, the client names its software; a name or version that is not
+  ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?`` gets INVALID_REQUEST;
+* the response header is always v0 (kio's response classes already say so).
+
+Features (v3+ ``supported_features``/``finalized_features``) are left empty until the metadata
+image has a ``FeaturesImage``; clients then assume each feature's oldest level.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping
+from typing import Final
+
+from kio.schema.api_versions.v0 import response as v0
+from kio.schema.api_versions.v1 import response as v1
+from kio.schema.api_versions.v2 import response as v2
+from kio.schema.api_versions.v3 import response as v3
+from kio.schema.api_versions.v4 import response as v4
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i16, i32Timedelta
+from kio.static.protocol import ResponsePayload
+
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey, VersionRange
+from strom.server.handlers.registry import HandlerRegistry, RequestContext
+
+__all__ = ["ApiVersionsHandler", "build_response"]
+
+SOFTWARE_NAME_OR_VERSION: Final = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+_NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
+
+
+class ApiVersionsHandler:
+    """Answers ApiVersions from a registry's version table."""
+
+    api_key: Final = ApiKey.API_VERSIONS
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.API_VERSIONS]
+
+    def __init__(self, registry: HandlerRegistry) -> None:
+        self._registry = registry
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        request = context.request
+        served = self._registry.versions
+        if request.unsupported_version:
+            return build_response(0, ErrorCode.unsupported_version, served)
+        version = request.api_version
+        body = request.body
+        if version >= 3:
+            name = getattr(body, "client_software_name", "")
+            software_version = getattr(body, "client_software_version", "")
+            if not (
+                SOFTWARE_NAME_OR_VERSION.fullmatch(name)
+                and SOFTWARE_NAME_OR_VERSION.fullmatch(software_version)
+            ):
+                return build_response(version, ErrorCode.invalid_request, {})
+        return build_response(version, ErrorCode.none, served)
+
+
+def build_response(
+    version: int, error_code: ErrorCode, served: Mapping[ApiKey, VersionRange]
+) -> ResponsePayload:
+    """An ApiVersions response body of ``version`` listing ``served``."""
+    ranges = [
+        (i16(api_key), i16(versions.min_version), i16(versions.max_version))
+        for api_key, versions in sorted(served.items())
+    ]
+    if version == 0:
+        return v0.ApiVersionsResponse(
+            error_code=error_code,
+            api_keys=tuple(
+                v0.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in ranges
+            ),
+        )
+    if version == 1:
+        return v1.ApiVersionsResponse(
+            error_code=error_code,
+            api_keys=tuple(
+                v1.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in ranges
+            ),
+            throttle_time=_NO_THROTTLE,
+        )
+    if version == 2:
+        return v2.ApiVersionsResponse(
+            error_code=error_code,
+            api_keys=tuple(
+                v2.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in ranges
+            ),
+            throttle_time=_NO_THROTTLE,
+        )
+    if version == 3:
+        return v3.ApiVersionsResponse(
+            error_code=error_code,
+            api_keys=tuple(
+                v3.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in ranges
+            ),
+            throttle_time=_NO_THROTTLE,
+        )
+    if version == 4:
+        return v4.ApiVersionsResponse(
+            error_code=error_code,
+            api_keys=tuple(
+                v4.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in ranges
+            ),
+            throttle_time=_NO_THROTTLE,
+        )
+    raise ValueError(f"no ApiVersions response v{version}")

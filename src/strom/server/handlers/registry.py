@@ -1,0 +1,134 @@
+"""The handler table: one handler per Kafka API, each declaring the versions it implements.
+
+The network layer looks handlers up here by API key, and decodes only the versions registered
+here; the ApiVersions handler builds its answer from the same table, so the broker never
+advertises an API or a version it does not handle.
+
+A handler is any object with ``api_key``, ``versions`` and ``async handle(context)``. It returns a
+kio response body of the request's version (the usual case: the connection encodes it with the
+right header), a pre-encoded ``Response`` (when the body holds file regions, as Fetch's does), or
+``NO_RESPONSE`` (produce with acks=0, which Kafka never answers).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Protocol, TypeAlias
+
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from strom.protocol.api import (
+    KAFKA_BROKER_VERSIONS,
+    ApiKey,
+    Request,
+    VersionRange,
+    api_name,
+)
+from strom.protocol.headers import RequestHeader
+from strom.server.network.response import Response
+
+__all__ = [
+    "NO_RESPONSE",
+    "Handler",
+    "HandlerRegistry",
+    "HandlerResult",
+    "NoResponse",
+    "RequestContext",
+]
+
+
+class NoResponse(enum.Enum):
+    """The answer of a request that gets none on the wire (produce with acks=0)."""
+
+    NO_RESPONSE = enum.auto()
+
+
+NO_RESPONSE = NoResponse.NO_RESPONSE
+
+HandlerResult: TypeAlias = ResponsePayload | Response | NoResponse
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """One decoded request and where it came from (Kafka's ``RequestContext``)."""
+
+    request: Request
+    client_address: str
+    """``host:port`` of the client, for log lines."""
+    connection_id: str
+    """``local-remote-index``, as Kafka names connections; unique while the broker runs."""
+
+    @property
+    def header(self) -> RequestHeader:
+        return self.request.header
+
+    @property
+    def body(self) -> RequestPayload:
+        return self.request.body
+
+    @property
+    def api_key(self) -> ApiKey:
+        return self.request.api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.request.api_version
+
+
+class Handler(Protocol):
+    """What serves one Kafka API."""
+
+    @property
+    def api_key(self) -> ApiKey: ...
+
+    @property
+    def versions(self) -> VersionRange:
+        """The versions this handler implements; all of them are advertised."""
+        ...
+
+    async def handle(self, context: RequestContext) -> HandlerResult: ...
+
+
+class HandlerRegistry:
+    """API key -> handler, and the version ranges ApiVersions advertises."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[ApiKey, Handler] = {}
+        self._versions: Mapping[ApiKey, VersionRange] = MappingProxyType({})
+
+    def register(self, handler: Handler) -> None:
+        """Add a handler; its versions must be ones Kafka 4.x brokers serve (and kio ships)."""
+        api_key = ApiKey(handler.api_key)
+        if api_key in self._handlers:
+            raise ValueError(f"a handler for {api_name(api_key)} is already registered")
+        reference = KAFKA_BROKER_VERSIONS.get(api_key)
+        if reference is None:
+            raise ValueError(f"{api_name(api_key)} is not an API Kafka brokers serve to clients")
+        if not handler.versions.issubset(reference):
+            raise ValueError(
+                f"{api_name(api_key)} handler declares {handler.versions}, "
+                f"outside the {reference} of KAFKA_BROKER_VERSIONS"
+            )
+        self._handlers[api_key] = handler
+        versions = {key: registered.versions for key, registered in self._handlers.items()}
+        self._versions = MappingProxyType(dict(sorted(versions.items())))
+
+    def get(self, api_key: ApiKey) -> Handler | None:
+        return self._handlers.get(api_key)
+
+    @property
+    def versions(self) -> Mapping[ApiKey, VersionRange]:
+        """API key -> versions served, in API key order (what ApiVersions advertises)."""
+        return self._versions
+
+    def __contains__(self, api_key: object) -> bool:
+        return api_key in self._handlers
+
+    def __iter__(self) -> Iterator[Handler]:
+        return iter(self._handlers.values())
+
+    def __len__(self) -> int:
+        return len(self._handlers)

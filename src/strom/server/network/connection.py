@@ -1,0 +1,305 @@
+"""One client connection: frames in, handlers run concurrently, responses out in request order.
+
+Reading: bytes go through a ``FrameDecoder``; each frame is decoded (``decode_request``) and its
+handler starts at once as a task, so a client may pipeline requests and a slow handler (a long
+poll fetch) delays only this connection's later responses, never other connections.
+
+Writing: a single writer task takes the in-flight requests in arrival order, waits for each
+handler's result and writes it (``FrameWriter``). Kafka clients match responses to requests by
+order as well as by correlation id, so this order is part of the protocol.
+
+Handlers start in request order, but run concurrently: a handler whose effect must be ordered
+after the previous request's (appends from one producer) must make that change before its first
+``await``, or order it itself.
+
+Bad input (a frame size out of range, an unknown API key, an unsupported version, a body that does
+not decode) closes the connection with a log line naming the problem and the client, as Kafka
+does; the broker goes on serving everyone else. An unsupported ApiVersions version is not bad
+input: it is answered (see ``strom.protocol.api``). A handler that raises closes the connection
+too (the client reconnects and retries), with the traceback in the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from strom.protocol.api import InvalidRequestError, decode_request, encode_response
+from strom.protocol.framing import FrameDecoder, InvalidFrameSizeError
+from strom.server.handlers.registry import (
+    NO_RESPONSE,
+    Handler,
+    HandlerRegistry,
+    RequestContext,
+)
+from strom.server.network.response import Response
+from strom.server.network.writer import FrameWriter
+
+__all__ = ["Connection", "ConnectionSettings", "format_address"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    max_request_size: int
+    """``socket.request.max.bytes``: larger frames close the connection."""
+    max_in_flight: int = 64
+    """Requests read but not yet answered before the connection stops reading."""
+    use_sendfile: bool = True
+
+
+@dataclass(slots=True)
+class _InFlight:
+    context: RequestContext
+    task: asyncio.Task[Response | None]
+
+
+class Connection(asyncio.Protocol):
+    """The asyncio protocol of one accepted connection."""
+
+    def __init__(
+        self,
+        *,
+        registry: HandlerRegistry,
+        settings: ConnectionSettings,
+        index: int,
+        on_finished: Callable[[Connection], None],
+    ) -> None:
+        self._registry = registry
+        self._settings = settings
+        self._index = index
+        self._on_finished = on_finished
+        self._decoder = FrameDecoder(max_frame_size=settings.max_request_size)
+        self._in_flight: deque[_InFlight] = deque()
+        self._work: asyncio.Future[None] | None = None
+        self._input_closed = False
+        self._broken = False
+        self._reading_paused = False
+        self._transport: asyncio.Transport | None = None
+        self._writer: FrameWriter | None = None
+        self._write_task: asyncio.Task[None] | None = None
+        self.client_address = "unknown"
+        self.connection_id = f"unknown-{index}"
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+        local = format_address(transport.get_extra_info("sockname"))
+        self.client_address = format_address(transport.get_extra_info("peername"))
+        self.connection_id = f"{local}-{self.client_address}-{self._index}"
+        self._writer = FrameWriter(self._transport, use_sendfile=self._settings.use_sendfile)
+        self._write_task = asyncio.get_running_loop().create_task(
+            self._write_loop(), name=f"strom-connection-{self.connection_id}"
+        )
+        log.debug("accepted connection %s", self.connection_id)
+
+    def data_received(self, data: bytes) -> None:
+        if self._input_closed:
+            return
+        try:
+            frames = self._decoder.feed(data)
+        except InvalidFrameSizeError as error:
+            self._fail(str(error))
+            return
+        for frame in frames:
+            if not self._dispatch(frame):
+                return
+        self._apply_backpressure()
+
+    def eof_received(self) -> bool:
+        if not self._decoder.at_frame_boundary:
+            log.warning(
+                "connection from %s ended in the middle of a frame (%d bytes of it received)",
+                self.client_address,
+                self._decoder.buffered,
+            )
+        self._close_input()
+        return True  # keep writing the answers still due; the write loop closes the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._broken = True
+        self._close_input()
+        if self._writer is not None:
+            self._writer.connection_lost()
+        log.debug("connection %s lost: %s", self.connection_id, exc or "closed")
+
+    def pause_writing(self) -> None:
+        if self._writer is not None:
+            self._writer.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._writer is not None:
+            self._writer.resume_writing()
+
+    # control from the listener
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    async def wait_finished(self) -> None:
+        """Until every request read has been answered (or dropped) and the socket is closed."""
+        if self._write_task is not None:
+            await asyncio.shield(self._write_task)
+
+    def shutdown(self) -> None:
+        """Stop reading; answer the requests already read, then close."""
+        self._close_input()
+
+    def abort(self) -> None:
+        """Close at once, cancelling the handlers still running."""
+        self._broken = True
+        self._close_input()
+        for in_flight in self._in_flight:
+            in_flight.task.cancel()
+        if self._transport is not None:
+            self._transport.abort()
+
+    # internals
+
+    def _dispatch(self, frame: bytes) -> bool:
+        """Start handling one frame; False when it was bad input and the connection is closing."""
+        try:
+            request = decode_request(frame, versions=self._registry.versions)
+        except InvalidRequestError as error:
+            reason = str(error)
+            if error.correlation_id is not None:
+                reason += f" (correlation id {error.correlation_id})"
+            self._fail(reason)
+            return False
+        handler = self._registry.get(request.api_key)
+        assert handler is not None, request  # decode_request only accepts registered keys
+        context = RequestContext(
+            request=request, client_address=self.client_address, connection_id=self.connection_id
+        )
+        task = asyncio.get_running_loop().create_task(self._handle(handler, context))
+        self._in_flight.append(_InFlight(context, task))
+        _wake(self._work)
+        return True
+
+    async def _handle(self, handler: Handler, context: RequestContext) -> Response | None:
+        result = await handler.handle(context)
+        if result is NO_RESPONSE:
+            return None
+        if isinstance(result, Response):
+            return result
+        body: Any = result
+        request = context.request
+        expected_version = 0 if request.unsupported_version else request.api_version
+        if body.__api_key__ != request.api_key or body.__version__ != expected_version:
+            raise TypeError(
+                f"handler for {request} answered with {type(body).__name__} "
+                f"v{body.__version__} (API key {body.__api_key__})"
+            )
+        return Response.of(encode_response(correlation_id=request.correlation_id, body=result))
+
+    async def _write_loop(self) -> None:
+        assert self._writer is not None and self._transport is not None
+        try:
+            while self._in_flight or not self._input_closed:
+                if not self._in_flight:
+                    await self._wait_for_work()
+                    continue
+                in_flight = self._in_flight[0]
+                try:
+                    # shielded: cancelling this loop must not cancel a handler mid-way
+                    response = await asyncio.shield(in_flight.task)
+                except asyncio.CancelledError:
+                    if not in_flight.task.cancelled():
+                        raise  # this loop is being cancelled, not the handler (abort)
+                    response = None
+                except Exception:
+                    log.exception(
+                        "closing connection from %s: handling %s failed",
+                        self.client_address,
+                        in_flight.context.request,
+                    )
+                    response = None
+                    self._broken = True
+                    self._close_input()
+                    self._transport.close()
+                self._in_flight.popleft()
+                self._apply_backpressure()
+                if response is None:
+                    continue
+                if self._broken:
+                    response.close()
+                    continue
+                try:
+                    await self._writer.write(response)
+                except (OSError, EOFError) as error:
+                    if not self._transport.is_closing():
+                        log.warning(
+                            "closing connection from %s: writing the answer to %s failed: %s",
+                            self.client_address,
+                            in_flight.context.request,
+                            error,
+                        )
+                    self._broken = True
+                    self._transport.close()
+                except Exception:
+                    log.exception(
+                        "closing connection from %s: writing the answer to %s failed",
+                        self.client_address,
+                        in_flight.context.request,
+                    )
+                    self._broken = True
+                    self._transport.close()
+                finally:
+                    response.close()
+        finally:
+            self._transport.close()
+            self._on_finished(self)
+
+    async def _wait_for_work(self) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self._work = waiter
+        try:
+            await waiter
+        finally:
+            self._work = None
+
+    def _fail(self, reason: str) -> None:
+        log.warning("closing connection from %s: %s", self.client_address, reason)
+        self._broken = True
+        self._close_input()
+        if self._transport is not None:
+            self._transport.close()
+
+    def _close_input(self) -> None:
+        if self._input_closed:
+            return
+        self._input_closed = True
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.pause_reading()
+        _wake(self._work)
+
+    def _apply_backpressure(self) -> None:
+        if self._input_closed or self._transport is None:
+            return
+        full = len(self._in_flight) >= self._settings.max_in_flight
+        if full and not self._reading_paused:
+            self._transport.pause_reading()
+            self._reading_paused = True
+        elif not full and self._reading_paused:
+            self._transport.resume_reading()
+            self._reading_paused = False
+
+
+def _wake(waiter: asyncio.Future[None] | None) -> None:
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
+
+
+def format_address(address: object) -> str:
+    """``host:port`` (``[v6]:port``) of a socket address as asyncio reports it."""
+    if isinstance(address, tuple) and len(address) >= 2:
+        host, port = address[0], address[1]
+        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+    return str(address)

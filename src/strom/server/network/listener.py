@@ -1,0 +1,150 @@
+"""The TCP listener: accepts connections and shuts them down gracefully.
+
+``stop`` stops accepting, lets every connection answer the requests it has already read (no new
+ones are read), closes them, and after ``timeout`` seconds aborts whatever is still running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import socket
+from dataclasses import dataclass
+
+from strom.server.handlers.registry import HandlerRegistry
+from strom.server.network.connection import Connection, ConnectionSettings
+
+__all__ = ["HostPort", "Listener"]
+
+log = logging.getLogger(__name__)
+
+_WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A listener address; ``host`` may be a name, an IPv4 or an IPv6 address (no brackets)."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> HostPort:
+        """``host:port``, ``[v6]:port`` or ``:port`` (every interface)."""
+        host, sep, port_text = text.strip().rpartition(":")
+        if not sep or not port_text.isdigit():
+            raise ValueError(f"expected HOST:PORT, got {text!r}")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        elif ":" in host:
+            raise ValueError(f"write an IPv6 address in brackets, as [{host}]:{port_text}")
+        port = int(port_text)
+        if port > 65535:
+            raise ValueError(f"port {port} is out of range")
+        return cls(host, port)
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+class Listener:
+    """Serves one address with the handlers of one registry."""
+
+    def __init__(
+        self,
+        *,
+        address: HostPort,
+        registry: HandlerRegistry,
+        settings: ConnectionSettings,
+        backlog: int = 1024,
+    ) -> None:
+        self._address = address
+        self._registry = registry
+        self._settings = settings
+        self._backlog = backlog
+        self._server: asyncio.Server | None = None
+        self._connections: set[Connection] = set()
+        self._indexes = itertools.count()
+        self._bound: HostPort | None = None
+
+    async def start(self) -> None:
+        if self._server is not None:
+            raise RuntimeError("the listener is already started")
+        loop = asyncio.get_running_loop()
+        host = await self._bind_host(loop)
+        self._server = await loop.create_server(
+            self._new_connection,
+            host=host,
+            port=self._address.port,
+            backlog=self._backlog,
+            reuse_address=True,
+        )
+        sockname = self._server.sockets[0].getsockname()
+        self._bound = HostPort(str(sockname[0]), int(sockname[1]))
+
+    async def _bind_host(self, loop: asyncio.AbstractEventLoop) -> str | None:
+        """One address to bind (Kafka binds one), IPv4 first; None for every interface."""
+        if self._address.host == "":
+            return None
+        if self._address.host in _WILDCARDS:
+            return self._address.host
+        infos = await loop.getaddrinfo(
+            self._address.host, self._address.port, type=socket.SOCK_STREAM
+        )
+        if not infos:
+            raise OSError(f"cannot resolve {self._address.host!r}")
+        infos.sort(key=lambda info: info[0] != socket.AF_INET)
+        return str(infos[0][4][0])
+
+    @property
+    def bound_address(self) -> HostPort:
+        """The address actually bound (the real port when the configured one was 0)."""
+        if self._bound is None:
+            raise RuntimeError("the listener is not started")
+        return self._bound
+
+    @property
+    def advertised_address(self) -> HostPort:
+        """The configured host (unless it is a wildcard) with the bound port."""
+        bound = self.bound_address
+        if self._address.host in _WILDCARDS:
+            return HostPort(socket.gethostname(), bound.port)
+        return HostPort(self._address.host, bound.port)
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    def _new_connection(self) -> Connection:
+        connection = Connection(
+            registry=self._registry,
+            settings=self._settings,
+            index=next(self._indexes),
+            on_finished=self._connections.discard,
+        )
+        self._connections.add(connection)
+        return connection
+
+    async def stop(self, *, timeout: float = 10.0) -> None:
+        """Stop accepting, finish in-flight requests, close every connection."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        connections = list(self._connections)
+        for connection in connections:
+            connection.shutdown()
+        waits = [asyncio.ensure_future(c.wait_finished()) for c in connections]
+        if waits:
+            _, pending = await asyncio.wait(waits, timeout=timeout)
+            if pending:
+                log.warning(
+                    "aborting %d connections whose requests did not finish within %gs",
+                    len(pending),
+                    timeout,
+                )
+                for connection in connections:
+                    connection.abort()
+                await asyncio.wait(pending, timeout=1.0)
+        await server.wait_closed()

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import itertools
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from strom.protocol.framing import FrameDecoder, InvalidFrameSizeError, frame_prefix
+
+
+def framed(*payloads: bytes) -> bytes:
+    return b"".join(frame_prefix(len(payload)) + payload for payload in payloads)
+
+
+def test_whole_frame_in_one_feed() -> None:
+    decoder = FrameDecoder(max_frame_size=100)
+    assert decoder.feed(framed(b"hello")) == [b"hello"]
+    assert decoder.at_frame_boundary
+    assert decoder.buffered == 0
+
+
+def test_partial_feeds_byte_by_byte() -> None:
+    decoder = FrameDecoder(max_frame_size=100)
+    data = framed(b"abc", b"defgh")
+    out: list[bytes] = []
+    for index in range(len(data)):
+        out += decoder.feed(data[index : index + 1])
+    assert out == [b"abc", b"defgh"]
+    assert decoder.at_frame_boundary
+
+
+def test_prefix_split_across_feeds() -> None:
+    decoder = FrameDecoder(max_frame_size=100)
+    data = framed(b"xyz")
+    assert decoder.feed(data[:2]) == []
+    assert decoder.buffered == 2
+    assert decoder.feed(data[2:5]) == []
+    assert decoder.feed(data[5:]) == [b"xyz"]
+
+
+def test_several_frames_and_a_partial_one_in_one_chunk() -> None:
+    decoder = FrameDecoder(max_frame_size=100)
+    data = framed(b"one", b"", b"three") + framed(b"four")[:5]
+    assert decoder.feed(data) == [b"one", b"", b"three"]
+    assert decoder.buffered == 5
+    assert not decoder.at_frame_boundary
+    assert decoder.feed(b"our") == [b"four"]
+
+
+def test_frame_of_exactly_the_maximum_is_accepted() -> None:
+    decoder = FrameDecoder(max_frame_size=4)
+    assert decoder.feed(framed(b"1234")) == [b"1234"]
+
+
+def test_oversized_prefix_is_refused_before_its_bytes_arrive() -> None:
+    decoder = FrameDecoder(max_frame_size=100)
+    with pytest.raises(InvalidFrameSizeError) as caught:
+        decoder.feed(struct.pack(">i", 101))
+    assert caught.value.size == 101
+    assert caught.value.max_size == 100
+    assert "101" in str(caught.value)
+    assert "socket.request.max.bytes=100" in str(caught.value)
+
+
+def test_oversized_frame_after_good_ones_in_the_same_chunk() -> None:
+    decoder = FrameDecoder(max_frame_size=10)
+    with pytest.raises(InvalidFrameSizeError) as caught:
+        decoder.feed(framed(b"ok") + struct.pack(">i", 11))
+    assert caught.value.size == 11
+
+
+def test_negative_prefix_is_refused() -> None:
+    decoder = FrameDecoder(max_frame_size=100)
+    with pytest.raises(InvalidFrameSizeError) as caught:
+        decoder.feed(b"\xff\xff\xff\xfe")
+    assert caught.value.size == -2
+    assert "negative" in str(caught.value)
+
+
+def test_decoder_stays_failed() -> None:
+    decoder = FrameDecoder(max_frame_size=100)
+    with pytest.raises(InvalidFrameSizeError):
+        decoder.feed(b"GET / HTTP/1.1\r\n")  # 0x47455420: over 100 MiB
+    with pytest.raises(InvalidFrameSizeError):
+        decoder.feed(framed(b"fine"))
+
+
+def test_memoryview_and_bytearray_input() -> None:
+    decoder = FrameDecoder(max_frame_size=100)
+    assert decoder.feed(memoryview(framed(b"a"))) == [b"a"]
+    assert decoder.feed(bytearray(framed(b"b"))) == [b"b"]
+
+
+@given(
+    payloads=st.lists(st.binary(max_size=40), max_size=8),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=10),
+)
+def test_any_chunking_yields_the_same_frames(payloads: list[bytes], cuts: list[int]) -> None:
+    data = framed(*payloads)
+    points = sorted({0, len(data), *(cut for cut in cuts if cut < len(data))})
+    decoder = FrameDecoder(max_frame_size=40)
+    out: list[bytes] = []
+    for start, end in itertools.pairwise(points):
+        out += decoder.feed(data[start:end])
+    assert out == payloads
+    assert decoder.at_frame_boundary
