@@ -29,7 +29,9 @@ def make_batch(record_size: int) -> bytes:
     now = time.time_ns() // 1_000_000
     value = os.urandom(record_size)
     count = max(1, BATCH_BYTES // (record_size + 12))
-    return build_batch([Record(offset=i, timestamp=now, key=None, value=value) for i in range(count)])
+    return build_batch(
+        [Record(offset=i, timestamp=now, key=None, value=value) for i in range(count)]
+    )
 
 
 def timed(work: Callable[[], int]) -> tuple[float, int]:
@@ -39,9 +41,7 @@ def timed(work: Callable[[], int]) -> tuple[float, int]:
 
 
 def bench_log(directory: Path, batch: bytes, batches: int) -> tuple[float, float]:
-    log = PartitionLog.open(
-        directory, config=LogConfig(segment_bytes=1 << 30), clock=SystemClock()
-    )
+    log = PartitionLog.open(directory, config=LogConfig(segment_bytes=1 << 30), clock=SystemClock())
 
     def append() -> int:
         for _ in range(batches):
