@@ -1,0 +1,67 @@
+"""``strom topics``: the summary line and partition table of describe, and list's filter."""
+
+from __future__ import annotations
+
+import io
+
+from confluent_kafka import Node, TopicPartitionInfo, Uuid
+from confluent_kafka.admin._config import ConfigEntry, ConfigSource
+from confluent_kafka.admin._metadata import ClusterMetadata, TopicMetadata
+from confluent_kafka.admin._topic import TopicDescription
+from rich.console import Console
+
+from strom.cli.topics import PartitionOffsets, partition_table, topic_header, topic_names
+
+NODE = Node(1, "localhost", 9092)
+
+
+def description() -> TopicDescription:
+    partitions = [
+        TopicPartitionInfo(1, NODE, [NODE], []),
+        TopicPartitionInfo(0, NODE, [NODE], [NODE]),
+    ]
+    return TopicDescription("orders", Uuid(1, 2), False, partitions)
+
+
+def test_header_shows_only_values_that_are_not_defaults() -> None:
+    configs = [
+        ConfigEntry("cleanup.policy", "delete", source=ConfigSource.DEFAULT_CONFIG),
+        ConfigEntry("retention.ms", "1000", source=ConfigSource.DYNAMIC_TOPIC_CONFIG),
+        ConfigEntry("segment.bytes", "4096", source=ConfigSource.STATIC_BROKER_CONFIG),
+    ]
+    header = topic_header(description(), configs)
+    fields = header.split("\t")
+    assert fields[0] == "Topic: orders"
+    assert fields[1] == f"TopicId: {Uuid(1, 2)}"
+    assert fields[2:] == [
+        "PartitionCount: 2",
+        "ReplicationFactor: 1",
+        "Configs: retention.ms=1000,segment.bytes=4096",
+    ]
+
+
+def test_partition_table_rows_in_partition_order() -> None:
+    offsets = {
+        ("orders", 0): PartitionOffsets("0", "10"),
+        ("orders", 1): PartitionOffsets("3", "LEADER_NOT_AVAILABLE"),
+    }
+    out = io.StringIO()
+    Console(file=out, width=200, markup=False).print(partition_table(description(), offsets))
+    rows = [line.split() for line in out.getvalue().splitlines()]
+    assert rows[0] == ["PARTITION", "LEADER", "REPLICAS", "ISR", "EARLIEST", "LATEST"]
+    assert rows[1] == ["0", "1", "1", "1", "0", "10"]
+    assert rows[2] == ["1", "1", "1", "3", "LEADER_NOT_AVAILABLE"]  # empty ISR
+
+
+def test_list_sorts_and_can_leave_out_internal_topics() -> None:
+    metadata = ClusterMetadata()
+    metadata.topics = {
+        name: TopicMetadata() for name in ("b", "__consumer_offsets", "a", "__transaction_state")
+    }
+    assert topic_names(metadata, exclude_internal=False) == [
+        "__consumer_offsets",
+        "__transaction_state",
+        "a",
+        "b",
+    ]
+    assert topic_names(metadata, exclude_internal=True) == ["a", "b"]
