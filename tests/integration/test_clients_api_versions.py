@@ -1,7 +1,7 @@
-"""Real clients' own codecs negotiate ApiVersions with a running ``strom server``.
+"""Real clients' own codecs negotiate ApiVersions with a running ``strom server``, then ask for
+Metadata with what they negotiated.
 
-(librdkafka's negotiation is in ``test_network.py``.) Only ApiVersions is served so far, so the
-clients are driven only as far as that exchange.
+(librdkafka's negotiation is in ``test_network.py``.)
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ import struct
 from typing import Any
 
 import pytest
+from aiokafka.client import AIOKafkaClient
 from aiokafka.conn import create_conn
 from aiokafka.protocol.admin import ApiVersionRequest
+from kafka import KafkaConsumer
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from strom_harness import StromServer
+
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey, VersionRange
 
 
 def _read_frame(sock: socket.socket) -> bytes:
@@ -45,7 +49,23 @@ def test_kafka_python_codec(strom_server: StromServer, version: int) -> None:
         response = ApiVersionsResponse.decode(_read_frame(sock), version=version, header=True)
     assert response._header.correlation_id == 100 + version
     assert response.error_code == 0
-    assert [(k.api_key, k.min_version, k.max_version) for k in response.api_keys] == [(18, 0, 4)]
+    advertised = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    assert advertised[ApiKey.API_VERSIONS] == (0, 4)
+    assert advertised[ApiKey.METADATA] == (0, 13)
+    for api_key, (low, high) in advertised.items():
+        assert VersionRange(low, high).issubset(KAFKA_BROKER_VERSIONS[ApiKey(api_key)])
+
+
+def test_kafka_python_metadata(strom_server: StromServer) -> None:
+    consumer = KafkaConsumer(bootstrap_servers=strom_server.bootstrap, client_id="strom-tests")
+    try:
+        assert isinstance(consumer.topics(), set)  # a Metadata request for every topic
+        brokers = consumer._client.cluster.brokers()
+        assert [(b.node_id, b.host, b.port) for b in brokers] == [
+            (1, strom_server.host, strom_server.port)
+        ]
+    finally:
+        consumer.close()
 
 
 def test_aiokafka_connection(strom_server: StromServer) -> None:
@@ -58,4 +78,18 @@ def test_aiokafka_connection(strom_server: StromServer) -> None:
 
     response = asyncio.run(negotiate())
     assert response.error_code == 0
-    assert [tuple(entry) for entry in response.api_versions] == [(18, 0, 4)]
+    advertised = {entry[0]: (entry[1], entry[2]) for entry in response.api_versions}
+    assert advertised[ApiKey.API_VERSIONS] == (0, 4)
+    assert advertised[ApiKey.METADATA] == (0, 13)
+
+
+def test_aiokafka_metadata(strom_server: StromServer) -> None:
+    async def bootstrap() -> list[tuple[int, str, int]]:
+        client = AIOKafkaClient(bootstrap_servers=strom_server.bootstrap)
+        await client.bootstrap()  # ApiVersions, then Metadata
+        try:
+            return [(b.nodeId, b.host, b.port) for b in client.cluster.brokers()]
+        finally:
+            await client.close()
+
+    assert asyncio.run(bootstrap()) == [(1, strom_server.host, strom_server.port)]

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 from kio.schema.api_versions.v0 import ApiVersionsRequest as ApiVersionsRequestV0
 from kio.schema.api_versions.v1 import ApiVersionsRequest as ApiVersionsRequestV1
@@ -20,7 +19,7 @@ from kio.schema.api_versions.v4 import ApiVersionsRequest as ApiVersionsRequestV
 from kio.schema.errors import ErrorCode
 from strom_harness import KafkaWire, StromServer
 
-from strom.protocol.api import ApiKey
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey, VersionRange
 from strom.protocol.framing import frame_prefix
 
 API_VERSIONS_REQUESTS: list[Any] = [
@@ -36,6 +35,15 @@ def ranges(response: Any) -> dict[int, tuple[int, int]]:
     return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
 
+def assert_served_ranges(advertised: dict[int, tuple[int, int]]) -> None:
+    """What the broker advertises: ApiVersions and Metadata among them, every range within
+    what Kafka 4.0 brokers serve (other APIs come and go as handlers are added)."""
+    assert advertised[ApiKey.API_VERSIONS] == (0, 4)
+    assert advertised[ApiKey.METADATA] == (0, 13)
+    for api_key, (low, high) in advertised.items():
+        assert VersionRange(low, high).issubset(KAFKA_BROKER_VERSIONS[ApiKey(api_key)])
+
+
 def assert_still_serving(server: StromServer) -> None:
     with server.connect() as wire:
         response = wire.request(API_VERSIONS_REQUESTS[3])
@@ -49,17 +57,18 @@ def test_api_versions_every_version(strom_server: StromServer, body: Any) -> Non
         response = wire.request(body)
     assert response.__version__ == body.__version__
     assert response.error_code == ErrorCode.none
-    assert ranges(response) == {ApiKey.API_VERSIONS: (0, 4)}
+    assert_served_ranges(ranges(response))
 
 
 def test_api_versions_v3_response_has_no_header_tagged_fields(strom_server: StromServer) -> None:
     with strom_server.connect() as wire:
         correlation_id = wire.send(API_VERSIONS_REQUESTS[3])
         frame = wire.read_frame()
-    # header v0 (correlation id only), then error code 0 and a compact array of one entry
+        served = len(wire.request(API_VERSIONS_REQUESTS[0]).api_keys)
+    # header v0 (correlation id only), then error code 0 and a compact array of every API
     assert frame[:4] == struct.pack(">i", correlation_id)
     assert frame[4:6] == b"\x00\x00"
-    assert frame[6] == 2  # compact array length + 1
+    assert frame[6] == served + 1  # compact array length + 1 (fewer than 127 APIs: one byte)
 
 
 def test_unsupported_api_versions_version_gets_v0_error_35(strom_server: StromServer) -> None:
@@ -139,7 +148,8 @@ def _unknown_api_key(wire: KafkaWire) -> None:
 
 
 def _api_not_served(wire: KafkaWire) -> None:
-    wire.send_frame(struct.pack(">hhih", ApiKey.METADATA, 1, 7, -1) + b"\xff\xff\xff\xff")
+    # DescribeAcls v1 with an empty body: Kafka brokers serve it, strom does not (no ACLs)
+    wire.send_frame(struct.pack(">hhih", ApiKey.DESCRIBE_ACLS, 1, 7, -1))
 
 
 def _undecodable_body(wire: KafkaWire) -> None:
@@ -164,7 +174,7 @@ def _truncated_frame(wire: KafkaWire) -> None:
         (_oversized, r"frame size 104857601 is larger than socket.request.max.bytes"),
         (_negative_size, r"invalid frame size -1 \(negative\)"),
         (_unknown_api_key, r"unknown API key 999 \(correlation id 7\)"),
-        (_api_not_served, r"Metadata \(key 3\) is not served by this broker"),
+        (_api_not_served, r"DescribeAcls \(key 29\) is not served by this broker"),
         (_undecodable_body, r"cannot decode ApiVersions v3 request body"),
         (_short_frame, r"a 2-byte frame is too short for a request header"),
         (_truncated_frame, r"ended in the middle of a frame \(9 bytes of it received\)"),
@@ -209,11 +219,14 @@ def test_librdkafka_negotiates_api_versions(strom_server: StromServer) -> None:
         "logger": logger,
     }
     admin = AdminClient(config)
-    # Metadata is not served yet, so librdkafka reports it unsupported after negotiating
-    with pytest.raises(KafkaException) as caught:
-        admin.list_topics(timeout=5)
-    assert caught.value.args[0].code() == KafkaError._UNSUPPORTED_FEATURE
+    # after negotiating, librdkafka asks for Metadata at the newest version both know
+    metadata: Any = admin.list_topics(timeout=5)
+    assert metadata.cluster_id == strom_server.cluster_id
+    assert [(b.id, b.host, b.port) for b in metadata.brokers.values()] == [
+        (1, strom_server.host, strom_server.port)
+    ]
     admin.poll(0.5)
     text = "\n".join(lines)
     assert re.search(r"Received ApiVersionResponse \(v[34]", text), text
     assert "ApiKey ApiVersion (18) Versions 0..4" in text, text
+    assert "ApiKey Metadata (3) Versions 0..13" in text, text

@@ -322,6 +322,8 @@ class Request:
     unsupported_version: bool = False
     """Set only for ApiVersions at a version the broker does not implement; ``body`` is then an
     empty ApiVersions v0 request and the answer must be v0 with UNSUPPORTED_VERSION."""
+    trailing_bytes: int = 0
+    """Bytes after the body, ignored as Kafka ignores them (librdkafka sends some)."""
 
     @property
     def api_key(self) -> ApiKey:
@@ -353,8 +355,8 @@ def decode_request(frame: BytesLike, *, versions: Mapping[ApiKey, VersionRange])
     ``versions`` maps each API the broker serves to the versions it implements. Raises
     ``UnknownApiKeyError`` for a key Kafka does not define or the broker does not serve,
     ``UnsupportedVersionError`` for a version outside the served range (except ApiVersions, see
-    the module doc), and ``InvalidRequestError`` for a header or body that does not decode or
-    bytes left over after the body.
+    the module doc), and ``InvalidRequestError`` for a header or body that does not decode.
+    Bytes left over after the body are ignored, as Kafka does (``Request.trailing_bytes``).
     """
     api_key, api_version = peek_api_key_and_version(frame)
     correlation_id = peek_correlation_id(frame)
@@ -396,15 +398,9 @@ def decode_request(frame: BytesLike, *, versions: Mapping[ApiKey, VersionRange])
             api_version=api_version,
             correlation_id=correlation_id,
         ) from error
-    leftover = len(frame) - offset - size
-    if leftover:
-        raise InvalidRequestError(
-            f"{leftover} unexpected bytes after {api_name(api_key)} v{api_version} request body",
-            api_key=api_key,
-            api_version=api_version,
-            correlation_id=correlation_id,
-        )
-    return Request(header=header, body=body)
+    # Bytes after the body are ignored, as Kafka's RequestContext.parseRequest ignores them:
+    # librdkafka's all-topics Metadata request (v9+) carries three stray bytes after its body.
+    return Request(header=header, body=body, trailing_bytes=len(frame) - offset - size)
 
 
 def encode_response(*, correlation_id: int, body: ResponsePayload) -> bytes:

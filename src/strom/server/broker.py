@@ -1,27 +1,90 @@
-"""The broker: the composition root that wires settings, the data directory, handlers and network.
+"""The broker: the composition root that wires settings, storage, metadata, handlers and network.
 
-Today it owns the handler registry (ApiVersions) and the listener. The storage engine
-(``strom.storage``), the metadata log and image (``strom.metadata``, ``strom.controller``) and the
-replica manager are created here as they arrive, and handed to the handlers that need them; no
-other module wires things together.
+A single node is broker and controller of a one-voter cluster. What ``start`` does, in order:
+
+1. ``meta.properties``: check the data directory belongs to this node and cluster (or create it).
+2. **Load logs**: ``self.log_manager`` opens every partition directory (recovering after a crash)
+   with the static topic defaults; the metadata says which topic settings they really have.
+3. **Load metadata**: ``self.metadata_log`` (partition ``__cluster_metadata-0``) is replayed into
+   ``self.metadata`` (the ``MetadataLoader``; ``self.metadata.image`` is the current image);
+   the log publisher then creates the logs the image has and the log manager lacks, applies
+   topic settings, and deletes logs of topics that no longer exist; a new cluster gets its
+   bootstrap records. ``self.controller`` (``ControllerServer``) commits every later change.
+4. **Handlers** are registered (``self.registry``); ApiVersions advertises exactly them.
+5. **Listener**: start serving; then this node registers with the controller under its
+   advertised address (a new broker epoch every start, as Kafka brokers do) and is unfenced.
+6. Background tasks: retention every ``log.retention.check.interval.ms`` and the recovery-point
+   checkpoint every ``log.flush.offset.checkpoint.interval.ms`` (and ``log.flush.scheduler.
+   interval.ms`` when set); then the ready line.
+
+``stop`` reverses it: stop the listener (in-flight requests are answered), stop the background
+tasks, then close the logs, which flushes them, writes the checkpoints and the clean-shutdown
+marker.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import random
 import time
+import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from strom.common import Clock, SystemClock, TopicPartition
 from strom.config import ConfigError, ServerConfig
+from strom.controller import (
+    SUPPORTED_FEATURES,
+    BrokerRegistrationRequest,
+    ControllerSettings,
+    QuorumController,
+)
+from strom.metadata import BrokerEndpoint, MetadataLoader
+from strom.server.auto_topics import AutoTopicCreator
+from strom.server.config_entries import ConfigDescriber
+from strom.server.controller_server import ControllerServer
+from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache
+from strom.server.handlers.alter_configs import AlterConfigsHandler
 from strom.server.handlers.api_versions import ApiVersionsHandler
+from strom.server.handlers.common import LISTENER_NAME
+from strom.server.handlers.create_partitions import CreatePartitionsHandler
+from strom.server.handlers.create_topics import CreateTopicsHandler
+from strom.server.handlers.delete_records import DeleteRecordsHandler
+from strom.server.handlers.delete_topics import DeleteTopicsHandler
+from strom.server.handlers.describe_cluster import DescribeClusterHandler
+from strom.server.handlers.describe_configs import DescribeConfigsHandler
+from strom.server.handlers.describe_log_dirs import DescribeLogDirsHandler
+from strom.server.handlers.fetch import FetchHandler
+from strom.server.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
+from strom.server.handlers.init_producer_id import InitProducerIdHandler
+from strom.server.handlers.list_offsets import ListOffsetsHandler
+from strom.server.handlers.metadata import MetadataHandler
+from strom.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
+from strom.server.handlers.produce import ProduceHandler
 from strom.server.handlers.registry import HandlerRegistry
+from strom.server.log_configs import TopicConfigResolver
+from strom.server.log_publisher import LogPublisher
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties
+from strom.server.metadata_log import METADATA_LOG_CONFIG, METADATA_PARTITION, PartitionMetadataLog
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.listener import HostPort, Listener
+from strom.server.producer_ids import ProducerIdManager
+from strom.server.purgatory import DelayedFetch, DelayedProduce, Purgatory
+from strom.server.replica_manager import ReplicaManager
+from strom.storage.log_config import LogConfig
+from strom.storage.log_manager import LogManager
 
-__all__ = ["Broker", "parse_listeners"]
+__all__ = ["Broker", "BrokerStartError", "parse_listeners"]
 
 log = logging.getLogger(__name__)
+
+_MAX_TIMER_MS = 2**31 - 1
+"""Periodic tasks with a longer interval (Kafka's Long.MAX_VALUE "never") are not scheduled."""
+
+
+class BrokerStartError(RuntimeError):
+    """The broker could not join its own cluster (registration refused)."""
 
 
 def parse_listeners(text: str) -> HostPort:
@@ -46,18 +109,48 @@ def data_dir_of(config: ServerConfig) -> Path:
     return Path(text)
 
 
+def _advertised_listener(config: ServerConfig) -> HostPort | None:
+    text = config["advertised.listeners"]
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        return parse_listeners(text)
+    except ConfigError as error:
+        raise ConfigError("advertised.listeners", error.reason) from None
+
+
 class Broker:
-    """A single node: broker and (later) controller of a one-voter cluster."""
+    """A single node: broker and controller of a one-voter cluster."""
+
+    # Set by start() (see the module doc for the order); read them only once it has returned.
+    log_manager: LogManager
+    """Every partition log of the data directory (the metadata log among them)."""
+    metadata_log: PartitionMetadataLog
+    controller: ControllerServer
+    """Runs controller operations one at a time and commits their records."""
+    producer_ids: ProducerIdManager
 
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
+        self.clock: Clock = SystemClock()
         self.data_dir = data_dir_of(config).absolute()
         self.listener_address = parse_listeners(config.get_str("listeners"))
+        self._advertised_listener = _advertised_listener(config)
         self.node_id = config.get_int("node.id")
+        self.topic_configs = TopicConfigResolver(config, node_id=self.node_id)
+        """Effective topic settings and log configs as of a metadata image."""
+        self.metadata = MetadataLoader()
+        """The metadata image (``self.metadata.image``) and its publishers."""
         self.registry = HandlerRegistry()
         self.registry.register(ApiVersionsHandler(self.registry))
+        self.broker_epoch = -1
+        """This node's broker epoch, given by its registration at start."""
         self._listener: Listener | None = None
         self._meta: MetaProperties | None = None
+        self._started = False
+        self._closed = False
+        self._ready = False
+        self._tasks: list[asyncio.Task[None]] = []
 
     @property
     def cluster_id(self) -> str:
@@ -74,18 +167,28 @@ class Broker:
 
     @property
     def advertised_address(self) -> HostPort:
+        """The address clients are given: ``advertised.listeners`` if set, else the listener's
+        (with the bound port when the configured one is 0)."""
         if self._listener is None:
             raise RuntimeError("the broker is not started")
-        return self._listener.advertised_address
+        own = self._listener.advertised_address
+        configured = self._advertised_listener
+        if configured is None:
+            return own
+        return HostPort(configured.host or own.host, configured.port or own.port)
+
+    # --- start -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Check or create the data directory, start serving, log the ready line.
+        """Load logs and metadata, start serving, join the cluster, log the ready line.
 
-        Raises ``MetaPropertiesError`` for a data directory of another node or cluster and
-        ``OSError`` when the address cannot be bound.
+        Raises ``MetaPropertiesError`` for a data directory of another node or cluster,
+        ``OSError`` when the address cannot be bound, ``BrokerStartError`` when the controller
+        refuses the registration.
         """
-        if self._listener is not None:
+        if self._started:
             raise RuntimeError("the broker is already started")
+        self._started = True
         started = time.monotonic()
         cluster_id = self.config["cluster.id"]
         self._meta = ensure_meta_properties(
@@ -93,6 +196,145 @@ class Broker:
             node_id=self.node_id,
             cluster_id=cluster_id if isinstance(cluster_id, str) and cluster_id else None,
         )
+        self._load_logs()
+        try:
+            self._load_metadata()
+            self._register_handlers()
+            self._register_data_handlers()
+            await self._start_listener()
+            self._join_cluster()
+        except BaseException:
+            await self.stop()
+            raise
+        self._start_background_tasks()
+        image = self.metadata.image
+        log.info(
+            "ready: listening on %s, data dir %s, cluster id %s, node id %d "
+            "(%d topic(s), broker epoch %d, %.0f ms)",
+            self.bound_address,
+            self.data_dir,
+            self._meta.cluster_id,
+            self.node_id,
+            len(image.topics),
+            self.broker_epoch,
+            (time.monotonic() - started) * 1000,
+        )
+        self._ready = True
+
+    def _load_logs(self) -> None:
+        default = self.topic_configs.default_log_config()
+
+        def initial_config(tp: TopicPartition) -> LogConfig:
+            return METADATA_LOG_CONFIG if tp == METADATA_PARTITION else default
+
+        self.log_manager = LogManager(self.data_dir, self.clock, config_for=initial_config)
+        logs = self.log_manager.all()
+        if logs and not self.log_manager.had_clean_shutdown:
+            log.warning(
+                "recovered %d log(s) after an unclean shutdown (from their recovery points)",
+                len(logs),
+            )
+        log.debug("loaded %d log(s) from %s", len(logs), self.data_dir)
+
+    def _load_metadata(self) -> None:
+        partition = self.log_manager.get_or_create(METADATA_PARTITION, METADATA_LOG_CONFIG)
+        self.metadata_log = PartitionMetadataLog(partition, clock=self.clock)
+        image = self.metadata.catch_up(self.metadata_log)
+        controller = QuorumController(
+            ControllerSettings.from_config(self.config), random=random.Random()
+        )
+        self.controller = ControllerServer(controller, loader=self.metadata, log=self.metadata_log)
+        publisher = LogPublisher(
+            self.log_manager,
+            self.topic_configs,
+            node_id=self.node_id,
+            internal_logs={METADATA_PARTITION},
+        )
+        if image.is_empty:
+            unknown = [tp for tp in self.log_manager.all() if tp != METADATA_PARTITION]
+            if unknown:
+                log.warning(
+                    "the metadata log is empty but %d partition directories exist; they are "
+                    "left alone and belong to no topic",
+                    len(unknown),
+                )
+        else:
+            publisher.remove_strays(image)
+        self.metadata.install_publisher(publisher)
+        self.controller.bootstrap()
+        log.debug(
+            "metadata loaded: %d topic(s), %d broker(s), up to offset %d (quorum epoch %d)",
+            len(self.metadata.image.topics),
+            len(self.metadata.image.cluster.brokers),
+            self.metadata.image.highest_offset,
+            self.metadata_log.epoch,
+        )
+
+    def _register_handlers(self) -> None:
+        cluster_id = self.cluster_id
+        describer = ConfigDescriber(self.topic_configs)
+        self.producer_ids = ProducerIdManager(
+            self.controller, broker_id=self.node_id, broker_epoch=lambda: self.broker_epoch
+        )
+        for handler in (
+            MetadataHandler(
+                self.metadata,
+                cluster_id=cluster_id,
+                controller_id=self.node_id,
+                auto_topics=AutoTopicCreator(self.controller, self.topic_configs),
+            ),
+            CreateTopicsHandler(self.controller, describer),
+            DeleteTopicsHandler(self.controller),
+            CreatePartitionsHandler(self.controller),
+            DescribeConfigsHandler(self.metadata, describer),
+            AlterConfigsHandler(self.controller),
+            IncrementalAlterConfigsHandler(self.controller),
+            DescribeClusterHandler(
+                self.metadata, cluster_id=cluster_id, controller_id=self.node_id
+            ),
+            DescribeLogDirsHandler(
+                self.log_manager, data_dir=self.data_dir, internal_logs={METADATA_PARTITION}
+            ),
+            InitProducerIdHandler(self.producer_ids),
+        ):
+            self.registry.register(handler)
+
+    # --- data path: Produce, Fetch, ListOffsets, DeleteRecords, OffsetForLeaderEpoch --------
+
+    replica_manager: ReplicaManager
+    produce_purgatory: Purgatory[DelayedProduce]
+    fetch_purgatory: Purgatory[DelayedFetch]
+
+    def _register_data_handlers(self) -> None:
+        """The replica manager, the purgatories it wakes, fetch sessions, and their handlers."""
+        self.replica_manager = ReplicaManager(
+            node_id=self.node_id,
+            log_manager=self.log_manager,
+            metadata=self.metadata,
+            config=self.config,
+            clock=self.clock,
+            topic_config=self.topic_configs.topic_config,
+        )
+        self.produce_purgatory = Purgatory("Produce")
+        self.fetch_purgatory = Purgatory("Fetch")
+        self.replica_manager.add_high_watermark_listener(self.produce_purgatory.check_and_complete)
+        self.replica_manager.add_high_watermark_listener(self.fetch_purgatory.check_and_complete)
+        sessions = FetchSessionCache(random=random.Random(), max_slots=DEFAULT_SESSION_CACHE_SLOTS)
+        for handler in (
+            ProduceHandler(replica_manager=self.replica_manager, purgatory=self.produce_purgatory),
+            FetchHandler(
+                replica_manager=self.replica_manager,
+                purgatory=self.fetch_purgatory,
+                sessions=sessions,
+                clock=self.clock,
+            ),
+            ListOffsetsHandler(replica_manager=self.replica_manager),
+            DeleteRecordsHandler(replica_manager=self.replica_manager),
+            OffsetForLeaderEpochHandler(replica_manager=self.replica_manager),
+        ):
+            self.registry.register(handler)
+
+    async def _start_listener(self) -> None:
         listener = Listener(
             address=self.listener_address,
             registry=self.registry,
@@ -102,19 +344,85 @@ class Broker:
         )
         await listener.start()
         self._listener = listener
-        log.info(
-            "ready: listening on %s, data dir %s, cluster id %s, node id %d (%.0f ms)",
-            listener.bound_address,
-            self.data_dir,
-            self._meta.cluster_id,
-            self.node_id,
-            (time.monotonic() - started) * 1000,
+
+    def _join_cluster(self) -> None:
+        """Register under the advertised address (a new broker epoch) and get unfenced."""
+        address = self.advertised_address
+        reply = self.controller.register_broker_now(
+            BrokerRegistrationRequest(
+                broker_id=self.node_id,
+                incarnation_id=uuid.uuid4(),
+                endpoints=[BrokerEndpoint(LISTENER_NAME, address.host, address.port)],
+                features=SUPPORTED_FEATURES,
+            )
+        )
+        if reply.error.is_failure:
+            raise BrokerStartError(f"broker registration refused: {reply.error.message}")
+        self.broker_epoch = reply.broker_epoch
+        unfenced = self.controller.unfence_broker_now(
+            broker_id=self.node_id, broker_epoch=self.broker_epoch
+        )
+        if unfenced.is_failure:
+            raise BrokerStartError(f"the broker cannot be unfenced: {unfenced.message}")
+        log.debug(
+            "registered as broker %d at %s, epoch %d", self.node_id, address, reply.broker_epoch
         )
 
+    # --- background work ---------------------------------------------------------------------
+
+    def _start_background_tasks(self) -> None:
+        periodic: list[tuple[str, str, Callable[[], None]]] = [
+            ("retention", "log.retention.check.interval.ms", self._run_retention),
+            ("checkpoint", "log.flush.offset.checkpoint.interval.ms", self.log_manager.checkpoint),
+            ("flush", "log.flush.scheduler.interval.ms", self.log_manager.flush_dirty),
+        ]
+        for name, setting, work in periodic:
+            interval_ms = self.config.get_int(setting)
+            if 0 < interval_ms <= _MAX_TIMER_MS:
+                self._tasks.append(
+                    asyncio.get_running_loop().create_task(
+                        self._every(interval_ms, name, work), name=f"strom-{name}"
+                    )
+                )
+
+    @staticmethod
+    async def _every(interval_ms: int, name: str, work: Callable[[], None]) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                work()
+            except Exception:
+                log.exception("periodic %s failed", name)
+
+    def high_watermarks(self) -> Mapping[TopicPartition, int]:
+        """Partition -> high watermark, of the partitions this broker leads (the replica
+        manager's; the metadata log is not among them)."""
+        return self.replica_manager.high_watermarks()
+
+    def _run_retention(self) -> None:
+        deleted = self.log_manager.run_retention(self.clock.now_ms(), self.high_watermarks())
+        for tp, count in sorted(deleted.items()):
+            log.info("retention deleted %d segment(s) of %s", count, tp)
+
+    # --- stop ------------------------------------------------------------------------------
+
     async def stop(self, *, timeout: float = 10.0) -> None:
-        """Stop accepting, finish in-flight requests within ``timeout`` seconds, close."""
+        """Stop accepting, finish in-flight requests within ``timeout`` seconds, then close the
+        logs (flush, checkpoints, clean-shutdown marker)."""
         listener, self._listener = self._listener, None
-        if listener is None:
-            return
-        await listener.stop(timeout=timeout)
-        log.info("stopped")
+        if hasattr(self, "fetch_purgatory"):
+            # Long polls answer now rather than at their max wait; later ones at once.
+            self.fetch_purgatory.shutdown()
+            self.produce_purgatory.shutdown()
+        if listener is not None:
+            await listener.stop(timeout=timeout)
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._started and not self._closed and hasattr(self, "log_manager"):
+            self._closed = True
+            self.log_manager.close(broker_epoch=self.broker_epoch)
+            if self._ready:
+                log.info("logs flushed and checkpointed; stopped")

@@ -1,0 +1,80 @@
+"""CreatePartitions (API key 37), v0 to v3: grow topics to a new partition count.
+
+The controller checks each topic (it exists, the count grows, assignments fit) and places the
+new partitions; their logs appear when the batch is applied. One result per distinct topic.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from kio.schema.create_partitions.v3 import request as newest
+from kio.schema.create_partitions.v3 import response as latest
+from kio.schema.types import TopicName
+from kio.static.protocol import ResponsePayload
+
+from strom.controller import CreatePartitionsRequest, CreatePartitionsTopic
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.controller_server import ControllerServer
+from strom.server.handlers.common import NO_THROTTLE, as_newest, for_version
+from strom.server.handlers.registry import RequestContext
+
+__all__ = ["CreatePartitionsHandler", "parse_create_partitions"]
+
+log = logging.getLogger(__name__)
+
+
+def parse_create_partitions(body: object) -> CreatePartitionsRequest:
+    request = as_newest(body, newest.CreatePartitionsRequest)
+    return CreatePartitionsRequest(
+        topics=[
+            CreatePartitionsTopic(
+                name=topic.name,
+                count=int(topic.count),
+                assignments=None
+                if topic.assignments is None
+                else [tuple(int(b) for b in a.broker_ids) for a in topic.assignments],
+            )
+            for topic in request.topics
+        ],
+        validate_only=request.validate_only,
+    )
+
+
+class CreatePartitionsHandler:
+    api_key: Final = ApiKey.CREATE_PARTITIONS
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_PARTITIONS]
+
+    def __init__(self, controller: ControllerServer) -> None:
+        self._controller = controller
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        request = parse_create_partitions(context.body)
+        results = await self._controller.create_partitions(request)
+        counts = {topic.name: topic.count for topic in request.topics}
+        for result in results:
+            if result.error.is_failure:
+                log.info(
+                    "CreatePartitions from %s: topic %s not grown: %s (%s)",
+                    context.client_address,
+                    result.name,
+                    result.error.message,
+                    result.error.code.name.upper(),
+                )
+            elif not request.validate_only:
+                log.info(
+                    "topic %s now has %d partition(s)", result.name, counts.get(result.name, -1)
+                )
+        response = latest.CreatePartitionsResponse(
+            throttle_time=NO_THROTTLE,
+            results=tuple(
+                latest.CreatePartitionsTopicResult(
+                    name=TopicName(result.name),
+                    error_code=result.error.code,
+                    error_message=result.error.message if result.error.is_failure else None,
+                )
+                for result in results
+            ),
+        )
+        return for_version(response, context.api_version)

@@ -1,0 +1,135 @@
+"""CreateTopics (API key 19), v2 to v7.
+
+The controller validates and creates (``QuorumController.create_topics``: names, collisions,
+-1 for the broker's ``num.partitions``/``default.replication.factor``, manual assignments,
+configs, ``validate_only``); this handler turns its results into Kafka's answer: one result per
+distinct topic name with an error code and message, and from v5 on the created (or, with
+``validate_only``, the would-be) topic's partition count, replication factor and every config
+with its source, as Kafka's ``ReplicationControlManager`` fills them; v7 adds the topic id.
+
+The request's ``timeout`` is not needed: the single voter commits before answering.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from kio.schema.create_topics.v7 import request as newest
+from kio.schema.create_topics.v7 import response as latest
+from kio.schema.types import TopicName
+from kio.static.primitive import i8, i16, i32
+from kio.static.protocol import ResponsePayload
+
+from strom.controller import (
+    CreatableTopic,
+    CreateTopicResult,
+    CreateTopicsRequest,
+    ReplicaAssignment,
+)
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.config_entries import ConfigDescriber
+from strom.server.controller_server import ControllerServer
+from strom.server.handlers.common import NO_THROTTLE, as_newest, for_version, wire_uuid
+from strom.server.handlers.registry import RequestContext
+
+__all__ = ["CreateTopicsHandler", "parse_create_topics"]
+
+log = logging.getLogger(__name__)
+
+
+def parse_create_topics(body: object) -> CreateTopicsRequest:
+    """The controller's request for a CreateTopics body of any version."""
+    request = as_newest(body, newest.CreateTopicsRequest)
+    topics = [
+        CreatableTopic(
+            name=topic.name,
+            num_partitions=int(topic.num_partitions),
+            replication_factor=int(topic.replication_factor),
+            assignments=tuple(
+                ReplicaAssignment(
+                    partition_index=int(assignment.partition_index),
+                    broker_ids=tuple(int(b) for b in assignment.broker_ids),
+                )
+                for assignment in topic.assignments
+            ),
+            configs={config.name: config.value for config in topic.configs},
+        )
+        for topic in request.topics
+    ]
+    return CreateTopicsRequest(topics=topics, validate_only=request.validate_only)
+
+
+class CreateTopicsHandler:
+    api_key: Final = ApiKey.CREATE_TOPICS
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_TOPICS]
+
+    def __init__(self, controller: ControllerServer, describer: ConfigDescriber) -> None:
+        self._controller = controller
+        self._describer = describer
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        request = parse_create_topics(context.body)
+        results = await self._controller.create_topics(request)
+        for result in results:
+            _log_result(result, validate_only=request.validate_only, client=context.client_address)
+        response = latest.CreateTopicsResponse(
+            throttle_time=NO_THROTTLE,
+            topics=tuple(self._result(result) for result in results),
+        )
+        return for_version(response, context.api_version)
+
+    def _result(self, result: CreateTopicResult) -> latest.CreatableTopicResult:
+        if result.error.is_failure:
+            return latest.CreatableTopicResult(
+                name=TopicName(result.name),
+                topic_id=None,
+                error_code=result.error.code,
+                error_message=result.error.message,
+                configs=(),
+            )
+        described = self._describer.topic(
+            self._controller.image, result.name, overrides=result.configs
+        )
+        return latest.CreatableTopicResult(
+            name=TopicName(result.name),
+            topic_id=wire_uuid(result.topic_id),
+            error_code=result.error.code,
+            error_message=None,
+            num_partitions=i32(result.num_partitions),
+            replication_factor=i16(result.replication_factor),
+            configs=tuple(
+                latest.CreatableTopicConfigs(
+                    name=entry.name,
+                    value=entry.value,
+                    read_only=entry.read_only,
+                    config_source=i8(entry.source),
+                    is_sensitive=entry.is_sensitive,
+                )
+                for entry in described
+            ),
+        )
+
+
+def _log_result(result: CreateTopicResult, *, validate_only: bool, client: str) -> None:
+    if result.error.is_failure:
+        log.info(
+            "CreateTopics from %s: topic %s refused: %s (%s)",
+            client,
+            result.name,
+            result.error.message,
+            result.error.code.name.upper(),
+        )
+    elif validate_only:
+        log.info(
+            "CreateTopics from %s: topic %s would be valid (validate only)", client, result.name
+        )
+    else:
+        log.info(
+            "created topic %s with %d partition(s), replication factor %d%s (topic id %s)",
+            result.name,
+            result.num_partitions,
+            result.replication_factor,
+            f", configs {dict(sorted(result.configs.items()))}" if result.configs else "",
+            result.topic_id,
+        )

@@ -1,0 +1,78 @@
+"""DeleteTopics (API key 20), v1 to v6: by name, and from v6 on by topic id.
+
+The controller resolves each entry (UNKNOWN_TOPIC_OR_PARTITION for a name, UNKNOWN_TOPIC_ID for
+an id no topic has, INVALID_REQUEST for an entry given twice, TOPIC_DELETION_DISABLED under
+``delete.topic.enable=false``) and removes the topics in one batch; the log publisher deletes
+their partition logs when the batch is applied. One result per request entry, as Kafka's.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from kio.schema.delete_topics.v6 import request as newest
+from kio.schema.delete_topics.v6 import response as latest
+from kio.schema.types import TopicName
+from kio.static.protocol import ResponsePayload
+
+from strom.controller import DeletableTopic, DeleteTopicResult, DeleteTopicsRequest
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.controller_server import ControllerServer
+from strom.server.handlers.common import NO_THROTTLE, for_version, request_field, wire_uuid
+from strom.server.handlers.registry import RequestContext
+
+__all__ = ["DeleteTopicsHandler", "parse_delete_topics"]
+
+log = logging.getLogger(__name__)
+
+
+def parse_delete_topics(body: object) -> DeleteTopicsRequest:
+    """The controller's request: v6 names topics or ids, earlier versions only names."""
+    states: tuple[newest.DeleteTopicState, ...] | None = request_field(body, "topics", None)
+    if states is not None:
+        return DeleteTopicsRequest(
+            [DeletableTopic(name=state.name, topic_id=state.topic_id) for state in states]
+        )
+    names: tuple[str, ...] = request_field(body, "topic_names", ())
+    return DeleteTopicsRequest.of_names(*names)
+
+
+class DeleteTopicsHandler:
+    api_key: Final = ApiKey.DELETE_TOPICS
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.DELETE_TOPICS]
+
+    def __init__(self, controller: ControllerServer) -> None:
+        self._controller = controller
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        request = parse_delete_topics(context.body)
+        results = await self._controller.delete_topics(request)
+        for result in results:
+            _log_result(result, client=context.client_address)
+        response = latest.DeleteTopicsResponse(
+            throttle_time=NO_THROTTLE,
+            responses=tuple(
+                latest.DeletableTopicResult(
+                    name=None if result.name is None else TopicName(result.name),
+                    topic_id=wire_uuid(result.topic_id),
+                    error_code=result.error.code,
+                    error_message=result.error.message if result.error.is_failure else None,
+                )
+                for result in results
+            ),
+        )
+        return for_version(response, context.api_version)
+
+
+def _log_result(result: DeleteTopicResult, *, client: str) -> None:
+    if result.error.is_failure:
+        log.info(
+            "DeleteTopics from %s: %s not deleted: %s (%s)",
+            client,
+            result.name if result.name is not None else f"topic id {result.topic_id}",
+            result.error.message,
+            result.error.code.name.upper(),
+        )
+    else:
+        log.info("deleted topic %s (topic id %s)", result.name, result.topic_id)

@@ -1,0 +1,291 @@
+"""Fetch (v4+): record batches from the segment files, sent with sendfile.
+
+One request goes through four steps, as in Kafka's ``KafkaApis.handleFetchRequest`` and
+``ReplicaManager.fetchMessages``:
+
+1. **Session** (``fetch_session``): the request's partitions (by name, or by topic id from v13;
+   an id the metadata does not know is answered UNKNOWN_TOPIC_ID) and its session id and epoch
+   give a ``FetchContext``: which partitions to read, in which order.
+2. **Read** (``ReplicaManager.read``): each partition up to its ``partition_max_bytes`` and
+   the request's ``max_bytes`` in total; the first batch of the first partition with data comes
+   whole even when larger (KIP-74). Consumers read up to the high watermark (read_uncommitted)
+   or the last stable offset (read_committed).
+3. **Long poll**: with fewer than ``min_bytes`` readable, no error, and ``max_wait`` > 0, the
+   fetch parks in the purgatory (``DelayedFetch``) until appends make enough bytes readable or
+   ``max_wait`` passes, then reads again.
+4. **Answer**: the context picks the partitions to send (all, or for an incremental session
+   those that changed) and the response is encoded by ``RecordsSplicer``: kio writes the
+   response, each partition's records are file regions of the segments (``Response`` parts).
+
+Differences from Kafka: no follower fetches (a request with a replica id is read as a
+consumer's), no preferred read replica (always -1), no aborted transactions (none exist:
+read_committed answers an empty list, read_uncommitted null, as Kafka's do).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import uuid
+from typing import Any, Final
+
+from kio.static.primitive import i32, i32Timedelta, i64
+
+from strom.common import Clock, ErrorCode, TopicPartition
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.protocol.fetch_response import RecordsSplicer
+from strom.server.fetch_session import (
+    ContextKind,
+    FetchContext,
+    FetchSessionCache,
+    PartitionFetch,
+    PartitionOutcome,
+    SessionPartition,
+)
+from strom.server.handlers._schema import build, response_module
+from strom.server.handlers.registry import RequestContext
+from strom.server.network.response import Response
+from strom.server.purgatory import DelayedFetch, FetchPartitionStatus, Purgatory
+from strom.server.replica_manager import READ_COMMITTED, ReadResultInfo, ReplicaManager
+from strom.storage.file_region import FileRegion
+
+__all__ = ["FetchHandler"]
+
+log = logging.getLogger(__name__)
+
+_NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
+_TOPIC_IDS_VERSION: Final = 13
+_SESSIONS_VERSION: Final = 7
+
+_Partitions = list[tuple[SessionPartition, PartitionFetch]]
+
+
+def _ms(value: datetime.timedelta) -> int:
+    return int(value.total_seconds() * 1000)
+
+
+class FetchHandler:
+    """Answers Fetch with file regions (see the module doc)."""
+
+    api_key: Final = ApiKey.FETCH
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.FETCH]
+
+    def __init__(
+        self,
+        *,
+        replica_manager: ReplicaManager,
+        purgatory: Purgatory[DelayedFetch],
+        sessions: FetchSessionCache,
+        clock: Clock,
+    ) -> None:
+        self._replica_manager = replica_manager
+        self._purgatory = purgatory
+        self._sessions = sessions
+        self._clock = clock
+
+    async def handle(self, context: RequestContext) -> Response:
+        body: Any = context.body
+        version = context.api_version
+        fetch_context = self._new_context(body, version)
+        partitions = fetch_context.partitions()
+        isolation_level = int(body.isolation_level)
+        max_bytes = int(body.max_bytes)
+        reads = self._read_all(partitions, max_bytes=max_bytes, isolation_level=isolation_level)
+        readable = sum(read.size for read in reads)
+        max_wait_ms = _ms(body.max_wait)
+        if (
+            partitions
+            and max_wait_ms > 0
+            and readable < int(body.min_bytes)
+            and all(read.error == ErrorCode.none for read in reads)
+        ):
+            statuses = {
+                TopicPartition(key.topic, key.partition): FetchPartitionStatus(
+                    fetch_offset=request.fetch_offset,
+                    max_bytes=request.partition_max_bytes,
+                    current_leader_epoch=request.current_leader_epoch,
+                    readable=read.size,
+                )
+                for (key, request), read in zip(partitions, reads, strict=True)
+            }
+            for read in reads:
+                read.close()
+            operation = DelayedFetch(
+                timeout_ms=max_wait_ms,
+                min_bytes=int(body.min_bytes),
+                partitions=statuses,
+                replica_manager=self._replica_manager,
+                isolation_level=isolation_level,
+            )
+            if not self._purgatory.try_complete_else_watch(operation, statuses):
+                await operation.wait()
+            reads = self._read_all(partitions, max_bytes=max_bytes, isolation_level=isolation_level)
+        try:
+            return self._respond(
+                context=context,
+                version=version,
+                fetch_context=fetch_context,
+                partitions=partitions,
+                reads=reads,
+                isolation_level=isolation_level,
+            )
+        except BaseException:
+            for read in reads:
+                read.close()
+            raise
+
+    def _new_context(self, body: Any, version: int) -> FetchContext:
+        uses_topic_ids = version >= _TOPIC_IDS_VERSION
+        image = self._replica_manager.image
+        names: dict[uuid.UUID, str] = {}
+
+        def key_of(topic: Any, partition: int) -> SessionPartition:
+            if not uses_topic_ids:
+                return SessionPartition(str(topic.topic), partition)
+            topic_id: uuid.UUID = topic.topic_id
+            name = names.get(topic_id)
+            if name is None:
+                found = image.topics.get_topic_by_id(topic_id)
+                name = names[topic_id] = "" if found is None else found.name
+            return SessionPartition(name, partition, topic_id)
+
+        fetch_data: _Partitions = []
+        for topic in body.topics:
+            for partition in topic.partitions:
+                request = PartitionFetch(
+                    fetch_offset=int(partition.fetch_offset),
+                    partition_max_bytes=int(partition.partition_max_bytes),
+                    current_leader_epoch=int(getattr(partition, "current_leader_epoch", -1)),
+                    log_start_offset=int(getattr(partition, "log_start_offset", -1)),
+                    last_fetched_epoch=int(getattr(partition, "last_fetched_epoch", -1)),
+                )
+                fetch_data.append((key_of(topic, int(partition.partition)), request))
+        if version < _SESSIONS_VERSION:
+            session_id, epoch, forgotten = 0, -1, []
+        else:
+            session_id, epoch = int(body.session_id), int(body.session_epoch)
+            forgotten = [
+                key_of(topic, int(partition))
+                for topic in body.forgotten_topics_data
+                for partition in topic.partitions
+            ]
+        fetch_context = self._sessions.new_context(
+            session_id=session_id,
+            epoch=epoch,
+            fetch_data=fetch_data,
+            forgotten=forgotten,
+            uses_topic_ids=uses_topic_ids,
+            now_ms=self._clock.monotonic_ms(),
+        )
+        if fetch_context.kind is ContextKind.SESSION_ERROR:
+            log.info("fetch session %d (epoch %d): %s", session_id, epoch, fetch_context.error.name)
+        return fetch_context
+
+    def _read_all(
+        self, partitions: _Partitions, *, max_bytes: int, isolation_level: int
+    ) -> list[ReadResultInfo]:
+        """Kafka's ``readFromLog``: partitions in order, sharing ``max_bytes``."""
+        remaining = max_bytes
+        min_one_message = True
+        image = self._replica_manager.image
+        reads: list[ReadResultInfo] = []
+        for key, request in partitions:
+            if key.topic_id is not None:
+                topic = image.topics.get_topic(key.topic) if key.topic else None
+                if topic is None or topic.topic_id != key.topic_id:
+                    reads.append(
+                        ReadResultInfo(
+                            error=ErrorCode.unknown_topic_id,
+                            message=f"unknown topic id {key.topic_id}",
+                        )
+                    )
+                    continue
+            read = self._replica_manager.read(
+                TopicPartition(key.topic, key.partition),
+                fetch_offset=request.fetch_offset,
+                max_bytes=max(0, min(request.partition_max_bytes, remaining)),
+                min_one_message=min_one_message,
+                isolation_level=isolation_level,
+                current_leader_epoch=request.current_leader_epoch,
+            )
+            size = read.size
+            if size:
+                min_one_message = False
+                remaining = max(0, remaining - size)
+            reads.append(read)
+        return reads
+
+    def _respond(
+        self,
+        *,
+        context: RequestContext,
+        version: int,
+        fetch_context: FetchContext,
+        partitions: _Partitions,
+        reads: list[ReadResultInfo],
+        isolation_level: int,
+    ) -> Response:
+        outcomes = [
+            (
+                key,
+                PartitionOutcome(
+                    records_size=read.size,
+                    high_watermark=read.high_watermark,
+                    log_start_offset=read.log_start_offset,
+                    error_code=read.error,
+                ),
+            )
+            for (key, _), read in zip(partitions, reads, strict=True)
+        ]
+        error, session_id, selected = fetch_context.respond(
+            outcomes, now_ms=self._clock.monotonic_ms()
+        )
+        chosen = set(selected)
+        for index, read in enumerate(reads):
+            if index not in chosen:
+                read.close()
+        schema = response_module(ApiKey.FETCH, version)
+        splicer: RecordsSplicer[FileRegion] = RecordsSplicer()
+        aborted = () if isolation_level == READ_COMMITTED else None
+        by_ids = version >= _TOPIC_IDS_VERSION
+        topics: list[tuple[SessionPartition, list[Any]]] = []
+        for index in selected:
+            key = partitions[index][0]
+            read = reads[index]
+            entry = build(
+                schema.PartitionData,
+                partition_index=i32(key.partition),
+                error_code=read.error,
+                high_watermark=i64(read.high_watermark),
+                last_stable_offset=i64(read.last_stable_offset),
+                log_start_offset=i64(read.log_start_offset),
+                aborted_transactions=aborted,
+                preferred_read_replica=i32(-1),
+                records=splicer.placeholder(read.regions),
+            )
+            same_topic = topics and (
+                topics[-1][0].topic_id == key.topic_id
+                if by_ids
+                else topics[-1][0].topic == key.topic
+            )
+            if same_topic:
+                topics[-1][1].append(entry)
+            else:
+                topics.append((key, [entry]))
+        body = build(
+            schema.FetchResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=error,
+            session_id=i32(session_id),
+            responses=tuple(
+                build(
+                    schema.FetchableTopicResponse,
+                    topic=key.topic,
+                    topic_id=key.topic_id,
+                    partitions=tuple(entries),
+                )
+                for key, entries in topics
+            ),
+        )
+        parts = splicer.encode(correlation_id=context.request.correlation_id, body=body)
+        return Response.from_parts(parts)

@@ -1,0 +1,99 @@
+"""IncrementalAlterConfigs (API key 44), v0 to v1: SET, DELETE, APPEND and SUBTRACT per setting.
+
+The controller applies the operations to the resource's current overrides and validates the
+result as a whole (INVALID_CONFIG for unknown settings and bad values, INVALID_REQUEST for a
+setting named twice or an unknown operation); new topic settings reach the partition logs as
+soon as the change is committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from kio.schema.incremental_alter_configs.v1 import request as newest
+from kio.schema.incremental_alter_configs.v1 import response as latest
+from kio.static.primitive import i8
+from kio.static.protocol import ResponsePayload
+
+from strom.controller import (
+    AlterableConfig,
+    AlterConfigOp,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResource,
+)
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.controller_server import ControllerServer
+from strom.server.handlers.common import (
+    NO_THROTTLE,
+    as_newest,
+    for_version,
+    log_config_changes,
+)
+from strom.server.handlers.registry import RequestContext
+
+__all__ = ["IncrementalAlterConfigsHandler", "parse_incremental_alter_configs"]
+
+log = logging.getLogger(__name__)
+
+
+def parse_incremental_alter_configs(body: object) -> IncrementalAlterConfigsRequest:
+    request = as_newest(body, newest.IncrementalAlterConfigsRequest)
+    return IncrementalAlterConfigsRequest(
+        resources=[
+            IncrementalAlterConfigsResource(
+                resource_type=int(resource.resource_type),
+                resource_name=resource.resource_name,
+                configs=[
+                    AlterableConfig(c.name, c.value, int(c.config_operation))
+                    for c in resource.configs
+                ],
+            )
+            for resource in request.resources
+        ],
+        validate_only=request.validate_only,
+    )
+
+
+def _describe(config: AlterableConfig) -> str:
+    try:
+        op = AlterConfigOp(config.op).name
+    except ValueError:
+        op = f"operation {config.op}"
+    return f"{op} {config.name}" + ("" if config.value is None else f"={config.value}")
+
+
+class IncrementalAlterConfigsHandler:
+    api_key: Final = ApiKey.INCREMENTAL_ALTER_CONFIGS
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.INCREMENTAL_ALTER_CONFIGS]
+
+    def __init__(self, controller: ControllerServer) -> None:
+        self._controller = controller
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        request = parse_incremental_alter_configs(context.body)
+        results = await self._controller.incremental_alter_configs(request)
+        log_config_changes(
+            log,
+            api="IncrementalAlterConfigs",
+            client=context.client_address,
+            results=results,
+            changes={
+                (r.resource_type, r.resource_name): ", ".join(_describe(c) for c in r.configs)
+                for r in request.resources
+            },
+            validate_only=request.validate_only,
+        )
+        response = latest.IncrementalAlterConfigsResponse(
+            throttle_time=NO_THROTTLE,
+            responses=tuple(
+                latest.AlterConfigsResourceResponse(
+                    error_code=result.error.code,
+                    error_message=result.error.message if result.error.is_failure else None,
+                    resource_type=i8(result.resource_type),
+                    resource_name=result.resource_name,
+                )
+                for result in results
+            ),
+        )
+        return for_version(response, context.api_version)

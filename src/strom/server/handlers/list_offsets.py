@@ -1,0 +1,97 @@
+"""ListOffsets (v1+): an offset per partition, by timestamp or by one of the special timestamps.
+
+Special timestamps: -2 earliest (the log start offset), -1 latest (the high watermark for
+read_uncommitted, the last stable offset for read_committed; the log end offset for a request
+with a replica id other than -1), -3 the record with the largest timestamp (v7+, KIP-734), -4
+the earliest local offset (v8+, KIP-405; the log start offset, nothing is tiered), -5 the
+latest tiered offset (v9+, KIP-1005; -1, nothing is tiered). Any other timestamp finds the
+first record whose timestamp is at or after it, below the high watermark; none: offset -1.
+
+The leader epoch (v4+) is the partition's current one (strom keeps one leader epoch per
+partition for now). A partition named twice in one request gets INVALID_REQUEST, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Final
+
+from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.protocol import ResponsePayload
+
+from strom.common import ErrorCode, KafkaError, TopicPartition
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.handlers._schema import build, response_module
+from strom.server.handlers.registry import RequestContext
+from strom.server.replica_manager import READ_UNCOMMITTED, ReplicaManager
+
+__all__ = ["ListOffsetsHandler"]
+
+_NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
+CONSUMER_REPLICA_ID: Final = -1
+
+
+class ListOffsetsHandler:
+    """Answers ListOffsets from the replica manager."""
+
+    api_key: Final = ApiKey.LIST_OFFSETS
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.LIST_OFFSETS]
+
+    def __init__(self, *, replica_manager: ReplicaManager) -> None:
+        self._replica_manager = replica_manager
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        body: Any = context.body
+        version = context.api_version
+        schema = response_module(ApiKey.LIST_OFFSETS, version)
+        isolation_level: int | None = None
+        if int(body.replica_id) == CONSUMER_REPLICA_ID:
+            isolation_level = int(getattr(body, "isolation_level", READ_UNCOMMITTED))
+        counts: dict[TopicPartition, int] = {}
+        for topic in body.topics:
+            for partition in topic.partitions:
+                tp = TopicPartition(str(topic.name), int(partition.partition_index))
+                counts[tp] = counts.get(tp, 0) + 1
+        topics = []
+        for topic in body.topics:
+            answers = []
+            for partition in topic.partitions:
+                tp = TopicPartition(str(topic.name), int(partition.partition_index))
+                error, offset, timestamp, epoch = ErrorCode.none, -1, -1, -1
+                if counts[tp] > 1:
+                    error = ErrorCode.invalid_request
+                else:
+                    try:
+                        answer = self._replica_manager.list_offset(
+                            tp,
+                            timestamp=int(partition.timestamp),
+                            isolation_level=isolation_level,
+                            current_leader_epoch=int(
+                                getattr(partition, "current_leader_epoch", -1)
+                            ),
+                        )
+                    except KafkaError as failure:
+                        error = failure.error_code
+                    else:
+                        offset, timestamp, epoch = (
+                            answer.offset,
+                            answer.timestamp,
+                            answer.leader_epoch,
+                        )
+                answers.append(
+                    build(
+                        schema.ListOffsetsPartitionResponse,
+                        partition_index=i32(tp.partition),
+                        error_code=error,
+                        timestamp=i64(timestamp),
+                        offset=i64(offset),
+                        leader_epoch=i32(epoch),
+                    )
+                )
+            topics.append(
+                build(schema.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(answers))
+            )
+        response: ResponsePayload = build(
+            schema.ListOffsetsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics)
+        )
+        return response

@@ -1,0 +1,257 @@
+"""Metadata (API key 3), v0 to v13: brokers, cluster id, controller, topics and partitions.
+
+Kafka's rules (``KafkaApis.handleTopicMetadataRequest``, ``KRaftMetadataCache``):
+
+* which topics: v0's empty list and v1+'s null mean every topic; otherwise the named ones (once
+  each, in request order), or from v12 on the ones named by topic id (UNKNOWN_TOPIC_ID for an
+  id no topic has, with a null name). v10 and v11 carry the id field but Kafka never served it:
+  a request that uses it is answered INVALID_REQUEST for every topic and no brokers.
+* an unknown topic is auto-created when ``auto.create.topics.enable`` is on, the request allows
+  it (``allow_auto_topic_creation``, v4+; always for v0-v3) and it is not an all-topics or a
+  by-id request. Kafka answers LEADER_NOT_AVAILABLE while its controller creates the topic; the
+  controller here commits before answering, so the new topic is answered as it is, which
+  producers take on the first try. Otherwise unknown topics get UNKNOWN_TOPIC_OR_PARTITION and
+  names Kafka would not accept INVALID_TOPIC_EXCEPTION.
+* brokers: the unfenced brokers' endpoints on the client listener; the controller id is this
+  node (Kafka gives clients an alive broker, since controllers are not reachable by them).
+* a partition whose leader has no endpoint gets LEADER_NOT_AVAILABLE and leader -1; replicas on
+  brokers that are not alive are listed as offline.
+* ``*_authorized_operations``: without an authorizer every operation is allowed, so a client
+  that asks gets all of a resource's operations; one that does not gets Kafka's "omitted"
+  value (-2^31).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from kio.schema.metadata.v13 import request as newest
+from kio.schema.metadata.v13 import response as latest
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32
+from kio.static.protocol import ResponsePayload
+
+from strom.common import ErrorCode
+from strom.controller import CLUSTER_METADATA_TOPIC, ZERO_UUID, invalid_topic_reason, is_internal
+from strom.metadata import MetadataImage, PartitionRegistration, TopicImage
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.auto_topics import AutoTopicCreator
+from strom.server.handlers.common import (
+    ALL_CLUSTER_OPERATIONS,
+    ALL_TOPIC_OPERATIONS,
+    AUTHORIZED_OPERATIONS_OMITTED,
+    NO_THROTTLE,
+    as_newest,
+    broker_addresses,
+    for_version,
+    request_field,
+    wire_uuid,
+)
+from strom.server.handlers.registry import RequestContext
+from strom.server.metadata_view import MetadataView
+
+__all__ = ["MetadataHandler", "MetadataQuery"]
+
+_TOPIC_IDS_FROM: Final = 12
+"""The first version whose topic ids Kafka serves."""
+
+
+@dataclass(frozen=True)
+class MetadataQuery:
+    """What a Metadata request asks, whatever its version."""
+
+    names: Sequence[str] | None
+    """Topic names, or None for every topic."""
+    topic_ids: Sequence[uuid.UUID] = ()
+    allow_auto_topic_creation: bool = True
+    include_cluster_authorized_operations: bool = False
+    include_topic_authorized_operations: bool = False
+
+    @classmethod
+    def of(cls, body: object, version: int) -> MetadataQuery | None:
+        """The query, or None when a v10/v11 request uses topic ids (INVALID_REQUEST)."""
+        request = as_newest(body, newest.MetadataRequest)
+        names: list[str] | None = None
+        ids: list[uuid.UUID] = []
+        if request.topics is not None and (request.topics or version > 0):
+            names = []
+            for topic in request.topics:
+                topic_id = request_field(topic, "topic_id", ZERO_UUID) or ZERO_UUID
+                if topic.name is not None and topic_id == ZERO_UUID:
+                    names.append(topic.name)
+                elif version < _TOPIC_IDS_FROM or topic_id == ZERO_UUID:
+                    return None
+                else:
+                    ids.append(topic_id)
+        return cls(
+            names=None if names is None else list(dict.fromkeys(names)),
+            topic_ids=list(dict.fromkeys(ids)),
+            allow_auto_topic_creation=request_field(request, "allow_auto_topic_creation", True),
+            include_cluster_authorized_operations=request_field(
+                request, "include_cluster_authorized_operations", False
+            ),
+            include_topic_authorized_operations=request_field(
+                request, "include_topic_authorized_operations", False
+            ),
+        )
+
+
+class MetadataHandler:
+    api_key: Final = ApiKey.METADATA
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.METADATA]
+
+    def __init__(
+        self,
+        metadata: MetadataView,
+        *,
+        cluster_id: str,
+        controller_id: int,
+        auto_topics: AutoTopicCreator,
+    ) -> None:
+        self._metadata = metadata
+        self._cluster_id = cluster_id
+        self._controller_id = controller_id
+        self._auto_topics = auto_topics
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        version = context.api_version
+        query = MetadataQuery.of(context.body, version)
+        if query is None:
+            return for_version(_invalid_request(context.body), version)
+        image = self._metadata.image
+        if query.names is not None and query.allow_auto_topic_creation and not query.topic_ids:
+            unknown = [
+                name
+                for name in query.names
+                if image.topic(name) is None
+                and invalid_topic_reason(name) is None
+                and name != CLUSTER_METADATA_TOPIC
+            ]
+            if unknown and self._auto_topics.enabled:
+                await self._auto_topics.create(unknown)
+                image = self._metadata.image
+        cluster_operations = (
+            ALL_CLUSTER_OPERATIONS
+            if query.include_cluster_authorized_operations
+            else AUTHORIZED_OPERATIONS_OMITTED
+        )
+        return for_version(
+            self.build(image, query),
+            version,
+            extra={"cluster_authorized_operations": cluster_operations},  # v8-v10 only
+        )
+
+    def build(self, image: MetadataImage, query: MetadataQuery) -> latest.MetadataResponse:
+        """The response (newest version) to ``query`` as of ``image``."""
+        alive = {address.node_id for address in broker_addresses(image)}
+        topics: list[latest.MetadataResponseTopic] = []
+        if query.names is None:
+            for name in sorted(image.topics.topics_by_name):
+                topics.append(self._topic(image.topics.topics_by_name[name], alive, query))
+        else:
+            for name in query.names:
+                topic = image.topic(name)
+                if topic is None:
+                    code = (
+                        ErrorCode.invalid_topic_exception
+                        if invalid_topic_reason(name) is not None
+                        else ErrorCode.unknown_topic_or_partition
+                    )
+                    topics.append(_missing(code, name=name, topic_id=None))
+                else:
+                    topics.append(self._topic(topic, alive, query))
+            for topic_id in query.topic_ids:
+                by_id = image.topics.get_topic_by_id(topic_id)
+                if by_id is None:
+                    topics.append(
+                        _missing(ErrorCode.unknown_topic_id, name=None, topic_id=topic_id)
+                    )
+                else:
+                    topics.append(self._topic(by_id, alive, query))
+        return latest.MetadataResponse(
+            throttle_time=NO_THROTTLE,
+            brokers=tuple(
+                latest.MetadataResponseBroker(
+                    node_id=BrokerId(address.node_id),
+                    host=address.host,
+                    port=i32(address.port),
+                    rack=address.rack,
+                )
+                for address in broker_addresses(image)
+            ),
+            cluster_id=self._cluster_id,
+            controller_id=BrokerId(self._controller_id),
+            topics=tuple(topics),
+            error_code=ErrorCode.none,
+        )
+
+    def _topic(
+        self, topic: TopicImage, alive: set[int], query: MetadataQuery
+    ) -> latest.MetadataResponseTopic:
+        return latest.MetadataResponseTopic(
+            error_code=ErrorCode.none,
+            name=TopicName(topic.name),
+            topic_id=topic.topic_id,
+            is_internal=is_internal(topic.name),
+            partitions=tuple(
+                _partition(partition_id, topic.partitions[partition_id], alive)
+                for partition_id in sorted(topic.partitions)
+            ),
+            topic_authorized_operations=(
+                ALL_TOPIC_OPERATIONS
+                if query.include_topic_authorized_operations
+                else AUTHORIZED_OPERATIONS_OMITTED
+            ),
+        )
+
+
+def _partition(
+    partition_id: int, registration: PartitionRegistration, alive: set[int]
+) -> latest.MetadataResponsePartition:
+    leader = registration.leader
+    error = ErrorCode.none
+    if leader not in alive:
+        error, leader = ErrorCode.leader_not_available, -1
+    return latest.MetadataResponsePartition(
+        error_code=error,
+        partition_index=i32(partition_id),
+        leader_id=BrokerId(leader),
+        leader_epoch=i32(registration.leader_epoch),
+        replica_nodes=tuple(BrokerId(b) for b in registration.replicas),
+        isr_nodes=tuple(BrokerId(b) for b in registration.isr),
+        offline_replicas=tuple(BrokerId(b) for b in registration.replicas if b not in alive),
+    )
+
+
+def _missing(
+    code: ErrorCode, *, name: str | None, topic_id: uuid.UUID | None
+) -> latest.MetadataResponseTopic:
+    return latest.MetadataResponseTopic(
+        error_code=code,
+        name=None if name is None else TopicName(name),
+        topic_id=topic_id,
+        is_internal=name is not None and is_internal(name),
+        partitions=(),
+    )
+
+
+def _invalid_request(body: object) -> latest.MetadataResponse:
+    """Kafka's ``MetadataRequest.getErrorResponse``: every topic INVALID_REQUEST, no brokers."""
+    topics = as_newest(body, newest.MetadataRequest).topics or ()
+    return latest.MetadataResponse(
+        throttle_time=NO_THROTTLE,
+        brokers=(),
+        topics=tuple(
+            latest.MetadataResponseTopic(
+                error_code=ErrorCode.invalid_request,
+                name=TopicName(topic.name or ""),
+                topic_id=wire_uuid(request_field(topic, "topic_id", ZERO_UUID)),
+                partitions=(),
+            )
+            for topic in topics
+        ),
+        error_code=ErrorCode.none,
+    )

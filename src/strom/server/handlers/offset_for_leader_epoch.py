@@ -1,0 +1,73 @@
+"""OffsetForLeaderEpoch (v2+): where a leader epoch ends, for truncation checks.
+
+Consumers send it after a leader change or before resuming from a committed offset with its
+leader epoch (KIP-320), followers to find where to truncate. strom keeps one leader epoch per
+partition for now, holding all of its data: the current epoch ends at the log end offset, an
+older one at the log start offset, a newer or undefined one is UNDEFINED (-1, -1) with no error,
+as Kafka's ``LeaderEpochFileCache.endOffsetFor`` answers. ``current_leader_epoch`` is checked
+first: FENCED_LEADER_EPOCH when older than the partition's, UNKNOWN_LEADER_EPOCH when newer.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Final
+
+from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.protocol import ResponsePayload
+
+from strom.common import ErrorCode, KafkaError, TopicPartition
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.handlers._schema import build, response_module
+from strom.server.handlers.registry import RequestContext
+from strom.server.replica_manager import ReplicaManager
+
+__all__ = ["OffsetForLeaderEpochHandler"]
+
+_NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
+
+
+class OffsetForLeaderEpochHandler:
+    """Answers OffsetForLeaderEpoch from the replica manager."""
+
+    api_key: Final = ApiKey.OFFSET_FOR_LEADER_EPOCH
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.OFFSET_FOR_LEADER_EPOCH]
+
+    def __init__(self, *, replica_manager: ReplicaManager) -> None:
+        self._replica_manager = replica_manager
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        body: Any = context.body
+        schema = response_module(ApiKey.OFFSET_FOR_LEADER_EPOCH, context.api_version)
+        topics = []
+        for topic in body.topics:
+            results = []
+            for partition in topic.partitions:
+                tp = TopicPartition(str(topic.topic), int(partition.partition))
+                error, epoch, end_offset = ErrorCode.none, -1, -1
+                try:
+                    epoch, end_offset = self._replica_manager.end_offset_for_epoch(
+                        tp,
+                        leader_epoch=int(partition.leader_epoch),
+                        current_leader_epoch=int(partition.current_leader_epoch),
+                    )
+                except KafkaError as failure:
+                    error = failure.error_code
+                results.append(
+                    build(
+                        schema.EpochEndOffset,
+                        error_code=error,
+                        partition=i32(tp.partition),
+                        leader_epoch=i32(epoch),
+                        end_offset=i64(end_offset),
+                    )
+                )
+            topics.append(
+                build(
+                    schema.OffsetForLeaderTopicResult, topic=topic.topic, partitions=tuple(results)
+                )
+            )
+        response: ResponsePayload = build(
+            schema.OffsetForLeaderEpochResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics)
+        )
+        return response

@@ -1,0 +1,223 @@
+"""Produce (v3+): append each partition's record batch, answer per partition.
+
+The appends happen before this handler first awaits anything, so the batches of requests
+pipelined on one connection land in request order (``network/NOTES.md``).
+
+* acks=0: no answer. A partition that fails makes the broker close the connection instead, as
+  Kafka does, so that the producer notices (it refreshes metadata and reconnects).
+* acks=1: answered once appended.
+* acks=-1 (all): answered once each partition's high watermark passes its batch (a
+  ``DelayedProduce``; immediate on one node), or REQUEST_TIMED_OUT after the request's timeout.
+
+Per partition, the request's records must be exactly one v2 batch (Kafka's
+``ProduceRequest.validateRecords``: INVALID_RECORD otherwise; zstd needs v7+:
+UNSUPPORTED_COMPRESSION_TYPE); the partition log validates the batch itself (CRC, lengths,
+counts, size: CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE,
+UNSUPPORTED_COMPRESSION_TYPE). A failing partition gets its error code and error message (v8+),
+a log line naming the client, and the other partitions are appended as usual.
+
+Transactions are not served yet (no transaction coordinator, no AddPartitionsToTxn): a request
+with a ``transactional_id`` gets INVALID_TXN_STATE for every partition and appends nothing, what
+Kafka answers a transactional produce to a partition that is not part of an ongoing transaction
+(KIP-890 verification). Idempotent batches (producer id, no transactional id) are appended; see
+``replica_manager`` for where producer-state checks will go.
+
+Kafka lets only its own admin client (client id ``__admin_client``) write internal topics; the
+coordinators write them through the replica manager directly.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any, Final
+
+from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.protocol import ResponsePayload
+
+from strom.common import ErrorCode, TopicPartition
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.protocol.batch import COMPRESSION_MASK, HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, Compression
+from strom.server.handlers._schema import build, response_module
+from strom.server.handlers.registry import NO_RESPONSE, HandlerResult, RequestContext
+from strom.server.purgatory import DelayedProduce, Purgatory
+from strom.server.replica_manager import AppendResult, ReplicaManager
+
+__all__ = ["AcksZeroProduceError", "ProduceHandler", "check_produce_records"]
+
+log = logging.getLogger(__name__)
+
+ADMIN_CLIENT_ID: Final = "__admin_client"
+_NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
+_MAGIC_OFFSET: Final = 16
+_ATTRIBUTES_OFFSET: Final = 21
+
+
+class AcksZeroProduceError(Exception):
+    """Raised to close the connection of an acks=0 produce that failed somewhere (as Kafka)."""
+
+
+def check_produce_records(version: int, records: bytes | None) -> tuple[ErrorCode, str] | None:
+    """Kafka's per-request record checks: exactly one v2 batch; zstd only from v7.
+
+    Looks at the first batch header only; a batch that does not frame properly is left to the
+    partition log, which says precisely what is wrong with it.
+    """
+    if not records:
+        return ErrorCode.invalid_record, f"produce v{version} needs one record batch per partition"
+    if len(records) < HEADER_SIZE:
+        return None
+    magic = records[_MAGIC_OFFSET]
+    if magic != MAGIC_V2:
+        if magic in (0, 1):
+            return (
+                ErrorCode.invalid_record,
+                f"produce v{version} accepts only magic v2 record batches, got v{magic}",
+            )
+        return None
+    batch_size = LOG_OVERHEAD + int.from_bytes(records[8:12], "big", signed=True)
+    if LOG_OVERHEAD < batch_size < len(records):
+        return (
+            ErrorCode.invalid_record,
+            f"produce v{version} must carry exactly one record batch per partition",
+        )
+    codec = int.from_bytes(records[_ATTRIBUTES_OFFSET : _ATTRIBUTES_OFFSET + 2], "big")
+    if version < 7 and codec & COMPRESSION_MASK == Compression.ZSTD:
+        return (
+            ErrorCode.unsupported_compression_type,
+            f"produce v{version} may not use zstd compression (v7+)",
+        )
+    return None
+
+
+class ProduceHandler:
+    """Answers Produce through the replica manager and the produce purgatory."""
+
+    api_key: Final = ApiKey.PRODUCE
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.PRODUCE]
+
+    def __init__(
+        self, *, replica_manager: ReplicaManager, purgatory: Purgatory[DelayedProduce]
+    ) -> None:
+        self._replica_manager = replica_manager
+        self._purgatory = purgatory
+
+    async def handle(self, context: RequestContext) -> HandlerResult:
+        body: Any = context.body
+        version = context.api_version
+        acks = int(body.acks)
+        # Every append happens here, before the first await (request order on a connection).
+        results = self._append(context, body, version, acks)
+        failed = [(tp, result) for tp, result in results if result.error != ErrorCode.none]
+        for tp, result in failed:
+            log.warning(
+                "produce to %s from %s (client id %r) failed: %s: %s",
+                tp,
+                context.client_address,
+                context.header.client_id,
+                result.error.name.upper(),
+                result.message,
+            )
+        if acks == 0:
+            if failed:
+                raise AcksZeroProduceError(
+                    f"closing the connection of an acks=0 producer after {len(failed)} failed "
+                    f"partition(s), first {failed[0][0]}: {failed[0][1].error.name.upper()}"
+                )
+            return NO_RESPONSE
+        errors: dict[TopicPartition, ErrorCode] = {}
+        if acks == -1:
+            required = {
+                tp: result.last_offset + 1
+                for tp, result in results
+                if result.error == ErrorCode.none
+            }
+            if required:
+                operation = DelayedProduce(
+                    timeout_ms=int(body.timeout.total_seconds() * 1000),
+                    required_offsets=required,
+                    replica_manager=self._replica_manager,
+                )
+                if not self._purgatory.try_complete_else_watch(operation, required):
+                    await operation.wait()
+                errors = operation.errors
+        return build_response(version, results, errors)
+
+    def _append(
+        self, context: RequestContext, body: Any, version: int, acks: int
+    ) -> list[tuple[TopicPartition, AppendResult]]:
+        entries: list[tuple[TopicPartition, bytes | None]] = []
+        rejected: dict[int, AppendResult] = {}
+        transactional = body.transactional_id is not None
+        for topic in body.topic_data:
+            for partition in topic.partition_data:
+                tp = TopicPartition(str(topic.name), int(partition.index))
+                if transactional:
+                    rejected[len(entries)] = AppendResult.failed(
+                        ErrorCode.invalid_txn_state,
+                        f"transactional id {body.transactional_id!r}: transactions are not "
+                        "supported by this broker yet",
+                    )
+                else:
+                    problem = check_produce_records(version, partition.records)
+                    if problem is not None:
+                        rejected[len(entries)] = AppendResult.failed(*problem)
+                entries.append((tp, partition.records))
+        appended = iter(
+            self._replica_manager.append_records(
+                [entry for i, entry in enumerate(entries) if i not in rejected],
+                required_acks=acks,
+                internal_topics_allowed=context.header.client_id == ADMIN_CLIENT_ID,
+            )
+        )
+        return [
+            (tp, rejected[i]) if i in rejected else next(appended)
+            for i, (tp, _) in enumerate(entries)
+        ]
+
+
+def _timestamp(ms: int) -> datetime.datetime | None:
+    if ms < 0:
+        return None
+    return datetime.datetime.fromtimestamp(ms // 1000, tz=datetime.UTC).replace(
+        microsecond=(ms % 1000) * 1000
+    )
+
+
+def build_response(
+    version: int,
+    results: list[tuple[TopicPartition, AppendResult]],
+    errors: dict[TopicPartition, ErrorCode],
+) -> ResponsePayload:
+    """The ProduceResponse of ``version``; ``errors`` override results (acks=all outcomes)."""
+    schema = response_module(ApiKey.PRODUCE, version)
+    topics: list[tuple[str, list[Any]]] = []
+    for tp, result in results:
+        error = errors.get(tp, result.error)
+        ok = error == ErrorCode.none
+        message = result.message if result.error != ErrorCode.none else None
+        if error == ErrorCode.request_timed_out:
+            message = "the batch was appended but not replicated within the request timeout"
+        entry = build(
+            schema.PartitionProduceResponse,
+            index=i32(tp.partition),
+            error_code=error,
+            base_offset=i64(result.base_offset if ok else -1),
+            log_append_time=_timestamp(result.log_append_time) if ok else None,
+            log_start_offset=i64(result.log_start_offset if ok else -1),
+            record_errors=(),
+            error_message=message,
+        )
+        if topics and topics[-1][0] == tp.topic:
+            topics[-1][1].append(entry)
+        else:
+            topics.append((tp.topic, [entry]))
+    response: ResponsePayload = build(
+        schema.ProduceResponse,
+        responses=tuple(
+            build(schema.TopicProduceResponse, name=name, partition_responses=tuple(parts))
+            for name, parts in topics
+        ),
+        throttle_time=_NO_THROTTLE,
+    )
+    return response

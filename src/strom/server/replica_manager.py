@@ -1,0 +1,564 @@
+"""The partitions this broker leads and what the data APIs ask of them (Kafka's ReplicaManager).
+
+The metadata image says which partitions exist, who leads them, their leader epoch and ISR; the
+log manager holds their logs. On top of those, this module keeps the state that is neither in
+the image nor in the log: each partition's **high watermark**, the offset below which every
+replica of the ISR has the data and consumers may read.
+
+* ``append_records``: validate and append a producer's batches (one ``PartitionLog.append`` per
+  partition), then ``maybe_advance_high_watermark``. Appends happen synchronously, in request
+  order; the handler that awaits anything (acks=all, a long poll) does it afterwards.
+* ``read``: file regions of whole batches from the fetch offset, up to the high watermark
+  (read_uncommitted) or the last stable offset (read_committed, equal to the high watermark
+  until transactions exist).
+* ``list_offset``, ``delete_records``, ``end_offset_for_epoch``: ListOffsets, DeleteRecords and
+  OffsetForLeaderEpoch.
+
+High watermark: the smallest log end offset among the ISR (Kafka's
+``Partition.maybeIncrementLeaderHW``), never moving back. On a single node the ISR is just this
+broker, so it follows the log end offset after each append; a follower's log end offset, once
+replication exists, comes in through ``record_follower_fetch`` and advances it the same way.
+Listeners (the purgatories) hear of every advance with the bytes that became readable.
+
+Errors are Kafka's: UNKNOWN_TOPIC_OR_PARTITION for a partition the image lacks,
+NOT_LEADER_OR_FOLLOWER when another broker leads it (or its log is not open yet),
+FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when the client's leader epoch is older / newer
+than the partition's, storage's KafkaError codes for bad batches.
+
+Idempotent producers: ``strom.storage.producer_state.ProducerStateManager`` is meant to be
+wired inside ``PartitionLog`` (its docstring: load on open, ``prepare``/``commit`` around each
+append, snapshots on roll and close, reload on truncation), not here, so it is not wired yet.
+Once ``PartitionLog.append`` does it, nothing changes in this module: a rejected batch
+(INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_TXN_STATE) arrives as the
+KafkaError every append failure is, and a duplicate as the ``AppendInfo`` of the original
+batch (the high watermark is already past it). Until then, batches that carry a producer id are
+appended like any other. The last stable offset (:attr:`Partition.last_stable_offset`) will come
+from the same state's first unstable offset once transactions exist.
+
+Not thread-safe: the event loop thread calls everything.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
+from strom.config import ServerConfig, TopicConfig
+from strom.metadata.image import MetadataImage, PartitionRegistration
+from strom.protocol.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
+from strom.storage.file_region import FileRegion
+from strom.storage.log_manager import LogManager
+from strom.storage.partition_log import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    PartitionLog,
+)
+
+__all__ = [
+    "INTERNAL_TOPICS",
+    "LATEST_TIERED_TIMESTAMP",
+    "READ_COMMITTED",
+    "READ_UNCOMMITTED",
+    "AppendResult",
+    "HighWatermarkListener",
+    "HighWatermarkUpdate",
+    "OffsetAnswer",
+    "Partition",
+    "ReadResultInfo",
+    "ReplicaManager",
+]
+
+log = logging.getLogger(__name__)
+
+READ_UNCOMMITTED: Final = 0
+READ_COMMITTED: Final = 1
+LATEST_TIERED_TIMESTAMP: Final = -5
+"""ListOffsets v9+ (KIP-1005): the highest offset in tiered storage; -1 without tiering."""
+UNDEFINED_EPOCH: Final = -1
+UNDEFINED_EPOCH_OFFSET: Final = -1
+INTERNAL_TOPICS: Final = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state"}
+)
+"""Topics clients may not produce to (Kafka's ``Topic.isInternal``); coordinators write them."""
+VALID_ACKS: Final = (-1, 0, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class HighWatermarkUpdate:
+    """The high watermark of a partition moved from ``old`` to ``new``; ``size`` bytes of
+    batches lie between them (what a waiting fetch at or below ``old`` may now read)."""
+
+    old: int
+    new: int
+    size: int
+
+
+HighWatermarkListener = Callable[[TopicPartition, HighWatermarkUpdate], object]
+
+
+class MetadataSource(Protocol):
+    """Where the current metadata image comes from (the broker's metadata publisher)."""
+
+    @property
+    def image(self) -> MetadataImage: ...
+
+
+@dataclass(slots=True, eq=False)
+class Partition:
+    """A partition this broker leads: its log and the replication state around it."""
+
+    tp: TopicPartition
+    log: PartitionLog
+    registration: PartitionRegistration
+    high_watermark: int
+    follower_log_end_offsets: dict[int, int] = field(default_factory=dict)
+    """Followers' log end offsets, as their fetches report them (none on a single node)."""
+    _unreplicated: deque[tuple[int, int]] = field(default_factory=deque)
+    """(next offset, size) of each append above the high watermark, oldest first."""
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.registration.leader_epoch
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self.registration.isr
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of an undecided transaction; the high watermark without any."""
+        return self.high_watermark
+
+    def fetchable_offset(self, isolation_level: int) -> int:
+        """Where a consumer's reads stop: the high watermark or the last stable offset."""
+        if isolation_level == READ_COMMITTED:
+            return self.last_stable_offset
+        return self.high_watermark
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppendResult:
+    """One partition's answer to a produce."""
+
+    error: ErrorCode = ErrorCode.none
+    message: str | None = None
+    base_offset: int = -1
+    last_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+
+    @classmethod
+    def failed(cls, error: ErrorCode, message: str) -> AppendResult:
+        return cls(error=error, message=message)
+
+
+@dataclass(slots=True, kw_only=True)
+class ReadResultInfo:
+    """One partition's answer to a fetch; ``regions`` belong to the caller (close them)."""
+
+    error: ErrorCode = ErrorCode.none
+    message: str | None = None
+    regions: tuple[FileRegion, ...] = ()
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+
+    @property
+    def size(self) -> int:
+        return sum(region.length for region in self.regions)
+
+    def close(self) -> None:
+        for region in self.regions:
+            region.close()
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAnswer:
+    """ListOffsets' answer for one partition: offset, its timestamp and leader epoch."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int
+
+
+class ReplicaManager:
+    """Partition state and the data path of one broker (see the module doc)."""
+
+    def __init__(
+        self,
+        *,
+        node_id: int,
+        log_manager: LogManager,
+        metadata: MetadataSource,
+        config: ServerConfig,
+        clock: Clock,
+        topic_config: Callable[[MetadataImage, str], TopicConfig] | None = None,
+    ) -> None:
+        """``topic_config`` gives a topic's effective settings (min.insync.replicas); by
+        default the topic's overrides in the image over ``config``."""
+        self.node_id = node_id
+        self.log_manager = log_manager
+        self._metadata = metadata
+        self._config = config
+        self._clock = clock
+        self._topic_config = topic_config or (
+            lambda image, topic: TopicConfig(config, image.topic_configs(topic))
+        )
+        self._partitions: dict[TopicPartition, Partition] = {}
+        self._listeners: list[HighWatermarkListener] = []
+        self._min_isr_image: MetadataImage | None = None
+        self._min_isr: dict[str, int] = {}
+
+    @property
+    def image(self) -> MetadataImage:
+        return self._metadata.image
+
+    def add_high_watermark_listener(self, listener: HighWatermarkListener) -> None:
+        self._listeners.append(listener)
+
+    # --- partitions ------------------------------------------------------------------------
+
+    def partition(self, tp: TopicPartition, *, current_leader_epoch: int = -1) -> Partition:
+        """The partition, led by this broker; raises KafkaError as the module doc says.
+
+        ``current_leader_epoch`` is the client's idea of the leader epoch (-1: unknown, no
+        check).
+        """
+        registration = self.image.topics.get_partition(tp)
+        if registration is None:
+            self._partitions.pop(tp, None)
+            raise KafkaError(
+                ErrorCode.unknown_topic_or_partition, f"this server does not host {tp}"
+            )
+        if registration.leader != self.node_id:
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower,
+                f"{tp} is led by broker {registration.leader}, not {self.node_id}",
+            )
+        if current_leader_epoch >= 0 and current_leader_epoch != registration.leader_epoch:
+            if current_leader_epoch < registration.leader_epoch:
+                raise KafkaError(
+                    ErrorCode.fenced_leader_epoch,
+                    f"leader epoch {current_leader_epoch} of {tp} is older than the current "
+                    f"{registration.leader_epoch}",
+                )
+            raise KafkaError(
+                ErrorCode.unknown_leader_epoch,
+                f"leader epoch {current_leader_epoch} of {tp} is newer than the current "
+                f"{registration.leader_epoch}",
+            )
+        partition_log = self.log_manager.get(tp)
+        if partition_log is None:
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower, f"the log of {tp} is not open on this broker"
+            )
+        partition = self._partitions.get(tp)
+        if partition is None or partition.log is not partition_log:
+            # New, or the topic was deleted and created again: start from the log itself.
+            partition = Partition(
+                tp, partition_log, registration, high_watermark=partition_log.log_start_offset
+            )
+            self._partitions[tp] = partition
+            self.maybe_advance_high_watermark(partition)
+        else:
+            partition.registration = registration
+        return partition
+
+    def high_watermarks(self) -> dict[TopicPartition, int]:
+        """The high watermark of each partition with a log here that this broker leads
+        (retention deletes nothing at or above it); other logs are left out."""
+        result: dict[TopicPartition, int] = {}
+        for tp in self.log_manager.all():
+            try:
+                result[tp] = self.partition(tp).high_watermark
+            except KafkaError:
+                continue
+        return result
+
+    def maybe_advance_high_watermark(self, partition: Partition) -> HighWatermarkUpdate | None:
+        """Move the high watermark to the smallest log end offset in the ISR, if higher.
+
+        The leader's own log end offset counts for itself; a follower of the ISR whose log end
+        offset is not known yet holds it where it is. Listeners hear of an advance.
+        """
+        candidate = partition.log_end_offset
+        for replica in partition.isr:
+            if replica == self.node_id:
+                continue
+            candidate = min(
+                candidate,
+                partition.follower_log_end_offsets.get(replica, partition.high_watermark),
+            )
+        old = partition.high_watermark
+        if candidate <= old:
+            return None
+        partition.high_watermark = candidate
+        size = 0
+        pending = partition._unreplicated
+        while pending and pending[0][0] <= candidate:
+            size += pending.popleft()[1]
+        update = HighWatermarkUpdate(old, candidate, size)
+        for listener in self._listeners:
+            listener(partition.tp, update)
+        return update
+
+    def record_follower_fetch(
+        self, tp: TopicPartition, *, replica_id: int, log_end_offset: int
+    ) -> None:
+        """A follower fetched from ``log_end_offset``: it has everything below (replication)."""
+        partition = self.partition(tp)
+        partition.follower_log_end_offsets[replica_id] = log_end_offset
+        self.maybe_advance_high_watermark(partition)
+
+    # --- produce ---------------------------------------------------------------------------
+
+    def append_records(
+        self,
+        entries: Iterable[tuple[TopicPartition, bytes | None]],
+        *,
+        required_acks: int,
+        internal_topics_allowed: bool = False,
+    ) -> list[tuple[TopicPartition, AppendResult]]:
+        """Append each partition's batches; a failure affects only its own partition.
+
+        ``required_acks`` outside (-1, 0, 1) fails every partition with INVALID_REQUIRED_ACKS
+        and appends nothing, as Kafka does.
+        """
+        if required_acks not in VALID_ACKS:
+            message = f"acks={required_acks}: only -1 (all), 0 and 1 are valid"
+            return [
+                (tp, AppendResult.failed(ErrorCode.invalid_required_acks, message))
+                for tp, _ in entries
+            ]
+        return [
+            (
+                tp,
+                self._append_to_leader(
+                    tp,
+                    records,
+                    required_acks=required_acks,
+                    internal_topics_allowed=internal_topics_allowed,
+                ),
+            )
+            for tp, records in entries
+        ]
+
+    def _append_to_leader(
+        self,
+        tp: TopicPartition,
+        records: bytes | None,
+        *,
+        required_acks: int,
+        internal_topics_allowed: bool,
+    ) -> AppendResult:
+        try:
+            if tp.topic in INTERNAL_TOPICS and not internal_topics_allowed:
+                raise KafkaError(
+                    ErrorCode.invalid_topic_exception, f"cannot append to internal topic {tp.topic}"
+                )
+            partition = self.partition(tp)
+            if required_acks == -1:
+                min_isr = self._min_insync_replicas(tp.topic)
+                if len(partition.isr) < min_isr:
+                    raise KafkaError(
+                        ErrorCode.not_enough_replicas,
+                        f"{tp} has {len(partition.isr)} in-sync replicas, fewer than "
+                        f"min.insync.replicas {min_isr}",
+                    )
+            data = records or b""
+            check_client_batches(data)
+            info = partition.log.append(data, leader_epoch=partition.leader_epoch)
+        except KafkaError as error:
+            return AppendResult.failed(error.error_code, error.message)
+        if info.last_offset >= partition.high_watermark:  # not a duplicate of older batches
+            partition._unreplicated.append((info.last_offset + 1, info.size))
+            self.maybe_advance_high_watermark(partition)
+        return AppendResult(
+            base_offset=info.base_offset,
+            last_offset=info.last_offset,
+            log_append_time=info.log_append_time,
+            log_start_offset=info.log_start_offset,
+        )
+
+    def _min_insync_replicas(self, topic: str) -> int:
+        image = self.image
+        if image is not self._min_isr_image:
+            self._min_isr_image = image
+            self._min_isr = {}
+        value = self._min_isr.get(topic)
+        if value is None:
+            value = self._topic_config(image, topic).get_int("min.insync.replicas")
+            self._min_isr[topic] = value
+        return value
+
+    def is_acknowledged(self, tp: TopicPartition, required_offset: int) -> ErrorCode | None:
+        """acks=all: NONE once the high watermark reaches ``required_offset``, None before.
+
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min.insync.replicas
+        meanwhile; the partition's error when it is gone or led elsewhere.
+        """
+        try:
+            partition = self.partition(tp)
+        except KafkaError as error:
+            return error.error_code
+        if partition.high_watermark < required_offset:
+            return None
+        if len(partition.isr) < self._min_insync_replicas(tp.topic):
+            return ErrorCode.not_enough_replicas_after_append
+        return ErrorCode.none
+
+    # --- fetch -----------------------------------------------------------------------------
+
+    def read(
+        self,
+        tp: TopicPartition,
+        *,
+        fetch_offset: int,
+        max_bytes: int,
+        min_one_message: bool,
+        isolation_level: int = READ_UNCOMMITTED,
+        current_leader_epoch: int = -1,
+    ) -> ReadResultInfo:
+        """A consumer's read of whole batches from ``fetch_offset`` (see the module doc).
+
+        A fetch offset outside [log start offset, log end offset] is OFFSET_OUT_OF_RANGE. On any
+        error the offsets are -1, as in Kafka's answers.
+        """
+        try:
+            partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
+        except KafkaError as error:
+            return ReadResultInfo(error=error.error_code, message=error.message)
+        try:
+            result = partition.log.read(
+                fetch_offset,
+                max_bytes=max_bytes,
+                max_offset=partition.fetchable_offset(isolation_level),
+                min_one_message=min_one_message,
+            )
+        except KafkaError as error:
+            return ReadResultInfo(error=error.error_code, message=error.message)
+        return ReadResultInfo(
+            regions=result.regions,
+            high_watermark=partition.high_watermark,
+            last_stable_offset=partition.last_stable_offset,
+            log_start_offset=partition.log_start_offset,
+        )
+
+    # --- ListOffsets -----------------------------------------------------------------------
+
+    def list_offset(
+        self,
+        tp: TopicPartition,
+        *,
+        timestamp: int,
+        isolation_level: int | None,
+        current_leader_epoch: int = -1,
+    ) -> OffsetAnswer:
+        """ListOffsets for one partition; raises KafkaError.
+
+        ``isolation_level`` None (a replica's or a debugging request) bounds nothing: latest
+        is the log end offset. Otherwise latest is the high watermark / last stable offset and
+        a timestamp lookup only finds offsets below it (Kafka's
+        ``Partition.fetchOffsetForTimestamp``). No match: offset and timestamp -1.
+        """
+        partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
+        epoch = partition.leader_epoch
+        if isolation_level is None:
+            last_fetchable = partition.log_end_offset
+        else:
+            last_fetchable = partition.fetchable_offset(isolation_level)
+        if timestamp == LATEST_TIMESTAMP:
+            return OffsetAnswer(last_fetchable, -1, epoch)
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return OffsetAnswer(partition.log_start_offset, -1, epoch)
+        if timestamp == LATEST_TIERED_TIMESTAMP:
+            return OffsetAnswer(-1, -1, -1)  # nothing is tiered
+        if timestamp < 0 and timestamp != MAX_TIMESTAMP:
+            raise KafkaError(
+                ErrorCode.invalid_request, f"unsupported special timestamp {timestamp} for {tp}"
+            )
+        found = partition.log.offset_for_timestamp(timestamp)
+        if found is None or (isolation_level is not None and found.offset >= last_fetchable):
+            return OffsetAnswer(-1, -1, -1)
+        return OffsetAnswer(found.offset, found.timestamp, epoch)
+
+    # --- DeleteRecords ---------------------------------------------------------------------
+
+    def delete_records(self, tp: TopicPartition, offset: int) -> int:
+        """Move the log start offset to ``offset`` (-1: the high watermark); the new low
+        watermark. Raises KafkaError: OFFSET_OUT_OF_RANGE past the high watermark or for a
+        negative offset, POLICY_VIOLATION on a topic without ``delete`` in cleanup.policy."""
+        partition = self.partition(tp)
+        if not partition.log.config.deletes:
+            raise KafkaError(
+                ErrorCode.policy_violation,
+                f"records of {tp} cannot be deleted: its cleanup.policy has no 'delete'",
+            )
+        target = partition.high_watermark if offset == -1 else offset
+        if target < 0 or target > partition.high_watermark:
+            raise KafkaError(
+                ErrorCode.offset_out_of_range,
+                f"cannot delete records of {tp} before offset {offset}: it is outside "
+                f"[0, high watermark {partition.high_watermark}]",
+            )
+        if partition.log.advance_log_start_offset(target, high_watermark=partition.high_watermark):
+            self.log_manager.checkpoint()
+        return partition.log_start_offset
+
+    # --- OffsetForLeaderEpoch --------------------------------------------------------------
+
+    def end_offset_for_epoch(
+        self, tp: TopicPartition, *, leader_epoch: int, current_leader_epoch: int = -1
+    ) -> tuple[int, int]:
+        """(epoch, end offset) of ``leader_epoch`` as a one-entry leader epoch cache sees it.
+
+        Every batch of the log is taken to belong to the partition's current leader epoch,
+        which started at the log start offset (no leader-epoch checkpoint exists yet). Kafka's
+        ``LeaderEpochFileCache.endOffsetFor``: the current epoch ends at the log end offset;
+        an older one at the current epoch's start; a newer or undefined one is (-1, -1).
+        """
+        partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
+        current = partition.leader_epoch
+        if leader_epoch == UNDEFINED_EPOCH or leader_epoch > current:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if leader_epoch == current:
+            return current, partition.log_end_offset
+        return leader_epoch, partition.log_start_offset
+
+
+def check_client_batches(records: bytes | bytearray | memoryview) -> None:
+    """Kafka's client-origin batch checks that the partition log does not make.
+
+    Control batches (transaction markers) come only from coordinators, and a batch with a
+    producer id needs a base sequence (``LogValidator.validateBatch``): INVALID_RECORD. Reads
+    headers only; whatever does not frame properly is left to ``PartitionLog.append``, which
+    reports it precisely.
+    """
+    position, end = 0, len(records)
+    while position + HEADER_SIZE <= end:
+        header = BatchHeader.read(records, position)
+        if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+            return
+        if header.is_control:
+            raise KafkaError(ErrorCode.invalid_record, "clients may not write control records")
+        if header.has_producer_id and header.base_sequence < 0:
+            raise KafkaError(
+                ErrorCode.invalid_record,
+                f"invalid sequence number {header.base_sequence} in a record batch with "
+                f"producer id {header.producer_id}",
+            )
+        position += header.size
