@@ -491,7 +491,12 @@ class LogCleaner:
 
     def truncated(self, log: PartitionLog, offset: int) -> None:
         """The log was truncated to ``offset``: lower its checkpoint (Kafka's
-        ``maybeTruncateCheckpoint``), so records appended again are seen as dirty."""
+        ``maybeTruncateCheckpoint``), so records appended again are seen as dirty.
+
+        Truncation never splits a batch, so the log may end below ``offset``; the checkpoint
+        goes down to wherever the log really ends.
+        """
+        offset = min(offset, log.log_end_offset)
         data_dir = log.directory.parent
         offsets = self._checkpoint(data_dir)
         tp = _partition(log)
