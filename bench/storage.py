@@ -3,7 +3,13 @@
 Appends 16 KB batches of 100 B or 1 KB records to a fresh ``PartitionLog`` and reads them back
 in 1 MB fetches, then writes and reads the very same bytes with plain ``os.write``/``os.read``
 in the same chunk sizes. Prints MB/s for both and the ratio. Run: ``.venv/bin/python
-bench/storage.py [--megabytes 256]``.
+bench/storage.py [--megabytes 256] [--runs 3]``.
+
+A fetch ends at its byte limit, possibly inside a batch, as Kafka's does; the next fetch starts
+at that batch again (what a consumer does), so read MB/s counts each byte of the log once and
+the bytes fetched twice are strom's cost. Each figure is the best of ``--runs`` runs (strom and
+raw alternate, each in a fresh directory of the same file system), because a shared machine's
+noise is larger than the differences measured.
 """
 
 from __future__ import annotations
@@ -49,19 +55,19 @@ def bench_log(directory: Path, batch: bytes, batches: int) -> tuple[float, float
         return batches * len(batch)
 
     def read() -> int:
-        offset, total = log.log_start_offset, 0
+        offset, fetched = log.log_start_offset, 0
         while offset < log.log_end_offset:
             result = log.read(offset, max_bytes=FETCH_BYTES)
-            total += len(result.read())
+            fetched += len(result.read())
             result.close()
             offset = result.next_offset
-        return total
+        return fetched
 
     write_s, written = timed(append)
-    read_s, read_bytes = timed(read)
-    assert read_bytes == written, (read_bytes, written)
+    read_s, fetched = timed(read)
+    assert written <= fetched < written * 1.1, (written, fetched)
     log.close()
-    return written / write_s, read_bytes / read_s
+    return written / write_s, written / read_s
 
 
 def bench_raw(path: Path, batch: bytes, batches: int) -> tuple[float, float]:
@@ -92,17 +98,22 @@ def bench_raw(path: Path, batch: bytes, batches: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=256, help="data per run (default 256)")
+    parser.add_argument("--runs", type=int, default=3, help="best of this many (default 3)")
     args = parser.parse_args()
     print(f"{'workload':<28}{'strom MB/s':>12}{'raw MB/s':>12}{'ratio':>8}")
     for record_size in (100, 1024):
         batch = make_batch(record_size)
         batches = args.megabytes * 1024 * 1024 // len(batch)
-        root = Path(tempfile.mkdtemp(prefix="strom-bench-"))
-        try:
-            log_write, log_read = bench_log(root / "bench-0", batch, batches)
-            raw_write, raw_read = bench_raw(root / "raw.bin", batch, batches)
-        finally:
-            shutil.rmtree(root)
+        log_write = log_read = raw_write = raw_read = 0.0
+        for _ in range(args.runs):
+            root = Path(tempfile.mkdtemp(prefix="strom-bench-"))
+            try:
+                run_write, run_read = bench_log(root / "bench-0", batch, batches)
+                log_write, log_read = max(log_write, run_write), max(log_read, run_read)
+                run_write, run_read = bench_raw(root / "raw.bin", batch, batches)
+                raw_write, raw_read = max(raw_write, run_write), max(raw_read, run_read)
+            finally:
+                shutil.rmtree(root)
         for name, ours, raw in (
             (f"append {record_size} B records", log_write, raw_write),
             (f"read {record_size} B records", log_read, raw_read),

@@ -8,9 +8,10 @@ replica of the ISR has the data and consumers may read.
 * ``append_records``: validate and append a producer's batches (one ``PartitionLog.append`` per
   partition), then ``maybe_advance_high_watermark``. Appends happen synchronously, in request
   order; the handler that awaits anything (acks=all, a long poll) does it afterwards.
-* ``read``: file regions of whole batches from the fetch offset, up to the high watermark
+* ``read``: file regions from the batch holding the fetch offset, up to the high watermark
   (read_uncommitted) or the last stable offset (read_committed, equal to the high watermark
-  until transactions exist).
+  until transactions exist); as in Kafka the last batch may be cut short by the byte limit
+  (clients drop a partial trailing batch).
 * ``list_offset``, ``delete_records``, ``end_offset_for_epoch``: ListOffsets, DeleteRecords and
   OffsetForLeaderEpoch.
 
@@ -433,7 +434,7 @@ class ReplicaManager:
         isolation_level: int = READ_UNCOMMITTED,
         current_leader_epoch: int = -1,
     ) -> ReadResultInfo:
-        """A consumer's read of whole batches from ``fetch_offset`` (see the module doc).
+        """A consumer's read from the batch holding ``fetch_offset`` (see the module doc).
 
         A fetch offset outside [log start offset, log end offset] is OFFSET_OUT_OF_RANGE. On any
         error the offsets are -1, as in Kafka's answers.

@@ -36,6 +36,8 @@ class IndexFile:
         self.path = path
         self.base_offset = base_offset
         self._max_index_size = max_index_size
+        self._capacity = max_index_size // self.entry_size
+        """The entries that fit while writable (kept as a field: appends check it)."""
         self._mm: mmap.mmap | None = None
         self._writable = False
         self._last: tuple[int, int] | None = None  # the raw last entry, once read
@@ -57,13 +59,11 @@ class IndexFile:
 
     @property
     def max_entries(self) -> int:
-        if self._writable:
-            return self._max_index_size // self.entry_size
-        return self._entries
+        return self._capacity if self._writable else self._entries
 
     @property
     def is_full(self) -> bool:
-        return self._entries >= self.max_entries
+        return not self._writable or self._entries >= self._capacity
 
     @property
     def writable(self) -> bool:
@@ -77,7 +77,8 @@ class IndexFile:
         """Make the index appendable: preallocate its file to ``max_index_size`` bytes."""
         self._close_map()
         self._max_index_size = max_index_size
-        length = max(max_index_size // self.entry_size, self._entries) * self.entry_size
+        self._capacity = max_index_size // self.entry_size
+        length = max(self._capacity, self._entries) * self.entry_size
         os.truncate(self.path, length)
         if length:
             with self.path.open("r+b") as file:
@@ -175,16 +176,48 @@ class IndexFile:
         return self._last
 
     def _largest_lower_bound(self, target: int, key: int) -> int:
-        """Index of the last entry whose field ``key`` is <= ``target``; -1 when there is none."""
-        low, high = 0, self._entries - 1
-        if high < 0 or self._read(0)[key] > target:
+        """Index of the last entry whose field ``key`` is <= ``target``; -1 when there is none.
+
+        Keys strictly increase and, in a log, nearly linearly (offsets and positions grow with
+        the bytes written), so the entry is guessed by interpolation between the first and last
+        keys, bracketed by galloping from the guess (steps 1, 2, 4, ...) and then bisected: a
+        few probes on a log's index, at most about twice a plain bisection's on any other.
+        """
+        last = self._entries - 1
+        if last < 0:
             return -1
-        while low < high:
-            middle = (low + high + 1) // 2
-            if self._read(middle)[key] <= target:
+        entries, unpack, entry_size = self._map(), self._entry.unpack_from, self.entry_size
+        first_key: int = unpack(entries, 0)[key]
+        if first_key > target:
+            return -1
+        last_key: int = unpack(entries, last * entry_size)[key]
+        if last_key <= target:
+            return last
+        # Now key(0) <= target < key(last): find low, high with key(low) <= target < key(high).
+        guess = (target - first_key) * last // (last_key - first_key)
+        step = 1
+        if unpack(entries, guess * entry_size)[key] <= target:
+            low, high = guess, last
+            while low + step < high:
+                if unpack(entries, (low + step) * entry_size)[key] > target:
+                    high = low + step
+                    break
+                low += step
+                step *= 2
+        else:
+            low, high = 0, guess
+            while high - step > low:
+                if unpack(entries, (high - step) * entry_size)[key] <= target:
+                    low = high - step
+                    break
+                high -= step
+                step *= 2
+        while high - low > 1:
+            middle = (low + high) // 2
+            if unpack(entries, middle * entry_size)[key] <= target:
                 low = middle
             else:
-                high = middle - 1
+                high = middle
         return low
 
     def _first_at_least(self, target: int, key: int) -> int:

@@ -47,7 +47,7 @@ class OffsetIndex(IndexFile):
     def append(self, offset: int, position: int) -> None:
         """Add ``(offset, position)``; both must be above the last entry's."""
         relative = offset - self.base_offset
-        last = self._last_raw()
+        last = self._last if self._last is not None else self._last_raw()
         if last is not None and (relative <= last[0] or position <= last[1]):
             raise ValueError(
                 f"index entry ({offset}, {position}) is not after the last one "
@@ -55,7 +55,7 @@ class OffsetIndex(IndexFile):
             )
         if not 0 <= relative < 2**31:
             raise ValueError(f"offset {offset} does not fit segment base {self.base_offset}")
-        if self._entries >= self.max_entries:
+        if self.is_full:
             raise ValueError(f"{self.path.name} is full ({self._entries} entries)")
         self._write(relative, position)
 
@@ -65,6 +65,13 @@ class OffsetIndex(IndexFile):
         if n < 0:
             return OffsetPosition(self.base_offset, 0)
         return self.entry(n)
+
+    def batch_start_before(self, position: int) -> int:
+        """A batch boundary at or below the start of the last batch ending at or before
+        ``position``: the entry before the last entry at or below ``position`` (whose batch
+        ends by the next entry's position), or 0."""
+        n = self._largest_lower_bound(position, 1)
+        return self._read(n - 1)[1] if n > 0 else 0
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry whose offset is >= ``offset``."""

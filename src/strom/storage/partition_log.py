@@ -12,6 +12,7 @@ every method. See :mod:`strom.storage.file_region` for who closes what a read re
 from __future__ import annotations
 
 import bisect
+import itertools
 import shutil
 import zlib
 from collections.abc import Sequence
@@ -24,11 +25,9 @@ from strom.common import Clock, ErrorCode, KafkaError
 from strom.protocol.batch import (
     NO_TIMESTAMP,
     BatchHeader,
-    set_base_offset,
-    set_log_append_time,
-    set_partition_leader_epoch,
-    validate_batch,
-    validate_batches,
+    BatchSummary,
+    assign_offsets,
+    summarize_batches,
 )
 from strom.storage._files import fsync_directory
 from strom.storage.file_region import FileRegion
@@ -73,34 +72,77 @@ class UnexpectedAppendOffsetError(KafkaError):
         self.log_end_offset = log_end_offset
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
 class AppendInfo:
-    """What an append did."""
+    """What an append did (read-only; built once per append, its headers only when asked)."""
 
-    base_offset: int
-    """The first offset assigned."""
-    last_offset: int
-    log_append_time: int
-    """The broker time written into LogAppendTime batches; -1 (NO_TIMESTAMP) for CreateTime."""
-    max_timestamp: int
-    log_start_offset: int
-    size: int
-    """Bytes appended."""
-    batches: tuple[BatchHeader, ...]
-    """The headers as written (offsets, epoch, timestamps, CRC)."""
+    __slots__ = (
+        "_batches",
+        "_written",
+        "base_offset",
+        "last_offset",
+        "log_append_time",
+        "log_start_offset",
+        "max_timestamp",
+        "size",
+    )
+
+    def __init__(
+        self,
+        *,
+        base_offset: int,
+        last_offset: int,
+        log_append_time: int,
+        max_timestamp: int,
+        log_start_offset: int,
+        written: bytes | bytearray,
+    ) -> None:
+        self.base_offset: Final = base_offset
+        """The first offset assigned."""
+        self.last_offset: Final = last_offset
+        self.log_append_time: Final = log_append_time
+        """The broker time written into LogAppendTime batches; -1 (NO_TIMESTAMP) for CreateTime."""
+        self.max_timestamp: Final = max_timestamp
+        self.log_start_offset: Final = log_start_offset
+        self.size: Final = len(written)
+        """Bytes appended."""
+        self._written = written
+        self._batches: tuple[BatchHeader, ...] | None = None
+
+    @property
+    def batches(self) -> tuple[BatchHeader, ...]:
+        """The headers as written (offsets, epoch, timestamps, CRC), decoded on first use
+        from the appended bytes (a private copy nobody else changes)."""
+        if self._batches is None:
+            headers: list[BatchHeader] = []
+            position = 0
+            while position < self.size:
+                header = BatchHeader.read(self._written, position)
+                headers.append(header)
+                position += header.size
+            self._batches = tuple(headers)
+        return self._batches
+
+    def __repr__(self) -> str:
+        return (
+            f"AppendInfo(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+            f"log_append_time={self.log_append_time}, max_timestamp={self.max_timestamp}, "
+            f"log_start_offset={self.log_start_offset}, size={self.size})"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReadResult:
-    """Whole batches from the one holding the fetch offset, as file regions.
+    """The log's bytes from the batch holding the fetch offset, as file regions.
 
-    The regions belong to the caller: send them, then ``close()`` (or use ``with``). See
-    :mod:`strom.storage.file_region` for why a region survives its segment's deletion.
+    As Kafka's fetch: the last batch may be cut short by the byte limit (clients drop a
+    partial trailing batch); see :meth:`PartitionLog.read`. The regions belong to the caller:
+    send them, then ``close()`` (or use ``with``). See :mod:`strom.storage.file_region` for
+    why a region survives its segment's deletion.
     """
 
     regions: tuple[FileRegion, ...]
     next_offset: int
-    """The offset after the last batch returned (the fetch offset when nothing is)."""
+    """The offset after the last whole batch returned (the fetch offset when none is)."""
     log_start_offset: int
     log_end_offset: int
 
@@ -133,29 +175,8 @@ class _Piece:
     segment: LogSegment
     position: int
     length: int
-
-
-def _header_list(
-    records: bytes | bytearray | memoryview,
-) -> list[BatchHeader]:
-    """A follower's batches: already in a log, so compaction's gaps and empty batches pass."""
-    headers: list[BatchHeader] = []
-    position, end = 0, len(records)
-    while position < end:
-        header = validate_batch(
-            records, position, end, max_batch_bytes=_FOLLOWER_MAX_BATCH, from_client=False
-        )
-        if headers and header.base_offset <= headers[-1].last_offset:
-            raise KafkaError(
-                ErrorCode.invalid_record,
-                f"batch at offset {header.base_offset} is not after the previous batch's "
-                f"last offset {headers[-1].last_offset}",
-            )
-        headers.append(header)
-        position += header.size
-    if not headers:
-        raise KafkaError(ErrorCode.invalid_record, "no record batch to append")
-    return headers
+    whole_length: int
+    """The bytes of the whole batches the piece starts with (all but a partial last batch)."""
 
 
 class PartitionLog:
@@ -272,30 +293,28 @@ class PartitionLog:
     ) -> AppendInfo:
         """Validate a producer's batches, assign offsets from the log end, write them.
 
-        Every batch is validated first (magic, lengths, CRC, counts, max.message.bytes), so a
-        bad one raises its specific KafkaError and leaves the log unchanged. The records are
-        copied once; each header gets its base offset and leader epoch (outside the CRC) and,
-        for LogAppendTime, the broker time (and a new CRC). Nothing else changes.
+        The records are copied once; in that copy every batch is validated (magic, lengths,
+        CRC, counts, max.message.bytes) and its header gets its base offset and leader epoch
+        (outside the CRC) and, for LogAppendTime, the broker time (and a new CRC), in one pass
+        (``protocol.batch.assign_offsets``). Nothing else changes. Nothing is written before
+        every batch passed, so a bad one raises its specific KafkaError and leaves the log
+        unchanged.
         """
         self._check_open()
         config = self._config
-        headers = validate_batches(records, max_batch_bytes=config.max_message_bytes)
         buffer = bytearray(records)
-        self._check_size(len(buffer))
         log_append_time = self._clock.now_ms() if config.log_append_time else NO_TIMESTAMP
-        offset = self._next_offset
-        position = 0
-        written: list[BatchHeader] = []
-        for _ in headers:
-            set_base_offset(buffer, position, offset)
-            set_partition_leader_epoch(buffer, position, leader_epoch)
-            if log_append_time != NO_TIMESTAMP:
-                set_log_append_time(buffer, position, log_append_time)
-            rewritten = BatchHeader.read(buffer, position)
-            written.append(rewritten)
-            offset = rewritten.next_offset
-            position += rewritten.size
-        return self._append_batches(buffer, written, log_append_time=log_append_time)
+        batches = assign_offsets(
+            buffer,
+            base_offset=self._next_offset,
+            leader_epoch=leader_epoch,
+            log_append_time=log_append_time,
+            max_batch_bytes=config.max_message_bytes,
+        )
+        if not batches:
+            raise KafkaError(ErrorCode.invalid_record, "produce request has no record batch")
+        self._check_size(len(buffer))
+        return self._append_batches(buffer, batches, log_append_time=log_append_time)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
         """Append batches that already carry their offsets (replication, or a log copy).
@@ -303,11 +322,22 @@ class PartitionLog:
         The first batch must start at or after the log end offset (after, only where
         compaction left a gap); batches must increase. Raises
         :class:`UnexpectedAppendOffsetError` when they start below it. The bytes are written
-        unchanged.
+        unchanged (from a private copy when ``records`` is mutable). Batches already in a log
+        pass with compaction's gaps and empty batches.
         """
         self._check_open()
-        headers = _header_list(records)
-        first = headers[0].base_offset
+        written = bytes(records)
+        batches = summarize_batches(written, max_batch_bytes=_FOLLOWER_MAX_BATCH, from_client=False)
+        if not batches:
+            raise KafkaError(ErrorCode.invalid_record, "no record batch to append")
+        for previous, batch in itertools.pairwise(batches):
+            if batch[0] <= previous[0] + previous[2]:
+                raise KafkaError(
+                    ErrorCode.invalid_record,
+                    f"batch at offset {batch[0]} is not after the previous batch's "
+                    f"last offset {previous[0] + previous[2]}",
+                )
+        first = batches[0][0]
         if first < self._next_offset:
             raise UnexpectedAppendOffsetError(
                 f"{self.directory.name}: follower batches start at {first}, below the log end "
@@ -315,8 +345,8 @@ class PartitionLog:
                 first_offset=first,
                 log_end_offset=self._next_offset,
             )
-        self._check_size(len(records))
-        return self._append_batches(records, headers, log_append_time=NO_TIMESTAMP)
+        self._check_size(len(written))
+        return self._append_batches(written, batches, log_append_time=NO_TIMESTAMP)
 
     def _check_size(self, size: int) -> None:
         if size > self._config.segment_bytes:
@@ -327,33 +357,32 @@ class PartitionLog:
 
     def _append_batches(
         self,
-        data: bytes | bytearray | memoryview,
-        headers: Sequence[BatchHeader],
+        data: bytes | bytearray,
+        batches: Sequence[BatchSummary],
         *,
         log_append_time: int,
     ) -> AppendInfo:
-        first, last = headers[0], headers[-1]
-        if len(headers) == 1:
-            max_timestamp = first.max_timestamp
-        else:
-            max_timestamp = max(header.max_timestamp for header in headers)
-        self._maybe_roll(
+        first_offset = batches[0][0]
+        last_base_offset, _, last_offset_delta, max_timestamp = batches[-1]
+        last_offset = last_base_offset + last_offset_delta
+        if len(batches) > 1:
+            max_timestamp = max(batch[3] for batch in batches)
+        segment = self._segment_for(
             size=len(data),
             max_timestamp=max_timestamp,
-            first_offset=first.base_offset,
-            last_offset=last.last_offset,
+            first_offset=first_offset,
+            last_offset=last_offset,
         )
-        self._segments[-1].append(data, headers)
-        self._next_offset = last.next_offset
+        segment.append_batches(data, batches)
+        self._next_offset = last_offset + 1
         self._maybe_flush_after_append()
         return AppendInfo(
-            base_offset=first.base_offset,
-            last_offset=last.last_offset,
+            base_offset=first_offset,
+            last_offset=last_offset,
             log_append_time=log_append_time,
             max_timestamp=max_timestamp,
             log_start_offset=self._log_start_offset,
-            size=len(data),
-            batches=tuple(headers),
+            written=data,
         )
 
     # --- roll ------------------------------------------------------------------------------
@@ -366,33 +395,36 @@ class PartitionLog:
         key = f"{self.directory.name}:{base_offset}".encode()
         return zlib.crc32(key) % min(jitter, self._config.segment_ms)
 
-    def _maybe_roll(
+    def _segment_for(
         self, *, size: int, max_timestamp: int, first_offset: int, last_offset: int
-    ) -> None:
-        """Kafka's ``LogSegment.shouldRoll``.
+    ) -> LogSegment:
+        """The segment new batches go to: the active one, or a new one when Kafka's
+        ``LogSegment.shouldRoll`` says so.
 
         segment.ms counts in record time, from the first batch's max timestamp to the new
         batches' (as Kafka since KIP-32), or in broker time since the segment was created when
         the first batch has no timestamp.
         """
         segment = self._segments[-1]
-        config = self._config
         if not segment.can_hold_offset(last_offset):
-            self._roll(first_offset)
-            return
-        if segment.size == 0:
-            return
+            return self._roll(first_offset)
+        segment_size = segment.size
+        if segment_size == 0:
+            return segment
+        config = self._config
+        if segment_size > config.segment_bytes - size or segment.is_index_full:
+            return self._roll(first_offset)
         first_timestamp = segment.first_batch_timestamp
         if first_timestamp is not None and first_timestamp >= 0:
             waited = max_timestamp - first_timestamp
         else:
             waited = self._clock.now_ms() - segment.created_ms
-        if (
-            segment.size > config.segment_bytes - size
-            or waited > config.segment_ms - self.roll_jitter_ms(segment.base_offset)
-            or segment.is_index_full
+        # The jitter is below segment_jitter_ms: hash it only when that much could matter.
+        if waited > config.segment_ms - config.segment_jitter_ms and (
+            waited > config.segment_ms - self.roll_jitter_ms(segment.base_offset)
         ):
-            self._roll(first_offset)
+            return self._roll(first_offset)
+        return segment
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (nothing if the active is empty)."""
@@ -426,6 +458,9 @@ class PartitionLog:
     def _plan_read(
         self, offset: int, max_bytes: int, max_offset: int | None, min_one_message: bool
     ) -> tuple[list[_Piece], int]:
+        """Kafka's ``LogSegment.read``: find where the batch holding ``offset`` starts, then
+        take bytes up to the byte limit or the position of ``max_offset``, whichever is first;
+        continue into the next segments while the limit allows their first batch."""
         self._check_open()
         if offset < self._log_start_offset or offset > self._next_offset:
             raise KafkaError(
@@ -439,37 +474,42 @@ class PartitionLog:
         if offset >= limit:
             return pieces, next_offset
         remaining = max_bytes
-        first = True
-        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        segments, bases = self._segments, self._bases
+        i = max(bisect.bisect_right(bases, offset) - 1, 0)
         target = offset
-        while i < len(self._segments):
-            segment = self._segments[i]
-            located = segment.translate_offset(target)
-            stop = False
+        while i < len(segments):
+            segment = segments[i]
+            located = segment.locate_batch(target)
             if located is not None:
-                start = end = located[0]
-                for position, header in segment.batches(start):
-                    if header.last_offset >= limit:
-                        stop = True
+                start = located.position
+                if located.last_offset >= limit:
+                    break
+                if located.size > remaining:
+                    if pieces or not min_one_message:
                         break
-                    if header.size > remaining and not (first and min_one_message):
-                        stop = True
-                        break
-                    first = False
-                    remaining -= header.size
-                    end = position + header.size
-                    next_offset = header.next_offset
-                    if remaining <= 0:
-                        stop = True
-                        break
-                if end > start:
-                    pieces.append(_Piece(segment, start, end - start))
-            if stop:
-                break
+                    remaining = located.size  # KIP-74: the first batch, whatever its size
+                end = min(start + remaining, self._limit_position(i, limit))
+                whole = segment.last_batch_end(start, end)
+                assert whole is not None  # the first batch fits: checked above
+                whole_end, next_offset = whole
+                pieces.append(_Piece(segment, start, end - start, whole_end - start))
+                remaining -= end - start
+                if end < segment.size or remaining <= 0:
+                    break
             i += 1
-            if i < len(self._segments):
-                target = self._segments[i].base_offset
+            if i < len(segments):
+                target = bases[i]
         return pieces, next_offset
+
+    def _limit_position(self, index: int, limit: int) -> int:
+        """Where the batches of segment ``index`` entirely below offset ``limit`` end."""
+        segment = self._segments[index]
+        if limit >= self._next_offset or (
+            index + 1 < len(self._bases) and limit >= self._bases[index + 1]
+        ):
+            return segment.size
+        located = segment.locate_batch(limit)
+        return segment.size if located is None else located.position
 
     def read(
         self,
@@ -479,12 +519,17 @@ class PartitionLog:
         max_offset: int | None = None,
         min_one_message: bool = True,
     ) -> ReadResult:
-        """Whole batches from the one holding ``offset``, as :class:`FileRegion` objects.
+        """The log from the batch holding ``offset``, as :class:`FileRegion` objects (Fetch).
 
-        At most ``max_bytes``, except that with ``min_one_message`` the first batch comes even
-        when larger (KIP-74). ``max_offset`` (high watermark or last stable offset) bounds it:
-        only batches entirely below it. ``offset`` outside ``[log start, log end]`` raises
-        OFFSET_OUT_OF_RANGE; at the log end (or at/after ``max_offset``) the result is empty.
+        Kafka's semantics: the regions start at the batch holding ``offset`` (or the first
+        batch after it, past a compaction gap) and hold at most ``max_bytes``, so the last
+        batch may be cut short (clients drop a partial trailing batch). With
+        ``min_one_message`` a first batch larger than ``max_bytes`` comes whole (KIP-74);
+        without it the result is then empty. ``max_offset`` (high watermark or last stable
+        offset) is never passed: only bytes of batches entirely below it. A read goes on into
+        later segments while their first batch fits. ``offset`` outside ``[log start, log
+        end]`` raises OFFSET_OUT_OF_RANGE; at the log end (or at/after ``max_offset``) the
+        result is empty.
         """
         pieces, next_offset = self._plan_read(offset, max_bytes, max_offset, min_one_message)
         regions: list[FileRegion] = []
@@ -510,9 +555,12 @@ class PartitionLog:
         max_offset: int | None = None,
         min_one_message: bool = True,
     ) -> bytes:
-        """The bytes :meth:`read` would return, copied into memory."""
+        """The whole batches of what :meth:`read` would return, copied into memory.
+
+        Unlike :meth:`read`, never a partial batch: the bytes end after the last whole one.
+        """
         pieces, _ = self._plan_read(offset, max_bytes, max_offset, min_one_message)
-        return b"".join(piece.segment.read(piece.position, piece.length) for piece in pieces)
+        return b"".join(piece.segment.read(piece.position, piece.whole_length) for piece in pieces)
 
     # --- timestamps ------------------------------------------------------------------------
 

@@ -31,6 +31,9 @@ from strom.protocol.batch import (
     MAGIC_V2,
     NO_TIMESTAMP,
     BatchHeader,
+    BatchSpan,
+    BatchSummary,
+    read_batch_span,
     scan_batches,
 )
 from strom.protocol.records import iter_records
@@ -48,6 +51,8 @@ DELETED_SUFFIX: Final = ".deleted"
 FILE_KINDS: Final = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
 
 _SCAN_WINDOW: Final = 16 * 1024
+_FIRST_WINDOW: Final = 4 * 1024
+"""A walk's first read: about one index interval, what a lookup from an index entry walks."""
 _RECOVERY_CHUNK: Final = 8 * 1024 * 1024
 _INT32_MAX: Final = 2**31 - 1
 _LENGTH = struct.Struct(">i")
@@ -80,6 +85,15 @@ class OffsetTimestamp(NamedTuple):
     timestamp: int
 
 
+class BatchLocation(NamedTuple):
+    """Where a batch is in a segment file and which offsets it holds."""
+
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+
+
 class LogSegment:
     """A ``.log`` file and its two indexes; see the module doc. Build with create() or open()."""
 
@@ -104,6 +118,7 @@ class LogSegment:
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
         self._suffix = suffix
+        self._log_path = directory / segment_file_name(base_offset, LOG_SUFFIX, suffix)
         self._fd = fd
         self._size = size
         self._bytes_since_last_index_entry = 0
@@ -222,7 +237,7 @@ class LogSegment:
 
     @property
     def log_path(self) -> Path:
-        return self.directory / segment_file_name(self.base_offset, LOG_SUFFIX, self._suffix)
+        return self._log_path
 
     @property
     def size(self) -> int:
@@ -309,29 +324,38 @@ class LogSegment:
         Offsets must be above :attr:`next_offset` and fit the segment (check
         :meth:`can_hold_offset` first); gaps are allowed (the cleaner's segments have them).
         """
-        if not headers:
+        self.append_batches(data, [header.summary for header in headers])
+
+    def append_batches(
+        self, data: bytes | bytearray | memoryview, batches: Sequence[BatchSummary]
+    ) -> None:
+        """:meth:`append` with summaries for headers (as the append path has them)."""
+        if not batches:
             return
-        first, last = headers[0], headers[-1]
-        if first.base_offset < self.next_offset or not self.can_hold_offset(last.last_offset):
+        first_offset = batches[0][0]
+        last_base_offset, _, last_offset_delta, _ = batches[-1]
+        last_offset = last_base_offset + last_offset_delta
+        if first_offset < self.next_offset or last_offset - self.base_offset > _INT32_MAX:
             raise ValueError(
-                f"batches {first.base_offset}..{last.last_offset} do not fit segment "
+                f"batches {first_offset}..{last_offset} do not fit segment "
                 f"{self.base_offset} ending at {self.next_offset}"
             )
         if self._max_timestamp is None:
             self._load_max_timestamp()
         self._write(data, self._size)
-        self._account(headers)
+        self._account(batches)
 
     def _write(self, data: bytes | bytearray | memoryview, position: int) -> None:
-        view = memoryview(data)
-        written = 0
         try:
-            while written < len(view):
-                written += os.pwrite(self._fd, view[written:], position + written)
+            written = os.pwrite(self._fd, data, position)
+            if written < len(data):  # rare: a short write, finish it
+                view = memoryview(data)
+                while written < len(view):
+                    written += os.pwrite(self._fd, view[written:], position + written)
         except OSError as error:
             with contextlib.suppress(OSError):  # leave no partial batch behind when we can
                 os.ftruncate(self._fd, position)
-            raise _storage_error(f"cannot write to {self.log_path}: {error}") from error
+            raise _storage_error(f"cannot write to {self._log_path}: {error}") from error
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -341,48 +365,91 @@ class LogSegment:
         Reads headers only, through a window of a few KB; the end is fixed when iteration
         starts, so appends during it are not seen.
         """
+        for position, _, window, at in self._walk(start, end):
+            yield position, BatchHeader.read(window, at)
+
+    def _walk(self, start: int, end: int | None) -> Iterator[tuple[int, BatchSpan, bytes, int]]:
+        """What :meth:`batches` walks, checked but not decoded: ``(position, span, window,
+        at)``, the header being ``window[at : at + HEADER_SIZE]``."""
         stop = self._size if end is None else min(end, self._size)
         fd = self._fd
         window = b""
         window_start = position = start
-        read_size = _SCAN_WINDOW
+        read_size = _FIRST_WINDOW
         while position < stop:
             at = position - window_start
             if at + HEADER_SIZE > len(window):
                 window = os.pread(fd, read_size, position)
                 window_start, at = position, 0
             if len(window) - at < HEADER_SIZE:
-                raise _storage_error(f"{self.log_path}: truncated batch header at {position}")
-            header = BatchHeader.read(window, at)
+                raise _storage_error(f"{self._log_path}: truncated batch header at {position}")
+            span = read_batch_span(window, at)
+            _, batch_length, magic, _ = span
+            size = LOG_OVERHEAD + batch_length
             if (
-                header.magic != MAGIC_V2
-                or header.batch_length < HEADER_SIZE - LOG_OVERHEAD
-                or position + header.size > stop
+                magic != MAGIC_V2
+                or batch_length < HEADER_SIZE - LOG_OVERHEAD
+                or position + size > stop
             ):
-                raise _storage_error(f"{self.log_path}: invalid batch at position {position}")
-            yield position, header
-            position += header.size
+                raise _storage_error(f"{self._log_path}: invalid batch at position {position}")
+            yield position, span, window, at
+            position += size
             # Small batches: read several headers at a time; large ones: just the next header.
-            read_size = HEADER_SIZE if header.size > _SCAN_WINDOW // 4 else _SCAN_WINDOW
+            read_size = HEADER_SIZE if size > _SCAN_WINDOW // 4 else _SCAN_WINDOW
 
     def translate_offset(self, offset: int) -> tuple[int, BatchHeader] | None:
         """The first batch whose last offset is >= ``offset`` (the one holding it, when any)."""
+        located = self.locate_batch(offset)
+        if located is None:
+            return None
+        return located.position, BatchHeader.read(self.read(located.position, HEADER_SIZE))
+
+    def locate_batch(self, offset: int) -> BatchLocation | None:
+        """:meth:`translate_offset` without decoding the header: the offset index gives a
+        batch to start from, and batch framing is walked from there."""
         start = self.offset_index.lookup(offset).position
+        if not start:
+            return self._first_batch_reaching(offset, 0)
         try:
-            for position, header in self.batches(start):
-                if position == start and start and header.base_offset > offset:
-                    break  # the index disagrees with the log: scan from the start
-                if header.last_offset >= offset:
-                    return position, header
-            else:
-                return None
+            located = self._first_batch_reaching(offset, start)
         except KafkaError:
-            if not start:
-                raise
-        for position, header in self.batches(0):
-            if header.last_offset >= offset:
-                return position, header
+            located = None
+        else:
+            if located is None or located.position != start or located.base_offset <= offset:
+                return located
+        return self._first_batch_reaching(offset, 0)  # the index disagrees with the log
+
+    def _first_batch_reaching(self, offset: int, start: int) -> BatchLocation | None:
+        for position, (base_offset, batch_length, _, delta), _, _ in self._walk(start, None):
+            if base_offset + delta >= offset:
+                return BatchLocation(
+                    position, LOG_OVERHEAD + batch_length, base_offset, base_offset + delta
+                )
         return None
+
+    def last_batch_end(self, start: int, end: int) -> tuple[int, int] | None:
+        """Where the last batch lying wholly in ``[start, end)`` ends, and the offset after it.
+
+        ``start`` is a batch boundary; None when not even its batch fits. The offset index
+        gives a boundary close below ``end`` (:meth:`OffsetIndex.batch_start_before`), so only
+        the headers of about two index intervals are read, however long the range.
+        """
+        scan = max(start, self.offset_index.batch_start_before(end))
+        try:
+            return self._last_batch_end_from(scan, end)
+        except KafkaError:
+            if scan == start:
+                raise
+        return self._last_batch_end_from(start, end)  # the index disagrees with the log
+
+    def _last_batch_end_from(self, scan: int, end: int) -> tuple[int, int] | None:
+        found: tuple[int, int] | None = None
+        for position, (base_offset, batch_length, _, delta), _, _ in self._walk(scan, None):
+            batch_end = position + LOG_OVERHEAD + batch_length
+            if batch_end > end:
+                break
+            found = (batch_end, base_offset + delta + 1)
+        return found
 
     def read(self, position: int, length: int) -> bytes:
         """``length`` bytes at ``position`` (copies; see :meth:`region` for sendfile)."""
@@ -391,7 +458,7 @@ class LogSegment:
         while done < length:
             chunk = os.pread(self._fd, length - done, position + done)
             if not chunk:
-                raise _storage_error(f"{self.log_path}: short read at {position + done}")
+                raise _storage_error(f"{self._log_path}: short read at {position + done}")
             parts.append(chunk)
             done += len(chunk)
         return parts[0] if len(parts) == 1 else b"".join(parts)
@@ -431,10 +498,10 @@ class LogSegment:
                     if found is not None and found.timestamp == target:
                         return found
                     break
-        located = self.translate_offset(starting_offset)
+        located = self.locate_batch(starting_offset)
         assert located is not None
         best: tuple[int, int, BatchHeader] | None = None
-        for position, header in self.batches(located[0]):
+        for position, header in self.batches(located.position):
             if header.record_count == 0:  # left empty by compaction: no record to point at
                 continue
             if header.base_offset >= starting_offset:
@@ -499,12 +566,12 @@ class LogSegment:
                     found, _ = scan_batches(data, position, end)
             if not found:
                 break
-            accepted: list[BatchHeader] = []
+            accepted: list[BatchSummary] = []
             next_offset = self.next_offset
             for batch_position, header in found:
                 if header.base_offset < next_offset or not self.can_hold_offset(header.last_offset):
                     break
-                accepted.append(header)
+                accepted.append(header.summary)
                 next_offset = header.next_offset
                 position = batch_position + header.size
             if accepted:
@@ -513,7 +580,7 @@ class LogSegment:
                 break
         return position
 
-    def _account(self, headers: Sequence[BatchHeader]) -> None:
+    def _account(self, batches: Sequence[BatchSummary]) -> None:
         """Index the batches now in the file at ``size`` onwards and move the counters past them.
 
         Kafka's rule: an offset index entry (the batch's last offset, its position) whenever
@@ -522,30 +589,30 @@ class LogSegment:
         """
         if self._size == 0:
             self._first_batch_known = True
-            self._first_batch_timestamp = headers[0].max_timestamp
+            self._first_batch_timestamp = batches[0][3]
         position = self._size
         max_timestamp, offset_of_max = self._max_timestamp, self._offset_of_max_timestamp
         assert max_timestamp is not None
         since_last = self._bytes_since_last_index_entry
         interval = self.index_interval_bytes
         offset_index, time_index = self.offset_index, self.time_index
-        for header in headers:
-            last_offset = header.base_offset + header.last_offset_delta
-            if header.max_timestamp > max_timestamp:
-                max_timestamp, offset_of_max = header.max_timestamp, last_offset
+        for base_offset, size, last_offset_delta, batch_max_timestamp in batches:
+            last_offset = base_offset + last_offset_delta
+            if batch_max_timestamp > max_timestamp:
+                max_timestamp, offset_of_max = batch_max_timestamp, last_offset
             if since_last > interval:
                 if not offset_index.is_full:
                     offset_index.append(last_offset, position)
                 if not time_index.is_full:
                     time_index.maybe_append(max_timestamp, offset_of_max)
                 since_last = 0
-            size = header.size
             position += size
             since_last += size
         self._bytes_since_last_index_entry = since_last
         self._max_timestamp, self._offset_of_max_timestamp = max_timestamp, offset_of_max
         self._size = position
-        self._next_offset = headers[-1].next_offset
+        last_base_offset, _, last_offset_delta, _ = batches[-1]
+        self._next_offset = last_base_offset + last_offset_delta + 1
 
     def truncate_to(self, offset: int, *, now_ms: int) -> int:
         """Remove every batch whose last offset is >= ``offset``; return the bytes removed.
@@ -553,12 +620,12 @@ class LogSegment:
         Batches are never split: a batch holding ``offset`` goes whole, so the segment then
         ends at that batch's base offset.
         """
-        located = self.translate_offset(offset)
+        located = self.locate_batch(offset)
         if located is None:
             return 0
-        position, header = located
-        self.offset_index.truncate_to(header.base_offset)
-        self.time_index.truncate_to(header.base_offset)
+        position = located.position
+        self.offset_index.truncate_to(located.base_offset)
+        self.time_index.truncate_to(located.base_offset)
         removed = self._size - position
         os.ftruncate(self._fd, position)
         self._size = position
@@ -618,7 +685,9 @@ class LogSegment:
         """Rename the three files from suffix ``old`` to ``new`` (``.cleaned`` -> ``.swap``)."""
         if old != self._suffix:
             raise ValueError(f"segment {self.base_offset} has suffix {self._suffix!r}, not {old!r}")
-        self.log_path.rename(self.directory / segment_file_name(self.base_offset, LOG_SUFFIX, new))
+        new_log_path = self.directory / segment_file_name(self.base_offset, LOG_SUFFIX, new)
+        self._log_path.rename(new_log_path)
+        self._log_path = new_log_path
         self.offset_index.rename(
             self.directory / segment_file_name(self.base_offset, INDEX_SUFFIX, new)
         )

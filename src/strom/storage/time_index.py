@@ -38,7 +38,7 @@ class TimeIndex(IndexFile):
 
     @property
     def is_full(self) -> bool:
-        return self._entries >= self.max_entries - 1
+        return not self._writable or self._entries >= self._capacity - 1
 
     def entry(self, n: int) -> TimestampOffset:
         timestamp, relative = self._read(n)
@@ -57,10 +57,11 @@ class TimeIndex(IndexFile):
 
         ``skip_full_check`` lets the final entry of a segment use the reserved slot.
         """
-        if self._entries >= self.max_entries or (self.is_full and not skip_full_check):
+        room = self._capacity if skip_full_check else self._capacity - 1
+        if not self._writable or self._entries >= room:
             raise ValueError(f"{self.path.name} is full ({self._entries} entries)")
         relative = offset - self.base_offset
-        last = self._last_raw()
+        last = self._last if self._last is not None else self._last_raw()
         if last is not None:
             if relative < last[1]:
                 raise ValueError(

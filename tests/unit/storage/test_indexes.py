@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import struct
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from strom.storage.offset_index import CorruptIndexError, OffsetIndex, OffsetPosition
 from strom.storage.time_index import TimeIndex, TimestampOffset
@@ -33,6 +38,33 @@ def test_offset_index_lookup_is_largest_entry_at_or_below(tmp_path: Path) -> Non
     assert index.lookup(235) == OffsetPosition(230, 18000)
     assert index.lookup(10**9) == OffsetPosition(440, 39000)
     index.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    gaps=st.lists(st.integers(1, 2**16) | st.integers(2**16, 2**23), max_size=200),
+    targets=st.lists(st.integers(-5, 2**30), min_size=1, max_size=10),
+)
+def test_lookups_agree_with_bisect_however_uneven_the_keys(
+    gaps: list[int], targets: list[int]
+) -> None:
+    """The interpolating search finds what a plain bisection finds, for any increasing keys."""
+    keys = list(itertools.accumulate(gaps))
+    positions = [1000 * i for i in range(len(keys))]
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "0.index"
+        path.write_bytes(
+            b"".join(struct.pack(">ii", k, p) for k, p in zip(keys, positions, strict=True))
+        )
+        index = OffsetIndex(path, 0, max_index_size=0, writable=False)
+        probes = targets + keys + [key - 1 for key in keys] + [key + 1 for key in keys]
+        for target in probes:
+            n = bisect.bisect_right(keys, target) - 1
+            expected = OffsetPosition(keys[n], positions[n]) if n >= 0 else OffsetPosition(0, 0)
+            assert index.lookup(target) == expected
+            n = bisect.bisect_right(positions, target) - 1
+            assert index.batch_start_before(target) == (positions[n - 1] if n > 0 else 0)
+        index.close()
 
 
 def test_offset_index_rejects_out_of_order_and_full(tmp_path: Path) -> None:

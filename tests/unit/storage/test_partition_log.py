@@ -175,6 +175,28 @@ def test_read_never_passes_max_offset(open_log: OpenLog) -> None:
     assert log.read_bytes(10, max_bytes=10**6, max_offset=6) == b""  # beyond it: empty
 
 
+@pytest.mark.parametrize("index_interval_bytes", [1, 4096])
+def test_read_regions_end_at_the_byte_limit_as_kafka_fetch(
+    open_log: OpenLog, index_interval_bytes: int
+) -> None:
+    log = open_log(LogConfig(index_interval_bytes=index_interval_bytes))
+    _fill(log.append, 4)  # batches 0-2, 3-5, 6-8, 9-11
+    size = len(make_batch(3, value_size=20))
+    everything = log.read_bytes(0, max_bytes=10**6)
+    with log.read(0, max_bytes=2 * size + 7) as result:  # two batches and 7 bytes of the third
+        assert result.read() == everything[: 2 * size + 7]
+        assert result.next_offset == 6  # the offset after the last whole batch
+    assert log.read_bytes(0, max_bytes=2 * size + 7) == everything[: 2 * size]
+    with log.read(4, max_bytes=size - 1) as result:  # KIP-74: the first batch comes whole
+        assert (result.read(), result.next_offset) == (everything[size : 2 * size], 6)
+    with log.read(4, max_bytes=size - 1, min_one_message=False) as result:
+        assert (result.regions, result.next_offset) == ((), 4)
+    with log.read(0, max_bytes=10**6, max_offset=7) as result:  # up to where 6-8 starts
+        assert (result.read(), result.next_offset) == (everything[: 2 * size], 6)
+    with log.read(0, max_bytes=3 * size - 1, max_offset=7) as result:  # limit before bytes
+        assert (result.read(), result.next_offset) == (everything[: 2 * size], 6)
+
+
 def test_read_out_of_range(open_log: OpenLog) -> None:
     log = open_log()
     _fill(log.append, 2)

@@ -1,0 +1,1 @@
+"""Benchmarks that print figures (``.venv/bin/python bench/<name>.py``); never timed tests."""
