@@ -224,6 +224,11 @@ def _topic_configs(admin: AdminClient, topic: str) -> list[ConfigEntry]:
         raise failure(f"cannot describe the configs of topic {topic!r}", exc) from None
 
 
+def kafka_topic_id(text: str) -> str:
+    """Kafka prints topic ids in URL-safe base64 without padding; librdkafka in standard base64."""
+    return text.translate(str.maketrans("+/", "-_")).rstrip("=")
+
+
 def topic_header(description: TopicDescription, configs: Iterable[ConfigEntry]) -> str:
     """kafka-topics.sh's summary line: name, id, partition count, replication factor, and the
     settings whose value is not the default, tab-separated."""
@@ -235,7 +240,7 @@ def topic_header(description: TopicDescription, configs: Iterable[ConfigEntry]) 
     return "\t".join(
         [
             f"Topic: {description.name}",
-            f"TopicId: {description.topic_id}",
+            f"TopicId: {kafka_topic_id(str(description.topic_id))}",
             f"PartitionCount: {len(partitions)}",
             f"ReplicationFactor: {replication}",
             f"Configs: {overrides}",

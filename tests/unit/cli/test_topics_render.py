@@ -10,7 +10,13 @@ from confluent_kafka.admin._metadata import ClusterMetadata, TopicMetadata
 from confluent_kafka.admin._topic import TopicDescription
 from rich.console import Console
 
-from strom.cli.topics import PartitionOffsets, partition_table, topic_header, topic_names
+from strom.cli.topics import (
+    PartitionOffsets,
+    kafka_topic_id,
+    partition_table,
+    topic_header,
+    topic_names,
+)
 
 NODE = Node(1, "localhost", 9092)
 
@@ -32,7 +38,7 @@ def test_header_shows_only_values_that_are_not_defaults() -> None:
     header = topic_header(description(), configs)
     fields = header.split("\t")
     assert fields[0] == "Topic: orders"
-    assert fields[1] == f"TopicId: {Uuid(1, 2)}"
+    assert fields[1] == f"TopicId: {kafka_topic_id(str(Uuid(1, 2)))}"
     assert fields[2:] == [
         "PartitionCount: 2",
         "ReplicationFactor: 1",
@@ -65,3 +71,8 @@ def test_list_sorts_and_can_leave_out_internal_topics() -> None:
         "b",
     ]
     assert topic_names(metadata, exclude_internal=True) == ["a", "b"]
+
+
+def test_topic_ids_print_as_kafka_does() -> None:
+    # Kafka's Uuid.toString: URL-safe base64, no padding.
+    assert kafka_topic_id("7V5E6iLXRTiY+FKJG8Zf/Q==") == "7V5E6iLXRTiY-FKJG8Zf_Q"
