@@ -149,6 +149,18 @@ class Model:
     """Every batch on disk, in offset order (also those below the log start offset)."""
     log_start: int = 0
     log_end: int = 0
+    deleted_below: int = 0
+    """The highest log start offset since the log end last fell below it: the records under it
+    were deleted (DeleteRecords, retention), even when a stale log start checkpoint brought
+    them back into view after a crash, as in Kafka."""
+
+    def move_log_start(self, offset: int) -> None:
+        self.log_start = offset
+        self.deleted_below = max(self.deleted_below, offset)
+
+    def truncated(self) -> None:
+        self.log_start = min(self.log_start, self.log_end)
+        self.deleted_below = min(self.deleted_below, self.log_end)
 
     def batches_from(self, offset: int) -> list[ModelBatch]:
         """The batches a read at ``offset`` walks: from the first whose last offset >= it."""
@@ -170,7 +182,7 @@ class Model:
                 f"{high_watermark}"
             )
         self.batches = [batch for batch in self.batches if batch.base >= first_base]
-        self.log_start = max(self.log_start, first_base)
+        self.move_log_start(max(self.log_start, first_base))
 
 
 @dataclass(frozen=True, slots=True)
@@ -732,7 +744,8 @@ class PartitionLogMachine(RuleBasedStateMachine):
         )
         if offset < bases[0]:
             model.batches.clear()
-            model.log_start = model.log_end = offset
+            model.log_end = offset
+            model.truncated()
             return
         # Batches are never split: every batch with a record at or above the offset goes, and
         # the log end becomes what the data says: the end of the last batch kept in the segment
@@ -742,7 +755,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
         kept_end = model.batches[-1].next if model.batches else segment_base
         model.log_end = max(segment_base, kept_end)
         assert model.log_end <= offset
-        model.log_start = min(model.log_start, model.log_end)
+        model.truncated()
 
     def _segment_infos(self) -> list[SegmentInfo]:
         return [SegmentInfo(s.base_offset, s.size, s.largest_timestamp) for s in self.log.segments]
@@ -774,7 +787,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
         if not moved:
             assert len(self.log.segments) == len(before)
             return
-        model.log_start = offset
+        model.move_log_start(offset)
         count = predicted_deletions(
             before,
             config=self.config,
@@ -927,7 +940,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
         check_compaction_contract(
             before,
             model.records_from(0),
-            log_start=model.log_start,
+            log_start=model.deleted_below,
             cleanable_below=cleanable_below,
             tombstone_may_go=lambda r: r.offset in droppable,
         )
@@ -992,7 +1005,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
         check_compaction_contract(
             model.records_from(0),
             [r for b in after for r in b.records],
-            log_start=model.log_start,
+            log_start=model.deleted_below,
             cleanable_below=cleanable_below,
             tombstone_may_go=tombstone_may_go,
         )
