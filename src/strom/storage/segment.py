@@ -154,17 +154,8 @@ class LogSegment:
         try:
             if config.preallocate:
                 os.ftruncate(fd, config.segment_bytes)
-            offset_index = OffsetIndex(
-                directory / segment_file_name(base_offset, INDEX_SUFFIX, suffix),
-                base_offset,
-                max_index_size=config.segment_index_bytes,
-                writable=True,
-            )
-            time_index = TimeIndex(
-                directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX, suffix),
-                base_offset,
-                max_index_size=config.segment_index_bytes,
-                writable=True,
+            offset_index, time_index = _open_indexes(
+                directory, base_offset, suffix=suffix, config=config, writable=True
             )
         except BaseException:
             os.close(fd)
@@ -201,17 +192,8 @@ class LogSegment:
         fd = os.open(log_path, os.O_RDWR)
         try:
             size = os.fstat(fd).st_size
-            offset_index = OffsetIndex(
-                directory / segment_file_name(base_offset, INDEX_SUFFIX, suffix),
-                base_offset,
-                max_index_size=config.segment_index_bytes,
-                writable=False,
-            )
-            time_index = TimeIndex(
-                directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX, suffix),
-                base_offset,
-                max_index_size=config.segment_index_bytes,
-                writable=False,
+            offset_index, time_index = _open_indexes(
+                directory, base_offset, suffix=suffix, config=config, writable=False
             )
         except BaseException:
             os.close(fd)
@@ -716,3 +698,22 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path.name}, size={self._size})"
+
+
+def _open_indexes(
+    directory: Path, base_offset: int, *, suffix: str, config: LogConfig, writable: bool
+) -> tuple[OffsetIndex, TimeIndex]:
+    """The offset and time index files of the segment at ``base_offset``."""
+    offset_index = OffsetIndex(
+        directory / segment_file_name(base_offset, INDEX_SUFFIX, suffix),
+        base_offset,
+        max_index_size=config.segment_index_bytes,
+        writable=writable,
+    )
+    time_index = TimeIndex(
+        directory / segment_file_name(base_offset, TIME_INDEX_SUFFIX, suffix),
+        base_offset,
+        max_index_size=config.segment_index_bytes,
+        writable=writable,
+    )
+    return offset_index, time_index
