@@ -1,4 +1,4 @@
-"""Fixtures that run real ``strom server`` processes (see ``strom_harness``)."""
+"""Fixtures that run real ``strom server`` processes (see ``tests/strom_harness.py``)."""
 
 from __future__ import annotations
 

@@ -112,14 +112,25 @@ def test_raw_delete_records_every_version(strom_server: StromServer, version: in
 
 
 def test_deleted_records_stay_deleted_after_kill_9(start_server: StartServer) -> None:
-    server = start_server()
+    """DeleteRecords writes the log start checkpoint before it answers: kill -9 right after it
+    (no periodic checkpoint in between, no segment deleted) cannot bring the records back."""
+    no_periodic_checkpoint = {"log.flush.offset.checkpoint.interval.ms": "3600000"}
+    server = start_server(overrides=no_periodic_checkpoint)
     topic = create_topic(server.bootstrap, unique_topic("delete-crash"))
     _fill(server, topic, 4)
     assert _delete(server, topic, {0: 5}) == {0: (ErrorCode.none, 5)}
     server.stop(signal.SIGKILL)
-    restarted = start_server()
+    restarted = start_server(overrides=no_periodic_checkpoint)
     reader = consumer(restarted.bootstrap)
     try:
+        # ListOffsets earliest and latest.
         assert reader.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (5, 8)
     finally:
         reader.close()
+    with restarted.connect() as wire:
+        below = wire.request(fetch_v4({(topic, 0): 4}))
+        at_start = wire.request(fetch_v4({(topic, 0): 5}))
+    assert below.responses[0].partitions[0].error_code == ErrorCode.offset_out_of_range
+    assert at_start.responses[0].partitions[0].error_code == ErrorCode.none
+    messages = consume(restarted.bootstrap, topic, count=3, start=-2)
+    assert [m.offset() for m in messages] == [5, 6, 7]

@@ -15,11 +15,12 @@ A single node is broker and controller of a one-voter cluster. What ``start`` do
    advertised address (a new broker epoch every start, as Kafka brokers do) and is unfenced.
 6. Background tasks: retention every ``log.retention.check.interval.ms`` and the recovery-point
    checkpoint every ``log.flush.offset.checkpoint.interval.ms`` (and ``log.flush.scheduler.
-   interval.ms`` when set); then the ready line.
+   interval.ms`` when set); the log cleaner (``self.log_cleaner``, compacted topics, every
+   ``log.cleaner.backoff.ms``) when ``log.cleaner.enable``; then the ready line.
 
 ``stop`` reverses it: stop the listener (in-flight requests are answered), stop the background
-tasks, then close the logs, which flushes them, writes the checkpoints and the clean-shutdown
-marker.
+tasks (waiting for a cleaning pass in flight), then close the logs, which flushes them, writes
+the checkpoints and the clean-shutdown marker.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from strom.controller import (
 )
 from strom.metadata import BrokerEndpoint, MetadataLoader
 from strom.server.auto_topics import AutoTopicCreator
+from strom.server.cleaner_service import CleanerService
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_server import ControllerServer
 from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache
@@ -125,6 +127,8 @@ class Broker:
     # Set by start() (see the module doc for the order); read them only once it has returned.
     log_manager: LogManager
     """Every partition log of the data directory (the metadata log among them)."""
+    log_cleaner: CleanerService
+    """Compacts ``cleanup.policy=compact`` logs; forgets deleted ones."""
     metadata_log: PartitionMetadataLog
     controller: ControllerServer
     """Runs controller operations one at a time and commits their records."""
@@ -227,7 +231,13 @@ class Broker:
         def initial_config(tp: TopicPartition) -> LogConfig:
             return METADATA_LOG_CONFIG if tp == METADATA_PARTITION else default
 
-        self.log_manager = LogManager(self.data_dir, self.clock, config_for=initial_config)
+        self.log_cleaner = CleanerService(clock=self.clock)
+        self.log_manager = LogManager(
+            self.data_dir,
+            self.clock,
+            config_for=initial_config,
+            on_delete=self.log_cleaner.forget,
+        )
         logs = self.log_manager.all()
         if logs and not self.log_manager.had_clean_shutdown:
             log.warning(
@@ -384,6 +394,12 @@ class Broker:
                         self._every(interval_ms, name, work), name=f"strom-{name}"
                     )
                 )
+        if self.config.get_bool("log.cleaner.enable"):
+            self.log_cleaner.start(
+                backoff_ms=self.config.get_int("log.cleaner.backoff.ms"),
+                logs=self.log_manager.all,
+                high_watermarks=self.high_watermarks,
+            )
 
     @staticmethod
     async def _every(interval_ms: int, name: str, work: Callable[[], None]) -> None:
@@ -416,6 +432,8 @@ class Broker:
             self.produce_purgatory.shutdown()
         if listener is not None:
             await listener.stop(timeout=timeout)
+        if hasattr(self, "log_cleaner"):
+            await self.log_cleaner.stop()
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()

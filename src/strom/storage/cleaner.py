@@ -1,8 +1,17 @@
 """Log compaction (``cleanup.policy=compact``): Kafka's log cleaner, one partition at a time.
 
-Plain logic and file I/O, single-threaded, no asyncio: the owner of the logs calls
+Plain logic and file I/O, no asyncio: the owner of the logs calls
 :meth:`LogCleaner.clean_logs` (or :meth:`LogCleaner.clean_if_needed`) every
 ``log.cleaner.backoff.ms``.
+
+**Threads.** By default everything runs on the caller's thread, which must own the logs. To
+clean off that thread, build the cleaner with ``run_on_owner`` (a function that runs a step on
+the owner thread and waits for it), pick on the owner thread with
+:meth:`LogCleaner.filthiest_logs`, and run :meth:`LogCleaner.clean_chosen` on another thread:
+the pass then only *reads* segments there; every swap and checkpoint update is a step on the
+owner thread, which first checks that the log is still open and still holds every segment the
+pass was chosen with (or swapped in). If not (retention, DeleteRecords, truncation or deletion
+got there first) the pass stops with :class:`CleaningAborted` and nothing changes.
 
 **What is cleanable.** A log is, from its start, a *clean* part (already compacted; the
 ``cleaner-offset-checkpoint`` of its data directory remembers where it ends, the *first dirty
@@ -54,7 +63,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -80,6 +89,8 @@ from strom.storage.segment import LogSegment
 __all__ = [
     "CLEANER_OFFSET_CHECKPOINT",
     "CleanStats",
+    "CleaningAborted",
+    "CleaningPass",
     "FilterResult",
     "LogCleaner",
     "LogToClean",
@@ -95,6 +106,17 @@ _INT32_MAX: Final = 2**31 - 1
 _ANY_BATCH_SIZE: Final = 2**31
 
 _log = logging.getLogger(__name__)
+
+OwnerStep = Callable[[Callable[[], None]], None]
+"""Runs a step on the logs' owner thread and returns when it is done (or raises what it did)."""
+
+
+class CleaningAborted(Exception):
+    """The log changed under a pass (segments removed, log closed); the pass left it alone."""
+
+
+def _run_here(step: Callable[[], None]) -> None:
+    step()
 
 
 # --- what is cleanable -----------------------------------------------------------------------
@@ -124,6 +146,17 @@ class LogToClean:
     @property
     def needs_compaction_now(self) -> bool:
         return self.max_compaction_delay_ms > 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CleaningPass:
+    """A log chosen for cleaning, as it was when chosen (on the owner thread)."""
+
+    partition: TopicPartition
+    log: PartitionLog
+    to_clean: LogToClean
+    segments: tuple[LogSegment, ...]
+    """The log's segments then: the pass reads no others and aborts if one of them is gone."""
 
 
 def _segment_index(segments: Sequence[LogSegment], offset: int) -> int:
@@ -449,7 +482,8 @@ class LogCleaner:
     One instance serves every data directory: the checkpoint of a log lives in
     ``<log directory>/../cleaner-offset-checkpoint``, keyed by the log's topic-partition (its
     directory name). ``max_map_entries`` bounds the offset map; ``io_buffer_bytes`` is how much
-    is read or written at a time. Not thread-safe; call it from the logs' owner thread.
+    is read or written at a time. ``run_on_owner``: see the module doc ("Threads"); every method
+    but :meth:`clean_chosen` is called on the owner thread, and one pass runs at a time.
     """
 
     def __init__(
@@ -457,8 +491,10 @@ class LogCleaner:
         *,
         max_map_entries: int = DEFAULT_MAX_ENTRIES,
         io_buffer_bytes: int = DEFAULT_IO_BUFFER_BYTES,
+        run_on_owner: OwnerStep = _run_here,
     ) -> None:
         self._map = OffsetMap(max_map_entries)
+        self._run_on_owner = run_on_owner
         self._io_buffer_bytes = io_buffer_bytes
         self._checkpoints: dict[Path, dict[TopicPartition, int]] = {}
         self._pending_horizons: dict[Path, int | None] = {}
@@ -565,14 +601,14 @@ class LogCleaner:
         to_clean = self.needs_cleaning(log, now_ms=now_ms, high_watermark=high_watermark)
         if to_clean is None:
             return None
-        return self._clean(log, to_clean, now_ms=now_ms)
+        return self._clean(_chosen(log, to_clean), now_ms=now_ms)
 
     def clean(self, log: PartitionLog, *, now_ms: int, high_watermark: int) -> CleanStats:
         """One cleaning pass now, whatever the dirty ratio (the log must be compacted)."""
         if not log.config.compacts:
             raise ValueError(f"{log.directory.name} is not a compacted log")
         to_clean = self.log_to_clean(log, now_ms=now_ms, high_watermark=high_watermark)
-        return self._clean(log, to_clean, now_ms=now_ms)
+        return self._clean(_chosen(log, to_clean), now_ms=now_ms)
 
     def clean_logs(
         self,
@@ -585,7 +621,26 @@ class LogCleaner:
         """The periodic entry point: clean every compacted log that needs it, filthiest first
         (at most ``max_logs``). Logs without a high watermark are skipped. A log whose cleaning
         fails is logged and left alone from then on (Kafka's "uncleanable partitions")."""
-        chosen: list[tuple[float, TopicPartition, PartitionLog, LogToClean]] = []
+        done: dict[TopicPartition, CleanStats] = {}
+        for chosen in self.filthiest_logs(logs, now_ms=now_ms, high_watermarks=high_watermarks)[
+            :max_logs
+        ]:
+            stats = self.clean_chosen(chosen, now_ms=now_ms)
+            if stats is not None:
+                done[chosen.partition] = stats
+        return done
+
+    def filthiest_logs(
+        self,
+        logs: Mapping[TopicPartition, PartitionLog],
+        *,
+        now_ms: int,
+        high_watermarks: Mapping[TopicPartition, int],
+    ) -> list[CleaningPass]:
+        """The compacted logs that need cleaning now, filthiest first (Kafka's
+        ``grabFilthiestCompactedLog``); applies retention to ``compact,delete`` logs first.
+        Logs without a high watermark, and uncleanable ones, are skipped."""
+        chosen: list[CleaningPass] = []
         for tp, log in logs.items():
             high_watermark = high_watermarks.get(tp)
             if not log.config.compacts or high_watermark is None:
@@ -600,15 +655,21 @@ class LogCleaner:
                 self._mark_uncleanable(log)
                 continue
             if to_clean is not None:
-                chosen.append((to_clean.cleanable_ratio, tp, log, to_clean))
-        chosen.sort(key=lambda item: item[0], reverse=True)
-        done: dict[TopicPartition, CleanStats] = {}
-        for _, tp, log, to_clean in chosen[:max_logs]:
-            try:
-                done[tp] = self._clean(log, to_clean, now_ms=now_ms)
-            except Exception:
-                self._mark_uncleanable(log)
-        return done
+                chosen.append(_chosen(log, to_clean, tp))
+        chosen.sort(key=lambda item: item.to_clean.cleanable_ratio, reverse=True)
+        return chosen
+
+    def clean_chosen(self, chosen: CleaningPass, *, now_ms: int) -> CleanStats | None:
+        """One pass over a log :meth:`filthiest_logs` chose (any thread, see the module doc).
+        None when the pass was aborted (the log changed) or failed (the log is then marked
+        uncleanable)."""
+        try:
+            return self._clean(chosen, now_ms=now_ms)
+        except CleaningAborted as aborted:
+            _log.info("%s: cleaning aborted: %s", chosen.log.directory.name, aborted)
+        except Exception:
+            self._mark_uncleanable(chosen.log)
+        return None
 
     def _mark_uncleanable(self, log: PartitionLog) -> None:
         _log.exception("cannot clean %s; leaving it uncleaned", log.directory)
@@ -619,19 +680,49 @@ class LogCleaner:
         """Directories of logs whose cleaning failed (``clean_logs`` skips them)."""
         return frozenset(self._uncleanable)
 
-    def _clean(self, log: PartitionLog, to_clean: LogToClean, *, now_ms: int) -> CleanStats:
+    def _clean(self, chosen: CleaningPass, *, now_ms: int) -> CleanStats:
+        """A pass; off the owner thread, a failure after the log changed is CleaningAborted."""
+        expected = list(chosen.segments)
+        try:
+            return self._clean_pass(chosen, expected, now_ms=now_ms)
+        except CleaningAborted:
+            raise
+        except Exception as error:
+            changed: list[bool] = []
+            self._run_on_owner(lambda: changed.append(_log_changed(chosen.log, expected)))
+            if changed[0]:
+                raise CleaningAborted(f"the log changed during the pass ({error!r})") from error
+            raise
+
+    def _on_owner(
+        self, log: PartitionLog, expected: Sequence[LogSegment], step: Callable[[], None]
+    ) -> None:
+        """Run ``step`` on the owner thread unless the log changed since the pass began."""
+
+        def checked() -> None:
+            if _log_changed(log, expected):
+                raise CleaningAborted("segments were removed or the log was closed")
+            step()
+
+        self._run_on_owner(checked)
+
+    def _clean_pass(
+        self, chosen: CleaningPass, expected: list[LogSegment], *, now_ms: int
+    ) -> CleanStats:
+        log, to_clean = chosen.log, chosen.to_clean
         config = log.config
         stats = CleanStats(first_dirty_offset=to_clean.first_dirty_offset)
         offset_map = self._map
         self._build_offset_map(
-            log,
+            chosen.segments,
             start=to_clean.first_dirty_offset,
             end=to_clean.first_uncleanable_offset,
             stats=stats,
         )
         end = offset_map.end_offset
-        segments = log.segments
+        segments = chosen.segments
         cleanable = [segment for segment in segments[:-1] if segment.base_offset < end]
+        pending: int | None = None
         if cleanable:
             groups = group_segments_by_size(
                 cleanable,
@@ -640,18 +731,22 @@ class LogCleaner:
                 end_offset=segments[len(cleanable)].base_offset,
             )
             producers = _last_data_batches(segments)
-            pending: int | None = None
             for group in groups:
                 horizon = self._clean_group(
-                    log, group, now_ms=now_ms, producers=producers, stats=stats
+                    log, group, expected, now_ms=now_ms, producers=producers, stats=stats
                 )
                 if horizon is not None:
                     pending = horizon if pending is None else min(pending, horizon)
-            self._pending_horizons[log.directory] = pending
         stats.end_offset = end
-        data_dir = log.directory.parent
-        self._checkpoint(data_dir)[_partition(log)] = end
-        self._write_checkpoint(data_dir)
+
+        def checkpoint() -> None:
+            if cleanable:
+                self._pending_horizons[log.directory] = pending
+            data_dir = log.directory.parent
+            self._checkpoint(data_dir)[_partition(log)] = end
+            self._write_checkpoint(data_dir)
+
+        self._on_owner(log, expected, checkpoint)
         _log.info(
             "%s: cleaned [%d, %d): %d of %d records removed, %d -> %d bytes in %d segments",
             log.directory.name,
@@ -666,13 +761,13 @@ class LogCleaner:
         return stats
 
     def _build_offset_map(
-        self, log: PartitionLog, *, start: int, end: int, stats: CleanStats
+        self, segments: Sequence[LogSegment], *, start: int, end: int, stats: CleanStats
     ) -> None:
         """Kafka's ``buildOffsetMap`` over ``[start, end)``, stopping at a batch boundary when
         the map is full (but always mapping at least one batch, so every pass progresses)."""
         offset_map = self._map
         offset_map.clear(start)
-        for segment in _overlapping(log.segments, start, end):
+        for segment in _overlapping(segments, start, end):
             position = 0
             if segment.base_offset < start:
                 located = segment.translate_offset(start)
@@ -702,6 +797,7 @@ class LogCleaner:
         self,
         log: PartitionLog,
         group: Sequence[LogSegment],
+        expected: list[LogSegment],
         *,
         now_ms: int,
         producers: Mapping[int, int],
@@ -742,13 +838,19 @@ class LogCleaner:
             cleaned.delete()
             return pending
         modified_ns = group[-1].log_path.stat().st_mtime_ns
-        try:
+
+        def swap() -> None:
             log.replace_segments(cleaned, group)
-        except ValueError:
+            # Kafka keeps the last replaced segment's modification time (retention uses it).
+            os.utime(cleaned.log_path, ns=(modified_ns, modified_ns))
+            first = next(i for i, segment in enumerate(expected) if segment is group[0])
+            expected[first : first + len(group)] = [cleaned]
+
+        try:
+            self._on_owner(log, expected, swap)
+        except (ValueError, CleaningAborted):
             cleaned.delete()
             raise
-        # Kafka keeps the last replaced segment's modification time (retention may use it).
-        os.utime(cleaned.log_path, ns=(modified_ns, modified_ns))
         stats.bytes_written += writer.written
         stats.segments_cleaned += len(group)
         stats.segments_written += 1
@@ -768,3 +870,22 @@ def _account(stats: CleanStats, header: BatchHeader, result: FilterResult) -> No
 
 def _partition(log: PartitionLog) -> TopicPartition:
     return TopicPartition.from_dir_name(log.directory.name)
+
+
+def _chosen(
+    log: PartitionLog, to_clean: LogToClean, partition: TopicPartition | None = None
+) -> CleaningPass:
+    return CleaningPass(
+        partition=partition or _partition(log),
+        log=log,
+        to_clean=to_clean,
+        segments=log.segments,
+    )
+
+
+def _log_changed(log: PartitionLog, expected: Sequence[LogSegment]) -> bool:
+    """Whether ``log`` was closed or lost a segment of ``expected`` (owner thread only)."""
+    if log.closed:
+        return True
+    current = {id(segment) for segment in log.segments}
+    return any(id(segment) not in current for segment in expected)

@@ -50,7 +50,8 @@ class LogManager:
     """Owns every :class:`PartitionLog` under ``data_dir``; loads them all when built.
 
     ``config_for`` gives each existing partition its configuration at load time (the server
-    maps topic configs); new logs get theirs in :meth:`get_or_create`.
+    maps topic configs); new logs get theirs in :meth:`get_or_create`. ``on_delete`` is told of
+    each log :meth:`delete` removes, before it is closed (the cleaner forgets it).
     """
 
     def __init__(
@@ -59,9 +60,11 @@ class LogManager:
         clock: Clock,
         *,
         config_for: Callable[[TopicPartition], LogConfig] = _default_config,
+        on_delete: Callable[[PartitionLog], None] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self._clock = clock
+        self._on_delete = on_delete
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._closed = False
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -125,6 +128,8 @@ class LogManager:
         log = self._logs.pop(tp, None)
         if log is None:
             return False
+        if self._on_delete is not None:
+            self._on_delete(log)
         log.close_without_flush()
         doomed = self.data_dir / f"{tp.dir_name}.{uuid.uuid4().hex}{_DELETE_SUFFIX}"
         log.directory.rename(doomed)

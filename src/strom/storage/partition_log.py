@@ -282,6 +282,11 @@ class PartitionLog:
         """Bytes in all segments."""
         return sum(segment.size for segment in self._segments)
 
+    @property
+    def closed(self) -> bool:
+        """Closed (or deleted): its files are released."""
+        return self._closed
+
     def _check_open(self) -> None:
         if self._closed:
             raise KafkaError(ErrorCode.kafka_storage_error, f"log {self.directory} is closed")

@@ -436,11 +436,37 @@ def test_trailing_bytes_after_the_body_are_ignored_as_kafka_does() -> None:
     assert request.trailing_bytes == 1
 
 
-def test_unknown_tagged_field_is_reported_not_crashing() -> None:
-    # kio refuses tagged fields it does not know (Kafka would skip them): a clear error at least
+_UNKNOWN_TAG = b"\x01\x09\x01\xaa"
+"""A tagged-field section with one field kio does not know: count 1, tag 9, size 1, a byte."""
+
+
+def test_unknown_tagged_field_in_the_body_is_an_invalid_request() -> None:
+    # Kafka skips tagged fields it does not know; kio 0.6's reader cannot (it raises KeyError),
+    # so the request is one the broker cannot parse: InvalidRequestError, the connection closes.
     frame = _frame(ApiVersionsRequestV3(client_software_name="n", client_software_version="1"))
-    tampered = frame[:-1] + b"\x01\x09\x01\xaa"  # one tagged field, tag 9, one byte
-    with pytest.raises(InvalidRequestError, match="cannot decode ApiVersions v3 request body"):
+    assert frame.endswith(b"\x00")  # the body's empty tagged-field section
+    tampered = frame[:-1] + _UNKNOWN_TAG
+    with pytest.raises(
+        InvalidRequestError,
+        match=r"cannot decode ApiVersions v3 request body: unknown tagged field 9 \(kio cannot",
+    ) as caught:
+        decode_request(tampered, versions=SERVED)
+    assert caught.value.correlation_id == 9
+    assert caught.value.api_key == ApiKey.API_VERSIONS
+
+
+def test_unknown_tagged_field_in_the_header_is_an_invalid_request() -> None:
+    frame = _frame(
+        ApiVersionsRequestV3(client_software_name="n", client_software_version="1"),
+        client_id="abc",
+    )
+    # Header v2: key, version, correlation id, client id (int16 length + 3 bytes), tag section.
+    tags_at = 2 + 2 + 4 + 2 + 3
+    assert frame[tags_at] == 0
+    tampered = frame[:tags_at] + _UNKNOWN_TAG + frame[tags_at + 1 :]
+    with pytest.raises(
+        InvalidRequestError, match="cannot decode request header v2: unknown tagged field 9"
+    ):
         decode_request(tampered, versions=SERVED)
 
 

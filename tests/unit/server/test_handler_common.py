@@ -16,13 +16,8 @@ from kio.schema.metadata.v13 import response as metadata_v13
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i32Timedelta
 
-from strom.server.handlers.common import (
-    ALL_CLUSTER_OPERATIONS,
-    ALL_TOPIC_OPERATIONS,
-    convert,
-    for_version,
-    wire_uuid,
-)
+from strom.server.handlers._schema import convert, for_version
+from strom.server.handlers.common import ALL_CLUSTER_OPERATIONS, ALL_TOPIC_OPERATIONS, wire_uuid
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 

@@ -33,6 +33,7 @@ from strom.protocol.records import (
 from strom.storage.checkpoint import read_offset_checkpoint
 from strom.storage.cleaner import (
     CLEANER_OFFSET_CHECKPOINT,
+    CleaningPass,
     CleanStats,
     LogCleaner,
     group_segments_by_size,
@@ -814,3 +815,69 @@ CleanerMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_cleaner_against_a_model = CleanerMachine.TestCase
+
+
+# --- cleaning off the owner thread (run_on_owner) --------------------------------------------
+
+
+def _chosen_pass(cleaner: LogCleaner, log: PartitionLog) -> CleaningPass:
+    [chosen] = cleaner.filthiest_logs(
+        {TopicPartition("orders", 0): log},
+        now_ms=log.clock.now_ms(),
+        high_watermarks={TopicPartition("orders", 0): 10**9},
+    )
+    return chosen
+
+
+def test_steps_that_change_the_log_run_on_the_owner(open_log: OpenLog, tmp_path: Path) -> None:
+    log = open_log(config(segment_bytes=600))
+    model = Model()
+    fill(log, model, batches=40, keys=7)
+    steps: list[str] = []
+
+    def on_owner(step: Callable[[], None]) -> None:
+        steps.append(getattr(step, "__name__", "?"))
+        step()
+
+    cleaner = LogCleaner(run_on_owner=on_owner)
+    stats = cleaner.clean_chosen(_chosen_pass(cleaner, log), now_ms=log.clock.now_ms())
+    assert stats is not None and stats.segments_written > 0
+    # One swap per cleaned segment, then the checkpoint; nothing else touches the log.
+    assert steps == ["checked"] * (stats.segments_written + 1)
+    check_against(log, model)
+    assert read_offset_checkpoint(tmp_path / CLEANER_OFFSET_CHECKPOINT) == {
+        TopicPartition("orders", 0): stats.end_offset
+    }
+
+
+@pytest.mark.parametrize("change", ["delete records", "close"])
+def test_a_pass_aborts_when_the_log_changed_under_it(
+    open_log: OpenLog, log_dir: Path, tmp_path: Path, change: str
+) -> None:
+    log = open_log(config(segment_bytes=600, cleanup_policy=frozenset({"compact", "delete"})))
+    model = Model()
+    fill(log, model, batches=40, keys=7)
+    before = [segment.base_offset for segment in log.segments]
+    changed = False
+
+    def on_owner(step: Callable[[], None]) -> None:
+        nonlocal changed
+        if not changed:  # what the event loop did while the worker read the segments
+            changed = True
+            if change == "close":
+                log.close()
+            else:
+                log.advance_log_start_offset(log.segments[1].base_offset)
+        step()
+
+    cleaner = LogCleaner(run_on_owner=on_owner)
+    assert cleaner.clean_chosen(_chosen_pass(cleaner, log), now_ms=log.clock.now_ms()) is None
+    assert not cleaner.uncleanable  # aborted, not failed: the next pass starts over
+    assert not (tmp_path / CLEANER_OFFSET_CHECKPOINT).exists()
+    assert not [path for path in log_dir.iterdir() if ".cleaned" in path.name]
+    if change == "delete records":
+        assert [segment.base_offset for segment in log.segments] == before[1:]
+        assert (
+            LogCleaner().clean_if_needed(log, now_ms=log.clock.now_ms(), high_watermark=10**9)
+            is not None
+        )

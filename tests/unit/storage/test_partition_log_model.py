@@ -32,6 +32,7 @@ more examples (e.g. ``settings(max_examples=500, stateful_step_count=60)``).
 from __future__ import annotations
 
 import enum
+import functools
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -434,7 +435,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
         self.model = Model()
         self.config = LogConfig()
         self._log: PartitionLog | None = None
-        self.cleaner_settings: dict[str, int] = {}
+        self.new_cleaner: Callable[[], LogCleaner] = LogCleaner
         self.cleaner_high_watermark = 0
         self.cleaner = LogCleaner()
 
@@ -458,7 +459,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
             had_clean_shutdown=clean,
         )
         # The broker restarted: so did its cleaner (it reads its checkpoint file again).
-        self.cleaner = LogCleaner(**self.cleaner_settings)
+        self.cleaner = self.new_cleaner()
 
     @initialize(
         config=CONFIGS,
@@ -476,7 +477,9 @@ class PartitionLogMachine(RuleBasedStateMachine):
         """Open an empty log, then append a few batches so that the steps start with segments.
         A small offset map makes the cleaner stop part way, as a full map does."""
         self.config = config
-        self.cleaner_settings = {"max_map_entries": map_entries, "io_buffer_bytes": io_buffer_bytes}
+        self.new_cleaner = functools.partial(
+            LogCleaner, max_map_entries=map_entries, io_buffer_bytes=io_buffer_bytes
+        )
         self._open(recovery_point=0, log_start_offset=0, clean=True)
         for specs in prefill:
             self._append(specs)

@@ -1,12 +1,6 @@
-"""What the admin and metadata handlers share: one response shape for every version, and a few
-constants of the protocol.
-
-Each handler builds its response once, with kio's classes of the newest version it serves
-(type-checked), and :func:`for_version` turns that into the version the client asked for: kio
-generates one class per version from Kafka's message specs, and an older version's class has a
-subset of the newer one's fields (fields a version lacks are dropped, fields the newer lacks
-must have a default). Where the meaning of a field changes between versions (nullable names,
-error codes an old client does not know), the handler decides before building.
+"""What the admin and metadata handlers share: a few constants of the protocol, broker
+addresses, request views and log lines. Responses for each version are built with
+:mod:`strom.server.handlers._schema`.
 """
 
 from __future__ import annotations
@@ -14,18 +8,15 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-import types
 import typing
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, TypeVar
 
-from kio.static.primitive import i32, i32Timedelta
-from kio.static.protocol import ResponsePayload
+from kio.static.primitive import i8, i32, i32Timedelta
 
 from strom.controller import AlterConfigsResult
 from strom.metadata import BrokerRegistration, ConfigResourceType, MetadataImage
-from strom.protocol.api import response_type
 
 __all__ = [
     "ALL_CLUSTER_OPERATIONS",
@@ -34,10 +25,9 @@ __all__ = [
     "LISTENER_NAME",
     "NO_THROTTLE",
     "BrokerAddress",
+    "alter_configs_results",
     "as_newest",
     "broker_addresses",
-    "convert",
-    "for_version",
     "log_config_changes",
     "request_field",
     "wire_uuid",
@@ -144,83 +134,23 @@ def log_config_changes(
             log.info("configs of %s changed: %s", label, change)
 
 
+def alter_configs_results(
+    entry: Callable[..., T], results: Sequence[AlterConfigsResult]
+) -> tuple[T, ...]:
+    """The per-resource answers of AlterConfigs and IncrementalAlterConfigs, whose entry classes
+    (``AlterConfigsResourceResponse`` of each) have the same fields."""
+    return tuple(
+        entry(
+            error_code=result.error.code,
+            error_message=result.error.message if result.error.is_failure else None,
+            resource_type=i8(result.resource_type),
+            resource_name=result.resource_name,
+        )
+        for result in results
+    )
+
+
 def request_field(body: object, name: str, default: T) -> T:
     """A request field that older versions lack, or ``default`` (the value Kafka assumes)."""
     value: T = getattr(body, name, default)
     return value
-
-
-def for_version(
-    response: ResponsePayload, version: int, *, extra: Mapping[str, object] | None = None
-) -> ResponsePayload:
-    """``response`` (a newer version's body) as the body of ``version`` of the same API.
-
-    ``extra`` gives top-level fields that only older versions have (Metadata v8-v10's
-    ``cluster_authorized_operations``); they are used when the target version has them.
-    """
-    target = response_type(int(response.__api_key__), version)
-    converted: ResponsePayload = convert(response, target, extra=extra)
-    return converted
-
-
-def convert(entity: object, target: type[T], *, extra: Mapping[str, object] | None = None) -> T:
-    """A kio entity as the corresponding entity class of another version; ``extra`` supplies
-    fields of ``target`` that ``entity`` lacks."""
-    if type(entity) is target and not extra:
-        return entity
-    provided = frozenset(extra or ())
-    kwargs: dict[str, Any] = {}
-    for name, nested in _plan(type(entity), target, provided):
-        if name in provided:
-            kwargs[name] = extra[name]  # type: ignore[index]  # provided is extra's keys
-            continue
-        value = getattr(entity, name)
-        if nested is not None and value is not None:
-            if isinstance(value, tuple):
-                value = tuple(convert(item, nested) for item in value)
-            else:
-                value = convert(value, nested)
-        kwargs[name] = value
-    return target(**kwargs)
-
-
-_Plan = tuple[tuple[str, type | None], ...]
-_PLANS: dict[tuple[type, type, frozenset[str]], _Plan] = {}
-
-
-def _plan(source: type, target: type, provided: frozenset[str]) -> _Plan:
-    """The fields of ``target`` to fill (from ``source``, or from ``provided`` extras), each
-    with its nested entity class."""
-    key = (source, target, provided)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = _PLANS[key] = _make_plan(source, target, provided)
-    return plan
-
-
-def _make_plan(source: type, target: type, provided: frozenset[str]) -> _Plan:
-    source_fields = {f.name for f in dataclasses.fields(source)}
-    plan: list[tuple[str, type | None]] = []
-    for field in dataclasses.fields(target):
-        if field.name in source_fields or field.name in provided:
-            plan.append((field.name, _entity_class(field.type)))
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            raise TypeError(
-                f"{target.__qualname__}.{field.name} has no default and "
-                f"{source.__qualname__} has no such field"
-            )
-    return tuple(plan)
-
-
-def _entity_class(annotation: Any) -> type | None:
-    """The kio entity class inside ``X``, ``X | None``, ``tuple[X, ...]`` or
-    ``tuple[X, ...] | None``; None for primitives."""
-    origin = typing.get_origin(annotation)
-    if origin in (types.UnionType, typing.Union):
-        inner = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
-        return _entity_class(inner[0]) if len(inner) == 1 else None
-    if origin is tuple:
-        return _entity_class(typing.get_args(annotation)[0])
-    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
-        return annotation
-    return None

@@ -17,7 +17,8 @@ from kio.static.protocol import ResponsePayload
 from strom.controller import CreatePartitionsRequest, CreatePartitionsTopic
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.controller_server import ControllerServer
-from strom.server.handlers.common import NO_THROTTLE, as_newest, for_version
+from strom.server.handlers._schema import for_version
+from strom.server.handlers.common import NO_THROTTLE, as_newest
 from strom.server.handlers.registry import RequestContext
 
 __all__ = ["CreatePartitionsHandler", "parse_create_partitions"]

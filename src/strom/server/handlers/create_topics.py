@@ -30,7 +30,8 @@ from strom.controller import (
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_server import ControllerServer
-from strom.server.handlers.common import NO_THROTTLE, as_newest, for_version, wire_uuid
+from strom.server.handlers._schema import for_version
+from strom.server.handlers.common import NO_THROTTLE, as_newest, wire_uuid
 from strom.server.handlers.registry import RequestContext
 
 __all__ = ["CreateTopicsHandler", "parse_create_topics"]

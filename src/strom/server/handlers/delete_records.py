@@ -11,24 +11,22 @@ bring deleted records back.
 
 from __future__ import annotations
 
-import datetime
 import logging
 from typing import Any, Final
 
-from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.primitive import i32, i64
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.handlers._schema import build, response_module
+from strom.server.handlers.common import NO_THROTTLE
 from strom.server.handlers.registry import RequestContext
 from strom.server.replica_manager import ReplicaManager
 
 __all__ = ["DeleteRecordsHandler"]
 
 log = logging.getLogger(__name__)
-
-_NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
 
 
 class DeleteRecordsHandler:
@@ -85,6 +83,6 @@ class DeleteRecordsHandler:
                 build(schema.DeleteRecordsTopicResult, name=topic.name, partitions=tuple(results))
             )
         response: ResponsePayload = build(
-            schema.DeleteRecordsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics)
+            schema.DeleteRecordsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics)
         )
         return response

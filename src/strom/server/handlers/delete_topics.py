@@ -19,7 +19,8 @@ from kio.static.protocol import ResponsePayload
 from strom.controller import DeletableTopic, DeleteTopicResult, DeleteTopicsRequest
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.controller_server import ControllerServer
-from strom.server.handlers.common import NO_THROTTLE, for_version, request_field, wire_uuid
+from strom.server.handlers._schema import for_version
+from strom.server.handlers.common import NO_THROTTLE, request_field, wire_uuid
 from strom.server.handlers.registry import RequestContext
 
 __all__ = ["DeleteTopicsHandler", "parse_delete_topics"]

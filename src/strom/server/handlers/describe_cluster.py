@@ -18,13 +18,13 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import (
     ALL_CLUSTER_OPERATIONS,
     AUTHORIZED_OPERATIONS_OMITTED,
     NO_THROTTLE,
     as_newest,
     broker_addresses,
-    for_version,
     request_field,
 )
 from strom.server.handlers.registry import RequestContext

@@ -30,7 +30,8 @@ from strom.controller import invalid_topic_reason
 from strom.metadata import ConfigResourceType, MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.config_entries import ConfigDescriber, DescribedConfig
-from strom.server.handlers.common import NO_THROTTLE, as_newest, for_version, request_field
+from strom.server.handlers._schema import for_version
+from strom.server.handlers.common import NO_THROTTLE, as_newest, request_field
 from strom.server.handlers.registry import RequestContext
 from strom.server.metadata_view import MetadataView
 

@@ -13,7 +13,6 @@ from typing import Final
 
 from kio.schema.incremental_alter_configs.v1 import request as newest
 from kio.schema.incremental_alter_configs.v1 import response as latest
-from kio.static.primitive import i8
 from kio.static.protocol import ResponsePayload
 
 from strom.controller import (
@@ -24,10 +23,11 @@ from strom.controller import (
 )
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.controller_server import ControllerServer
+from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import (
     NO_THROTTLE,
+    alter_configs_results,
     as_newest,
-    for_version,
     log_config_changes,
 )
 from strom.server.handlers.registry import RequestContext
@@ -86,14 +86,6 @@ class IncrementalAlterConfigsHandler:
         )
         response = latest.IncrementalAlterConfigsResponse(
             throttle_time=NO_THROTTLE,
-            responses=tuple(
-                latest.AlterConfigsResourceResponse(
-                    error_code=result.error.code,
-                    error_message=result.error.message if result.error.is_failure else None,
-                    resource_type=i8(result.resource_type),
-                    resource_name=result.resource_name,
-                )
-                for result in results
-            ),
+            responses=alter_configs_results(latest.AlterConfigsResourceResponse, results),
         )
         return for_version(response, context.api_version)

@@ -23,7 +23,8 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.handlers.common import NO_THROTTLE, as_newest, for_version
+from strom.server.handlers._schema import for_version
+from strom.server.handlers.common import NO_THROTTLE, as_newest
 from strom.server.handlers.registry import RequestContext
 from strom.server.producer_ids import ProducerIdManager
 

@@ -13,21 +13,20 @@ partition for now). A partition named twice in one request gets INVALID_REQUEST,
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, Final
 
-from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.primitive import i32, i64
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.handlers._schema import build, response_module
+from strom.server.handlers.common import NO_THROTTLE
 from strom.server.handlers.registry import RequestContext
 from strom.server.replica_manager import READ_UNCOMMITTED, ReplicaManager
 
 __all__ = ["ListOffsetsHandler"]
 
-_NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
 CONSUMER_REPLICA_ID: Final = -1
 
 
@@ -92,6 +91,6 @@ class ListOffsetsHandler:
                 build(schema.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(answers))
             )
         response: ResponsePayload = build(
-            schema.ListOffsetsResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics)
+            schema.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics)
         )
         return response

@@ -39,6 +39,7 @@ from strom.controller import CLUSTER_METADATA_TOPIC, ZERO_UUID, invalid_topic_re
 from strom.metadata import MetadataImage, PartitionRegistration, TopicImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.auto_topics import AutoTopicCreator
+from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import (
     ALL_CLUSTER_OPERATIONS,
     ALL_TOPIC_OPERATIONS,
@@ -46,7 +47,6 @@ from strom.server.handlers.common import (
     NO_THROTTLE,
     as_newest,
     broker_addresses,
-    for_version,
     request_field,
     wire_uuid,
 )

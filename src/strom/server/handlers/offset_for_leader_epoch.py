@@ -10,21 +10,19 @@ first: FENCED_LEADER_EPOCH when older than the partition's, UNKNOWN_LEADER_EPOCH
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, Final
 
-from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.primitive import i32, i64
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.handlers._schema import build, response_module
+from strom.server.handlers.common import NO_THROTTLE
 from strom.server.handlers.registry import RequestContext
 from strom.server.replica_manager import ReplicaManager
 
 __all__ = ["OffsetForLeaderEpochHandler"]
-
-_NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
 
 
 class OffsetForLeaderEpochHandler:
@@ -68,6 +66,6 @@ class OffsetForLeaderEpochHandler:
                 )
             )
         response: ResponsePayload = build(
-            schema.OffsetForLeaderEpochResponse, throttle_time=_NO_THROTTLE, topics=tuple(topics)
+            schema.OffsetForLeaderEpochResponse, throttle_time=NO_THROTTLE, topics=tuple(topics)
         )
         return response

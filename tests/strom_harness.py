@@ -1,7 +1,8 @@
 """Run a real ``strom server`` process, and talk raw Kafka protocol to it.
 
-Used by ``conftest.py``'s fixtures; importable from tests in this directory
-(``from strom_harness import StromServer``).
+Shared by the integration tests (``integration/conftest.py``'s fixtures) and the end-to-end
+tests (``e2e/conftest.py``); ``tests/`` is on pytest's ``pythonpath``, so every test imports it
+as ``from strom_harness import StromServer``.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class StromServer:
         self.port = 0
         self.ready_line = ""
         self.cluster_id = ""
+        self.node_id = -1
         self.data_dir = Path()
 
     def _collect(self, stream: Any) -> None:
@@ -104,6 +106,7 @@ class StromServer:
         self.host = match["host"]
         self.port = int(match["port"])
         self.cluster_id = match["cluster_id"]
+        self.node_id = int(match["node_id"])
         self.data_dir = Path(match["data_dir"])
 
     @property
