@@ -48,7 +48,14 @@ from strom.cli.client_common import (
     wait_for_partitions,
 )
 
-__all__ = ["PrintOptions", "consume", "format_message", "parse_offset"]
+__all__ = [
+    "CONSUMER_DEFAULTS",
+    "PrintOptions",
+    "consume",
+    "consumer_settings",
+    "format_message",
+    "parse_offset",
+]
 
 CONSUMER_DEFAULTS: Mapping[str, str] = {
     # kafka-console-consumer.sh reads uncommitted data unless told otherwise.
@@ -178,9 +185,10 @@ def _check_options(
         )
 
 
-def _consumer_settings(
+def consumer_settings(
     *, group: str | None, from_beginning: bool, isolation_level: str | None
 ) -> dict[str, str]:
+    """The librdkafka settings of the group, start and isolation flags."""
     settings: dict[str, str] = {}
     if group is None:
         # librdkafka wants a group id even for manual assignment; this one never commits.
@@ -291,7 +299,7 @@ def consume(
       strom consume orders --isolation-level read_committed --property fetch.min.bytes=1024
     """
     _check_options(group=group, partition=partition, offset=offset, from_beginning=from_beginning)
-    overrides = _consumer_settings(
+    overrides = consumer_settings(
         group=group, from_beginning=from_beginning, isolation_level=isolation_level
     )
     overrides.update(parse_assignments(properties, option="'--property'"))

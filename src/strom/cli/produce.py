@@ -28,7 +28,15 @@ from strom.cli.client_common import (
     wait_for_partitions,
 )
 
-__all__ = ["Line", "produce", "split_line"]
+__all__ = [
+    "ACKS",
+    "COMPRESSIONS",
+    "PRODUCER_DEFAULTS",
+    "Line",
+    "produce",
+    "producer_settings",
+    "split_line",
+]
 
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 ACKS = ("0", "1", "-1", "all")
@@ -165,7 +173,7 @@ def produce(
     header_list: list[Header] = [
         parse_assignment(header, option="'--header'") for header in headers
     ]
-    overrides = _flag_settings(compression=compression, acks=acks)
+    overrides = producer_settings(compression=compression, acks=acks)
     overrides.update(parse_assignments(properties, option="'--property'"))
     config = ClientConfig.build(
         bootstrap_server=bootstrap_server,
@@ -207,7 +215,8 @@ def produce(
         raise CliError(f"{deliveries.failed} of {deliveries.lines} messages were not delivered")
 
 
-def _flag_settings(*, compression: str | None, acks: str | None) -> dict[str, str]:
+def producer_settings(*, compression: str | None, acks: str | None) -> dict[str, str]:
+    """The librdkafka settings of the ``--compression`` and ``--acks`` flags that were given."""
     settings: dict[str, str] = {}
     if compression is not None:
         settings["compression.type"] = compression

@@ -55,6 +55,7 @@ from strom.protocol.headers import (
     request_header_version,
     response_header_version,
 )
+from strom.protocol.produce_response import encode_produce_response
 
 __all__ = [
     "KAFKA_BROKER_VERSIONS",
@@ -409,6 +410,10 @@ def encode_response(*, correlation_id: int, body: ResponsePayload) -> bytes:
     header = encode_response_header(
         correlation_id=correlation_id, version=int(body_type.__header_schema__.__version__)
     )
+    if int(body.__api_key__) == ApiKey.PRODUCE:  # one per produce request: packed, not walked
+        packed = encode_produce_response(body)
+        if packed is not None:
+            return header + packed
     buffer = io.BytesIO()
     buffer.write(header)
     _writer(body_type)(buffer, body)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strom.protocol.framing import FrameDecoder, InvalidFrameSizeError, frame_prefix
+from strom.protocol.framing import LARGE_FRAME, FrameDecoder, InvalidFrameSizeError, frame_prefix
 
 
 def framed(*payloads: bytes) -> bytes:
@@ -104,5 +104,30 @@ def test_any_chunking_yields_the_same_frames(payloads: list[bytes], cuts: list[i
     out: list[bytes] = []
     for start, end in itertools.pairwise(points):
         out += decoder.feed(data[start:end])
+    assert out == payloads
+    assert decoder.at_frame_boundary
+
+
+@given(
+    sizes=st.lists(
+        st.sampled_from([0, 3, LARGE_FRAME - 1, LARGE_FRAME, 3 * LARGE_FRAME]), max_size=5
+    ),
+    cuts=st.lists(st.integers(min_value=0, max_value=6 * LARGE_FRAME), max_size=12),
+)
+def test_large_frames_in_any_chunking_from_a_reused_buffer(
+    sizes: list[int], cuts: list[int]
+) -> None:
+    """Large frames are collected as chunks: the result must not depend on how they were cut,
+    nor keep a reference to a caller's buffer that is overwritten after ``feed``."""
+    payloads = [bytes([index % 251]) * size for index, size in enumerate(sizes)]
+    data = framed(*payloads)
+    points = sorted({0, len(data), *(cut for cut in cuts if cut < len(data))})
+    decoder = FrameDecoder(max_frame_size=3 * LARGE_FRAME)
+    out: list[bytes] = []
+    for start, end in itertools.pairwise(points):
+        chunk = bytearray(data[start:end])
+        out += decoder.feed(memoryview(chunk))
+        assert decoder.buffered == end - sum(len(frame_prefix(0)) + len(frame) for frame in out)
+        chunk[:] = b"\xff" * len(chunk)
     assert out == payloads
     assert decoder.at_frame_boundary
