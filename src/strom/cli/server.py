@@ -17,6 +17,7 @@ from typing import NoReturn
 import click
 
 from strom.config import ConfigError, ServerConfig, load_properties
+from strom.protocol.kafka_releases import KAFKA_RELEASES
 from strom.server.broker import Broker
 from strom.server.eventloop import run
 from strom.server.meta_properties import MetaPropertiesError
@@ -86,11 +87,19 @@ def build_config(
     multiple=True,
     help="Set any server setting by its Kafka name; repeatable.",
 )
+@click.option(
+    "--emulate-kafka-version",
+    metavar="RELEASE",
+    default=None,
+    help="Advertise and serve only the API versions of this Apache Kafka release "
+    f"({', '.join(KAFKA_RELEASES)}).",
+)
 def server(
     properties_file: Path | None,
     data_dir: Path | None,
     listener: str | None,
     overrides: tuple[str, ...],
+    emulate_kafka_version: str | None,
 ) -> None:
     """Run a single-node strom cluster (broker and controller)."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
@@ -101,8 +110,8 @@ def server(
             data_dir=data_dir,
             listener=listener,
         )
-        broker = Broker(config)
-    except ConfigError as error:
+        broker = Broker(config, emulate_kafka_version=emulate_kafka_version)
+    except (ConfigError, ValueError) as error:
         _fail(str(error))
     try:
         run(_serve(broker))

@@ -42,6 +42,7 @@ from strom.controller import (
     QuorumController,
 )
 from strom.metadata import BrokerEndpoint, MetadataLoader
+from strom.protocol.kafka_releases import release_versions
 from strom.server.auto_topics import AutoTopicCreator
 from strom.server.cleaner_service import CleanerService
 from strom.server.config_entries import ConfigDescriber
@@ -70,6 +71,7 @@ from strom.server.log_publisher import LogPublisher
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties
 from strom.server.metadata_log import METADATA_LOG_CONFIG, METADATA_PARTITION, PartitionMetadataLog
 from strom.server.network.connection import ConnectionSettings
+from strom.server.network.faults import Faults
 from strom.server.network.listener import HostPort, Listener
 from strom.server.producer_ids import ProducerIdManager
 from strom.server.purgatory import DelayedFetch, DelayedProduce, Purgatory
@@ -134,7 +136,16 @@ class Broker:
     """Runs controller operations one at a time and commits their records."""
     producer_ids: ProducerIdManager
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        emulate_kafka_version: str | None = None,
+        faults: Faults | None = None,
+    ) -> None:
+        """``emulate_kafka_version`` ("2.8", "3.6", ...): advertise and serve only the API
+        versions that Apache Kafka release did (ValueError for an unknown release).
+        ``faults``: what tests inject (``strom.testing``)."""
         self.config = config
         self.clock: Clock = SystemClock()
         self.data_dir = data_dir_of(config).absolute()
@@ -145,7 +156,12 @@ class Broker:
         """Effective topic settings and log configs as of a metadata image."""
         self.metadata = MetadataLoader()
         """The metadata image (``self.metadata.image``) and its publishers."""
-        self.registry = HandlerRegistry()
+        self.registry = HandlerRegistry(
+            ceiling=None
+            if emulate_kafka_version is None
+            else release_versions(emulate_kafka_version)
+        )
+        self.faults = faults
         self.registry.register(ApiVersionsHandler(self.registry))
         self.broker_epoch = -1
         """This node's broker epoch, given by its registration at start."""
@@ -351,6 +367,7 @@ class Broker:
             settings=ConnectionSettings(
                 max_request_size=self.config.get_int("socket.request.max.bytes")
             ),
+            faults=self.faults,
         )
         await listener.start()
         self._listener = listener

@@ -39,7 +39,12 @@ from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.batch import COMPRESSION_MASK, HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, Compression
 from strom.server.handlers._schema import build, response_module
-from strom.server.handlers.registry import NO_RESPONSE, HandlerResult, RequestContext
+from strom.server.handlers.registry import (
+    NO_RESPONSE,
+    CloseConnection,
+    HandlerResult,
+    RequestContext,
+)
 from strom.server.purgatory import DelayedProduce, Purgatory
 from strom.server.replica_manager import AppendResult, ReplicaManager
 
@@ -53,7 +58,7 @@ _MAGIC_OFFSET: Final = 16
 _ATTRIBUTES_OFFSET: Final = 21
 
 
-class AcksZeroProduceError(Exception):
+class AcksZeroProduceError(CloseConnection):
     """Raised to close the connection of an acks=0 produce that failed somewhere (as Kafka)."""
 
 

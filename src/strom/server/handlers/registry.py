@@ -32,6 +32,7 @@ from strom.server.network.response import Response
 
 __all__ = [
     "NO_RESPONSE",
+    "CloseConnection",
     "Handler",
     "HandlerRegistry",
     "HandlerResult",
@@ -47,6 +48,12 @@ class NoResponse(enum.Enum):
 
 
 NO_RESPONSE = NoResponse.NO_RESPONSE
+
+
+class CloseConnection(Exception):
+    """Raised by a handler to close the client's connection as Kafka would (an acks=0 produce
+    that failed): an expected outcome, logged in one line, not a broker fault."""
+
 
 HandlerResult: TypeAlias = ResponsePayload | Response | NoResponse
 
@@ -93,10 +100,16 @@ class Handler(Protocol):
 
 
 class HandlerRegistry:
-    """API key -> handler, and the version ranges ApiVersions advertises."""
+    """API key -> handler, and the version ranges ApiVersions advertises.
 
-    def __init__(self) -> None:
+    With a ``ceiling`` (the versions of an emulated Kafka release, ``protocol.kafka_releases``)
+    each handler serves only the versions both it and the ceiling have, and an API the ceiling
+    lacks is neither advertised nor served.
+    """
+
+    def __init__(self, *, ceiling: Mapping[ApiKey, VersionRange] | None = None) -> None:
         self._handlers: dict[ApiKey, Handler] = {}
+        self._ceiling = ceiling
         self._versions: Mapping[ApiKey, VersionRange] = MappingProxyType({})
 
     def register(self, handler: Handler) -> None:
@@ -112,9 +125,21 @@ class HandlerRegistry:
                 f"{api_name(api_key)} handler declares {handler.versions}, "
                 f"outside the {reference} of KAFKA_BROKER_VERSIONS"
             )
+        served = self._within_ceiling(api_key, handler.versions)
+        if served is None:
+            return
         self._handlers[api_key] = handler
-        versions = {key: registered.versions for key, registered in self._handlers.items()}
-        self._versions = MappingProxyType(dict(sorted(versions.items())))
+        self._versions = MappingProxyType(dict(sorted({**self._versions, api_key: served}.items())))
+
+    def _within_ceiling(self, api_key: ApiKey, versions: VersionRange) -> VersionRange | None:
+        if self._ceiling is None:
+            return versions
+        ceiling = self._ceiling.get(api_key)
+        if ceiling is None:
+            return None
+        low = max(versions.min_version, ceiling.min_version)
+        high = min(versions.max_version, ceiling.max_version)
+        return VersionRange(low, high) if low <= high else None
 
     def get(self, api_key: ApiKey) -> Handler | None:
         return self._handlers.get(api_key)

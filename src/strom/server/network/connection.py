@@ -30,12 +30,16 @@ from typing import Any, cast
 
 from strom.protocol.api import InvalidRequestError, decode_request, encode_response
 from strom.protocol.framing import FrameDecoder, InvalidFrameSizeError
+from strom.server.handlers.injected_errors import injected_error_response
 from strom.server.handlers.registry import (
     NO_RESPONSE,
+    CloseConnection,
     Handler,
     HandlerRegistry,
+    HandlerResult,
     RequestContext,
 )
+from strom.server.network.faults import Faults
 from strom.server.network.response import Response
 from strom.server.network.writer import FrameWriter
 
@@ -69,8 +73,10 @@ class Connection(asyncio.Protocol):
         settings: ConnectionSettings,
         index: int,
         on_finished: Callable[[Connection], None],
+        faults: Faults | None = None,
     ) -> None:
         self._registry = registry
+        self._faults = faults
         self._settings = settings
         self._index = index
         self._on_finished = on_finished
@@ -184,7 +190,11 @@ class Connection(asyncio.Protocol):
         return True
 
     async def _handle(self, handler: Handler, context: RequestContext) -> Response | None:
-        result = await handler.handle(context)
+        faults = self._faults
+        if faults is not None and faults.active:
+            result = await _with_faults(faults, handler, context)
+        else:
+            result = await handler.handle(context)
         if result is NO_RESPONSE:
             return None
         if isinstance(result, Response):
@@ -214,12 +224,15 @@ class Connection(asyncio.Protocol):
                     if not in_flight.task.cancelled():
                         raise  # this loop is being cancelled, not the handler (abort)
                     response = None
-                except Exception:
-                    log.exception(
-                        "closing connection from %s: handling %s failed",
-                        self.client_address,
-                        in_flight.context.request,
-                    )
+                except Exception as error:
+                    if isinstance(error, CloseConnection):
+                        log.info("closing connection from %s: %s", self.client_address, error)
+                    else:
+                        log.exception(
+                            "closing connection from %s: handling %s failed",
+                            self.client_address,
+                            in_flight.context.request,
+                        )
                     response = None
                     self._broken = True
                     self._close_input()
@@ -290,6 +303,27 @@ class Connection(asyncio.Protocol):
         elif not full and self._reading_paused:
             self._transport.resume_reading()
             self._reading_paused = False
+
+
+async def _with_faults(faults: Faults, handler: Handler, context: RequestContext) -> HandlerResult:
+    """Serve a request under the injected faults: an error instead of the answer, a delay
+    before it is sent."""
+    api_key = context.api_key
+    code = faults.take_error(api_key)
+    if code is None:
+        result = await handler.handle(context)
+    else:
+        log.info(
+            "answering %s from %s with injected %s",
+            context.request,
+            context.client_address,
+            code.name.upper(),
+        )
+        result = await injected_error_response(handler, context, code)
+    delay = faults.delay_for(api_key)
+    if delay > 0:
+        await asyncio.sleep(delay)
+    return result
 
 
 def _wake(waiter: asyncio.Future[None] | None) -> None:

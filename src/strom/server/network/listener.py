@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from strom.server.handlers.registry import HandlerRegistry
 from strom.server.network.connection import Connection, ConnectionSettings
+from strom.server.network.faults import Faults
 
 __all__ = ["HostPort", "Listener"]
 
@@ -58,8 +59,10 @@ class Listener:
         registry: HandlerRegistry,
         settings: ConnectionSettings,
         backlog: int = 1024,
+        faults: Faults | None = None,
     ) -> None:
         self._address = address
+        self._faults = faults
         self._registry = registry
         self._settings = settings
         self._backlog = backlog
@@ -67,11 +70,12 @@ class Listener:
         self._connections: set[Connection] = set()
         self._indexes = itertools.count()
         self._bound: HostPort | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self) -> None:
         if self._server is not None:
             raise RuntimeError("the listener is already started")
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         host = await self._bind_host(loop)
         self._server = await loop.create_server(
             self._new_connection,
@@ -82,6 +86,8 @@ class Listener:
         )
         sockname = self._server.sockets[0].getsockname()
         self._bound = HostPort(str(sockname[0]), int(sockname[1]))
+        if self._faults is not None:
+            self._faults.on_drop(self._drop_connections_soon)
 
     async def _bind_host(self, loop: asyncio.AbstractEventLoop) -> str | None:
         """One address to bind (Kafka binds one), IPv4 first; None for every interface."""
@@ -116,15 +122,29 @@ class Listener:
     def connection_count(self) -> int:
         return len(self._connections)
 
-    def _new_connection(self) -> Connection:
+    def _new_connection(self) -> asyncio.Protocol:
+        if self._faults is not None and self._faults.refusing:
+            return _Refused()
         connection = Connection(
             registry=self._registry,
             settings=self._settings,
             index=next(self._indexes),
             on_finished=self._connections.discard,
+            faults=self._faults,
         )
         self._connections.add(connection)
         return connection
+
+    def _drop_connections_soon(self) -> None:
+        """Any thread: drop every connection from the listener's loop."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._drop_connections)
+
+    def _drop_connections(self) -> None:
+        if self._connections:
+            log.info("dropping %d client connection(s) (injected fault)", len(self._connections))
+        for connection in list(self._connections):
+            connection.abort()
 
     async def stop(self, *, timeout: float = 10.0) -> None:
         """Stop accepting, finish in-flight requests, close every connection."""
@@ -148,3 +168,11 @@ class Listener:
                     connection.abort()
                 await asyncio.wait(pending, timeout=1.0)
         await server.wait_closed()
+
+
+class _Refused(asyncio.Protocol):
+    """A connection accepted while a test refuses connections: closed at once."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        log.info("refused a connection (injected fault)")
+        transport.close()

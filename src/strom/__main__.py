@@ -1,0 +1,5 @@
+"""``python -m strom``: the ``strom`` command."""
+
+from strom.cli.main import main
+
+main()

@@ -1,0 +1,44 @@
+"""Real strom brokers for tests (see docs/testing.md): ``Broker``, ``AsyncBroker``, the faults
+they inject, and a pytest plugin (``strom.testing.pytest_plugin``, loaded by pytest itself).
+
+The names are imported on first use, so that loading the pytest plugin (which imports this
+package) stays cheap and imports no broker code until a fixture needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from strom.protocol.api import ApiKey
+    from strom.protocol.kafka_releases import KAFKA_RELEASES
+    from strom.server.network.faults import Faults
+    from strom.testing.broker import AsyncBroker, Broker, BrokerStartError, unique_topic_name
+
+__all__ = [
+    "KAFKA_RELEASES",
+    "ApiKey",
+    "AsyncBroker",
+    "Broker",
+    "BrokerStartError",
+    "Faults",
+    "unique_topic_name",
+]
+
+_HOMES = {
+    "ApiKey": "strom.protocol.api",
+    "KAFKA_RELEASES": "strom.protocol.kafka_releases",
+    "Faults": "strom.server.network.faults",
+    "AsyncBroker": "strom.testing.broker",
+    "Broker": "strom.testing.broker",
+    "BrokerStartError": "strom.testing.broker",
+    "unique_topic_name": "strom.testing.broker",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'strom.testing' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
