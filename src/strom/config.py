@@ -406,6 +406,13 @@ SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
             "Forget idle idempotent producers after this long.",
             at_least(1),
         ),
+        Setting(
+            "producer.id.expiration.check.interval.ms",
+            _I,
+            600000,
+            "How often idle idempotent producers are forgotten.",
+            at_least(1),
+        ),
     ]
 )
 

@@ -15,7 +15,8 @@ A single node is broker and controller of a one-voter cluster. What ``start`` do
    advertised address (a new broker epoch every start, as Kafka brokers do) and is unfenced.
 6. Background tasks: retention every ``log.retention.check.interval.ms`` and the recovery-point
    checkpoint every ``log.flush.offset.checkpoint.interval.ms`` (and ``log.flush.scheduler.
-   interval.ms`` when set); the log cleaner (``self.log_cleaner``, compacted topics, every
+   interval.ms`` when set), idle idempotent producers forgotten every ``producer.id.expiration.
+   check.interval.ms``; the log cleaner (``self.log_cleaner``, compacted topics, every
    ``log.cleaner.backoff.ms``) when ``log.cleaner.enable``; then the ready line.
 
 ``stop`` reverses it: stop the listener (in-flight requests are answered), stop the background
@@ -402,6 +403,11 @@ class Broker:
             ("retention", "log.retention.check.interval.ms", self._run_retention),
             ("checkpoint", "log.flush.offset.checkpoint.interval.ms", self.log_manager.checkpoint),
             ("flush", "log.flush.scheduler.interval.ms", self.log_manager.flush_dirty),
+            (
+                "producer-expiration",
+                "producer.id.expiration.check.interval.ms",
+                self._remove_expired_producers,
+            ),
         ]
         for name, setting, work in periodic:
             interval_ms = self.config.get_int(setting)
@@ -436,6 +442,11 @@ class Broker:
         deleted = self.log_manager.run_retention(self.clock.now_ms(), self.high_watermarks())
         for tp, count in sorted(deleted.items()):
             log.info("retention deleted %d segment(s) of %s", count, tp)
+
+    def _remove_expired_producers(self) -> None:
+        self.log_manager.remove_expired_producers(
+            self.clock.now_ms(), expiration_ms=self.config.get_int("producer.id.expiration.ms")
+        )
 
     # --- stop ------------------------------------------------------------------------------
 

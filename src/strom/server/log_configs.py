@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from strom.config import ConfigError, ServerConfig, TopicConfig
 from strom.metadata import ConfigurationsImage, MetadataImage
+from strom.protocol.batch import Compression
 from strom.storage.log_config import LogConfig
 
 __all__ = [
@@ -48,7 +49,19 @@ def log_config_of(topic: TopicConfig) -> LogConfig:
         flush_ms=_int(topic, "flush.ms"),
         file_delete_delay_ms=_int(topic, "file.delete.delay.ms"),
         preallocate=_bool(topic, "preallocate"),
+        compression=_CODECS[_str(topic, "compression.type")],
     )
+
+
+_CODECS: dict[str, Compression | None] = {
+    "producer": None,
+    "uncompressed": Compression.NONE,
+    "gzip": Compression.GZIP,
+    "snappy": Compression.SNAPPY,
+    "lz4": Compression.LZ4,
+    "zstd": Compression.ZSTD,
+}
+"""``compression.type`` -> the codec the broker stores batches in (None: the producer's)."""
 
 
 def _int(topic: TopicConfig, name: str) -> int:

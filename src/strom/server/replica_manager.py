@@ -26,15 +26,15 @@ NOT_LEADER_OR_FOLLOWER when another broker leads it (or its log is not open yet)
 FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH when the client's leader epoch is older / newer
 than the partition's, storage's KafkaError codes for bad batches.
 
-Idempotent producers: ``strom.storage.producer_state.ProducerStateManager`` is meant to be
-wired inside ``PartitionLog`` (its docstring: load on open, ``prepare``/``commit`` around each
-append, snapshots on roll and close, reload on truncation), not here, so it is not wired yet.
-Once ``PartitionLog.append`` does it, nothing changes in this module: a rejected batch
-(INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_TXN_STATE) arrives as the
-KafkaError every append failure is, and a duplicate as the ``AppendInfo`` of the original
-batch (the high watermark is already past it). Until then, batches that carry a producer id are
-appended like any other. The last stable offset (:attr:`Partition.last_stable_offset`) will come
-from the same state's first unstable offset once transactions exist.
+Idempotent producers: ``PartitionLog.append`` keeps each partition's producer state
+(``strom.storage.producer_state``) and makes Kafka's client-batch checks. A rejected batch
+(INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, INVALID_RECORD for control batches or a
+producer id without a sequence) arrives as the KafkaError every append failure is, and a
+duplicate as the ``AppendInfo`` of the original batch (the high watermark is already past it).
+Records refused one by one (keyless records on a compacted topic) carry ``record_errors``
+(``storage.log_validator.RecordValidationError``). The last stable offset
+(:attr:`Partition.last_stable_offset`) will come from the same state's first unstable offset
+once transactions exist.
 
 Not thread-safe: the event loop thread calls everything.
 """
@@ -50,9 +50,9 @@ from typing import Final, Protocol
 from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
 from strom.config import ServerConfig, TopicConfig
 from strom.metadata.image import MetadataImage, PartitionRegistration
-from strom.protocol.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader
 from strom.storage.file_region import FileRegion
 from strom.storage.log_manager import LogManager
+from strom.storage.log_validator import RecordError, RecordValidationError
 from strom.storage.partition_log import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
@@ -161,10 +161,14 @@ class AppendResult:
     last_offset: int = -1
     log_append_time: int = -1
     log_start_offset: int = -1
+    record_errors: tuple[RecordError, ...] = ()
+    """Produce v8+: the records that made the batch fail (index in the batch, message)."""
 
     @classmethod
-    def failed(cls, error: ErrorCode, message: str) -> AppendResult:
-        return cls(error=error, message=message)
+    def failed(
+        cls, error: ErrorCode, message: str, record_errors: tuple[RecordError, ...] = ()
+    ) -> AppendResult:
+        return cls(error=error, message=message, record_errors=record_errors)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -380,9 +384,9 @@ class ReplicaManager:
                         f"{tp} has {len(partition.isr)} in-sync replicas, fewer than "
                         f"min.insync.replicas {min_isr}",
                     )
-            data = records or b""
-            check_client_batches(data)
-            info = partition.log.append(data, leader_epoch=partition.leader_epoch)
+            info = partition.log.append(records or b"", leader_epoch=partition.leader_epoch)
+        except RecordValidationError as error:
+            return AppendResult.failed(error.error_code, error.message, error.record_errors)
         except KafkaError as error:
             return AppendResult.failed(error.error_code, error.message)
         if info.last_offset >= partition.high_watermark:  # not a duplicate of older batches
@@ -539,27 +543,3 @@ class ReplicaManager:
         if leader_epoch == current:
             return current, partition.log_end_offset
         return leader_epoch, partition.log_start_offset
-
-
-def check_client_batches(records: bytes | bytearray | memoryview) -> None:
-    """Kafka's client-origin batch checks that the partition log does not make.
-
-    Control batches (transaction markers) come only from coordinators, and a batch with a
-    producer id needs a base sequence (``LogValidator.validateBatch``): INVALID_RECORD. Reads
-    headers only; whatever does not frame properly is left to ``PartitionLog.append``, which
-    reports it precisely.
-    """
-    position, end = 0, len(records)
-    while position + HEADER_SIZE <= end:
-        header = BatchHeader.read(records, position)
-        if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
-            return
-        if header.is_control:
-            raise KafkaError(ErrorCode.invalid_record, "clients may not write control records")
-        if header.has_producer_id and header.base_sequence < 0:
-            raise KafkaError(
-                ErrorCode.invalid_record,
-                f"invalid sequence number {header.base_sequence} in a record batch with "
-                f"producer id {header.producer_id}",
-            )
-        position += header.size

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+from strom.protocol.batch import Compression
+
 LONG_MAX: Final = 2**63 - 1
 _WEEK_MS: Final = 7 * 24 * 3600 * 1000
 
@@ -39,6 +41,7 @@ class LogConfig:
     flush_ms: int = LONG_MAX  # flush.ms
     file_delete_delay_ms: int = 60000  # file.delete.delay.ms
     preallocate: bool = False  # preallocate
+    compression: Compression | None = None  # compression.type (None: producer, keep the codec)
 
     def __post_init__(self) -> None:
         if self.message_timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):

@@ -181,6 +181,13 @@ class LogManager:
             )
         return deleted
 
+    def remove_expired_producers(self, now_ms: int, *, expiration_ms: int) -> int:
+        """Forget idempotent producers idle for ``expiration_ms`` in every log; how many."""
+        return sum(
+            len(log.remove_expired_producers(now_ms, expiration_ms=expiration_ms))
+            for log in self._logs.values()
+        )
+
     # --- shutdown --------------------------------------------------------------------------
 
     def close(self, *, broker_epoch: int = -1) -> None:

@@ -15,14 +15,13 @@ import bisect
 import itertools
 import shutil
 import zlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Final
 
 from strom.common import Clock, ErrorCode, KafkaError
 from strom.protocol.batch import (
+    CONTROL_FLAG,
     NO_TIMESTAMP,
     BatchHeader,
     BatchSummary,
@@ -33,6 +32,16 @@ from strom.storage._files import fsync_directory
 from strom.storage.file_region import FileRegion
 from strom.storage.loader import load_log
 from strom.storage.log_config import LONG_MAX, LogConfig
+from strom.storage.log_reads import (
+    ReadPiece,
+    first_offset_by_timestamp,
+    offset_of_max_timestamp,
+    plan_read,
+)
+from strom.storage.log_results import AppendInfo, ReadResult, UnexpectedAppendOffsetError
+from strom.storage.log_validator import needs_record_work, validate_records
+from strom.storage.producer_snapshot import delete_snapshots_below, retain_latest_snapshots
+from strom.storage.producer_state import AppendOrigin, ProducerStateManager
 from strom.storage.retention import deletable_by_log_start, segments_to_delete
 from strom.storage.segment import (
     CLEANED_SUFFIX,
@@ -60,123 +69,10 @@ EARLIEST_LOCAL_TIMESTAMP: Final = -4
 """ListOffsets' special timestamps (KIP-734 and KIP-405 for the last two)."""
 
 _FOLLOWER_MAX_BATCH: Final = 2**31 - 1
-
-
-class UnexpectedAppendOffsetError(KafkaError):
-    """A follower append whose first offset is below the log end offset (Kafka's
-    ``UnexpectedAppendOffsetException``): the fetcher must truncate or refetch."""
-
-    def __init__(self, message: str, *, first_offset: int, log_end_offset: int) -> None:
-        super().__init__(ErrorCode.unknown_server_error, message)
-        self.first_offset = first_offset
-        self.log_end_offset = log_end_offset
-
-
-class AppendInfo:
-    """What an append did (read-only; built once per append, its headers only when asked)."""
-
-    __slots__ = (
-        "_batches",
-        "_written",
-        "base_offset",
-        "last_offset",
-        "log_append_time",
-        "log_start_offset",
-        "max_timestamp",
-        "size",
-    )
-
-    def __init__(
-        self,
-        *,
-        base_offset: int,
-        last_offset: int,
-        log_append_time: int,
-        max_timestamp: int,
-        log_start_offset: int,
-        written: bytes | bytearray,
-    ) -> None:
-        self.base_offset: Final = base_offset
-        """The first offset assigned."""
-        self.last_offset: Final = last_offset
-        self.log_append_time: Final = log_append_time
-        """The broker time written into LogAppendTime batches; -1 (NO_TIMESTAMP) for CreateTime."""
-        self.max_timestamp: Final = max_timestamp
-        self.log_start_offset: Final = log_start_offset
-        self.size: Final = len(written)
-        """Bytes appended."""
-        self._written = written
-        self._batches: tuple[BatchHeader, ...] | None = None
-
-    @property
-    def batches(self) -> tuple[BatchHeader, ...]:
-        """The headers as written (offsets, epoch, timestamps, CRC), decoded on first use
-        from the appended bytes (a private copy nobody else changes)."""
-        if self._batches is None:
-            headers: list[BatchHeader] = []
-            position = 0
-            while position < self.size:
-                header = BatchHeader.read(self._written, position)
-                headers.append(header)
-                position += header.size
-            self._batches = tuple(headers)
-        return self._batches
-
-    def __repr__(self) -> str:
-        return (
-            f"AppendInfo(base_offset={self.base_offset}, last_offset={self.last_offset}, "
-            f"log_append_time={self.log_append_time}, max_timestamp={self.max_timestamp}, "
-            f"log_start_offset={self.log_start_offset}, size={self.size})"
-        )
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReadResult:
-    """The log's bytes from the batch holding the fetch offset, as file regions.
-
-    As Kafka's fetch: the last batch may be cut short by the byte limit (clients drop a
-    partial trailing batch); see :meth:`PartitionLog.read`. The regions belong to the caller:
-    send them, then ``close()`` (or use ``with``). See :mod:`strom.storage.file_region` for
-    why a region survives its segment's deletion.
-    """
-
-    regions: tuple[FileRegion, ...]
-    next_offset: int
-    """The offset after the last whole batch returned (the fetch offset when none is)."""
-    log_start_offset: int
-    log_end_offset: int
-
-    @property
-    def size(self) -> int:
-        return sum(region.length for region in self.regions)
-
-    def read(self) -> bytes:
-        """All the regions' bytes (they stay open)."""
-        return b"".join(region.read() for region in self.regions)
-
-    def close(self) -> None:
-        for region in self.regions:
-            region.close()
-
-    def __enter__(self) -> ReadResult:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-@dataclass(frozen=True, slots=True)
-class _Piece:
-    segment: LogSegment
-    position: int
-    length: int
-    whole_length: int
-    """The bytes of the whole batches the piece starts with (all but a partial last batch)."""
+_SNAPSHOTS_KEPT: Final = 3
+"""Producer state snapshots kept (the newest, from the last rolls and the last close)."""
+_ATTRIBUTES_LOW: Final = 22
+_PRODUCER_ID: Final = 43
 
 
 class PartitionLog:
@@ -195,7 +91,9 @@ class PartitionLog:
         segments: list[LogSegment],
         log_start_offset: int,
         recovery_point: int,
+        producer_state: ProducerStateManager | None = None,
     ) -> None:
+        """``producer_state`` defaults to an empty state at the log end (a new log)."""
         if not segments:
             raise ValueError("a partition log has at least one segment")
         self.directory = directory
@@ -209,6 +107,10 @@ class PartitionLog:
         self._last_flush_ms = clock.monotonic_ms()
         self._directory_dirty = False
         self._closed = False
+        self._record_work = needs_record_work(config)
+        self._producer_state = producer_state or ProducerStateManager(
+            name=directory.name, map_end_offset=self._next_offset
+        )
 
     @classmethod
     def open(
@@ -224,6 +126,8 @@ class PartitionLog:
         """Load (or create) the partition directory; recover it unless shut down cleanly.
 
         ``recovery_point`` and ``log_start_offset`` come from the data directory's checkpoints.
+        The producer state comes from the latest snapshot at or below the log end, with the
+        batches after it replayed (none after a clean shutdown, which left one at the end).
         """
         loaded = load_log(
             directory,
@@ -233,6 +137,13 @@ class PartitionLog:
             log_start_offset=log_start_offset,
             had_clean_shutdown=had_clean_shutdown,
         )
+        state = ProducerStateManager.load(
+            directory,
+            log_start_offset=loaded.log_start_offset,
+            log_end_offset=loaded.log_end_offset,
+            batches_from=lambda offset: _batches_from(loaded.segments, offset),
+            now_ms=clock.now_ms(),
+        )
         return cls(
             directory,
             config=config,
@@ -240,6 +151,7 @@ class PartitionLog:
             segments=loaded.segments,
             log_start_offset=loaded.log_start_offset,
             recovery_point=loaded.recovery_point,
+            producer_state=state,
         )
 
     # --- state -----------------------------------------------------------------------------
@@ -251,6 +163,7 @@ class PartitionLog:
     def update_config(self, config: LogConfig) -> None:
         """New settings apply from the next append, roll, flush or retention run."""
         self._config = config
+        self._record_work = needs_record_work(config)
 
     @property
     def clock(self) -> Clock:
@@ -268,6 +181,12 @@ class PartitionLog:
     def recovery_point(self) -> int:
         """Everything below it is fsynced; recovery after a crash starts from its segment."""
         return self._recovery_point
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        """The idempotent producers' state (read it; only this log changes it)."""
+        self._producer_state.update_map_end_offset(self._next_offset)
+        return self._producer_state
 
     @property
     def segments(self) -> tuple[LogSegment, ...]:
@@ -294,20 +213,29 @@ class PartitionLog:
     # --- append ----------------------------------------------------------------------------
 
     def append(
-        self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        leader_epoch: int = 0,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> AppendInfo:
         """Validate a producer's batches, assign offsets from the log end, write them.
 
         The records are copied once; in that copy every batch is validated (magic, lengths,
         CRC, counts, max.message.bytes) and its header gets its base offset and leader epoch
         (outside the CRC) and, for LogAppendTime, the broker time (and a new CRC), in one pass
-        (``protocol.batch.assign_offsets``). Nothing else changes. Nothing is written before
-        every batch passed, so a bad one raises its specific KafkaError and leaves the log
-        unchanged.
+        (``protocol.batch.assign_offsets``). Compacted topics and a broker-side codec first
+        need the records (:mod:`strom.storage.log_validator`). Batches with a producer id (or
+        control batches) then pass the producer state's checks (``origin`` says which); a
+        retry of one of a producer's last five batches is not written again: the answer is
+        the original's offsets (``AppendInfo.size`` 0). Nothing is written before every batch
+        passed, so a bad one raises its specific KafkaError and leaves the log unchanged.
         """
         self._check_open()
         config = self._config
         buffer = bytearray(records)
+        if self._record_work:
+            buffer = validate_records(buffer, config=config, partition=self.directory.name)
         log_append_time = self._clock.now_ms() if config.log_append_time else NO_TIMESTAMP
         batches = assign_offsets(
             buffer,
@@ -319,7 +247,7 @@ class PartitionLog:
         if not batches:
             raise KafkaError(ErrorCode.invalid_record, "produce request has no record batch")
         self._check_size(len(buffer))
-        return self._append_batches(buffer, batches, log_append_time=log_append_time)
+        return self._append_batches(buffer, batches, log_append_time=log_append_time, origin=origin)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
         """Append batches that already carry their offsets (replication, or a log copy).
@@ -351,7 +279,9 @@ class PartitionLog:
                 log_end_offset=self._next_offset,
             )
         self._check_size(len(written))
-        return self._append_batches(written, batches, log_append_time=NO_TIMESTAMP)
+        return self._append_batches(
+            written, batches, log_append_time=NO_TIMESTAMP, origin=AppendOrigin.REPLICATION
+        )
 
     def _check_size(self, size: int) -> None:
         if size > self._config.segment_bytes:
@@ -366,6 +296,52 @@ class PartitionLog:
         batches: Sequence[BatchSummary],
         *,
         log_append_time: int,
+        origin: AppendOrigin,
+    ) -> AppendInfo:
+        """Write validated batches, through the producer state when one of them has a producer
+        id or is a control batch (two header bytes per batch tell; no header is decoded)."""
+        position = 0
+        for batch in batches:
+            if (
+                data[position + _PRODUCER_ID] < 0x80
+                or data[position + _ATTRIBUTES_LOW] & CONTROL_FLAG
+            ):
+                return self._append_with_producer_state(data, batches, log_append_time, origin)
+            position += batch[1]
+        return self._write_batches(data, batches, log_append_time=log_append_time)
+
+    def _append_with_producer_state(
+        self,
+        data: bytes | bytearray,
+        batches: Sequence[BatchSummary],
+        log_append_time: int,
+        origin: AppendOrigin,
+    ) -> AppendInfo:
+        headers: list[BatchHeader] = []
+        position = 0
+        for batch in batches:
+            headers.append(BatchHeader.read(data, position))
+            position += batch[1]
+        state = self._producer_state
+        plan = state.prepare(headers, origin=origin)
+        duplicate = plan.duplicate
+        if duplicate is not None:
+            return AppendInfo(
+                base_offset=duplicate.base_offset,
+                last_offset=duplicate.last_offset,
+                log_append_time=NO_TIMESTAMP
+                if log_append_time == NO_TIMESTAMP
+                else duplicate.max_timestamp,
+                max_timestamp=duplicate.max_timestamp,
+                log_start_offset=self._log_start_offset,
+                written=b"",
+            )
+        info = self._write_batches(data, batches, log_append_time=log_append_time)
+        state.commit(plan, headers, now_ms=self._clock.now_ms())
+        return info
+
+    def _write_batches(
+        self, data: bytes | bytearray, batches: Sequence[BatchSummary], *, log_append_time: int
     ) -> AppendInfo:
         first_offset = batches[0][0]
         last_base_offset, _, last_offset_delta, max_timestamp = batches[-1]
@@ -456,16 +432,22 @@ class PartitionLog:
         self._directory_dirty = True
         # Kafka flushes the rolled segment (asynchronously) and moves the recovery point.
         self.flush(up_to=base_offset)
+        self._snapshot_producer_state()
         return segment
+
+    def _snapshot_producer_state(self) -> None:
+        """``<log end>.snapshot`` (a roll's new base offset, or a clean close), keeping the
+        newest few: a restart replays only the batches after the last one."""
+        state = self._producer_state
+        state.update_map_end_offset(self._next_offset)
+        if state.take_snapshot(self.directory) is not None:
+            retain_latest_snapshots(self.directory, _SNAPSHOTS_KEPT)
 
     # --- read ------------------------------------------------------------------------------
 
     def _plan_read(
         self, offset: int, max_bytes: int, max_offset: int | None, min_one_message: bool
-    ) -> tuple[list[_Piece], int]:
-        """Kafka's ``LogSegment.read``: find where the batch holding ``offset`` starts, then
-        take bytes up to the byte limit or the position of ``max_offset``, whichever is first;
-        continue into the next segments while the limit allows their first batch."""
+    ) -> tuple[list[ReadPiece], int]:
         self._check_open()
         if offset < self._log_start_offset or offset > self._next_offset:
             raise KafkaError(
@@ -474,47 +456,15 @@ class PartitionLog:
                 f"{self._next_offset}] of {self.directory.name}",
             )
         limit = self._next_offset if max_offset is None else min(max_offset, self._next_offset)
-        pieces: list[_Piece] = []
-        next_offset = offset
-        if offset >= limit:
-            return pieces, next_offset
-        remaining = max_bytes
-        segments, bases = self._segments, self._bases
-        i = max(bisect.bisect_right(bases, offset) - 1, 0)
-        target = offset
-        while i < len(segments):
-            segment = segments[i]
-            located = segment.locate_batch(target)
-            if located is not None:
-                start = located.position
-                if located.last_offset >= limit:
-                    break
-                if located.size > remaining:
-                    if pieces or not min_one_message:
-                        break
-                    remaining = located.size  # KIP-74: the first batch, whatever its size
-                end = min(start + remaining, self._limit_position(i, limit))
-                whole = segment.last_batch_end(start, end)
-                assert whole is not None  # the first batch fits: checked above
-                whole_end, next_offset = whole
-                pieces.append(_Piece(segment, start, end - start, whole_end - start))
-                remaining -= end - start
-                if end < segment.size or remaining <= 0:
-                    break
-            i += 1
-            if i < len(segments):
-                target = bases[i]
-        return pieces, next_offset
-
-    def _limit_position(self, index: int, limit: int) -> int:
-        """Where the batches of segment ``index`` entirely below offset ``limit`` end."""
-        segment = self._segments[index]
-        if limit >= self._next_offset or (
-            index + 1 < len(self._bases) and limit >= self._bases[index + 1]
-        ):
-            return segment.size
-        located = segment.locate_batch(limit)
-        return segment.size if located is None else located.position
+        return plan_read(
+            self._segments,
+            self._bases,
+            offset,
+            max_bytes=max_bytes,
+            limit=limit,
+            log_end_offset=self._next_offset,
+            min_one_message=min_one_message,
+        )
 
     def read(
         self,
@@ -586,45 +536,14 @@ class PartitionLog:
             return self.offset_of_max_timestamp()
         if timestamp < 0:
             raise ValueError(f"unsupported special timestamp {timestamp}")
-        start = self._log_start_offset
-        for segment in self._segments:
-            if segment.size == 0 or segment.next_offset <= start:
-                continue
-            if segment.max_timestamp >= timestamp:
-                found = segment.find_offset_by_timestamp(timestamp, starting_offset=start)
-                if found is not None:
-                    return found
-        return None
+        return first_offset_by_timestamp(
+            self._segments, timestamp, log_start_offset=self._log_start_offset
+        )
 
     def offset_of_max_timestamp(self) -> OffsetTimestamp | None:
         """The first record (at or above the log start) with the largest timestamp."""
         self._check_open()
-        start = self._log_start_offset
-        best: tuple[int, LogSegment] | None = None
-        candidates = [s for s in self._segments if s.size and s.next_offset > start]
-        for segment in candidates:
-            if segment.base_offset >= start:
-                top = segment.max_timestamp
-            else:
-                straddling = segment.find_max_timestamp(starting_offset=start)
-                if straddling is None:
-                    continue
-                top = straddling.timestamp
-            if best is None or top > best[0]:
-                best = (top, segment)
-        if best is None:
-            return None
-        found = best[1].find_max_timestamp(starting_offset=start)
-        if found is not None and found.timestamp == best[0]:
-            return found
-        # Rare: the largest batch timestamp belongs to no record (a batch compaction emptied,
-        # or a producer's inconsistent header): compare every segment's exact answer.
-        exact: OffsetTimestamp | None = None
-        for segment in candidates:
-            answer = segment.find_max_timestamp(starting_offset=start)
-            if answer is not None and (exact is None or answer.timestamp > exact.timestamp):
-                exact = answer
-        return exact
+        return offset_of_max_timestamp(self._segments, log_start_offset=self._log_start_offset)
 
     # --- truncation and log start ----------------------------------------------------------
 
@@ -658,6 +577,17 @@ class PartitionLog:
         self._next_offset = active.next_offset
         self._recovery_point = min(self._recovery_point, self._next_offset)
         self._log_start_offset = min(self._log_start_offset, self._next_offset)
+        state = self._producer_state
+        if self._next_offset >= state.map_end_offset:
+            # Nothing with a producer id was cut: the state is already the truncated log's.
+            state.update_map_end_offset(self._next_offset)
+        state.truncate_and_reload(
+            self.directory,
+            log_start_offset=self._log_start_offset,
+            log_end_offset=self._next_offset,
+            batches_from=lambda start: _batches_from(self._segments, start),
+            now_ms=self._clock.now_ms(),
+        )
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and start empty at ``offset`` (log start = log end = it)."""
@@ -669,6 +599,7 @@ class PartitionLog:
         )
         self._segments = [segment]
         self._bases = [offset]
+        self._producer_state.truncate_fully_and_start_at(self.directory, offset)
         fsync_directory(self.directory)
         self._directory_dirty = False
         self._next_offset = self._log_start_offset = self._recovery_point = offset
@@ -735,6 +666,8 @@ class PartitionLog:
         self._recovery_point = max(self._recovery_point, self._bases[0])
         for segment in doomed:
             segment.delete()
+        # Their snapshots go with them, as Kafka's: a replay from one would need them.
+        delete_snapshots_below(self.directory, self._bases[0])
         self._directory_dirty = True
 
     # --- flush -----------------------------------------------------------------------------
@@ -833,10 +766,12 @@ class PartitionLog:
 
     def close(self) -> None:
         """Flush everything, finish the active segment (final time index entry, trimmed
-        indexes) and release all files. The log end offset becomes the recovery point."""
+        indexes), snapshot the producer state at the log end and release all files. The log
+        end offset becomes the recovery point."""
         if self._closed:
             return
         self.flush()
+        self._snapshot_producer_state()
         for segment in self._segments:
             segment.close()
         self._closed = True
@@ -854,8 +789,23 @@ class PartitionLog:
         self.close_without_flush()
         shutil.rmtree(self.directory, ignore_errors=True)
 
+    def remove_expired_producers(self, now_ms: int, *, expiration_ms: int) -> list[int]:
+        """Forget producers idle for ``expiration_ms`` (``producer.id.expiration.ms``); their
+        ids. Their next batch starts them afresh at any sequence (KIP-360)."""
+        self._check_open()
+        return self._producer_state.remove_expired(now_ms, expiration_ms=expiration_ms)
+
     def __repr__(self) -> str:
         return (
             f"PartitionLog({self.directory.name}, start={self._log_start_offset}, "
             f"end={self._next_offset}, segments={len(self._segments)})"
         )
+
+
+def _batches_from(segments: Sequence[LogSegment], offset: int) -> Iterator[BatchHeader]:
+    """The batch headers of the segments holding ``offset`` and after (the producer state's
+    ``batches_from``: it skips those ending below ``offset``)."""
+    first = max(bisect.bisect_right([s.base_offset for s in segments], offset) - 1, 0)
+    for segment in segments[first:]:
+        for _, header in segment.batches():
+            yield header

@@ -28,40 +28,23 @@ since 2.5 (KIP-360):
 Follower appends (``AppendOrigin.REPLICATION``) and log replay are never rejected: the log is
 the truth. Coordinator writes (``AppendOrigin.COORDINATOR``) get the epoch check only.
 
-Intended wiring into :class:`~strom.storage.partition_log.PartitionLog` (``directory`` is the
-partition directory, ``state`` a ``ProducerStateManager``)::
-
-    # PartitionLog.open, after load_log():
-    state = ProducerStateManager.load(directory, log_start_offset=..., log_end_offset=...,
-                                      batches_from=self._headers_from, now_ms=clock.now_ms())
-    # (a clean shutdown left a snapshot at the log end, so nothing is replayed)
-
-    # PartitionLog.append (a producer's request):
-    headers = validate_batches(records, ...)
-    plan = state.prepare(headers)            # raises KafkaError: nothing written, nothing changed
-    if plan.duplicate is not None:           # answer with plan.duplicate.base_offset & co.
-        return <AppendInfo of the duplicate, nothing written>
-    ... assign offsets, write ...
-    state.commit(plan, written_headers, now_ms=clock.now_ms())   # the headers as written
-
-    # append_as_follower: the same with prepare(headers, origin=AppendOrigin.REPLICATION)
-    # roll (new segment's base offset = log end): state.take_snapshot(directory)
-    # close (clean shutdown): state.take_snapshot(directory)
-    # truncate_to(o): state.truncate_and_reload(directory, log_start_offset=...,
-    #                     log_end_offset=<the new log end>, batches_from=..., now_ms=...)
-    # truncate_fully_and_start_at(o): state.truncate_fully_and_start_at(directory, o)
-    # segments deleted (retention, DeleteRecords):
-    #     producer_snapshot.delete_snapshots_below(directory, segments[0].base_offset)
-    # every producer.id.expiration.check.interval.ms: state.remove_expired(clock.now_ms())
+How :class:`~strom.storage.partition_log.PartitionLog` uses it: :meth:`ProducerStateManager.load`
+on open; ``prepare``/``commit`` around appends of batches that carry a producer id or are control
+batches (a duplicate is answered, not written); a snapshot at every roll (the new segment's base
+offset) and on close, keeping the newest few; ``truncate_and_reload`` after a truncation,
+``truncate_fully_and_start_at`` after a full one; snapshots below the first segment go with the
+segments retention or DeleteRecords delete; ``remove_expired`` from the broker's periodic task.
 
 ``batches_from(offset)`` yields the log's batch headers in order, from the batch holding
 ``offset`` or any earlier one (whole segments are fine: batches ending below ``offset`` are
 skipped), e.g. ``LogSegment.batches()`` of every segment whose next offset is above it.
 
-Every append must go through ``prepare``/``commit`` (batches without producer ids too), so the
-state's :attr:`~ProducerStateManager.map_end_offset` follows the log end offset and a snapshot
-taken at it is exact. ``prepare`` and ``commit`` are a pair: any other change to the state
-between them makes ``commit`` refuse the stale plan.
+Batches without a producer id never reach the state (the append path stays at two header bytes
+per batch for them), so :attr:`~ProducerStateManager.map_end_offset` may lag the log end; the
+log moves it up (:meth:`~ProducerStateManager.update_map_end_offset`) before a snapshot or a
+truncation. That is exact: everything between has no producer id. ``prepare`` and ``commit``
+are a pair: any other change to the producers between them makes ``commit`` refuse the stale
+plan (moving the map end is not such a change: a roll may snapshot between them).
 
 Where this differs from Kafka, on purpose:
 
@@ -498,9 +481,9 @@ class ProducerStateManager:
         return applied
 
     def update_map_end_offset(self, offset: int) -> None:
-        """Say the state covers the log up to ``offset`` (Kafka's ``updateMapEndOffset``)."""
+        """Say the state covers the log up to ``offset`` (Kafka's ``updateMapEndOffset``);
+        prepared plans stay valid."""
         self._map_end_offset = offset
-        self._version += 1
 
     # --- the rules -----------------------------------------------------------------------
 
@@ -594,13 +577,15 @@ class ProducerStateManager:
 
     # --- expiry and truncation -----------------------------------------------------------
 
-    def remove_expired(self, now_ms: int) -> list[int]:
-        """Forget producers idle for ``producer_id_expiration_ms`` and not in a transaction;
-        return their ids. Their next batch is accepted at any sequence (KIP-360)."""
+    def remove_expired(self, now_ms: int, *, expiration_ms: int | None = None) -> list[int]:
+        """Forget producers idle for ``expiration_ms`` (default ``producer_id_expiration_ms``)
+        and not in a transaction; return their ids. Their next batch is accepted at any
+        sequence (KIP-360)."""
+        limit = self.producer_id_expiration_ms if expiration_ms is None else expiration_ms
         expired = [
             producer_id
             for producer_id, entry in self._producers.items()
-            if entry.is_expired(now_ms, self.producer_id_expiration_ms)
+            if entry.is_expired(now_ms, limit)
         ]
         for producer_id in expired:
             del self._producers[producer_id]

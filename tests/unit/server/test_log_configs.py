@@ -6,6 +6,7 @@ import dataclasses
 
 from strom.config import ServerConfig, TopicConfig
 from strom.metadata import ConfigResource, ConfigurationsImage, MetadataImage
+from strom.protocol.batch import Compression
 from strom.server.log_configs import (
     TopicConfigResolver,
     dynamic_broker_overrides,
@@ -33,6 +34,7 @@ EVERY_SETTING_CHANGED = {
     "flush.ms": "9",
     "file.delete.delay.ms": "11",
     "preallocate": "true",
+    "compression.type": "zstd",
 }
 
 
@@ -53,6 +55,7 @@ def test_every_log_config_field_comes_from_its_topic_setting() -> None:
     assert config.min_cleanable_dirty_ratio == 0.25
     assert config.log_append_time
     assert config.preallocate
+    assert config.compression == Compression.ZSTD
 
 
 def test_server_settings_are_topic_defaults() -> None:

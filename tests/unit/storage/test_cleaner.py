@@ -40,6 +40,7 @@ from strom.storage.cleaner import (
 )
 from strom.storage.log_config import LOG_APPEND_TIME, LogConfig
 from strom.storage.partition_log import PartitionLog
+from strom.storage.producer_state import AppendOrigin
 from strom.storage.segment import LogSegment
 
 from .conftest import OpenLog
@@ -70,10 +71,14 @@ def batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     transactional: bool = False,
+    base_offset: int = 0,
 ) -> bytes:
     return build_batch(
-        [Record(i, timestamp + i, key, value) for i, (key, value) in enumerate(entries)],
-        base_offset=0,
+        [
+            Record(base_offset + i, timestamp + i, key, value)
+            for i, (key, value) in enumerate(entries)
+        ],
+        base_offset=base_offset,
         compression=compression,
         producer_id=producer_id,
         producer_epoch=producer_epoch,
@@ -89,8 +94,11 @@ class Model:
     appended: dict[int, Entry] = field(default_factory=dict)
 
     def append(self, log: PartitionLog, entries: Sequence[Entry], **kwargs: Any) -> int:
+        """Write a batch as replication does: the cleaner gets whatever a log may hold (keyless
+        records from before the topic was compacted, producer batches without sequences)."""
         now = log.clock.now_ms()
-        info = log.append(batch(entries, timestamp=now, **kwargs))
+        data = batch(entries, timestamp=now, base_offset=log.log_end_offset, **kwargs)
+        info = log.append_as_follower(data)
         for i, entry in enumerate(entries):
             self.appended[info.base_offset + i] = entry
         return info.base_offset
@@ -335,7 +343,9 @@ def test_rewritten_batch_keeps_its_header_fields(open_log: OpenLog) -> None:
     )
     log.append(produced, leader_epoch=9)
     before = read_all(log)[0][0]
-    log.append(batch([(b"b", b"4")], timestamp=5, producer_id=42, producer_epoch=3))
+    log.append(
+        batch([(b"b", b"4")], timestamp=5, producer_id=42, producer_epoch=3, base_sequence=20)
+    )
     log.roll()
     LogCleaner().clean(log, now_ms=log.clock.now_ms(), high_watermark=10**9)
     headers, records = read_all(log)
@@ -404,8 +414,8 @@ def test_control_batches_are_copied(open_log: OpenLog) -> None:
     marker = build_control_batch(
         ControlRecordType.COMMIT, producer_id=5, producer_epoch=0, coordinator_epoch=1, timestamp=1
     )
-    log.append(batch([(b"k", b"1")], timestamp=1, producer_id=5, producer_epoch=0))
-    log.append(marker)
+    log.append(batch([(b"k", b"1")], timestamp=1, producer_id=5, producer_epoch=0, base_sequence=0))
+    log.append(marker, origin=AppendOrigin.COORDINATOR)
     log.append(batch([(b"k", b"2")], timestamp=1))
     log.roll()
     LogCleaner().clean(log, now_ms=log.clock.now_ms(), high_watermark=10**9)

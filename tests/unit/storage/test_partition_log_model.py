@@ -1,10 +1,11 @@
 """A hypothesis state machine that drives one PartitionLog against a simple in-memory model.
 
 Rules: append (1..n records per batch, 1..3 batches, every codec, keys from a small pool,
-tombstones), follower appends (offsets given, gaps, holes), corrupt appends (refused, nothing
-changes), reads (bytes and file regions, byte limits, KIP-74, high watermark), timestamp
-lookups (and ListOffsets' special values), truncation, DeleteRecords, retention by time, size
-and log start, rolls, flushes, topic config changes, compaction (below), clean restarts, and
+tombstones; idempotent batches sent twice, stored once), follower appends (offsets given,
+gaps, holes), corrupt appends (refused, nothing changes), reads (bytes and file regions, byte
+limits, KIP-74, high watermark), timestamp lookups (and ListOffsets' special values),
+truncation, DeleteRecords, retention by time, size and log start, rolls, flushes, topic config
+changes, compaction (below), clean restarts, and
 crashes (torn batch, garbage, zeros, bad CRC, reused offsets, lost or ragged index files,
 stale recovery point). After every step the invariants compare every batch and record on disk
 with the model, check each segment's bookkeeping and both indexes, and read the whole log
@@ -438,6 +439,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
         self.new_cleaner: Callable[[], LogCleaner] = LogCleaner
         self.cleaner_high_watermark = 0
         self.cleaner = LogCleaner()
+        self.next_producer_id = 0
 
     @property
     def log(self) -> PartitionLog:
@@ -495,7 +497,13 @@ class PartitionLogMachine(RuleBasedStateMachine):
     def append_one(self, spec: BatchSpec) -> None:
         self._append([spec])
 
-    def _append(self, specs: list[BatchSpec]) -> None:
+    @rule(spec=BATCH_SPECS)
+    def append_idempotent_and_retry(self, spec: BatchSpec) -> None:
+        """A new idempotent producer's first batch, sent twice: stored once."""
+        self.next_producer_id += 1
+        self._append([spec], producer_id=self.next_producer_id)
+
+    def _append(self, specs: list[BatchSpec], *, producer_id: int = -1) -> None:
         now = self.clock.now_ms()
         built = [
             (
@@ -506,6 +514,9 @@ class PartitionLogMachine(RuleBasedStateMachine):
                         for i, (delta, key, value) in enumerate(records)
                     ],
                     compression=codec,
+                    producer_id=producer_id,
+                    producer_epoch=0 if producer_id >= 0 else -1,
+                    base_sequence=0 if producer_id >= 0 else -1,
                 ),
                 records,
             )
@@ -555,6 +566,14 @@ class PartitionLogMachine(RuleBasedStateMachine):
             )
             offset += len(records)
         self.model.log_end = offset
+        if producer_id >= 0:
+            retry = self.log.append(data)
+            assert (retry.base_offset, retry.last_offset, retry.size) == (
+                info.base_offset,
+                info.last_offset,
+                0,
+            )
+            event("idempotent retry answered")
 
     @rule(
         spec=BATCH_SPECS,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from strom.common.clock import ManualClock
@@ -120,8 +120,7 @@ def test_delete_old_segments_by_size(open_log: OpenLog, clock: ManualClock) -> N
 
 
 def test_compacted_topic_keeps_old_segments(open_log: OpenLog, clock: ManualClock) -> None:
-    log = open_log(
-        LogConfig(segment_bytes=300, retention_ms=1, cleanup_policy=frozenset({"compact"}))
-    )
-    _fill(log.append, clock, 6)
+    log = open_log(LogConfig(segment_bytes=300, retention_ms=1))
+    _fill(log.append, clock, 6)  # keyless: written before the topic became compacted
+    log.update_config(replace(log.config, cleanup_policy=frozenset({"compact"})))
     assert log.delete_old_segments(clock.now_ms() + 10**6, log.log_end_offset) == 0

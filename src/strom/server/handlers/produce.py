@@ -19,8 +19,10 @@ a log line naming the client, and the other partitions are appended as usual.
 Transactions are not served yet (no transaction coordinator, no AddPartitionsToTxn): a request
 with a ``transactional_id`` gets INVALID_TXN_STATE for every partition and appends nothing, what
 Kafka answers a transactional produce to a partition that is not part of an ongoing transaction
-(KIP-890 verification). Idempotent batches (producer id, no transactional id) are appended; see
-``replica_manager`` for where producer-state checks will go.
+(KIP-890 verification). Idempotent batches (producer id, no transactional id) pass the
+partition's producer state (duplicates answered with their original offsets, sequences and
+epochs checked); keyless records on a compacted topic are refused with INVALID_RECORD and, from
+v8, ``record_errors`` naming each of them (``replica_manager``).
 
 Kafka lets only its own admin client (client id ``__admin_client``) write internal topics; the
 coordinators write them through the replica manager directly.
@@ -189,6 +191,17 @@ def _timestamp(ms: int) -> datetime.datetime | None:
     )
 
 
+def _record_errors(schema: Any, result: AppendResult) -> tuple[Any, ...]:
+    """Produce v8+'s ``record_errors`` (older versions have no such field)."""
+    entity = getattr(schema, "BatchIndexAndErrorMessage", None)
+    if entity is None:
+        return ()
+    return tuple(
+        build(entity, batch_index=i32(index), batch_index_error_message=message)
+        for index, message in result.record_errors
+    )
+
+
 def build_response(
     version: int,
     results: list[tuple[TopicPartition, AppendResult]],
@@ -210,7 +223,7 @@ def build_response(
             base_offset=i64(result.base_offset if ok else -1),
             log_append_time=_timestamp(result.log_append_time) if ok else None,
             log_start_offset=i64(result.log_start_offset if ok else -1),
-            record_errors=(),
+            record_errors=_record_errors(schema, result),
             error_message=message,
         )
         if topics and topics[-1][0] == tp.topic:
