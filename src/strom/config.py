@@ -379,6 +379,13 @@ SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
         ),
         Setting("group.max.size", _I, INT_MAX, "Most members in one group.", at_least(1)),
         Setting(
+            "offset.metadata.max.bytes",
+            _I,
+            4096,
+            "Largest metadata string of a committed offset.",
+            at_least(0),
+        ),
+        Setting(
             "transaction.max.timeout.ms",
             _I,
             900000,

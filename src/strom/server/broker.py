@@ -49,24 +49,36 @@ from strom.server.cleaner_service import CleanerService
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_server import ControllerServer
 from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache
+from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.handlers.alter_configs import AlterConfigsHandler
 from strom.server.handlers.api_versions import ApiVersionsHandler
-from strom.server.handlers.common import LISTENER_NAME
+from strom.server.handlers.common import LISTENER_NAME, BrokerAddress, broker_addresses
 from strom.server.handlers.create_partitions import CreatePartitionsHandler
 from strom.server.handlers.create_topics import CreateTopicsHandler
+from strom.server.handlers.delete_groups import DeleteGroupsHandler
 from strom.server.handlers.delete_records import DeleteRecordsHandler
 from strom.server.handlers.delete_topics import DeleteTopicsHandler
 from strom.server.handlers.describe_cluster import DescribeClusterHandler
 from strom.server.handlers.describe_configs import DescribeConfigsHandler
+from strom.server.handlers.describe_groups import DescribeGroupsHandler
 from strom.server.handlers.describe_log_dirs import DescribeLogDirsHandler
 from strom.server.handlers.fetch import FetchHandler
+from strom.server.handlers.find_coordinator import FindCoordinatorHandler
+from strom.server.handlers.heartbeat import HeartbeatHandler
 from strom.server.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from strom.server.handlers.init_producer_id import InitProducerIdHandler
+from strom.server.handlers.join_group import JoinGroupHandler
+from strom.server.handlers.leave_group import LeaveGroupHandler
+from strom.server.handlers.list_groups import ListGroupsHandler
 from strom.server.handlers.list_offsets import ListOffsetsHandler
 from strom.server.handlers.metadata import MetadataHandler
+from strom.server.handlers.offset_commit import OffsetCommitHandler
+from strom.server.handlers.offset_delete import OffsetDeleteHandler
+from strom.server.handlers.offset_fetch import OffsetFetchHandler
 from strom.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from strom.server.handlers.produce import ProduceHandler
 from strom.server.handlers.registry import HandlerRegistry
+from strom.server.handlers.sync_group import SyncGroupHandler
 from strom.server.log_configs import TopicConfigResolver
 from strom.server.log_publisher import LogPublisher
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties
@@ -222,6 +234,7 @@ class Broker:
             self._load_metadata()
             self._register_handlers()
             self._register_data_handlers()
+            self._register_group_handlers()
             await self._start_listener()
             self._join_cluster()
         except BaseException:
@@ -361,6 +374,42 @@ class Broker:
         ):
             self.registry.register(handler)
 
+    # --- consumer groups ----------------------------------------------------------------------
+
+    group_coordinator: GroupCoordinatorRuntime
+    """The group coordinator and its ``__consumer_offsets`` partitions."""
+
+    def _register_group_handlers(self) -> None:
+        """The group coordinator (loading ``__consumer_offsets``) and the group APIs."""
+        self.group_coordinator = GroupCoordinatorRuntime(
+            config=self.config,
+            replica_manager=self.replica_manager,
+            auto_topics=AutoTopicCreator(self.controller, self.topic_configs),
+            clock=self.clock,
+        )
+        self.group_coordinator.start()
+        runtime = self.group_coordinator
+        for handler in (
+            FindCoordinatorHandler(runtime, own_address=self._own_address),
+            JoinGroupHandler(runtime),
+            SyncGroupHandler(runtime),
+            HeartbeatHandler(runtime),
+            LeaveGroupHandler(runtime),
+            OffsetCommitHandler(runtime),
+            OffsetFetchHandler(runtime),
+            DescribeGroupsHandler(runtime),
+            ListGroupsHandler(runtime),
+            DeleteGroupsHandler(runtime),
+            OffsetDeleteHandler(runtime),
+        ):
+            self.registry.register(handler)
+
+    def _own_address(self) -> BrokerAddress | None:
+        for address in broker_addresses(self.metadata.image):
+            if address.node_id == self.node_id:
+                return address
+        return None
+
     async def _start_listener(self) -> None:
         listener = Listener(
             address=self.listener_address,
@@ -462,6 +511,8 @@ class Broker:
             await listener.stop(timeout=timeout)
         if hasattr(self, "log_cleaner"):
             await self.log_cleaner.stop()
+        if hasattr(self, "group_coordinator"):
+            await self.group_coordinator.stop()
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()

@@ -20,6 +20,7 @@ from strom.metadata import BrokerRegistration, ConfigResourceType, MetadataImage
 
 __all__ = [
     "ALL_CLUSTER_OPERATIONS",
+    "ALL_GROUP_OPERATIONS",
     "ALL_TOPIC_OPERATIONS",
     "AUTHORIZED_OPERATIONS_OMITTED",
     "LISTENER_NAME",
@@ -51,6 +52,8 @@ ALL_TOPIC_OPERATIONS: Final = _operations(3, 4, 5, 6, 7, 8, 10, 11)
 """Every operation Kafka defines on a topic; with no authorizer, all of them are allowed."""
 ALL_CLUSTER_OPERATIONS: Final = _operations(5, 7, 8, 9, 10, 11, 12)
 """Every operation Kafka defines on the cluster; with no authorizer, all of them are allowed."""
+ALL_GROUP_OPERATIONS: Final = _operations(3, 6, 8)
+"""Every operation Kafka defines on a group (READ, DELETE, DESCRIBE)."""
 
 
 LISTENER_NAME: Final = "PLAINTEXT"

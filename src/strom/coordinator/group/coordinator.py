@@ -1,0 +1,450 @@
+"""The classic group coordinator: membership (:mod:`.membership`) plus committed offsets and
+the admin APIs (Kafka's ``OffsetMetadataManager`` and the group parts of its
+``GroupCoordinatorService``), without I/O.
+
+Offsets are written as ``OffsetCommit`` records and applied when the writer says they are
+committed, so a reply never reports an offset that could be lost. Offsets of Empty groups
+expire ``offsets.retention.minutes`` after the group became empty (or after the commit, for a
+group that never had members), or at an OffsetCommit v2-v4 expire timestamp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kio.schema.delete_groups.v2 import response as delete
+from kio.schema.describe_groups.v6 import response as describe
+from kio.schema.list_groups.v5 import request as list_req
+from kio.schema.list_groups.v5 import response as listing
+from kio.schema.offset_commit.v9 import request as commit_req
+from kio.schema.offset_commit.v9 import response as commit
+from kio.schema.offset_delete.v0 import request as offset_delete_req
+from kio.schema.offset_delete.v0 import response as offset_delete
+from kio.schema.offset_fetch.v9 import request as fetch_req
+from kio.schema.offset_fetch.v9 import response as fetch
+from kio.schema.types import GroupId
+from kio.static.primitive import i32, i64
+
+from strom.common import ErrorCode
+from strom.coordinator.group.group import ClassicGroup, OffsetAndMetadata
+from strom.coordinator.group.membership import NO_THROTTLE, ClassicGroupMembership, Reply
+from strom.coordinator.group.records import (
+    CoordinatorRecord,
+    GroupMetadataKey,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from strom.coordinator.group.state import GroupState
+
+__all__ = ["GroupCoordinator"]
+
+CLASSIC_GROUP_TYPE = "classic"
+
+
+class GroupCoordinator(ClassicGroupMembership):
+    """Every classic group and its offsets (see the module docs)."""
+
+    def offset_commit(
+        self,
+        request: commit_req.OffsetCommitRequest,
+        *,
+        retention_ms: int = -1,
+        now_ms: int,
+        reply: Reply[commit.OffsetCommitResponse],
+    ) -> None:
+        """OffsetCommit; ``retention_ms`` is v2-v4's retention time (-1: the broker's)."""
+        group_id = str(request.group_id)
+        error = ErrorCode.invalid_group_id if not group_id else self.group_error(group_id)
+        group = self.groups.get(group_id) if error is ErrorCode.none else None
+        if error is ErrorCode.none and group is None:
+            if request.generation_id_or_member_epoch >= 0:
+                error = ErrorCode.illegal_generation
+            else:
+                group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp=now_ms)
+        if group is not None:
+            error = self._validate_commit(group, request, now_ms)
+        if error is not ErrorCode.none or group is None:
+            reply(_commit_response(request, lambda topic, partition: error))
+            return
+        expire = now_ms + retention_ms if retention_ms >= 0 else -1
+        accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        for topic in request.topics:
+            for p in topic.partitions:
+                tp = (str(topic.name), int(p.partition_index))
+                metadata = p.committed_metadata or ""
+                if not self._topic_exists(*tp):
+                    errors[tp] = ErrorCode.unknown_topic_or_partition
+                elif len(metadata.encode()) > self.settings.offset_metadata_max_bytes:
+                    errors[tp] = ErrorCode.offset_metadata_too_large
+                else:
+                    accepted[tp] = OffsetAndMetadata(
+                        int(p.committed_offset),
+                        int(p.committed_leader_epoch),
+                        metadata,
+                        now_ms,
+                        expire,
+                    )
+        if not accepted:
+            reply(_commit_response(request, lambda topic, partition: errors[(topic, partition)]))
+            return
+        records = [
+            CoordinatorRecord(
+                OffsetCommitKey(group_id, topic, partition),
+                OffsetCommitValue(
+                    offset=o.offset,
+                    metadata=o.metadata,
+                    commit_timestamp=o.commit_timestamp,
+                    leader_epoch=o.leader_epoch,
+                    expire_timestamp=o.expire_timestamp,
+                ),
+            )
+            for (topic, partition), o in accepted.items()
+        ]
+
+        def done(code: ErrorCode) -> None:
+            if code is ErrorCode.none:
+                live = self.groups.setdefault(group_id, group)
+                live.offsets.update(accepted)
+            reply(
+                _commit_response(
+                    request, lambda topic, partition: errors.get((topic, partition), code)
+                )
+            )
+
+        self.write(group_id, records, done)
+
+    def _validate_commit(
+        self, group: ClassicGroup, request: commit_req.OffsetCommitRequest, now_ms: int
+    ) -> ErrorCode:
+        """Kafka's ``ClassicGroup.validateOffsetCommit``."""
+        generation = request.generation_id_or_member_epoch
+        if group.state is GroupState.DEAD:
+            return ErrorCode.coordinator_not_available
+        if generation < 0 and group.state is GroupState.EMPTY:
+            return ErrorCode.none  # a simple consumer group (manual assignment)
+        instance_id = request.group_instance_id
+        if instance_id is not None:
+            known = group.static_members.get(instance_id)
+            if known is not None and known != request.member_id:
+                return ErrorCode.fenced_instance_id
+        member = group.members.get(request.member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if generation != group.generation:
+            return ErrorCode.illegal_generation
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            return ErrorCode.rebalance_in_progress
+        self._schedule_session(group, member, now_ms)
+        return ErrorCode.none
+
+    def offset_fetch(self, request: fetch_req.OffsetFetchRequest) -> fetch.OffsetFetchResponse:
+        return fetch.OffsetFetchResponse(
+            throttle_time=NO_THROTTLE,
+            groups=tuple(self._fetch_group(group) for group in request.groups),
+        )
+
+    def _fetch_group(
+        self, request: fetch_req.OffsetFetchRequestGroup
+    ) -> fetch.OffsetFetchResponseGroup:
+        group_id = str(request.group_id)
+        error = self.group_error(group_id)
+        if error is not ErrorCode.none:
+            return fetch.OffsetFetchResponseGroup(
+                group_id=request.group_id, topics=(), error_code=error
+            )
+        group = self.groups.get(group_id)
+        offsets = {} if group is None else group.offsets
+        wanted: dict[str, list[int]] = {}
+        if request.topics is None:
+            for name, partition in sorted(offsets):
+                wanted.setdefault(name, []).append(partition)
+        else:
+            for asked in request.topics:
+                wanted.setdefault(str(asked.name), []).extend(
+                    int(p) for p in asked.partition_indexes
+                )
+        topics = []
+        for topic, partitions in wanted.items():
+            answers = []
+            for partition in partitions:
+                committed = offsets.get((topic, partition))
+                answers.append(
+                    fetch.OffsetFetchResponsePartitions(
+                        partition_index=i32(partition),
+                        committed_offset=i64(-1 if committed is None else committed.offset),
+                        committed_leader_epoch=i32(
+                            -1 if committed is None else committed.leader_epoch
+                        ),
+                        metadata="" if committed is None else committed.metadata,
+                        error_code=ErrorCode.none,
+                    )
+                )
+            topics.append(fetch.OffsetFetchResponseTopics(name=topic, partitions=tuple(answers)))  # type: ignore[arg-type]
+        return fetch.OffsetFetchResponseGroup(
+            group_id=request.group_id, topics=tuple(topics), error_code=ErrorCode.none
+        )
+
+    def describe_groups(self, group_ids: tuple[GroupId, ...]) -> describe.DescribeGroupsResponse:
+        """Groups this coordinator does not know are Dead with GROUP_ID_NOT_FOUND (v6's answer;
+        older versions answer NONE)."""
+        return describe.DescribeGroupsResponse(
+            throttle_time=NO_THROTTLE, groups=tuple(self._describe(g) for g in group_ids)
+        )
+
+    def _describe(self, group_id: GroupId) -> describe.DescribedGroup:
+        error = self.group_error(str(group_id))
+        group = self.groups.get(str(group_id)) if error is ErrorCode.none else None
+        if group is None or group.state is GroupState.DEAD:
+            if error is ErrorCode.none:
+                error = ErrorCode.group_id_not_found
+            return describe.DescribedGroup(
+                error_code=error,
+                error_message=None
+                if error is not ErrorCode.group_id_not_found
+                else f"Group {group_id} not found.",
+                group_id=group_id,
+                group_state=GroupState.DEAD.value,
+                protocol_type="",
+                protocol_data="",
+                members=(),
+            )
+        stable = group.state is GroupState.STABLE
+        protocol = group.protocol_name or ""
+        return describe.DescribedGroup(
+            error_code=ErrorCode.none,
+            error_message=None,
+            group_id=group_id,
+            group_state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_data=protocol if stable else "",
+            members=tuple(
+                describe.DescribedGroupMember(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    member_metadata=m.metadata(protocol) if stable else b"",
+                    member_assignment=m.assignment if stable else b"",
+                )
+                for m in group.members.values()
+            ),
+        )
+
+    def list_groups(self, request: list_req.ListGroupsRequest) -> listing.ListGroupsResponse:
+        states = {s.lower() for s in request.states_filter}
+        types = {t.lower() for t in request.types_filter}
+        groups = []
+        if not types or CLASSIC_GROUP_TYPE in types:
+            for group in self.groups.values():
+                if self.group_error(group.group_id) is not ErrorCode.none:
+                    continue
+                if group.state is GroupState.DEAD or (
+                    states and group.state.value.lower() not in states
+                ):
+                    continue
+                groups.append(
+                    listing.ListedGroup(
+                        group_id=GroupId(group.group_id),
+                        protocol_type=group.protocol_type or "",
+                        group_state=group.state.value,
+                        group_type=CLASSIC_GROUP_TYPE,
+                    )
+                )
+        return listing.ListGroupsResponse(
+            throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=tuple(groups)
+        )
+
+    def delete_groups(
+        self, group_ids: tuple[GroupId, ...], *, reply: Reply[delete.DeleteGroupsResponse]
+    ) -> None:
+        """Delete Empty groups: tombstones for their offsets and metadata, then they are gone."""
+        results: dict[GroupId, ErrorCode] = {}
+        waiting = set()
+        for group_id in dict.fromkeys(group_ids):
+            error = self._deletable(str(group_id))
+            results[group_id] = error
+            if error is ErrorCode.none:
+                waiting.add(group_id)
+
+        def answer() -> None:
+            reply(
+                delete.DeleteGroupsResponse(
+                    throttle_time=NO_THROTTLE,
+                    results=tuple(
+                        delete.DeletableGroupResult(group_id=g, error_code=e)
+                        for g, e in results.items()
+                    ),
+                )
+            )
+
+        if not waiting:
+            answer()
+            return
+        for group_id in list(waiting):
+            group = self.groups[str(group_id)]
+            group.transition_to(GroupState.DEAD, group.state_timestamp)
+
+            def done(
+                code: ErrorCode, group_id: GroupId = group_id, group: ClassicGroup = group
+            ) -> None:
+                results[group_id] = code
+                if code is ErrorCode.none:
+                    if self.groups.get(group.group_id) is group:
+                        del self.groups[group.group_id]
+                else:
+                    group.state = GroupState.EMPTY
+                waiting.discard(group_id)
+                if not waiting:
+                    answer()
+
+            self.write(str(group_id), _group_tombstones(group), done)
+
+    def _deletable(self, group_id: str) -> ErrorCode:
+        error = ErrorCode.invalid_group_id if not group_id else self.group_error(group_id)
+        if error is not ErrorCode.none:
+            return error
+        group = self.groups.get(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            return ErrorCode.group_id_not_found
+        if group.state is not GroupState.EMPTY:
+            return ErrorCode.non_empty_group
+        return ErrorCode.none
+
+    def offset_delete(
+        self,
+        request: offset_delete_req.OffsetDeleteRequest,
+        *,
+        reply: Reply[offset_delete.OffsetDeleteResponse],
+    ) -> None:
+        group_id = str(request.group_id)
+        error = ErrorCode.invalid_group_id if not group_id else self.group_error(group_id)
+        group = self.groups.get(group_id)
+        if error is ErrorCode.none and (group is None or group.state is GroupState.DEAD):
+            error = ErrorCode.group_id_not_found
+        if (
+            error is ErrorCode.none
+            and group is not None
+            and group.state is not GroupState.EMPTY
+            and group.protocol_type != "consumer"
+        ):
+            error = ErrorCode.non_empty_group
+        if error is not ErrorCode.none or group is None:
+            reply(_offset_delete_response(error, request, {}))
+            return
+        errors: dict[tuple[str, int], ErrorCode] = {}
+        records = []
+        for topic in request.topics:
+            subscribed = group.state is not GroupState.EMPTY and group.is_subscribed_to(topic.name)
+            for p in topic.partitions:
+                tp = (str(topic.name), int(p.partition_index))
+                if subscribed:
+                    errors[tp] = ErrorCode.group_subscribed_to_topic
+                elif tp in group.offsets:
+                    records.append(CoordinatorRecord(OffsetCommitKey(group_id, *tp), None))
+        if not records:
+            reply(_offset_delete_response(ErrorCode.none, request, errors))
+            return
+
+        def done(code: ErrorCode) -> None:
+            for record in records:
+                key = record.key
+                assert isinstance(key, OffsetCommitKey)
+                if code is ErrorCode.none:
+                    group.offsets.pop((key.topic, key.partition), None)
+                else:
+                    errors[(key.topic, key.partition)] = code
+            reply(_offset_delete_response(ErrorCode.none, request, errors))
+
+        self.write(group_id, records, done)
+
+    def expire_offsets(self, now_ms: int) -> None:
+        retention = self.settings.offsets_retention_ms
+        for group in list(self.groups.values()):
+            if self.group_error(group.group_id) is not ErrorCode.none:
+                continue
+            if group.state is not GroupState.EMPTY:
+                continue
+            expired = []
+            for tp, committed in group.offsets.items():
+                if committed.expire_timestamp >= 0:
+                    deadline = committed.expire_timestamp
+                else:
+                    base = (
+                        group.state_timestamp
+                        if group.state_timestamp >= 0
+                        else committed.commit_timestamp
+                    )
+                    deadline = max(base, committed.commit_timestamp) + retention
+                if now_ms >= deadline:
+                    expired.append(tp)
+            if not expired:
+                continue
+            for tp in expired:
+                del group.offsets[tp]
+            records = [
+                CoordinatorRecord(OffsetCommitKey(group.group_id, *tp), None) for tp in expired
+            ]
+            if not group.offsets:
+                group.transition_to(GroupState.DEAD, now_ms)
+                records.append(CoordinatorRecord(GroupMetadataKey(group.group_id), None))
+                del self.groups[group.group_id]
+            self.write(group.group_id, records, lambda code: None)
+
+
+def _group_tombstones(group: ClassicGroup) -> list[CoordinatorRecord]:
+    records = [
+        CoordinatorRecord(OffsetCommitKey(group.group_id, topic, partition), None)
+        for topic, partition in group.offsets
+    ]
+    records.append(CoordinatorRecord(GroupMetadataKey(group.group_id), None))
+    return records
+
+
+def _commit_response(
+    request: commit_req.OffsetCommitRequest, error_of: Callable[[str, int], ErrorCode]
+) -> commit.OffsetCommitResponse:
+    return commit.OffsetCommitResponse(
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            commit.OffsetCommitResponseTopic(
+                name=topic.name,
+                partitions=tuple(
+                    commit.OffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=error_of(str(topic.name), int(p.partition_index)),
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
+        ),
+    )
+
+
+def _offset_delete_response(
+    error: ErrorCode,
+    request: offset_delete_req.OffsetDeleteRequest,
+    errors: dict[tuple[str, int], ErrorCode],
+) -> offset_delete.OffsetDeleteResponse:
+    return offset_delete.OffsetDeleteResponse(
+        error_code=error,
+        throttle_time=NO_THROTTLE,
+        topics=()
+        if error is not ErrorCode.none
+        else tuple(
+            offset_delete.OffsetDeleteResponseTopic(
+                name=topic.name,
+                partitions=tuple(
+                    offset_delete.OffsetDeleteResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=errors.get(
+                            (str(topic.name), int(p.partition_index)), ErrorCode.none
+                        ),
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
+        ),
+    )

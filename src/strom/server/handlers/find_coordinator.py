@@ -1,0 +1,101 @@
+"""FindCoordinator (API key 10), v0 to v6: which broker coordinates a group.
+
+This broker coordinates every group (it leads every ``__consumer_offsets`` partition); the
+first request for a group creates that topic. v4+ asks for many keys at once. Transaction keys
+(key type 1) answer COORDINATOR_NOT_AVAILABLE until the transaction coordinator exists.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Final
+
+from kio.schema.find_coordinator.v6 import request as newest
+from kio.schema.find_coordinator.v6 import response as latest
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32
+from kio.static.protocol import ResponsePayload
+
+from strom.common import ErrorCode
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
+from strom.server.handlers._groups import GroupHandler
+from strom.server.handlers._schema import for_version
+from strom.server.handlers.common import NO_THROTTLE, BrokerAddress, as_newest, request_field
+from strom.server.handlers.registry import RequestContext
+
+__all__ = ["FindCoordinatorHandler"]
+
+log = logging.getLogger(__name__)
+
+GROUP_KEY: Final = 0
+TRANSACTION_KEY: Final = 1
+BATCHED_VERSION: Final = 4
+
+
+class FindCoordinatorHandler(GroupHandler):
+    api_key: Final = ApiKey.FIND_COORDINATOR
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.FIND_COORDINATOR]
+
+    def __init__(
+        self, runtime: GroupCoordinatorRuntime, own_address: Callable[[], BrokerAddress | None]
+    ) -> None:
+        """``own_address``: this broker as clients reach it (None while not registered)."""
+        super().__init__(runtime)
+        self.own_address = own_address
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        request = as_newest(context.body, newest.FindCoordinatorRequest)
+        key_type = int(request_field(context.body, "key_type", 0))
+        if context.api_version >= BATCHED_VERSION:
+            keys = tuple(request.coordinator_keys)
+        else:
+            keys = (str(request_field(context.body, "key", "")),)
+        coordinators = [await self._find(key, key_type) for key in keys]
+        if context.api_version >= BATCHED_VERSION:
+            response = latest.FindCoordinatorResponse(
+                throttle_time=NO_THROTTLE, coordinators=tuple(coordinators)
+            )
+            return for_version(response, context.api_version)
+        one = coordinators[0]
+        return for_version(
+            latest.FindCoordinatorResponse(throttle_time=NO_THROTTLE, coordinators=()),
+            context.api_version,
+            extra={
+                "error_code": one.error_code,
+                "error_message": one.error_message,
+                "node_id": one.node_id,
+                "host": one.host,
+                "port": one.port,
+            },
+        )
+
+    async def _find(self, key: str, key_type: int) -> latest.Coordinator:
+        if key_type == TRANSACTION_KEY:
+            return _coordinator(key, ErrorCode.coordinator_not_available, None)
+        if key_type != GROUP_KEY:
+            return _coordinator(
+                key, ErrorCode.invalid_request, None, f"unknown key type {key_type}"
+            )
+        if not key:
+            return _coordinator(key, ErrorCode.invalid_request, None, "empty group id")
+        error = await self._runtime.ensure_offsets_topic()
+        address = self.own_address()
+        if error is ErrorCode.none and address is None:
+            error = ErrorCode.coordinator_not_available
+        return _coordinator(key, error, address)
+
+
+def _coordinator(
+    key: str, error: ErrorCode, address: BrokerAddress | None, message: str | None = None
+) -> latest.Coordinator:
+    found = error is ErrorCode.none and address is not None
+    return latest.Coordinator(
+        key=key,
+        node_id=BrokerId(address.node_id if found and address else -1),
+        host=address.host if found and address else "",
+        port=i32(address.port if found and address else -1),
+        error_code=error,
+        error_message=message if message is not None or found else error.name.upper(),
+    )

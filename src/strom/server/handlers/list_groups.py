@@ -1,0 +1,25 @@
+"""ListGroups (API key 16), v0 to v5: the groups this coordinator knows (v4+: only those in
+the states asked for; v5+: of the types asked for)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kio.schema.list_groups.v5 import request as newest
+from kio.static.protocol import ResponsePayload
+
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.handlers._groups import GroupHandler, newest_request
+from strom.server.handlers._schema import for_version
+from strom.server.handlers.registry import RequestContext
+
+__all__ = ["ListGroupsHandler"]
+
+
+class ListGroupsHandler(GroupHandler):
+    api_key: Final = ApiKey.LIST_GROUPS
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.LIST_GROUPS]
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        request = newest_request(context, newest.ListGroupsRequest)
+        return for_version(self._coordinator.list_groups(request), context.api_version)

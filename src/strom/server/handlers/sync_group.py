@@ -1,0 +1,31 @@
+"""SyncGroup (API key 14), v0 to v5: the leader hands in the assignment; every member gets its
+own, held until the leader's arrives."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kio.schema.sync_group.v5 import request as newest
+from kio.schema.sync_group.v5 import response as sync
+from kio.static.protocol import ResponsePayload
+
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.handlers._groups import GroupHandler, newest_request
+from strom.server.handlers._schema import for_version
+from strom.server.handlers.registry import RequestContext
+
+__all__ = ["SyncGroupHandler"]
+
+
+class SyncGroupHandler(GroupHandler):
+    api_key: Final = ApiKey.SYNC_GROUP
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.SYNC_GROUP]
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        request = newest_request(context, newest.SyncGroupRequest)
+        response: sync.SyncGroupResponse = await self._runtime.call(
+            lambda reply: self._coordinator.sync_group(
+                request, now_ms=self._runtime.now_ms(), reply=reply
+            )
+        )
+        return for_version(response, context.api_version)
