@@ -17,6 +17,9 @@ tools:
 	@command -v kcat >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq kcat >/dev/null 2>&1) || \
 	  echo "kcat not installed: its tests will be skipped"; }
+	@command -v java >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1) || \
+	  echo "java not installed: the Spark tests will be skipped"; }
 
 run: $(STAMP)
 	$(BIN)/strom server --listener localhost:9092 --data-dir ./data

@@ -1,0 +1,161 @@
+"""Reading one offset range of one partition, on an executor, and reporting data loss.
+
+A Spark task reads ``[start, end)`` of a partition with its own confluent-kafka Consumer:
+``assign()`` at an explicit offset (no group, no commits), ``consume()`` in sized batches, each
+batch turned into one Arrow record batch. Offsets missing inside the range are not loss: the
+cleaner compacted records away, or they were transaction markers or aborted records. Loss is
+when the range starts below the partition's log start offset (retention or DeleteRecords took
+offsets the query still needed): it is reported with the exact lost offsets, as an error with
+``failOnDataLoss`` (the default) or as a warning without.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from strom.spark.cluster import consumer_settings
+from strom.spark.offsets import OffsetRange
+from strom.spark.schema import RecordBatchBuilder
+
+__all__ = ["DataLossError", "FetchSettings", "lost_offsets", "read_range", "report_data_loss"]
+
+log = logging.getLogger("strom.spark")
+
+_POLL_S = 0.2
+_GONE = frozenset({KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET})
+
+
+class DataLossError(RuntimeError):
+    """Offsets the query needed are gone from the cluster (``failOnDataLoss`` is true)."""
+
+
+@dataclass(frozen=True)
+class FetchSettings:
+    """What a task needs to read a range; plain data, pickled to executors."""
+
+    client: dict[str, str]
+    include_headers: bool
+    fail_on_data_loss: bool
+    poll_timeout_ms: int
+    api_timeout_ms: int
+    fetch_records: int
+
+
+def lost_offsets(topic: str, partition: int, start: int, end: int) -> str:
+    """How a lost range is named in errors and warnings."""
+    return f"offsets [{start}, {end}) of {topic}-{partition} are lost"
+
+
+def report_data_loss(message: str, *, fail: bool) -> None:
+    """Raise (``failOnDataLoss=true``) or log a warning that data was lost."""
+    if fail:
+        raise DataLossError(
+            f"{message}: retention or DeleteRecords removed them, or the topic was deleted, "
+            "before the query read them. Set the source option 'failOnDataLoss' to 'false' "
+            "to skip lost data with a warning instead of failing."
+        )
+    log.warning("%s; skipping them (failOnDataLoss=false)", message)
+
+
+def read_range(offsets: OffsetRange, settings: FetchSettings) -> Iterator[Any]:
+    """Arrow record batches of the records of ``offsets``, in offset order."""
+    consumer = Consumer(consumer_settings(settings.client))
+    try:
+        yield from _Fetch(consumer, offsets, settings).batches()
+    finally:
+        consumer.close()
+
+
+class _Fetch:
+    """The state of one range being read: the next offset, and the consumer."""
+
+    def __init__(self, consumer: Any, offsets: OffsetRange, settings: FetchSettings) -> None:
+        self.consumer = consumer
+        self.range = offsets
+        self.settings = settings
+        self.position = offsets.start
+        self.builder = RecordBatchBuilder(include_headers=settings.include_headers)
+        self.tp = KafkaTopicPartition(offsets.topic, offsets.partition)
+
+    def batches(self) -> Iterator[Any]:
+        self._skip_lost()
+        if self.position >= self.range.end:
+            return
+        self._assign()
+        idle_since = time.monotonic()
+        done = False
+        while not done and self.position < self.range.end:
+            wanted = min(self.settings.fetch_records, self.range.end - self.position)
+            messages = self.consumer.consume(wanted, _POLL_S)
+            kept: list[Any] = []
+            for message in messages:
+                error = message.error()
+                if error is not None:
+                    done = self._on_error(error)
+                    if done or self.position >= self.range.end:
+                        break
+                    continue
+                if message.offset() >= self.range.end:
+                    done = True
+                    break
+                kept.append(message)
+                self.position = message.offset() + 1
+            if kept:
+                idle_since = time.monotonic()
+                yield self.builder.build(self.range.topic, self.range.partition, kept)
+            elif time.monotonic() - idle_since > self.settings.poll_timeout_ms / 1000:
+                raise TimeoutError(
+                    f"no records of {self.range.topic}-{self.range.partition} at offset "
+                    f"{self.position} (reading up to {self.range.end}) within "
+                    f"{self.settings.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs)"
+                )
+
+    def _assign(self) -> None:
+        self.consumer.assign(
+            [KafkaTopicPartition(self.range.topic, self.range.partition, self.position)]
+        )
+
+    def _log_start(self) -> int:
+        try:
+            low, _ = self.consumer.get_watermark_offsets(
+                self.tp, timeout=self.settings.api_timeout_ms / 1000
+            )
+        except KafkaException as exc:
+            raise RuntimeError(
+                f"cannot get the offsets of {self.range.topic}-{self.range.partition}: "
+                f"{exc.args[0]}"
+            ) from None
+        return int(low)
+
+    def _skip_lost(self) -> None:
+        """Report offsets below the log start offset as lost, and move past them."""
+        low = self._log_start()
+        if self.position < low:
+            lost_to = min(low, self.range.end)
+            report_data_loss(
+                lost_offsets(self.range.topic, self.range.partition, self.position, lost_to),
+                fail=self.settings.fail_on_data_loss,
+            )
+            self.position = lost_to
+
+    def _on_error(self, error: Any) -> bool:
+        """Handle an error event; True when the range is done."""
+        code = error.code()
+        if code == KafkaError._PARTITION_EOF:
+            return True  # the rest of the range holds no records (markers, compacted away)
+        if code in _GONE:
+            self._skip_lost()
+            if self.position < self.range.end:
+                self._assign()
+            return False
+        raise RuntimeError(
+            f"reading {self.range.topic}-{self.range.partition} at offset {self.position}: "
+            f"{error.str()}"
+        )

@@ -1,0 +1,184 @@
+"""The sink: batch (``df.write``) and streaming (``writeStream``) writes of a DataFrame to topics.
+
+As Spark's Kafka sink: columns ``value`` (required, string or binary), ``key`` (string or
+binary), ``topic`` (string; the ``topic`` option wins over it), ``partition`` (int) and
+``headers`` (array<struct<key string, value binary>>); other columns are ignored. Types are
+checked before any task runs, naming the bad column. Each task writes its Arrow batches with one
+idempotent confluent-kafka Producer and flushes it at the end, failing on the first delivery
+error. At least once, like Spark's sink.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaException, Producer
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    NullType,
+    StringType,
+    StructType,
+)
+
+from strom.spark.options import OptionError, WriteOptions
+
+__all__ = ["StromBatchWriter", "StromStreamWriter", "WriteError", "Written", "check_write_schema"]
+
+
+class WriteError(RuntimeError):
+    """Records could not be written (delivery failed, or a row had no topic)."""
+
+
+@dataclass
+class Written(WriterCommitMessage):
+    """What one task wrote."""
+
+    records: int
+
+
+_TEXT_OR_BYTES = (StringType, BinaryType, NullType)
+
+
+def _is_headers(data_type: DataType) -> bool:
+    if not isinstance(data_type, ArrayType) or not isinstance(data_type.elementType, StructType):
+        return False
+    fields = {f.name: f.dataType for f in data_type.elementType.fields}
+    return (
+        set(fields) == {"key", "value"}
+        and isinstance(fields["key"], StringType)
+        and isinstance(fields["value"], (BinaryType, NullType))
+    )
+
+
+def check_write_schema(schema: StructType, options: WriteOptions) -> None:
+    """Refuse a DataFrame the sink cannot write, naming the column, before any task runs."""
+    types = {f.name.lower(): f.dataType for f in schema.fields}
+    if options.topic is None:
+        if "topic" not in types:
+            raise OptionError(
+                "topic option required when no 'topic' attribute is present; use the 'topic' "
+                "option to set a topic"
+            )
+        if not isinstance(types["topic"], StringType):
+            raise OptionError(f"'topic' attribute type must be a string, not {types['topic']}")
+    if "value" not in types:
+        raise OptionError("required attribute 'value' not found")
+    for name in ("key", "value"):
+        if name in types and not isinstance(types[name], _TEXT_OR_BYTES):
+            raise OptionError(
+                f"'{name}' attribute type must be a string or binary, not {types[name]}"
+            )
+    if "partition" in types and not isinstance(types["partition"], (IntegerType, NullType)):
+        raise OptionError(f"'partition' attribute type must be an int, not {types['partition']}")
+    if "headers" in types and not _is_headers(types["headers"]):
+        raise OptionError(
+            "'headers' attribute type must be array<struct<key:string,value:binary>>, "
+            f"not {types['headers'].simpleString()}"
+        )
+
+
+class _TaskWriter:
+    """Writes one task's Arrow batches with one producer, flushed at the end."""
+
+    def __init__(self, options: WriteOptions) -> None:
+        self.options = options
+        self.failures: list[str] = []
+        self.producer = Producer(options.client)
+
+    def _on_delivery(self, error: Any, message: Any) -> None:
+        if error is not None and len(self.failures) < 5:
+            self.failures.append(f"{message.topic()}-{message.partition()}: {error.str()}")
+
+    def write(self, batches: Iterator[Any]) -> Written:
+        count = 0
+        for batch in batches:
+            count += self._write_batch(batch)
+        remaining = self.producer.flush(self.options.api_timeout_ms / 1000)
+        if self.failures:
+            raise WriteError("cannot write records: " + "; ".join(self.failures))
+        if remaining:
+            raise WriteError(
+                f"{remaining} records not delivered within {self.options.api_timeout_ms} ms "
+                "(kafka.default.api.timeout.ms)"
+            )
+        return Written(count)
+
+    def _column(self, batch: Any, name: str) -> list[Any] | None:
+        names = [n.lower() for n in batch.schema.names]
+        if name not in names:
+            return None
+        return list(batch.column(names.index(name)).to_pylist())
+
+    def _write_batch(self, batch: Any) -> int:
+        rows = batch.num_rows
+        values = self._column(batch, "value") or [None] * rows
+        keys = self._column(batch, "key") or [None] * rows
+        partitions = self._column(batch, "partition") or [None] * rows
+        headers = self._column(batch, "headers") or [None] * rows
+        topics = (
+            [self.options.topic] * rows
+            if self.options.topic is not None
+            else self._column(batch, "topic") or []
+        )
+        produce = self.producer.produce
+        for i in range(rows):
+            topic = topics[i]
+            if topic is None:
+                raise WriteError(
+                    "null topic present in the data; use the 'topic' option to set a default topic"
+                )
+            extra: dict[str, Any] = {}
+            if partitions[i] is not None:
+                extra["partition"] = partitions[i]
+            if headers[i]:
+                extra["headers"] = [(h["key"], h["value"]) for h in headers[i]]
+            while True:
+                try:
+                    produce(
+                        topic, value=values[i], key=keys[i], on_delivery=self._on_delivery, **extra
+                    )
+                    break
+                except BufferError:
+                    self.producer.poll(0.1)  # the local queue is full: let deliveries drain
+                except KafkaException as exc:
+                    raise WriteError(f"cannot write to {topic!r}: {exc.args[0]}") from None
+            if self.failures:
+                raise WriteError("cannot write records: " + "; ".join(self.failures))
+        self.producer.poll(0)
+        return int(rows)
+
+
+class StromBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("strom")``: append only, as Spark's Kafka sink."""
+
+    def __init__(self, options: WriteOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return _TaskWriter(self.options).write(iterator)
+
+
+class StromStreamWriter(DataSourceStreamArrowWriter):
+    """``df.writeStream.format("strom")``: each micro-batch's tasks write and flush."""
+
+    def __init__(self, options: WriteOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return _TaskWriter(self.options).write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Nothing to do: every task flushed its records before reporting success."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Nothing to undo: records written stay written (at least once)."""

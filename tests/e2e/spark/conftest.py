@@ -1,0 +1,45 @@
+"""One local SparkSession and one ``strom server`` for every Spark test of a run.
+
+The server is the integration tests' (``tests/strom_harness.py``); the session is
+``strom.spark.session()`` on ``local[2]`` with the UI off and two shuffle partitions (skipped
+without Java). Tests use topics of their own and ``clients.py`` to create, fill and read them
+with confluent-kafka directly, so what Spark reads or writes is checked by a plain client.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+from strom_harness import StromServer, start_strom_server
+
+import strom.spark
+
+SERVER_OVERRIDES = {"log.cleaner.backoff.ms": "100", "num.partitions": "1"}
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StromServer]:
+    """One ``strom server`` for all Spark tests."""
+    base = tmp_path_factory.mktemp("strom-spark")
+    server = start_strom_server(data_dir=base / "data", cwd=base, overrides=SERVER_OVERRIDES)
+    yield server
+    server.stop(signal.SIGTERM)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """The run's one SparkSession, with the ``strom`` format registered."""
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs Java (make test installs it when it can)")
+    session = strom.spark.session(
+        master="local[2]",
+        app_name="strom-tests",
+        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
