@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from kio.schema.types import TopicName, TransactionalId
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 from strom_harness import KafkaWire
 
+from strom.protocol.api import ApiKey, request_type
 from strom.protocol.records import Record, build_batch, iter_records
 
 _counter = itertools.count()
@@ -140,6 +142,25 @@ def produce_v3(
         topic_data=tuple(
             TopicProduceDataV3(name=TopicName(name), partition_data=tuple(parts))
             for name, parts in topics.items()
+        ),
+    )
+
+
+def produce_request(version: int, topic: str, records: bytes, *, acks: int = 1) -> Any:
+    """A Produce request of ``version`` (up to 12: topics by name) for partition 0 of ``topic``."""
+    request_class: Any = request_type(ApiKey.PRODUCE, version)
+    schema: Any = sys.modules[request_class.__module__]
+    return request_class(
+        transactional_id=None,
+        acks=i16(acks),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
+        topic_data=(
+            schema.TopicProduceData(
+                name=TopicName(topic),
+                partition_data=(
+                    schema.PartitionProduceData(index=i32(0), records=Records(records)),
+                ),
+            ),
         ),
     )
 

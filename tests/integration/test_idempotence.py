@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer, TopicPartition
-from data_clients import consume, consumer, create_topic, produce_v3, records_batch, unique_topic
+from data_clients import (
+    consume,
+    consumer,
+    create_topic,
+    produce_request,
+    records_batch,
+    unique_topic,
+)
 from kio.schema.errors import ErrorCode
 from kio.schema.init_producer_id.v4 import InitProducerIdRequest
 from kio.schema.types import ProducerId
@@ -27,7 +34,7 @@ INIT_PRODUCER_ID = InitProducerIdRequest(
 
 
 def _produce(wire: KafkaWire, topic: str, batch: bytes) -> Any:
-    response = wire.request(produce_v3({(topic, 0): batch}, acks=-1))
+    response = wire.request(produce_request(9, topic, batch, acks=-1))
     [partition] = response.responses[0].partition_responses
     return partition
 
@@ -74,6 +81,7 @@ def test_out_of_order_sequence_is_refused(strom_server: StromServer) -> None:
         assert _produce(wire, topic, _batch([b"a"], 0, ids)).error_code == 0
         gap = _produce(wire, topic, _batch([b"c"], 2, ids))
         assert gap.error_code == ErrorCode.out_of_order_sequence_number
+        assert (gap.base_offset, gap.log_start_offset) == (-1, 0)  # as Kafka answers
         older = (ids[0], ids[1] - 1)
         stale = _produce(wire, topic, _batch([b"z"], 1, older))
         assert stale.error_code == ErrorCode.invalid_producer_epoch

@@ -4,8 +4,6 @@ records (INVALID_RECORD with record_errors), and ``compression.type`` recompress
 from __future__ import annotations
 
 import asyncio
-import datetime
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,15 +12,13 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import Producer
-from data_clients import consume, create_topic, records_batch, unique_topic
+from data_clients import consume, create_topic, produce_request, records_batch, unique_topic
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import InvalidRecordError
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import Records, i16, i32, i32Timedelta
 from strom_harness import StartServer, StromServer
 
-from strom.protocol.api import ApiKey, request_type
 from strom.protocol.batch import Compression, scan_batches
 
 
@@ -69,24 +65,12 @@ def test_produce_v9_carries_record_errors(strom_server: StromServer) -> None:
     topic = create_topic(
         strom_server.bootstrap, unique_topic("compact-raw"), config={"cleanup.policy": "compact"}
     )
-    request_class: Any = request_type(ApiKey.PRODUCE, 9)
-    schema: Any = sys.modules[request_class.__module__]
-    data = records_batch([b"a", b"b", b"c"], key=None)
-    body = request_class(
-        transactional_id=None,
-        acks=i16(1),
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
-        topic_data=(
-            schema.TopicProduceData(
-                name=topic,
-                partition_data=(schema.PartitionProduceData(index=i32(0), records=Records(data)),),
-            ),
-        ),
-    )
+    body = produce_request(9, topic, records_batch([b"a", b"b", b"c"], key=None))
     with strom_server.connect() as wire:
         [partition] = wire.request(body).responses[0].partition_responses
     message = f"Compacted topic cannot accept message without key in topic partition {topic}-0."
     assert partition.error_code == ErrorCode.invalid_record
+    assert (partition.base_offset, partition.log_start_offset) == (-1, 0)
     assert [(e.batch_index, e.batch_index_error_message) for e in partition.record_errors] == [
         (0, message),
         (1, message),

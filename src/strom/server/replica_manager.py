@@ -88,6 +88,17 @@ INTERNAL_TOPICS: Final = frozenset(
 )
 """Topics clients may not produce to (Kafka's ``Topic.isInternal``); coordinators write them."""
 VALID_ACKS: Final = (-1, 0, 1)
+_NO_LOG_START_ERRORS: Final = frozenset(
+    {
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.message_too_large,
+        ErrorCode.record_list_too_large,
+        ErrorCode.corrupt_message,
+        ErrorCode.kafka_storage_error,
+    }
+)
+"""Failed appends answered with log start offset -1; others carry it (Kafka's ReplicaManager)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,9 +177,19 @@ class AppendResult:
 
     @classmethod
     def failed(
-        cls, error: ErrorCode, message: str, record_errors: tuple[RecordError, ...] = ()
+        cls,
+        error: ErrorCode,
+        message: str,
+        record_errors: tuple[RecordError, ...] = (),
+        *,
+        log_start_offset: int = -1,
     ) -> AppendResult:
-        return cls(error=error, message=message, record_errors=record_errors)
+        return cls(
+            error=error,
+            message=message,
+            record_errors=record_errors,
+            log_start_offset=log_start_offset,
+        )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -370,6 +391,7 @@ class ReplicaManager:
         required_acks: int,
         internal_topics_allowed: bool,
     ) -> AppendResult:
+        partition: Partition | None = None
         try:
             if tp.topic in INTERNAL_TOPICS and not internal_topics_allowed:
                 raise KafkaError(
@@ -385,10 +407,15 @@ class ReplicaManager:
                         f"min.insync.replicas {min_isr}",
                     )
             info = partition.log.append(records or b"", leader_epoch=partition.leader_epoch)
-        except RecordValidationError as error:
-            return AppendResult.failed(error.error_code, error.message, error.record_errors)
         except KafkaError as error:
-            return AppendResult.failed(error.error_code, error.message)
+            # Kafka answers the partition's log start offset, except for these errors (-1).
+            log_start = -1
+            if partition is not None and error.error_code not in _NO_LOG_START_ERRORS:
+                log_start = partition.log_start_offset
+            record_errors = error.record_errors if isinstance(error, RecordValidationError) else ()
+            return AppendResult.failed(
+                error.error_code, error.message, record_errors, log_start_offset=log_start
+            )
         if info.last_offset >= partition.high_watermark:  # not a duplicate of older batches
             partition._unreplicated.append((info.last_offset + 1, info.size))
             self.maybe_advance_high_watermark(partition)

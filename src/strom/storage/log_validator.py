@@ -10,7 +10,8 @@ assigns offsets, so the usual append path stays at the batch level.
 - **Recompression**: with ``compression.type`` other than ``producer`` and unlike the batch's
   codec, the batch is rebuilt with the topic's codec (Kafka's levels), keeping its records,
   timestamps, timestamp type, producer id, epoch, base sequence, transactional flag and last
-  offset delta. A batch already in the topic's codec is kept byte for byte.
+  offset delta. A batch already in the topic's codec, or a control batch, is kept byte for
+  byte (clients' control batches are refused later, by the producer state's checks).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Final
 from strom.common import ErrorCode, KafkaError
 from strom.protocol.batch import (
     COMPRESSION_MASK,
+    CONTROL_FLAG,
     BatchHeader,
     Compression,
     summarize_batches,
@@ -68,8 +70,10 @@ def validate_records(buffer: bytearray, *, config: LogConfig, partition: str) ->
     for _, size, _, _ in summaries:
         batch = view[position : position + size]
         position += size
-        source = Compression(batch[22] & COMPRESSION_MASK)  # low byte of the attributes
-        recompress = target is not None and target != source
+        attributes = batch[22]  # the low byte
+        source = Compression(attributes & COMPRESSION_MASK)
+        # Control batches keep their codec (Kafka recompresses none that come uncompressed).
+        recompress = target not in (None, source) and not attributes & CONTROL_FLAG
         if not recompress and not config.compacts:
             parts.append(batch)
             continue

@@ -127,7 +127,8 @@ class PartitionLog:
 
         ``recovery_point`` and ``log_start_offset`` come from the data directory's checkpoints.
         The producer state comes from the latest snapshot at or below the log end, with the
-        batches after it replayed (none after a clean shutdown, which left one at the end).
+        batches after it replayed (none after a clean shutdown, which left one at the end;
+        a clean log without any snapshot predates them and is not scanned).
         """
         loaded = load_log(
             directory,
@@ -143,6 +144,7 @@ class PartitionLog:
             log_end_offset=loaded.log_end_offset,
             batches_from=lambda offset: _batches_from(loaded.segments, offset),
             now_ms=clock.now_ms(),
+            had_clean_shutdown=had_clean_shutdown,
         )
         return cls(
             directory,

@@ -674,18 +674,31 @@ class ProducerStateManager:
         log_end_offset: int,
         batches_from: BatchSource,
         now_ms: int,
+        had_clean_shutdown: bool = False,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         name: str | None = None,
     ) -> ProducerStateManager:
         """A partition's state at start-up: the latest good snapshot at or below the log end
         (corrupt ones are deleted and skipped), then the log's batches after it; expired
         producers are dropped. Snapshots above the log end or below the log start are
-        deleted: they describe batches that are gone."""
+        deleted: they describe batches that are gone.
+
+        A clean shutdown always leaves a snapshot, so a log shut down cleanly without any
+        was written before producer state existed (an upgrade): as Kafka, it is not scanned;
+        the state starts empty at the log end, snapshotted there for the next start."""
         manager = cls(
             name=directory.name if name is None else name,
             producer_id_expiration_ms=producer_id_expiration_ms,
             map_end_offset=log_start_offset,
         )
+        if (
+            had_clean_shutdown
+            and log_end_offset > log_start_offset
+            and not list_snapshot_offsets(directory)
+        ):
+            manager._map_end_offset = log_end_offset
+            manager.take_snapshot(directory)
+            return manager
         delete_snapshots_above(directory, log_end_offset)
         delete_snapshots_below(directory, log_start_offset)
         snapshot = load_latest_snapshot(directory, up_to_offset=log_end_offset)

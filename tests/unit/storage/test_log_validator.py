@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from strom.common import ErrorCode
-from strom.protocol.batch import BatchHeader, Compression
+from strom.common import ErrorCode, KafkaError
+from strom.protocol.batch import BatchHeader, Compression, rewrite_crc
 from strom.protocol.records import Record, build_batch, iter_records
 from strom.storage.log_config import LogConfig
 from strom.storage.log_validator import RecordValidationError, validate_records
@@ -75,6 +75,19 @@ def test_batches_are_recompressed_with_the_topic_codec(
         "timestamp_type",
     ):
         assert getattr(after, name) == getattr(before, name), name
+
+
+def test_control_batches_are_not_recompressed(open_log: OpenLog) -> None:
+    control = bytearray(records(b"a"))
+    control[22] |= 0x20  # the control flag
+    rewrite_crc(control, 0)
+    config = LogConfig(compression=Compression.ZSTD)
+    assert validate_records(control, config=config, partition="t-0") is control
+    log = open_log(config)
+    with pytest.raises(KafkaError) as caught:  # still a control batch: clients may not send it
+        log.append(bytes(control))
+    assert caught.value.error_code == ErrorCode.invalid_record
+    assert log.log_end_offset == 0
 
 
 def test_partition_log_stores_the_topic_codec(open_log: OpenLog) -> None:

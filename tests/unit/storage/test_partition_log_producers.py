@@ -168,6 +168,23 @@ def test_state_survives_a_clean_restart(open_log: OpenLog, log_dir: Path) -> Non
     assert again.append(idempotent(3)).base_offset == 3
 
 
+def test_a_clean_log_without_snapshots_is_not_scanned(open_log: OpenLog, log_dir: Path) -> None:
+    log = open_log()
+    log.append(idempotent(0))
+    log.close()
+    for path in log_dir.glob("*.snapshot"):  # as a log from before producer state left it
+        path.unlink()
+    again = open_log(had_clean_shutdown=True)
+    assert len(again.producer_state) == 0 and list_snapshot_offsets(log_dir) == [1]
+    assert again.append(idempotent(7)).base_offset == 1  # an unknown producer: any sequence
+    again.close_without_flush()
+    for path in log_dir.glob("*.snapshot"):
+        path.unlink()
+    crashed = open_log(had_clean_shutdown=False)  # no snapshot and no clean shutdown: a scan
+    entry = crashed.producer_state.entry(PID)
+    assert entry is not None and entry.last_sequence == 7
+
+
 def test_state_survives_a_crash_by_replaying_after_the_last_snapshot(open_log: OpenLog) -> None:
     log = open_log()
     log.append(idempotent(0))

@@ -222,7 +222,7 @@ def build_response(
             error_code=error,
             base_offset=i64(result.base_offset if ok else -1),
             log_append_time=_timestamp(result.log_append_time) if ok else None,
-            log_start_offset=i64(result.log_start_offset if ok else -1),
+            log_start_offset=i64(result.log_start_offset),
             record_errors=_record_errors(schema, result),
             error_message=message,
         )
