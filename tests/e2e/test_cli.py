@@ -1,8 +1,8 @@
 """The ``strom`` client commands end to end, as subprocesses against a real ``strom server``.
 
 These switch on by themselves once the broker handles the Metadata API (a
-``strom.server.handlers.metadata`` module exists); the group test also waits for the group
-coordinator (``strom.server.handlers.find_coordinator``). Each test uses topics of its own.
+``strom.server.handlers.metadata`` module exists). Each test uses topics of its own; the group
+commands are ``test_cli_groups.py``'s.
 """
 
 from __future__ import annotations
@@ -25,11 +25,6 @@ def _has_handler(api: str) -> bool:
 pytestmark = pytest.mark.skipif(
     not _has_handler("metadata"),
     reason="the broker does not handle the Metadata API yet (no strom.server.handlers.metadata)",
-)
-
-needs_groups = pytest.mark.skipif(
-    not _has_handler("find_coordinator"),
-    reason="the broker has no group coordinator yet (no strom.server.handlers.find_coordinator)",
 )
 
 PRINT_ALL = [
@@ -462,20 +457,3 @@ def test_consume_read_committed(server: Server) -> None:
     server.run("produce", "committed", input="plain\n")
     values = consume_values(server, "committed", 1, "--isolation-level", "read_committed")
     assert values == ["plain"]
-
-
-@needs_groups
-def test_group_commits_and_resumes(server: Server) -> None:
-    server.run("topics", "create", "grouped", "--partitions", "1")
-    server.run("produce", "grouped", input="".join(f"g{i}\n" for i in range(5)))
-    assert consume_values(server, "grouped", 2, "--group", "cli-group") == ["g0", "g1"]
-    # the group resumes from its committed offset; --from-beginning only applies without one
-    resumed = server.run(
-        "consume", "grouped", "--group", "cli-group", "--max-messages", "3", *SAFETY
-    )
-    assert resumed.lines == ["g2", "g3", "g4"]
-    # a manual assignment in the group starts at the group's committed offset too
-    assigned = server.run(
-        "consume", "grouped", "--group", "cli-group", "--partition", "0", "--timeout-ms", "2000"
-    )
-    assert assigned.lines == []

@@ -5,6 +5,9 @@ and the admin APIs."""
 from __future__ import annotations
 
 import asyncio
+import random
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -12,7 +15,14 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 from kafka import KafkaConsumer
@@ -102,6 +112,47 @@ def test_three_members_share_six_partitions_and_consume_once(
     assert sorted(int(v or b"-1") for _, v in seen) == list(range(60))
 
 
+def test_cooperative_sticky_members_join_one_by_one(
+    server: StromServer, closing: list[Consumer]
+) -> None:
+    topic = _topic(server)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    strategy = {"partition.assignment.strategy": "cooperative-sticky"}
+    for count in (1, 2, 3):
+        before = _assigned(closing)
+        consumer = _consumer(server, group, **strategy)
+        consumer.subscribe([topic])
+        closing.append(consumer)
+        share = 6 // count
+        _poll_until(closing, lambda: all(len(a) == share for a in _assigned(closing)))  # noqa: B023
+        kept = zip(_assigned(closing), before, strict=False)
+        assert all(now <= then for now, then in kept), "partitions moved needlessly"
+    assert sorted(p for a in _assigned(closing) for p in a) == list(range(6))
+    _produce(server, topic, 60)
+    seen: list[tuple[int, bytes | None]] = []
+    _poll_until(closing, lambda: len(seen) >= 60, seen)
+    assert sorted(int(v or b"-1") for _, v in seen) == list(range(60))
+    closing.pop().close()
+    _poll_until(closing, lambda: all(len(a) == 3 for a in _assigned(closing)))
+    assert sorted(p for a in _assigned(closing) for p in a) == list(range(6))
+
+
+def test_two_groups_each_get_every_message(server: StromServer, closing: list[Consumer]) -> None:
+    topic = _topic(server)
+    _produce(server, topic, 30)
+    seen: dict[int, list[tuple[int, bytes | None]]] = {0: [], 1: []}
+    groups = [f"g-{uuid.uuid4().hex[:6]}" for _ in range(2)]
+    pairs = [[_consumer(server, group) for _ in range(2)] for group in groups]
+    for consumers in pairs:
+        closing.extend(consumers)
+        for consumer in consumers:
+            consumer.subscribe([topic])
+    for consumers, values in zip(pairs, seen.values(), strict=True):
+        _poll_until(consumers, lambda: len(values) >= 30, values)  # noqa: B023
+    for values in seen.values():
+        assert sorted(int(v or b"-1") for _, v in values) == list(range(30))
+
+
 def test_closed_member_partitions_move_and_fresh_member_resumes(
     server: StromServer, closing: list[Consumer]
 ) -> None:
@@ -133,6 +184,76 @@ def test_closed_member_partitions_move_and_fresh_member_resumes(
     assert sorted(int(v or b"-1") for _, v in later) == list(range(12))
     committed = fresh.committed([TopicPartition(topic, p) for p in range(6)], timeout=10)
     assert sum(tp.offset for tp in committed) == 30
+
+
+def test_extra_members_idle_until_one_leaves(server: StromServer, closing: list[Consumer]) -> None:
+    topic = _topic(server, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    closing.extend(_consumer(server, group) for _ in range(3))
+    for consumer in closing:
+        consumer.subscribe([topic])
+    _poll_until(closing, lambda: sorted(len(a) for a in _assigned(closing)) == [0, 1, 1])
+    busy = next(c for c in closing if c.assignment())
+    closing.remove(busy)
+    busy.close()
+    _poll_until(closing, lambda: sorted(len(a) for a in _assigned(closing)) == [1, 1])
+
+
+_KILLED_MEMBER = """
+import sys
+from confluent_kafka import Consumer
+consumer = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                     "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+consumer.subscribe([sys.argv[3]])
+while True:
+    consumer.poll(0.1)
+"""
+
+
+def test_killed_member_times_out_and_its_partitions_move(
+    server: StromServer, closing: list[Consumer]
+) -> None:
+    topic = _topic(server)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    survivor = _consumer(server, group)
+    closing.append(survivor)
+    survivor.subscribe([topic])
+    _poll_until([survivor], lambda: len(_assigned([survivor])[0]) == 6)
+    member = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_MEMBER, server.bootstrap, group, topic],
+    )
+    try:
+        _poll_until([survivor], lambda: len(_assigned([survivor])[0]) == 3)
+    finally:
+        member.kill()
+        member.wait()
+    _poll_until([survivor], lambda: len(_assigned([survivor])[0]) == 6)
+
+
+def test_rebalance_storm_ends_with_every_partition_owned_once(
+    server: StromServer, closing: list[Consumer]
+) -> None:
+    topic = _topic(server)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    chooser = random.Random(4)
+    for _ in range(12):
+        if closing and (len(closing) >= 4 or chooser.random() < 0.4):
+            closing.pop(chooser.randrange(len(closing))).close()
+        else:
+            consumer = _consumer(server, group)
+            consumer.subscribe([topic])
+            closing.append(consumer)
+        for consumer in closing:
+            consumer.poll(chooser.uniform(0, 0.3))
+    if not closing:
+        closing.append(_consumer(server, group))
+        closing[0].subscribe([topic])
+
+    def settled() -> bool:
+        owned = sorted(p for a in _assigned(closing) for p in a)
+        return owned == list(range(6)) and all(_assigned(closing))
+
+    _poll_until(closing, settled)
 
 
 def test_committed_offsets_survive_a_restart(start_server: StartServer, tmp_path: Any) -> None:
@@ -174,8 +295,15 @@ def test_static_member_rejoins_without_rebalance(
     a2 = _consumer(server, group, **{"group.instance.id": "a", "session.timeout.ms": 10000})
     closing.append(a2)
     a2.subscribe([topic])
-    _poll_until([a2, b], lambda: len(_assigned([a2])[0]) == 3)
+    seen_by_b: set[frozenset[int]] = set()
+
+    def rejoined() -> bool:
+        seen_by_b.add(frozenset(_assigned([b])[0]))
+        return len(_assigned([a2])[0]) == 3
+
+    _poll_until([a2, b], rejoined)
     assert _assigned([a2, b]) == before
+    assert seen_by_b == {frozenset(before[1])}, "b was rebalanced"
     description = admin.describe_consumer_groups([group])[group].result(timeout=10)
     assert sorted(m.group_instance_id for m in description.members) == ["a", "b"]
 
@@ -189,11 +317,15 @@ def test_admin_apis(server: StromServer) -> None:
     _poll_until([consumer], lambda: len(_assigned([consumer])[0]) == 2)
     listed = admin.list_consumer_groups().result(timeout=10)
     assert group in {g.group_id for g in listed.valid}
+    empty = admin.list_consumer_groups(states={ConsumerGroupState.EMPTY}).result(timeout=10)
+    assert group not in {g.group_id for g in empty.valid}
     description = admin.describe_consumer_groups([group])[group].result(timeout=10)
     assert str(description.state).endswith("STABLE")
     assert len(description.members) == 1
     assert {tp.partition for tp in description.members[0].assignment.topic_partitions} == {0, 1}
     consumer.close()
+    empty = admin.list_consumer_groups(states={ConsumerGroupState.EMPTY}).result(timeout=10)
+    assert group in {g.group_id for g in empty.valid}
     request = ConsumerGroupTopicPartitions(
         group, [TopicPartition(topic, 0, 5), TopicPartition(topic, 1, 6)]
     )
@@ -201,6 +333,9 @@ def test_admin_apis(server: StromServer) -> None:
     fetched = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
     offsets = {tp.partition: tp.offset for tp in fetched.result(timeout=10).topic_partitions}
     assert offsets == {0: 5, 1: 6}
+    missing = ConsumerGroupTopicPartitions(group, [TopicPartition("no-such-topic", 0, 1)])
+    refused = admin.alter_consumer_group_offsets([missing])[group].result(timeout=10)
+    assert refused.topic_partitions[0].error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     admin.delete_consumer_groups([group])[group].result(timeout=10)
     listed = admin.list_consumer_groups().result(timeout=10)
     assert group not in {g.group_id for g in listed.valid}

@@ -7,6 +7,7 @@ import click
 from strom import __version__
 from strom.cli.configs import configs
 from strom.cli.consume import consume
+from strom.cli.groups import groups
 from strom.cli.perf import perf
 from strom.cli.produce import produce
 from strom.cli.server import server
@@ -24,6 +25,7 @@ cli.add_command(topics)
 cli.add_command(configs)
 cli.add_command(produce)
 cli.add_command(consume)
+cli.add_command(groups)
 cli.add_command(perf)
 
 

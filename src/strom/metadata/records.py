@@ -7,7 +7,7 @@ bytes Kafka would write for the same records. A record in the log is framed as K
 
     [uvarint frame version = 1][uvarint api key][uvarint record version][fields]
 
-and the fields use Kafka's flexible-version message encoding (:mod:`strom.metadata.schema`).
+and the fields use Kafka's flexible-version message encoding (:mod:`strom.protocol.schema`).
 ``encode_record`` picks the lowest version that can carry the record's values (fields that are
 newer than a version must hold their defaults), which is what Kafka writes when the newer
 features are off; ``decode_record`` reads every version listed here.
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from strom.metadata.schema import (
+from strom.protocol.schema import (
     BOOL,
     INT8,
     INT16,
@@ -32,11 +32,13 @@ from strom.metadata.schema import (
     UINT16,
     UUID,
     ArrayType,
+    ByteReader,
     Field,
+    SchemaError,
     StructSchema,
     StructType,
+    write_uvarint,
 )
-from strom.metadata.wire import ByteReader, MetadataRecordError, write_uvarint
 
 __all__ = [
     "METADATA_VERSION_FEATURE",
@@ -68,6 +70,9 @@ __all__ = [
     "encode_record",
     "record_type_of",
 ]
+
+MetadataRecordError = SchemaError
+"""Bytes that are not a metadata record strom can read, or a record it cannot write."""
 
 FRAME_VERSION: Final = 1
 METADATA_VERSION_FEATURE: Final = "metadata.version"
@@ -438,7 +443,7 @@ def encode_record(record: MetadataRecord, *, version: int | None = None) -> byte
     write_uvarint(out, FRAME_VERSION)
     write_uvarint(out, record_type.api_key)
     write_uvarint(out, version)
-    schema.write(out, record, version)
+    schema.encode(out, record, version)
     return bytes(out)
 
 
@@ -458,6 +463,6 @@ def decode_record(data: bytes | memoryview) -> MetadataRecord:
             f"{record_type.name} version {version} is newer than strom reads "
             f"(up to {record_type.max_version})"
         )
-    record: MetadataRecord = record_type.schema.read(reader, version)
+    record: MetadataRecord = record_type.schema.decode(reader, version)
     reader.expect_end()
     return record

@@ -30,10 +30,10 @@ from strom.coordinator.group import (
     GroupCoordinator,
     Reply,
 )
-from strom.coordinator.group.records import decode_key, decode_value
-from strom.metadata.wire import MetadataRecordError
+from strom.coordinator.group.records import UnknownRecordTypeError, decode_key, decode_value
 from strom.protocol.batch import HEADER_SIZE, BatchHeader
 from strom.protocol.records import Record, build_batch, iter_records
+from strom.protocol.schema import SchemaError
 from strom.server.auto_topics import AutoTopicCreator
 from strom.server.replica_manager import ReplicaManager
 
@@ -147,10 +147,10 @@ class GroupCoordinatorRuntime:
                     continue
                 try:
                     key = decode_key(record.key)
-                    if key is None:
-                        continue
-                    value = None if record.value is None else decode_value(key, record.value)
-                except MetadataRecordError as error:
+                    value = decode_value(key, record.value)
+                except UnknownRecordTypeError:
+                    continue  # a newer group type's record, as Kafka's loader skips it
+                except SchemaError as error:
                     log.warning(
                         "skipping an unreadable record of %s: %s", GROUP_METADATA_TOPIC, error
                     )

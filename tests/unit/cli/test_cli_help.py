@@ -14,6 +14,10 @@ LEAF_COMMANDS = [
     ["topics", "delete"],
     ["configs", "describe"],
     ["configs", "alter"],
+    ["groups", "list"],
+    ["groups", "describe"],
+    ["groups", "delete"],
+    ["groups", "reset-offsets"],
     ["produce"],
     ["consume"],
 ]
@@ -22,11 +26,11 @@ LEAF_COMMANDS = [
 def test_top_level_help_lists_the_client_commands(invoke: Invoke) -> None:
     result = invoke(["--help"])
     assert result.exit_code == 0
-    for name in ("topics", "configs", "produce", "consume"):
+    for name in ("topics", "configs", "groups", "produce", "consume"):
         assert f"  {name} " in result.stdout
 
 
-@pytest.mark.parametrize("group", ["topics", "configs"])
+@pytest.mark.parametrize("group", ["topics", "configs", "groups"])
 def test_group_help_lists_its_subcommands(invoke: Invoke, group: str) -> None:
     result = invoke([group, "--help"])
     assert result.exit_code == 0

@@ -30,14 +30,19 @@ class GroupMachine(RuleBasedStateMachine):
         self.now = 0
         self.members: dict[str, int] = {}
         """member id -> the generation its last JoinGroup answer gave."""
+        self.instances: dict[str, str] = {}
+        """member id -> group.instance.id, for static members."""
         self.owners: dict[int, dict[int, str]] = {}
-        """generation -> partition -> owner (from SyncGroup answers)."""
+        """generation -> partition -> owner: its group.instance.id, else its member id (from
+        SyncGroup answers; a replaced static member's successor owns what it owned)."""
         self.committed: dict[int, int] = {}
         self.last_generation = 0
 
-    def _reply(self, response: Any, member_id: str) -> None:
+    def _reply(self, response: Any, instance_id: str | None = None) -> None:
         if response.error_code is ErrorCode.none and response.member_id:
             self.members[response.member_id] = response.generation_id
+            if instance_id is not None:
+                self.instances[response.member_id] = instance_id
             if response.members:  # the leader assigns
                 ids = sorted(m.member_id for m in response.members)
                 plan = {
@@ -54,9 +59,10 @@ class GroupMachine(RuleBasedStateMachine):
     def _synced(self, response: Any, generation: int, member_id: str) -> None:
         if response.error_code is ErrorCode.none:
             owners = self.owners.setdefault(generation, {})
+            owner = self.instances.get(member_id, member_id)
             for partition in response.assignment:
-                assert owners.get(partition, member_id) == member_id, "two owners"
-                owners[partition] = member_id
+                assert owners.get(partition, owner) == owner, "two owners"
+                owners[partition] = owner
 
     @rule(known=st.booleans(), index=st.integers(0, 4))
     def join(self, known: bool, index: int) -> None:
@@ -68,7 +74,19 @@ class GroupMachine(RuleBasedStateMachine):
             client_host="/h",
             require_known_member_id=False,
             now_ms=self.now,
-            reply=lambda r: self._reply(r, member_id),
+            reply=self._reply,
+        )
+
+    @rule(instance=st.sampled_from(["s0", "s1"]))
+    def static_join(self, instance: str) -> None:
+        """A static member (re)starts: it joins with its group.instance.id and no member id."""
+        self.core.join_group(
+            join(instance_id=instance),
+            client_id="s",
+            client_host="/h",
+            require_known_member_id=True,
+            now_ms=self.now,
+            reply=lambda r: self._reply(r, instance),
         )
 
     @rule(index=st.integers(0, 4))

@@ -23,7 +23,7 @@ from strom.metadata import (
     encode_record,
 )
 from strom.metadata.records import RECORD_TYPES, RecordType
-from strom.metadata.schema import (
+from strom.protocol.schema import (
     BOOL,
     UUID,
     ArrayType,

@@ -5,7 +5,8 @@ the admin APIs (Kafka's ``OffsetMetadataManager`` and the group parts of its
 Offsets are written as ``OffsetCommit`` records and applied when the writer says they are
 committed, so a reply never reports an offset that could be lost. Offsets of Empty groups
 expire ``offsets.retention.minutes`` after the group became empty (or after the commit, for a
-group that never had members), or at an OffsetCommit v2-v4 expire timestamp.
+group that never had members), or at an OffsetCommit v2-v4 expire timestamp; in a Stable
+consumer group, offsets of topics no member subscribes to any more expire too (KIP-496).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class GroupCoordinator(ClassicGroupMembership):
         group = self.groups.get(group_id) if error is ErrorCode.none else None
         if error is ErrorCode.none and group is None:
             if request.generation_id_or_member_epoch >= 0:
-                error = ErrorCode.illegal_generation
+                error = ErrorCode.group_id_not_found  # ILLEGAL_GENERATION before v9
             else:
                 group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp=now_ms)
         if group is not None:
@@ -359,25 +360,15 @@ class GroupCoordinator(ClassicGroupMembership):
         self.write(group_id, records, done)
 
     def expire_offsets(self, now_ms: int) -> None:
-        retention = self.settings.offsets_retention_ms
         for group in list(self.groups.values()):
             if self.group_error(group.group_id) is not ErrorCode.none:
                 continue
-            if group.state is not GroupState.EMPTY:
-                continue
-            expired = []
-            for tp, committed in group.offsets.items():
-                if committed.expire_timestamp >= 0:
-                    deadline = committed.expire_timestamp
-                else:
-                    base = (
-                        group.state_timestamp
-                        if group.state_timestamp >= 0
-                        else committed.commit_timestamp
-                    )
-                    deadline = max(base, committed.commit_timestamp) + retention
-                if now_ms >= deadline:
-                    expired.append(tp)
+            expired = [
+                tp
+                for tp, committed in group.offsets.items()
+                if (deadline := self._expiry_deadline(group, tp[0], committed)) is not None
+                and now_ms >= deadline
+            ]
             if not expired:
                 continue
             for tp in expired:
@@ -385,11 +376,31 @@ class GroupCoordinator(ClassicGroupMembership):
             records = [
                 CoordinatorRecord(OffsetCommitKey(group.group_id, *tp), None) for tp in expired
             ]
-            if not group.offsets:
+            if group.state is GroupState.EMPTY and not group.offsets:
                 group.transition_to(GroupState.DEAD, now_ms)
                 records.append(CoordinatorRecord(GroupMetadataKey(group.group_id), None))
                 del self.groups[group.group_id]
             self.write(group.group_id, records, lambda code: None)
+
+    def _expiry_deadline(
+        self, group: ClassicGroup, topic: str, committed: OffsetAndMetadata
+    ) -> int | None:
+        """When a committed offset expires (None: not while the group is as it is). Kafka's
+        rules: all offsets of an Empty group, counted from when it became empty (or from the
+        commit, for a group that never had members); in a Stable consumer group, the offsets of
+        topics no member subscribes to any more (KIP-496), counted from the commit."""
+        if group.state is GroupState.EMPTY:
+            base = max(group.state_timestamp, committed.commit_timestamp)
+        elif group.state is GroupState.STABLE:
+            topics = group.subscribed_topics()
+            if topics is None or topic in topics:
+                return None
+            base = committed.commit_timestamp
+        else:
+            return None
+        if committed.expire_timestamp >= 0:
+            return committed.expire_timestamp
+        return base + self.settings.offsets_retention_ms
 
 
 def _group_tombstones(group: ClassicGroup) -> list[CoordinatorRecord]:

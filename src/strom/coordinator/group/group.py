@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from strom.coordinator.group.records import GroupMetadataValue
 from strom.coordinator.group.state import GroupState, check_transition
 
 __all__ = ["ClassicGroup", "GroupMember", "OffsetAndMetadata", "subscribed_topics"]
@@ -80,6 +81,38 @@ class ClassicGroup:
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
     initial_join_deadline: int | None = None
     """While the initial rebalance delay runs: the latest it may be pushed to."""
+
+    def load_metadata(self, value: GroupMetadataValue | None) -> None:
+        """Become what a ``GroupMetadataValue`` read back says (None: a tombstone)."""
+        self.members.clear()
+        self.static_members.clear()
+        self.leader_id = None
+        if value is None:
+            self.state, self.generation, self.protocol_name = GroupState.EMPTY, 0, None
+            return
+        self.generation = value.generation
+        self.protocol_type = value.protocol_type
+        self.protocol_name = value.protocol
+        self.state_timestamp = value.current_state_timestamp
+        for stored in value.members:
+            protocol = value.protocol or ""
+            self.add_member(
+                GroupMember(
+                    member_id=stored.member_id,
+                    group_instance_id=stored.group_instance_id,
+                    client_id=stored.client_id,
+                    client_host=stored.client_host,
+                    rebalance_timeout_ms=stored.rebalance_timeout
+                    if stored.rebalance_timeout >= 0
+                    else stored.session_timeout,
+                    session_timeout_ms=stored.session_timeout,
+                    protocol_type=value.protocol_type,
+                    protocols=((protocol, stored.subscription),),
+                    assignment=stored.assignment,
+                )
+            )
+        self.leader_id = value.leader if value.leader in self.members else self.leader_id
+        self.state = GroupState.STABLE if self.members else GroupState.EMPTY
 
     def transition_to(self, target: GroupState, now_ms: int) -> None:
         check_transition(self.state, target)
@@ -158,18 +191,23 @@ class ClassicGroup:
     def max_rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
-    def is_subscribed_to(self, topic: str) -> bool:
-        """True when the group is a consumer group whose members' chosen protocol subscription
-        names ``topic`` (False when it cannot be told)."""
+    def subscribed_topics(self) -> set[str] | None:
+        """The topics the members of a consumer group subscribe to in the chosen protocol
+        (None when it cannot be told: another protocol type, or unreadable metadata)."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
-            return False
+            return None
+        topics: set[str] = set()
         for member in self.members.values():
             try:
-                if topic in subscribed_topics(member.metadata(self.protocol_name)):
-                    return True
+                topics.update(subscribed_topics(member.metadata(self.protocol_name)))
             except (KeyError, ValueError):
-                continue
-        return False
+                return None
+        return topics
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """True when the group's members subscribe to ``topic`` (False when it cannot be told)."""
+        topics = self.subscribed_topics()
+        return topics is not None and topic in topics
 
 
 _INT16 = struct.Struct(">h")

@@ -51,6 +51,9 @@ Reply = Callable[[T], None]
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 NO_GENERATION = -1
+NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
+"""How long a new member's first JoinGroup may wait for the rebalance before the member is
+dropped (Kafka's ``CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS``); later it has its session."""
 
 
 class PartitionWriter(Protocol):
@@ -160,44 +163,12 @@ class ClassicGroupMembership:
         if record.value is None:
             group = self.groups.get(key.group)
             if group is not None:
-                self._load_group(group, None)
+                group.load_metadata(None)
                 self._forget_if_dead(group)
             return
         assert isinstance(record.value, GroupMetadataValue)
         group = self.groups.setdefault(key.group, ClassicGroup(key.group))
-        self._load_group(group, record.value)
-
-    @staticmethod
-    def _load_group(group: ClassicGroup, value: GroupMetadataValue | None) -> None:
-        group.members.clear()
-        group.static_members.clear()
-        group.leader_id = None
-        if value is None:
-            group.state, group.generation, group.protocol_name = GroupState.EMPTY, 0, None
-            return
-        group.generation = value.generation
-        group.protocol_type = value.protocol_type
-        group.protocol_name = value.protocol
-        group.state_timestamp = value.current_state_timestamp
-        for stored in value.members:
-            protocol = value.protocol or ""
-            group.add_member(
-                GroupMember(
-                    member_id=stored.member_id,
-                    group_instance_id=stored.group_instance_id,
-                    client_id=stored.client_id,
-                    client_host=stored.client_host,
-                    rebalance_timeout_ms=stored.rebalance_timeout
-                    if stored.rebalance_timeout >= 0
-                    else stored.session_timeout,
-                    session_timeout_ms=stored.session_timeout,
-                    protocol_type=value.protocol_type,
-                    protocols=((protocol, stored.subscription),),
-                    assignment=stored.assignment,
-                )
-            )
-        group.leader_id = value.leader if value.leader in group.members else group.leader_id
-        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+        group.load_metadata(record.value)
 
     def _forget_if_dead(self, group: ClassicGroup) -> None:
         if group.state is GroupState.EMPTY and not group.offsets and group.generation == 0:
@@ -249,7 +220,8 @@ class ClassicGroupMembership:
         member = None if group is None else group.members.get(member_id)
         if group is None or member is None:
             return
-        if member.awaiting_join is not None or member.awaiting_sync is not None:
+        blocked = member.awaiting_join is not None or member.awaiting_sync is not None
+        if blocked and not member.is_new:
             self._schedule_session(group, member, now_ms)  # blocked in a request: alive
             return
         self._remove_member_and_update(group, member, now_ms)
@@ -372,16 +344,21 @@ class ClassicGroupMembership:
             self._maybe_complete_join(group, now_ms)
         elif changed or (group.state is GroupState.STABLE and member_id == group.leader_id):
             self._prepare_rebalance(group, now_ms)
-        else:
+        else:  # same metadata: the member missed its answer; the leader gets the members again
             member.awaiting_join = None
-            reply(self._join_response(group, member, current_members=False))
+            reply(self._join_response(group, member, current_members=member_id == group.leader_id))
 
     def _add_member_and_rebalance(
         self, group: ClassicGroup, member: GroupMember, now_ms: int
     ) -> None:
         member.is_new = True
         group.add_member(member)
-        self._schedule_session(group, member, now_ms)
+        group_id, member_id = group.group_id, member.member_id
+        self._schedule(
+            ("session", group_id, member_id),
+            now_ms + NEW_MEMBER_JOIN_TIMEOUT_MS,
+            lambda now: self._on_session_expired(group_id, member_id, now),
+        )
         if group.state is GroupState.PREPARING_REBALANCE:
             if group.initial_join_deadline is not None:
                 self._extend_initial_delay(group, now_ms)
@@ -645,14 +622,17 @@ class ClassicGroupMembership:
     ) -> leave.LeaveGroupResponse:
         group_id = str(request.group_id)
         error = ErrorCode.invalid_group_id if not group_id else self.group_error(group_id)
-        group = self.groups.get(group_id)
-        if error is ErrorCode.none and (group is None or group.state is GroupState.DEAD):
-            error = ErrorCode.unknown_member_id
-        if error is not ErrorCode.none or group is None:
+        if error is not ErrorCode.none:
             return leave.LeaveGroupResponse(throttle_time=NO_THROTTLE, error_code=error, members=())
+        group = self.groups.get(group_id)
         answers: list[leave.MemberResponse] = []
         for identity in request.members:
-            code = self._leave_one(group, identity.member_id, identity.group_instance_id, now_ms)
+            if group is None or group.state is GroupState.DEAD:
+                code = ErrorCode.unknown_member_id  # no group: none of its members is known
+            else:
+                code = self._leave_one(
+                    group, identity.member_id, identity.group_instance_id, now_ms
+                )
             answers.append(
                 leave.MemberResponse(
                     member_id=identity.member_id,

@@ -34,7 +34,7 @@ class GroupState(enum.Enum):
 
     COMPLETING_REBALANCE = "CompletingRebalance"
     """Waiting for the leader's SyncGroup with the assignment. Followers' SyncGroups are
-    held; Heartbeat answers REBALANCE_IN_PROGRESS; commits answer REBALANCE_IN_PROGRESS.
+    held; Heartbeat keeps the session alive (NONE); commits answer REBALANCE_IN_PROGRESS.
     The leader's SyncGroup stores the assignment and answers every held SyncGroup ->
     Stable. A member leaving or joining anew, or a member's session expiring -> back to
     PreparingRebalance."""

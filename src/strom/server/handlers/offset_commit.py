@@ -2,11 +2,13 @@
 
 A member commits in its generation; a group without members accepts generation -1 and an empty
 member id (a simple consumer group, ``assign`` users). v2-v4's retention time sets an expire
-timestamp, as Kafka does.
+timestamp, as Kafka does. A commit with a generation for a group that does not exist answers
+GROUP_ID_NOT_FOUND from v9 on, ILLEGAL_GENERATION before.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from typing import Final
 
@@ -14,6 +16,7 @@ from kio.schema.offset_commit.v9 import request as newest
 from kio.schema.offset_commit.v9 import response as commit
 from kio.static.protocol import ResponsePayload
 
+from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.handlers._groups import GroupHandler, newest_request
 from strom.server.handlers._schema import for_version
@@ -21,6 +24,8 @@ from strom.server.handlers.common import request_field
 from strom.server.handlers.registry import RequestContext
 
 __all__ = ["OffsetCommitHandler"]
+
+GROUP_ID_NOT_FOUND_VERSION: Final = 9
 
 
 class OffsetCommitHandler(GroupHandler):
@@ -40,4 +45,26 @@ class OffsetCommitHandler(GroupHandler):
                 request, retention_ms=retention_ms, now_ms=self._runtime.now_ms(), reply=reply
             )
         )
+        if context.api_version < GROUP_ID_NOT_FOUND_VERSION:
+            response = _without_group_id_not_found(response)
         return for_version(response, context.api_version)
+
+
+def _without_group_id_not_found(
+    response: commit.OffsetCommitResponse,
+) -> commit.OffsetCommitResponse:
+    return dataclasses.replace(
+        response,
+        topics=tuple(
+            dataclasses.replace(
+                topic,
+                partitions=tuple(
+                    dataclasses.replace(p, error_code=ErrorCode.illegal_generation)
+                    if p.error_code is ErrorCode.group_id_not_found
+                    else p
+                    for p in topic.partitions
+                ),
+            )
+            for topic in response.topics
+        ),
+    )
