@@ -151,7 +151,16 @@ class _Fetch:
         if code == KafkaError._PARTITION_EOF:
             return True  # the rest of the range holds no records (markers, compacted away)
         if code in _GONE:
+            before = self.position
             self._skip_lost()
+            if self.position == before:
+                # Not below the log start, so past the log end: the partition was truncated
+                # or recreated, and the rest of the range is gone.
+                report_data_loss(
+                    lost_offsets(self.range.topic, self.range.partition, before, self.range.end),
+                    fail=self.settings.fail_on_data_loss,
+                )
+                return True
             if self.position < self.range.end:
                 self._assign()
             return False

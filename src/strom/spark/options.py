@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -324,6 +325,9 @@ def parse_read_options(raw: Mapping[str, str], *, streaming: bool) -> ReadOption
         return _integer(spark_name, options[name], minimum=minimum) if name in options else None
 
     min_partitions = optional_int("minpartitions", "minPartitions", 1)
+    prefix = options.get("groupidprefix", "").strip()
+    if prefix and "group.id" not in client:
+        client["group.id"] = f"{prefix}-{uuid.uuid4()}"
     return ReadOptions(
         client=client,
         subscription=subscription,
@@ -362,7 +366,9 @@ def parse_write_options(raw: Mapping[str, str]) -> WriteOptions:
     """The sink's options (batch or streaming)."""
     options = _lower(raw)
     client, own = _client_settings(options, refused=_SINK_REFUSED, consumer=False)
-    client.setdefault("enable.idempotence", "true")
+    if client.get("acks", "all").strip().lower() in ("all", "-1"):
+        # Idempotent unless settings conflict, as Java producers since Kafka 3.2.
+        client.setdefault("enable.idempotence", "true")
     topic = options.get("topic")
     return WriteOptions(
         client=client,

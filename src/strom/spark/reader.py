@@ -67,6 +67,26 @@ def _name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
 
 
+def _clip_lost(cluster: Cluster, ranges: list[OffsetRange], *, fail: bool) -> list[OffsetRange]:
+    """The ranges, each starting no lower than its partition's log start offset.
+
+    Offsets retention or DeleteRecords already removed are reported here, on the driver, where
+    the query's log and error are; tasks check again, since more may go before they read.
+    """
+    wanted = [TopicPartition(r.topic, r.partition) for r in ranges if r.size > 0]
+    earliest = cluster.earliest(wanted)
+    out: list[OffsetRange] = []
+    for r in ranges:
+        low = earliest.get(TopicPartition(r.topic, r.partition), r.start)
+        if r.start < low:
+            kept_from = min(low, r.end)
+            report_data_loss(lost_offsets(r.topic, r.partition, r.start, kept_from), fail=fail)
+            out.append(OffsetRange(r.topic, r.partition, kept_from, r.end))
+        else:
+            out.append(r)
+    return out
+
+
 class StromBatchReader(DataSourceReader):
     """``spark.read.format("strom")``: the ranges between the starting and ending offsets."""
 
@@ -85,16 +105,17 @@ class StromBatchReader(DataSourceReader):
                 timestamp_not_found_latest=options.timestamp_not_found_latest,
             )
             end = cluster.resolve(options.ending, tps, starting=False)
+            ranges: list[OffsetRange] = []
+            for tp in tps:
+                if end[tp] < start[tp]:
+                    raise ValueError(
+                        f"the ending offset {end[tp]} of {_name(tp)} is before its starting "
+                        f"offset {start[tp]}"
+                    )
+                ranges.append(OffsetRange(tp.topic, tp.partition, start[tp], end[tp]))
+            ranges = _clip_lost(cluster, ranges, fail=options.fail_on_data_loss)
         finally:
             cluster.close()
-        ranges: list[OffsetRange] = []
-        for tp in tps:
-            if end[tp] < start[tp]:
-                raise ValueError(
-                    f"the ending offset {end[tp]} of {_name(tp)} is before its starting "
-                    f"offset {start[tp]}"
-                )
-            ranges.append(OffsetRange(tp.topic, tp.partition, start[tp], end[tp]))
         return [RangePartition(r) for r in split_ranges(ranges, options.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -116,7 +137,7 @@ class StromStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._group: Any = None
         self._target: PartitionOffsets | None = None
         self._new_starts: PartitionOffsets = {}
-        self._last_trigger = time.monotonic()
+        self._last_trigger: float | None = None  # when minOffsetsPerTrigger last let a batch go
         self._latest: PartitionOffsets | None = None
         self._committed: dict[str, Any] | None = None
 
@@ -163,8 +184,6 @@ class StromStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         latest = self._target if self._target is not None else self.cluster.latest(begin)
         self._latest = latest
         end = dict(latest) if isinstance(limit, ReadAllAvailable) else self._admit(begin, latest)
-        if any(end[tp] > begin[tp] for tp in end):
-            self._last_trigger = time.monotonic()
         return to_json_dict(end)
 
     def _begin(self, start: PartitionOffsets) -> PartitionOffsets:
@@ -194,17 +213,23 @@ class StromStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {tp: start[tp] if tp in start else self._new_starts[tp] for tp in current}
 
     def _admit(self, begin: PartitionOffsets, latest: PartitionOffsets) -> PartitionOffsets:
-        """End offsets within the configured limits."""
+        """End offsets within the configured limits.
+
+        As Spark's Kafka source, ``minOffsetsPerTrigger`` holds a batch back until enough offsets
+        are there or ``maxTriggerDelay`` has passed since it last let one go (the first trigger
+        always goes); the delay restarts even when nothing was there to read.
+        """
         options = self.options
-        lag = sum(max(0, latest[tp] - begin[tp]) for tp in latest)
-        waited_ms = (time.monotonic() - self._last_trigger) * 1000
-        if (
-            options.min_offsets_per_trigger is not None
-            and self._target is None
-            and lag < options.min_offsets_per_trigger
-            and waited_ms < options.max_trigger_delay_ms
-        ):
-            return {tp: begin[tp] for tp in latest}
+        if options.min_offsets_per_trigger is not None and self._target is None:
+            now = time.monotonic()
+            lag = sum(max(0, latest[tp] - begin[tp]) for tp in latest)
+            if (
+                self._last_trigger is not None
+                and (now - self._last_trigger) * 1000 < options.max_trigger_delay_ms
+                and lag < options.min_offsets_per_trigger
+            ):
+                return {tp: begin[tp] for tp in latest}
+            self._last_trigger = now
         end = dict(latest)
         if options.max_offsets_per_trigger is not None:
             end = prorate(begin, end, options.max_offsets_per_trigger)
@@ -232,6 +257,7 @@ class StromStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 )
                 continue
             ranges.append(OffsetRange(tp.topic, tp.partition, first, stop))
+        ranges = _clip_lost(self.cluster, ranges, fail=self.options.fail_on_data_loss)
         return [RangePartition(r) for r in split_ranges(ranges, self.options.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:

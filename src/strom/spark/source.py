@@ -19,7 +19,12 @@ from pyspark.sql.types import StructType
 from strom.spark.options import OptionError, parse_read_options, parse_write_options
 from strom.spark.reader import StromBatchReader, StromStreamReader
 from strom.spark.schema import source_schema
-from strom.spark.writer import StromBatchWriter, StromStreamWriter, check_write_schema
+from strom.spark.writer import (
+    StromBatchWriter,
+    StromStreamWriter,
+    check_producer_settings,
+    check_write_schema,
+)
 
 __all__ = ["StromDataSource"]
 
@@ -59,9 +64,11 @@ class StromDataSource(DataSource):
             )
         options = parse_write_options(self.options)
         check_write_schema(schema, options)
+        check_producer_settings(options)
         return StromBatchWriter(options)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         options = parse_write_options(self.options)
         check_write_schema(schema, options)
+        check_producer_settings(options)
         return StromStreamWriter(options)

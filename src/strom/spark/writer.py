@@ -32,7 +32,14 @@ from pyspark.sql.types import (
 
 from strom.spark.options import OptionError, WriteOptions
 
-__all__ = ["StromBatchWriter", "StromStreamWriter", "WriteError", "Written", "check_write_schema"]
+__all__ = [
+    "StromBatchWriter",
+    "StromStreamWriter",
+    "WriteError",
+    "Written",
+    "check_producer_settings",
+    "check_write_schema",
+]
 
 
 class WriteError(RuntimeError):
@@ -85,6 +92,14 @@ def check_write_schema(schema: StructType, options: WriteOptions) -> None:
             "'headers' attribute type must be array<struct<key:string,value:binary>>, "
             f"not {types['headers'].simpleString()}"
         )
+
+
+def check_producer_settings(options: WriteOptions) -> None:
+    """Refuse settings librdkafka refuses, on the driver, before any task runs."""
+    try:
+        Producer(options.client)
+    except KafkaException as exc:
+        raise OptionError(f"bad kafka.* option: {exc.args[0].str()}") from None
 
 
 class _TaskWriter:

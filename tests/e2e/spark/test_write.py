@@ -69,6 +69,7 @@ def test_topic_option_wins_over_the_column(spark: SparkSession, broker: StromSer
         ("value string, partition string", {"topic": "t"}, "'partition' attribute type"),
         ("value string", {"topic": "t", "kafka.value.serializer": "x"}, "'value.serializer'"),
         ("value string", {"topic": "t", "mode": "overwrite"}, "Overwrite is not allowed"),
+        ("value string", {"topic": "t", "kafka.no.such": "1"}, "bad kafka.* option: No such"),
     ],
 )
 def test_bad_dataframes_are_refused(

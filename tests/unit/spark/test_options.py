@@ -96,3 +96,18 @@ def test_durations() -> None:
     assert parse_duration_ms("d", "30 s") == 30_000
     assert parse_duration_ms("d", "250") == 250
     assert parse_duration_ms("d", "2h") == 7_200_000
+
+
+def test_group_id_prefix_names_the_consumers_unless_a_group_id_is_given() -> None:
+    options = parse_read_options({**BOOT, "subscribe": "t", "groupIdPrefix": "etl"}, streaming=True)
+    assert options.client["group.id"].startswith("etl-")
+    given = {**BOOT, "subscribe": "t", "groupIdPrefix": "etl", "kafka.group.id": "g"}
+    assert parse_read_options(given, streaming=True).client["group.id"] == "g"
+    assert "group.id" not in parse_read_options({**BOOT, "subscribe": "t"}, streaming=True).client
+
+
+def test_the_producer_is_idempotent_unless_acks_conflict() -> None:
+    assert parse_write_options({**BOOT, "kafka.acks": "-1"}).client["enable.idempotence"] == "true"
+    assert "enable.idempotence" not in parse_write_options({**BOOT, "kafka.acks": "1"}).client
+    off = parse_write_options({**BOOT, "kafka.enable.idempotence": "false"})
+    assert off.client["enable.idempotence"] == "false"
