@@ -92,13 +92,15 @@ def closing() -> Iterator[list[Consumer]]:
         consumer.close()
 
 
+@pytest.mark.parametrize("assignor", ["range", "roundrobin"])
 def test_three_members_share_six_partitions_and_consume_once(
-    server: StromServer, closing: list[Consumer]
+    server: StromServer, closing: list[Consumer], assignor: str
 ) -> None:
     topic = _topic(server)
     _produce(server, topic, 60)
     group = f"g-{uuid.uuid4().hex[:6]}"
-    closing.extend(_consumer(server, group) for _ in range(3))
+    strategy = {"partition.assignment.strategy": assignor}
+    closing.extend(_consumer(server, group, **strategy) for _ in range(3))
     for consumer in closing:
         consumer.subscribe([topic])
     seen: list[tuple[int, bytes | None]] = []
