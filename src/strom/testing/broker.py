@@ -20,7 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from strom.config import SERVER_SETTINGS, ServerConfig
+from strom.config import ServerConfig
 from strom.protocol.kafka_releases import release_versions
 from strom.server.broker import Broker as ServerBroker
 from strom.server.eventloop import new_event_loop
@@ -89,9 +89,13 @@ class _ClientConfigs:
         return topic
 
 
+def _settings(config: Mapping[str, object] | None) -> dict[str, str]:
+    """The test defaults overridden by the caller's settings, as strings."""
+    return {**TEST_DEFAULTS, **{name: str(value) for name, value in (config or {}).items()}}
+
+
 def _server_config(data_dir: Path, host: str, config: Mapping[str, object] | None) -> ServerConfig:
-    values = {name: value for name, value in TEST_DEFAULTS.items() if name in SERVER_SETTINGS}
-    values.update({name: str(value) for name, value in (config or {}).items()})
+    values = _settings(config)
     values["log.dirs"] = str(data_dir)
     values["listeners"] = f"PLAINTEXT://{host}:0"
     return ServerConfig(values)
@@ -272,9 +276,7 @@ class Broker(_ClientConfigs):
             "--listener",
             f"{self._host}:0",
         ]
-        settings = {name: value for name, value in TEST_DEFAULTS.items() if name in SERVER_SETTINGS}
-        settings.update({name: str(value) for name, value in self._config.items()})
-        for name, value in settings.items():
+        for name, value in _settings(self._config).items():
             args += ["--override", f"{name}={value}"]
         if self._kafka_version is not None:
             args += ["--emulate-kafka-version", self._kafka_version]
