@@ -244,17 +244,6 @@ def test_acks_zero_gets_no_answer_and_keeps_order(strom_server: StromServer) -> 
     assert values == [b"%d" % i for i in range(20)] + [b"last"]
 
 
-def test_transactional_produce_is_refused(strom_server: StromServer) -> None:
-    topic = create_topic(strom_server.bootstrap, unique_topic("txn"))
-    with strom_server.connect() as wire:
-        response = wire.request(
-            produce_v3({(topic, 0): records_batch([b"x"])}, transactional_id="my-txn")
-        )
-    [partition] = response.responses[0].partition_responses
-    assert partition.error_code == ErrorCode.invalid_txn_state
-    assert consume(strom_server.bootstrap, topic, count=1, timeout=2) == []
-
-
 def test_not_enough_replicas(strom_server: StromServer) -> None:
     topic = create_topic(
         strom_server.bootstrap, unique_topic("min-isr"), config={"min.insync.replicas": "2"}

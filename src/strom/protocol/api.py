@@ -449,17 +449,21 @@ def encode_request(*, header: RequestHeader, body: RequestPayload) -> bytes:
     return buffer.getvalue()
 
 
-def decode_response(frame: BytesLike, *, api_key: int, api_version: int) -> tuple[int, Any]:
+def decode_response(
+    frame: BytesLike, *, api_key: int, api_version: int, body_type: type[Any] | None = None
+) -> tuple[int, Any]:
     """Correlation id and kio body of a response frame (without its size prefix).
 
     The caller says which API and version it asked for; an ApiVersions answer carrying
     UNSUPPORTED_VERSION is a v0 body whatever the request's version, so decode it with 0.
+    ``body_type`` replaces kio's class where kio cannot read what Kafka sends
+    (``strom.protocol.lenient``).
     """
     correlation_id, offset = decode_response_header(
         frame, version=response_header_version(api_key, api_version)
     )
-    body_type = response_type(api_key, api_version)
-    body, size = _reader(body_type)(frame, offset)
+    body_class: Any = body_type or response_type(api_key, api_version)
+    body, size = _reader(body_class)(frame, offset)
     if offset + size != len(frame):
         raise InvalidRequestError(
             f"{len(frame) - offset - size} unexpected bytes after "

@@ -1,10 +1,12 @@
 """Creating topics on demand, as Kafka's ``AutoTopicCreationManager``.
 
 Metadata requests create unknown topics when ``auto.create.topics.enable`` is on and the request
-allows it; later, FindCoordinator creates ``__consumer_offsets`` the same way. A normal topic
-gets ``num.partitions`` partitions and ``default.replication.factor`` replicas; the internal
-``__consumer_offsets`` gets the ``offsets.topic.*`` settings and Kafka's configs for it
-(compacted, ``compression.type=producer``).
+allows it; FindCoordinator creates ``__consumer_offsets`` and ``__transaction_state`` the same
+way. A normal topic gets ``num.partitions`` partitions and ``default.replication.factor``
+replicas; the internal ``__consumer_offsets`` gets the ``offsets.topic.*`` settings and Kafka's
+configs for it (compacted, ``compression.type=producer``), ``__transaction_state`` the
+``transaction.state.log.*`` settings and Kafka's configs (compacted, uncompressed, no unclean
+leader election).
 
 Kafka sends the CreateTopics to the controller and answers LEADER_NOT_AVAILABLE until the
 topic exists; here the controller is in-process and commits before answering, so the caller
@@ -22,7 +24,7 @@ from strom.controller import (
     CreatableTopic,
     CreateTopicsRequest,
 )
-from strom.controller.topic_names import GROUP_METADATA_TOPIC, is_internal
+from strom.controller.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
 from strom.server.controller_server import ControllerServer
 from strom.server.log_configs import TopicConfigResolver
 
@@ -61,8 +63,28 @@ class AutoTopicCreator:
                         },
                     )
                 )
+            elif name == TRANSACTION_STATE_TOPIC:
+                topics.append(
+                    CreatableTopic(
+                        name=name,
+                        num_partitions=server.get_int("transaction.state.log.num.partitions"),
+                        replication_factor=server.get_int(
+                            "transaction.state.log.replication.factor"
+                        ),
+                        configs={
+                            "cleanup.policy": "compact",
+                            "compression.type": "uncompressed",
+                            "unclean.leader.election.enable": "false",
+                            "min.insync.replicas": str(
+                                server.get_int("transaction.state.log.min.isr")
+                            ),
+                            "segment.bytes": str(
+                                server.get_int("transaction.state.log.segment.bytes")
+                            ),
+                        },
+                    )
+                )
             elif is_internal(name):
-                # __transaction_state comes with the transaction coordinator.
                 outcome[name] = ApiError(
                     ErrorCode.unknown_topic_or_partition,
                     f"internal topic {name} is created by its coordinator",

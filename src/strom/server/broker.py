@@ -10,7 +10,9 @@ A single node is broker and controller of a one-voter cluster. What ``start`` do
    the log publisher then creates the logs the image has and the log manager lacks, applies
    topic settings, and deletes logs of topics that no longer exist; a new cluster gets its
    bootstrap records. ``self.controller`` (``ControllerServer``) commits every later change.
-4. **Handlers** are registered (``self.registry``); ApiVersions advertises exactly them.
+4. **Handlers** are registered (``self.registry``); ApiVersions advertises exactly them. The
+   group coordinator loads ``__consumer_offsets``, then the transaction coordinator
+   ``__transaction_state`` (finishing transactions a crash left half done).
 5. **Listener**: start serving; then this node registers with the controller under its
    advertised address (a new broker epoch every start, as Kafka brokers do) and is unfenced.
 6. Background tasks: retention every ``log.retention.check.interval.ms`` and the recovery-point
@@ -50,6 +52,8 @@ from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_server import ControllerServer
 from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
+from strom.server.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
+from strom.server.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
 from strom.server.handlers.alter_configs import AlterConfigsHandler
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.common import LISTENER_NAME, BrokerAddress, broker_addresses
@@ -62,6 +66,8 @@ from strom.server.handlers.describe_cluster import DescribeClusterHandler
 from strom.server.handlers.describe_configs import DescribeConfigsHandler
 from strom.server.handlers.describe_groups import DescribeGroupsHandler
 from strom.server.handlers.describe_log_dirs import DescribeLogDirsHandler
+from strom.server.handlers.describe_transactions import DescribeTransactionsHandler
+from strom.server.handlers.end_txn import EndTxnHandler
 from strom.server.handlers.fetch import FetchHandler
 from strom.server.handlers.find_coordinator import FindCoordinatorHandler
 from strom.server.handlers.heartbeat import HeartbeatHandler
@@ -71,6 +77,7 @@ from strom.server.handlers.join_group import JoinGroupHandler
 from strom.server.handlers.leave_group import LeaveGroupHandler
 from strom.server.handlers.list_groups import ListGroupsHandler
 from strom.server.handlers.list_offsets import ListOffsetsHandler
+from strom.server.handlers.list_transactions import ListTransactionsHandler
 from strom.server.handlers.metadata import MetadataHandler
 from strom.server.handlers.offset_commit import OffsetCommitHandler
 from strom.server.handlers.offset_delete import OffsetDeleteHandler
@@ -79,6 +86,8 @@ from strom.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHa
 from strom.server.handlers.produce import ProduceHandler
 from strom.server.handlers.registry import HandlerRegistry
 from strom.server.handlers.sync_group import SyncGroupHandler
+from strom.server.handlers.txn_offset_commit import TxnOffsetCommitHandler
+from strom.server.handlers.write_txn_markers import WriteTxnMarkersHandler
 from strom.server.log_configs import TopicConfigResolver
 from strom.server.log_publisher import LogPublisher
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties
@@ -89,6 +98,7 @@ from strom.server.network.listener import HostPort, Listener
 from strom.server.producer_ids import ProducerIdManager
 from strom.server.purgatory import DelayedFetch, DelayedProduce, Purgatory
 from strom.server.replica_manager import ReplicaManager
+from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
 from strom.storage.log_config import LogConfig
 from strom.storage.log_manager import LogManager
 
@@ -235,6 +245,7 @@ class Broker:
             self._register_handlers()
             self._register_data_handlers()
             self._register_group_handlers()
+            self._register_txn_handlers()
             await self._start_listener()
             self._join_cluster()
         except BaseException:
@@ -335,7 +346,6 @@ class Broker:
             DescribeLogDirsHandler(
                 self.log_manager, data_dir=self.data_dir, internal_logs={METADATA_PARTITION}
             ),
-            InitProducerIdHandler(self.producer_ids),
         ):
             self.registry.register(handler)
 
@@ -360,8 +370,18 @@ class Broker:
         self.replica_manager.add_high_watermark_listener(self.produce_purgatory.check_and_complete)
         self.replica_manager.add_high_watermark_listener(self.fetch_purgatory.check_and_complete)
         sessions = FetchSessionCache(random=random.Random(), max_slots=DEFAULT_SESSION_CACHE_SLOTS)
+        self.txn_coordinator = TxnCoordinatorRuntime(
+            config=self.config,
+            replica_manager=self.replica_manager,
+            auto_topics=AutoTopicCreator(self.controller, self.topic_configs),
+            clock=self.clock,
+        )
         for handler in (
-            ProduceHandler(replica_manager=self.replica_manager, purgatory=self.produce_purgatory),
+            ProduceHandler(
+                replica_manager=self.replica_manager,
+                purgatory=self.produce_purgatory,
+                verify_txn=self.txn_coordinator.verify_produce,
+            ),
             FetchHandler(
                 replica_manager=self.replica_manager,
                 purgatory=self.fetch_purgatory,
@@ -370,6 +390,7 @@ class Broker:
             ),
             ListOffsetsHandler(replica_manager=self.replica_manager),
             DeleteRecordsHandler(replica_manager=self.replica_manager),
+            WriteTxnMarkersHandler(replica_manager=self.replica_manager),
             OffsetForLeaderEpochHandler(replica_manager=self.replica_manager),
         ):
             self.registry.register(handler)
@@ -390,7 +411,9 @@ class Broker:
         self.group_coordinator.start()
         runtime = self.group_coordinator
         for handler in (
-            FindCoordinatorHandler(runtime, own_address=self._own_address),
+            FindCoordinatorHandler(
+                runtime, own_address=self._own_address, transactions=self.txn_coordinator
+            ),
             JoinGroupHandler(runtime),
             SyncGroupHandler(runtime),
             HeartbeatHandler(runtime),
@@ -401,6 +424,32 @@ class Broker:
             ListGroupsHandler(runtime),
             DeleteGroupsHandler(runtime),
             OffsetDeleteHandler(runtime),
+            TxnOffsetCommitHandler(runtime, verify=self.txn_coordinator.verify_produce),
+        ):
+            self.registry.register(handler)
+
+    # --- transactions -------------------------------------------------------------------------
+
+    txn_coordinator: TxnCoordinatorRuntime
+    """The transaction coordinator and its ``__transaction_state`` partitions."""
+
+    def _register_txn_handlers(self) -> None:
+        """The transaction coordinator (loading ``__transaction_state`` after the groups, so
+        that markers it writes for unfinished transactions reach loaded groups) and its APIs."""
+        runtime = self.txn_coordinator
+        runtime.start()
+        offsets_partitions = self.group_coordinator.coordinator.partition_count
+        for handler in (
+            InitProducerIdHandler(self.producer_ids, runtime),
+            AddPartitionsToTxnHandler(runtime),
+            AddOffsetsToTxnHandler(
+                runtime,
+                offsets_partitions=offsets_partitions
+                or self.config.get_int("offsets.topic.num.partitions"),
+            ),
+            EndTxnHandler(runtime),
+            DescribeTransactionsHandler(runtime),
+            ListTransactionsHandler(runtime),
         ):
             self.registry.register(handler)
 
@@ -513,6 +562,8 @@ class Broker:
             await self.log_cleaner.stop()
         if hasattr(self, "group_coordinator"):
             await self.group_coordinator.stop()
+        if hasattr(self, "txn_coordinator"):
+            await self.txn_coordinator.stop()
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()

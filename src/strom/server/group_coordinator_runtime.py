@@ -1,49 +1,37 @@
-"""The I/O shell around the group coordinator core (Kafka's ``CoordinatorRuntime``, in small).
+"""The I/O shell around the group coordinator core, on ``__consumer_offsets``
+(:mod:`strom.server.coordinator_runtime` has what both coordinators' shells share).
 
-* ``__consumer_offsets`` is created on the first FindCoordinator for a group
-  (:meth:`GroupCoordinatorRuntime.ensure_offsets_topic`, through the controller with the
-  ``offsets.topic.*`` settings, as ``AutoTopicCreator`` does it).
-* :meth:`GroupCoordinatorRuntime.load`: at start, every partition of an existing
-  ``__consumer_offsets`` is read back into the core (offsets, group metadata, static members).
-* :meth:`GroupCoordinatorRuntime.append`: the core's :class:`PartitionWriter`; records become
-  one batch appended to the group's partition through the replica manager; the core hears the
-  outcome once the high watermark passed them (at once on a single node).
-* The core's timers are driven by one asyncio task that sleeps until ``next_deadline`` or until
-  :meth:`GroupCoordinatorRuntime.wake` (after every request) says it may have changed.
+* Loading reads back offsets, group metadata and static members; markers (control batches)
+  decide the pending transactional offsets they belong to.
+* :meth:`GroupCoordinatorRuntime.append` is the core's :class:`PartitionWriter`. A
+  transactional offset commit is a transactional batch of the producer (its id and epoch, base
+  sequence 0, as Kafka's coordinator writes it), appended as the coordinator (epoch check only).
+* Transaction markers: the replica manager tells :meth:`GroupCoordinatorRuntime.on_txn_marker`
+  of every marker it appends; those on ``__consumer_offsets`` decide the producer's pending
+  offsets in the core.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Callable, Sequence
-from typing import TypeVar
 
 from strom.common import Clock, ErrorCode, TopicPartition
 from strom.config import ServerConfig
 from strom.controller.topic_names import GROUP_METADATA_TOPIC
-from strom.coordinator.group import (
-    CoordinatorRecord,
-    CoordinatorSettings,
-    GroupCoordinator,
-    Reply,
-)
+from strom.coordinator.group import CoordinatorRecord, CoordinatorSettings, GroupCoordinator
 from strom.coordinator.group.records import UnknownRecordTypeError, decode_key, decode_value
-from strom.protocol.batch import HEADER_SIZE, BatchHeader
-from strom.protocol.records import Record, build_batch, iter_records
+from strom.protocol.batch import NO_PRODUCER_ID, BatchHeader
+from strom.protocol.records import ControlRecordType, iter_records, read_control_record
 from strom.protocol.schema import SchemaError
 from strom.server.auto_topics import AutoTopicCreator
+from strom.server.coordinator_runtime import CoordinatorRuntime
 from strom.server.replica_manager import ReplicaManager
 
 __all__ = ["GroupCoordinatorRuntime", "settings_from_config"]
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-_READ_CHUNK = 1 << 20
 
 
 def settings_from_config(config: ServerConfig) -> CoordinatorSettings:
@@ -58,7 +46,7 @@ def settings_from_config(config: ServerConfig) -> CoordinatorSettings:
     )
 
 
-class GroupCoordinatorRuntime:
+class GroupCoordinatorRuntime(CoordinatorRuntime):
     """Owns the :class:`GroupCoordinator` of this broker and everything around it."""
 
     def __init__(
@@ -69,21 +57,23 @@ class GroupCoordinatorRuntime:
         auto_topics: AutoTopicCreator,
         clock: Clock,
     ) -> None:
-        self._replica_manager = replica_manager
-        self._auto_topics = auto_topics
-        self._clock = clock
+        super().__init__(
+            topic=GROUP_METADATA_TOPIC,
+            replica_manager=replica_manager,
+            auto_topics=auto_topics,
+            clock=clock,
+        )
         self.coordinator = GroupCoordinator(
             settings=settings_from_config(config),
             writer=self,
             random=random.Random(),
             topic_exists=self._topic_exists,
         )
-        self._create_lock = asyncio.Lock()
-        self._changed = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        replica_manager.add_txn_marker_listener(self.on_txn_marker)
 
-    def now_ms(self) -> int:
-        return self._clock.now_ms()
+    @property
+    def core(self) -> GroupCoordinator:
+        return self.coordinator
 
     def _topic_exists(self, topic: str, partition: int) -> bool:
         return (
@@ -91,127 +81,46 @@ class GroupCoordinatorRuntime:
             is not None
         )
 
-    # --- lifecycle ----------------------------------------------------------------------------
+    # --- loading ------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Load an existing ``__consumer_offsets`` and start the timer task."""
-        topic = self._replica_manager.image.topics.get_topic(GROUP_METADATA_TOPIC)
-        if topic is not None:
-            self._load(len(topic.partitions))
-        self._task = asyncio.get_running_loop().create_task(self._drive(), name="strom-groups")
+    def _begin_loading(self, partitions: int) -> None:
+        self.coordinator.begin_loading(partitions)
 
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+    def _finish_loading(self, partition: int) -> None:
+        self.coordinator.finish_loading(partition, self.now_ms())
 
-    def _load(self, partitions: int) -> None:
-        core = self.coordinator
-        core.begin_loading(partitions)
-        loaded = 0
-        for partition in range(partitions):
-            partition_log = self._replica_manager.log_manager.get(
-                TopicPartition(GROUP_METADATA_TOPIC, partition)
-            )
-            if partition_log is not None:
-                offset = partition_log.log_start_offset
-                while offset < partition_log.log_end_offset:
-                    data = partition_log.read_bytes(offset, max_bytes=_READ_CHUNK)
-                    if not data:
-                        break
-                    offset, count = self._replay(data, offset)
-                    loaded += count
-            core.finish_loading(partition, self.now_ms())
+    def _loaded(self, records: int) -> None:
         log.info(
             "loaded %d record(s) of %s: %d group(s)",
-            loaded,
+            records,
             GROUP_METADATA_TOPIC,
-            len(core.groups),
+            len(self.coordinator.groups),
         )
 
-    def _replay(self, data: bytes, offset: int) -> tuple[int, int]:
-        """Replay the whole batches in ``data``; the offset after them and the record count."""
-        position = count = 0
-        while position + HEADER_SIZE <= len(data):
-            header = BatchHeader.read(data, position)
-            if position + header.size > len(data):
-                break
-            chunk = data[position : position + header.size]
-            position += header.size
-            offset = header.base_offset + header.last_offset_delta + 1
-            if header.is_control:
+    def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
+        if header.is_control:
+            for record in iter_records(batch):
+                kind, _ = read_control_record(record)
+                self.coordinator.complete_transaction(
+                    partition, header.producer_id, commit=kind is ControlRecordType.COMMIT
+                )
+            return 0
+        producer_id = header.producer_id if header.is_transactional else NO_PRODUCER_ID
+        count = 0
+        for record in iter_records(batch):
+            if record.key is None:
                 continue
-            for record in iter_records(chunk):
-                if record.key is None:
-                    continue
-                try:
-                    key = decode_key(record.key)
-                    value = decode_value(key, record.value)
-                except UnknownRecordTypeError:
-                    continue  # a newer group type's record, as Kafka's loader skips it
-                except SchemaError as error:
-                    log.warning(
-                        "skipping an unreadable record of %s: %s", GROUP_METADATA_TOPIC, error
-                    )
-                    continue
-                self.coordinator.replay(CoordinatorRecord(key, value))
-                count += 1
-        return offset, count
-
-    async def ensure_offsets_topic(self) -> ErrorCode:
-        """Create ``__consumer_offsets`` if it does not exist yet; NONE once it does."""
-        if self.coordinator.partition_count is not None:
-            return ErrorCode.none
-        async with self._create_lock:
-            if self.coordinator.partition_count is not None:  # type: ignore[redundant-expr,unused-ignore]
-                return ErrorCode.none  # type: ignore[unreachable,unused-ignore]
-            image = self._replica_manager.image
-            if image.topics.get_topic(GROUP_METADATA_TOPIC) is None:
-                outcome = await self._auto_topics.create([GROUP_METADATA_TOPIC])
-                error = outcome.get(GROUP_METADATA_TOPIC)
-                if (
-                    error is not None
-                    and error.is_failure
-                    and error.code != ErrorCode.topic_already_exists
-                ):
-                    return ErrorCode.coordinator_not_available
-            topic = self._replica_manager.image.topics.get_topic(GROUP_METADATA_TOPIC)
-            if topic is None:
-                return ErrorCode.coordinator_not_available
-            self._load(len(topic.partitions))
-            self.wake()
-            return ErrorCode.none
-
-    # --- requests -----------------------------------------------------------------------------
-
-    async def call(self, operation: Callable[[Reply[T]], None]) -> T:
-        """Run ``operation(reply)`` on the core and wait for its reply."""
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-
-        def reply(response: T) -> None:
-            if not future.done():
-                future.set_result(response)
-
-        operation(reply)
-        self.wake()
-        return await future
-
-    def wake(self) -> None:
-        """The core's deadlines may have changed."""
-        self._changed.set()
-
-    async def _drive(self) -> None:
-        while True:
-            deadline = self.coordinator.next_deadline()
-            timeout = None if deadline is None else max(deadline - self.now_ms(), 0) / 1000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout)
-            self._changed.clear()
             try:
-                self.coordinator.poll(self.now_ms())
-            except Exception:
-                log.exception("group coordinator timers failed")
+                key = decode_key(record.key)
+                value = decode_value(key, record.value)
+            except UnknownRecordTypeError:
+                continue  # a newer group type's record, as Kafka's loader skips it
+            except SchemaError as error:
+                log.warning("skipping an unreadable record of %s: %s", GROUP_METADATA_TOPIC, error)
+                continue
+            self.coordinator.replay(CoordinatorRecord(key, value), producer_id=producer_id)
+            count += 1
+        return count
 
     # --- the core's PartitionWriter -----------------------------------------------------------
 
@@ -220,28 +129,34 @@ class GroupCoordinatorRuntime:
         partition: int,
         records: Sequence[CoordinatorRecord],
         done: Callable[[ErrorCode], None],
+        *,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = -1,
     ) -> None:
-        tp = TopicPartition(GROUP_METADATA_TOPIC, partition)
-        now = self.now_ms()
-        batch = build_batch(
-            [
-                Record(offset=index, timestamp=now, key=key, value=value)
-                for index, (key, value) in enumerate(record.encode() for record in records)
-            ]
+        code = self._append(
+            partition,
+            [record.encode() for record in records],
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
         )
-        [(_, result)] = self._replica_manager.append_records(
-            [(tp, batch)], required_acks=-1, internal_topics_allowed=True
-        )
-        if result.error is not ErrorCode.none:
-            log.warning("cannot append to %s: %s", tp, result.message or result.error.name)
-            done(_append_error(result.error))
-            return
-        code = self._replica_manager.is_acknowledged(tp, result.last_offset + 1)
-        done(ErrorCode.none if code is None or code is ErrorCode.none else _append_error(code))
+        done(code if code is ErrorCode.none else _append_error(code))
+
+    # --- transaction markers ------------------------------------------------------------------
+
+    def on_txn_marker(
+        self, tp: TopicPartition, producer_id: int, producer_epoch: int, commit: bool
+    ) -> None:
+        """The replica manager appended a marker; one on ``__consumer_offsets`` decides the
+        producer's pending offsets of the groups in that partition."""
+        if tp.topic == GROUP_METADATA_TOPIC:
+            self.coordinator.complete_transaction(tp.partition, producer_id, commit=commit)
 
 
 def _append_error(code: ErrorCode) -> ErrorCode:
-    """What the coordinator answers for a failed append (Kafka's mapping)."""
+    """What the coordinator answers for a failed append (Kafka's mapping; the producer's own
+    errors of a transactional offset commit pass through)."""
+    if code in _PRODUCER_ERRORS:
+        return code
     if code in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
         return ErrorCode.not_coordinator
     if code in (
@@ -251,3 +166,8 @@ def _append_error(code: ErrorCode) -> ErrorCode:
     ):
         return ErrorCode.invalid_commit_offset_size
     return ErrorCode.coordinator_not_available
+
+
+_PRODUCER_ERRORS = frozenset(
+    {ErrorCode.invalid_producer_epoch, ErrorCode.producer_fenced, ErrorCode.invalid_txn_state}
+)

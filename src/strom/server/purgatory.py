@@ -13,7 +13,10 @@ event loop: no locks, and a timer per operation (``loop.call_later``) instead of
   done, so it completes at once; the mechanism stays for replication. Expired partitions answer
   REQUEST_TIMED_OUT.
 * ``DelayedFetch`` (long poll): completes when the bytes readable from its partitions reach
-  ``min_bytes`` (counting what each high watermark advance made readable), or when one of its
+  ``min_bytes`` (counting what each high watermark advance made readable; for read_committed,
+  what lies below the last stable offset, re-measured on every advance, so a transaction's
+  records count when its marker moves the last stable offset, not when they are appended), or
+  when one of its
   partitions changes in a way the fetch must hear about (gone, led elsewhere, fetch offset out
   of range), or at ``max_wait``. The fetch handler then reads again and answers.
 
@@ -31,6 +34,7 @@ from typing import Generic, TypeVar
 
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.server.replica_manager import (
+    READ_COMMITTED,
     READ_UNCOMMITTED,
     HighWatermarkUpdate,
     ReplicaManager,
@@ -250,6 +254,9 @@ class DelayedFetch(DelayedOperation):
         status = self.partitions.get(key)
         if status is None or update is None or status.fetch_offset >= update.new:
             return
+        if self.isolation_level == READ_COMMITTED:
+            status.readable = self._committed_bytes(key, status)
+            return
         # Everything that became readable counts when the fetch offset was below it; when the
         # offset is inside the new range, some of it does (an estimate: the answer re-reads).
         status.readable = min(status.max_bytes, status.readable + update.size)
@@ -261,6 +268,20 @@ class DelayedFetch(DelayedOperation):
         if self.readable >= self.min_bytes:
             return self.force_complete()
         return False
+
+    def _committed_bytes(self, tp: TopicPartition, status: FetchPartitionStatus) -> int:
+        """Bytes readable below the last stable offset from the fetch offset (at most
+        ``max_bytes``); what is already known when the partition is not readable now."""
+        try:
+            partition = self._replica_manager.partition(tp)
+            stable = partition.last_stable_offset
+            if stable <= status.fetch_offset:
+                return status.readable
+            return partition.log.readable_bytes(
+                status.fetch_offset, max_bytes=status.max_bytes, max_offset=stable
+            )
+        except KafkaError:
+            return status.readable  # try_complete answers a partition gone or moved
 
     def _must_answer(self, tp: TopicPartition, status: FetchPartitionStatus) -> bool:
         """The partition changed in a way only an answer can tell the client."""

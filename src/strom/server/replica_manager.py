@@ -9,9 +9,12 @@ replica of the ISR has the data and consumers may read.
   partition), then ``maybe_advance_high_watermark``. Appends happen synchronously, in request
   order; the handler that awaits anything (acks=all, a long poll) does it afterwards.
 * ``read``: file regions from the batch holding the fetch offset, up to the high watermark
-  (read_uncommitted) or the last stable offset (read_committed, equal to the high watermark
-  until transactions exist); as in Kafka the last batch may be cut short by the byte limit
-  (clients drop a partial trailing batch).
+  (read_uncommitted) or the last stable offset (read_committed, with the aborted transactions
+  overlapping what was read, from the segments' ``.txnindex``); as in Kafka the last batch may
+  be cut short by the byte limit (clients drop a partial trailing batch).
+* ``write_txn_marker``: the transaction coordinator's COMMIT/ABORT marker for one partition
+  (WriteTxnMarkers); marker listeners (``add_txn_marker_listener``) hear of each one after it
+  is appended and the high watermark moved.
 * ``list_offset``, ``delete_records``, ``end_offset_for_epoch``: ListOffsets, DeleteRecords and
   OffsetForLeaderEpoch.
 
@@ -33,8 +36,10 @@ producer id without a sequence) arrives as the KafkaError every append failure i
 duplicate as the ``AppendInfo`` of the original batch (the high watermark is already past it).
 Records refused one by one (keyless records on a compacted topic) carry ``record_errors``
 (``storage.log_validator.RecordValidationError``). The last stable offset
-(:attr:`Partition.last_stable_offset`) will come from the same state's first unstable offset
-once transactions exist.
+(:attr:`Partition.last_stable_offset`) is the smaller of the high watermark and the same
+state's first unstable offset (the first offset of the oldest ongoing transaction); it moves
+when a marker ends that transaction, which also moves the high watermark, so the high
+watermark listeners (the fetch purgatory) hear of it.
 
 Not thread-safe: the event loop thread calls everything.
 """
@@ -60,6 +65,8 @@ from strom.storage.partition_log import (
     MAX_TIMESTAMP,
     PartitionLog,
 )
+from strom.storage.producer_state import AppendOrigin
+from strom.storage.txn_index import AbortedTxn
 
 __all__ = [
     "INTERNAL_TOPICS",
@@ -73,6 +80,7 @@ __all__ = [
     "Partition",
     "ReadResultInfo",
     "ReplicaManager",
+    "TxnMarkerListener",
 ]
 
 log = logging.getLogger(__name__)
@@ -112,6 +120,8 @@ class HighWatermarkUpdate:
 
 
 HighWatermarkListener = Callable[[TopicPartition, HighWatermarkUpdate], object]
+TxnMarkerListener = Callable[[TopicPartition, int, int, bool], object]
+"""``listener(tp, producer_id, producer_epoch, commit)`` after a marker is appended."""
 
 
 class MetadataSource(Protocol):
@@ -152,8 +162,11 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        """The first offset of an undecided transaction; the high watermark without any."""
-        return self.high_watermark
+        """The first offset of the oldest undecided transaction, at most the high watermark."""
+        unstable = self.log.first_unstable_offset
+        if unstable is None:
+            return self.high_watermark
+        return min(unstable, self.high_watermark)
 
     def fetchable_offset(self, isolation_level: int) -> int:
         """Where a consumer's reads stop: the high watermark or the last stable offset."""
@@ -202,6 +215,8 @@ class ReadResultInfo:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None
+    """read_committed: the aborted transactions overlapping the read; None otherwise."""
 
     @property
     def size(self) -> int:
@@ -246,6 +261,7 @@ class ReplicaManager:
         )
         self._partitions: dict[TopicPartition, Partition] = {}
         self._listeners: list[HighWatermarkListener] = []
+        self._marker_listeners: list[TxnMarkerListener] = []
         self._min_isr_image: MetadataImage | None = None
         self._min_isr: dict[str, int] = {}
 
@@ -255,6 +271,10 @@ class ReplicaManager:
 
     def add_high_watermark_listener(self, listener: HighWatermarkListener) -> None:
         self._listeners.append(listener)
+
+    def add_txn_marker_listener(self, listener: TxnMarkerListener) -> None:
+        """Call ``listener(tp, producer_id, producer_epoch, commit)`` after each marker."""
+        self._marker_listeners.append(listener)
 
     # --- partitions ------------------------------------------------------------------------
 
@@ -358,11 +378,13 @@ class ReplicaManager:
         *,
         required_acks: int,
         internal_topics_allowed: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> list[tuple[TopicPartition, AppendResult]]:
         """Append each partition's batches; a failure affects only its own partition.
 
         ``required_acks`` outside (-1, 0, 1) fails every partition with INVALID_REQUIRED_ACKS
-        and appends nothing, as Kafka does.
+        and appends nothing, as Kafka does. ``origin`` COORDINATOR: a coordinator's own write
+        (its transactional offset commits get the producer epoch check only).
         """
         if required_acks not in VALID_ACKS:
             message = f"acks={required_acks}: only -1 (all), 0 and 1 are valid"
@@ -378,6 +400,7 @@ class ReplicaManager:
                     records,
                     required_acks=required_acks,
                     internal_topics_allowed=internal_topics_allowed,
+                    origin=origin,
                 ),
             )
             for tp, records in entries
@@ -390,6 +413,7 @@ class ReplicaManager:
         *,
         required_acks: int,
         internal_topics_allowed: bool,
+        origin: AppendOrigin,
     ) -> AppendResult:
         partition: Partition | None = None
         try:
@@ -406,7 +430,9 @@ class ReplicaManager:
                         f"{tp} has {len(partition.isr)} in-sync replicas, fewer than "
                         f"min.insync.replicas {min_isr}",
                     )
-            info = partition.log.append(records or b"", leader_epoch=partition.leader_epoch)
+            info = partition.log.append(
+                records or b"", leader_epoch=partition.leader_epoch, origin=origin
+            )
         except KafkaError as error:
             # Kafka answers the partition's log start offset, except for these errors (-1).
             log_start = -1
@@ -417,14 +443,58 @@ class ReplicaManager:
                 error.error_code, error.message, record_errors, log_start_offset=log_start
             )
         if info.last_offset >= partition.high_watermark:  # not a duplicate of older batches
-            partition._unreplicated.append((info.last_offset + 1, info.size))
-            self.maybe_advance_high_watermark(partition)
+            self._appended(partition, info.last_offset, info.size)
         return AppendResult(
             base_offset=info.base_offset,
             last_offset=info.last_offset,
             log_append_time=info.log_append_time,
             log_start_offset=info.log_start_offset,
         )
+
+    def _appended(self, partition: Partition, last_offset: int, size: int) -> None:
+        partition._unreplicated.append((last_offset + 1, size))
+        self.maybe_advance_high_watermark(partition)
+
+    def write_txn_marker(
+        self,
+        tp: TopicPartition,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> ErrorCode:
+        """Append the coordinator's COMMIT/ABORT marker for ``producer_id`` to ``tp`` (internal
+        topics included), move the high watermark, then tell the marker listeners.
+
+        Errors: the partition's (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER),
+        INVALID_PRODUCER_EPOCH for an older producer epoch, TRANSACTION_COORDINATOR_FENCED for
+        an older coordinator epoch than the producer's last marker's, storage errors.
+        """
+        try:
+            partition = self.partition(tp)
+            info = partition.log.append_txn_marker(
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                leader_epoch=partition.leader_epoch,
+            )
+        except KafkaError as error:
+            log.info(
+                "%s marker for producer %d epoch %d on %s refused: %s: %s",
+                "COMMIT" if commit else "ABORT",
+                producer_id,
+                producer_epoch,
+                tp,
+                error.error_code.name.upper(),
+                error.message,
+            )
+            return error.error_code
+        self._appended(partition, info.last_offset, info.size)
+        for listener in self._marker_listeners:
+            listener(tp, producer_id, producer_epoch, commit)
+        return ErrorCode.none
 
     def _min_insync_replicas(self, topic: str) -> int:
         image = self.image
@@ -474,6 +544,7 @@ class ReplicaManager:
             partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
         except KafkaError as error:
             return ReadResultInfo(error=error.error_code, message=error.message)
+        aborted: tuple[AbortedTxn, ...] | None = None
         try:
             result = partition.log.read(
                 fetch_offset,
@@ -483,11 +554,21 @@ class ReplicaManager:
             )
         except KafkaError as error:
             return ReadResultInfo(error=error.error_code, message=error.message)
+        if isolation_level == READ_COMMITTED:
+            # Up to the offset after the last whole batch: a partial one is dropped by the
+            # client and fetched again.
+            try:
+                txns = partition.log.collect_aborted_txns(fetch_offset, result.next_offset)
+            except BaseException:
+                result.close()
+                raise
+            aborted = tuple(txns)
         return ReadResultInfo(
             regions=result.regions,
             high_watermark=partition.high_watermark,
             last_stable_offset=partition.last_stable_offset,
             log_start_offset=partition.log_start_offset,
+            aborted_transactions=aborted,
         )
 
     # --- ListOffsets -----------------------------------------------------------------------

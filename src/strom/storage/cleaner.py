@@ -16,8 +16,8 @@ got there first) the pass stops with :class:`CleaningAborted` and nothing change
 **What is cleanable.** A log is, from its start, a *clean* part (already compacted; the
 ``cleaner-offset-checkpoint`` of its data directory remembers where it ends, the *first dirty
 offset*) and a *dirty* part. Cleaning may not go past the *first uncleanable offset*: the
-smallest of the active segment's base offset, the high watermark the caller passes (pass the
-last stable offset once transactions exist) and the first dirty segment younger than
+smallest of the active segment's base offset, the high watermark the caller passes, the log's
+first unstable offset (an undecided transaction's records) and the first dirty segment younger than
 ``min.compaction.lag.ms``, rounded down to the base offset of the segment holding it, as Kafka
 does (:func:`log_to_clean`). A log is cleaned when ``dirty bytes / (clean + dirty bytes)`` is
 above ``min.cleanable.dirty.ratio`` (strictly, as Kafka's ``LogCleanerManager``), when its oldest
@@ -52,10 +52,14 @@ of its key is gone, since the pass that first mapped the tombstone removed them.
 (:meth:`LogCleaner.forget`): a checkpoint left above records appended again would count them as
 clean, and a tombstone among them could then expire over an older value it never superseded.
 
-**Not yet** (transactions are not implemented): control batches are copied as they are, and the
-records of transactional batches do not enter the offset map (the cleaner cannot tell aborted
-from committed ones without a ``.txnindex``) and their tombstones never expire. Both rules can
-only keep more than Kafka would, never lose a committed value.
+**Transactions** (:mod:`strom.storage.cleaner_txns`): the aborted transactions of the log, from
+the segments' ``.txnindex`` (collected when the pass is chosen), mark the batches to drop whole
+(kept empty when it is the producer's last data batch); they never enter the offset map, while
+committed transactional records do. A marker is kept while its transaction has data in the
+log; once a pass finds none, it is stamped with a delete horizon (``now +
+delete.retention.ms``) and a later pass drops it after that. A cleaned segment's ``.txnindex``
+holds every entry of the segments it replaces. Tombstones in transactional batches never
+expire (more than Kafka keeps, never less).
 """
 
 from __future__ import annotations
@@ -81,10 +85,12 @@ from strom.storage.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
+from strom.storage.cleaner_txns import CleanedTransactions
 from strom.storage.log_config import LONG_MAX
 from strom.storage.offset_map import DEFAULT_MAX_ENTRIES, OffsetMap
 from strom.storage.partition_log import PartitionLog
 from strom.storage.segment import LogSegment
+from strom.storage.txn_index import AbortedTxn
 
 __all__ = [
     "CLEANER_OFFSET_CHECKPOINT",
@@ -157,6 +163,8 @@ class CleaningPass:
     to_clean: LogToClean
     segments: tuple[LogSegment, ...]
     """The log's segments then: the pass reads no others and aborts if one of them is gone."""
+    aborted: tuple[AbortedTxn, ...] = ()
+    """The aborted transactions below the first uncleanable offset then."""
 
 
 def _segment_index(segments: Sequence[LogSegment], offset: int) -> int:
@@ -183,6 +191,9 @@ def log_to_clean(
     active = segments[-1]
     dirty_inactive = segments[_segment_index(segments, first_dirty_offset) : -1]
     limit = min(active.base_offset, high_watermark)
+    unstable = log.first_unstable_offset
+    if unstable is not None:
+        limit = min(limit, unstable)
     lag = max(config.min_compaction_lag_ms, 0)
     if lag > 0:
         for segment in dirty_inactive:
@@ -283,22 +294,24 @@ def filter_batch(
     now_ms: int,
     delete_retention_ms: int,
     retain_empty: bool,
+    aborted: bool = False,
+    discardable_marker: bool = False,
 ) -> FilterResult:
     """Apply the cleaner's record rules to one whole batch (see the module doc).
 
     ``retain_empty``: keep the batch, emptied, if every record goes (the last data batch of its
     producer id). Records at or above ``offset_map.end_offset`` are kept as they are.
+    ``aborted``: a data batch of an aborted transaction (every record goes).
+    ``discardable_marker``: a control batch whose transaction has no data left (stamped with a
+    delete horizon, dropped once it passed).
     """
     if header.is_control:
-        return FilterResult(
-            data=data,
-            header=header,
-            copied=True,
-            records_read=header.record_count,
-            records_removed=0,
-            invalid_records=0,
-            tombstones_removed=0,
-            tombstone_horizon=None,
+        return _filter_marker(
+            data,
+            header,
+            now_ms=now_ms,
+            delete_retention_ms=delete_retention_ms,
+            discardable=discardable_marker,
         )
     horizon = header.base_timestamp if _has_delete_horizon(header) else None
     tombstones_expire = horizon is not None and now_ms >= horizon and not header.is_transactional
@@ -308,6 +321,9 @@ def filter_batch(
     holds_tombstone = False
     for record in iter_records(data):
         read += 1
+        if aborted:
+            superseded += 1
+            continue
         if record.offset < end:
             key = record.key
             if key is None:
@@ -348,6 +364,38 @@ def filter_batch(
     )
 
 
+def _filter_marker(
+    data: bytes | memoryview,
+    header: BatchHeader,
+    *,
+    now_ms: int,
+    delete_retention_ms: int,
+    discardable: bool,
+) -> FilterResult:
+    """A control batch: copied, stamped with a delete horizon, or dropped after it."""
+    new: bytes | memoryview | None = data
+    new_header: BatchHeader | None = header
+    removed = 0
+    if discardable and _has_delete_horizon(header):
+        if now_ms >= header.base_timestamp:
+            new, new_header, removed = None, None, header.record_count
+    elif discardable:
+        new = _rebuild(
+            header, list(iter_records(data)), delete_horizon_ms=now_ms + delete_retention_ms
+        )
+        new_header = BatchHeader.read(new)
+    return FilterResult(
+        data=new,
+        header=new_header,
+        copied=new is data,
+        records_read=header.record_count,
+        records_removed=removed,
+        invalid_records=0,
+        tombstones_removed=0,
+        tombstone_horizon=None,
+    )
+
+
 def _rebuild(
     header: BatchHeader, records: Sequence[Record], *, delete_horizon_ms: int | None
 ) -> bytes:
@@ -365,6 +413,7 @@ def _rebuild(
         producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
         is_transactional=header.is_transactional,
+        is_control=header.is_control,
         partition_leader_epoch=header.partition_leader_epoch,
         delete_horizon_ms=delete_horizon_ms if records else None,
         max_timestamp=header.max_timestamp if log_append_time or not records else None,
@@ -713,11 +762,13 @@ class LogCleaner:
         config = log.config
         stats = CleanStats(first_dirty_offset=to_clean.first_dirty_offset)
         offset_map = self._map
+        txns = CleanedTransactions(chosen.aborted)
         self._build_offset_map(
             chosen.segments,
             start=to_clean.first_dirty_offset,
             end=to_clean.first_uncleanable_offset,
             stats=stats,
+            txns=txns,
         )
         end = offset_map.end_offset
         segments = chosen.segments
@@ -733,7 +784,13 @@ class LogCleaner:
             producers = _last_data_batches(segments)
             for group in groups:
                 horizon = self._clean_group(
-                    log, group, expected, now_ms=now_ms, producers=producers, stats=stats
+                    log,
+                    group,
+                    expected,
+                    now_ms=now_ms,
+                    producers=producers,
+                    stats=stats,
+                    txns=txns,
                 )
                 if horizon is not None:
                     pending = horizon if pending is None else min(pending, horizon)
@@ -761,7 +818,13 @@ class LogCleaner:
         return stats
 
     def _build_offset_map(
-        self, segments: Sequence[LogSegment], *, start: int, end: int, stats: CleanStats
+        self,
+        segments: Sequence[LogSegment],
+        *,
+        start: int,
+        end: int,
+        stats: CleanStats,
+        txns: CleanedTransactions,
     ) -> None:
         """Kafka's ``buildOffsetMap`` over ``[start, end)``, stopping at a batch boundary when
         the map is full (but always mapping at least one batch, so every pass progresses)."""
@@ -781,7 +844,7 @@ class LogCleaner:
                     return
                 if header.last_offset < start:
                     continue
-                if not (header.is_control or header.is_transactional):
+                if not (header.is_control or txns.is_aborted(header)):
                     mapped_some = offset_map.latest_offset >= start
                     for record in iter_records(data):
                         key = record.key
@@ -802,6 +865,7 @@ class LogCleaner:
         now_ms: int,
         producers: Mapping[int, int],
         stats: CleanStats,
+        txns: CleanedTransactions,
     ) -> int | None:
         """Write one cleaned segment for ``group`` and swap it in; return the earliest delete
         horizon still ahead among the tombstones it keeps."""
@@ -814,6 +878,9 @@ class LogCleaner:
             for segment in group:
                 stats.bytes_read += segment.size
                 for header, data in _batches(segment, chunk_bytes=self._io_buffer_bytes):
+                    discardable = header.is_control and txns.on_marker(header)
+                    if not header.is_control:
+                        txns.on_data_batch(header)
                     result = filter_batch(
                         data,
                         header,
@@ -822,6 +889,8 @@ class LogCleaner:
                         delete_retention_ms=delete_retention_ms,
                         retain_empty=header.has_producer_id
                         and producers.get(header.producer_id) == header.last_offset,
+                        aborted=txns.is_aborted(header),
+                        discardable_marker=discardable,
                     )
                     _account(stats, header, result)
                     changed = changed or not result.copied
@@ -831,6 +900,8 @@ class LogCleaner:
                     if horizon is not None and horizon > now_ms:
                         pending = horizon if pending is None else min(pending, horizon)
             writer.flush()
+            for segment in group:
+                cleaned.txn_index.extend(segment.txn_index.entries)
         except BaseException:
             cleaned.delete()
             raise
@@ -880,6 +951,9 @@ def _chosen(
         log=log,
         to_clean=to_clean,
         segments=log.segments,
+        aborted=tuple(
+            log.collect_aborted_txns(log.segments[0].base_offset, to_clean.first_uncleanable_offset)
+        ),
     )
 
 

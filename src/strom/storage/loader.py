@@ -18,7 +18,8 @@ The steps, in order (Kafka's ``LogLoader``):
    originals are then intact; otherwise its valid prefix is the best copy left and is used.
 3. **Segments** ``<base>.log`` are opened; their indexes must pass a sanity check (size a
    multiple of the entry size, entries increasing, positions inside the log); a missing or
-   failing index makes the segment be recovered, which rebuilds both indexes.
+   failing index (a ``.txnindex`` is checked too; a missing one just means no aborted
+   transaction) makes the segment be recovered, which rebuilds both indexes.
 4. **Recovery.** Without the clean-shutdown marker, every segment from the one holding the
    recovery point on is rescanned (CRC of every batch): the first invalid or torn batch and
    everything after it in the segment are cut, and all later segments are deleted. After a
@@ -27,6 +28,10 @@ The steps, in order (Kafka's ``LogLoader``):
    is ``max(checkpointed log start, first segment's base offset)``; the recovery point becomes
    the log end offset after a clean shutdown, else ``min(checkpointed, log end offset)``:
    recovered segments are not flushed, so a crash now recovers them again.
+
+Recovery empties a segment's ``.txnindex``; :attr:`LoadedLog.recovered` lists those segments so
+that the partition log can rebuild it with the producers' state
+(:mod:`strom.storage.txn_recovery`).
 """
 
 from __future__ import annotations
@@ -59,6 +64,8 @@ class LoadedLog:
     log_end_offset: int
     recovered_segments: int
     """Segments rescanned because of an unclean shutdown or a bad index."""
+    recovered: list[LogSegment]
+    """The segments of ``segments`` that were rescanned (their ``.txnindex`` is empty)."""
     truncated_bytes: int
     """Bytes cut off torn or invalid tails."""
 
@@ -106,18 +113,21 @@ def _complete_swap(
     *,
     config: LogConfig,
     now_ms: int,
-) -> None:
+) -> LogSegment | None:
+    """Replace the segments a ``.swap`` covers with it; the swap (recovered), or None when
+    it was dropped."""
     swap = LogSegment.open(directory, base_offset, config=config, now_ms=now_ms, suffix=SWAP_SUFFIX)
     truncated = swap.recover()
     if truncated and base_offset in segments:
         swap.delete()
-        return
+        return None
     end = max(swap.next_offset, base_offset + 1)
     for old in sorted(b for b in segments if base_offset <= b < end):
         segments.pop(old).delete()
     swap.on_become_inactive()
     swap.change_file_suffixes(SWAP_SUFFIX, "")
     segments[base_offset] = swap
+    return swap
 
 
 def load_log(
@@ -136,8 +146,11 @@ def load_log(
         base: LogSegment.open(directory, base, config=config, now_ms=now_ms)
         for base in sorted(listing.logs)
     }
+    rescanned: list[LogSegment] = []
     for base in sorted(listing.swaps):
-        _complete_swap(directory, base, by_base, config=config, now_ms=now_ms)
+        swap = _complete_swap(directory, base, by_base, config=config, now_ms=now_ms)
+        if swap is not None:
+            rescanned.append(swap)
     for path in listing.deleted:
         path.unlink(missing_ok=True)
     changed = bool(listing.swaps or listing.deleted)
@@ -153,11 +166,13 @@ def load_log(
         if segment.index_problem() is not None:
             truncated += segment.recover()
             recovered += 1
+            rescanned.append(segment)
             segment.on_become_inactive()
     for i in range(first_unflushed, len(segments)):
         segment = segments[i]
         cut = segment.recover()
         recovered += 1
+        rescanned.append(segment)
         if i < len(segments) - 1:
             segment.on_become_inactive()
         if cut:
@@ -192,5 +207,8 @@ def load_log(
         else max(min(recovery_point, log_end_offset), 0),
         log_end_offset=log_end_offset,
         recovered_segments=recovered,
+        recovered=sorted(
+            (s for s in segments if any(s is r for r in rescanned)), key=lambda s: s.base_offset
+        ),
         truncated_bytes=truncated,
     )

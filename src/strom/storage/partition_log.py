@@ -28,6 +28,7 @@ from strom.protocol.batch import (
     assign_offsets,
     summarize_batches,
 )
+from strom.protocol.records import ControlRecordType, build_control_batch
 from strom.storage._files import fsync_directory
 from strom.storage.file_region import FileRegion
 from strom.storage.loader import load_log
@@ -49,6 +50,8 @@ from strom.storage.segment import (
     LogSegment,
     OffsetTimestamp,
 )
+from strom.storage.txn_index import AbortedTxn
+from strom.storage.txn_recovery import rebuild_txn_indexes
 
 __all__ = [
     "EARLIEST_LOCAL_TIMESTAMP",
@@ -146,6 +149,12 @@ class PartitionLog:
             now_ms=clock.now_ms(),
             had_clean_shutdown=had_clean_shutdown,
         )
+        rebuild_txn_indexes(
+            directory,
+            loaded.segments,
+            loaded.recovered,
+            log_start_offset=loaded.log_start_offset,
+        )
         return cls(
             directory,
             config=config,
@@ -189,6 +198,12 @@ class PartitionLog:
         """The idempotent producers' state (read it; only this log changes it)."""
         self._producer_state.update_map_end_offset(self._next_offset)
         return self._producer_state
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest ongoing transaction, None without any; the last
+        stable offset is the smaller of it and the high watermark."""
+        return self._producer_state.first_undecided_offset()
 
     @property
     def segments(self) -> tuple[LogSegment, ...]:
@@ -284,6 +299,69 @@ class PartitionLog:
         return self._append_batches(
             written, batches, log_append_time=NO_TIMESTAMP, origin=AppendOrigin.REPLICATION
         )
+
+    def append_txn_marker(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        leader_epoch: int = 0,
+    ) -> AppendInfo:
+        """Append a COMMIT or ABORT marker (a control batch, coordinator origin) ending
+        ``producer_id``'s transaction in this partition.
+
+        Raises KafkaError INVALID_PRODUCER_EPOCH for an older producer epoch and
+        TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch than the producer's last
+        marker's. An ABORT of an ongoing transaction adds ``(producer id, first offset, marker
+        offset, last stable offset after it)`` to the active segment's ``.txnindex``. A marker
+        for a producer without an ongoing transaction here is written too (Kafka does), and
+        indexes nothing.
+        """
+        self._check_open()
+        state = self._producer_state
+        state.check_txn_marker(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+        )
+        first_offset = state.ongoing_transactions().get(producer_id)
+        marker = build_control_batch(
+            ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            timestamp=self._clock.now_ms(),
+            partition_leader_epoch=leader_epoch,
+        )
+        info = self.append(marker, leader_epoch=leader_epoch, origin=AppendOrigin.COORDINATOR)
+        state.record_coordinator_epoch(producer_id, coordinator_epoch)
+        if not commit and first_offset is not None:
+            stable = state.first_undecided_offset()
+            self._segments[-1].txn_index.append(
+                AbortedTxn(
+                    producer_id,
+                    first_offset,
+                    info.last_offset,
+                    info.last_offset + 1 if stable is None else stable,
+                )
+            )
+        return info
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping ``[fetch_offset, upper_bound)``, from the
+        ``.txnindex`` of the segment holding ``fetch_offset`` and the later ones until one
+        says no later segment can add any (Kafka's ``collectAbortedTransactions``)."""
+        self._check_open()
+        found: list[AbortedTxn] = []
+        first = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
+        for segment in self._segments[first:]:
+            txns, complete = segment.txn_index.collect(fetch_offset, upper_bound)
+            found.extend(txns)
+            if complete:
+                break
+        return found
 
     def _check_size(self, size: int) -> None:
         if size > self._config.segment_bytes:
@@ -503,6 +581,11 @@ class PartitionLog:
             log_start_offset=self._log_start_offset,
             log_end_offset=self._next_offset,
         )
+
+    def readable_bytes(self, offset: int, *, max_bytes: int, max_offset: int) -> int:
+        """How many bytes :meth:`read` would return (a waiting fetch's estimate)."""
+        pieces, _ = self._plan_read(offset, max_bytes, max_offset, True)
+        return sum(piece.length for piece in pieces)
 
     def read_bytes(
         self,

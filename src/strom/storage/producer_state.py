@@ -364,6 +364,39 @@ class ProducerStateManager:
         """The first offset of the oldest ongoing transaction (bounds the last stable offset)."""
         return min(self._ongoing.values(), default=None)
 
+    # --- transaction markers -------------------------------------------------------------
+
+    def check_txn_marker(
+        self, *, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> None:
+        """Raise if the coordinator may not end ``producer_id``'s transaction here (Kafka's
+        ``ProducerAppendInfo.appendEndTxnMarker`` checks): INVALID_PRODUCER_EPOCH for an older
+        producer epoch, TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch than
+        the producer's last marker's. An unknown producer passes."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.producer_epoch:
+            raise KafkaError(
+                ErrorCode.invalid_producer_epoch,
+                f"transaction marker for producer {producer_id}{self._where()} has epoch "
+                f"{producer_epoch}, older than its current epoch {entry.producer_epoch}",
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise KafkaError(
+                ErrorCode.transaction_coordinator_fenced,
+                f"transaction marker for producer {producer_id}{self._where()} has "
+                f"coordinator epoch {coordinator_epoch}, older than the last marker's "
+                f"{entry.coordinator_epoch}",
+            )
+
+    def record_coordinator_epoch(self, producer_id: int, coordinator_epoch: int) -> None:
+        """Remember the coordinator epoch of the marker just appended for ``producer_id``
+        (the marker's record carries it, not its header)."""
+        entry = self._producers.get(producer_id)
+        if entry is not None:
+            self._install(replace(entry, coordinator_epoch=coordinator_epoch))
+
     # --- appending -----------------------------------------------------------------------
 
     def check(
@@ -512,8 +545,9 @@ class ProducerStateManager:
             self._check_epoch(entry, header)
         if header.is_control:
             # A transaction marker ends the ongoing transaction (commit or abort alike). Its
-            # coordinator epoch is in the marker record, not the header: transactions (issue
-            # 7) will pass it in and check it (TRANSACTION_COORDINATOR_FENCED).
+            # coordinator epoch is in the marker record, not the header: the partition log
+            # checks it (check_txn_marker) and records it (record_coordinator_epoch); a replay
+            # from the log keeps the snapshot's.
             return replace(
                 entry.with_epoch(header.producer_epoch),
                 current_txn_first_offset=None,

@@ -1,11 +1,12 @@
-"""One log segment: ``<base offset>.log`` with its ``.index`` and ``.timeindex``, as Kafka's.
+"""One log segment: ``<base offset>.log`` with its ``.index``, ``.timeindex`` and ``.txnindex``.
 
 The ``.log`` file holds whole v2 batches exactly as appended (offsets already assigned); the
 segment's in-memory ``size`` is where valid data ends (the file may be longer when
 preallocated). Everything in ``[0, size)`` is trusted: it was validated before it was written,
 or by :meth:`LogSegment.recover`. Batch headers are read with ``pread`` through a small window
 (:meth:`LogSegment.batches`); records are decoded only where the semantics need them (the exact
-record of a timestamp lookup).
+record of a timestamp lookup). The ``.txnindex`` (:mod:`strom.storage.txn_index`) exists only
+once a transaction is aborted in the segment; the partition log appends to it.
 
 The file names carry an optional suffix: ``.cleaned`` and ``.swap`` for a segment the cleaner
 is building and swapping in (see ``NOTES.md``), ``.deleted`` just before removal.
@@ -41,14 +42,16 @@ from strom.storage.file_region import FileRegion
 from strom.storage.log_config import LogConfig
 from strom.storage.offset_index import CorruptIndexError, OffsetIndex
 from strom.storage.time_index import TimeIndex
+from strom.storage.txn_index import TransactionIndex
 
 LOG_SUFFIX: Final = ".log"
 INDEX_SUFFIX: Final = ".index"
 TIME_INDEX_SUFFIX: Final = ".timeindex"
+TXN_INDEX_SUFFIX: Final = ".txnindex"
 CLEANED_SUFFIX: Final = ".cleaned"
 SWAP_SUFFIX: Final = ".swap"
 DELETED_SUFFIX: Final = ".deleted"
-FILE_KINDS: Final = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+FILE_KINDS: Final = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 _SCAN_WINDOW: Final = 16 * 1024
 _FIRST_WINDOW: Final = 4 * 1024
@@ -115,6 +118,9 @@ class LogSegment:
         self.base_offset = base_offset
         self.offset_index = offset_index
         self.time_index = time_index
+        self.txn_index = TransactionIndex(
+            directory / segment_file_name(base_offset, TXN_INDEX_SUFFIX, suffix), base_offset
+        )
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
         self._suffix = suffix
@@ -148,7 +154,7 @@ class LogSegment:
         log_path = directory / segment_file_name(base_offset, LOG_SUFFIX, suffix)
         if log_path.exists() and log_path.stat().st_size > 0:
             raise _storage_error(f"cannot create segment {log_path}: a non-empty file is there")
-        for kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             (directory / segment_file_name(base_offset, kind, suffix)).unlink(missing_ok=True)
         fd = os.open(log_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -285,6 +291,10 @@ class LogSegment:
                 index.check(log_size=self._size)
             except CorruptIndexError as error:
                 return str(error)
+        try:
+            self.txn_index.check()
+        except CorruptIndexError as error:
+            return str(error)
         return None
 
     def _load_max_timestamp(self) -> None:
@@ -515,11 +525,14 @@ class LogSegment:
 
         Every batch's CRC is checked (``scan_batches``) and offsets must increase within the
         segment. The indexes are rebuilt from scratch and left appendable (call
-        :meth:`on_become_inactive` for a segment that is not the last). Returns how many bytes
-        were cut off.
+        :meth:`on_become_inactive` for a segment that is not the last). The ``.txnindex`` is
+        emptied: its entries need the producers' state before the segment, which the partition
+        log has (:func:`strom.storage.txn_recovery.rebuild_txn_indexes`). Returns how many
+        bytes were cut off.
         """
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
         self._max_timestamp, self._offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
         self._bytes_since_last_index_entry = 0
         self._size, self._next_offset = 0, self.base_offset
@@ -608,6 +621,7 @@ class LogSegment:
         position = located.position
         self.offset_index.truncate_to(located.base_offset)
         self.time_index.truncate_to(located.base_offset)
+        self.txn_index.truncate_to(located.base_offset)
         removed = self._size - position
         os.ftruncate(self._fd, position)
         self._size = position
@@ -640,10 +654,11 @@ class LogSegment:
             os.ftruncate(self._fd, self._size)
 
     def flush(self) -> None:
-        """fsync the log and both indexes."""
+        """fsync the log and its indexes."""
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         """Finish the segment (as on roll) and release its descriptor and maps."""
@@ -664,7 +679,7 @@ class LogSegment:
         self.time_index.release()
 
     def change_file_suffixes(self, old: str, new: str) -> None:
-        """Rename the three files from suffix ``old`` to ``new`` (``.cleaned`` -> ``.swap``)."""
+        """Rename the segment's files from suffix ``old`` to ``new`` (``.cleaned`` -> ``.swap``)."""
         if old != self._suffix:
             raise ValueError(f"segment {self.base_offset} has suffix {self._suffix!r}, not {old!r}")
         new_log_path = self.directory / segment_file_name(self.base_offset, LOG_SUFFIX, new)
@@ -675,6 +690,9 @@ class LogSegment:
         )
         self.time_index.rename(
             self.directory / segment_file_name(self.base_offset, TIME_INDEX_SUFFIX, new)
+        )
+        self.txn_index.rename(
+            self.directory / segment_file_name(self.base_offset, TXN_INDEX_SUFFIX, new)
         )
         self._suffix = new
 

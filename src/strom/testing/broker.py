@@ -31,9 +31,12 @@ __all__ = ["AsyncBroker", "Broker", "BrokerStartError", "unique_topic_name"]
 TEST_DEFAULTS: Mapping[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "5",
+    "transaction.state.log.num.partitions": "5",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "1000",
 }
-"""Settings that make a test broker quick to use (overridable): groups form at once, and the
-offsets topic is small."""
+"""Settings that make a test broker quick to use (overridable): groups form at once, the
+offsets and transaction state topics are small, and timed-out transactions abort soon."""
 
 _READY = re.compile(r"ready: listening on (?P<address>\S+),")
 _names = itertools.count()

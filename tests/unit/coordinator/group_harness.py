@@ -20,9 +20,20 @@ from strom.coordinator.group import CoordinatorRecord, CoordinatorSettings, Grou
 class MemoryWriter:
     def __init__(self) -> None:
         self.records: list[tuple[int, CoordinatorRecord]] = []
+        self.producers: list[tuple[int, int]] = []
+        """(producer id, producer epoch) of each append (-1, -1: not transactional)."""
 
-    def append(self, partition: int, records: Sequence[CoordinatorRecord], done: Any) -> None:
+    def append(
+        self,
+        partition: int,
+        records: Sequence[CoordinatorRecord],
+        done: Any,
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> None:
         self.records.extend((partition, r) for r in records)
+        self.producers.append((producer_id, producer_epoch))
         done(ErrorCode.none)
 
 

@@ -48,6 +48,8 @@ from strom.server.log_configs import TopicConfigResolver
 from strom.server.log_publisher import LogPublisher
 from strom.server.metadata_log import METADATA_LOG_CONFIG, METADATA_PARTITION, PartitionMetadataLog
 from strom.server.producer_ids import ProducerIdManager
+from strom.server.replica_manager import ReplicaManager
+from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
 from strom.storage.log_manager import LogManager
 
 NODE_ID = 1
@@ -119,7 +121,20 @@ class AdminNode:
             InitProducerIdHandler(
                 ProducerIdManager(
                     self.controller, broker_id=NODE_ID, broker_epoch=lambda: self.broker_epoch
-                )
+                ),
+                TxnCoordinatorRuntime(  # never started: no __transaction_state here
+                    config=self.config,
+                    replica_manager=ReplicaManager(
+                        node_id=NODE_ID,
+                        log_manager=self.log_manager,
+                        metadata=self.loader,
+                        config=self.config,
+                        clock=self.clock,
+                        topic_config=self.resolver.topic_config,
+                    ),
+                    auto_topics=AutoTopicCreator(self.controller, self.resolver),
+                    clock=self.clock,
+                ),
             ),
         ]
         for handler in handlers:

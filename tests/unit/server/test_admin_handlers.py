@@ -474,7 +474,7 @@ def test_init_producer_id_every_version(node: AdminNode, version: int) -> None:
     assert (first.error_code, first.producer_id, first.producer_epoch) == (ErrorCode.none, 0, 0)
     assert second.producer_id == 1
     transactional = node.request(init_producer_id_request(version, "txn"))
-    assert transactional.error_code == ErrorCode.coordinator_not_available
+    assert transactional.error_code == ErrorCode.not_coordinator  # no __transaction_state
     assert transactional.producer_id == -1
 
 

@@ -293,12 +293,18 @@ def test_transactional_tombstones_never_expire(open_log: OpenLog, clock: ManualC
     model.append(log, [(b"k", None)], producer_id=3, producer_epoch=0, transactional=True)
     log.roll()
     cleaner = LogCleaner()
-    for _ in range(2):
-        cleaner.clean(log, now_ms=clock.now_ms(), high_watermark=10**9)
-        clock.advance(10)
-    # Without transaction state the cleaner lets nothing transactional supersede or expire.
+    cleaner.clean(log, now_ms=clock.now_ms(), high_watermark=10**9)
+    # Undecided: nothing of the transaction, nor after it, is cleaned.
     _, records = read_all(log)
     assert [(r.key, r.value) for r in records] == [(b"k", b"old"), (b"k", None)]
+    log.append_txn_marker(producer_id=3, producer_epoch=0, commit=True, coordinator_epoch=0)
+    log.roll()
+    for _ in range(3):
+        cleaner.clean(log, now_ms=clock.now_ms(), high_watermark=10**9)
+        clock.advance(10)
+    # Committed: the tombstone supersedes the old value, and stays (strom keeps more than Kafka).
+    _, records = read_all(log)
+    assert [(r.key, r.value) for r in records if r.key == b"k"] == [(b"k", None)]
 
 
 # --- batches ---------------------------------------------------------------------------------

@@ -26,6 +26,11 @@ crashing after the ``.cleaned`` segment is written or after it was renamed ``.sw
 ``run_cleaner`` runs :class:`strom.storage.cleaner.LogCleaner` and adopts what it left once
 ``check_compaction_contract`` accepts it.
 
+A second, smaller machine (``TransactionalLogMachine``) drives transactions: plain and
+transactional appends, COMMIT/ABORT markers, rolls, truncation, restarts and crashes (a lost
+or torn ``.txnindex``), and checks the first unstable offset, every ``.txnindex`` and the
+aborted transactions a fetch collects against a replay of the batches.
+
 Settings keep the default run near 10-15 s on two cores; to dig deeper, run the machine with
 more examples (e.g. ``settings(max_examples=500, stateful_step_count=60)``).
 """
@@ -84,6 +89,7 @@ from strom.storage.segment import (
     LogSegment,
     segment_file_name,
 )
+from strom.storage.txn_index import AbortedTxn
 
 from .batches import headers_of, without_offset_and_epoch
 
@@ -1257,3 +1263,172 @@ def test_cleaner_checkpoint_after_truncation_inside_a_batch(tmp_path: Path) -> N
         )
     finally:
         log.close()
+
+
+# --- transactions: markers, the last stable offset, the .txnindex ---------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TxnBatch:
+    """A batch of the transactional machine's log: data (plain or transactional) or a marker."""
+
+    base: int
+    last: int
+    producer_id: int
+    """-1 for a plain batch."""
+    marker: bool | None = None
+    """None for data; True for COMMIT, False for ABORT."""
+
+
+def replay_txns(history: Sequence[TxnBatch]) -> tuple[dict[int, int], list[AbortedTxn]]:
+    """The model's transactions: ongoing (producer -> first offset) and aborted (in marker
+    order, with the last stable offset after each marker)."""
+    ongoing: dict[int, int] = {}
+    aborted: list[AbortedTxn] = []
+    for batch in history:
+        if batch.producer_id < 0:
+            continue
+        if batch.marker is None:
+            ongoing.setdefault(batch.producer_id, batch.base)
+            continue
+        first = ongoing.pop(batch.producer_id, None)
+        if first is not None and batch.marker is False:
+            stable = min(ongoing.values(), default=batch.last + 1)
+            aborted.append(AbortedTxn(batch.producer_id, first, batch.last, stable))
+    return ongoing, aborted
+
+
+TXN_PRODUCERS = (11, 12, 13)
+
+
+class TransactionalLogMachine(RuleBasedStateMachine):
+    """Plain and transactional appends, COMMIT/ABORT markers, rolls, truncation, clean
+    restarts and crashes (maybe with a lost or torn ``.txnindex``) against a list of batches:
+    the first unstable offset, every segment's ``.txnindex`` and ``collect_aborted_txns`` must
+    be what a replay of the batches says."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="strom-txn-model-"))
+        self.directory = self.tmp / "payments-0"
+        self.clock = ManualClock(now_ms=1_700_000_000_000)
+        self.config = LogConfig(segment_bytes=400, index_interval_bytes=100)
+        self.history: list[TxnBatch] = []
+        self._log: PartitionLog | None = PartitionLog.open(
+            self.directory, config=self.config, clock=self.clock, had_clean_shutdown=True
+        )
+
+    @property
+    def log(self) -> PartitionLog:
+        assert self._log is not None
+        return self._log
+
+    def teardown(self) -> None:
+        if self._log is not None:
+            self._log.close_without_flush()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _next_sequence(self, producer_id: int) -> int:
+        return sum(
+            b.last - b.base + 1
+            for b in self.history
+            if b.producer_id == producer_id and b.marker is None
+        )
+
+    @rule(count=st.integers(1, 3), producer=st.sampled_from((-1, *TXN_PRODUCERS)))
+    def append(self, count: int, producer: int) -> None:
+        now = self.clock.now_ms()
+        records = [Record(i, now, b"k", b"v" * 20) for i in range(count)]
+        if producer < 0:
+            data = build_batch(records)
+        else:
+            data = build_batch(
+                records,
+                producer_id=producer,
+                producer_epoch=0,
+                base_sequence=self._next_sequence(producer),
+                is_transactional=True,
+            )
+        info = self.log.append(data)
+        self.history.append(TxnBatch(info.base_offset, info.last_offset, producer))
+
+    @rule(producer=st.sampled_from(TXN_PRODUCERS), commit=st.booleans())
+    def end_transaction(self, producer: int, commit: bool) -> None:
+        info = self.log.append_txn_marker(
+            producer_id=producer, producer_epoch=0, commit=commit, coordinator_epoch=0
+        )
+        event("marker ends a transaction" if producer in self.ongoing else "marker, no txn")
+        self.history.append(TxnBatch(info.base_offset, info.last_offset, producer, commit))
+
+    @property
+    def ongoing(self) -> dict[int, int]:
+        return replay_txns(self.history)[0]
+
+    @rule()
+    def roll(self) -> None:
+        self.log.roll()
+
+    @precondition(lambda self: self.history)
+    @rule(data=st.data())
+    def truncate(self, data: st.DataObject) -> None:
+        offset = data.draw(st.integers(0, self.log.log_end_offset), "offset")
+        self.log.truncate_to(offset)
+        self.history = [b for b in self.history if b.last < offset]
+        # Batches are contiguous from 0 and never split: the log ends after the last one kept.
+        assert self.log.log_end_offset == (self.history[-1].last + 1 if self.history else 0)
+
+    @rule()
+    def clean_restart(self) -> None:
+        self.log.close()
+        self._log = PartitionLog.open(
+            self.directory,
+            config=self.config,
+            clock=self.clock,
+            recovery_point=self.log.log_end_offset,
+            had_clean_shutdown=True,
+        )
+
+    @rule(data=st.data(), damage=st.sampled_from(["none", "lost", "torn"]))
+    def crash(self, data: st.DataObject, damage: str) -> None:
+        log = self.log
+        recovery_point = data.draw(st.integers(0, log.recovery_point), "recovery point")
+        bases = [s.base_offset for s in log.segments]
+        first_recovered = max(b for b in bases if b <= recovery_point)
+        log.close_without_flush()
+        indexes = sorted(self.directory.glob("*.txnindex"))
+        if damage != "none" and indexes:
+            path = data.draw(st.sampled_from(indexes), "index")
+            if damage == "torn":
+                with path.open("ab") as file:
+                    file.write(b"\x00\x01\x02")
+            elif int(path.name.split(".")[0]) >= first_recovered:
+                path.unlink()  # only what recovery rescans may be lost: the rest was fsynced
+        event(f"crash: {damage}")
+        self._log = PartitionLog.open(
+            self.directory,
+            config=self.config,
+            clock=self.clock,
+            recovery_point=recovery_point,
+        )
+
+    @invariant()
+    def transactions_agree(self) -> None:
+        log = self.log
+        ongoing, aborted = replay_txns(self.history)
+        assert log.first_unstable_offset == min(ongoing.values(), default=None)
+        assert [t for s in log.segments for t in s.txn_index.entries] == aborted
+        end = log.log_end_offset
+        for fetch_offset in spread(range(end + 1), 4):
+            for upper in spread(range(fetch_offset, end + 1), 3):
+                assert log.collect_aborted_txns(fetch_offset, upper) == [
+                    t for t in aborted if t.last_offset >= fetch_offset and t.first_offset < upper
+                ], (fetch_offset, upper)
+
+
+TransactionalLogMachine.TestCase.settings = settings(
+    max_examples=40,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestTransactionalLogModel = TransactionalLogMachine.TestCase

@@ -2,6 +2,10 @@
 the admin APIs (Kafka's ``OffsetMetadataManager`` and the group parts of its
 ``GroupCoordinatorService``), without I/O.
 
+Transactional offset commits (TxnOffsetCommit) are written in the producer's transaction and
+wait in :class:`~strom.coordinator.group.txn_offsets.PendingTransactionalOffsets` until its
+marker reaches the group's partition (:meth:`GroupCoordinator.complete_transaction`).
+
 Offsets are written as ``OffsetCommit`` records and applied when the writer says they are
 committed, so a reply never reports an offset that could be lost. Offsets of Empty groups
 expire ``offsets.retention.minutes`` after the group became empty (or after the commit, for a
@@ -11,7 +15,8 @@ consumer group, offsets of topics no member subscribes to any more expire too (K
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 from kio.schema.delete_groups.v2 import response as delete
 from kio.schema.describe_groups.v6 import response as describe
@@ -23,12 +28,21 @@ from kio.schema.offset_delete.v0 import request as offset_delete_req
 from kio.schema.offset_delete.v0 import response as offset_delete
 from kio.schema.offset_fetch.v9 import request as fetch_req
 from kio.schema.offset_fetch.v9 import response as fetch
+from kio.schema.txn_offset_commit.v5 import request as txn_commit_req
+from kio.schema.txn_offset_commit.v5 import response as txn_commit
 from kio.schema.types import GroupId
 from kio.static.primitive import i32, i64
 
-from strom.common import ErrorCode
+from strom.common import ErrorCode, RandomSource
 from strom.coordinator.group.group import ClassicGroup, OffsetAndMetadata
-from strom.coordinator.group.membership import NO_THROTTLE, ClassicGroupMembership, Reply
+from strom.coordinator.group.membership import (
+    NO_THROTTLE,
+    ClassicGroupMembership,
+    CoordinatorSettings,
+    PartitionWriter,
+    Reply,
+    check_member,
+)
 from strom.coordinator.group.records import (
     CoordinatorRecord,
     GroupMetadataKey,
@@ -36,14 +50,50 @@ from strom.coordinator.group.records import (
     OffsetCommitValue,
 )
 from strom.coordinator.group.state import GroupState
+from strom.coordinator.group.txn_offsets import PendingTransactionalOffsets
+from strom.protocol.batch import NO_PRODUCER_ID
 
 __all__ = ["GroupCoordinator"]
 
 CLASSIC_GROUP_TYPE = "classic"
 
+PartitionKey = tuple[str, int]
+"""(topic, partition)"""
+
+
+class _CommitPartition(Protocol):
+    """A partition of an OffsetCommit or TxnOffsetCommit request."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def committed_offset(self) -> int: ...
+    @property
+    def committed_leader_epoch(self) -> int: ...
+    @property
+    def committed_metadata(self) -> str | None: ...
+
+
+class _CommitTopic(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[_CommitPartition]: ...
+
 
 class GroupCoordinator(ClassicGroupMembership):
     """Every classic group and its offsets (see the module docs)."""
+
+    def __init__(
+        self,
+        *,
+        settings: CoordinatorSettings,
+        writer: PartitionWriter,
+        random: RandomSource,
+        topic_exists: Callable[[str, int], bool],
+    ) -> None:
+        super().__init__(settings=settings, writer=writer, random=random, topic_exists=topic_exists)
+        self.pending_txn_offsets = PendingTransactionalOffsets()
 
     def offset_commit(
         self,
@@ -55,22 +105,187 @@ class GroupCoordinator(ClassicGroupMembership):
     ) -> None:
         """OffsetCommit; ``retention_ms`` is v2-v4's retention time (-1: the broker's)."""
         group_id = str(request.group_id)
-        error = ErrorCode.invalid_group_id if not group_id else self.group_error(group_id)
-        group = self.groups.get(group_id) if error is ErrorCode.none else None
-        if error is ErrorCode.none and group is None:
-            if request.generation_id_or_member_epoch >= 0:
-                error = ErrorCode.group_id_not_found  # ILLEGAL_GENERATION before v9
-            else:
-                group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp=now_ms)
+        generation = int(request.generation_id_or_member_epoch)
+        # GROUP_ID_NOT_FOUND for an unknown group with a generation: ILLEGAL_GENERATION before v9
+        group, error = self._group_to_commit(
+            group_id, generation, ErrorCode.group_id_not_found, now_ms
+        )
         if group is not None:
-            error = self._validate_commit(group, request, now_ms)
+            error = self._validate_commit(
+                group,
+                generation=generation,
+                member_id=request.member_id,
+                instance_id=request.group_instance_id,
+                transactional=False,
+                now_ms=now_ms,
+            )
         if error is not ErrorCode.none or group is None:
             reply(_commit_response(request, lambda topic, partition: error))
             return
         expire = now_ms + retention_ms if retention_ms >= 0 else -1
-        accepted: dict[tuple[str, int], OffsetAndMetadata] = {}
-        errors: dict[tuple[str, int], ErrorCode] = {}
-        for topic in request.topics:
+        accepted, errors = self._accept_offsets(request.topics, now_ms=now_ms, expire=expire)
+        if not accepted:
+            reply(_commit_response(request, lambda topic, partition: errors[(topic, partition)]))
+            return
+
+        def done(code: ErrorCode) -> None:
+            if code is ErrorCode.none:
+                live = self.groups.setdefault(group_id, group)
+                live.offsets.update(accepted)
+                self.pending_txn_offsets.supersede(group_id, accepted)
+            reply(
+                _commit_response(
+                    request, lambda topic, partition: errors.get((topic, partition), code)
+                )
+            )
+
+        self.write(group_id, _offset_records(group_id, accepted), done)
+
+    def txn_offset_commit(
+        self,
+        request: txn_commit_req.TxnOffsetCommitRequest,
+        *,
+        now_ms: int,
+        reply: Reply[txn_commit.TxnOffsetCommitResponse],
+        verify: Callable[[int], ErrorCode] | None = None,
+    ) -> None:
+        """TxnOffsetCommit: the offsets go to the group's partition in a transactional batch of
+        the producer and stay pending until its marker (:meth:`complete_transaction`).
+
+        ``verify(partition)``: whether the group's ``__consumer_offsets`` partition is in the
+        producer's ongoing transaction (KIP-890 verification; its error answers otherwise).
+        """
+        group_id = str(request.group_id)
+        generation = int(request.generation_id)
+        group, error = self._group_to_commit(
+            group_id, generation, ErrorCode.illegal_generation, now_ms
+        )
+        if group is not None and verify is not None:
+            error = verify(self.partition_of(group_id))
+        if group is not None and error is ErrorCode.none:
+            error = self._validate_commit(
+                group,
+                generation=generation,
+                member_id=request.member_id,
+                instance_id=request.group_instance_id,
+                transactional=True,
+                now_ms=now_ms,
+            )
+        producer_id = int(request.producer_id)
+        if error is ErrorCode.none and producer_id == NO_PRODUCER_ID:
+            error = ErrorCode.invalid_txn_state  # no transaction can hold these offsets
+        if error is not ErrorCode.none or group is None:
+            reply(_txn_commit_response(request, lambda topic, partition: error))
+            return
+        accepted, errors = self._accept_offsets(request.topics, now_ms=now_ms, expire=-1)
+        if not accepted:
+            reply(
+                _txn_commit_response(request, lambda topic, partition: errors[(topic, partition)])
+            )
+            return
+
+        def done(code: ErrorCode) -> None:
+            if code is ErrorCode.none:
+                self.groups.setdefault(group_id, group)
+                self.pending_txn_offsets.add(producer_id, group_id, accepted)
+            reply(
+                _txn_commit_response(
+                    request, lambda topic, partition: errors.get((topic, partition), code)
+                )
+            )
+
+        self.write(
+            group_id,
+            _offset_records(group_id, accepted),
+            done,
+            producer_id=producer_id,
+            producer_epoch=int(request.producer_epoch),
+        )
+
+    def complete_transaction(self, partition: int, producer_id: int, *, commit: bool) -> None:
+        """The transaction marker of ``producer_id`` was written to (or is replayed from) the
+        ``__consumer_offsets`` partition ``partition``: the producer's pending offsets of the
+        groups there become their committed offsets (``commit``) or are dropped."""
+        if self.partition_count is None:
+            return
+        decided = self.pending_txn_offsets.complete(
+            producer_id, lambda group_id: self.partition_of(group_id) == partition
+        )
+        if not commit:
+            return
+        for group_id, offsets in decided.items():
+            if offsets:
+                self.groups.setdefault(group_id, ClassicGroup(group_id)).offsets.update(offsets)
+
+    def replay(self, record: CoordinatorRecord, *, producer_id: int = NO_PRODUCER_ID) -> None:
+        """Apply a record read back from ``__consumer_offsets``; an offset from a transactional
+        batch of ``producer_id`` waits for that producer's marker (:meth:`complete_transaction`)."""
+        key = record.key
+        if isinstance(key, OffsetCommitKey):
+            tp = (key.topic, key.partition)
+            if producer_id != NO_PRODUCER_ID and isinstance(record.value, OffsetCommitValue):
+                self.groups.setdefault(key.group, ClassicGroup(key.group))
+                self.pending_txn_offsets.add(
+                    producer_id, key.group, {tp: OffsetAndMetadata.of_value(record.value)}
+                )
+                return
+            self.pending_txn_offsets.supersede(key.group, [tp])
+        super().replay(record)
+
+    def _group_to_commit(
+        self, group_id: str, generation: int, unknown_error: ErrorCode, now_ms: int
+    ) -> tuple[ClassicGroup | None, ErrorCode]:
+        """The group a commit goes to: a new simple group (not stored yet) when it is unknown
+        and the commit has no generation; ``unknown_error`` when it has one."""
+        error = ErrorCode.invalid_group_id if not group_id else self.group_error(group_id)
+        if error is not ErrorCode.none:
+            return None, error
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group, ErrorCode.none
+        if generation >= 0:
+            return None, unknown_error
+        return ClassicGroup(group_id, state_timestamp=now_ms), ErrorCode.none
+
+    def _validate_commit(
+        self,
+        group: ClassicGroup,
+        *,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        transactional: bool,
+        now_ms: int,
+    ) -> ErrorCode:
+        """Kafka's ``ClassicGroup.validateOffsetCommit``: a transactional commit without a
+        member (TxnOffsetCommit before v3) is accepted in any state, and needs no completed
+        rebalance."""
+        if group.state is GroupState.DEAD:
+            return ErrorCode.coordinator_not_available
+        if generation < 0 and group.state is GroupState.EMPTY:
+            return ErrorCode.none  # a simple consumer group (manual assignment)
+        if generation >= 0 or member_id or instance_id is not None:
+            error = check_member(group, member_id, instance_id)
+            if error is not ErrorCode.none:
+                return error
+            if generation != group.generation:
+                return ErrorCode.illegal_generation
+        elif not transactional:
+            return ErrorCode.unknown_member_id  # only members commit in a group with members
+        if transactional:
+            return ErrorCode.none
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            return ErrorCode.rebalance_in_progress
+        self._schedule_session(group, group.members[member_id], now_ms)
+        return ErrorCode.none
+
+    def _accept_offsets(
+        self, topics: Iterable[_CommitTopic], *, now_ms: int, expire: int
+    ) -> tuple[dict[PartitionKey, OffsetAndMetadata], dict[PartitionKey, ErrorCode]]:
+        """The offsets of a commit that may be written, and the errors of the others."""
+        accepted: dict[PartitionKey, OffsetAndMetadata] = {}
+        errors: dict[PartitionKey, ErrorCode] = {}
+        for topic in topics:
             for p in topic.partitions:
                 tp = (str(topic.name), int(p.partition_index))
                 metadata = p.committed_metadata or ""
@@ -86,67 +301,21 @@ class GroupCoordinator(ClassicGroupMembership):
                         now_ms,
                         expire,
                     )
-        if not accepted:
-            reply(_commit_response(request, lambda topic, partition: errors[(topic, partition)]))
-            return
-        records = [
-            CoordinatorRecord(
-                OffsetCommitKey(group_id, topic, partition),
-                OffsetCommitValue(
-                    offset=o.offset,
-                    metadata=o.metadata,
-                    commit_timestamp=o.commit_timestamp,
-                    leader_epoch=o.leader_epoch,
-                    expire_timestamp=o.expire_timestamp,
-                ),
-            )
-            for (topic, partition), o in accepted.items()
-        ]
-
-        def done(code: ErrorCode) -> None:
-            if code is ErrorCode.none:
-                live = self.groups.setdefault(group_id, group)
-                live.offsets.update(accepted)
-            reply(
-                _commit_response(
-                    request, lambda topic, partition: errors.get((topic, partition), code)
-                )
-            )
-
-        self.write(group_id, records, done)
-
-    def _validate_commit(
-        self, group: ClassicGroup, request: commit_req.OffsetCommitRequest, now_ms: int
-    ) -> ErrorCode:
-        """Kafka's ``ClassicGroup.validateOffsetCommit``."""
-        generation = request.generation_id_or_member_epoch
-        if group.state is GroupState.DEAD:
-            return ErrorCode.coordinator_not_available
-        if generation < 0 and group.state is GroupState.EMPTY:
-            return ErrorCode.none  # a simple consumer group (manual assignment)
-        instance_id = request.group_instance_id
-        if instance_id is not None:
-            known = group.static_members.get(instance_id)
-            if known is not None and known != request.member_id:
-                return ErrorCode.fenced_instance_id
-        member = group.members.get(request.member_id)
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if generation != group.generation:
-            return ErrorCode.illegal_generation
-        if group.state is GroupState.COMPLETING_REBALANCE:
-            return ErrorCode.rebalance_in_progress
-        self._schedule_session(group, member, now_ms)
-        return ErrorCode.none
+        return accepted, errors
 
     def offset_fetch(self, request: fetch_req.OffsetFetchRequest) -> fetch.OffsetFetchResponse:
+        """OffsetFetch; with ``require_stable`` (v7+), a partition with a pending transactional
+        offset answers UNSTABLE_OFFSET_COMMIT (the client retries)."""
         return fetch.OffsetFetchResponse(
             throttle_time=NO_THROTTLE,
-            groups=tuple(self._fetch_group(group) for group in request.groups),
+            groups=tuple(
+                self._fetch_group(group, require_stable=request.require_stable)
+                for group in request.groups
+            ),
         )
 
     def _fetch_group(
-        self, request: fetch_req.OffsetFetchRequestGroup
+        self, request: fetch_req.OffsetFetchRequestGroup, *, require_stable: bool
     ) -> fetch.OffsetFetchResponseGroup:
         group_id = str(request.group_id)
         error = self.group_error(group_id)
@@ -169,6 +338,11 @@ class GroupCoordinator(ClassicGroupMembership):
         for topic, partitions in wanted.items():
             answers = []
             for partition in partitions:
+                if require_stable and self.pending_txn_offsets.is_pending(
+                    group_id, (topic, partition)
+                ):
+                    answers.append(_unstable(partition))
+                    continue
                 committed = offsets.get((topic, partition))
                 answers.append(
                     fetch.OffsetFetchResponsePartitions(
@@ -285,12 +459,18 @@ class GroupCoordinator(ClassicGroupMembership):
         for group_id in list(waiting):
             group = self.groups[str(group_id)]
             group.transition_to(GroupState.DEAD, group.state_timestamp)
+            # pending transactional offsets get tombstones too, so a later COMMIT stays void
+            offsets = group.offsets.keys() | self.pending_txn_offsets.partitions_of(str(group_id))
 
             def done(
-                code: ErrorCode, group_id: GroupId = group_id, group: ClassicGroup = group
+                code: ErrorCode,
+                group_id: GroupId = group_id,
+                group: ClassicGroup = group,
+                offsets: set[PartitionKey] = offsets,
             ) -> None:
                 results[group_id] = code
                 if code is ErrorCode.none:
+                    self.pending_txn_offsets.supersede(group.group_id, offsets)
                     if self.groups.get(group.group_id) is group:
                         del self.groups[group.group_id]
                 else:
@@ -299,7 +479,7 @@ class GroupCoordinator(ClassicGroupMembership):
                 if not waiting:
                     answer()
 
-            self.write(str(group_id), _group_tombstones(group), done)
+            self.write(str(group_id), _group_tombstones(str(group_id), offsets), done)
 
     def _deletable(self, group_id: str) -> ErrorCode:
         error = ErrorCode.invalid_group_id if not group_id else self.group_error(group_id)
@@ -353,6 +533,7 @@ class GroupCoordinator(ClassicGroupMembership):
                 assert isinstance(key, OffsetCommitKey)
                 if code is ErrorCode.none:
                     group.offsets.pop((key.topic, key.partition), None)
+                    self.pending_txn_offsets.supersede(group_id, [(key.topic, key.partition)])
                 else:
                     errors[(key.topic, key.partition)] = code
             reply(_offset_delete_response(ErrorCode.none, request, errors))
@@ -368,6 +549,7 @@ class GroupCoordinator(ClassicGroupMembership):
                 for tp, committed in group.offsets.items()
                 if (deadline := self._expiry_deadline(group, tp[0], committed)) is not None
                 and now_ms >= deadline
+                and not self.pending_txn_offsets.is_pending(group.group_id, tp)
             ]
             if not expired:
                 continue
@@ -376,7 +558,11 @@ class GroupCoordinator(ClassicGroupMembership):
             records = [
                 CoordinatorRecord(OffsetCommitKey(group.group_id, *tp), None) for tp in expired
             ]
-            if group.state is GroupState.EMPTY and not group.offsets:
+            if (
+                group.state is GroupState.EMPTY
+                and not group.offsets
+                and not self.pending_txn_offsets.has_open_transactions(group.group_id)
+            ):
                 group.transition_to(GroupState.DEAD, now_ms)
                 records.append(CoordinatorRecord(GroupMetadataKey(group.group_id), None))
                 del self.groups[group.group_id]
@@ -403,13 +589,64 @@ class GroupCoordinator(ClassicGroupMembership):
         return base + self.settings.offsets_retention_ms
 
 
-def _group_tombstones(group: ClassicGroup) -> list[CoordinatorRecord]:
+def _group_tombstones(group_id: str, offsets: Iterable[PartitionKey]) -> list[CoordinatorRecord]:
     records = [
-        CoordinatorRecord(OffsetCommitKey(group.group_id, topic, partition), None)
-        for topic, partition in group.offsets
+        CoordinatorRecord(OffsetCommitKey(group_id, topic, partition), None)
+        for topic, partition in offsets
     ]
-    records.append(CoordinatorRecord(GroupMetadataKey(group.group_id), None))
+    records.append(CoordinatorRecord(GroupMetadataKey(group_id), None))
     return records
+
+
+def _offset_records(
+    group_id: str, offsets: dict[PartitionKey, OffsetAndMetadata]
+) -> list[CoordinatorRecord]:
+    return [
+        CoordinatorRecord(
+            OffsetCommitKey(group_id, topic, partition),
+            OffsetCommitValue(
+                offset=o.offset,
+                metadata=o.metadata,
+                commit_timestamp=o.commit_timestamp,
+                leader_epoch=o.leader_epoch,
+                expire_timestamp=o.expire_timestamp,
+            ),
+        )
+        for (topic, partition), o in offsets.items()
+    ]
+
+
+def _unstable(partition: int) -> fetch.OffsetFetchResponsePartitions:
+    """A partition with an undecided transactional offset, for a ``require_stable`` fetch."""
+    return fetch.OffsetFetchResponsePartitions(
+        partition_index=i32(partition),
+        committed_offset=i64(-1),
+        committed_leader_epoch=i32(-1),
+        metadata="",
+        error_code=ErrorCode.unstable_offset_commit,
+    )
+
+
+def _partition_errors(
+    topics: Iterable[_CommitTopic],
+    error_of: Callable[[str, int], ErrorCode],
+    topic_type: Callable[..., Any],
+    partition_type: Callable[..., Any],
+) -> tuple[Any, ...]:
+    """A commit's answer per topic and partition, in the classes of the response."""
+    return tuple(
+        topic_type(
+            name=topic.name,
+            partitions=tuple(
+                partition_type(
+                    partition_index=p.partition_index,
+                    error_code=error_of(str(topic.name), int(p.partition_index)),
+                )
+                for p in topic.partitions
+            ),
+        )
+        for topic in topics
+    )
 
 
 def _commit_response(
@@ -417,18 +654,25 @@ def _commit_response(
 ) -> commit.OffsetCommitResponse:
     return commit.OffsetCommitResponse(
         throttle_time=NO_THROTTLE,
-        topics=tuple(
-            commit.OffsetCommitResponseTopic(
-                name=topic.name,
-                partitions=tuple(
-                    commit.OffsetCommitResponsePartition(
-                        partition_index=p.partition_index,
-                        error_code=error_of(str(topic.name), int(p.partition_index)),
-                    )
-                    for p in topic.partitions
-                ),
-            )
-            for topic in request.topics
+        topics=_partition_errors(
+            request.topics,
+            error_of,
+            commit.OffsetCommitResponseTopic,
+            commit.OffsetCommitResponsePartition,
+        ),
+    )
+
+
+def _txn_commit_response(
+    request: txn_commit_req.TxnOffsetCommitRequest, error_of: Callable[[str, int], ErrorCode]
+) -> txn_commit.TxnOffsetCommitResponse:
+    return txn_commit.TxnOffsetCommitResponse(
+        throttle_time=NO_THROTTLE,
+        topics=_partition_errors(
+            request.topics,
+            error_of,
+            txn_commit.TxnOffsetCommitResponseTopic,
+            txn_commit.TxnOffsetCommitResponsePartition,
         ),
     )
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from strom.coordinator.group.records import GroupMetadataValue
+from strom.coordinator.group.records import GroupMetadataValue, OffsetCommitValue
 from strom.coordinator.group.state import GroupState, check_transition
 
 __all__ = ["ClassicGroup", "GroupMember", "OffsetAndMetadata", "subscribed_topics"]
@@ -27,6 +27,16 @@ class OffsetAndMetadata:
     metadata: str
     commit_timestamp: int
     expire_timestamp: int = -1
+
+    @classmethod
+    def of_value(cls, value: OffsetCommitValue) -> OffsetAndMetadata:
+        return cls(
+            value.offset,
+            value.leader_epoch,
+            value.metadata,
+            value.commit_timestamp,
+            value.expire_timestamp,
+        )
 
 
 @dataclass(slots=True, eq=False)

@@ -42,12 +42,15 @@ from strom.coordinator.group.records import (
     partition_for,
 )
 from strom.coordinator.group.state import GroupState
+from strom.protocol.batch import NO_PRODUCER_ID
 
 __all__ = ["ClassicGroupMembership", "CoordinatorSettings", "PartitionWriter", "Reply"]
 
 T = TypeVar("T")
 Reply = Callable[[T], None]
 """Where an answer goes (once)."""
+
+NO_PRODUCER_EPOCH = -1
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 NO_GENERATION = -1
@@ -58,13 +61,17 @@ dropped (Kafka's ``CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS``); later it has its
 
 class PartitionWriter(Protocol):
     """Appends records to a ``__consumer_offsets`` partition and says when they are committed
-    (``ErrorCode.none``) or why not."""
+    (``ErrorCode.none``) or why not. With a ``producer_id`` the records form a transactional
+    batch of that producer (TxnOffsetCommit), decided later by its transaction marker."""
 
     def append(
         self,
         partition: int,
         records: Sequence[CoordinatorRecord],
         done: Callable[[ErrorCode], None],
+        *,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
     ) -> None: ...
 
 
@@ -151,14 +158,7 @@ class ClassicGroupMembership:
                 return
             assert isinstance(record.value, OffsetCommitValue)
             group = group or self.groups.setdefault(key.group, ClassicGroup(key.group))
-            value = record.value
-            group.offsets[(key.topic, key.partition)] = OffsetAndMetadata(
-                value.offset,
-                value.leader_epoch,
-                value.metadata,
-                value.commit_timestamp,
-                value.expire_timestamp,
-            )
+            group.offsets[(key.topic, key.partition)] = OffsetAndMetadata.of_value(record.value)
             return
         if record.value is None:
             group = self.groups.get(key.group)
@@ -329,7 +329,7 @@ class ClassicGroupMembership:
             self._cancel(("pending", group.group_id, member_id))
             self._add_member_and_rebalance(group, joining, now_ms)
             return
-        error = _check_member(group, member_id, joining.group_instance_id)
+        error = check_member(group, member_id, joining.group_instance_id)
         if error is not ErrorCode.none:
             reply(_join_error(error, member_id))
             return
@@ -536,7 +536,7 @@ class ClassicGroupMembership:
         if group is None or group.state is GroupState.DEAD:
             fail(ErrorCode.unknown_member_id)
             return
-        error = _check_member(group, member_id, request.group_instance_id)
+        error = check_member(group, member_id, request.group_instance_id)
         if error is ErrorCode.none and request.generation_id != group.generation:
             error = ErrorCode.illegal_generation
         if error is ErrorCode.none and (
@@ -608,7 +608,7 @@ class ClassicGroupMembership:
             if group is None or group.state in (GroupState.DEAD, GroupState.EMPTY):
                 error = ErrorCode.unknown_member_id
             else:
-                error = _check_member(group, request.member_id, request.group_instance_id)
+                error = check_member(group, request.member_id, request.group_instance_id)
                 if error is ErrorCode.none and request.generation_id != group.generation:
                     error = ErrorCode.illegal_generation
                 if error is ErrorCode.none:
@@ -723,10 +723,23 @@ class ClassicGroupMembership:
         )
 
     def write(
-        self, group_id: str, records: Sequence[CoordinatorRecord], done: Callable[[ErrorCode], None]
+        self,
+        group_id: str,
+        records: Sequence[CoordinatorRecord],
+        done: Callable[[ErrorCode], None],
+        *,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
     ) -> None:
-        """Append ``records`` to the group's partition; ``done`` hears the outcome."""
-        self._writer.append(self.partition_of(group_id), records, done)
+        """Append ``records`` to the group's partition (in a transactional batch of
+        ``producer_id`` when one is given); ``done`` hears the outcome."""
+        self._writer.append(
+            self.partition_of(group_id),
+            records,
+            done,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+        )
 
 
 def _ms(value: Any) -> int:
@@ -735,7 +748,7 @@ def _ms(value: Any) -> int:
     )
 
 
-def _check_member(group: ClassicGroup, member_id: str, instance_id: str | None) -> ErrorCode:
+def check_member(group: ClassicGroup, member_id: str, instance_id: str | None) -> ErrorCode:
     """UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID for a request naming a member, else NONE."""
     if instance_id is not None:
         known = group.static_members.get(instance_id)

@@ -17,9 +17,12 @@ One request goes through four steps, as in Kafka's ``KafkaApis.handleFetchReques
    those that changed) and the response is encoded by ``RecordsSplicer``: kio writes the
    response, each partition's records are file regions of the segments (``Response`` parts).
 
+read_committed answers, per partition, the last stable offset and the aborted transactions
+overlapping the records sent (producer id, first offset; clients drop those producers' records
+from the first offset to the ABORT marker); read_uncommitted answers null there, as Kafka.
+
 Differences from Kafka: no follower fetches (a request with a replica id is read as a
-consumer's), no preferred read replica (always -1), no aborted transactions (none exist:
-read_committed answers an empty list, read_uncommitted null, as Kafka's do).
+consumer's), no preferred read replica (always -1).
 """
 
 from __future__ import annotations
@@ -62,6 +65,20 @@ _Partitions = list[tuple[SessionPartition, PartitionFetch]]
 
 def _ms(value: datetime.timedelta) -> int:
     return int(value.total_seconds() * 1000)
+
+
+def _aborted(schema: Any, read: ReadResultInfo, isolation_level: int) -> tuple[Any, ...] | None:
+    """The partition's aborted transactions: null for read_uncommitted (as Kafka)."""
+    if isolation_level != READ_COMMITTED:
+        return None
+    return tuple(
+        build(
+            schema.AbortedTransaction,
+            producer_id=i64(txn.producer_id),
+            first_offset=i64(txn.first_offset),
+        )
+        for txn in read.aborted_transactions or ()
+    )
 
 
 class FetchHandler:
@@ -246,7 +263,6 @@ class FetchHandler:
                 read.close()
         schema = response_module(ApiKey.FETCH, version)
         splicer: RecordsSplicer[FileRegion] = RecordsSplicer()
-        aborted = () if isolation_level == READ_COMMITTED else None
         by_ids = version >= _TOPIC_IDS_VERSION
         topics: list[tuple[SessionPartition, list[Any]]] = []
         for index in selected:
@@ -259,7 +275,7 @@ class FetchHandler:
                 high_watermark=i64(read.high_watermark),
                 last_stable_offset=i64(read.last_stable_offset),
                 log_start_offset=i64(read.log_start_offset),
-                aborted_transactions=aborted,
+                aborted_transactions=_aborted(schema, read, isolation_level),
                 preferred_read_replica=i32(-1),
                 records=splicer.placeholder(read.regions),
             )

@@ -1,8 +1,9 @@
-"""FindCoordinator (API key 10), v0 to v6: which broker coordinates a group.
+"""FindCoordinator (API key 10), v0 to v6: which broker coordinates a group (key type 0) or a
+transactional id (key type 1).
 
-This broker coordinates every group (it leads every ``__consumer_offsets`` partition); the
-first request for a group creates that topic. v4+ asks for many keys at once. Transaction keys
-(key type 1) answer COORDINATOR_NOT_AVAILABLE until the transaction coordinator exists.
+This broker coordinates every group and every transactional id (it leads every partition of
+``__consumer_offsets`` and ``__transaction_state``); the first request for a key of either
+type creates that topic. v4+ asks for many keys at once.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from strom.server.handlers._groups import GroupHandler
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import NO_THROTTLE, BrokerAddress, as_newest, request_field
 from strom.server.handlers.registry import RequestContext
+from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
 
 __all__ = ["FindCoordinatorHandler"]
 
@@ -39,11 +41,15 @@ class FindCoordinatorHandler(GroupHandler):
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.FIND_COORDINATOR]
 
     def __init__(
-        self, runtime: GroupCoordinatorRuntime, own_address: Callable[[], BrokerAddress | None]
+        self,
+        runtime: GroupCoordinatorRuntime,
+        own_address: Callable[[], BrokerAddress | None],
+        transactions: TxnCoordinatorRuntime,
     ) -> None:
         """``own_address``: this broker as clients reach it (None while not registered)."""
         super().__init__(runtime)
         self.own_address = own_address
+        self._transactions = transactions
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = as_newest(context.body, newest.FindCoordinatorRequest)
@@ -73,14 +79,17 @@ class FindCoordinatorHandler(GroupHandler):
 
     async def _find(self, key: str, key_type: int) -> latest.Coordinator:
         if key_type == TRANSACTION_KEY:
-            return _coordinator(key, ErrorCode.coordinator_not_available, None)
-        if key_type != GROUP_KEY:
+            if not key:
+                return _coordinator(key, ErrorCode.invalid_request, None, "empty transactional id")
+            error = await self._transactions.ensure_topic()
+        elif key_type == GROUP_KEY:
+            if not key:
+                return _coordinator(key, ErrorCode.invalid_request, None, "empty group id")
+            error = await self._runtime.ensure_topic()
+        else:
             return _coordinator(
                 key, ErrorCode.invalid_request, None, f"unknown key type {key_type}"
             )
-        if not key:
-            return _coordinator(key, ErrorCode.invalid_request, None, "empty group id")
-        error = await self._runtime.ensure_offsets_topic()
         address = self.own_address()
         if error is ErrorCode.none and address is None:
             error = ErrorCode.coordinator_not_available

@@ -1,13 +1,17 @@
-"""InitProducerId (API key 22), v0 to v5: a producer id and epoch for an idempotent producer.
+"""InitProducerId (API key 22), v0 to v5: a producer id and epoch for a producer.
 
 Without a transactional id, Kafka's ``TransactionCoordinator.handleInitProducerId`` always hands
 out a new producer id at epoch 0, whatever producer id and epoch the request carries (v3+ may
 carry the current ones to bump the epoch; that matters only for transactional producers).
 
-Transactions come with the transaction coordinator (a later issue). Until then a request with a
-transactional id is answered COORDINATOR_NOT_AVAILABLE, as while a coordinator is loading;
-clients only send it after FindCoordinator for the transactional id, which this broker does not
-serve yet. An empty transactional id is INVALID_REQUEST, as in Kafka.
+With one, the transaction coordinator answers (``coordinator/txn``): a new producer id for a
+new transactional id, else the same id with a bumped epoch (fencing older instances), after
+aborting an open transaction (CONCURRENT_TRANSACTIONS until that is done; the client retries).
+A new producer id is taken from the controller's blocks first when the core needs one (a new
+transactional id, an exhausted epoch); without one, nothing is awaited between that check and
+the core's call, so the answer cannot change in between. An empty
+transactional id is INVALID_REQUEST; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4, as in
+Kafka.
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ from kio.static.primitive import i16
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
+from strom.coordinator.txn import InitProducerIdResult
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import NO_THROTTLE, as_newest
+from strom.server.handlers._txns import for_client
+from strom.server.handlers.common import NO_THROTTLE, as_newest, request_field
 from strom.server.handlers.registry import RequestContext
 from strom.server.producer_ids import ProducerIdManager
+from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
 
 __all__ = ["InitProducerIdHandler"]
 
@@ -37,8 +44,11 @@ class InitProducerIdHandler:
     api_key: Final = ApiKey.INIT_PRODUCER_ID
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.INIT_PRODUCER_ID]
 
-    def __init__(self, producer_ids: ProducerIdManager) -> None:
+    def __init__(
+        self, producer_ids: ProducerIdManager, transactions: TxnCoordinatorRuntime
+    ) -> None:
         self._producer_ids = producer_ids
+        self._transactions = transactions
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = as_newest(context.body, newest.InitProducerIdRequest)
@@ -46,13 +56,7 @@ class InitProducerIdHandler:
         if transactional_id is not None:
             if transactional_id == "":
                 return self._error(ErrorCode.invalid_request, context.api_version)
-            log.info(
-                "InitProducerId from %s for transactional id %r: transactions are not "
-                "supported yet (COORDINATOR_NOT_AVAILABLE)",
-                context.client_address,
-                transactional_id,
-            )
-            return self._error(ErrorCode.coordinator_not_available, context.api_version)
+            return await self._transactional(context, request, transactional_id)
         outcome = await self._producer_ids.generate()
         if not isinstance(outcome, int):
             return self._error(outcome.code, context.api_version)
@@ -64,6 +68,51 @@ class InitProducerIdHandler:
             producer_epoch=i16(0),
         )
         return for_version(response, context.api_version)
+
+    async def _transactional(
+        self,
+        context: RequestContext,
+        request: newest.InitProducerIdRequest,
+        transactional_id: str,
+    ) -> ResponsePayload:
+        version = context.api_version
+        coordinator = self._transactions.coordinator
+        error = coordinator.txn_error(transactional_id)
+        if error is not ErrorCode.none:
+            return self._error(error, version)
+        candidate: int | None = None
+        if coordinator.needs_producer_id(transactional_id):
+            generated = await self._producer_ids.generate()
+            if not isinstance(generated, int):
+                return self._error(generated.code, version)
+            candidate = generated
+        timeout_ms = int(request.transaction_timeout.total_seconds() * 1000)
+        result: InitProducerIdResult = await self._transactions.call(
+            lambda reply: coordinator.init_producer_id(
+                transactional_id,
+                timeout_ms=timeout_ms,
+                producer_id=int(request_field(request, "producer_id", -1)),
+                producer_epoch=int(request_field(request, "producer_epoch", -1)),
+                new_producer_id=candidate,
+                now_ms=self._transactions.now_ms(),
+                reply=reply,
+            )
+        )
+        if result.error is not ErrorCode.none:
+            log.info(
+                "InitProducerId of transactional id %r from %s: %s",
+                transactional_id,
+                context.client_address,
+                result.error.name.upper(),
+            )
+            return self._error(for_client(result.error, version, fenced_from=4), version)
+        response = latest.InitProducerIdResponse(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            producer_id=ProducerId(result.producer_id),
+            producer_epoch=i16(result.producer_epoch),
+        )
+        return for_version(response, version)
 
     @staticmethod
     def _error(code: ErrorCode, version: int) -> ResponsePayload:

@@ -1,5 +1,7 @@
 """OffsetFetch (API key 9), v1 to v9: a group's committed offsets (v8+: many groups at once;
-no topics: all of them). A partition without a commit answers offset -1."""
+no topics: all of them). A partition without a commit answers offset -1. With
+``require_stable`` (v7+, what read_committed consumers send), a partition with an undecided
+transactional offset commit answers UNSTABLE_OFFSET_COMMIT and the client asks again."""
 
 from __future__ import annotations
 
@@ -43,7 +45,9 @@ class OffsetFetchHandler(GroupHandler):
             ),
         )
         answer = self._coordinator.offset_fetch(
-            newest.OffsetFetchRequest(groups=(group,), require_stable=False)
+            newest.OffsetFetchRequest(
+                groups=(group,), require_stable=request_field(body, "require_stable", False)
+            )
         ).groups[0]
         old = response_module(self.api_key, version)
         response: ResponsePayload = build(

@@ -16,13 +16,17 @@ counts, size: CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE, RECORD_LIST_TO
 UNSUPPORTED_COMPRESSION_TYPE). A failing partition gets its error code and error message (v8+),
 a log line naming the client, and the other partitions are appended as usual.
 
-Transactions are not served yet (no transaction coordinator, no AddPartitionsToTxn): a request
-with a ``transactional_id`` gets INVALID_TXN_STATE for every partition and appends nothing, what
-Kafka answers a transactional produce to a partition that is not part of an ongoing transaction
-(KIP-890 verification). Idempotent batches (producer id, no transactional id) pass the
-partition's producer state (duplicates answered with their original offsets, sequences and
-epochs checked); keyless records on a compacted topic are refused with INVALID_RECORD and, from
-v8, ``record_errors`` naming each of them (``replica_manager``).
+A request with a ``transactional_id`` is appended like any other: its batches are transactional
+and open (or continue) the producer's transaction in each partition, which a COMMIT or ABORT
+marker from the transaction coordinator ends (WriteTxnMarkers). When this broker is the
+transaction coordinator, a transactional batch is first verified as Kafka does (KIP-890): a
+partition the producer did not add to its ongoing transaction (AddPartitionsToTxn) answers
+INVALID_TXN_STATE, a fenced epoch INVALID_PRODUCER_EPOCH, an unknown producer id
+INVALID_PRODUCER_ID_MAPPING, a coordinator that is busy NOT_ENOUGH_REPLICAS (retriable).
+Batches with a producer id pass the partition's producer state (duplicates answered with their
+original offsets, sequences and epochs checked); keyless records on a compacted topic are
+refused with INVALID_RECORD and, from v8, ``record_errors`` naming each of them
+(``replica_manager``).
 
 Kafka lets only its own admin client (client id ``__admin_client``) write internal topics; the
 coordinators write them through the replica manager directly.
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Callable
 from typing import Any, Final
 
 from kio.static.primitive import i32, i32Timedelta, i64
@@ -39,7 +44,14 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.protocol.batch import COMPRESSION_MASK, HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, Compression
+from strom.protocol.batch import (
+    COMPRESSION_MASK,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    BatchHeader,
+    Compression,
+)
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.registry import (
     NO_RESPONSE,
@@ -58,6 +70,21 @@ ADMIN_CLIENT_ID: Final = "__admin_client"
 _NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
 _MAGIC_OFFSET: Final = 16
 _ATTRIBUTES_OFFSET: Final = 21
+
+
+TxnVerifier = Callable[[str, int, int, TopicPartition], ErrorCode | None]
+"""(transactional id, producer id, producer epoch, partition) -> NONE when the partition is in
+the producer's ongoing transaction, else the error; None when the transaction coordinator of
+that id is not on this broker (no check)."""
+
+_VERIFICATION_ERRORS: Final = {
+    ErrorCode.concurrent_transactions: ErrorCode.not_enough_replicas,
+    ErrorCode.coordinator_load_in_progress: ErrorCode.not_enough_replicas,
+    ErrorCode.coordinator_not_available: ErrorCode.not_enough_replicas,
+    ErrorCode.not_coordinator: ErrorCode.not_enough_replicas,
+    ErrorCode.producer_fenced: ErrorCode.invalid_producer_epoch,
+}
+"""Kafka's produce answers for verification errors: retriable ones as NOT_ENOUGH_REPLICAS."""
 
 
 class AcksZeroProduceError(CloseConnection):
@@ -104,10 +131,16 @@ class ProduceHandler:
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.PRODUCE]
 
     def __init__(
-        self, *, replica_manager: ReplicaManager, purgatory: Purgatory[DelayedProduce]
+        self,
+        *,
+        replica_manager: ReplicaManager,
+        purgatory: Purgatory[DelayedProduce],
+        verify_txn: TxnVerifier | None = None,
     ) -> None:
+        """``verify_txn``: the transaction coordinator's KIP-890 check (see the module docs)."""
         self._replica_manager = replica_manager
         self._purgatory = purgatory
+        self._verify_txn = verify_txn
 
     async def handle(self, context: RequestContext) -> HandlerResult:
         body: Any = context.body
@@ -155,20 +188,14 @@ class ProduceHandler:
     ) -> list[tuple[TopicPartition, AppendResult]]:
         entries: list[tuple[TopicPartition, bytes | None]] = []
         rejected: dict[int, AppendResult] = {}
-        transactional = body.transactional_id is not None
         for topic in body.topic_data:
             for partition in topic.partition_data:
                 tp = TopicPartition(str(topic.name), int(partition.index))
-                if transactional:
-                    rejected[len(entries)] = AppendResult.failed(
-                        ErrorCode.invalid_txn_state,
-                        f"transactional id {body.transactional_id!r}: transactions are not "
-                        "supported by this broker yet",
-                    )
-                else:
-                    problem = check_produce_records(version, partition.records)
-                    if problem is not None:
-                        rejected[len(entries)] = AppendResult.failed(*problem)
+                problem = check_produce_records(version, partition.records)
+                if problem is None and body.transactional_id is not None:
+                    problem = self._check_txn(str(body.transactional_id), tp, partition.records)
+                if problem is not None:
+                    rejected[len(entries)] = AppendResult.failed(*problem)
                 entries.append((tp, partition.records))
         appended = iter(
             self._replica_manager.append_records(
@@ -181,6 +208,23 @@ class ProduceHandler:
             (tp, rejected[i]) if i in rejected else next(appended)
             for i, (tp, _) in enumerate(entries)
         ]
+
+    def _check_txn(
+        self, transactional_id: str, tp: TopicPartition, records: bytes | None
+    ) -> tuple[ErrorCode, str] | None:
+        """KIP-890 verification of a transactional batch (None: it may be appended)."""
+        if self._verify_txn is None or records is None or len(records) < HEADER_SIZE:
+            return None
+        header = BatchHeader.read(records)
+        if not header.is_transactional:
+            return None
+        code = self._verify_txn(transactional_id, header.producer_id, header.producer_epoch, tp)
+        if code is None or code is ErrorCode.none:
+            return None
+        if code is ErrorCode.invalid_txn_state:
+            return code, f"{tp} is not in the ongoing transaction of {transactional_id!r}"
+        code = _VERIFICATION_ERRORS.get(code, code)
+        return code, f"transaction verification of {transactional_id!r}: {code.name.upper()}"
 
 
 def _timestamp(ms: int) -> datetime.datetime | None:

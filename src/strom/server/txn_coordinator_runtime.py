@@ -1,0 +1,195 @@
+"""The I/O shell around the transaction coordinator core, on ``__transaction_state`` (Kafka's
+``TransactionStateManager`` and ``TransactionMarkerChannelManager``, in small;
+:mod:`strom.server.coordinator_runtime` has what both coordinators' shells share).
+
+* Loading reads back every transactional id; the core then completes a transaction left
+  prepared (markers, then its Complete record) and aborts an Ongoing one once its timeout has
+  passed.
+* :meth:`TxnCoordinatorRuntime.write_markers` calls ``ReplicaManager.write_txn_marker`` for
+  each partition of a transaction (this node leads them all), including the
+  ``__consumer_offsets`` partition of a group added by AddOffsetsToTxn.
+* :meth:`TxnCoordinatorRuntime.verify_produce` is the produce path's KIP-890 check.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection, Sequence
+
+from strom.common import Clock, ErrorCode, TopicPartition
+from strom.config import ServerConfig
+from strom.controller.topic_names import TRANSACTION_STATE_TOPIC
+from strom.coordinator.txn import (
+    TransactionCoordinator,
+    TransactionLogRecord,
+    TxnSettings,
+)
+from strom.coordinator.txn.records import decode_key, decode_value
+from strom.protocol.batch import BatchHeader
+from strom.protocol.records import iter_records
+from strom.protocol.schema import SchemaError
+from strom.server.auto_topics import AutoTopicCreator
+from strom.server.coordinator_runtime import CoordinatorRuntime
+from strom.server.replica_manager import ReplicaManager
+
+__all__ = ["TxnCoordinatorRuntime", "txn_settings_from_config"]
+
+log = logging.getLogger(__name__)
+
+
+def txn_settings_from_config(config: ServerConfig) -> TxnSettings:
+    return TxnSettings(
+        max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
+        id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
+        abort_check_interval_ms=config.get_int(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+        ),
+        expiration_check_interval_ms=config.get_int(
+            "transaction.remove.expired.transaction.cleanup.interval.ms"
+        ),
+    )
+
+
+class TxnCoordinatorRuntime(CoordinatorRuntime):
+    """Owns the :class:`TransactionCoordinator` of this broker and everything around it."""
+
+    def __init__(
+        self,
+        *,
+        config: ServerConfig,
+        replica_manager: ReplicaManager,
+        auto_topics: AutoTopicCreator,
+        clock: Clock,
+    ) -> None:
+        super().__init__(
+            topic=TRANSACTION_STATE_TOPIC,
+            replica_manager=replica_manager,
+            auto_topics=auto_topics,
+            clock=clock,
+        )
+        self.coordinator = TransactionCoordinator(
+            settings=txn_settings_from_config(config), writer=self
+        )
+
+    @property
+    def core(self) -> TransactionCoordinator:
+        return self.coordinator
+
+    @property
+    def replica_manager(self) -> ReplicaManager:
+        return self._replica_manager
+
+    # --- loading ------------------------------------------------------------------------------
+
+    def _begin_loading(self, partitions: int) -> None:
+        self.coordinator.begin_loading(partitions)
+
+    def _finish_loading(self, partition: int) -> None:
+        tp = TopicPartition(TRANSACTION_STATE_TOPIC, partition)
+        self.coordinator.finish_loading(
+            partition, coordinator_epoch=self._coordinator_epoch(tp), now_ms=self.now_ms()
+        )
+
+    def _loaded(self, records: int) -> None:
+        log.info(
+            "loaded %d record(s) of %s: %d transactional id(s)",
+            records,
+            TRANSACTION_STATE_TOPIC,
+            len(self.coordinator.transactions),
+        )
+
+    def _coordinator_epoch(self, tp: TopicPartition) -> int:
+        """Kafka's coordinator epoch: the leader epoch of the ``__transaction_state`` partition."""
+        partition = self._replica_manager.image.topics.get_partition(tp)
+        return 0 if partition is None else partition.leader_epoch
+
+    def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
+        if header.is_control:
+            return 0
+        count = 0
+        for record in iter_records(batch):
+            if record.key is None:
+                continue
+            try:
+                key = decode_key(record.key)
+                value = decode_value(record.value)
+            except SchemaError as error:
+                log.warning(
+                    "skipping an unreadable record of %s: %s", TRANSACTION_STATE_TOPIC, error
+                )
+                continue
+            self.coordinator.replay(TransactionLogRecord(key, value))
+            count += 1
+        return count
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def verify_produce(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition
+    ) -> ErrorCode | None:
+        """KIP-890 verification of a transactional produce: NONE when ``tp`` is in the
+        producer's Ongoing transaction, else the error; None when this broker does not
+        coordinate transactions (no ``__transaction_state`` yet)."""
+        if self.coordinator.partition_count is None:
+            return None
+        [code] = self.coordinator.verify_partitions(
+            transactional_id,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            partitions=[tp],
+        ).values()
+        return code
+
+    # --- the core's TransactionWriter ---------------------------------------------------------
+
+    def append(
+        self,
+        partition: int,
+        records: Sequence[TransactionLogRecord],
+        done: Callable[[ErrorCode], None],
+    ) -> None:
+        code = self._append(partition, [record.encode() for record in records])
+        done(code if code is ErrorCode.none else _append_error(code))
+
+    def write_markers(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: Collection[TopicPartition],
+        done: Callable[[], None],
+    ) -> None:
+        for tp in sorted(partitions):
+            code = self._replica_manager.write_txn_marker(
+                tp,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+            )
+            if code is not ErrorCode.none:
+                # A deleted topic, a newer producer epoch or coordinator: nothing to retry.
+                log.warning(
+                    "%s marker for producer id %d on %s not written: %s",
+                    "COMMIT" if commit else "ABORT",
+                    producer_id,
+                    tp,
+                    code.name.upper(),
+                )
+        done()
+
+
+def _append_error(code: ErrorCode) -> ErrorCode:
+    """What the coordinator answers for a failed append (Kafka's mapping)."""
+    if code in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if code in (
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+        ErrorCode.request_timed_out,
+    ):
+        return ErrorCode.coordinator_not_available
+    return ErrorCode.unknown_server_error
