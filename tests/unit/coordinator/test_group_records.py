@@ -17,9 +17,8 @@ from strom.coordinator.group.records import (
     decode_value,
     encode_key,
     encode_value,
-    java_string_hash,
-    partition_for,
 )
+from strom.coordinator.partitions import java_string_hash, partition_for
 from strom.protocol.schema import SchemaError
 
 

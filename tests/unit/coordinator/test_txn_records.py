@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from strom.coordinator.partitions import partition_for
 from strom.coordinator.txn.records import (
     TransactionLogKey,
     TransactionLogValue,
@@ -17,7 +18,6 @@ from strom.coordinator.txn.records import (
     decode_value,
     encode_key,
     encode_value,
-    partition_for,
 )
 from strom.coordinator.txn.state import TransactionState, check_transition
 from strom.protocol.schema import SchemaError

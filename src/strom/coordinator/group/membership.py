@@ -39,9 +39,9 @@ from strom.coordinator.group.records import (
     MemberMetadata,
     OffsetCommitKey,
     OffsetCommitValue,
-    partition_for,
 )
 from strom.coordinator.group.state import GroupState
+from strom.coordinator.partitions import CoordinatorPartitions
 from strom.protocol.batch import NO_PRODUCER_ID
 
 __all__ = ["ClassicGroupMembership", "CoordinatorSettings", "PartitionWriter", "Reply"]
@@ -105,8 +105,7 @@ class ClassicGroupMembership:
         self._random = random
         self._topic_exists = topic_exists
         self.groups: dict[str, ClassicGroup] = {}
-        self._partitions: int | None = None
-        self._loading: set[int] = set()
+        self._partitions = CoordinatorPartitions("__consumer_offsets")
         self._timers: dict[tuple[str, ...], tuple[int, Callable[[int], None]]] = {}
         self._next_retention: int | None = None
 
@@ -115,16 +114,15 @@ class ClassicGroupMembership:
     @property
     def partition_count(self) -> int | None:
         """Partitions of ``__consumer_offsets`` (None before the topic exists)."""
-        return self._partitions
+        return self._partitions.count
 
     def begin_loading(self, partitions: int) -> None:
         """The topic exists with ``partitions`` partitions; all of them are now loading."""
-        self._partitions = partitions
-        self._loading = set(range(partitions))
+        self._partitions.begin_loading(partitions)
 
     def finish_loading(self, partition: int, now_ms: int) -> None:
         """``partition`` is replayed: its groups serve requests; members get a session."""
-        self._loading.discard(partition)
+        self._partitions.finish_loading(partition)
         for group in self.groups.values():
             if self.partition_of(group.group_id) == partition:
                 for member in group.members.values():
@@ -133,18 +131,12 @@ class ClassicGroupMembership:
             self._next_retention = now_ms + self.settings.retention_check_interval_ms
 
     def partition_of(self, group_id: str) -> int:
-        if self._partitions is None:
-            raise RuntimeError("__consumer_offsets does not exist yet")
-        return partition_for(group_id, self._partitions)
+        return self._partitions.partition_of(group_id)
 
     def group_error(self, group_id: str) -> ErrorCode:
         """NOT_COORDINATOR before the topic exists, COORDINATOR_LOAD_IN_PROGRESS while the
         group's partition loads, NONE when requests for the group may be served."""
-        if self._partitions is None:
-            return ErrorCode.not_coordinator
-        if self.partition_of(group_id) in self._loading:
-            return ErrorCode.coordinator_load_in_progress
-        return ErrorCode.none
+        return self._partitions.error(group_id)
 
     def replay(self, record: CoordinatorRecord) -> None:
         """Apply a record read back from ``__consumer_offsets`` (while loading)."""

@@ -11,7 +11,6 @@ The formats are Kafka's message specs (``OffsetCommitKey.json``, ``OffsetCommitV
 written as Kafka 4 writes them: ``OffsetCommitValue`` v3, or v1 when the commit carries an expire
 timestamp (OffsetCommit v2 to v4 with a retention time), and ``GroupMetadataValue`` v3.
 
-:func:`partition_for` is Kafka's ``Utils.abs(groupId.hashCode()) % partitions``.
 """
 
 from __future__ import annotations
@@ -48,8 +47,6 @@ __all__ = [
     "decode_value",
     "encode_key",
     "encode_value",
-    "java_string_hash",
-    "partition_for",
 ]
 
 
@@ -59,21 +56,6 @@ class UnknownRecordTypeError(SchemaError):
     Kafka's loader skips such records with a warning: newer group types (consumer, share and
     streams groups) use key versions 3 and up.
     """
-
-
-def java_string_hash(text: str) -> int:
-    """Java's ``String.hashCode``: over UTF-16 code units, as a signed 32-bit int."""
-    value = 0
-    data = text.encode("utf-16-be", "surrogatepass")
-    for index in range(0, len(data), 2):
-        value = (31 * value + ((data[index] << 8) | data[index + 1])) & 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def partition_for(group_id: str, num_partitions: int) -> int:
-    """The ``__consumer_offsets`` partition of a group (``Utils.abs`` maps MIN_VALUE to 0)."""
-    hashed = java_string_hash(group_id)
-    return (0 if hashed == -(2**31) else abs(hashed)) % num_partitions
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """The transaction coordinator, without I/O (see ``NOTES.md``)."""
 
+from strom.coordinator.partitions import partition_for
 from strom.coordinator.txn.coordinator import (
     InitProducerIdResult,
     TransactionCoordinator,
@@ -7,7 +8,7 @@ from strom.coordinator.txn.coordinator import (
     TxnSettings,
 )
 from strom.coordinator.txn.metadata import TransactionMetadata
-from strom.coordinator.txn.records import TransactionLogRecord, partition_for
+from strom.coordinator.txn.records import TransactionLogRecord
 from strom.coordinator.txn.state import TransactionState
 
 __all__ = [

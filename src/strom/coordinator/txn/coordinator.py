@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from strom.common import ErrorCode, TopicPartition
+from strom.coordinator.partitions import CoordinatorPartitions
 from strom.coordinator.txn.metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -29,7 +30,6 @@ from strom.coordinator.txn.records import (
     TransactionLogKey,
     TransactionLogRecord,
     TransactionLogValue,
-    partition_for,
 )
 from strom.coordinator.txn.state import TransactionState, check_transition
 
@@ -96,8 +96,7 @@ class TransactionCoordinator:
         self.settings = settings
         self._writer = writer
         self.transactions: dict[str, TransactionMetadata] = {}
-        self._partitions: int | None = None
-        self._loading: set[int] = set()
+        self._partitions = CoordinatorPartitions("__transaction_state")
         self._coordinator_epochs: dict[int, int] = {}
         self._completing: set[str] = set()
         """Transactional ids whose markers are being written."""
@@ -109,12 +108,11 @@ class TransactionCoordinator:
     @property
     def partition_count(self) -> int | None:
         """Partitions of ``__transaction_state`` (None before the topic exists)."""
-        return self._partitions
+        return self._partitions.count
 
     def begin_loading(self, partitions: int) -> None:
         """The topic exists with ``partitions`` partitions; all of them are now loading."""
-        self._partitions = partitions
-        self._loading = set(range(partitions))
+        self._partitions.begin_loading(partitions)
 
     def replay(self, record: TransactionLogRecord) -> None:
         """Apply one record of a loading partition (the last record of an id wins)."""
@@ -129,7 +127,7 @@ class TransactionCoordinator:
     def finish_loading(self, partition: int, *, coordinator_epoch: int, now_ms: int) -> None:
         """``partition`` is replayed: its ids serve requests, and a transaction that was left
         prepared gets its markers and its Complete record now."""
-        self._loading.discard(partition)
+        self._partitions.finish_loading(partition)
         self._coordinator_epochs[partition] = coordinator_epoch
         for metadata in list(self.transactions.values()):
             in_partition = self.partition_of(metadata.transactional_id) == partition
@@ -140,18 +138,12 @@ class TransactionCoordinator:
             self._next_expiry_check = now_ms + self.settings.expiration_check_interval_ms
 
     def partition_of(self, transactional_id: str) -> int:
-        if self._partitions is None:
-            raise RuntimeError("__transaction_state does not exist yet")
-        return partition_for(transactional_id, self._partitions)
+        return self._partitions.partition_of(transactional_id)
 
     def txn_error(self, transactional_id: str) -> ErrorCode:
         """NOT_COORDINATOR before the topic exists, COORDINATOR_LOAD_IN_PROGRESS while the
         id's partition loads, NONE when requests for the id may be served."""
-        if self._partitions is None:
-            return ErrorCode.not_coordinator
-        if self.partition_of(transactional_id) in self._loading:
-            return ErrorCode.coordinator_load_in_progress
-        return ErrorCode.none
+        return self._partitions.error(transactional_id)
 
     # --- InitProducerId ---------------------------------------------------------------------
 
@@ -372,7 +364,7 @@ class TransactionCoordinator:
     ) -> tuple[ErrorCode, list[str], list[TransactionMetadata]]:
         """(error, unknown state filters, matching transactions); empty filters match all;
         ``duration_ms`` >= 0: only transactions running at least that long."""
-        if self._loading:
+        if self._partitions.loading:
             return ErrorCode.coordinator_load_in_progress, [], []
         unknown = [name for name in states if TransactionState.parse(name) is None]
         wanted = {state for name in states if (state := TransactionState.parse(name))}

@@ -6,9 +6,6 @@ change, so the last record of a key is its state, and a null value (a tombstone)
 expired. Value v1 is flexible and adds tagged fields (the previous and next producer id, the
 client's transaction version); Kafka writes v0 unless transaction version 2 is enabled, so
 strom writes v0 and reads both.
-
-:func:`partition_for` is Kafka's ``Utils.abs(transactionalId.hashCode()) % partitions``, the
-same rule as for groups.
 """
 
 from __future__ import annotations
@@ -17,7 +14,6 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
-from strom.coordinator.group.records import partition_for
 from strom.protocol.schema import (
     INT8,
     INT16,
@@ -41,7 +37,6 @@ __all__ = [
     "decode_value",
     "encode_key",
     "encode_value",
-    "partition_for",
 ]
 
 

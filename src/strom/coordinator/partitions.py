@@ -1,0 +1,61 @@
+"""Which partitions of a coordinator's internal topic exist and which are still loading.
+
+The group and the transaction coordinators both keep their state in the partitions of one
+internal topic (``__consumer_offsets``, ``__transaction_state``); a key (group id,
+transactional id) belongs to the partition Kafka's ``Utils.abs(key.hashCode()) % partitions``
+names, and requests for a key wait until its partition is loaded.
+"""
+
+from __future__ import annotations
+
+from strom.common import ErrorCode
+
+__all__ = ["CoordinatorPartitions", "java_string_hash", "partition_for"]
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode``: over UTF-16 code units, as a signed 32-bit int."""
+    value = 0
+    data = text.encode("utf-16-be", "surrogatepass")
+    for index in range(0, len(data), 2):
+        value = (31 * value + ((data[index] << 8) | data[index + 1])) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def partition_for(key: str, num_partitions: int) -> int:
+    """The coordinator partition of ``key`` (``Utils.abs`` maps MIN_VALUE to 0)."""
+    hashed = java_string_hash(key)
+    return (0 if hashed == -(2**31) else abs(hashed)) % num_partitions
+
+
+class CoordinatorPartitions:
+    """The partitions of ``topic``: none before the topic exists, then each loading until
+    its records are replayed."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+        self.count: int | None = None
+        """Partitions of the topic (None before it exists)."""
+        self.loading: set[int] = set()
+
+    def begin_loading(self, count: int) -> None:
+        """The topic exists with ``count`` partitions; all of them are now loading."""
+        self.count = count
+        self.loading = set(range(count))
+
+    def finish_loading(self, partition: int) -> None:
+        self.loading.discard(partition)
+
+    def partition_of(self, key: str) -> int:
+        if self.count is None:
+            raise RuntimeError(f"{self.topic} does not exist yet")
+        return partition_for(key, self.count)
+
+    def error(self, key: str) -> ErrorCode:
+        """NOT_COORDINATOR before the topic exists, COORDINATOR_LOAD_IN_PROGRESS while the
+        key's partition loads, NONE when requests for the key may be served."""
+        if self.count is None:
+            return ErrorCode.not_coordinator
+        if self.partition_of(key) in self.loading:
+            return ErrorCode.coordinator_load_in_progress
+        return ErrorCode.none
