@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Collection, Sequence
 
@@ -161,24 +162,58 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
         partitions: Collection[TopicPartition],
         done: Callable[[], None],
     ) -> None:
-        for tp in sorted(partitions):
-            code = self._replica_manager.write_txn_marker(
-                tp,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                commit=commit,
-                coordinator_epoch=coordinator_epoch,
-            )
-            if code is not ErrorCode.none:
-                # A deleted topic, a newer producer epoch or coordinator: nothing to retry.
-                log.warning(
-                    "%s marker for producer id %d on %s not written: %s",
-                    "COMMIT" if commit else "ABORT",
-                    producer_id,
+        """Write the marker in every partition; ``done`` once each is written or given up on.
+
+        As Kafka's ``TransactionMarkerChannelManager``: a partition that cannot take it now
+        (not led here yet, too few replicas, a storage error) is retried every
+        :data:`MARKER_RETRY_BACKOFF_S`; a deleted partition, a newer producer epoch or a newer
+        coordinator epoch is given up on.
+        """
+        kind = "COMMIT" if commit else "ABORT"
+        pending = sorted(partitions)
+
+        def attempt() -> None:
+            retry: list[TopicPartition] = []
+            for tp in pending:
+                code = self._replica_manager.write_txn_marker(
                     tp,
-                    code.name.upper(),
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    commit=commit,
+                    coordinator_epoch=coordinator_epoch,
                 )
-        done()
+                if code in _MARKER_RETRIABLE:
+                    retry.append(tp)
+                elif code is not ErrorCode.none:
+                    log.warning(
+                        "%s marker for producer id %d on %s given up: %s",
+                        kind,
+                        producer_id,
+                        tp,
+                        code.name.upper(),
+                    )
+            if not retry:
+                done()
+                return
+            log.info("%s marker for producer id %d: retrying %s", kind, producer_id, retry)
+            pending[:] = retry
+            asyncio.get_running_loop().call_later(MARKER_RETRY_BACKOFF_S, attempt)
+
+        attempt()
+
+
+MARKER_RETRY_BACKOFF_S = 0.1
+"""Kafka's ``retry.backoff.ms`` default for the coordinator's marker requests."""
+
+_MARKER_RETRIABLE = frozenset(
+    {
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+        ErrorCode.request_timed_out,
+        ErrorCode.kafka_storage_error,
+    }
+)
 
 
 def _append_error(code: ErrorCode) -> ErrorCode:
