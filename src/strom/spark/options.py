@@ -102,6 +102,9 @@ class WriteOptions:
     client: dict[str, str]
     topic: str | None = None
     api_timeout_ms: int = DEFAULT_API_TIMEOUT_MS
+    exactly_once: bool = False
+    transactional_id_prefix: str | None = None
+    """Exactly-once writes: None derives it from the streaming query id."""
 
 
 # Settings the source or sink owns; Spark refuses them with these reasons.
@@ -362,14 +365,41 @@ def parse_read_options(raw: Mapping[str, str], *, streaming: bool) -> ReadOption
     )
 
 
+def _check_exactly_once(client: Mapping[str, str]) -> None:
+    """Refuse producer settings a transactional sink cannot honour."""
+    if "transactional.id" in client:
+        raise OptionError(
+            "Kafka option 'transactional.id' is not supported with exactlyOnce: the sink "
+            "derives one per Spark partition (set 'transactionalIdPrefix' to choose its prefix)"
+        )
+    if client.get("enable.idempotence", "true").strip().lower() != "true":
+        raise OptionError(
+            "exactlyOnce needs an idempotent producer: drop 'kafka.enable.idempotence'"
+        )
+    if client.get("acks", "all").strip().lower() not in ("all", "-1"):
+        raise OptionError("exactlyOnce needs 'kafka.acks' = all")
+    protocol = client.get("security.protocol", "plaintext").strip().lower()
+    if protocol != "plaintext":
+        raise OptionError(
+            "exactlyOnce supports PLAINTEXT listeners only: the driver commits the "
+            f"transactions itself and cannot speak 'kafka.security.protocol'={protocol!r}"
+        )
+
+
 def parse_write_options(raw: Mapping[str, str]) -> WriteOptions:
     """The sink's options (batch or streaming)."""
     options = _lower(raw)
     client, own = _client_settings(options, refused=_SINK_REFUSED, consumer=False)
+    exactly_once = _boolean("exactlyOnce", options.get("exactlyonce", "false"))
+    if exactly_once:
+        _check_exactly_once(client)
     if client.get("acks", "all").strip().lower() in ("all", "-1"):
         # Idempotent unless settings conflict, as Java producers since Kafka 3.2.
         client.setdefault("enable.idempotence", "true")
     topic = options.get("topic")
+    prefix = options.get("transactionalidprefix", "").strip()
+    if prefix and not exactly_once:
+        log.warning("option 'transactionalIdPrefix' is ignored without exactlyOnce=true")
     return WriteOptions(
         client=client,
         topic=topic.strip() if topic and topic.strip() else None,
@@ -378,4 +408,6 @@ def parse_write_options(raw: Mapping[str, str]) -> WriteOptions:
             own.get("default.api.timeout.ms", str(DEFAULT_API_TIMEOUT_MS)),
             minimum=1,
         ),
+        exactly_once=exactly_once,
+        transactional_id_prefix=prefix or None,
     )

@@ -63,6 +63,11 @@ class StromDataSource(DataSource):
                 "save mode Overwrite is not allowed for strom; use Append (or ErrorIfExists)"
             )
         options = parse_write_options(self.options)
+        if options.exactly_once:
+            raise OptionError(
+                "exactlyOnce applies to streaming writes (writeStream) only: a batch write has "
+                "no micro-batch to commit its transactions with"
+            )
         check_write_schema(schema, options)
         check_producer_settings(options)
         return StromBatchWriter(options)

@@ -5,13 +5,15 @@ binary), ``topic`` (string; the ``topic`` option wins over it), ``partition`` (i
 ``headers`` (array<struct<key string, value binary>>); other columns are ignored. Types are
 checked before any task runs, naming the bad column. Each task writes its Arrow batches with one
 idempotent confluent-kafka Producer and flushes it at the end, failing on the first delivery
-error. At least once, like Spark's sink.
+error. At least once, like Spark's sink; with ``exactlyOnce`` a streaming write's tasks write in
+transactions the driver commits with the micro-batch (``strom.spark.transactional``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
@@ -31,6 +33,13 @@ from pyspark.sql.types import (
 )
 
 from strom.spark.options import OptionError, WriteOptions
+from strom.spark.transactional import (
+    OpenTransaction,
+    TaskTransaction,
+    abort_batch,
+    commit_batch,
+    task_identity,
+)
 
 __all__ = [
     "StromBatchWriter",
@@ -48,9 +57,10 @@ class WriteError(RuntimeError):
 
 @dataclass
 class Written(WriterCommitMessage):
-    """What one task wrote."""
+    """What one task wrote, and with ``exactlyOnce`` the transaction it left open."""
 
     records: int
+    transaction: OpenTransaction | None = None
 
 
 _TEXT_OR_BYTES = (StringType, BinaryType, NullType)
@@ -105,16 +115,17 @@ def check_producer_settings(options: WriteOptions) -> None:
 class _TaskWriter:
     """Writes one task's Arrow batches with one producer, flushed at the end."""
 
-    def __init__(self, options: WriteOptions) -> None:
+    def __init__(self, options: WriteOptions, producer: Any = None) -> None:
         self.options = options
         self.failures: list[str] = []
-        self.producer = Producer(options.client)
+        self.producer = Producer(options.client) if producer is None else producer
+        self.first_topic: str | None = None
 
     def _on_delivery(self, error: Any, message: Any) -> None:
         if error is not None and len(self.failures) < 5:
             self.failures.append(f"{message.topic()}-{message.partition()}: {error.str()}")
 
-    def write(self, batches: Iterator[Any]) -> Written:
+    def write(self, batches: Iterable[Any]) -> Written:
         count = 0
         for batch in batches:
             count += self._write_batch(batch)
@@ -152,6 +163,8 @@ class _TaskWriter:
                 raise WriteError(
                     "null topic present in the data; use the 'topic' option to set a default topic"
                 )
+            if self.first_topic is None:
+                self.first_topic = topic
             extra: dict[str, Any] = {}
             if partitions[i] is not None:
                 extra["partition"] = partitions[i]
@@ -173,6 +186,25 @@ class _TaskWriter:
         return int(rows)
 
 
+def _write_exactly_once(options: WriteOptions, batches: Iterator[Any]) -> Written:
+    """A task's rows in a transaction left open for the driver (none when the task has none)."""
+    first = next((batch for batch in batches if batch.num_rows), None)
+    if first is None:
+        return Written(0)
+    transaction = TaskTransaction(options, task_identity())
+    producer = transaction.begin()
+    if producer is None:  # a replay of a micro-batch the driver committed
+        return Written(0)
+    writer = _TaskWriter(options, producer)
+    try:
+        written = writer.write(chain([first], batches))
+        assert writer.first_topic is not None  # the first batch has rows
+        return Written(written.records, transaction.prepare(producer, writer.first_topic))
+    except BaseException:
+        transaction.abort(producer)
+        raise
+
+
 class StromBatchWriter(DataSourceArrowWriter):
     """``df.write.format("strom")``: append only, as Spark's Kafka sink."""
 
@@ -184,16 +216,25 @@ class StromBatchWriter(DataSourceArrowWriter):
 
 
 class StromStreamWriter(DataSourceStreamArrowWriter):
-    """``df.writeStream.format("strom")``: each micro-batch's tasks write and flush."""
+    """``df.writeStream.format("strom")``: each micro-batch's tasks write and flush; with
+    ``exactlyOnce`` they leave their transactions open and ``commit`` ends them."""
 
     def __init__(self, options: WriteOptions) -> None:
         self.options = options
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        if self.options.exactly_once:
+            return _write_exactly_once(self.options, iterator)
         return _TaskWriter(self.options).write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Nothing to do: every task flushed its records before reporting success."""
+        """Commit the tasks' transactions (at least once: nothing to do, all was flushed)."""
+        commit_batch(self.options, _transactions(messages), batchId)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Nothing to undo: records written stay written (at least once)."""
+        """Abort the tasks' transactions (at least once: records written stay written)."""
+        abort_batch(self.options, _transactions(messages), batchId)
+
+
+def _transactions(messages: list[WriterCommitMessage | None]) -> list[OpenTransaction]:
+    return [m.transaction for m in messages if isinstance(m, Written) and m.transaction]

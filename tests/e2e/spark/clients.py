@@ -69,7 +69,9 @@ def produce_values(
     )
 
 
-def consume_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Record]:
+def consume_all(
+    bootstrap: str, topic: str, partitions: int = 1, *, isolation: str = "read_committed"
+) -> list[Record]:
     """Every record of the topic from the start to the end, as a plain consumer sees them."""
     consumer = Consumer(
         {
@@ -77,6 +79,7 @@ def consume_all(bootstrap: str, topic: str, partitions: int = 1) -> list[Record]
             "group.id": unique_topic("check"),
             "enable.partition.eof": True,
             "enable.auto.commit": False,
+            "isolation.level": isolation,
         }
     )
     try:

@@ -1,0 +1,94 @@
+"""A blocking connection to one broker: send a kio request, read its response.
+
+For the few requests strom's own tools send that no client library exposes (the Spark sink's
+DescribeTransactions and EndTxn). Plaintext only, one request in flight, every socket operation
+bounded by a timeout. Framing, headers and bodies are ``strom.protocol``'s.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+from kio.static.protocol import RequestPayload
+
+from strom.protocol.api import decode_response, encode_request, make_request_header
+from strom.protocol.framing import frame_prefix
+
+__all__ = ["BrokerConnection", "ConnectionLost", "parse_servers"]
+
+_SIZE = struct.Struct(">i")
+
+
+class ConnectionLost(OSError):
+    """The broker closed the connection or sent a response that does not match the request."""
+
+
+def parse_servers(servers: str) -> list[tuple[str, int]]:
+    """``host:port`` pairs of a ``bootstrap.servers`` list (``[v6]:port`` too)."""
+    out: list[tuple[str, int]] = []
+    for given in servers.split(","):
+        address = given.strip().removeprefix("PLAINTEXT://").removeprefix("plaintext://")
+        if not address:
+            continue
+        host, sep, port = address.rpartition(":")
+        if not sep or not port.isdigit():
+            raise ValueError(f"bad broker address {address!r}: expected host:port")
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise ValueError(f"no broker address in {servers!r}")
+    return out
+
+
+class BrokerConnection:
+    """One TCP connection to a broker; ``close()`` when done (or use it as a context manager)."""
+
+    def __init__(self, host: str, port: int, *, timeout: float, client_id: str = "strom") -> None:
+        self.address = (host, port)
+        self._client_id = client_id
+        self._sock = socket.create_connection(self.address, timeout=timeout)
+        self._next_correlation_id = 1
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> BrokerConnection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def request(self, body: RequestPayload, *, response_type: type[Any] | None = None) -> Any:
+        """Send ``body`` and return the response body of the same API and version (kio's
+        class, or ``response_type`` from ``strom.protocol.lenient``)."""
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id += 1
+        header = make_request_header(body, correlation_id=correlation_id, client_id=self._client_id)
+        payload = encode_request(header=header, body=body)
+        self._sock.sendall(frame_prefix(len(payload)) + payload)
+        (size,) = _SIZE.unpack(self._read(_SIZE.size))
+        answered, response = decode_response(
+            self._read(size),
+            api_key=body.__api_key__,
+            api_version=body.__version__,
+            body_type=response_type,
+        )
+        if answered != correlation_id:
+            raise ConnectionLost(
+                f"{self.address[0]}:{self.address[1]} answered correlation id {answered}, "
+                f"expected {correlation_id}"
+            )
+        return response
+
+    def _read(self, size: int) -> bytes:
+        data = bytearray()
+        while len(data) < size:
+            chunk = self._sock.recv(size - len(data))
+            if not chunk:
+                raise ConnectionLost(
+                    f"{self.address[0]}:{self.address[1]} closed the connection "
+                    "(does the broker support this request version?)"
+                )
+            data += chunk
+        return bytes(data)
