@@ -13,7 +13,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME
+from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    Message,
+)
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
@@ -62,20 +67,21 @@ class RecordBatchBuilder:
         )
 
     def build(self, topic: str, partition: int, messages: Sequence[Any]) -> Any:
-        """A ``pyarrow.RecordBatch`` of the messages, in the source's schema."""
+        """A ``pyarrow.RecordBatch`` of the (one or more) messages, in the source's schema.
+
+        Per-record work is one C-level ``map`` per field; columns with one value for the whole
+        batch (topic, partition, usually the timestamp type) are repeated by Arrow.
+        """
         count = len(messages)
-        stamps = [m.timestamp() for m in messages]
+        kinds, millis = zip(*map(Message.timestamp, messages), strict=True)
         columns = [
-            pa.array([m.key() for m in messages], pa.binary()),
-            pa.array([m.value() for m in messages], pa.binary()),
-            pa.array([topic] * count, pa.string()),
-            pa.array([partition] * count, pa.int32()),
-            pa.array([m.offset() for m in messages], pa.int64()),
-            pa.array(
-                [ms * 1000 if kind else None for kind, ms in stamps],
-                self.schema.field("timestamp").type,
-            ),
-            pa.array([_SPARK_TIMESTAMP_TYPE.get(kind, -1) for kind, _ in stamps], pa.int32()),
+            pa.array(list(map(Message.key, messages)), pa.binary()),
+            pa.array(list(map(Message.value, messages)), pa.binary()),
+            pa.repeat(pa.scalar(topic, pa.string()), count),
+            pa.repeat(pa.scalar(partition, pa.int32()), count),
+            pa.array(list(map(Message.offset, messages)), pa.int64()),
+            self._timestamps(kinds, millis),
+            self._timestamp_types(kinds),
         ]
         if self.include_headers:
             columns.append(
@@ -84,6 +90,21 @@ class RecordBatchBuilder:
                 )
             )
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+    def _timestamps(self, kinds: tuple[int, ...], millis: tuple[int, ...]) -> Any:
+        column_type = self.schema.field("timestamp").type
+        if TIMESTAMP_NOT_AVAILABLE not in kinds:
+            return pa.array(millis, pa.timestamp("ms", tz="UTC")).cast(column_type)
+        stamps = [ms * 1000 if kind else None for kind, ms in zip(kinds, millis, strict=True)]
+        return pa.array(stamps, column_type)
+
+    @staticmethod
+    def _timestamp_types(kinds: tuple[int, ...]) -> Any:
+        if kinds.count(kinds[0]) == len(kinds):
+            return pa.repeat(
+                pa.scalar(_SPARK_TIMESTAMP_TYPE.get(kinds[0], -1), pa.int32()), len(kinds)
+            )
+        return pa.array([_SPARK_TIMESTAMP_TYPE.get(kind, -1) for kind in kinds], pa.int32())
 
 
 def _headers(headers: list[tuple[str, bytes | None]] | None) -> list[dict[str, Any]] | None:
