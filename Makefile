@@ -30,8 +30,10 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# Two workers (pytest-xdist): most tests wait on brokers and clients, not on the CPU; the Spark
+# tests stay together in one worker (one JVM, one session).
 test: $(STAMP) tools lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadgroup
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -43,3 +44,11 @@ def spark() -> Iterator[SparkSession]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With ``pytest -n``, every Spark test runs in one worker: one JVM, one session."""
+    spark_tests = Path(__file__).parent
+    for item in items:
+        if spark_tests in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("spark"))

@@ -22,6 +22,8 @@ from strom_harness import StromServer
 
 from e2e.spark.clients import Record, consume_all, create_topic, produce, unique_topic
 
+pytestmark = pytest.mark.timeout(300)  # three Spark drivers at once: slow on a loaded machine
+
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 RUN_TIMEOUT_S = 150
 # The JIT's first tier only, and the serial collector: a driver that lives seconds starts faster.

@@ -23,6 +23,8 @@ from strom_harness import StromServer
 
 from e2e.spark.clients import Record, consume_all, create_topic, produce, unique_topic
 
+pytestmark = pytest.mark.timeout(300)  # a master, a worker and a driver: slow when loaded
+
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
