@@ -19,6 +19,7 @@ import click
 from strom.config import ConfigError, ServerConfig, load_properties
 from strom.protocol.kafka_releases import KAFKA_RELEASES
 from strom.server.broker import Broker
+from strom.server.collector import settle_after_start
 from strom.server.eventloop import run
 from strom.server.meta_properties import MetaPropertiesError
 from strom.server.network.listener import HostPort
@@ -137,6 +138,7 @@ async def _serve(broker: Broker) -> None:
     for number in signals:
         loop.add_signal_handler(number, request_stop, number)
     await broker.start()
+    settle_after_start()
     try:
         await stop.wait()
     finally:

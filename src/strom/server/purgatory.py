@@ -202,6 +202,20 @@ class DelayedProduce(DelayedOperation):
         self._pending = set(required_offsets)
         self._replica_manager = replica_manager
 
+    @staticmethod
+    def outcomes_now(
+        replica_manager: ReplicaManager, required_offsets: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, ErrorCode] | None:
+        """Every partition's outcome when all are decided already (the usual case on one
+        node: the high watermark moves with the append), else None: wait in the purgatory."""
+        outcomes: dict[TopicPartition, ErrorCode] = {}
+        for tp, offset in required_offsets.items():
+            outcome = replica_manager.is_acknowledged(tp, offset)
+            if outcome is None:
+                return None
+            outcomes[tp] = outcome
+        return outcomes
+
     def try_complete(self) -> bool:
         for tp in list(self._pending):
             outcome = self._replica_manager.is_acknowledged(tp, self.required_offsets[tp])

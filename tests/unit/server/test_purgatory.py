@@ -76,6 +76,8 @@ def test_produce_on_one_node_completes_at_once(data: DataPath) -> None:
 
     async def scenario() -> None:
         required = {T0: append(data, T0, 3), T1: append(data, T1)}
+        outcomes = DelayedProduce.outcomes_now(data.replica_manager, required)
+        assert outcomes == {T0: ErrorCode.none, T1: ErrorCode.none}
         operation = DelayedProduce(
             timeout_ms=1000, required_offsets=required, replica_manager=data.replica_manager
         )
@@ -92,6 +94,7 @@ def test_produce_waits_for_the_follower(data: DataPath) -> None:
 
     async def scenario() -> None:
         required = {T0: append(data, T0, 2)}
+        assert DelayedProduce.outcomes_now(data.replica_manager, required) is None
         operation = DelayedProduce(
             timeout_ms=5000, required_offsets=required, replica_manager=data.replica_manager
         )

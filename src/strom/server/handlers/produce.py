@@ -52,6 +52,12 @@ from strom.protocol.batch import (
     BatchHeader,
     Compression,
 )
+from strom.protocol.headers import encode_response_header
+from strom.protocol.produce_response import (
+    PartitionAnswer,
+    pack_produce_response,
+    response_header_version,
+)
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.registry import (
     NO_RESPONSE,
@@ -59,10 +65,17 @@ from strom.server.handlers.registry import (
     HandlerResult,
     RequestContext,
 )
+from strom.server.network.response import Response
 from strom.server.purgatory import DelayedProduce, Purgatory
 from strom.server.replica_manager import AppendResult, ReplicaManager
 
-__all__ = ["AcksZeroProduceError", "ProduceHandler", "check_produce_records"]
+__all__ = [
+    "AcksZeroProduceError",
+    "ProduceHandler",
+    "build_response",
+    "check_produce_records",
+    "respond",
+]
 
 log = logging.getLogger(__name__)
 
@@ -173,15 +186,23 @@ class ProduceHandler:
                 if result.error == ErrorCode.none
             }
             if required:
-                operation = DelayedProduce(
-                    timeout_ms=int(body.timeout.total_seconds() * 1000),
-                    required_offsets=required,
-                    replica_manager=self._replica_manager,
-                )
-                if not self._purgatory.try_complete_else_watch(operation, required):
-                    await operation.wait()
-                errors = operation.errors
-        return build_response(version, results, errors)
+                decided = DelayedProduce.outcomes_now(self._replica_manager, required)
+                errors = decided if decided is not None else await self._wait_acks(body, required)
+        return respond(context.request.correlation_id, version, results, errors)
+
+    async def _wait_acks(
+        self, body: Any, required: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """acks=all: wait in the purgatory until each partition is decided or the request's
+        timeout passes."""
+        operation = DelayedProduce(
+            timeout_ms=int(body.timeout.total_seconds() * 1000),
+            required_offsets=required,
+            replica_manager=self._replica_manager,
+        )
+        if not self._purgatory.try_complete_else_watch(operation, required):
+            await operation.wait()
+        return operation.errors
 
     def _append(
         self, context: RequestContext, body: Any, version: int, acks: int
@@ -246,40 +267,85 @@ def _record_errors(schema: Any, result: AppendResult) -> tuple[Any, ...]:
     )
 
 
-def build_response(
-    version: int,
+def _answers(
     results: list[tuple[TopicPartition, AppendResult]],
     errors: dict[TopicPartition, ErrorCode],
-) -> ResponsePayload:
-    """The ProduceResponse of ``version``; ``errors`` override results (acks=all outcomes)."""
-    schema = response_module(ApiKey.PRODUCE, version)
-    topics: list[tuple[str, list[Any]]] = []
+) -> list[tuple[str, list[tuple[PartitionAnswer, AppendResult]]]]:
+    """Each partition's answer, grouped by topic in request order; ``errors`` override
+    results (acks=all outcomes)."""
+    topics: list[tuple[str, list[tuple[PartitionAnswer, AppendResult]]]] = []
     for tp, result in results:
         error = errors.get(tp, result.error)
         ok = error == ErrorCode.none
         message = result.message if result.error != ErrorCode.none else None
         if error == ErrorCode.request_timed_out:
             message = "the batch was appended but not replicated within the request timeout"
-        entry = build(
-            schema.PartitionProduceResponse,
-            index=i32(tp.partition),
-            error_code=error,
-            base_offset=i64(result.base_offset if ok else -1),
-            log_append_time=_timestamp(result.log_append_time) if ok else None,
-            log_start_offset=i64(result.log_start_offset),
-            record_errors=_record_errors(schema, result),
+        answer = PartitionAnswer(
+            partition=tp.partition,
+            error_code=error.value,
+            base_offset=result.base_offset if ok else -1,
+            log_append_time=result.log_append_time if ok and result.log_append_time >= 0 else -1,
+            log_start_offset=result.log_start_offset,
             error_message=message,
         )
         if topics and topics[-1][0] == tp.topic:
-            topics[-1][1].append(entry)
+            topics[-1][1].append((answer, result))
         else:
-            topics.append((tp.topic, [entry]))
+            topics.append((tp.topic, [(answer, result)]))
+    return topics
+
+
+def respond(
+    correlation_id: int,
+    version: int,
+    results: list[tuple[TopicPartition, AppendResult]],
+    errors: dict[TopicPartition, ErrorCode],
+) -> HandlerResult:
+    """The response: packed from plain values (no kio objects) unless a partition has
+    per-record errors or the packer declines, then kio's ``build_response``."""
+    if any(result.record_errors for _, result in results):
+        return build_response(version, results, errors)
+    topics = [
+        (name, [partition for partition, _ in entries])
+        for name, entries in _answers(results, errors)
+    ]
+    body = pack_produce_response(version, topics)
+    if body is None:
+        return build_response(version, results, errors)
+    header_version = response_header_version(version)
+    return Response.of(
+        encode_response_header(correlation_id=correlation_id, version=header_version) + body
+    )
+
+
+def build_response(
+    version: int,
+    results: list[tuple[TopicPartition, AppendResult]],
+    errors: dict[TopicPartition, ErrorCode],
+) -> ResponsePayload:
+    """The ProduceResponse of ``version`` as kio's objects; ``errors`` override results."""
+    schema = response_module(ApiKey.PRODUCE, version)
+    topics = [
+        build(
+            schema.TopicProduceResponse,
+            name=name,
+            partition_responses=tuple(
+                build(
+                    schema.PartitionProduceResponse,
+                    index=i32(partition.partition),
+                    error_code=ErrorCode(partition.error_code),
+                    base_offset=i64(partition.base_offset),
+                    log_append_time=_timestamp(partition.log_append_time),
+                    log_start_offset=i64(partition.log_start_offset),
+                    record_errors=_record_errors(schema, result),
+                    error_message=partition.error_message,
+                )
+                for partition, result in entries
+            ),
+        )
+        for name, entries in _answers(results, errors)
+    ]
     response: ResponsePayload = build(
-        schema.ProduceResponse,
-        responses=tuple(
-            build(schema.TopicProduceResponse, name=name, partition_responses=tuple(parts))
-            for name, parts in topics
-        ),
-        throttle_time=_NO_THROTTLE,
+        schema.ProduceResponse, responses=tuple(topics), throttle_time=_NO_THROTTLE
     )
     return response
