@@ -1,32 +1,49 @@
-"""The ``strom`` command: one click group; each subcommand lives in its own module."""
+"""The ``strom`` command: one click group; each subcommand lives in its own module.
+
+A subcommand's module is imported only when that subcommand runs (or help lists it): ``strom
+server`` never loads the client libraries the other commands use, which keeps the broker's
+start short.
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from strom import __version__
-from strom.cli.configs import configs
-from strom.cli.consume import consume
-from strom.cli.groups import groups
-from strom.cli.perf import perf
-from strom.cli.produce import produce
-from strom.cli.server import server
-from strom.cli.topics import topics
+
+SUBCOMMANDS: dict[str, str] = {
+    "server": "strom.cli.server",
+    "topics": "strom.cli.topics",
+    "configs": "strom.cli.configs",
+    "produce": "strom.cli.produce",
+    "consume": "strom.cli.consume",
+    "groups": "strom.cli.groups",
+    "perf": "strom.cli.perf",
+}
+"""Subcommand name -> the module defining a click command of that name, in help order."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = SUBCOMMANDS.get(cmd_name)
+        if module is None:
+            return None
+        command = getattr(importlib.import_module(module), cmd_name)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="strom")
 def cli() -> None:
     """strom: an Apache Kafka-compatible event streaming platform."""
-
-
-cli.add_command(server)
-cli.add_command(topics)
-cli.add_command(configs)
-cli.add_command(produce)
-cli.add_command(consume)
-cli.add_command(groups)
-cli.add_command(perf)
 
 
 def main() -> None:
