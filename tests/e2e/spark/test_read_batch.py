@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import Producer, TopicPartition
 from pyspark.sql import DataFrame, SparkSession
 from strom_harness import StromServer
 
@@ -205,3 +205,32 @@ def test_unreachable_broker_fails_fast(spark: SparkSession) -> None:
     with pytest.raises(Exception, match=r"cannot reach the cluster at '127\.0\.0\.1:1'"):
         reader.load().collect()
     assert time.monotonic() - started < 30
+
+
+def test_read_committed_skips_aborted_and_stops_at_an_open_transaction(
+    spark: SparkSession, broker: StromServer
+) -> None:
+    topic = create_topic(broker.bootstrap, "batch-txn")
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": topic})
+    producer.init_transactions(15)
+    for batch, commit in (((b"c1", b"c2"), True), ((b"a1", b"a2"), False), ((b"c3",), True)):
+        producer.begin_transaction()
+        for value in batch:
+            producer.produce(topic, value=value)
+        assert producer.flush(15) == 0  # written before the end (an abort drops unsent ones)
+        if commit:
+            producer.commit_transaction(15)
+        else:
+            producer.abort_transaction(15)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open")
+    assert producer.flush(15) == 0  # written, not committed: it holds the last stable offset
+
+    def values(isolation: str) -> list[bytes]:
+        df = read(spark, broker, topic, **{"kafka.isolation.level": isolation})
+        return [r.value for r in df.orderBy("offset").collect()]
+
+    assert values("read_committed") == [b"c1", b"c2", b"c3"]
+    assert values("read_uncommitted") == [b"c1", b"c2", b"a1", b"a2", b"c3", b"open"]
+    producer.commit_transaction(15)
+    assert values("read_committed") == [b"c1", b"c2", b"c3", b"open"]
