@@ -10,15 +10,15 @@ event loop: no locks, and a timer per operation (``loop.call_later``) instead of
 
 * ``DelayedProduce`` (acks=all): each appended partition must see its high watermark reach the
   offset after its last appended record. On a single node that is true as soon as the append is
-  done, so it completes at once; the mechanism stays for replication. Expired partitions answer
-  REQUEST_TIMED_OUT.
+  done, so the produce handler answers at once (``DelayedProduce.outcomes_now``) and builds no
+  operation; the mechanism stays for replication. Expired partitions answer REQUEST_TIMED_OUT.
 * ``DelayedFetch`` (long poll): completes when the bytes readable from its partitions reach
   ``min_bytes`` (counting what each high watermark advance made readable; for read_committed,
   what lies below the last stable offset, re-measured on every advance, so a transaction's
   records count when its marker moves the last stable offset, not when they are appended), or
-  when one of its
-  partitions changes in a way the fetch must hear about (gone, led elsewhere, fetch offset out
-  of range), or at ``max_wait``. The fetch handler then reads again and answers.
+  when one of its partitions changes in a way the fetch must hear about (gone, led elsewhere,
+  fetch offset out of range), or at ``max_wait``. The fetch handler then reads again and
+  answers.
 
 ``Purgatory.shutdown`` completes everything at once (so that long polls answer before the
 listener stops) and completes later operations on arrival.
