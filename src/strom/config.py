@@ -179,6 +179,117 @@ _TIMESTAMP_TYPE = one_of("CreateTime", "LogAppendTime")
 _COMPRESSION = one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 _WEEK_MS: Final = 7 * 24 * 3600 * 1000
 
+
+def _ms(name: str, default: int, doc: str, *, read_only: bool = True) -> Setting:
+    """A non-negative INT setting in milliseconds."""
+    return Setting(name, _I, default, doc, at_least(0), read_only=read_only)
+
+
+_PROTOCOL_MAP_DEFAULT: Final = (
+    "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+)
+
+_CLUSTER_SETTINGS: Final = [
+    Setting(
+        "process.roles",
+        _LIST,
+        (),
+        "broker, controller, or both; empty runs a one-node cluster without a controller listener.",
+        one_of("broker", "controller"),
+        read_only=True,
+    ),
+    Setting(
+        "controller.quorum.voters",
+        _LIST,
+        (),
+        "The controller quorum as id@host:port entries.",
+        read_only=True,
+    ),
+    Setting(
+        "controller.quorum.bootstrap.servers",
+        _LIST,
+        (),
+        "host:port of controllers to find the quorum through (when voters are not listed).",
+        read_only=True,
+    ),
+    Setting(
+        "controller.listener.names",
+        _LIST,
+        (),
+        "Names of the listeners controllers serve (the first is the one others use).",
+        read_only=True,
+    ),
+    Setting(
+        "listener.security.protocol.map",
+        _S,
+        _PROTOCOL_MAP_DEFAULT,
+        "Listener name to security protocol, as NAME:PROTOCOL entries.",
+        read_only=True,
+    ),
+    Setting(
+        "inter.broker.listener.name",
+        _S,
+        None,
+        "The listener brokers use to reach each other.",
+        read_only=True,
+    ),
+    Setting(
+        "security.inter.broker.protocol",
+        _S,
+        "PLAINTEXT",
+        "Security protocol between brokers when no inter-broker listener name is set.",
+        one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+        read_only=True,
+    ),
+    Setting("broker.rack", _S, None, "The rack of this broker.", read_only=True),
+    _ms("broker.heartbeat.interval.ms", 2000, "Time between a broker's heartbeats."),
+    _ms("broker.session.timeout.ms", 9000, "A broker without heartbeats this long is fenced."),
+    _ms(
+        "initial.broker.registration.timeout.ms",
+        60000,
+        "How long a broker tries to register before it gives up.",
+    ),
+    _ms("controller.quorum.election.timeout.ms", 1000, "Election timeout of the quorum."),
+    _ms("controller.quorum.fetch.timeout.ms", 2000, "A follower without a leader this long votes."),
+    _ms("controller.quorum.election.backoff.max.ms", 1000, "Longest wait before a new election."),
+    _ms("controller.quorum.request.timeout.ms", 2000, "Timeout of a quorum request."),
+    _ms("controller.quorum.retry.backoff.ms", 20, "Wait before retrying a failed quorum request."),
+    _ms(
+        "controller.quorum.append.linger.ms",
+        25,
+        "Accepted; the leader writes each operation's batch at once.",
+    ),
+    Setting(
+        "metadata.log.segment.bytes",
+        _I,
+        1073741824,
+        "Segment size of the metadata log.",
+        at_least(12),
+        read_only=True,
+    ),
+    Setting(
+        "metadata.log.max.record.bytes.between.snapshots",
+        _L,
+        20971520,
+        "Snapshot after this many bytes of new metadata records.",
+        at_least(1),
+        read_only=True,
+    ),
+    Setting(
+        "metadata.log.max.snapshot.interval.ms",
+        _L,
+        3600000,
+        "Snapshot after this long with new metadata records; 0 never.",
+        at_least(0),
+        read_only=True,
+    ),
+    _ms(
+        "metadata.max.idle.interval.ms",
+        500,
+        "The active controller appends a no-op record after this long without writes; 0 never.",
+    ),
+]
+
 SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
     [
         Setting("node.id", _I, 1, "This node's id in the cluster.", at_least(0), read_only=True),
@@ -455,6 +566,7 @@ SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
             "How often idle idempotent producers are forgotten.",
             at_least(1),
         ),
+        *_CLUSTER_SETTINGS,
     ]
 )
 

@@ -11,8 +11,7 @@ from kio.schema.api_versions.v0 import ApiVersionsRequest as ApiVersionsRequestV
 from kio.schema.errors import ErrorCode
 from strom_harness import KafkaWire
 
-from strom.config import ConfigError, ServerConfig
-from strom.server.broker import Broker, parse_listeners
+from strom.config import ServerConfig
 from strom.server.meta_properties import (
     MetaPropertiesError,
     ensure_meta_properties,
@@ -20,6 +19,7 @@ from strom.server.meta_properties import (
     validate_kafka_uuid,
 )
 from strom.server.network.listener import HostPort
+from strom.server.node import Node
 
 
 def test_random_kafka_uuid() -> None:
@@ -86,26 +86,18 @@ def test_bad_host_port(text: str) -> None:
         HostPort.parse(text)
 
 
-def test_parse_listeners() -> None:
-    assert parse_listeners("PLAINTEXT://localhost:9092") == HostPort("localhost", 9092)
-    assert parse_listeners("127.0.0.1:1") == HostPort("127.0.0.1", 1)
-    with pytest.raises(ConfigError, match="exactly one listener"):
-        parse_listeners("PLAINTEXT://a:1,PLAINTEXT://b:2")
-    with pytest.raises(ConfigError, match="only PLAINTEXT"):
-        parse_listeners("SASL_SSL://a:1")
-
-
 def test_broker_in_process(tmp_path: Path) -> None:
     config = ServerConfig(
         {"log.dirs": str(tmp_path / "data"), "listeners": "PLAINTEXT://127.0.0.1:0"}
     )
-    broker = Broker(config)
+    broker = Node(config)
 
     async def scenario() -> None:
         await broker.start()
         address = broker.bound_address
         assert address.port > 0
-        assert broker.advertised_address == HostPort("127.0.0.1", address.port)
+        assert broker.broker is not None
+        assert broker.broker.advertised_address("PLAINTEXT") == HostPort("127.0.0.1", address.port)
         assert len(broker.cluster_id) == 22
 
         def ask() -> int:

@@ -15,12 +15,15 @@ from strom import __version__
 
 SUBCOMMANDS: dict[str, str] = {
     "server": "strom.cli.server",
+    "storage": "strom.cli.storage",
     "topics": "strom.cli.topics",
     "configs": "strom.cli.configs",
     "produce": "strom.cli.produce",
     "consume": "strom.cli.consume",
     "groups": "strom.cli.groups",
     "perf": "strom.cli.perf",
+    "cluster": "strom.cli.cluster",
+    "metadata-quorum": "strom.cli.metadata_quorum",
 }
 """Subcommand name -> the module defining a click command of that name, in help order."""
 
@@ -35,7 +38,7 @@ class LazyGroup(click.Group):
         module = SUBCOMMANDS.get(cmd_name)
         if module is None:
             return None
-        command = getattr(importlib.import_module(module), cmd_name)
+        command = getattr(importlib.import_module(module), cmd_name.replace("-", "_"))
         assert isinstance(command, click.Command)
         return command
 

@@ -1,4 +1,4 @@
-"""``strom server``: run a single-node cluster until SIGINT or SIGTERM.
+"""``strom server``: run a node (a standalone one-node cluster by default) until SIGINT or SIGTERM.
 
 Settings, lowest precedence first: Kafka's defaults, the properties file, ``--override``, then
 ``--data-dir`` and ``--listener`` (which set ``log.dirs`` and ``listeners``). An unknown or invalid
@@ -16,13 +16,13 @@ from typing import NoReturn
 
 import click
 
-from strom.config import ConfigError, ServerConfig, load_properties
+from strom.cli.settings import build_config
+from strom.config import ConfigError
 from strom.protocol.kafka_releases import KAFKA_RELEASES
-from strom.server.broker import Broker
 from strom.server.collector import settle_after_start
 from strom.server.eventloop import run
 from strom.server.meta_properties import MetaPropertiesError
-from strom.server.network.listener import HostPort
+from strom.server.node import Node, NodeStartError
 
 __all__ = ["server"]
 
@@ -34,33 +34,6 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 def _fail(message: str) -> NoReturn:
     click.echo(f"strom server: {message}", err=True)
     sys.exit(1)
-
-
-def build_config(
-    *,
-    properties_file: Path | None,
-    overrides: tuple[str, ...],
-    data_dir: Path | None,
-    listener: str | None,
-) -> ServerConfig:
-    """Merge the sources of settings into a validated ``ServerConfig`` (raises ConfigError)."""
-    values: dict[str, str] = {}
-    if properties_file is not None:
-        values.update(load_properties(properties_file))
-    for override in overrides:
-        name, sep, value = override.partition("=")
-        if not sep or not name.strip():
-            raise ConfigError("--override", f"expected name=value, got {override!r}")
-        values[name.strip()] = value.strip()
-    if data_dir is not None:
-        values["log.dirs"] = str(data_dir)
-    if listener is not None:
-        try:
-            address = HostPort.parse(listener)
-        except ValueError as error:
-            raise ConfigError("--listener", str(error)) from None
-        values["listeners"] = f"PLAINTEXT://{address}"
-    return ServerConfig(values)
 
 
 @click.command("server")
@@ -102,7 +75,8 @@ def server(
     overrides: tuple[str, ...],
     emulate_kafka_version: str | None,
 ) -> None:
-    """Run a single-node strom cluster (broker and controller)."""
+    """Run a strom node: with no process.roles a standalone one-node cluster (broker and
+    controller); otherwise the roles of PROPERTIES_FILE (see docs/cluster.md)."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
     try:
         config = build_config(
@@ -111,20 +85,21 @@ def server(
             data_dir=data_dir,
             listener=listener,
         )
-        broker = Broker(config, emulate_kafka_version=emulate_kafka_version)
+        node = Node(config, emulate_kafka_version=emulate_kafka_version)
     except (ConfigError, ValueError) as error:
         _fail(str(error))
     try:
-        run(_serve(broker))
-    except MetaPropertiesError as error:
+        run(_serve(node))
+    except (MetaPropertiesError, NodeStartError) as error:
         _fail(str(error))
     except OSError as error:
-        _fail(f"cannot listen on {broker.listener_address}: {error.strerror or error}")
+        addresses = ", ".join(str(listener.address) for listener in node.node.listeners)
+        _fail(f"cannot listen on {addresses}: {error.strerror or error}")
     except KeyboardInterrupt:  # a second Ctrl-C during shutdown
         sys.exit(130)
 
 
-async def _serve(broker: Broker) -> None:
+async def _serve(node: Node) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     signals = (signal.SIGINT, signal.SIGTERM)
@@ -137,9 +112,9 @@ async def _serve(broker: Broker) -> None:
 
     for number in signals:
         loop.add_signal_handler(number, request_stop, number)
-    await broker.start()
+    await node.start()
     settle_after_start()
     try:
         await stop.wait()
     finally:
-        await broker.stop()
+        await node.stop()

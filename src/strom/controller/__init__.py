@@ -4,6 +4,8 @@ See NOTES.md beside this file.
 """
 
 from strom.controller.cluster_control import (
+    BrokerHeartbeat,
+    BrokerHeartbeatReply,
     BrokerRegistrationReply,
     BrokerRegistrationRequest,
     ProducerIdsBlock,
@@ -19,6 +21,7 @@ from strom.controller.config_control import (
     IncrementalAlterConfigsResource,
 )
 from strom.controller.controller import QuorumController
+from strom.controller.heartbeats import BrokerSessions
 from strom.controller.placement import PlacementError, UsableBroker, place_replicas
 from strom.controller.replication_control import (
     CreatableTopic,
@@ -73,8 +76,11 @@ __all__ = [
     "AlterConfigsResult",
     "AlterableConfig",
     "ApiError",
+    "BrokerHeartbeat",
+    "BrokerHeartbeatReply",
     "BrokerRegistrationReply",
     "BrokerRegistrationRequest",
+    "BrokerSessions",
     "ConfigEntry",
     "ControllerResult",
     "ControllerSettings",

@@ -34,6 +34,8 @@ from strom.metadata import (
 )
 
 __all__ = [
+    "BrokerHeartbeat",
+    "BrokerHeartbeatReply",
     "BrokerRegistrationReply",
     "BrokerRegistrationRequest",
     "ClusterControl",
@@ -59,6 +61,26 @@ class BrokerRegistrationReply:
     broker_epoch: int = -1
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerHeartbeat:
+    """What a broker says in its heartbeat, with what the controller knows of its session."""
+
+    broker_id: int
+    broker_epoch: int
+    want_fence: bool
+    want_shut_down: bool
+    caught_up: bool
+    """The broker's metadata offset has reached its own registration (the controller judges)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerHeartbeatReply:
+    error: ApiError = NO_ERROR
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class ProducerIdsBlock:
     """Ids ``first_producer_id`` to ``first_producer_id + size - 1`` belong to the broker."""
@@ -82,8 +104,11 @@ class ClusterControl:
         )
 
     def register_broker(
-        self, image: MetadataImage, request: BrokerRegistrationRequest
+        self, image: MetadataImage, request: BrokerRegistrationRequest, *, alive: bool = False
     ) -> ControllerResult[BrokerRegistrationReply]:
+        """A new session of the broker (a new broker epoch), fenced until it has caught up.
+        ``alive``: the broker's current registration still has a live session; then only the
+        same incarnation may register again (DUPLICATE_BROKER_REGISTRATION otherwise)."""
         if request.broker_id < 0:
             return _registration_error(
                 ErrorCode.invalid_request, f"broker id must not be negative: {request.broker_id}"
@@ -97,6 +122,11 @@ class ClusterControl:
         if unsupported is not None:
             return _registration_error(ErrorCode.unsupported_version, unsupported)
         previous = image.cluster.broker(request.broker_id)
+        if alive and previous is not None and previous.incarnation_id != request.incarnation_id:
+            return _registration_error(
+                ErrorCode.duplicate_broker_registration,
+                f"another broker is registered as {request.broker_id} and its session is alive",
+            )
         epoch = image.highest_offset + 1
         if previous is not None:
             epoch = max(epoch, previous.epoch + 1)
@@ -137,6 +167,27 @@ class ClusterControl:
             fenced=FencingChange.FENCE if fence else FencingChange.UNFENCE,
         )
         return ControllerResult([record], NO_ERROR)
+
+    def heartbeat(
+        self, image: MetadataImage, beat: BrokerHeartbeat
+    ) -> ControllerResult[BrokerHeartbeatReply]:
+        """A broker's heartbeat: unfenced once caught up (unless it wants to stay fenced),
+        fenced when it asks, and fenced and told to stop when it wants to shut down."""
+        broker, error = _check_epoch(image, beat.broker_id, beat.broker_epoch)
+        if broker is None:
+            return ControllerResult([], BrokerHeartbeatReply(error=error))
+        fence = broker.fenced
+        if beat.want_shut_down or beat.want_fence:
+            fence = True
+        elif beat.caught_up:
+            fence = False
+        records = self._fencing(image, beat.broker_id, beat.broker_epoch, fence=fence).records
+        reply = BrokerHeartbeatReply(
+            is_caught_up=beat.caught_up,
+            is_fenced=fence,
+            should_shut_down=beat.want_shut_down,
+        )
+        return ControllerResult(records, reply)
 
     def allocate_producer_ids(
         self, image: MetadataImage, *, broker_id: int, broker_epoch: int

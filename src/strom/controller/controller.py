@@ -12,6 +12,8 @@ same topic.
 from __future__ import annotations
 
 from strom.controller.cluster_control import (
+    BrokerHeartbeat,
+    BrokerHeartbeatReply,
     BrokerRegistrationReply,
     BrokerRegistrationRequest,
     ClusterControl,
@@ -53,9 +55,14 @@ class QuorumController:
         return self._cluster.bootstrap(image, metadata_version=metadata_version)
 
     def register_broker(
-        self, image: MetadataImage, request: BrokerRegistrationRequest
+        self, image: MetadataImage, request: BrokerRegistrationRequest, *, alive: bool = False
     ) -> ControllerResult[BrokerRegistrationReply]:
-        return self._cluster.register_broker(image, request)
+        return self._cluster.register_broker(image, request, alive=alive)
+
+    def broker_heartbeat(
+        self, image: MetadataImage, beat: BrokerHeartbeat
+    ) -> ControllerResult[BrokerHeartbeatReply]:
+        return self._cluster.heartbeat(image, beat)
 
     def unfence_broker(
         self, image: MetadataImage, *, broker_id: int, broker_epoch: int

@@ -19,7 +19,16 @@ from typing import Protocol
 
 from strom.metadata.delta import MetadataDelta
 from strom.metadata.image import MetadataImage, MetadataProvenance
-from strom.metadata.records import MetadataRecord, decode_record, encode_record
+from strom.metadata.records import (
+    ConfigRecord,
+    MetadataRecord,
+    ProducerIdsRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnregisterBrokerRecord,
+    decode_record,
+    encode_record,
+)
 
 __all__ = [
     "EncodedBatch",
@@ -138,6 +147,20 @@ class MetadataLoader:
         self._publish(delta)
         return self._image
 
+    def load_snapshot(
+        self, records: Iterable[bytes], *, offset: int, epoch: int
+    ) -> MetadataImage:
+        """Replace the image with a snapshot's (its records, up to but excluding ``offset``) and
+        publish the difference from the current image as one delta."""
+        snapshot = MetadataDelta(MetadataImage.empty())
+        for data in records:
+            snapshot.replay(decode_record(data))
+        target = snapshot.apply(MetadataProvenance(offset=offset - 1, epoch=epoch))
+        delta = _difference(self._image, target)
+        self._image = delta.apply(target.provenance)
+        self._publish(delta)
+        return self._image
+
     def catch_up(self, log: MetadataLogReader) -> MetadataImage:
         """Apply everything the log holds after the current image's offset."""
         start = self._image.highest_offset + 1
@@ -156,6 +179,31 @@ class MetadataLoader:
                 f"{self._image.highest_offset}",
                 errors,
             )
+
+
+def _difference(old: MetadataImage, new: MetadataImage) -> MetadataDelta:
+    """A delta from ``old`` that leads to ``new``: what ``old`` has and ``new`` lacks is removed,
+    then every record of ``new`` is replayed (they set values), but for topics both have."""
+    delta = MetadataDelta(old)
+    for topic_id in old.topics.topics_by_id.keys() - new.topics.topics_by_id.keys():
+        delta.replay(RemoveTopicRecord(topic_id=topic_id))
+    for broker_id in old.cluster.brokers.keys() - new.cluster.brokers.keys():
+        old_broker = old.cluster.brokers[broker_id]
+        delta.replay(UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=old_broker.epoch))
+    for resource, configs in old.configs.resources.items():
+        kept = new.configs.resources.get(resource, {})
+        for name in configs.keys() - kept.keys():
+            delta.replay(ConfigRecord(resource.type, resource.name, name, None))
+    for record in new.records():
+        if isinstance(record, TopicRecord) and record.topic_id in old.topics.topics_by_id:
+            continue
+        if (
+            isinstance(record, ProducerIdsRecord)
+            and record.next_producer_id <= old.producer_ids.next_producer_id
+        ):
+            continue
+        delta.replay(record)
+    return delta
 
 
 @dataclass

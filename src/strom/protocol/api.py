@@ -5,6 +5,7 @@
   listener, per API. It is data: the reference a handler's declared range is checked against.
   Kafka 4.0 dropped the oldest versions (KIP-896), and kio, generated from the same message specs,
   ships exactly from those minimums, which still cover what 0.11-era clients send.
+* ``KAFKA_CONTROLLER_VERSIONS``: the same for a Kafka 4.0 controller listener.
 * ``decode_request``: a request frame (without its size prefix) -> ``Request`` (kio header and
   body), given the versions the broker serves; raises the ``InvalidRequestError`` family.
 * ``encode_response``: a kio response body -> header + body bytes, with the header version the
@@ -59,6 +60,7 @@ from strom.protocol.produce_response import encode_produce_response
 
 __all__ = [
     "KAFKA_BROKER_VERSIONS",
+    "KAFKA_CONTROLLER_VERSIONS",
     "ApiKey",
     "InvalidRequestError",
     "Request",
@@ -269,6 +271,45 @@ KAFKA_BROKER_VERSIONS: Final[Mapping[ApiKey, VersionRange]] = MappingProxyType(
 )
 """What an Apache Kafka 4.0 broker listener advertises (controller-only and early-access APIs
 left out). Every range lies within what kio ships (a unit test checks it)."""
+
+KAFKA_CONTROLLER_VERSIONS: Final[Mapping[ApiKey, VersionRange]] = MappingProxyType(
+    {
+        ApiKey.FETCH: _range(4, 17),
+        ApiKey.CREATE_TOPICS: _range(2, 7),
+        ApiKey.DELETE_TOPICS: _range(1, 6),
+        ApiKey.API_VERSIONS: _range(0, 4),
+        ApiKey.DESCRIBE_CONFIGS: _range(1, 4),
+        ApiKey.ALTER_CONFIGS: _range(0, 2),
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: _range(0, 1),
+        ApiKey.CREATE_PARTITIONS: _range(0, 3),
+        ApiKey.CREATE_ACLS: _range(1, 3),
+        ApiKey.DELETE_ACLS: _range(1, 3),
+        ApiKey.DESCRIBE_ACLS: _range(1, 3),
+        ApiKey.ELECT_LEADERS: _range(0, 2),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: _range(0, 0),
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: _range(0, 0),
+        ApiKey.DESCRIBE_CLIENT_QUOTAS: _range(0, 1),
+        ApiKey.ALTER_CLIENT_QUOTAS: _range(0, 1),
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _range(0, 0),
+        ApiKey.VOTE: _range(0, 2),
+        ApiKey.BEGIN_QUORUM_EPOCH: _range(0, 1),
+        ApiKey.END_QUORUM_EPOCH: _range(0, 1),
+        ApiKey.DESCRIBE_QUORUM: _range(0, 2),
+        ApiKey.ALTER_PARTITION: _range(2, 3),
+        ApiKey.ENVELOPE: _range(0, 0),
+        ApiKey.FETCH_SNAPSHOT: _range(0, 1),
+        ApiKey.DESCRIBE_CLUSTER: _range(0, 2),
+        ApiKey.BROKER_REGISTRATION: _range(0, 4),
+        ApiKey.BROKER_HEARTBEAT: _range(0, 1),
+        ApiKey.UNREGISTER_BROKER: _range(0, 0),
+        ApiKey.ALLOCATE_PRODUCER_IDS: _range(0, 0),
+        ApiKey.UPDATE_FEATURES: _range(0, 1),
+        ApiKey.CONTROLLER_REGISTRATION: _range(0, 0),
+    }
+)
+"""What an Apache Kafka 4.0 controller listener serves: the quorum's own APIs, what brokers send
+their controller, and the admin requests brokers forward (or ``bootstrap.controllers`` clients
+send). Every range lies within what kio ships."""
 
 
 _KNOWN_KEYS: Final = frozenset(int(key) for key in ApiKey)

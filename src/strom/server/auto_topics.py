@@ -8,45 +8,67 @@ configs for it (compacted, ``compression.type=producer``), ``__transaction_state
 ``transaction.state.log.*`` settings and Kafka's configs (compacted, uncompressed, no unclean
 leader election).
 
-Kafka sends the CreateTopics to the controller and answers LEADER_NOT_AVAILABLE until the
-topic exists; here the controller is in-process and commits before answering, so the caller
-can answer with the created topic at once (clients need no retry round trip).
+The CreateTopics goes to the active controller inside an Envelope (the
+:class:`~strom.server.controller_channel.ControllerChannel`), as Kafka's brokers send it; then
+this broker waits (briefly) until its own metadata has the new topics, so that the caller can
+answer with them at once instead of LEADER_NOT_AVAILABLE and a client retry.
 """
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Final
+
+from kio.schema.create_topics.v7 import request as wire
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from strom.common import ErrorCode
-from strom.controller import (
-    ApiError,
-    CreatableTopic,
-    CreateTopicsRequest,
-)
+from strom.controller import ApiError, CreatableTopic
 from strom.controller.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
-from strom.server.controller_server import ControllerServer
+from strom.server.controller_channel import (
+    ControllerChannel,
+    ControllerUnavailable,
+    EnvelopeRefused,
+)
 from strom.server.log_configs import TopicConfigResolver
+from strom.server.metadata_view import MetadataView, MetadataWaiter
 
 __all__ = ["AutoTopicCreator"]
 
 log = logging.getLogger(__name__)
 
 
+CREATE_TIMEOUT: Final = 30.0
+"""How long a creation may wait for the active controller."""
+VISIBLE_TIMEOUT: Final = 5.0
+"""How long to wait for a created topic to reach this broker's metadata."""
+
+
 class AutoTopicCreator:
-    def __init__(self, controller: ControllerServer, configs: TopicConfigResolver) -> None:
-        self._controller = controller
+    def __init__(
+        self,
+        channel: ControllerChannel,
+        metadata: MetadataView,
+        waiter: MetadataWaiter,
+        configs: TopicConfigResolver,
+    ) -> None:
+        self._channel = channel
+        self._metadata = metadata
+        self._waiter = waiter
         self._configs = configs
 
     @property
     def enabled(self) -> bool:
         """``auto.create.topics.enable`` as of now (a dynamic broker setting may change it)."""
-        server = self._configs.server_config(self._controller.image)
+        server = self._configs.server_config(self._metadata.image)
         return server.get_bool("auto.create.topics.enable")
 
     async def create(self, names: Sequence[str]) -> Mapping[str, ApiError]:
         """Create the topics; the outcome per name (success, or why not)."""
-        server = self._configs.server_config(self._controller.image)
+        server = self._configs.server_config(self._metadata.image)
         topics: list[CreatableTopic] = []
         outcome: dict[str, ApiError] = {}
         for name in dict.fromkeys(names):
@@ -98,22 +120,56 @@ class AutoTopicCreator:
                     )
                 )
         if topics:
-            results = await self._controller.create_topics(CreateTopicsRequest(topics))
-            for result in results:
-                outcome[result.name] = result.error
-                if result.error.is_success:
-                    log.info(
-                        "auto-created topic %s with %d partition(s), replication factor %d "
-                        "(topic id %s)",
-                        result.name,
-                        result.num_partitions,
-                        result.replication_factor,
-                        result.topic_id,
-                    )
-                else:
-                    log.warning(
-                        "cannot auto-create topic %s: %s",
-                        result.name,
-                        result.error.message or result.error.code.name,
-                    )
+            outcome.update(await self._create(topics))
+        return outcome
+
+    async def _create(self, topics: list[CreatableTopic]) -> dict[str, ApiError]:
+        request = wire.CreateTopicsRequest(
+            topics=tuple(
+                wire.CreatableTopic(
+                    name=TopicName(topic.name),
+                    num_partitions=i32(topic.num_partitions),
+                    replication_factor=i16(topic.replication_factor),
+                    assignments=(),
+                    configs=tuple(
+                        wire.CreatableTopicConfig(name=name, value=value)
+                        for name, value in topic.configs.items()
+                    ),
+                )
+                for topic in topics
+            ),
+            timeout=i32Timedelta.parse(datetime.timedelta(seconds=CREATE_TIMEOUT)),
+            validate_only=False,
+        )
+        try:
+            response = await self._channel.forward(request, timeout=CREATE_TIMEOUT)
+        except (ControllerUnavailable, EnvelopeRefused) as error:
+            log.warning("cannot auto-create %s: %s", ", ".join(t.name for t in topics), error)
+            return {t.name: ApiError(ErrorCode.request_timed_out, str(error)) for t in topics}
+        outcome: dict[str, ApiError] = {}
+        for result in response.topics:
+            code = ErrorCode(result.error_code)
+            outcome[result.name] = ApiError(code, result.error_message)
+            if code is ErrorCode.none:
+                log.info(
+                    "auto-created topic %s with %d partition(s), replication factor %d",
+                    result.name,
+                    result.num_partitions,
+                    result.replication_factor,
+                )
+            elif code is not ErrorCode.topic_already_exists:
+                log.warning(
+                    "cannot auto-create topic %s: %s",
+                    result.name,
+                    result.error_message or code.name,
+                )
+        # A concurrent creation (clients send Metadata twice) may have won: wait for it too.
+        created = [
+            name
+            for name, error in outcome.items()
+            if error.is_success or error.code is ErrorCode.topic_already_exists
+        ]
+        await self._waiter.wait_for(
+            lambda image: all(image.topic(name) is not None for name in created), VISIBLE_TIMEOUT
+        )
         return outcome

@@ -1,29 +1,29 @@
-"""The broker: the composition root that wires settings, storage, metadata, handlers and network.
+"""The broker role of a node: the data plane, the coordinators and the client listeners.
 
-A single node is broker and controller of a one-voter cluster. What ``start`` does, in order:
+The node (``strom.server.node``) hands it what every role shares (settings, the logs, the
+committed metadata image, the channel to the active controller) once the metadata has caught up
+with the quorum. What ``start`` does, in order:
 
-1. ``meta.properties``: check the data directory belongs to this node and cluster (or create it).
-2. **Load logs**: ``self.log_manager`` opens every partition directory (recovering after a crash)
-   with the static topic defaults; the metadata says which topic settings they really have.
-3. **Load metadata**: ``self.metadata_log`` (partition ``__cluster_metadata-0``) is replayed into
-   ``self.metadata`` (the ``MetadataLoader``; ``self.metadata.image`` is the current image);
-   the log publisher then creates the logs the image has and the log manager lacks, applies
-   topic settings, and deletes logs of topics that no longer exist; a new cluster gets its
-   bootstrap records. ``self.controller`` (``ControllerServer``) commits every later change.
-4. **Handlers** are registered (``self.registry``); ApiVersions advertises exactly them. The
-   group coordinator loads ``__consumer_offsets``, then the transaction coordinator
+1. **Logs and metadata**: logs of partitions the image does not have are deleted (strays of a
+   topic deleted while this node was down), and the log publisher is installed: from now on every
+   committed metadata change creates, deletes or reconfigures this broker's logs.
+2. **Handlers** are registered (``self.registry``); ApiVersions advertises exactly them. Admin
+   requests (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+   IncrementalAlterConfigs, DescribeQuorum) are forwarded to the active controller. The group
+   coordinator loads ``__consumer_offsets``, then the transaction coordinator
    ``__transaction_state`` (finishing transactions a crash left half done).
-5. **Listener**: start serving; then this node registers with the controller under its
-   advertised address (a new broker epoch every start, as Kafka brokers do) and is unfenced.
-6. Background tasks: retention every ``log.retention.check.interval.ms`` and the recovery-point
+3. **Listeners**: every broker listener starts serving.
+4. **Lifecycle**: the broker registers with the active controller under its advertised
+   listeners (a new broker epoch every start), heartbeats, and waits until it is unfenced.
+5. Background tasks: retention every ``log.retention.check.interval.ms``, the recovery-point
    checkpoint every ``log.flush.offset.checkpoint.interval.ms`` (and ``log.flush.scheduler.
    interval.ms`` when set), idle idempotent producers forgotten every ``producer.id.expiration.
-   check.interval.ms``; the log cleaner (``self.log_cleaner``, compacted topics, every
-   ``log.cleaner.backoff.ms``) when ``log.cleaner.enable``; then the ready line.
+   check.interval.ms``; the log cleaner (compacted topics, every ``log.cleaner.backoff.ms``)
+   when ``log.cleaner.enable``.
 
-``stop`` reverses it: stop the listener (in-flight requests are answered), stop the background
-tasks (waiting for a cleaning pass in flight), then close the logs, which flushes them, writes
-the checkpoints and the clean-shutdown marker.
+``stop`` reverses it: a controlled shutdown (the controller fences this broker first), stop the
+listeners (in-flight requests are answered), stop the background tasks and the coordinators. The
+node closes the logs afterwards.
 """
 
 from __future__ import annotations
@@ -31,37 +31,41 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
-import uuid
 from collections.abc import Callable, Mapping
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Final
 
-from strom.common import Clock, SystemClock, TopicPartition
-from strom.config import ConfigError, ServerConfig
-from strom.controller import (
-    SUPPORTED_FEATURES,
-    BrokerRegistrationRequest,
-    ControllerSettings,
-    QuorumController,
-)
-from strom.metadata import BrokerEndpoint, MetadataLoader
+from strom.common import Clock, TopicPartition
+from strom.config import ServerConfig
+from strom.controller import SUPPORTED_FEATURES
+from strom.metadata import BrokerEndpoint, MetadataLoader, SecurityProtocol
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.kafka_releases import release_versions
 from strom.server.auto_topics import AutoTopicCreator
+from strom.server.broker_lifecycle import (
+    BrokerLifecycleManager,
+    LifecycleSettings,
+    RegistrationFailed,
+)
 from strom.server.cleaner_service import CleanerService
 from strom.server.config_entries import ConfigDescriber
-from strom.server.controller_server import ControllerServer
+from strom.server.controller_channel import ControllerChannel
 from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
+from strom.server.handlers import (
+    alter_configs,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_quorum,
+    incremental_alter_configs,
+)
 from strom.server.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
 from strom.server.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
-from strom.server.handlers.alter_configs import AlterConfigsHandler
 from strom.server.handlers.api_versions import ApiVersionsHandler
-from strom.server.handlers.common import LISTENER_NAME, BrokerAddress, broker_addresses
-from strom.server.handlers.create_partitions import CreatePartitionsHandler
-from strom.server.handlers.create_topics import CreateTopicsHandler
+from strom.server.handlers.common import BrokerAddress, broker_addresses
 from strom.server.handlers.delete_groups import DeleteGroupsHandler
 from strom.server.handlers.delete_records import DeleteRecordsHandler
-from strom.server.handlers.delete_topics import DeleteTopicsHandler
 from strom.server.handlers.describe_cluster import DescribeClusterHandler
 from strom.server.handlers.describe_configs import DescribeConfigsHandler
 from strom.server.handlers.describe_groups import DescribeGroupsHandler
@@ -70,8 +74,8 @@ from strom.server.handlers.describe_transactions import DescribeTransactionsHand
 from strom.server.handlers.end_txn import EndTxnHandler
 from strom.server.handlers.fetch import FetchHandler
 from strom.server.handlers.find_coordinator import FindCoordinatorHandler
+from strom.server.handlers.forwarding import ErrorResponse, ForwardingHandler
 from strom.server.handlers.heartbeat import HeartbeatHandler
-from strom.server.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from strom.server.handlers.init_producer_id import InitProducerIdHandler
 from strom.server.handlers.join_group import JoinGroupHandler
 from strom.server.handlers.leave_group import LeaveGroupHandler
@@ -90,19 +94,18 @@ from strom.server.handlers.txn_offset_commit import TxnOffsetCommitHandler
 from strom.server.handlers.write_txn_markers import WriteTxnMarkersHandler
 from strom.server.log_configs import TopicConfigResolver
 from strom.server.log_publisher import LogPublisher
-from strom.server.meta_properties import MetaProperties, ensure_meta_properties
-from strom.server.metadata_log import METADATA_LOG_CONFIG, METADATA_PARTITION, PartitionMetadataLog
+from strom.server.metadata_view import MetadataWaiter
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.faults import Faults
 from strom.server.network.listener import HostPort, Listener
+from strom.server.node_config import NodeConfig
 from strom.server.producer_ids import ProducerIdManager
 from strom.server.purgatory import DelayedFetch, DelayedProduce, Purgatory
 from strom.server.replica_manager import ReplicaManager
 from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
-from strom.storage.log_config import LogConfig
 from strom.storage.log_manager import LogManager
 
-__all__ = ["Broker", "BrokerStartError", "parse_listeners"]
+__all__ = ["Broker", "BrokerParts", "BrokerStartError"]
 
 log = logging.getLogger(__name__)
 
@@ -111,198 +114,134 @@ _MAX_TIMER_MS = 2**31 - 1
 
 
 class BrokerStartError(RuntimeError):
-    """The broker could not join its own cluster (registration refused)."""
+    """The broker could not join its cluster (registration refused, never unfenced)."""
 
 
-def parse_listeners(text: str) -> HostPort:
-    """The address of Kafka's ``listeners`` setting (``PLAINTEXT://host:port``); one for now."""
-    entries = [entry.strip() for entry in text.split(",") if entry.strip()]
-    if len(entries) != 1:
-        raise ConfigError("listeners", f"strom serves exactly one listener, got {text!r}")
-    scheme, sep, address = entries[0].rpartition("://")
-    if sep and scheme.upper() != "PLAINTEXT":
-        raise ConfigError("listeners", f"only PLAINTEXT listeners are supported, got {scheme}")
-    try:
-        return HostPort.parse(address)
-    except ValueError as error:
-        raise ConfigError("listeners", str(error)) from None
+FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
+    ApiKey.CREATE_TOPICS: create_topics.error_response,
+    ApiKey.DELETE_TOPICS: delete_topics.error_response,
+    ApiKey.CREATE_PARTITIONS: create_partitions.error_response,
+    ApiKey.ALTER_CONFIGS: alter_configs.error_response,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.error_response,
+    ApiKey.DESCRIBE_QUORUM: describe_quorum.error_response,
+}
+"""The admin APIs a broker forwards to the active controller, with each one's answer when the
+controller cannot be reached."""
 
 
-def data_dir_of(config: ServerConfig) -> Path:
-    """The single data directory of Kafka's ``log.dirs`` setting."""
-    text = config.get_str("log.dirs").strip()
-    if not text or "," in text:
-        raise ConfigError("log.dirs", f"strom uses exactly one data directory, got {text!r}")
-    return Path(text)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerParts:
+    """What the node shares with its broker role (Kafka's ``SharedServer``)."""
 
-
-def _advertised_listener(config: ServerConfig) -> HostPort | None:
-    text = config["advertised.listeners"]
-    if not isinstance(text, str) or not text.strip():
-        return None
-    try:
-        return parse_listeners(text)
-    except ConfigError as error:
-        raise ConfigError("advertised.listeners", error.reason) from None
+    config: ServerConfig
+    node: NodeConfig
+    cluster_id: str
+    directory_id: str | None
+    clock: Clock
+    log_manager: LogManager
+    log_cleaner: CleanerService
+    metadata: MetadataLoader
+    """The committed metadata image (``metadata.image``) and its publishers."""
+    waiter: MetadataWaiter
+    channel: ControllerChannel
+    """To the active controller."""
+    metadata_offset: Callable[[], int]
+    """The offset of the last committed metadata record applied."""
+    internal_logs: frozenset[TopicPartition]
+    """Logs that are no topic's partitions (the metadata log)."""
+    emulate_kafka_version: str | None = None
+    faults: Faults | None = None
 
 
 class Broker:
-    """A single node: broker and controller of a one-voter cluster."""
+    """The broker role of a node (see the module doc)."""
 
-    # Set by start() (see the module doc for the order); read them only once it has returned.
-    log_manager: LogManager
-    """Every partition log of the data directory (the metadata log among them)."""
-    log_cleaner: CleanerService
-    """Compacts ``cleanup.policy=compact`` logs; forgets deleted ones."""
-    metadata_log: PartitionMetadataLog
-    controller: ControllerServer
-    """Runs controller operations one at a time and commits their records."""
-    producer_ids: ProducerIdManager
-
-    def __init__(
-        self,
-        config: ServerConfig,
-        *,
-        emulate_kafka_version: str | None = None,
-        faults: Faults | None = None,
-    ) -> None:
-        """``emulate_kafka_version`` ("2.8", "3.6", ...): advertise and serve only the API
-        versions that Apache Kafka release did (ValueError for an unknown release).
-        ``faults``: what tests inject (``strom.testing``)."""
-        self.config = config
-        self.clock: Clock = SystemClock()
-        self.data_dir = data_dir_of(config).absolute()
-        self.listener_address = parse_listeners(config.get_str("listeners"))
-        self._advertised_listener = _advertised_listener(config)
-        self.node_id = config.get_int("node.id")
-        self.topic_configs = TopicConfigResolver(config, node_id=self.node_id)
+    def __init__(self, parts: BrokerParts) -> None:
+        self.parts = parts
+        self.config = parts.config
+        self.clock = parts.clock
+        self.node_id = parts.node.node_id
+        self.log_manager = parts.log_manager
+        self.log_cleaner = parts.log_cleaner
+        self.metadata = parts.metadata
+        self.topic_configs = TopicConfigResolver(parts.config, node_id=self.node_id)
         """Effective topic settings and log configs as of a metadata image."""
-        self.metadata = MetadataLoader()
-        """The metadata image (``self.metadata.image``) and its publishers."""
+        version = parts.emulate_kafka_version
         self.registry = HandlerRegistry(
-            ceiling=None
-            if emulate_kafka_version is None
-            else release_versions(emulate_kafka_version)
+            ceiling=None if version is None else release_versions(version)
         )
-        self.faults = faults
         self.registry.register(ApiVersionsHandler(self.registry))
-        self.broker_epoch = -1
-        """This node's broker epoch, given by its registration at start."""
-        self._listener: Listener | None = None
-        self._meta: MetaProperties | None = None
-        self._started = False
-        self._closed = False
-        self._ready = False
+        self.lifecycle = BrokerLifecycleManager(
+            LifecycleSettings(
+                node_id=self.node_id,
+                cluster_id=parts.cluster_id,
+                features=SUPPORTED_FEATURES,
+                rack=parts.node.rack,
+                directory_id=None,
+                heartbeat_interval=self.config.get_int("broker.heartbeat.interval.ms") / 1000,
+                registration_timeout=self.config.get_int("initial.broker.registration.timeout.ms")
+                / 1000,
+            ),
+            channel=parts.channel,
+            metadata_offset=parts.metadata_offset,
+        )
+        self._listeners: list[Listener] = []
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
-    def cluster_id(self) -> str:
-        if self._meta is None:
-            raise RuntimeError("the broker is not started")
-        return self._meta.cluster_id
+    def broker_epoch(self) -> int:
+        """This broker's epoch, given by its registration at start."""
+        return self.lifecycle.broker_epoch
+
+    @property
+    def bound_addresses(self) -> Mapping[str, HostPort]:
+        """Listener name -> where it is bound (the real port when the configured one is 0)."""
+        return {listener.name: listener.bound_address for listener in self._listeners}
 
     @property
     def bound_address(self) -> HostPort:
-        """Where the listener is bound (the real port when the configured one is 0)."""
-        if self._listener is None:
+        """The first broker listener's bound address."""
+        if not self._listeners:
             raise RuntimeError("the broker is not started")
-        return self._listener.bound_address
+        return self._listeners[0].bound_address
 
-    @property
-    def advertised_address(self) -> HostPort:
-        """The address clients are given: ``advertised.listeners`` if set, else the listener's
-        (with the bound port when the configured one is 0)."""
-        if self._listener is None:
-            raise RuntimeError("the broker is not started")
-        own = self._listener.advertised_address
-        configured = self._advertised_listener
+    def advertised_address(self, name: str) -> HostPort:
+        """What clients of listener ``name`` are told: ``advertised.listeners`` if set, else the
+        listener's own address (the bound port when the configured one is 0)."""
+        listener = next(listener for listener in self._listeners if listener.name == name)
+        own = listener.advertised_address
+        configured = self.parts.node.advertised.get(name)
         if configured is None:
             return own
         return HostPort(configured.host or own.host, configured.port or own.port)
 
     # --- start -----------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Load logs and metadata, start serving, join the cluster, log the ready line.
+    async def start(self, *, unfence_timeout: float) -> None:
+        """Metadata publishers, handlers, listeners, then register and wait to be unfenced.
 
-        Raises ``MetaPropertiesError`` for a data directory of another node or cluster,
-        ``OSError`` when the address cannot be bound, ``BrokerStartError`` when the controller
-        refuses the registration.
+        Raises ``OSError`` when an address cannot be bound, ``BrokerStartError`` when the
+        controller refuses the registration or does not unfence the broker in time.
         """
-        if self._started:
-            raise RuntimeError("the broker is already started")
-        self._started = True
-        started = time.monotonic()
-        cluster_id = self.config["cluster.id"]
-        self._meta = ensure_meta_properties(
-            self.data_dir,
-            node_id=self.node_id,
-            cluster_id=cluster_id if isinstance(cluster_id, str) and cluster_id else None,
-        )
-        self._load_logs()
-        try:
-            self._load_metadata()
-            self._register_handlers()
-            self._register_data_handlers()
-            self._register_group_handlers()
-            self._register_txn_handlers()
-            await self._start_listener()
-            self._join_cluster()
-        except BaseException:
-            await self.stop()
-            raise
+        self._install_log_publisher()
+        self._register_handlers()
+        self._register_data_handlers()
+        self._register_group_handlers()
+        self._register_txn_handlers()
+        await self._start_listeners()
+        await self._join_cluster(unfence_timeout)
         self._start_background_tasks()
-        image = self.metadata.image
-        log.info(
-            "ready: listening on %s, data dir %s, cluster id %s, node id %d "
-            "(%d topic(s), broker epoch %d, %.0f ms)",
-            self.bound_address,
-            self.data_dir,
-            self._meta.cluster_id,
-            self.node_id,
-            len(image.topics),
-            self.broker_epoch,
-            (time.monotonic() - started) * 1000,
-        )
-        self._ready = True
 
-    def _load_logs(self) -> None:
-        default = self.topic_configs.default_log_config()
-
-        def initial_config(tp: TopicPartition) -> LogConfig:
-            return METADATA_LOG_CONFIG if tp == METADATA_PARTITION else default
-
-        self.log_cleaner = CleanerService(clock=self.clock)
-        self.log_manager = LogManager(
-            self.data_dir,
-            self.clock,
-            config_for=initial_config,
-            on_delete=self.log_cleaner.forget,
-        )
-        logs = self.log_manager.all()
-        if logs and not self.log_manager.had_clean_shutdown:
-            log.warning(
-                "recovered %d log(s) after an unclean shutdown (from their recovery points)",
-                len(logs),
-            )
-        log.debug("loaded %d log(s) from %s", len(logs), self.data_dir)
-
-    def _load_metadata(self) -> None:
-        partition = self.log_manager.get_or_create(METADATA_PARTITION, METADATA_LOG_CONFIG)
-        self.metadata_log = PartitionMetadataLog(partition, clock=self.clock)
-        image = self.metadata.catch_up(self.metadata_log)
-        controller = QuorumController(
-            ControllerSettings.from_config(self.config), random=random.Random()
-        )
-        self.controller = ControllerServer(controller, loader=self.metadata, log=self.metadata_log)
+    def _install_log_publisher(self) -> None:
         publisher = LogPublisher(
             self.log_manager,
             self.topic_configs,
             node_id=self.node_id,
-            internal_logs={METADATA_PARTITION},
+            internal_logs=self.parts.internal_logs,
         )
+        image = self.metadata.image
         if image.is_empty:
-            unknown = [tp for tp in self.log_manager.all() if tp != METADATA_PARTITION]
+            unknown = [tp for tp in self.log_manager.all() if tp not in self.parts.internal_logs]
             if unknown:
                 log.warning(
                     "the metadata log is empty but %d partition directories exist; they are "
@@ -312,42 +251,59 @@ class Broker:
         else:
             publisher.remove_strays(image)
         self.metadata.install_publisher(publisher)
-        self.controller.bootstrap()
-        log.debug(
-            "metadata loaded: %d topic(s), %d broker(s), up to offset %d (quorum epoch %d)",
-            len(self.metadata.image.topics),
-            len(self.metadata.image.cluster.brokers),
-            self.metadata.image.highest_offset,
-            self.metadata_log.epoch,
-        )
+        self.metadata.install_publisher(self.parts.waiter)
+
+    def _controller_id(self) -> int:
+        """What Metadata and DescribeCluster name as the controller: clients cannot reach the
+        quorum, so Kafka names a live broker (the lowest id here), this one while it is alone."""
+        alive = [
+            broker_id
+            for broker_id, broker in self.metadata.image.cluster.brokers.items()
+            if not broker.fenced
+        ]
+        return min(alive, default=self.node_id)
 
     def _register_handlers(self) -> None:
-        cluster_id = self.cluster_id
+        cluster_id = self.parts.cluster_id
         describer = ConfigDescriber(self.topic_configs)
+        channel = self.parts.channel
+        self.auto_topics = AutoTopicCreator(
+            channel, self.metadata, self.parts.waiter, self.topic_configs
+        )
         self.producer_ids = ProducerIdManager(
-            self.controller, broker_id=self.node_id, broker_epoch=lambda: self.broker_epoch
+            channel, broker_id=self.node_id, broker_epoch=lambda: self.broker_epoch
         )
         for handler in (
             MetadataHandler(
                 self.metadata,
                 cluster_id=cluster_id,
-                controller_id=self.node_id,
-                auto_topics=AutoTopicCreator(self.controller, self.topic_configs),
+                controller_id=self._controller_id,
+                auto_topics=self.auto_topics,
             ),
-            CreateTopicsHandler(self.controller, describer),
-            DeleteTopicsHandler(self.controller),
-            CreatePartitionsHandler(self.controller),
             DescribeConfigsHandler(self.metadata, describer),
-            AlterConfigsHandler(self.controller),
-            IncrementalAlterConfigsHandler(self.controller),
             DescribeClusterHandler(
-                self.metadata, cluster_id=cluster_id, controller_id=self.node_id
+                cluster_id=cluster_id,
+                controller_id=self._controller_id,
+                nodes=lambda listener, fenced: broker_addresses(
+                    self.metadata.image, listener, include_fenced=fenced
+                ),
             ),
             DescribeLogDirsHandler(
-                self.log_manager, data_dir=self.data_dir, internal_logs={METADATA_PARTITION}
+                self.log_manager,
+                data_dir=self.log_manager.data_dir,
+                internal_logs=self.parts.internal_logs,
             ),
         ):
             self.registry.register(handler)
+        for api_key, error_response in FORWARDED.items():
+            self.registry.register(
+                ForwardingHandler(
+                    api_key,
+                    KAFKA_BROKER_VERSIONS[api_key],
+                    channel,
+                    error_response=error_response,
+                )
+            )
 
     # --- data path: Produce, Fetch, ListOffsets, DeleteRecords, OffsetForLeaderEpoch --------
 
@@ -373,7 +329,7 @@ class Broker:
         self.txn_coordinator = TxnCoordinatorRuntime(
             config=self.config,
             replica_manager=self.replica_manager,
-            auto_topics=AutoTopicCreator(self.controller, self.topic_configs),
+            auto_topics=self.auto_topics,
             clock=self.clock,
         )
         for handler in (
@@ -405,7 +361,7 @@ class Broker:
         self.group_coordinator = GroupCoordinatorRuntime(
             config=self.config,
             replica_manager=self.replica_manager,
-            auto_topics=AutoTopicCreator(self.controller, self.topic_configs),
+            auto_topics=self.auto_topics,
             clock=self.clock,
         )
         self.group_coordinator.start()
@@ -453,46 +409,58 @@ class Broker:
         ):
             self.registry.register(handler)
 
-    def _own_address(self) -> BrokerAddress | None:
-        for address in broker_addresses(self.metadata.image):
+    def _own_address(self, listener_name: str) -> BrokerAddress | None:
+        for address in broker_addresses(self.metadata.image, listener_name):
             if address.node_id == self.node_id:
                 return address
         return None
 
-    async def _start_listener(self) -> None:
-        listener = Listener(
-            address=self.listener_address,
-            registry=self.registry,
-            settings=ConnectionSettings(
-                max_request_size=self.config.get_int("socket.request.max.bytes")
-            ),
-            faults=self.faults,
+    async def bind(self) -> None:
+        """Take every broker listener's address (OSError when one is in use) before anything
+        else starts; connections are accepted once :meth:`start` has the handlers ready."""
+        settings = ConnectionSettings(
+            max_request_size=self.config.get_int("socket.request.max.bytes")
         )
-        await listener.start()
-        self._listener = listener
+        for config in self.parts.node.broker_listeners:
+            listener = Listener(
+                name=config.name,
+                address=config.address,
+                registry=self.registry,
+                settings=settings,
+                faults=self.parts.faults,
+            )
+            await listener.bind()
+            self._listeners.append(listener)
 
-    def _join_cluster(self) -> None:
-        """Register under the advertised address (a new broker epoch) and get unfenced."""
-        address = self.advertised_address
-        reply = self.controller.register_broker_now(
-            BrokerRegistrationRequest(
-                broker_id=self.node_id,
-                incarnation_id=uuid.uuid4(),
-                endpoints=[BrokerEndpoint(LISTENER_NAME, address.host, address.port)],
-                features=SUPPORTED_FEATURES,
+    async def _start_listeners(self) -> None:
+        for listener in self._listeners:
+            await listener.start()
+
+    async def _join_cluster(self, unfence_timeout: float) -> None:
+        """Register under the advertised listeners (a new broker epoch) and get unfenced."""
+        self.lifecycle.endpoints = tuple(
+            BrokerEndpoint(
+                listener.name,
+                (address := self.advertised_address(listener.name)).host,
+                address.port,
+                SecurityProtocol[config.security_protocol],
+            )
+            for listener, config in zip(
+                self._listeners, self.parts.node.broker_listeners, strict=True
             )
         )
-        if reply.error.is_failure:
-            raise BrokerStartError(f"broker registration refused: {reply.error.message}")
-        self.broker_epoch = reply.broker_epoch
-        unfenced = self.controller.unfence_broker_now(
-            broker_id=self.node_id, broker_epoch=self.broker_epoch
-        )
-        if unfenced.is_failure:
-            raise BrokerStartError(f"the broker cannot be unfenced: {unfenced.message}")
-        log.debug(
-            "registered as broker %d at %s, epoch %d", self.node_id, address, reply.broker_epoch
-        )
+        try:
+            await self.lifecycle.register()
+        except RegistrationFailed as error:
+            raise BrokerStartError(str(error)) from None
+        self.lifecycle.start()
+        self.lifecycle.ready_to_unfence()
+        try:
+            await self.lifecycle.wait_unfenced(unfence_timeout)
+        except TimeoutError:
+            raise BrokerStartError(
+                f"the controller did not unfence broker {self.node_id} within {unfence_timeout:g} s"
+            ) from None
 
     # --- background work ---------------------------------------------------------------------
 
@@ -549,17 +517,18 @@ class Broker:
     # --- stop ------------------------------------------------------------------------------
 
     async def stop(self, *, timeout: float = 10.0) -> None:
-        """Stop accepting, finish in-flight requests within ``timeout`` seconds, then close the
-        logs (flush, checkpoints, clean-shutdown marker)."""
-        listener, self._listener = self._listener, None
+        """Controlled shutdown, then stop accepting, finish in-flight requests within
+        ``timeout`` seconds, and stop the background work (the node closes the logs)."""
+        await self.lifecycle.controlled_shutdown(timeout=min(timeout, 5.0))
+        listeners, self._listeners = self._listeners, []
         if hasattr(self, "fetch_purgatory"):
             # Long polls answer now rather than at their max wait; later ones at once.
             self.fetch_purgatory.shutdown()
             self.produce_purgatory.shutdown()
-        if listener is not None:
+        for listener in listeners:
             await listener.stop(timeout=timeout)
-        if hasattr(self, "log_cleaner"):
-            await self.log_cleaner.stop()
+        await self.lifecycle.stop()
+        await self.log_cleaner.stop()
         if hasattr(self, "group_coordinator"):
             await self.group_coordinator.stop()
         if hasattr(self, "txn_coordinator"):
@@ -569,8 +538,3 @@ class Broker:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        if self._started and not self._closed and hasattr(self, "log_manager"):
-            self._closed = True
-            self.log_manager.close(broker_epoch=self.broker_epoch)
-            if self._ready:
-                log.info("logs flushed and checkpointed; stopped")

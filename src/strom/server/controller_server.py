@@ -1,29 +1,45 @@
-"""The controller side of the node: runs controller operations one at a time and commits them.
+"""The controller role of a node: runs controller operations while it is the active controller.
 
-Every operation follows the rule of ``strom.controller``'s NOTES.md: validate against the current
-image (``QuorumController`` is pure), append the result's records to the metadata log as one
-batch, apply that batch through the ``MetadataLoader`` (which tells the publishers: the log
-manager creates and deletes partition directories there), and only then reply and let the next
-operation validate. An ``asyncio.Lock`` keeps operations in that order even when committing
-comes to await something (a Raft quorum later; the single voter commits synchronously).
+The active controller is the leader of the Raft quorum (``strom.raft``). Each operation follows
+Kafka's ``QuorumController``:
 
-A metadata log write that fails leaves the log's state unknown, as in Kafka, where the controller
-then exits: the server refuses every later operation (``MetadataLogFailedError``) and says so.
+1. validate against the **written image**: the committed image plus every record this leader has
+   appended but not yet seen committed (``QuorumController`` is pure: image in, records and reply
+   out), under a lock, so operations see each other's effects in order;
+2. append the records to the Raft log as one batch (all or none) and move the written image on;
+3. release the lock (the next operation may validate at once: appends are pipelined), and wait
+   until the quorum has committed the batch; only then reply.
+
+Losing the leadership fails every operation still waiting with :class:`NotControllerError`
+(Kafka's NOT_CONTROLLER: the caller retries with the new active controller) and drops the written
+image back to the committed one. Records a resigned leader appended may still be committed by its
+successor; a retried operation then meets its own effect (a topic that exists), never a copy of it.
+
+A newly elected leader first catches up: it becomes active only once everything in its log from
+earlier epochs is committed and applied to the committed image, then it bootstraps an empty
+cluster, gives every registered broker a fresh session and starts fencing brokers whose
+heartbeats stop (``broker.session.timeout.ms``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from dataclasses import dataclass
+from functools import partial
+from typing import Protocol, TypeVar
 
+from strom.common import Clock
 from strom.controller import (
     AlterConfigsRequest,
     AlterConfigsResult,
-    ApiError,
+    BrokerHeartbeat,
+    BrokerHeartbeatReply,
     BrokerRegistrationReply,
     BrokerRegistrationRequest,
+    BrokerSessions,
     ControllerResult,
     CreatePartitionsRequest,
     CreatePartitionsResult,
@@ -36,105 +52,264 @@ from strom.controller import (
     QuorumController,
 )
 from strom.metadata import (
-    MetadataBatch,
+    MetadataDelta,
     MetadataImage,
-    MetadataLoader,
-    MetadataLogWriter,
+    MetadataProvenance,
     MetadataRecord,
-    append_records,
+    encode_record,
 )
+from strom.raft import NotLeaderError
 
-__all__ = ["ControllerServer", "MetadataLogFailedError"]
+__all__ = ["ControllerServer", "NotControllerError", "QuorumLog"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 
-class MetadataLogFailedError(Exception):
-    """An earlier metadata log write failed; no operation can be committed any more."""
+class NotControllerError(Exception):
+    """This node is not (or no longer) the active controller; retry with the new one."""
+
+
+class QuorumLog(Protocol):
+    """What the controller needs of the Raft quorum (the node's ``RaftManager``)."""
+
+    def append(self, records: Sequence[bytes], *, epoch: int) -> int:
+        """Append one batch as the leader of ``epoch``; the offset of its last record. Raises
+        when this node is not that leader."""
+        ...
+
+
+class CommittedImage(Protocol):
+    @property
+    def image(self) -> MetadataImage: ...
+
+
+@dataclass(slots=True)
+class _Waiting:
+    last_offset: int
+    done: asyncio.Future[None]
 
 
 class ControllerServer:
-    """Serializes the controller's operations and commits their records."""
+    """Serializes controller operations over the quorum (see the module doc)."""
 
     def __init__(
-        self, controller: QuorumController, *, loader: MetadataLoader, log: MetadataLogWriter
+        self,
+        controller: QuorumController,
+        *,
+        node_id: int,
+        quorum: QuorumLog,
+        committed: CommittedImage,
+        clock: Clock,
+        session_timeout_ms: int,
     ) -> None:
         self.controller = controller
-        self._loader = loader
-        self._log = log
+        self.node_id = node_id
+        self._quorum = quorum
+        self._committed = committed
+        self._clock = clock
         self._lock = asyncio.Lock()
+        self._epoch: int | None = None
+        """The quorum epoch this node is the active controller of; None when it is not."""
+        self._written: MetadataImage | None = None
+        self._waiting: list[_Waiting] = []
+        self.sessions = BrokerSessions(session_timeout_ms=session_timeout_ms)
+        self._active_task: asyncio.Task[None] | None = None
+        self._sessions_changed = asyncio.Event()
         self._failure: str | None = None
+        """Why this node stopped being a controller for good (a metadata log write failed)."""
+
+    # --- the quorum's side ------------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        return self._epoch is not None
 
     @property
     def image(self) -> MetadataImage:
-        return self._loader.image
+        """The written image while active (what operations validate against), else the
+        committed one."""
+        return self._written if self._written is not None else self._committed.image
+
+    def activate(self, epoch: int) -> None:
+        """This node leads the quorum in ``epoch`` and its committed image holds everything
+        earlier epochs committed: start serving operations."""
+        self._resign_now()
+        if self._failure is not None:
+            log.error("not taking over as the active controller: %s", self._failure)
+            return
+        self._epoch = epoch
+        self._written = self._committed.image
+        self.sessions.activate(self._written, self._clock.monotonic_ms())
+        log.info(
+            "active controller of epoch %d (metadata up to offset %d)",
+            epoch,
+            self._written.highest_offset,
+        )
+        self._active_task = asyncio.get_running_loop().create_task(
+            self._while_active(epoch), name="strom-active-controller"
+        )
+
+    def deactivate(self) -> None:
+        """The leadership is gone: fail what waits and forget the written image."""
+        if self._epoch is not None:
+            log.info("no longer the active controller (epoch %d)", self._epoch)
+        self._resign_now()
+
+    def committed(self, offset: int) -> None:
+        """The quorum committed every record up to ``offset`` (and the committed image has
+        them): answer the operations they belong to."""
+        while self._waiting and self._waiting[0].last_offset <= offset:
+            waiting = self._waiting.pop(0)
+            if not waiting.done.done():
+                waiting.done.set_result(None)
+        if not self._waiting and self._epoch is not None:
+            # Everything written is committed: the two images are the same again.
+            self._written = self._committed.image
+
+    def _resign_now(self) -> None:
+        self._epoch = None
+        self._written = None
+        waiting, self._waiting = self._waiting, []
+        for item in waiting:
+            if not item.done.done():
+                item.done.set_exception(NotControllerError("the active controller changed"))
+        task, self._active_task = self._active_task, None
+        if task is not None:
+            task.cancel()
+
+    async def stop(self) -> None:
+        task = self._active_task
+        self._resign_now()
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+
+    # --- running operations -----------------------------------------------------------------
 
     async def run(self, name: str, operation: Callable[[MetadataImage], ControllerResult[T]]) -> T:
-        """Validate ``operation`` against the current image, commit its records, apply them,
-        and return its response."""
+        """Validate ``operation`` against the written image, append its records and reply once
+        they are committed. Raises :class:`NotControllerError`."""
+        response, _ = await self._run(name, operation)
+        return response
+
+    async def _run(
+        self, name: str, operation: Callable[[MetadataImage], ControllerResult[T]]
+    ) -> tuple[T, int | None]:
         async with self._lock:
-            return self.run_now(name, operation)
-
-    def run_now(self, name: str, operation: Callable[[MetadataImage], ControllerResult[T]]) -> T:
-        """:meth:`run` for start-up, before anything else can submit operations."""
-        if self._failure is not None:
-            raise MetadataLogFailedError(self._failure)
-        result = operation(self._loader.image)
-        if result.records:
-            batch = self._commit(name, result.records)
-            self._apply(name, batch)
-        return result.response
-
-    def _commit(self, name: str, records: Sequence[MetadataRecord]) -> MetadataBatch:
-        try:
-            batch = append_records(self._log, records)
-        except Exception as error:
-            self._failure = f"the metadata log failed during {name}: {error}"
-            log.critical("%s; refusing further metadata changes", self._failure)
-            raise MetadataLogFailedError(self._failure) from error
-        log.debug(
-            "%s: committed %d metadata record(s) at offsets %d-%d",
-            name,
-            len(records),
-            batch.base_offset,
-            batch.last_offset,
-        )
-        return batch
-
-    def _apply(self, name: str, batch: MetadataBatch) -> None:
-        try:
-            self._loader.apply_batch(batch)
-        except ExceptionGroup as group:
-            # The image has advanced; only side effects (log directories) failed.
-            for error in group.exceptions:
-                log.error(
-                    "%s: applying metadata at offset %d failed: %s",
-                    name,
-                    batch.last_offset,
-                    error,
-                    exc_info=error,
+            epoch, written = self._epoch, self._written
+            if epoch is None or written is None:
+                raise NotControllerError(
+                    self._failure or f"node {self.node_id} is not the active controller"
                 )
-
-    # The operations, by name -------------------------------------------------------------------
-
-    def bootstrap(self) -> None:
-        """Write a new cluster's first records (nothing when the log already has them)."""
-        self.run_now("bootstrap", self.controller.bootstrap)
-
-    def register_broker_now(self, request: BrokerRegistrationRequest) -> BrokerRegistrationReply:
-        return self.run_now(
-            "register broker", lambda image: self.controller.register_broker(image, request)
+            result = operation(written)
+            if not result.records:
+                return result.response, None
+            try:
+                last_offset = self._quorum.append(
+                    [encode_record(record) for record in result.records], epoch=epoch
+                )
+            except NotLeaderError as error:
+                self._resign_now()
+                raise NotControllerError(str(error)) from None
+            except Exception as error:
+                # The metadata log's state is unknown after a failed write: as Kafka's
+                # controller does, this node stops being a controller for good.
+                self._failure = f"the metadata log failed during {name}: {error}"
+                log.critical("%s; this node no longer acts as a controller", self._failure)
+                self._resign_now()
+                raise NotControllerError(self._failure) from error
+            self._written = _advance(written, result.records, last_offset, epoch)
+            done = asyncio.get_running_loop().create_future()
+            self._waiting.append(_Waiting(last_offset, done))
+        await done
+        log.debug(
+            "%s: committed %d record(s) up to offset %d", name, len(result.records), last_offset
         )
+        return result.response, last_offset
 
-    def unfence_broker_now(self, *, broker_id: int, broker_epoch: int) -> ApiError:
-        return self.run_now(
-            "unfence broker",
-            lambda image: self.controller.unfence_broker(
-                image, broker_id=broker_id, broker_epoch=broker_epoch
-            ),
+    async def _while_active(self, epoch: int) -> None:
+        """Bootstrap a new cluster (nothing when the log has its first records), then fence
+        unfenced brokers whose sessions run out, as long as this node is active."""
+        try:
+            await self.run("bootstrap", self.controller.bootstrap)
+        except NotControllerError:
+            log.info("bootstrap of epoch %d gave way to a newer controller", epoch)
+            return
+        while True:
+            now = self._clock.monotonic_ms()
+            image = self.image
+            for broker_id, broker_epoch in self.sessions.expired(now, image):
+                log.warning(
+                    "fencing broker %d: no heartbeat for %d ms (broker.session.timeout.ms)",
+                    broker_id,
+                    self.sessions.session_timeout_ms,
+                )
+                try:
+                    await self.run(
+                        "fence broker",
+                        partial(
+                            self.controller.fence_broker,
+                            broker_id=broker_id,
+                            broker_epoch=broker_epoch,
+                        ),
+                    )
+                except NotControllerError:
+                    return
+            deadline = self.sessions.next_expiry_ms(self.image)
+            wait_ms = 1000 if deadline is None else max(deadline - self._clock.monotonic_ms(), 1)
+            self._sessions_changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._sessions_changed.wait(), wait_ms / 1000)
+
+    # --- the operations, by name ------------------------------------------------------------
+
+    async def register_broker(self, request: BrokerRegistrationRequest) -> BrokerRegistrationReply:
+        alive = self.sessions.is_alive(request.broker_id, self._clock.monotonic_ms())
+        reply, offset = await self._run(
+            "register broker",
+            lambda image: self.controller.register_broker(image, request, alive=alive),
         )
+        if not reply.error.is_failure and offset is not None:
+            self.sessions.registered(
+                request.broker_id,
+                epoch=reply.broker_epoch,
+                registration_offset=offset,
+                now_ms=self._clock.monotonic_ms(),
+            )
+            self._sessions_changed.set()
+            log.info(
+                "broker %d registered (broker epoch %d)", request.broker_id, reply.broker_epoch
+            )
+        return reply
+
+    async def broker_heartbeat(
+        self,
+        *,
+        broker_id: int,
+        broker_epoch: int,
+        metadata_offset: int,
+        want_fence: bool,
+        want_shut_down: bool,
+    ) -> BrokerHeartbeatReply:
+        caught_up = self.sessions.heartbeat(
+            broker_id,
+            epoch=broker_epoch,
+            metadata_offset=metadata_offset,
+            now_ms=self._clock.monotonic_ms(),
+        )
+        beat = BrokerHeartbeat(
+            broker_id=broker_id,
+            broker_epoch=broker_epoch,
+            want_fence=want_fence,
+            want_shut_down=want_shut_down,
+            caught_up=caught_up,
+        )
+        reply = await self.run(
+            "broker heartbeat", lambda image: self.controller.broker_heartbeat(image, beat)
+        )
+        self._sessions_changed.set()
+        return reply
 
     async def create_topics(self, request: CreateTopicsRequest) -> list[CreateTopicResult]:
         return await self.run(
@@ -173,3 +348,13 @@ class ControllerServer:
                 image, broker_id=broker_id, broker_epoch=broker_epoch
             ),
         )
+
+
+def _advance(
+    image: MetadataImage, records: Sequence[MetadataRecord], last_offset: int, epoch: int
+) -> MetadataImage:
+    """``image`` with ``records`` (ending at ``last_offset``) applied."""
+    delta = MetadataDelta(image)
+    for record in records:
+        delta.replay(record)
+    return delta.apply(MetadataProvenance(offset=last_offset, epoch=epoch))

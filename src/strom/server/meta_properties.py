@@ -27,6 +27,8 @@ __all__ = [
     "MetaProperties",
     "MetaPropertiesError",
     "ensure_meta_properties",
+    "format_data_dir",
+    "load_formatted",
     "random_kafka_uuid",
     "validate_kafka_uuid",
 ]
@@ -147,4 +149,50 @@ def ensure_meta_properties(
         write_meta_properties(path, meta)
     except OSError as error:
         raise MetaPropertiesError(f"cannot write {path}: {error.strerror}") from None
+    return meta
+
+
+FORMAT_HINT: Final = (
+    "strom storage format --cluster-id $(strom storage random-uuid) --config <server.properties>"
+)
+
+
+def format_data_dir(
+    data_dir: Path, *, node_id: int, cluster_id: str, ignore_formatted: bool = False
+) -> MetaProperties | None:
+    """Write ``meta.properties`` into a new (or empty) data directory, as ``kafka-storage.sh
+    format``; returns it, or None when the directory was already formatted and
+    ``ignore_formatted`` says to leave it."""
+    if reason := validate_kafka_uuid(cluster_id):
+        raise MetaPropertiesError(f"--cluster-id: {reason}")
+    path = data_dir / META_PROPERTIES
+    if path.exists():
+        if ignore_formatted:
+            return None
+        raise MetaPropertiesError(
+            f"{data_dir} is already formatted (cluster {read_meta_properties(path).cluster_id}); "
+            "use --ignore-formatted to leave it as it is"
+        )
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        meta = MetaProperties(
+            cluster_id=cluster_id, node_id=node_id, directory_id=random_kafka_uuid()
+        )
+        write_meta_properties(path, meta)
+    except OSError as error:
+        raise MetaPropertiesError(f"cannot format {data_dir}: {error.strerror}") from None
+    return meta
+
+
+def load_formatted(data_dir: Path, *, node_id: int) -> MetaProperties:
+    """``meta.properties`` of a formatted data directory of this node, or a one-line error that
+    says what to run."""
+    path = data_dir / META_PROPERTIES
+    if not path.exists():
+        raise MetaPropertiesError(f"{data_dir} is not formatted: run {FORMAT_HINT}")
+    meta = read_meta_properties(path)
+    if meta.node_id != node_id:
+        raise MetaPropertiesError(
+            f"{path} belongs to node.id={meta.node_id}, but this node is node.id={node_id}"
+        )
     return meta

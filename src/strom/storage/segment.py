@@ -653,6 +653,11 @@ class LogSegment:
         if os.fstat(self._fd).st_size > self._size:  # preallocated
             os.ftruncate(self._fd, self._size)
 
+    def dup_log_fd(self) -> int:
+        """A descriptor of the ``.log`` file of one's own (close it), to fsync the data from
+        another thread while this one goes on appending."""
+        return os.dup(self._fd)
+
     def flush(self) -> None:
         """fsync the log and its indexes."""
         os.fsync(self._fd)

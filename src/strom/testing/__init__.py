@@ -1,5 +1,6 @@
 """Real strom brokers for tests (see docs/testing.md): ``Broker``, ``AsyncBroker``, the faults
-they inject, and a pytest plugin (``strom.testing.pytest_plugin``, loaded by pytest itself).
+they inject, ``Cluster`` (controller and broker processes), and a pytest plugin
+(``strom.testing.pytest_plugin``, loaded by pytest itself).
 
 The names are imported on first use, so that loading the pytest plugin (which imports this
 package) stays cheap and imports no broker code until a fixture needs it.
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from strom.protocol.kafka_releases import KAFKA_RELEASES
     from strom.server.network.faults import Faults
     from strom.testing.broker import AsyncBroker, Broker, BrokerStartError, unique_topic_name
+    from strom.testing.cluster import Cluster, ClusterError, ClusterNode
 
 __all__ = [
     "KAFKA_RELEASES",
@@ -22,6 +24,9 @@ __all__ = [
     "AsyncBroker",
     "Broker",
     "BrokerStartError",
+    "Cluster",
+    "ClusterError",
+    "ClusterNode",
     "Faults",
     "unique_topic_name",
 ]
@@ -33,6 +38,9 @@ _HOMES = {
     "AsyncBroker": "strom.testing.broker",
     "Broker": "strom.testing.broker",
     "BrokerStartError": "strom.testing.broker",
+    "Cluster": "strom.testing.cluster",
+    "ClusterError": "strom.testing.cluster",
+    "ClusterNode": "strom.testing.cluster",
     "unique_topic_name": "strom.testing.broker",
 }
 

@@ -22,9 +22,9 @@ from typing import Any, Self
 
 from strom.config import ServerConfig
 from strom.protocol.kafka_releases import release_versions
-from strom.server.broker import Broker as ServerBroker
 from strom.server.eventloop import new_event_loop
 from strom.server.network.faults import Faults
+from strom.server.node import Node as ServerNode
 
 __all__ = ["AsyncBroker", "Broker", "BrokerStartError", "unique_topic_name"]
 
@@ -134,7 +134,7 @@ class AsyncBroker(_ClientConfigs):
         self._data_dir = _DataDir(data_dir)
         self.faults = Faults()
         """Inject errors, delays and connection failures (see docs/testing.md)."""
-        self.server = ServerBroker(
+        self.server = ServerNode(
             _server_config(self._data_dir.path, host, config),
             emulate_kafka_version=kafka_version,
             faults=self.faults,

@@ -15,6 +15,7 @@ from strom.metadata import (
     MetadataImage,
     MetadataLoader,
     MetadataProvenance,
+    MetadataRecord,
     MetadataReplayError,
     NoOpRecord,
     PartitionRecord,
@@ -185,3 +186,49 @@ def test_encoded_batches_decode() -> None:
 def test_nothing_to_append_is_an_error() -> None:
     with pytest.raises(ValueError, match="nothing to append"):
         append_records(InMemoryMetadataLog(), [])
+
+
+def test_a_snapshot_replaces_the_image_and_publishes_the_difference() -> None:
+    foo, bar, baz = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
+
+    def topic(name: str, topic_id: uuid.UUID, leader: int) -> list[MetadataRecord]:
+        return [
+            TopicRecord(name=name, topic_id=topic_id),
+            PartitionRecord(
+                partition_id=0,
+                topic_id=topic_id,
+                replicas=(1,),
+                isr=(1,),
+                leader=leader,
+                leader_epoch=0,
+                partition_epoch=0,
+            ),
+        ]
+
+    old_records: list[MetadataRecord] = [
+        *topic("foo", foo, 1),
+        *topic("bar", bar, 1),
+        ConfigRecord(ConfigResourceType.TOPIC, "foo", "retention.ms", "1"),
+        ConfigRecord(ConfigResourceType.TOPIC, "foo", "segment.ms", "2"),
+    ]
+    new_records: list[MetadataRecord] = [
+        *topic("foo", foo, -1),
+        *topic("baz", baz, 1),
+        ConfigRecord(ConfigResourceType.TOPIC, "foo", "retention.ms", "5"),
+    ]
+    loader = MetadataLoader()
+    loader.apply_batch(MetadataBatch(base_offset=0, records=old_records))
+    deltas: list[MetadataDelta] = []
+    loader.install_publisher(lambda delta, image: deltas.append(delta))
+    deltas.clear()
+    image = loader.load_snapshot(
+        [encode_record(record) for record in new_records], offset=40, epoch=3
+    )
+    expected = MetadataLoader()
+    expected.apply_batch(MetadataBatch(base_offset=0, records=new_records))
+    assert list(image.records()) == list(expected.image.records())
+    assert image.provenance == MetadataProvenance(offset=39, epoch=3)
+    [delta] = deltas
+    assert set(delta.topics_delta.deleted_topics) == {bar}
+    assert set(delta.topics_delta.created_topics) == {"baz"}
+    assert image.topic("foo").partitions[0].leader == -1  # type: ignore[union-attr]

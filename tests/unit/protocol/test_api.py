@@ -23,6 +23,7 @@ from kio.static.primitive import Records, i16, i32
 
 from strom.protocol.api import (
     KAFKA_BROKER_VERSIONS,
+    KAFKA_CONTROLLER_VERSIONS,
     ApiKey,
     InvalidRequestError,
     UnknownApiKeyError,
@@ -108,6 +109,13 @@ def sample(entity_type: Any) -> Any:
 
 def test_api_key_enum_is_kafkas_list() -> None:
     assert {key.value: key.name.lower() for key in ApiKey} == dict(api_key_map)
+
+
+def test_controller_table_lies_within_what_kio_ships() -> None:
+    for api_key, versions in KAFKA_CONTROLLER_VERSIONS.items():
+        shipped = kio_version_range(api_key)
+        assert shipped is not None, api_key
+        assert versions.issubset(shipped), (api_key, versions, shipped)
 
 
 def test_broker_table_lies_within_what_kio_ships() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from strom.common import ErrorCode, TopicPartition
 from strom.controller import (
     AlterableConfig,
     AlterConfigOp,
-    ControllerSettings,
     CreatableTopic,
     CreatePartitionsRequest,
     CreatePartitionsTopic,
@@ -23,16 +21,12 @@ from strom.controller import (
     DeleteTopicsRequest,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResource,
-    QuorumController,
 )
 from strom.metadata import (
     ConfigResourceType,
-    EncodedBatch,
-    InMemoryMetadataLog,
-    MetadataLoader,
+    MetadataDelta,
 )
-from strom.server.controller_server import ControllerServer, MetadataLogFailedError
-from strom.server.metadata_log import METADATA_PARTITION
+from strom.server.raft_log import METADATA_PARTITION
 
 
 @pytest.fixture
@@ -43,7 +37,7 @@ def node(tmp_path: Path) -> Iterator[AdminNode]:
 
 
 def create(node: AdminNode, *topics: CreatableTopic) -> None:
-    results = asyncio.run(node.controller.create_topics(CreateTopicsRequest(topics)))
+    results = node.run(node.controller.create_topics(CreateTopicsRequest(topics)))
     assert all(r.error.is_success for r in results), results
 
 
@@ -64,7 +58,7 @@ def alter(node: AdminNode, resource_type: int, name: str, **configs: str | None)
             )
         ]
     )
-    results = asyncio.run(node.controller.incremental_alter_configs(request))
+    results = node.run(node.controller.incremental_alter_configs(request))
     assert all(r.error.is_success for r in results), results
 
 
@@ -80,7 +74,7 @@ def test_created_topics_get_logs_with_their_configs(node: AdminNode) -> None:
 
 def test_new_partitions_get_logs(node: AdminNode) -> None:
     create(node, CreatableTopic("orders", 1, 1))
-    results = asyncio.run(
+    results = node.run(
         node.controller.create_partitions(
             CreatePartitionsRequest([CreatePartitionsTopic("orders", 4)])
         )
@@ -91,7 +85,7 @@ def test_new_partitions_get_logs(node: AdminNode) -> None:
 
 def test_deleted_topics_lose_their_logs(node: AdminNode) -> None:
     create(node, CreatableTopic("orders", 2, 1), CreatableTopic("kept", 1, 1))
-    results = asyncio.run(node.controller.delete_topics(DeleteTopicsRequest.of_names("orders")))
+    results = node.run(node.controller.delete_topics(DeleteTopicsRequest.of_names("orders")))
     assert results[0].error.is_success
     assert node.log_manager.get(TopicPartition("orders", 0)) is None
     assert not (node.data_dir / "orders-0").exists()
@@ -134,7 +128,7 @@ def test_restart_matches_logs_to_the_image(tmp_path: Path) -> None:
         assert logs[TopicPartition("orders", 1)].config.retention_ms == 1234
         assert METADATA_PARTITION in logs
         assert restarted.broker_epoch > node.broker_epoch
-        assert restarted.metadata_log.epoch == node.metadata_log.epoch + 1
+        assert restarted.quorum_epoch == node.quorum_epoch + 1
     finally:
         restarted.close()
 
@@ -147,40 +141,18 @@ def test_operations_commit_before_the_next_one_validates(node: AdminNode) -> Non
         )
         return [first[0].error.code, second[0].error.code]
 
-    assert asyncio.run(both()) == [ErrorCode.none, ErrorCode.topic_already_exists]
+    assert node.run(both()) == [ErrorCode.none, ErrorCode.topic_already_exists]
 
 
-class BrokenLog(InMemoryMetadataLog):
-    def append(self, records: object) -> EncodedBatch:
-        raise OSError(28, "No space left on device")
+def test_a_failing_publisher_does_not_undo_the_commit(
+    node: AdminNode, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(delta: MetadataDelta, _: object) -> None:
+        if delta.topics_delta.created_topics:
+            raise OSError("disk gone")
 
-
-def test_a_failed_metadata_write_stops_all_changes() -> None:
-    loader = MetadataLoader()
-    server = ControllerServer(
-        QuorumController(ControllerSettings(), random=random.Random(0)),
-        loader=loader,
-        log=BrokenLog(),
-    )
-    with pytest.raises(MetadataLogFailedError, match="No space left"):
-        server.bootstrap()
-    with pytest.raises(MetadataLogFailedError):
-        asyncio.run(server.create_topics(CreateTopicsRequest([CreatableTopic("t", 1, 1)])))
-    assert loader.image.is_empty
-
-
-def test_a_failing_publisher_does_not_undo_the_commit(caplog: pytest.LogCaptureFixture) -> None:
-    loader = MetadataLoader()
-    log = InMemoryMetadataLog()
-    server = ControllerServer(
-        QuorumController(ControllerSettings(), random=random.Random(0)), loader=loader, log=log
-    )
-
-    def broken(*_: object) -> None:
-        raise OSError("disk gone")
-
-    loader.install_publisher(broken)
+    node.node.metadata.install_publisher(broken)
     with caplog.at_level(logging.ERROR):
-        server.bootstrap()
-    assert loader.image.features.metadata_version is not None
+        create(node, CreatableTopic("after", 1, 1))
+    assert node.image.topic("after") is not None
     assert "disk gone" in caplog.text

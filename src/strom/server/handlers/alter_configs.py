@@ -15,7 +15,14 @@ from kio.schema.alter_configs.v2 import request as newest
 from kio.schema.alter_configs.v2 import response as latest
 from kio.static.protocol import ResponsePayload
 
-from strom.controller import AlterConfigsRequest, AlterConfigsResource, ConfigEntry
+from strom.common import ErrorCode
+from strom.controller import (
+    AlterConfigsRequest,
+    AlterConfigsResource,
+    AlterConfigsResult,
+    ApiError,
+    ConfigEntry,
+)
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.controller_server import ControllerServer
 from strom.server.handlers._schema import for_version
@@ -27,7 +34,7 @@ from strom.server.handlers.common import (
 )
 from strom.server.handlers.registry import RequestContext
 
-__all__ = ["AlterConfigsHandler", "parse_alter_configs"]
+__all__ = ["AlterConfigsHandler", "error_response", "parse_alter_configs"]
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +76,24 @@ class AlterConfigsHandler:
             },
             validate_only=request.validate_only,
         )
-        response = latest.AlterConfigsResponse(
-            throttle_time=NO_THROTTLE,
-            responses=alter_configs_results(latest.AlterConfigsResourceResponse, results),
-        )
-        return for_version(response, context.api_version)
+        return _response(context, results)
+
+
+def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
+    """Every resource of the request refused with ``code`` (the controller was not reached)."""
+    request = parse_alter_configs(context.body)
+    return _response(
+        context,
+        [
+            AlterConfigsResult(r.resource_type, r.resource_name, ApiError(code))
+            for r in request.resources
+        ],
+    )
+
+
+def _response(context: RequestContext, results: list[AlterConfigsResult]) -> ResponsePayload:
+    response = latest.AlterConfigsResponse(
+        throttle_time=NO_THROTTLE,
+        responses=alter_configs_results(latest.AlterConfigsResourceResponse, results),
+    )
+    return for_version(response, context.api_version)

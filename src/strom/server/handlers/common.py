@@ -23,7 +23,6 @@ __all__ = [
     "ALL_GROUP_OPERATIONS",
     "ALL_TOPIC_OPERATIONS",
     "AUTHORIZED_OPERATIONS_OMITTED",
-    "LISTENER_NAME",
     "NO_THROTTLE",
     "BrokerAddress",
     "alter_configs_results",
@@ -56,10 +55,6 @@ ALL_GROUP_OPERATIONS: Final = _operations(3, 6, 8)
 """Every operation Kafka defines on a group (READ, DELETE, DESCRIBE)."""
 
 
-LISTENER_NAME: Final = "PLAINTEXT"
-"""The name of the (one) listener brokers register and clients are given."""
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class BrokerAddress:
     """A broker as Metadata and DescribeCluster list it."""
@@ -71,13 +66,15 @@ class BrokerAddress:
     fenced: bool
 
 
-def broker_addresses(image: MetadataImage, *, include_fenced: bool = False) -> list[BrokerAddress]:
-    """The brokers with an endpoint on the clients' listener, by id; fenced ones only when
-    asked (Kafka lists only unfenced brokers to clients)."""
+def broker_addresses(
+    image: MetadataImage, listener_name: str, *, include_fenced: bool = False
+) -> list[BrokerAddress]:
+    """The brokers with an endpoint on ``listener_name`` (the one the client came in on), by
+    id; fenced ones only when asked (Kafka lists only unfenced brokers to clients)."""
     addresses: list[BrokerAddress] = []
     for broker_id in sorted(image.cluster.brokers):
         broker: BrokerRegistration = image.cluster.brokers[broker_id]
-        endpoint = broker.endpoint(LISTENER_NAME)
+        endpoint = broker.endpoint(listener_name)
         if endpoint is None or (broker.fenced and not include_fenced):
             continue
         addresses.append(

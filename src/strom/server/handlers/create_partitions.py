@@ -14,14 +14,20 @@ from kio.schema.create_partitions.v3 import response as latest
 from kio.schema.types import TopicName
 from kio.static.protocol import ResponsePayload
 
-from strom.controller import CreatePartitionsRequest, CreatePartitionsTopic
+from strom.common import ErrorCode
+from strom.controller import (
+    ApiError,
+    CreatePartitionsRequest,
+    CreatePartitionsResult,
+    CreatePartitionsTopic,
+)
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.controller_server import ControllerServer
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import NO_THROTTLE, as_newest
 from strom.server.handlers.registry import RequestContext
 
-__all__ = ["CreatePartitionsHandler", "parse_create_partitions"]
+__all__ = ["CreatePartitionsHandler", "error_response", "parse_create_partitions"]
 
 log = logging.getLogger(__name__)
 
@@ -67,15 +73,27 @@ class CreatePartitionsHandler:
                 log.info(
                     "topic %s now has %d partition(s)", result.name, counts.get(result.name, -1)
                 )
-        response = latest.CreatePartitionsResponse(
-            throttle_time=NO_THROTTLE,
-            results=tuple(
-                latest.CreatePartitionsTopicResult(
-                    name=TopicName(result.name),
-                    error_code=result.error.code,
-                    error_message=result.error.message if result.error.is_failure else None,
-                )
-                for result in results
-            ),
-        )
-        return for_version(response, context.api_version)
+        return _response(context, results)
+
+
+def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
+    """Every topic of the request refused with ``code`` (the controller was not reached)."""
+    request = parse_create_partitions(context.body)
+    return _response(
+        context, [CreatePartitionsResult(topic.name, ApiError(code)) for topic in request.topics]
+    )
+
+
+def _response(context: RequestContext, results: list[CreatePartitionsResult]) -> ResponsePayload:
+    response = latest.CreatePartitionsResponse(
+        throttle_time=NO_THROTTLE,
+        results=tuple(
+            latest.CreatePartitionsTopicResult(
+                name=TopicName(result.name),
+                error_code=result.error.code,
+                error_message=result.error.message if result.error.is_failure else None,
+            )
+            for result in results
+        ),
+    )
+    return for_version(response, context.api_version)

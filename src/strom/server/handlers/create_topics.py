@@ -21,7 +21,9 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i8, i16, i32
 from kio.static.protocol import ResponsePayload
 
+from strom.common import ErrorCode
 from strom.controller import (
+    ApiError,
     CreatableTopic,
     CreateTopicResult,
     CreateTopicsRequest,
@@ -34,7 +36,7 @@ from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import NO_THROTTLE, as_newest, wire_uuid
 from strom.server.handlers.registry import RequestContext
 
-__all__ = ["CreateTopicsHandler", "parse_create_topics"]
+__all__ = ["CreateTopicsHandler", "error_response", "parse_create_topics"]
 
 log = logging.getLogger(__name__)
 
@@ -74,21 +76,11 @@ class CreateTopicsHandler:
         results = await self._controller.create_topics(request)
         for result in results:
             _log_result(result, validate_only=request.validate_only, client=context.client_address)
-        response = latest.CreateTopicsResponse(
-            throttle_time=NO_THROTTLE,
-            topics=tuple(self._result(result) for result in results),
-        )
-        return for_version(response, context.api_version)
+        return _response(context, [self._result(result) for result in results])
 
     def _result(self, result: CreateTopicResult) -> latest.CreatableTopicResult:
         if result.error.is_failure:
-            return latest.CreatableTopicResult(
-                name=TopicName(result.name),
-                topic_id=None,
-                error_code=result.error.code,
-                error_message=result.error.message,
-                configs=(),
-            )
+            return _failed(result)
         described = self._describer.topic(
             self._controller.image, result.name, overrides=result.configs
         )
@@ -110,6 +102,32 @@ class CreateTopicsHandler:
                 for entry in described
             ),
         )
+
+
+def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
+    """Every topic of the request refused with ``code`` (the controller was not reached)."""
+    request = parse_create_topics(context.body)
+    return _response(
+        context,
+        [_failed(CreateTopicResult(topic.name, ApiError(code))) for topic in request.topics],
+    )
+
+
+def _failed(result: CreateTopicResult) -> latest.CreatableTopicResult:
+    return latest.CreatableTopicResult(
+        name=TopicName(result.name),
+        topic_id=None,
+        error_code=result.error.code,
+        error_message=result.error.message,
+        configs=(),
+    )
+
+
+def _response(
+    context: RequestContext, topics: list[latest.CreatableTopicResult]
+) -> ResponsePayload:
+    response = latest.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
+    return for_version(response, context.api_version)
 
 
 def _log_result(result: CreateTopicResult, *, validate_only: bool, client: str) -> None:

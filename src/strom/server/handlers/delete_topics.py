@@ -16,14 +16,21 @@ from kio.schema.delete_topics.v6 import response as latest
 from kio.schema.types import TopicName
 from kio.static.protocol import ResponsePayload
 
-from strom.controller import DeletableTopic, DeleteTopicResult, DeleteTopicsRequest
+from strom.common import ErrorCode
+from strom.controller import (
+    ZERO_UUID,
+    ApiError,
+    DeletableTopic,
+    DeleteTopicResult,
+    DeleteTopicsRequest,
+)
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.controller_server import ControllerServer
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import NO_THROTTLE, request_field, wire_uuid
 from strom.server.handlers.registry import RequestContext
 
-__all__ = ["DeleteTopicsHandler", "parse_delete_topics"]
+__all__ = ["DeleteTopicsHandler", "error_response", "parse_delete_topics"]
 
 log = logging.getLogger(__name__)
 
@@ -51,19 +58,35 @@ class DeleteTopicsHandler:
         results = await self._controller.delete_topics(request)
         for result in results:
             _log_result(result, client=context.client_address)
-        response = latest.DeleteTopicsResponse(
-            throttle_time=NO_THROTTLE,
-            responses=tuple(
-                latest.DeletableTopicResult(
-                    name=None if result.name is None else TopicName(result.name),
-                    topic_id=wire_uuid(result.topic_id),
-                    error_code=result.error.code,
-                    error_message=result.error.message if result.error.is_failure else None,
-                )
-                for result in results
-            ),
-        )
-        return for_version(response, context.api_version)
+        return _response(context, results)
+
+
+def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
+    """Every topic of the request refused with ``code`` (the controller was not reached)."""
+    request = parse_delete_topics(context.body)
+    return _response(
+        context,
+        [
+            DeleteTopicResult(topic.name, topic.topic_id or ZERO_UUID, ApiError(code))
+            for topic in request.topics
+        ],
+    )
+
+
+def _response(context: RequestContext, results: list[DeleteTopicResult]) -> ResponsePayload:
+    response = latest.DeleteTopicsResponse(
+        throttle_time=NO_THROTTLE,
+        responses=tuple(
+            latest.DeletableTopicResult(
+                name=None if result.name is None else TopicName(result.name),
+                topic_id=wire_uuid(result.topic_id),
+                error_code=result.error.code,
+                error_message=result.error.message if result.error.is_failure else None,
+            )
+            for result in results
+        ),
+    )
+    return for_version(response, context.api_version)
 
 
 def _log_result(result: DeleteTopicResult, *, client: str) -> None:

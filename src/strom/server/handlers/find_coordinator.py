@@ -43,10 +43,11 @@ class FindCoordinatorHandler(GroupHandler):
     def __init__(
         self,
         runtime: GroupCoordinatorRuntime,
-        own_address: Callable[[], BrokerAddress | None],
+        own_address: Callable[[str], BrokerAddress | None],
         transactions: TxnCoordinatorRuntime,
     ) -> None:
-        """``own_address``: this broker as clients reach it (None while not registered)."""
+        """``own_address(listener_name)``: this broker as clients reach it on that listener
+        (None while not registered)."""
         super().__init__(runtime)
         self.own_address = own_address
         self._transactions = transactions
@@ -58,7 +59,7 @@ class FindCoordinatorHandler(GroupHandler):
             keys = tuple(request.coordinator_keys)
         else:
             keys = (str(request_field(context.body, "key", "")),)
-        coordinators = [await self._find(key, key_type) for key in keys]
+        coordinators = [await self._find(key, key_type, context.listener_name) for key in keys]
         if context.api_version >= BATCHED_VERSION:
             response = latest.FindCoordinatorResponse(
                 throttle_time=NO_THROTTLE, coordinators=tuple(coordinators)
@@ -77,7 +78,7 @@ class FindCoordinatorHandler(GroupHandler):
             },
         )
 
-    async def _find(self, key: str, key_type: int) -> latest.Coordinator:
+    async def _find(self, key: str, key_type: int, listener_name: str) -> latest.Coordinator:
         if key_type == TRANSACTION_KEY:
             if not key:
                 return _coordinator(key, ErrorCode.invalid_request, None, "empty transactional id")
@@ -90,7 +91,7 @@ class FindCoordinatorHandler(GroupHandler):
             return _coordinator(
                 key, ErrorCode.invalid_request, None, f"unknown key type {key_type}"
             )
-        address = self.own_address()
+        address = self.own_address(listener_name)
         if error is ErrorCode.none and address is None:
             error = ErrorCode.coordinator_not_available
         return _coordinator(key, error, address)

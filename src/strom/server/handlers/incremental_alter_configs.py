@@ -15,9 +15,12 @@ from kio.schema.incremental_alter_configs.v1 import request as newest
 from kio.schema.incremental_alter_configs.v1 import response as latest
 from kio.static.protocol import ResponsePayload
 
+from strom.common import ErrorCode
 from strom.controller import (
     AlterableConfig,
     AlterConfigOp,
+    AlterConfigsResult,
+    ApiError,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResource,
 )
@@ -32,7 +35,11 @@ from strom.server.handlers.common import (
 )
 from strom.server.handlers.registry import RequestContext
 
-__all__ = ["IncrementalAlterConfigsHandler", "parse_incremental_alter_configs"]
+__all__ = [
+    "IncrementalAlterConfigsHandler",
+    "error_response",
+    "parse_incremental_alter_configs",
+]
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +91,24 @@ class IncrementalAlterConfigsHandler:
             },
             validate_only=request.validate_only,
         )
-        response = latest.IncrementalAlterConfigsResponse(
-            throttle_time=NO_THROTTLE,
-            responses=alter_configs_results(latest.AlterConfigsResourceResponse, results),
-        )
-        return for_version(response, context.api_version)
+        return _response(context, results)
+
+
+def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
+    """Every resource of the request refused with ``code`` (the controller was not reached)."""
+    request = parse_incremental_alter_configs(context.body)
+    return _response(
+        context,
+        [
+            AlterConfigsResult(r.resource_type, r.resource_name, ApiError(code))
+            for r in request.resources
+        ],
+    )
+
+
+def _response(context: RequestContext, results: list[AlterConfigsResult]) -> ResponsePayload:
+    response = latest.IncrementalAlterConfigsResponse(
+        throttle_time=NO_THROTTLE,
+        responses=alter_configs_results(latest.AlterConfigsResourceResponse, results),
+    )
+    return for_version(response, context.api_version)

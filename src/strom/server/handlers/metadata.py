@@ -24,7 +24,7 @@ Kafka's rules (``KafkaApis.handleTopicMetadataRequest``, ``KRaftMetadataCache``)
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -108,7 +108,7 @@ class MetadataHandler:
         metadata: MetadataView,
         *,
         cluster_id: str,
-        controller_id: int,
+        controller_id: Callable[[], int],
         auto_topics: AutoTopicCreator,
     ) -> None:
         self._metadata = metadata
@@ -139,14 +139,18 @@ class MetadataHandler:
             else AUTHORIZED_OPERATIONS_OMITTED
         )
         return for_version(
-            self.build(image, query),
+            self.build(image, query, context.listener_name),
             version,
             extra={"cluster_authorized_operations": cluster_operations},  # v8-v10 only
         )
 
-    def build(self, image: MetadataImage, query: MetadataQuery) -> latest.MetadataResponse:
-        """The response (newest version) to ``query`` as of ``image``."""
-        alive = {address.node_id for address in broker_addresses(image)}
+    def build(
+        self, image: MetadataImage, query: MetadataQuery, listener_name: str
+    ) -> latest.MetadataResponse:
+        """The response (newest version) to ``query`` as of ``image``, brokers as reached on
+        ``listener_name``."""
+        brokers = broker_addresses(image, listener_name)
+        alive = {address.node_id for address in brokers}
         topics: list[latest.MetadataResponseTopic] = []
         if query.names is None:
             for name in sorted(image.topics.topics_by_name):
@@ -180,10 +184,10 @@ class MetadataHandler:
                     port=i32(address.port),
                     rack=address.rack,
                 )
-                for address in broker_addresses(image)
+                for address in brokers
             ),
             cluster_id=self._cluster_id,
-            controller_id=BrokerId(self._controller_id),
+            controller_id=BrokerId(self._controller_id()),
             topics=tuple(topics),
             error_code=ErrorCode.none,
         )

@@ -67,6 +67,8 @@ class RequestContext:
     """``host:port`` of the client, for log lines."""
     connection_id: str
     """``local-remote-index``, as Kafka names connections; unique while the broker runs."""
+    listener_name: str = "PLAINTEXT"
+    """The listener the request came in on: brokers are described by their endpoint on it."""
 
     @property
     def header(self) -> RequestHeader:
@@ -107,23 +109,32 @@ class HandlerRegistry:
     lacks is neither advertised nor served.
     """
 
-    def __init__(self, *, ceiling: Mapping[ApiKey, VersionRange] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        ceiling: Mapping[ApiKey, VersionRange] | None = None,
+        reference: Mapping[ApiKey, VersionRange] = KAFKA_BROKER_VERSIONS,
+    ) -> None:
+        """``reference``: what the Kafka listener of this kind serves (a broker's by default,
+        ``KAFKA_CONTROLLER_VERSIONS`` for a controller listener)."""
         self._handlers: dict[ApiKey, Handler] = {}
+        self._reference = reference
         self._ceiling = ceiling
         self._versions: Mapping[ApiKey, VersionRange] = MappingProxyType({})
 
     def register(self, handler: Handler) -> None:
-        """Add a handler; its versions must be ones Kafka 4.x brokers serve (and kio ships)."""
+        """Add a handler; its versions must be ones the Kafka 4.x listener of this kind serves
+        (and kio ships)."""
         api_key = ApiKey(handler.api_key)
         if api_key in self._handlers:
             raise ValueError(f"a handler for {api_name(api_key)} is already registered")
-        reference = KAFKA_BROKER_VERSIONS.get(api_key)
+        reference = self._reference.get(api_key)
         if reference is None:
-            raise ValueError(f"{api_name(api_key)} is not an API Kafka brokers serve to clients")
+            raise ValueError(f"{api_name(api_key)} is not an API Kafka serves on this listener")
         if not handler.versions.issubset(reference):
             raise ValueError(
                 f"{api_name(api_key)} handler declares {handler.versions}, "
-                f"outside the {reference} of KAFKA_BROKER_VERSIONS"
+                f"outside the {reference} Kafka serves on this listener"
             )
         served = self._within_ceiling(api_key, handler.versions)
         if served is None:

@@ -74,8 +74,10 @@ class Connection(asyncio.Protocol):
         index: int,
         on_finished: Callable[[Connection], None],
         faults: Faults | None = None,
+        listener_name: str = "PLAINTEXT",
     ) -> None:
         self._registry = registry
+        self._listener_name = listener_name
         self._faults = faults
         self._settings = settings
         self._index = index
@@ -182,7 +184,10 @@ class Connection(asyncio.Protocol):
         handler = self._registry.get(request.api_key)
         assert handler is not None, request  # decode_request only accepts registered keys
         context = RequestContext(
-            request=request, client_address=self.client_address, connection_id=self.connection_id
+            request=request,
+            client_address=self.client_address,
+            connection_id=self.connection_id,
+            listener_name=self._listener_name,
         )
         task = asyncio.get_running_loop().create_task(self._handle(handler, context))
         self._in_flight.append(_InFlight(context, task))

@@ -55,12 +55,14 @@ class Listener:
     def __init__(
         self,
         *,
+        name: str = "PLAINTEXT",
         address: HostPort,
         registry: HandlerRegistry,
         settings: ConnectionSettings,
         backlog: int = 1024,
         faults: Faults | None = None,
     ) -> None:
+        self.name = name
         self._address = address
         self._faults = faults
         self._registry = registry
@@ -72,9 +74,10 @@ class Listener:
         self._bound: HostPort | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def start(self) -> None:
+    async def bind(self) -> None:
+        """Take the address (OSError when it is in use) without accepting connections yet."""
         if self._server is not None:
-            raise RuntimeError("the listener is already started")
+            raise RuntimeError("the listener is already bound")
         loop = self._loop = asyncio.get_running_loop()
         host = await self._bind_host(loop)
         self._server = await loop.create_server(
@@ -83,11 +86,19 @@ class Listener:
             port=self._address.port,
             backlog=self._backlog,
             reuse_address=True,
+            start_serving=False,
         )
         sockname = self._server.sockets[0].getsockname()
         self._bound = HostPort(str(sockname[0]), int(sockname[1]))
         if self._faults is not None:
             self._faults.on_drop(self._drop_connections_soon)
+
+    async def start(self) -> None:
+        """Accept connections (binding first if :meth:`bind` was not called)."""
+        if self._server is None:
+            await self.bind()
+        assert self._server is not None
+        await self._server.start_serving()
 
     async def _bind_host(self, loop: asyncio.AbstractEventLoop) -> str | None:
         """One address to bind (Kafka binds one), IPv4 first; None for every interface."""
@@ -131,6 +142,7 @@ class Listener:
             index=next(self._indexes),
             on_finished=self._connections.discard,
             faults=self._faults,
+            listener_name=self.name,
         )
         self._connections.add(connection)
         return connection

@@ -1,0 +1,146 @@
+"""What ``strom metadata-quorum`` and ``strom cluster describe`` ask the cluster, over strom's
+own blocking client (no client library exposes DescribeQuorum): the quorum's state and the
+registered brokers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
+from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest, PartitionData, TopicData
+from kio.schema.errors import ErrorCode
+from kio.schema.types import TopicName
+from kio.static.primitive import i8, i32
+
+from strom.cli.client_common import CliError
+from strom.client.blocking import BrokerConnection, parse_servers
+
+__all__ = ["BROKERS", "CONTROLLERS", "connect", "describe_cluster", "describe_quorum"]
+
+BROKERS = 1
+CONTROLLERS = 2
+"""DescribeCluster's endpoint types."""
+
+
+@contextmanager
+def connect(servers: str, *, timeout: float = 10.0) -> Iterator[BrokerConnection]:
+    """A connection to the first of ``servers`` that accepts one (else ``CliError``)."""
+    try:
+        addresses = parse_servers(servers)
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    failures: list[str] = []
+    for host, port in addresses:
+        try:
+            connection = BrokerConnection(host, port, timeout=timeout, client_id="strom-cli")
+        except OSError as error:
+            failures.append(f"{host}:{port} ({error.strerror or error})")
+            continue
+        with connection:
+            yield connection
+        return
+    raise CliError(f"cannot reach {', '.join(failures)}; is the server running?")
+
+
+@dataclass(frozen=True, slots=True)
+class Replica:
+    node_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
+    voter: bool
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumState:
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    replicas: tuple[Replica, ...]
+
+
+def describe_quorum(connection: BrokerConnection) -> QuorumState:
+    """The quorum as its leader describes it (a broker forwards the question)."""
+    request = DescribeQuorumRequest(
+        topics=(
+            TopicData(
+                topic_name=TopicName("__cluster_metadata"),
+                partitions=(PartitionData(partition_index=i32(0)),),
+            ),
+        )
+    )
+    try:
+        response: Any = connection.request(request)
+    except OSError as error:
+        raise CliError(f"DescribeQuorum failed: {error}") from None
+    _check(ErrorCode(response.error_code), response.error_message)
+    [partition] = response.topics[0].partitions
+    _check(ErrorCode(partition.error_code), partition.error_message)
+
+    def replicas(states: Any, *, voter: bool) -> list[Replica]:
+        return [
+            Replica(
+                int(state.replica_id),
+                int(state.log_end_offset),
+                int(state.last_fetch_timestamp),
+                int(state.last_caught_up_timestamp),
+                voter,
+            )
+            for state in states
+        ]
+
+    return QuorumState(
+        leader_id=int(partition.leader_id),
+        leader_epoch=int(partition.leader_epoch),
+        high_watermark=int(partition.high_watermark),
+        replicas=tuple(
+            replicas(partition.current_voters, voter=True)
+            + replicas(partition.observers, voter=False)
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    fenced: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    cluster_id: str
+    controller_id: int
+    nodes: tuple[Node, ...]
+
+
+def describe_cluster(connection: BrokerConnection, *, endpoint_type: int = BROKERS) -> ClusterState:
+    """The registered brokers, fenced ones included (or the controllers, from a controller)."""
+    request = DescribeClusterRequest(
+        include_cluster_authorized_operations=False,
+        endpoint_type=i8(endpoint_type),
+        include_fenced_brokers=True,
+    )
+    try:
+        response: Any = connection.request(request)
+    except OSError as error:
+        raise CliError(f"DescribeCluster failed: {error}") from None
+    _check(ErrorCode(response.error_code), response.error_message)
+    return ClusterState(
+        cluster_id=str(response.cluster_id),
+        controller_id=int(response.controller_id),
+        nodes=tuple(
+            Node(int(b.broker_id), b.host, int(b.port), b.rack, bool(b.is_fenced))
+            for b in response.brokers
+        ),
+    )
+
+
+def _check(code: ErrorCode, message: str | None) -> None:
+    if code is not ErrorCode.none:
+        raise CliError(f"{code.name.upper()}: {message or 'refused by the cluster'}")

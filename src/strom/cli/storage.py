@@ -1,0 +1,99 @@
+"""``strom storage``: prepare a node's data directory, as ``kafka-storage.sh``.
+
+* ``strom storage random-uuid``: a new cluster id (Kafka's 22-character form).
+* ``strom storage format --cluster-id ID --config server.properties``: write ``meta.properties``
+  (cluster id, node id, directory id) into the node's data directory. Every node of a cluster is
+  formatted with the same cluster id; a node with ``process.roles`` set refuses to start on a
+  directory that is not formatted, or that belongs to another node or cluster.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from strom.config import ConfigError
+from strom.server.meta_properties import (
+    MetaPropertiesError,
+    format_data_dir,
+    random_kafka_uuid,
+)
+
+__all__ = ["storage"]
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"strom storage: {message}", err=True)
+    sys.exit(1)
+
+
+@click.group("storage")
+def storage() -> None:
+    """Format data directories and make cluster ids (as kafka-storage.sh)."""
+
+
+@storage.command("random-uuid")
+def random_uuid() -> None:
+    """Print a new random cluster id."""
+    click.echo(random_kafka_uuid())
+
+
+@storage.command("format")
+@click.option(
+    "-t", "--cluster-id", required=True, help="The cluster id (strom storage random-uuid)."
+)
+@click.option(
+    "-c",
+    "--config",
+    "properties_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The node's server.properties (node.id, log.dirs, roles).",
+)
+@click.option(
+    "--override",
+    "overrides",
+    metavar="NAME=VALUE",
+    multiple=True,
+    help="Set a server setting by its Kafka name; repeatable.",
+)
+@click.option(
+    "-g",
+    "--ignore-formatted",
+    is_flag=True,
+    help="Leave a directory that is already formatted as it is instead of failing.",
+)
+def format_(
+    cluster_id: str,
+    properties_file: Path | None,
+    overrides: tuple[str, ...],
+    ignore_formatted: bool,
+) -> None:
+    """Format the node's data directory for cluster CLUSTER_ID."""
+    from strom.cli.settings import build_config  # noqa: PLC0415
+    from strom.server.node_config import NodeConfig  # noqa: PLC0415
+
+    try:
+        config = build_config(
+            properties_file=properties_file, overrides=overrides, data_dir=None, listener=None
+        )
+        node = NodeConfig.from_config(config)
+        data_dir = Path(config.get_str("log.dirs"))
+        meta = format_data_dir(
+            data_dir,
+            node_id=node.node_id,
+            cluster_id=cluster_id,
+            ignore_formatted=ignore_formatted,
+        )
+    except (ConfigError, MetaPropertiesError) as error:
+        _fail(str(error))
+    if meta is None:
+        click.echo(f"{data_dir} is already formatted; left as it is")
+    else:
+        click.echo(f"formatted {data_dir} for cluster {meta.cluster_id} as node {meta.node_id}")
+
+
+format_.name = "format"

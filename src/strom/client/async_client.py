@@ -1,0 +1,241 @@
+"""An asyncio client for node-to-node traffic: brokers to controllers, voters to voters, followers
+to leaders.
+
+:class:`NodeConnection` keeps one TCP connection to one node and pipelines requests on it: each
+request is written at once, and one reader task matches the responses to the requests in order
+(Kafka answers a connection's requests in the order they came, and the correlation id is checked
+too). A request that is not answered within its timeout, a closed connection or a response that
+does not match fails every request in flight on that connection with :class:`RequestFailed` and
+drops the connection, as Kafka's ``NetworkClient`` does; the next request reconnects, after
+``reconnect_backoff`` once a connection attempt has failed.
+
+:class:`NodeClients` holds a connection per node id, with addresses looked up when connecting, so
+an address learnt later (from metadata or the quorum) is used at the next reconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kio.static.protocol import RequestPayload
+
+from strom.protocol.api import decode_response, encode_request, make_request_header
+from strom.protocol.framing import frame_prefix
+
+__all__ = ["NodeClients", "NodeConnection", "RequestFailed"]
+
+log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct(">i")
+
+
+class RequestFailed(ConnectionError):
+    """The request got no answer: no connection, a timeout, or a broken connection."""
+
+
+@dataclass(slots=True)
+class _Pending:
+    correlation_id: int
+    api_key: int
+    api_version: int
+    response_type: type[Any] | None
+    future: asyncio.Future[Any]
+
+
+class NodeConnection:
+    """One pipelined connection to ``host:port`` that reconnects on demand."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "strom",
+        connect_timeout: float = 5.0,
+        request_timeout: float = 30.0,
+        reconnect_backoff: float = 0.05,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self._client_id = client_id
+        self._connect_timeout = connect_timeout
+        self._request_timeout = request_timeout
+        self._reconnect_backoff = reconnect_backoff
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._connecting: asyncio.Lock = asyncio.Lock()
+        self._pending: deque[_Pending] = deque()
+        self._next_correlation_id = 0
+        self._last_failed_connect = -1.0
+        self._closed = False
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None
+
+    async def request(
+        self,
+        body: RequestPayload,
+        *,
+        timeout: float | None = None,
+        response_type: type[Any] | None = None,
+    ) -> Any:
+        """Send ``body`` and return the response body of the same API and version (kio's class,
+        or ``response_type``). Raises :class:`RequestFailed`."""
+        writer = await self._connected()
+        self._next_correlation_id = (self._next_correlation_id + 1) & 0x7FFFFFFF
+        correlation_id = self._next_correlation_id
+        header = make_request_header(body, correlation_id=correlation_id, client_id=self._client_id)
+        payload = encode_request(header=header, body=body)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending.append(
+            _Pending(
+                correlation_id,
+                int(body.__api_key__),
+                int(body.__version__),
+                response_type,
+                future,
+            )
+        )
+        writer.write(frame_prefix(len(payload)) + payload)
+        try:
+            return await asyncio.wait_for(
+                future, timeout=self._request_timeout if timeout is None else timeout
+            )
+        except TimeoutError:
+            self._drop(RequestFailed(f"{self}: no answer within the request timeout"))
+            raise RequestFailed(f"{self}: no answer within the request timeout") from None
+
+    async def close(self) -> None:
+        """Fail what is in flight and close; later requests raise :class:`RequestFailed`."""
+        self._closed = True
+        task = self._reader_task
+        self._drop(RequestFailed(f"{self}: the connection was closed"))
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _connected(self) -> asyncio.StreamWriter:
+        if self._closed:
+            raise RequestFailed(f"{self}: the connection was closed")
+        async with self._connecting:  # one connection attempt at a time
+            current = self._current_writer()
+            if current is not None:
+                return current
+            loop = asyncio.get_running_loop()
+            wait = self._last_failed_connect + self._reconnect_backoff - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port), timeout=self._connect_timeout
+                )
+            except (OSError, TimeoutError) as error:
+                self._last_failed_connect = loop.time()
+                reason = str(error) or "timed out"
+                raise RequestFailed(f"cannot connect to {self}: {reason}") from None
+            self._writer = writer
+            self._reader_task = loop.create_task(
+                self._read_loop(reader, writer), name=f"strom-client-{self}"
+            )
+            return writer
+
+    def _current_writer(self) -> asyncio.StreamWriter | None:
+        return self._writer
+
+    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+                frame = await reader.readexactly(size)
+                if not self._pending:
+                    raise RequestFailed(f"{self} sent a response nobody asked for")
+                pending = self._pending.popleft()
+                answered, body = decode_response(
+                    frame,
+                    api_key=pending.api_key,
+                    api_version=pending.api_version,
+                    body_type=pending.response_type,
+                )
+                if answered != pending.correlation_id:
+                    raise RequestFailed(
+                        f"{self} answered correlation id {answered}, "
+                        f"expected {pending.correlation_id}"
+                    )
+                if not pending.future.done():
+                    pending.future.set_result(body)
+        except asyncio.CancelledError:
+            raise
+        except (OSError, asyncio.IncompleteReadError) as error:
+            self._drop(RequestFailed(f"{self} closed the connection ({error or 'EOF'})"), writer)
+        except Exception as error:  # a frame that does not decode, a mismatch
+            log.warning("dropping the connection to %s: %s", self, error)
+            self._drop(RequestFailed(f"{self}: {error}"), writer)
+
+    def _drop(self, error: RequestFailed, writer: asyncio.StreamWriter | None = None) -> None:
+        """Fail every request in flight and forget the connection (only ``writer``'s, if
+        given: a newer connection is left alone)."""
+        if writer is not None and writer is not self._writer:
+            return
+        current, self._writer = self._writer, None
+        self._reader_task = None
+        if current is not None:
+            current.close()
+        pending, self._pending = self._pending, deque()
+        for item in pending:
+            if not item.future.done():
+                item.future.set_exception(error)
+
+
+class NodeClients:
+    """A :class:`NodeConnection` per node id; ``address_of(node_id)`` says where each node is
+    (None: unknown for now, and the request fails)."""
+
+    def __init__(
+        self,
+        address_of: Callable[[int], tuple[str, int] | None],
+        *,
+        client_id: str = "strom",
+        request_timeout: float = 30.0,
+    ) -> None:
+        self._address_of = address_of
+        self._client_id = client_id
+        self._request_timeout = request_timeout
+        self._connections: dict[int, NodeConnection] = {}
+
+    def connection(self, node_id: int) -> NodeConnection:
+        """The connection to ``node_id`` (re-made when the node's address changed)."""
+        address = self._address_of(node_id)
+        if address is None:
+            raise RequestFailed(f"the address of node {node_id} is not known")
+        current = self._connections.get(node_id)
+        if current is not None and (current.host, current.port) == address:
+            return current
+        if current is not None:
+            asyncio.get_running_loop().create_task(current.close())
+        connection = NodeConnection(
+            *address, client_id=self._client_id, request_timeout=self._request_timeout
+        )
+        self._connections[node_id] = connection
+        return connection
+
+    async def request(
+        self, node_id: int, body: RequestPayload, *, timeout: float | None = None
+    ) -> Any:
+        return await self.connection(node_id).request(body, timeout=timeout)
+
+    async def close(self) -> None:
+        connections, self._connections = self._connections, {}
+        for connection in connections.values():
+            await connection.close()

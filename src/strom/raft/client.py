@@ -1,0 +1,1202 @@
+"""The quorum's state machine (Kafka's ``KafkaRaftClient``), without I/O.
+
+Inputs: :meth:`RaftClient.poll` (time passes: the ``Clock`` says how much), requests and
+responses (``handle_request`` / ``handle_response``), appends and snapshots from the state
+machine above. Outputs: requests and answers handed to the ``Channel``, writes to the
+``RaftLog``, and calls to the registered ``RaftListener``s: committed batches, loaded snapshots,
+leader changes. Nothing here blocks, sleeps or flushes: see NOTES.md for the shell's part.
+
+The RPCs are Kafka's: Vote, BeginQuorumEpoch, EndQuorumEpoch (v0), Fetch (v12) and
+FetchSnapshot (v0) on partition ``__cluster_metadata-0``, and DescribeQuorum (answered as v2).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from kio.schema.begin_quorum_epoch.v0 import request as begin_request
+from kio.schema.begin_quorum_epoch.v0 import response as begin_response
+from kio.schema.describe_quorum.v2 import response as describe_response
+from kio.schema.end_quorum_epoch.v0 import request as end_request
+from kio.schema.end_quorum_epoch.v0 import response as end_response
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12 import request as fetch_request
+from kio.schema.fetch.v12 import response as fetch_response
+from kio.schema.fetch_snapshot.v0 import request as snapshot_request
+from kio.schema.fetch_snapshot.v0 import response as snapshot_response
+from kio.schema.types import BrokerId, TopicName
+from kio.schema.vote.v0 import request as vote_request
+from kio.schema.vote.v0 import response as vote_response
+from kio.static.primitive import Records, i32, i32Timedelta, i64
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from strom.common import Clock
+from strom.common.randomness import RandomSource
+from strom.raft.batches import ControlType, control_batch, data_batch, iter_batches, leader_change
+from strom.raft.channel import Channel, InboundRequest, InboundResponse, OutboundRequest
+from strom.raft.config import RaftConfig
+from strom.raft.leader_state import LeaderState
+from strom.raft.log import OffsetAndEpoch, RaftLog
+from strom.raft.quorum_state import ElectionState, QuorumStateStore, Role, Trigger, next_role
+from strom.raft.requests import RequestManager
+from strom.raft.snapshots import SnapshotReader, SnapshotWriter
+
+__all__ = [
+    "METADATA_TOPIC",
+    "CommittedBatch",
+    "LeaderAndEpoch",
+    "NotLeaderError",
+    "RaftClient",
+    "RaftListener",
+]
+
+log = logging.getLogger(__name__)
+
+METADATA_TOPIC: Final = "__cluster_metadata"
+_NO_TIMEOUT: Final = 2**62
+_IDLE_POLL_MS: Final = 1000
+_ZERO: Final = datetime.timedelta(0)
+
+
+class NotLeaderError(Exception):
+    """An append or a snapshot asked of a node that does not lead that epoch."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndEpoch:
+    leader_id: int | None
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedBatch:
+    """A committed batch for the state machine; control batches come with no records."""
+
+    base_offset: int
+    last_offset: int
+    epoch: int
+    append_timestamp: int
+    records: tuple[bytes, ...]
+    is_control: bool = False
+
+
+class RaftListener(Protocol):
+    def handle_commit(self, batch: CommittedBatch) -> None: ...
+
+    def handle_load_snapshot(self, snapshot: SnapshotReader) -> None: ...
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None: ...
+
+
+@dataclass(slots=True)
+class _Listener:
+    listener: RaftListener
+    next_offset: int = 0
+    notified: LeaderAndEpoch | None = None
+
+
+@dataclass(slots=True)
+class _ParkedFetch:
+    request: InboundRequest
+    replica_id: int
+    fetch_offset: int
+    max_bytes: int
+    deadline_ms: int
+    high_watermark: int | None
+
+
+@dataclass(slots=True)
+class _SnapshotFetch:
+    snapshot: OffsetAndEpoch
+    data: bytearray
+
+
+class RaftClient:
+    """One node of the quorum (see the module doc and NOTES.md)."""
+
+    def __init__(
+        self,
+        *,
+        node_id: int,
+        voters: Collection[int],
+        cluster_id: str,
+        log: RaftLog,
+        state_store: QuorumStateStore,
+        channel: Channel,
+        clock: Clock,
+        random: RandomSource,
+        config: RaftConfig,
+    ) -> None:
+        self.node_id = node_id
+        self.voters = frozenset(voters)
+        self.cluster_id = cluster_id
+        self.log = log
+        self._store = state_store
+        self._channel = channel
+        self._clock = clock
+        self._random = random
+        self.config = config
+        self._requests = RequestManager(
+            request_timeout_ms=config.request_timeout_ms,
+            retry_backoff_ms=config.retry_backoff_ms,
+        )
+        self._listeners: list[_Listener] = []
+        self._parked: list[_ParkedFetch] = []
+        self._high_watermark: int | None = None
+        self._leader: LeaderState | None = None
+        self._election_deadline = _NO_TIMEOUT
+        self._fetch_deadline = _NO_TIMEOUT
+        self._backoff_deadline: int | None = None
+        self._votes: dict[int, bool] = {}
+        self._acknowledged: set[int] = set()
+        self._successors: list[int] = []
+        self._snapshot_fetch: _SnapshotFetch | None = None
+        self._failed_elections = 0
+        self._shutting_down = False
+        self._initialize()
+
+    # --- what the shell and the state machine see ---------------------------------------------
+
+    @property
+    def role(self) -> Role:
+        return self._role
+
+    @property
+    def epoch(self) -> int:
+        return self._election.epoch
+
+    @property
+    def leader_and_epoch(self) -> LeaderAndEpoch:
+        return LeaderAndEpoch(self._election.leader_id, self._election.epoch)
+
+    @property
+    def high_watermark(self) -> int | None:
+        return self._high_watermark
+
+    @property
+    def is_voter(self) -> bool:
+        return self.node_id in self.voters
+
+    @property
+    def epoch_start_offset(self) -> int | None:
+        """The offset of this leader's first record of its epoch (None unless leading)."""
+        return self._leader.epoch_start_offset if self._leader is not None else None
+
+    def register(self, listener: RaftListener) -> None:
+        self._listeners.append(_Listener(listener))
+
+    def append(self, records: Sequence[bytes], *, epoch: int) -> int:
+        """Append records as one batch of ``epoch``; the offset of the last one."""
+        if self._role is not Role.LEADER or epoch != self.epoch or self._shutting_down:
+            raise NotLeaderError(f"node {self.node_id} does not lead epoch {epoch}")
+        if not records:
+            raise ValueError("nothing to append")
+        base = self.log.end_offset
+        self.log.append(
+            data_batch(records, base_offset=base, epoch=epoch, timestamp=self._clock.now_ms())
+        )
+        return base + len(records) - 1
+
+    def create_snapshot(self, offset: int, epoch: int) -> SnapshotWriter | None:
+        """A writer for the snapshot of the state below ``offset`` (committed, or None when it
+        is not, or a snapshot there exists already)."""
+        if self._high_watermark is None or offset > self._high_watermark:
+            return None
+        latest = self.log.latest_snapshot()
+        if latest is not None and latest.offset >= offset:
+            return None
+        return SnapshotWriter(
+            OffsetAndEpoch(offset, epoch), timestamp=self._clock.now_ms(), on_frozen=self._frozen
+        )
+
+    def _frozen(self, snapshot: OffsetAndEpoch, data: bytes) -> None:
+        self.log.store_snapshot(snapshot, data)
+        self.log.delete_before_snapshot(snapshot)
+
+    def resign(self, epoch: int) -> None:
+        if self._role is Role.LEADER and epoch == self.epoch:
+            self._resign()
+
+    def begin_shutdown(self) -> None:
+        """Stop leading (tell the others), accept no more appends."""
+        self._shutting_down = True
+        if self._role is Role.LEADER:
+            self._resign()
+
+    # --- start ---------------------------------------------------------------------------------
+
+    def _initialize(self) -> None:
+        stored = self._store.read()
+        log_epoch = self.log.last_epoch
+        now = self._clock.monotonic_ms()
+        if stored is None or stored.epoch < log_epoch:
+            self._role = Role.UNATTACHED
+            self._election = ElectionState(max(log_epoch, stored.epoch if stored else 0))
+            self._store.write(self._election, self.voters)
+        elif stored.leader_id == self.node_id:
+            self._role, self._election = Role.RESIGNED, stored
+            self._successors = sorted(self.voters - {self.node_id})
+        elif stored.leader_id is not None:
+            self._role, self._election = Role.FOLLOWER, stored
+            self._fetch_deadline = now + self.config.fetch_timeout_ms
+        else:
+            self._role, self._election = Role.UNATTACHED, stored
+        self._election_deadline = now + self._election_timeout()
+        log.info(
+            "node %d starts %s in epoch %d (%s)",
+            self.node_id,
+            self._role.value,
+            self.epoch,
+            "voter" if self.is_voter else "observer",
+        )
+        if self.voters == {self.node_id}:  # the only voter elects itself at once
+            trigger = (
+                Trigger.FETCH_TIMEOUT if self._role is Role.FOLLOWER else Trigger.ELECTION_TIMEOUT
+            )
+            self._become_candidate(now, trigger=trigger)
+
+    # --- transitions ---------------------------------------------------------------------------
+
+    def _transition(self, trigger: Trigger, election: ElectionState) -> None:
+        role = next_role(self._role, trigger)
+        if election != self._election:
+            self._store.write(election, self.voters)
+        previous = self._role
+        self._role, self._election = role, election
+        self._requests.reset()
+        self._leader = None
+        self._votes = {}
+        self._acknowledged = set()
+        self._snapshot_fetch = None
+        self._backoff_deadline = None
+        self._fetch_deadline = _NO_TIMEOUT
+        self._election_deadline = _NO_TIMEOUT
+        log.debug(
+            "node %d: %s -> %s (%s), epoch %d, leader %s",
+            self.node_id,
+            previous.value,
+            role.value,
+            trigger.name,
+            election.epoch,
+            election.leader_id,
+        )
+
+    def _become_unattached(self, epoch: int, now: int) -> None:
+        # As Raft says, only a granted vote or a live leader resets the election timer: seeing a
+        # newer epoch does not, so a candidate whose log is behind cannot keep the others from
+        # ever standing by bumping the epoch over and over.
+        running = min(self._election_deadline, self._backoff_deadline or _NO_TIMEOUT)
+        self._transition(Trigger.HIGHER_EPOCH, ElectionState(epoch))
+        fresh = now + self._election_timeout()
+        self._election_deadline = running if running != _NO_TIMEOUT else fresh
+
+    def _become_follower(self, epoch: int, leader_id: int, now: int) -> None:
+        voted = self._election.voted_id if epoch == self.epoch else None
+        self._transition(Trigger.LEADER_KNOWN, ElectionState(epoch, leader_id, voted))
+        self._fetch_deadline = now + self.config.fetch_timeout_ms
+        self._failed_elections = 0
+        log.info("node %d follows leader %d in epoch %d", self.node_id, leader_id, epoch)
+
+    def _become_candidate(self, now: int, *, trigger: Trigger) -> None:
+        if not self.is_voter:
+            return
+        self._transition(trigger, ElectionState(self.epoch + 1, None, self.node_id))
+        self._votes = {self.node_id: True}
+        self._election_deadline = now + self._election_timeout()
+        log.info("node %d stands for election in epoch %d", self.node_id, self.epoch)
+        self._maybe_won(now)
+
+    def _maybe_won(self, now: int) -> None:
+        granted = sum(1 for vote in self._votes.values() if vote)
+        if granted >= len(self.voters) // 2 + 1:
+            self._become_leader(now)
+
+    def _become_leader(self, now: int) -> None:
+        granting = sorted(node for node, vote in self._votes.items() if vote)
+        self._transition(
+            Trigger.WON_ELECTION, ElectionState(self.epoch, self.node_id, self.node_id)
+        )
+        self._failed_elections = 0
+        start = self.log.end_offset
+        self.log.append(
+            control_batch(
+                ControlType.LEADER_CHANGE,
+                leader_change(self.node_id, sorted(self.voters), granting),
+                base_offset=start,
+                epoch=self.epoch,
+                timestamp=self._clock.now_ms(),
+            )
+        )
+        self._leader = LeaderState(
+            node_id=self.node_id,
+            epoch=self.epoch,
+            epoch_start_offset=start,
+            voters=self.voters,
+            high_watermark=self._high_watermark,
+            now_ms=now,
+            check_quorum_ms=self.config.fetch_timeout_ms * 3 // 2,
+        )
+        log.info("node %d leads epoch %d from offset %d", self.node_id, self.epoch, start)
+
+    def _resign(self) -> None:
+        successors = self._leader.successors() if self._leader is not None else []
+        self._transition(Trigger.RESIGN, self._election)
+        self._successors = successors
+        self._acknowledged = {self.node_id}
+        self._election_deadline = self._clock.monotonic_ms() + self._election_timeout()
+        log.info("node %d resigns as leader of epoch %d", self.node_id, self.epoch)
+
+    def _on_epoch(self, epoch: int, leader_id: int | None, now: int) -> bool:
+        """Catch up with what a message says of the epoch and its leader; True when the node
+        moved (its requests are forgotten then)."""
+        if leader_id is not None and leader_id < 0:
+            leader_id = None
+        if epoch > self.epoch:
+            if leader_id is not None and leader_id != self.node_id:
+                self._become_follower(epoch, leader_id, now)
+            else:
+                self._become_unattached(epoch, now)
+            return True
+        if (
+            epoch == self.epoch
+            and leader_id is not None
+            and leader_id != self.node_id
+            and self._role in (Role.UNATTACHED, Role.CANDIDATE)
+        ):
+            self._become_follower(epoch, leader_id, now)
+            return True
+        return False
+
+    def _election_timeout(self) -> int:
+        base = self.config.election_timeout_ms
+        return base + self._random.randrange(max(base, 1))
+
+    # --- poll ----------------------------------------------------------------------------------
+
+    def poll(self) -> int:
+        """Act on what is due; the milliseconds until the next poll is due."""
+        now = self._clock.monotonic_ms()
+        for node in self._requests.expire(now):
+            self._on_request_failed(node, now)
+        for _ in range(4):  # a new role acts in the same poll (a new candidate asks at once)
+            state = (self._role, self.epoch)
+            self._poll_role(now)
+            if (self._role, self.epoch) == state:
+                break
+        self._deliver()
+        return self._until_next(self._clock.monotonic_ms())
+
+    def _poll_role(self, now: int) -> None:
+        role = self._role
+        if role is Role.LEADER:
+            self._poll_leader(now)
+        elif role is Role.CANDIDATE:
+            self._poll_candidate(now)
+        elif role is Role.FOLLOWER:
+            self._poll_follower(now)
+        elif role is Role.RESIGNED:
+            self._poll_resigned(now)
+        else:
+            self._poll_unattached(now)
+
+    def _until_next(self, now: int) -> int:
+        deadlines = [self._election_deadline, self._fetch_deadline]
+        if self._backoff_deadline is not None:
+            deadlines.append(self._backoff_deadline)
+        if self._leader is not None:
+            deadlines.append(self._leader.check_quorum_deadline_ms)
+        deadlines += [parked.deadline_ms for parked in self._parked]
+        requests = self._requests.next_deadline_ms()
+        if requests is not None:
+            deadlines.append(requests)
+        wait = min(deadlines) - now
+        return max(0, min(wait, _IDLE_POLL_MS))
+
+    def _send(self, destination: int, body: RequestPayload, now: int) -> None:
+        self._requests.sent(destination, body, now)
+        self._channel.send(OutboundRequest(destination, body))
+
+    def _on_request_failed(self, node: int, now: int) -> None:
+        if self._role is Role.FOLLOWER and not self.is_voter and node == self._election.leader_id:
+            # An observer that cannot reach the leader looks for the current one again.
+            self._fetch_deadline = min(self._fetch_deadline, now)
+
+    def _poll_unattached(self, now: int) -> None:
+        if self.is_voter:
+            if now >= self._election_deadline:
+                self._become_candidate(now, trigger=Trigger.ELECTION_TIMEOUT)
+            return
+        # An observer asks a voter to find out who leads (a fetch answered with the leader).
+        candidates = sorted(v for v in self.voters if self._requests.ready(v, now))
+        if candidates and not any(not self._requests.ready(v, now) for v in self.voters):
+            target = candidates[self._random.randrange(len(candidates))]
+            self._send(target, self._fetch_body(), now)
+
+    def _poll_candidate(self, now: int) -> None:
+        if self._backoff_deadline is not None:
+            if now >= self._backoff_deadline:
+                self._become_candidate(now, trigger=Trigger.ELECTION_TIMEOUT)
+            return
+        if now >= self._election_deadline:
+            self._lost_election(now)
+            return
+        for voter in sorted(self.voters - self._votes.keys()):
+            if self._requests.ready(voter, now):
+                self._send(voter, self._vote_body(), now)
+
+    def _lost_election(self, now: int) -> None:
+        self._failed_elections += 1
+        cap = min(
+            self.config.election_backoff_max_ms,
+            self.config.retry_backoff_ms * 2 ** min(self._failed_elections, 16),
+        )
+        self._backoff_deadline = now + self._random.randrange(max(cap, 1))
+        self._requests.reset()
+
+    def _poll_leader(self, now: int) -> None:
+        leader = self._leader
+        assert leader is not None
+        if self._shutting_down:
+            self._resign()
+            return
+        if leader.check_quorum_failed(now):
+            log.warning(
+                "node %d: no majority fetched in %d ms; resigning as leader of epoch %d",
+                self.node_id,
+                self.config.fetch_timeout_ms * 3 // 2,
+                self.epoch,
+            )
+            self._resign()
+            return
+        if leader.update_local(self.log.flushed_end_offset, self._clock.now_ms()):
+            self._high_watermark = leader.high_watermark
+        for voter in sorted(self.voters - leader.acknowledged):
+            if self._requests.ready(voter, now):
+                self._send(voter, self._begin_body(), now)
+        self._complete_parked(now)
+
+    def _poll_follower(self, now: int) -> None:
+        leader_id = self._election.leader_id
+        assert leader_id is not None
+        if now >= self._fetch_deadline:
+            if self.is_voter:
+                log.info(
+                    "node %d: leader %d silent; standing for election", self.node_id, leader_id
+                )
+                self._become_candidate(now, trigger=Trigger.FETCH_TIMEOUT)
+            else:
+                self._transition(Trigger.ELECTION_TIMEOUT, ElectionState(self.epoch))
+            return
+        if not self._requests.ready(leader_id, now):
+            return
+        if self._snapshot_fetch is not None:
+            self._send(leader_id, self._snapshot_body(self._snapshot_fetch), now)
+        elif self.log.flushed_end_offset >= self.log.end_offset:
+            self._send(leader_id, self._fetch_body(), now)
+
+    def _poll_resigned(self, now: int) -> None:
+        if now >= self._election_deadline and not self._shutting_down:
+            self._become_candidate(now, trigger=Trigger.ELECTION_TIMEOUT)
+            return
+        for voter in sorted(self.voters - self._acknowledged):
+            if self._requests.ready(voter, now):
+                self._send(voter, self._end_body(), now)
+
+    # --- delivering commits --------------------------------------------------------------------
+
+    def _deliver(self) -> None:
+        for context in self._listeners:
+            self._catch_up(context)
+            self._notify_leader(context)
+
+    def _catch_up(self, context: _Listener) -> None:
+        snapshot = self.log.latest_snapshot()
+        if (
+            snapshot is not None
+            and context.next_offset < snapshot.offset
+            and (context.next_offset == 0 or context.next_offset < self.log.start_offset)
+        ):
+            data = self.log.read_snapshot(snapshot)
+            if data is not None:
+                context.listener.handle_load_snapshot(SnapshotReader(snapshot, data))
+                context.next_offset = snapshot.offset
+        hw = self._high_watermark
+        if hw is None:
+            return
+        bound = min(hw, self.log.end_offset)
+        for batch in self.log.batches(context.next_offset, bound):
+            if batch.last_offset >= bound:
+                break
+            context.listener.handle_commit(
+                CommittedBatch(
+                    base_offset=batch.base_offset,
+                    last_offset=batch.last_offset,
+                    epoch=batch.epoch,
+                    append_timestamp=batch.timestamp,
+                    records=() if batch.control is not None else batch.records,
+                    is_control=batch.control is not None,
+                )
+            )
+            context.next_offset = batch.next_offset
+
+    def _notify_leader(self, context: _Listener) -> None:
+        current = self.leader_and_epoch
+        if self._role is Role.RESIGNED:
+            current = LeaderAndEpoch(None, self.epoch)
+        if context.notified == current:
+            return
+        if self._leader is not None and context.next_offset < self._leader.epoch_start_offset:
+            return  # a leader tells its state machine only once it has read all before it
+        context.notified = current
+        context.listener.handle_leader_change(current)
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def handle_request(self, request: InboundRequest) -> None:
+        now = self._clock.monotonic_ms()
+        body: Any = request.body
+        api_key = int(body.__api_key__)
+        answer: ResponsePayload | None
+        if api_key == 52:
+            answer = self._on_vote(body, now)
+        elif api_key == 53:
+            answer = self._on_begin(body, now)
+        elif api_key == 54:
+            answer = self._on_end(body, now)
+        elif api_key == 1:
+            answer = self._on_fetch(request, body, now)
+        elif api_key == 59:
+            answer = self._on_fetch_snapshot(body, now)
+        elif api_key == 55:
+            answer = self._describe_quorum()
+        else:
+            raise ValueError(f"the quorum does not serve API key {api_key}")
+        if answer is not None:
+            self._channel.respond(request.ref, answer)
+
+    def _cluster_matches(self, body: Any) -> bool:
+        given = getattr(body, "cluster_id", None)
+        return given is None or given == self.cluster_id
+
+    def _on_vote(self, body: Any, now: int) -> ResponsePayload:
+        if not self._cluster_matches(body):
+            return vote_response.VoteResponse(
+                error_code=ErrorCode.inconsistent_cluster_id, topics=()
+            )
+        part = body.topics[0].partitions[0]
+        candidate, epoch = int(part.replica_id), int(part.replica_epoch)
+        if candidate not in self.voters:
+            return self._vote_answer(ErrorCode.inconsistent_voter_set, granted=False)
+        if epoch < self.epoch:
+            return self._vote_answer(ErrorCode.fenced_leader_epoch, granted=False)
+        if epoch > self.epoch:
+            self._become_unattached(epoch, now)
+        granted = False
+        if self._role is Role.UNATTACHED and self.is_voter:
+            voted = self._election.voted_id
+            ours = OffsetAndEpoch(self.log.end_offset, self.log.last_epoch)
+            theirs = OffsetAndEpoch(int(part.last_offset), int(part.last_offset_epoch))
+            up_to_date = (theirs.epoch, theirs.offset) >= (ours.epoch, ours.offset)
+            if (voted is None or voted == candidate) and up_to_date:
+                granted = True
+                if voted is None:
+                    self._transition(Trigger.GRANT_VOTE, ElectionState(self.epoch, None, candidate))
+                self._election_deadline = now + self._election_timeout()
+        return self._vote_answer(ErrorCode.none, granted=granted)
+
+    def _vote_answer(self, error: ErrorCode, *, granted: bool) -> ResponsePayload:
+        return vote_response.VoteResponse(
+            error_code=ErrorCode.none,
+            topics=(
+                vote_response.TopicData(
+                    topic_name=TopicName(METADATA_TOPIC),
+                    partitions=(
+                        vote_response.PartitionData(
+                            partition_index=i32(0),
+                            error_code=error,
+                            leader_id=BrokerId(_or_none(self._election.leader_id)),
+                            leader_epoch=i32(self.epoch),
+                            vote_granted=granted,
+                        ),
+                    ),
+                ),
+            ),
+        )
+
+    def _on_begin(self, body: Any, now: int) -> ResponsePayload:
+        if not self._cluster_matches(body):
+            return begin_response.BeginQuorumEpochResponse(
+                error_code=ErrorCode.inconsistent_cluster_id, topics=()
+            )
+        part = body.topics[0].partitions[0]
+        leader_id, epoch = int(part.leader_id), int(part.leader_epoch)
+        error = ErrorCode.none
+        if epoch < self.epoch:
+            error = ErrorCode.fenced_leader_epoch
+        elif leader_id not in self.voters or leader_id == self.node_id:
+            error = ErrorCode.inconsistent_voter_set
+        elif not (self._role is Role.FOLLOWER and self._election.leader_id == leader_id):
+            if epoch == self.epoch and self._role in (Role.LEADER, Role.RESIGNED):
+                error = ErrorCode.inconsistent_voter_set  # two leaders of one epoch: never
+            else:
+                self._become_follower(epoch, leader_id, now)
+        return begin_response.BeginQuorumEpochResponse(
+            error_code=ErrorCode.none,
+            topics=(
+                begin_response.TopicData(
+                    topic_name=TopicName(METADATA_TOPIC),
+                    partitions=(
+                        begin_response.PartitionData(
+                            partition_index=i32(0),
+                            error_code=error,
+                            leader_id=BrokerId(_or_none(self._election.leader_id)),
+                            leader_epoch=i32(self.epoch),
+                        ),
+                    ),
+                ),
+            ),
+        )
+
+    def _on_end(self, body: Any, now: int) -> ResponsePayload:
+        if not self._cluster_matches(body):
+            return end_response.EndQuorumEpochResponse(
+                error_code=ErrorCode.inconsistent_cluster_id, topics=()
+            )
+        part = body.topics[0].partitions[0]
+        leader_id, epoch = int(part.leader_id), int(part.leader_epoch)
+        error = ErrorCode.none
+        if epoch < self.epoch:
+            error = ErrorCode.fenced_leader_epoch
+        elif epoch > self.epoch:
+            self._become_unattached(epoch, now)
+        elif self._role is Role.FOLLOWER and self._election.leader_id == leader_id:
+            # The leader resigns: its preferred successors stand first, the others a bit later.
+            successors = [int(s) for s in part.preferred_successors]
+            position = successors.index(self.node_id) if self.node_id in successors else None
+            if position == 0:
+                backoff = 0
+            else:
+                backoff = self._random.randrange(max(self.config.election_backoff_max_ms, 1))
+            self._fetch_deadline = min(self._fetch_deadline, now + backoff)
+        return end_response.EndQuorumEpochResponse(
+            error_code=ErrorCode.none,
+            topics=(
+                end_response.TopicData(
+                    topic_name=TopicName(METADATA_TOPIC),
+                    partitions=(
+                        end_response.PartitionData(
+                            partition_index=i32(0),
+                            error_code=error,
+                            leader_id=BrokerId(_or_none(self._election.leader_id)),
+                            leader_epoch=i32(self.epoch),
+                        ),
+                    ),
+                ),
+            ),
+        )
+
+    # --- Fetch, leader side --------------------------------------------------------------------
+
+    def _on_fetch(self, request: InboundRequest, body: Any, now: int) -> ResponsePayload | None:
+        if not self._cluster_matches(body):
+            return self._fetch_answer(ErrorCode.inconsistent_cluster_id, top_level=True)
+        topic = body.topics[0] if body.topics else None
+        if (
+            topic is None
+            or topic.topic != METADATA_TOPIC
+            or len(topic.partitions) != 1
+            or int(topic.partitions[0].partition) != 0
+        ):
+            return self._fetch_answer(ErrorCode.unknown_topic_or_partition)
+        part = topic.partitions[0]
+        replica_id = int(body.replica_id)
+        requested_epoch = int(part.current_leader_epoch)
+        if requested_epoch > self.epoch:
+            return self._fetch_answer(ErrorCode.unknown_leader_epoch)
+        if requested_epoch >= 0 and requested_epoch < self.epoch:
+            return self._fetch_answer(ErrorCode.fenced_leader_epoch)
+        leader = self._leader
+        if self._role is not Role.LEADER or leader is None:
+            return self._fetch_answer(ErrorCode.not_leader_or_follower)
+        fetch_offset = int(part.fetch_offset)
+        last_fetched_epoch = int(part.last_fetched_epoch)
+        snapshot = self.log.latest_snapshot()
+        if fetch_offset < self.log.start_offset and snapshot is not None:
+            return self._fetch_answer(snapshot_id=snapshot)
+        if fetch_offset > 0 or last_fetched_epoch >= 0:
+            end = self.log.end_offset_for_epoch(last_fetched_epoch)
+            if (
+                end.epoch != last_fetched_epoch
+                or end.offset < fetch_offset
+                or fetch_offset > self.log.end_offset
+            ):
+                if end.offset < self.log.start_offset and snapshot is not None:
+                    return self._fetch_answer(snapshot_id=snapshot)
+                if end.epoch < 0:  # older than everything here: start over from the start
+                    end = OffsetAndEpoch(self.log.start_offset, 0)
+                return self._fetch_answer(diverging=end)
+        if replica_id >= 0 and leader.update_replica(
+            replica_id,
+            fetch_offset,
+            leader_end_offset=self.log.end_offset,
+            wall_ms=self._clock.now_ms(),
+            now_ms=now,
+        ):
+            self._high_watermark = leader.high_watermark
+            self._complete_parked(now, high_watermark_moved=True)
+        max_bytes = min(int(part.partition_max_bytes), self.config.fetch_max_bytes)
+        max_wait = int(body.max_wait.total_seconds() * 1000)
+        if fetch_offset >= self.log.end_offset and max_wait > 0:
+            self._parked.append(
+                _ParkedFetch(
+                    request=request,
+                    replica_id=replica_id,
+                    fetch_offset=fetch_offset,
+                    max_bytes=max_bytes,
+                    deadline_ms=now + min(max_wait, self.config.fetch_max_wait_ms),
+                    high_watermark=self._high_watermark,
+                )
+            )
+            return None
+        return self._fetch_answer(records=self.log.read(fetch_offset, max_bytes))
+
+    def _complete_parked(self, now: int, *, high_watermark_moved: bool = False) -> None:
+        keep: list[_ParkedFetch] = []
+        for parked in self._parked:
+            if self._role is not Role.LEADER:
+                answer = self._fetch_answer(ErrorCode.not_leader_or_follower)
+            elif (
+                self.log.end_offset > parked.fetch_offset
+                or high_watermark_moved
+                or parked.high_watermark != self._high_watermark
+                or now >= parked.deadline_ms
+            ):
+                answer = self._fetch_answer(
+                    records=self.log.read(parked.fetch_offset, parked.max_bytes)
+                )
+            else:
+                keep.append(parked)
+                continue
+            self._channel.respond(parked.request.ref, answer)
+        self._parked = keep
+
+    def _fetch_answer(
+        self,
+        error: ErrorCode = ErrorCode.none,
+        *,
+        top_level: bool = False,
+        records: bytes | None = None,
+        diverging: OffsetAndEpoch | None = None,
+        snapshot_id: OffsetAndEpoch | None = None,
+    ) -> ResponsePayload:
+        partition = fetch_response.PartitionData(
+            partition_index=i32(0),
+            error_code=error,
+            high_watermark=i64(_or_none(self._high_watermark)),
+            log_start_offset=i64(self.log.start_offset),
+            diverging_epoch=fetch_response.EpochEndOffset(
+                epoch=i32(diverging.epoch if diverging else -1),
+                end_offset=i64(diverging.offset if diverging else -1),
+            ),
+            current_leader=fetch_response.LeaderIdAndEpoch(
+                leader_id=BrokerId(_or_none(self._election.leader_id)),
+                leader_epoch=i32(self.epoch),
+            ),
+            snapshot_id=fetch_response.SnapshotId(
+                end_offset=i64(snapshot_id.offset if snapshot_id else -1),
+                epoch=i32(snapshot_id.epoch if snapshot_id else -1),
+            ),
+            aborted_transactions=None,
+            records=Records(records) if records else None,
+        )
+        return fetch_response.FetchResponse(
+            throttle_time=i32Timedelta.parse(_ZERO),
+            error_code=error if top_level else ErrorCode.none,
+            responses=()
+            if top_level
+            else (
+                fetch_response.FetchableTopicResponse(
+                    topic=TopicName(METADATA_TOPIC), partitions=(partition,)
+                ),
+            ),
+        )
+
+    def _on_fetch_snapshot(self, body: Any, now: int) -> ResponsePayload:
+        topic = body.topics[0] if body.topics else None
+        if topic is None or topic.name != METADATA_TOPIC or not topic.partitions:
+            return self._snapshot_answer(ErrorCode.unknown_topic_or_partition)
+        part = topic.partitions[0]
+        if self._role is not Role.LEADER:
+            return self._snapshot_answer(ErrorCode.not_leader_or_follower)
+        if int(part.current_leader_epoch) != self.epoch:
+            code = (
+                ErrorCode.fenced_leader_epoch
+                if int(part.current_leader_epoch) < self.epoch
+                else ErrorCode.unknown_leader_epoch
+            )
+            return self._snapshot_answer(code)
+        wanted = OffsetAndEpoch(int(part.snapshot_id.end_offset), int(part.snapshot_id.epoch))
+        data = self.log.read_snapshot(wanted)
+        if data is None:
+            return self._snapshot_answer(ErrorCode.snapshot_not_found, wanted)
+        position = int(part.position)
+        if position < 0 or position > len(data):
+            return self._snapshot_answer(ErrorCode.position_out_of_range, wanted)
+        chunk = data[
+            position : position + min(int(body.max_bytes), self.config.snapshot_chunk_bytes)
+        ]
+        return self._snapshot_answer(
+            ErrorCode.none, wanted, size=len(data), position=position, chunk=chunk
+        )
+
+    def _snapshot_answer(
+        self,
+        error: ErrorCode,
+        snapshot: OffsetAndEpoch | None = None,
+        *,
+        size: int = -1,
+        position: int = -1,
+        chunk: bytes = b"",
+    ) -> ResponsePayload:
+        return snapshot_response.FetchSnapshotResponse(
+            throttle_time=i32Timedelta.parse(_ZERO),
+            error_code=ErrorCode.none,
+            topics=(
+                snapshot_response.TopicSnapshot(
+                    name=TopicName(METADATA_TOPIC),
+                    partitions=(
+                        snapshot_response.PartitionSnapshot(
+                            index=i32(0),
+                            error_code=error,
+                            snapshot_id=snapshot_response.SnapshotId(
+                                end_offset=i64(snapshot.offset if snapshot else -1),
+                                epoch=i32(snapshot.epoch if snapshot else -1),
+                            ),
+                            current_leader=snapshot_response.LeaderIdAndEpoch(
+                                leader_id=BrokerId(_or_none(self._election.leader_id)),
+                                leader_epoch=i32(self.epoch),
+                            ),
+                            size=i64(size),
+                            position=i64(position),
+                            unaligned_records=Records(chunk),
+                        ),
+                    ),
+                ),
+            ),
+        )
+
+    def _describe_quorum(self) -> ResponsePayload:
+        leader = self._leader
+        if self._role is not Role.LEADER or leader is None:
+            partition = describe_response.PartitionData(
+                partition_index=i32(0),
+                error_code=ErrorCode.not_leader_or_follower,
+                error_message=f"node {self.node_id} does not lead the quorum",
+                leader_id=BrokerId(_or_none(self._election.leader_id)),
+                leader_epoch=i32(self.epoch),
+                high_watermark=i64(-1),
+                current_voters=(),
+                observers=(),
+            )
+        else:
+
+            def states(replicas: Collection[Any]) -> tuple[describe_response.ReplicaState, ...]:
+                return tuple(
+                    describe_response.ReplicaState(
+                        replica_id=BrokerId(r.node_id),
+                        replica_directory_id=None,
+                        log_end_offset=i64(r.end_offset),
+                        last_fetch_timestamp=i64(r.last_fetch_ms),
+                        last_caught_up_timestamp=i64(r.last_caught_up_ms),
+                    )
+                    for r in sorted(replicas, key=lambda r: r.node_id)
+                )
+
+            leader.update_local(self.log.flushed_end_offset, self._clock.now_ms())
+            partition = describe_response.PartitionData(
+                partition_index=i32(0),
+                error_code=ErrorCode.none,
+                error_message=None,
+                leader_id=BrokerId(self.node_id),
+                leader_epoch=i32(self.epoch),
+                high_watermark=i64(_or_none(self._high_watermark)),
+                current_voters=states(leader.voters.values()),
+                observers=states(leader.observers.values()),
+            )
+        return describe_response.DescribeQuorumResponse(
+            error_code=ErrorCode.none,
+            error_message=None,
+            topics=(
+                describe_response.TopicData(
+                    topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
+                ),
+            ),
+            nodes=(),
+        )
+
+    # --- responses -----------------------------------------------------------------------------
+
+    def handle_response(self, response: InboundResponse) -> None:
+        now = self._clock.monotonic_ms()
+        failed = response.body is None or getattr(response.body, "error_code", 0) != 0
+        if not self._requests.received(response.source, response.request, now, failed=failed):
+            return
+        if response.body is None:
+            self._on_request_failed(response.source, now)
+            return
+        body: Any = response.body
+        if failed or not getattr(body, "topics", getattr(body, "responses", None)):
+            return
+        api_key = int(body.__api_key__)
+        if api_key == 52:
+            self._on_vote_answer(response.source, body, now)
+        elif api_key == 53:
+            self._on_begin_answer(response.source, body, now)
+        elif api_key == 54:
+            self._on_end_answer(response.source, body, now)
+        elif api_key == 1:
+            self._on_fetch_answer(response.source, body, now)
+        elif api_key == 59:
+            self._on_snapshot_answer(response.source, body, now)
+
+    def _on_vote_answer(self, source: int, body: Any, now: int) -> None:
+        part = body.topics[0].partitions[0]
+        if self._on_epoch(int(part.leader_epoch), int(part.leader_id), now):
+            return
+        if self._role is not Role.CANDIDATE or int(part.leader_epoch) != self.epoch:
+            return
+        if part.error_code != ErrorCode.none:
+            self._requests.back_off(source, now)
+            return
+        self._votes[source] = bool(part.vote_granted)
+        rejected = sum(1 for vote in self._votes.values() if not vote)
+        if rejected > len(self.voters) - (len(self.voters) // 2 + 1):
+            self._lost_election(now)
+        else:
+            self._maybe_won(now)
+
+    def _on_begin_answer(self, source: int, body: Any, now: int) -> None:
+        part = body.topics[0].partitions[0]
+        if self._on_epoch(int(part.leader_epoch), int(part.leader_id), now):
+            return
+        if self._leader is not None and part.error_code == ErrorCode.none:
+            self._leader.acknowledged.add(source)
+
+    def _on_end_answer(self, source: int, body: Any, now: int) -> None:
+        part = body.topics[0].partitions[0]
+        if self._on_epoch(int(part.leader_epoch), int(part.leader_id), now):
+            return
+        if self._role is Role.RESIGNED:
+            self._acknowledged.add(source)
+
+    def _on_fetch_answer(self, source: int, body: Any, now: int) -> None:
+        part = body.responses[0].partitions[0]
+        leader_id = int(part.current_leader.leader_id)
+        leader_epoch = int(part.current_leader.leader_epoch)
+        error = ErrorCode(part.error_code)
+        if error is not ErrorCode.none:
+            self._on_epoch(leader_epoch, leader_id, now)
+            self._requests.back_off(source, now)
+            return
+        # A fetch answered without error comes from the leader of ``leader_epoch``.
+        self._on_epoch(leader_epoch, source, now)
+        if (
+            self._role is not Role.FOLLOWER
+            or self._election.leader_id != source
+            or leader_epoch != self.epoch
+        ):
+            return
+        self._fetch_deadline = now + self.config.fetch_timeout_ms
+        if int(part.snapshot_id.end_offset) >= 0:
+            snapshot = OffsetAndEpoch(int(part.snapshot_id.end_offset), int(part.snapshot_id.epoch))
+            self._snapshot_fetch = _SnapshotFetch(snapshot, bytearray())
+            return
+        if int(part.diverging_epoch.end_offset) >= 0:
+            self._truncate(
+                OffsetAndEpoch(
+                    int(part.diverging_epoch.end_offset), int(part.diverging_epoch.epoch)
+                )
+            )
+            return
+        records = part.records
+        if records:
+            self._append_fetched(bytes(records))
+        high_watermark = int(part.high_watermark)
+        if high_watermark >= 0 and (
+            self._high_watermark is None or high_watermark > self._high_watermark
+        ):
+            self._high_watermark = high_watermark
+
+    def _truncate(self, diverging: OffsetAndEpoch) -> None:
+        local = self.log.end_offset_for_epoch(diverging.epoch)
+        offset = min(diverging.offset, local.offset) if local.epoch >= 0 else diverging.offset
+        offset = max(offset, self.log.start_offset)
+        log.info(
+            "node %d truncates its log to offset %d (diverged at epoch %d)",
+            self.node_id,
+            offset,
+            diverging.epoch,
+        )
+        self.log.truncate_to(offset)
+
+    def _append_fetched(self, data: bytes) -> None:
+        view = memoryview(data)
+        position = 0
+        for batch in iter_batches(view):
+            end = position + batch.size
+            if batch.base_offset == self.log.end_offset:
+                self.log.append(bytes(view[position:end]))
+            elif batch.base_offset > self.log.end_offset:
+                return  # a gap: a stale answer; the next fetch asks from the log end again
+            position = end
+
+    def _on_snapshot_answer(self, source: int, body: Any, now: int) -> None:
+        part = body.topics[0].partitions[0]
+        fetching = self._snapshot_fetch
+        self._on_epoch(
+            int(part.current_leader.leader_epoch), int(part.current_leader.leader_id), now
+        )
+        if fetching is None or self._snapshot_fetch is not fetching:
+            return
+        if part.error_code != ErrorCode.none:
+            log.warning(
+                "node %d: snapshot fetch refused: %s", self.node_id, ErrorCode(part.error_code).name
+            )
+            self._snapshot_fetch = None
+            self._requests.back_off(source, now)
+            return
+        if int(part.position) != len(fetching.data):
+            return
+        fetching.data += bytes(part.unaligned_records)
+        self._fetch_deadline = now + self.config.fetch_timeout_ms
+        if len(fetching.data) < int(part.size):
+            return
+        snapshot = fetching.snapshot
+        self._snapshot_fetch = None
+        SnapshotReader(snapshot, bytes(fetching.data))  # refuses an incomplete one
+        self.log.store_snapshot(snapshot, bytes(fetching.data))
+        self.log.reset_to_snapshot(snapshot)
+        if self._high_watermark is None or self._high_watermark < snapshot.offset:
+            self._high_watermark = snapshot.offset
+        log.info(
+            "node %d loaded snapshot %d-%d from the leader",
+            self.node_id,
+            snapshot.offset,
+            snapshot.epoch,
+        )
+
+    # --- request bodies ------------------------------------------------------------------------
+
+    def _vote_body(self) -> RequestPayload:
+        return vote_request.VoteRequest(
+            cluster_id=self.cluster_id,
+            topics=(
+                vote_request.TopicData(
+                    topic_name=TopicName(METADATA_TOPIC),
+                    partitions=(
+                        vote_request.PartitionData(
+                            partition_index=i32(0),
+                            replica_epoch=i32(self.epoch),
+                            replica_id=BrokerId(self.node_id),
+                            last_offset_epoch=i32(self.log.last_epoch),
+                            last_offset=i64(self.log.end_offset),
+                        ),
+                    ),
+                ),
+            ),
+        )
+
+    def _begin_body(self) -> RequestPayload:
+        return begin_request.BeginQuorumEpochRequest(
+            cluster_id=self.cluster_id,
+            topics=(
+                begin_request.TopicData(
+                    topic_name=TopicName(METADATA_TOPIC),
+                    partitions=(
+                        begin_request.PartitionData(
+                            partition_index=i32(0),
+                            leader_id=BrokerId(self.node_id),
+                            leader_epoch=i32(self.epoch),
+                        ),
+                    ),
+                ),
+            ),
+        )
+
+    def _end_body(self) -> RequestPayload:
+        return end_request.EndQuorumEpochRequest(
+            cluster_id=self.cluster_id,
+            topics=(
+                end_request.TopicData(
+                    topic_name=TopicName(METADATA_TOPIC),
+                    partitions=(
+                        end_request.PartitionData(
+                            partition_index=i32(0),
+                            leader_id=BrokerId(self.node_id),
+                            leader_epoch=i32(self.epoch),
+                            preferred_successors=tuple(i32(s) for s in self._successors),
+                        ),
+                    ),
+                ),
+            ),
+        )
+
+    def _fetch_body(self) -> RequestPayload:
+        last_epoch = self.log.last_epoch if self.log.end_offset > 0 else -1
+        return fetch_request.FetchRequest(
+            cluster_id=self.cluster_id,
+            replica_id=BrokerId(self.node_id),
+            max_wait=i32Timedelta.parse(_ms(self.config.fetch_max_wait_ms)),
+            min_bytes=i32(1),
+            topics=(
+                fetch_request.FetchTopic(
+                    topic=TopicName(METADATA_TOPIC),
+                    partitions=(
+                        fetch_request.FetchPartition(
+                            partition=i32(0),
+                            current_leader_epoch=i32(self.epoch),
+                            fetch_offset=i64(self.log.end_offset),
+                            last_fetched_epoch=i32(last_epoch),
+                            log_start_offset=i64(self.log.start_offset),
+                            partition_max_bytes=i32(self.config.fetch_max_bytes),
+                        ),
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
+        )
+
+    def _snapshot_body(self, fetching: _SnapshotFetch) -> RequestPayload:
+        return snapshot_request.FetchSnapshotRequest(
+            cluster_id=self.cluster_id,
+            replica_id=BrokerId(self.node_id),
+            max_bytes=i32(self.config.snapshot_chunk_bytes),
+            topics=(
+                snapshot_request.TopicSnapshot(
+                    name=TopicName(METADATA_TOPIC),
+                    partitions=(
+                        snapshot_request.PartitionSnapshot(
+                            partition=i32(0),
+                            current_leader_epoch=i32(self.epoch),
+                            snapshot_id=snapshot_request.SnapshotId(
+                                end_offset=i64(fetching.snapshot.offset),
+                                epoch=i32(fetching.snapshot.epoch),
+                            ),
+                            position=i64(len(fetching.data)),
+                        ),
+                    ),
+                ),
+            ),
+        )
+
+
+def _or_none(value: int | None) -> int:
+    return -1 if value is None else value
+
+
+def _ms(value: int) -> datetime.timedelta:
+    return datetime.timedelta(milliseconds=value)

@@ -1,0 +1,85 @@
+"""Envelope (API key 58), v0, on the controller listener: a client's admin request that a broker
+forwarded, with the client's address (and, once security exists, its principal).
+
+The inner request is decoded with the controller listener's own table and answered by the
+controller's handler of its API, exactly as if the client had sent it; the answer (header and
+body) goes back inside the envelope for the broker to hand to its client. A controller that is
+not active answers NOT_CONTROLLER on the envelope itself, and so does one that loses the
+leadership while the request waits, so that the broker retries with the new active controller.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from typing import Final
+
+from kio.schema.envelope.v0 import request as newest
+from kio.schema.envelope.v0 import response as latest
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
+
+from strom.protocol.api import (
+    KAFKA_CONTROLLER_VERSIONS,
+    ApiKey,
+    InvalidRequestError,
+    decode_request,
+    encode_response,
+)
+from strom.server.controller_server import ControllerServer, NotControllerError
+from strom.server.handlers.common import as_newest
+from strom.server.handlers.registry import HandlerRegistry, NoResponse, RequestContext
+from strom.server.network.response import Response
+
+__all__ = ["EnvelopeHandler"]
+
+log = logging.getLogger(__name__)
+
+
+class EnvelopeHandler:
+    api_key: Final = ApiKey.ENVELOPE
+    versions: Final = KAFKA_CONTROLLER_VERSIONS[ApiKey.ENVELOPE]
+
+    def __init__(self, registry: HandlerRegistry, controller: ControllerServer) -> None:
+        self._registry = registry
+        self._controller = controller
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        envelope = as_newest(context.body, newest.EnvelopeRequest)
+        if not self._controller.is_active:
+            return _answer(ErrorCode.not_controller)
+        try:
+            inner = decode_request(envelope.request_data, versions=self._registry.versions)
+        except InvalidRequestError as error:
+            log.warning("envelope from %s: %s", context.client_address, error)
+            return _answer(ErrorCode.invalid_request)
+        handler = self._registry.get(inner.api_key)
+        if handler is None or inner.api_key == ApiKey.ENVELOPE:
+            return _answer(ErrorCode.invalid_request)
+        inner_context = RequestContext(
+            request=inner,
+            client_address=_host(envelope.client_host_address) or context.client_address,
+            connection_id=context.connection_id,
+            listener_name=context.listener_name,
+        )
+        try:
+            result = await handler.handle(inner_context)
+        except NotControllerError:
+            return _answer(ErrorCode.not_controller)
+        if isinstance(result, Response | NoResponse):
+            return _answer(ErrorCode.invalid_request)
+        return _answer(
+            ErrorCode.none, encode_response(correlation_id=inner.correlation_id, body=result)
+        )
+
+
+def _answer(error: ErrorCode, data: bytes | None = None) -> ResponsePayload:
+    return latest.EnvelopeResponse(response_data=data, error_code=error)
+
+
+def _host(raw: bytes) -> str | None:
+    """The client's IP address as the envelope carries it (4 or 16 bytes)."""
+    try:
+        return str(ipaddress.ip_address(raw))
+    except ValueError:
+        return None

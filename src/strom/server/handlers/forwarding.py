@@ -1,0 +1,69 @@
+"""Admin requests a broker forwards to the active controller inside an Envelope (API key 58), as
+Kafka's brokers do: CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+IncrementalAlterConfigs, DescribeQuorum.
+
+The client's request goes as it came (header and body) with its address, through the
+:class:`~strom.server.controller_channel.ControllerChannel` (which retries while the active
+controller changes), and the controller's answer is handed back to the client unchanged. If no
+controller takes it in time, the client gets REQUEST_TIMED_OUT (or the envelope's error) in the
+API's own answer (``error_response``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Final
+
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
+
+from strom.protocol.api import ApiKey, VersionRange, api_name
+from strom.server.controller_channel import (
+    ControllerChannel,
+    ControllerUnavailable,
+    EnvelopeRefused,
+)
+from strom.server.handlers.registry import RequestContext
+
+__all__ = ["FORWARD_TIMEOUT", "ErrorResponse", "ForwardingHandler"]
+
+log = logging.getLogger(__name__)
+
+FORWARD_TIMEOUT: Final = 30.0
+"""How long a forwarded request may wait for an active controller (Kafka's
+``request.timeout.ms`` of the forwarding channel)."""
+
+ErrorResponse = Callable[[RequestContext, ErrorCode], ResponsePayload]
+"""The API's answer to the request with every item failed with one error code."""
+
+
+class ForwardingHandler:
+    def __init__(
+        self,
+        api_key: ApiKey,
+        versions: VersionRange,
+        channel: ControllerChannel,
+        *,
+        error_response: ErrorResponse,
+    ) -> None:
+        self.api_key: Final = api_key
+        self.versions: Final = versions
+        self._channel = channel
+        self._error_response = error_response
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        try:
+            response: ResponsePayload = await self._channel.forward(
+                context.body,
+                header=context.header,
+                client_address=context.client_address,
+                timeout=FORWARD_TIMEOUT,
+            )
+        except ControllerUnavailable as error:
+            log.warning("%s from %s: %s", api_name(self.api_key), context.client_address, error)
+            return self._error_response(context, ErrorCode.request_timed_out)
+        except EnvelopeRefused as error:
+            log.warning("%s from %s: %s", api_name(self.api_key), context.client_address, error)
+            return self._error_response(context, error.error_code)
+        return response

@@ -1,0 +1,418 @@
+"""One strom process: the roles its ``process.roles`` name, around one quorum client (Kafka's
+``KafkaRaftServer`` with its ``SharedServer``).
+
+What ``start`` does, in order:
+
+1. ``meta.properties``: a node of a quorum needs a data directory formatted for it
+   (``strom storage format``); the standalone node (no ``process.roles``) formats its own on the
+   first start, as ``strom server`` always did.
+2. **Logs**: the log manager opens every partition directory (recovering after a crash), the
+   metadata log ``__cluster_metadata-0`` among them.
+3. **Quorum**: the Raft client starts on the metadata log (a voter, or an observer on a
+   broker-only node). A controller node first opens its controller listener (the quorum's and the
+   brokers' requests arrive there) and attaches its ``ControllerServer``, which becomes active
+   whenever this node leads the quorum.
+4. **Catch-up**: the node waits until its committed image holds everything the quorum had
+   committed when it first heard of it.
+5. **Broker** (broker nodes): ``Broker.start`` (handlers, listeners, registration with the
+   active controller, unfenced); then the ready line.
+
+``stop`` stops the broker (controlled shutdown), the controller and its listener, the quorum
+client (a leader resigns), then closes the logs: flushed, checkpointed, clean-shutdown marker.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from strom.client.async_client import NodeClients
+from strom.common import Clock, SystemClock, TopicPartition
+from strom.config import ConfigError, ServerConfig
+from strom.controller import ControllerSettings, QuorumController
+from strom.metadata import MetadataLoader
+from strom.protocol.api import (
+    KAFKA_CONTROLLER_VERSIONS,
+    ApiKey,
+    Request,
+    make_request_header,
+)
+from strom.raft import FileQuorumStateStore, RaftClient, RaftConfig
+from strom.server.broker import Broker, BrokerParts, BrokerStartError
+from strom.server.cleaner_service import CleanerService
+from strom.server.config_entries import ConfigDescriber
+from strom.server.controller_channel import ControllerChannel
+from strom.server.controller_server import ControllerServer
+from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
+from strom.server.handlers.alter_configs import AlterConfigsHandler
+from strom.server.handlers.api_versions import ApiVersionsHandler
+from strom.server.handlers.broker_heartbeat import BrokerHeartbeatHandler
+from strom.server.handlers.broker_registration import BrokerRegistrationHandler
+from strom.server.handlers.common import BrokerAddress
+from strom.server.handlers.create_partitions import CreatePartitionsHandler
+from strom.server.handlers.create_topics import CreateTopicsHandler
+from strom.server.handlers.delete_topics import DeleteTopicsHandler
+from strom.server.handlers.describe_cluster import CONTROLLERS_ENDPOINT, DescribeClusterHandler
+from strom.server.handlers.envelope import EnvelopeHandler
+from strom.server.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
+from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
+from strom.server.log_configs import TopicConfigResolver
+from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
+from strom.server.metadata_view import MetadataWaiter
+from strom.server.network.connection import ConnectionSettings
+from strom.server.network.faults import Faults
+from strom.server.network.listener import HostPort, Listener
+from strom.server.node_config import NodeConfig
+from strom.server.raft_log import METADATA_LOG_CONFIG, METADATA_PARTITION, FileRaftLog
+from strom.server.raft_manager import RAFT_APIS, RaftApiHandler, RaftManager, SnapshotPolicy
+from strom.storage.log_config import LogConfig
+from strom.storage.log_manager import LogManager
+
+__all__ = ["Node", "NodeStartError"]
+
+log = logging.getLogger(__name__)
+
+CATCH_UP_TIMEOUT: Final = 300.0
+"""How long a node waits for the quorum's committed metadata before it gives up."""
+
+
+class NodeStartError(RuntimeError):
+    """The node could not start: its one-line reason is the message."""
+
+
+def data_dir_of(config: ServerConfig) -> Path:
+    """The single data directory of Kafka's ``log.dirs`` setting."""
+    text = config.get_str("log.dirs").strip()
+    if not text or "," in text:
+        raise ConfigError("log.dirs", f"strom uses exactly one data directory, got {text!r}")
+    return Path(text)
+
+
+class Node:
+    """A strom server process (see the module doc)."""
+
+    log_manager: LogManager
+    raft: RaftManager
+    controller: ControllerServer | None = None
+    broker: Broker | None = None
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        emulate_kafka_version: str | None = None,
+        faults: Faults | None = None,
+    ) -> None:
+        """Raises ConfigError for inconsistent settings; ``emulate_kafka_version``: advertise
+        only that Apache Kafka release's API versions; ``faults``: injected by tests."""
+        self.config = config
+        self.node = NodeConfig.from_config(config)
+        self.node_id = self.node.node_id
+        self.clock: Clock = SystemClock()
+        self.data_dir = data_dir_of(config).absolute()
+        self.metadata = MetadataLoader()
+        self._emulate = emulate_kafka_version
+        self._faults = faults
+        self._meta: MetaProperties | None = None
+        self._controller_listener: Listener | None = None
+        self._started = False
+        self._ready = False
+        self._closed = False
+
+    @property
+    def cluster_id(self) -> str:
+        if self._meta is None:
+            raise RuntimeError("the node is not started")
+        return self._meta.cluster_id
+
+    @property
+    def bound_address(self) -> HostPort:
+        """The first listener: the broker's first, else the controller's."""
+        if self.broker is not None:
+            return self.broker.bound_address
+        if self._controller_listener is not None:
+            return self._controller_listener.bound_address
+        raise RuntimeError("the node is not started")
+
+    @property
+    def bound_addresses(self) -> Mapping[str, HostPort]:
+        addresses = dict(self.broker.bound_addresses) if self.broker is not None else {}
+        if self._controller_listener is not None:
+            addresses[self._controller_listener.name] = self._controller_listener.bound_address
+        return addresses
+
+    # --- start ---------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every role; raises ``MetaPropertiesError``, ``OSError`` (an address cannot be
+        bound) or ``NodeStartError``."""
+        if self._started:
+            raise RuntimeError("the node is already started")
+        self._started = True
+        started = time.monotonic()
+        self._meta = self._check_data_dir()
+        self._load_logs()
+        try:
+            await self._bind()
+            self._build_quorum()
+            if self.node.is_controller:
+                await self._start_controller()
+            self.raft.start()
+            await self.raft.wait_caught_up(CATCH_UP_TIMEOUT)
+            if self.broker is not None:
+                await self.broker.start(
+                    unfence_timeout=self.config.get_int("initial.broker.registration.timeout.ms")
+                    / 1000
+                )
+        except TimeoutError:
+            await self.stop()
+            raise NodeStartError(
+                f"the quorum's metadata did not arrive within {CATCH_UP_TIMEOUT:g} s: "
+                "are the controllers of controller.quorum.voters running?"
+            ) from None
+        except BrokerStartError as error:
+            await self.stop()
+            raise NodeStartError(str(error)) from None
+        except BaseException:
+            await self.stop()
+            raise
+        image = self.metadata.image
+        log.info(
+            "ready: listening on %s, data dir %s, cluster id %s, node id %d "
+            "(%s, %d topic(s), %.0f ms)",
+            self.bound_address,
+            self.data_dir,
+            self.cluster_id,
+            self.node_id,
+            "+".join(sorted(self.node.roles)) if not self.node.standalone else "standalone",
+            len(image.topics),
+            (time.monotonic() - started) * 1000,
+        )
+        self._ready = True
+
+    def _check_data_dir(self) -> MetaProperties:
+        if self.node.standalone:
+            cluster_id = self.config["cluster.id"]
+            return ensure_meta_properties(
+                self.data_dir,
+                node_id=self.node_id,
+                cluster_id=cluster_id if isinstance(cluster_id, str) and cluster_id else None,
+            )
+        return load_formatted(self.data_dir, node_id=self.node_id)
+
+    def _load_logs(self) -> None:
+        resolver = TopicConfigResolver(self.config, node_id=self.node_id)
+        default = resolver.default_log_config()
+        metadata_config = METADATA_LOG_CONFIG
+
+        def initial_config(tp: TopicPartition) -> LogConfig:
+            return metadata_config if tp == METADATA_PARTITION else default
+
+        self.log_cleaner = CleanerService(clock=self.clock)
+        self.log_manager = LogManager(
+            self.data_dir,
+            self.clock,
+            config_for=initial_config,
+            on_delete=self.log_cleaner.forget,
+        )
+        logs = self.log_manager.all()
+        if logs and not self.log_manager.had_clean_shutdown:
+            log.warning(
+                "recovered %d log(s) after an unclean shutdown (from their recovery points)",
+                len(logs),
+            )
+
+    async def _bind(self) -> None:
+        """Every listener takes its address first: a port in use stops the start at once."""
+        if self.node.is_controller:
+            self.controller_registry = HandlerRegistry(reference=KAFKA_CONTROLLER_VERSIONS)
+            listener_config = self.node.controller_listener
+            if listener_config is not None:  # the standalone node has none
+                listener = Listener(
+                    name=listener_config.name,
+                    address=listener_config.address,
+                    registry=self.controller_registry,
+                    settings=ConnectionSettings(
+                        max_request_size=self.config.get_int("socket.request.max.bytes")
+                    ),
+                    faults=self._faults,
+                )
+                await listener.bind()
+                self._controller_listener = listener
+        if self.node.is_broker:
+            self.broker = self._make_broker()
+            await self.broker.bind()
+
+    def _build_quorum(self) -> None:
+        partition = self.log_manager.get_or_create(METADATA_PARTITION, METADATA_LOG_CONFIG)
+        raft_log = FileRaftLog(partition, clock=self.clock)
+        voters = self.node.voters
+        clients = NodeClients(
+            lambda node_id: (
+                (address.host, address.port)
+                if (address := voters.get(node_id)) is not None
+                else None
+            ),
+            client_id=f"strom-node-{self.node_id}",
+            request_timeout=self.config.get_int("controller.quorum.request.timeout.ms") / 1000,
+        )
+        config = RaftConfig(
+            election_timeout_ms=self.config.get_int("controller.quorum.election.timeout.ms"),
+            fetch_timeout_ms=self.config.get_int("controller.quorum.fetch.timeout.ms"),
+            election_backoff_max_ms=self.config.get_int(
+                "controller.quorum.election.backoff.max.ms"
+            ),
+            request_timeout_ms=self.config.get_int("controller.quorum.request.timeout.ms"),
+            retry_backoff_ms=self.config.get_int("controller.quorum.retry.backoff.ms"),
+        )
+        cluster_id = self.cluster_id
+
+        def make_client(channel: RaftManager) -> RaftClient:
+            return RaftClient(
+                node_id=self.node_id,
+                voters=self.node.voter_ids,
+                cluster_id=cluster_id,
+                log=raft_log,
+                state_store=FileQuorumStateStore(partition.directory / "quorum-state"),
+                channel=channel,
+                clock=self.clock,
+                random=random.Random(),
+                config=config,
+            )
+
+        self.raft = RaftManager(
+            node_id=self.node_id,
+            make_client=make_client,
+            clients=clients,
+            loader=self.metadata,
+            clock=self.clock,
+            snapshots=SnapshotPolicy(
+                max_bytes_between=self.config.get_int(
+                    "metadata.log.max.record.bytes.between.snapshots"
+                ),
+                max_interval_ms=self.config.get_int("metadata.log.max.snapshot.interval.ms"),
+            ),
+        )
+
+    # --- the controller role -------------------------------------------------------------------
+
+    async def _start_controller(self) -> None:
+        controller = ControllerServer(
+            QuorumController(ControllerSettings.from_config(self.config), random=random.Random()),
+            node_id=self.node_id,
+            quorum=self.raft,
+            committed=self.metadata,
+            clock=self.clock,
+            session_timeout_ms=self.config.get_int("broker.session.timeout.ms"),
+        )
+        self.controller = controller
+        registry = self.controller_registry
+        registry.register(ApiVersionsHandler(registry))
+        describer = ConfigDescriber(TopicConfigResolver(self.config, node_id=self.node_id))
+        handlers: list[Handler] = [
+            CreateTopicsHandler(controller, describer),
+            DeleteTopicsHandler(controller),
+            CreatePartitionsHandler(controller),
+            AlterConfigsHandler(controller),
+            IncrementalAlterConfigsHandler(controller),
+            EnvelopeHandler(registry, controller),
+            BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),
+            BrokerHeartbeatHandler(controller),
+            AllocateProducerIdsHandler(controller),
+            DescribeClusterHandler(
+                cluster_id=self.cluster_id,
+                controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,
+                nodes=lambda _listener, _fenced: self._controller_addresses(),
+                endpoint_type=CONTROLLERS_ENDPOINT,
+            ),
+            *(RaftApiHandler(api_key, self.raft) for api_key in RAFT_APIS),
+        ]
+        for handler in handlers:
+            registry.register(handler)
+        self.raft.attach_controller(controller)
+        if self._controller_listener is not None:
+            await self._controller_listener.start()
+
+    def _controller_addresses(self) -> list[BrokerAddress]:
+        """The voters as other nodes reach them (``controller.quorum.voters``)."""
+        return [
+            BrokerAddress(node_id, address.host, address.port, None, False)
+            for node_id, address in sorted(self.node.voters.items())
+        ]
+
+    async def _local_controller(self, body: RequestPayload) -> ResponsePayload:
+        """A request to this process's controller, handled without a connection."""
+        handler = self.controller_registry.get(ApiKey(body.__api_key__))
+        assert handler is not None, body
+        header = make_request_header(body, correlation_id=0, client_id=f"strom-node-{self.node_id}")
+        context = RequestContext(
+            request=Request(header=header, body=body),
+            client_address="local",
+            connection_id=f"local-{self.node_id}",
+        )
+        result = await handler.handle(context)
+        assert not isinstance(result, bytes), result
+        return result  # type: ignore[return-value]  # controller handlers answer bodies
+
+    # --- the broker role -----------------------------------------------------------------------
+
+    def _make_broker(self) -> Broker:
+        voters = self.node.voters
+        channel = ControllerChannel(
+            node_id=self.node_id,
+            leader=lambda: self.raft.client.leader_and_epoch.leader_id,
+            clients=NodeClients(
+                lambda node_id: (
+                    (address.host, address.port)
+                    if (address := voters.get(node_id)) is not None
+                    else None
+                ),
+                client_id=f"strom-broker-{self.node_id}",
+            ),
+            local=self._local_controller if self.node.is_controller else None,
+            retry_backoff=self.config.get_int("controller.quorum.retry.backoff.ms") / 1000,
+        )
+        return Broker(
+            BrokerParts(
+                config=self.config,
+                node=self.node,
+                cluster_id=self.cluster_id,
+                directory_id=self._meta.directory_id if self._meta else None,
+                clock=self.clock,
+                log_manager=self.log_manager,
+                log_cleaner=self.log_cleaner,
+                metadata=self.metadata,
+                waiter=MetadataWaiter(self.metadata),
+                channel=channel,
+                metadata_offset=lambda: self.raft.committed_offset,
+                internal_logs=frozenset({METADATA_PARTITION}),
+                emulate_kafka_version=self._emulate,
+                faults=self._faults,
+            )
+        )
+
+    # --- stop ----------------------------------------------------------------------------------
+
+    async def stop(self, *, timeout: float = 10.0) -> None:
+        """Stop every role, then close the logs (flush, checkpoints, clean-shutdown marker)."""
+        if self.broker is not None:
+            await self.broker.stop(timeout=timeout)
+        listener, self._controller_listener = self._controller_listener, None
+        if listener is not None:
+            await listener.stop(timeout=timeout)
+        if hasattr(self, "raft"):
+            await self.raft.stop()
+        if self.controller is not None:
+            await self.controller.stop()
+        if self._started and not self._closed and hasattr(self, "log_manager"):
+            self._closed = True
+            broker_epoch = self.broker.broker_epoch if self.broker is not None else -1
+            self.log_manager.close(broker_epoch=broker_epoch)
+            if self._ready:
+                log.info("logs flushed and checkpointed; stopped")

@@ -1,0 +1,422 @@
+"""A strom cluster on this machine: controller and broker processes, for tests and ``strom cluster
+up``.
+
+Every node is a ``strom server`` child process with a properties file and a data directory of
+its own (formatted with ``strom storage format``), on ports chosen when the cluster is made and
+kept across restarts, so clients' bootstrap lists stay valid. Faults come from outside, as an
+operator's would: :meth:`Cluster.kill` (SIGKILL), :meth:`Cluster.terminate` (SIGTERM, a
+controlled shutdown), :meth:`Cluster.pause` / :meth:`Cluster.resume` (SIGSTOP / SIGCONT),
+:meth:`Cluster.restart`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Final, Self
+
+from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
+from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest, PartitionData, TopicData
+from kio.schema.types import TopicName
+from kio.static.primitive import i8, i32
+
+from strom.client.blocking import BrokerConnection
+from strom.server.meta_properties import format_data_dir, random_kafka_uuid
+from strom.testing.broker import TEST_DEFAULTS, _ClientConfigs
+
+__all__ = ["CLUSTER_TEST_DEFAULTS", "Cluster", "ClusterError", "ClusterNode"]
+
+CLUSTER_TEST_DEFAULTS: Final[Mapping[str, str]] = {
+    **TEST_DEFAULTS,
+    "broker.heartbeat.interval.ms": "500",
+    "broker.session.timeout.ms": "4000",
+    "controller.quorum.election.timeout.ms": "1000",
+    "controller.quorum.fetch.timeout.ms": "2000",
+    "controller.quorum.election.backoff.max.ms": "500",
+}
+"""Settings that make a local cluster react within seconds (overridable): brokers heartbeat
+twice a second and are fenced after 4 s of silence."""
+
+_READY: Final = re.compile(r"ready: listening on (?P<address>\S+),")
+
+
+class ClusterError(RuntimeError):
+    """A node did not start, or the cluster did not reach the state asked for in time."""
+
+
+@dataclass(eq=False)
+class ClusterNode:
+    node_id: int
+    roles: tuple[str, ...]
+    data_dir: Path
+    properties: Path
+    host: str
+    broker_port: int | None
+    controller_port: int | None
+    process: subprocess.Popen[str] | None = None
+    lines: list[str] = field(default_factory=list)
+    """Everything the process wrote to stderr, across restarts."""
+    paused: bool = False
+    started_at_line: int = 0
+    """Where the current process's output starts in ``lines``."""
+
+    @property
+    def log_path(self) -> Path:
+        """Where the node's log goes (every start appends)."""
+        return self.properties.parent / "server.log"
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def address(self) -> str:
+        """Where clients reach it: its broker listener, else its controller listener."""
+        port = self.broker_port if self.broker_port is not None else self.controller_port
+        return f"{self.host}:{port}"
+
+
+def _free_ports(count: int, host: str) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind((host, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+class Cluster(_ClientConfigs):
+    """``with Cluster(brokers=3, controllers=3) as cluster: cluster.bootstrap_servers``.
+
+    Controllers get node ids 1001, 1002, ...; brokers 1, 2, .... With ``combined=True`` there are
+    ``brokers`` nodes, each broker and controller, ids 1, 2, .... ``config``: settings for every
+    node over :data:`CLUSTER_TEST_DEFAULTS`; ``node_config``: per node id.
+    """
+
+    def __init__(
+        self,
+        brokers: int = 3,
+        controllers: int = 3,
+        *,
+        combined: bool = False,
+        data_dir: str | os.PathLike[str] | None = None,
+        config: Mapping[str, object] | None = None,
+        node_config: Mapping[int, Mapping[str, object]] | None = None,
+        host: str = "127.0.0.1",
+        start_timeout: float = 60.0,
+        defaults: Mapping[str, str] = CLUSTER_TEST_DEFAULTS,
+    ) -> None:
+        if brokers < (0 if not combined else 1) or (not combined and controllers < 1):
+            raise ValueError("a cluster needs at least one controller (and brokers >= 0)")
+        self._temporary = data_dir is None
+        self.base = (
+            Path(tempfile.mkdtemp(prefix="strom-cluster-")) if data_dir is None else Path(data_dir)
+        )
+        self.host = host
+        self.cluster_id = self._stored_cluster_id() or random_kafka_uuid()
+        self.start_timeout = start_timeout
+        settings = {**defaults, **{k: str(v) for k, v in (config or {}).items()}}
+        layout: list[tuple[int, tuple[str, ...]]]
+        if combined:
+            layout = [(i, ("broker", "controller")) for i in range(1, brokers + 1)]
+        else:
+            layout = [(1000 + i, ("controller",)) for i in range(1, controllers + 1)]
+            layout += [(i, ("broker",)) for i in range(1, brokers + 1)]
+        ports = iter(_free_ports(2 * len(layout), host))
+        self.nodes: dict[int, ClusterNode] = {}
+        for node_id, roles in layout:
+            directory = self.base / f"node-{node_id}"
+            self.nodes[node_id] = ClusterNode(
+                node_id=node_id,
+                roles=roles,
+                data_dir=directory / "data",
+                properties=directory / "server.properties",
+                host=host,
+                broker_port=next(ports) if "broker" in roles else None,
+                controller_port=next(ports) if "controller" in roles else None,
+            )
+        voters = ",".join(
+            f"{node.node_id}@{host}:{node.controller_port}"
+            for node in self.nodes.values()
+            if node.is_controller
+        )
+        for node in self.nodes.values():
+            own = {k: str(v) for k, v in ((node_config or {}).get(node.node_id) or {}).items()}
+            self._write_properties(node, {**settings, **own}, voters)
+        self.bootstrap_servers = ",".join(
+            node.address for node in self.nodes.values() if node.is_broker
+        )
+
+    # --- layout --------------------------------------------------------------------------------
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [node.node_id for node in self.nodes.values() if node.is_broker]
+
+    @property
+    def controller_ids(self) -> list[int]:
+        return [node.node_id for node in self.nodes.values() if node.is_controller]
+
+    def _stored_cluster_id(self) -> str | None:
+        """The cluster id of an existing data directory (``strom cluster up`` again)."""
+        for meta in sorted(self.base.glob("node-*/data/meta.properties")):
+            for line in meta.read_text(encoding="utf-8").splitlines():
+                if line.startswith("cluster.id="):
+                    return line.split("=", 1)[1].strip()
+        return None
+
+    def _write_properties(
+        self, node: ClusterNode, settings: Mapping[str, str], voters: str
+    ) -> None:
+        listeners = []
+        if node.broker_port is not None:
+            listeners.append(f"PLAINTEXT://{self.host}:{node.broker_port}")
+        if node.controller_port is not None:
+            listeners.append(f"CONTROLLER://{self.host}:{node.controller_port}")
+        values = {
+            **settings,
+            "process.roles": ",".join(node.roles),
+            "node.id": str(node.node_id),
+            "log.dirs": str(node.data_dir),
+            "listeners": ",".join(listeners),
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.voters": voters,
+        }
+        node.properties.parent.mkdir(parents=True, exist_ok=True)
+        node.properties.write_text(
+            "".join(f"{name}={value}\n" for name, value in sorted(values.items())),
+            encoding="utf-8",
+        )
+
+    # --- start and stop ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Format every node (once), start them all, wait until each is ready and every broker
+        is registered and unfenced."""
+        try:
+            for node in self.nodes.values():
+                self._format(node)
+            for node in self.nodes.values():
+                self._spawn(node)
+            deadline = time.monotonic() + self.start_timeout
+            for node in self.nodes.values():
+                self._wait_ready(node, deadline)
+            self.wait_for(
+                lambda: self.unfenced_brokers() == set(self.broker_ids),
+                timeout=max(deadline - time.monotonic(), 1.0),
+                what="every broker registered and unfenced",
+            )
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop every node (SIGTERM, then SIGKILL after 15 s); remove a temporary directory."""
+        for node in self.nodes.values():
+            self.resume(node.node_id)
+            if node.alive:
+                assert node.process is not None
+                node.process.terminate()
+        for node in self.nodes.values():
+            self._reap(node, timeout=15.0)
+        if self._temporary:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _format(self, node: ClusterNode) -> None:
+        """What ``strom storage format --ignore-formatted`` does, without a process."""
+        format_data_dir(
+            node.data_dir, node_id=node.node_id, cluster_id=self.cluster_id, ignore_formatted=True
+        )
+
+    def _spawn(self, node: ClusterNode) -> None:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "strom", "server", str(node.properties)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        node.process = process
+        node.paused = False
+        node.started_at_line = len(node.lines)
+        threading.Thread(
+            target=_collect,
+            args=(process, node.lines, node.log_path),
+            daemon=True,
+            name=f"node-{node.node_id}",
+        ).start()
+
+    def _wait_ready(self, node: ClusterNode, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            if any(_READY.search(line) for line in node.lines[node.started_at_line :]):
+                return
+            if not node.alive:
+                raise ClusterError(
+                    f"node {node.node_id} exited: {''.join(node.lines[-5:]).strip()}"
+                )
+            time.sleep(0.05)
+        raise ClusterError(f"node {node.node_id} was not ready in time: {node.lines[-3:]}")
+
+    def _reap(self, node: ClusterNode, *, timeout: float) -> None:
+        process = node.process
+        if process is None:
+            return
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    # --- faults --------------------------------------------------------------------------------
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL: the process dies at once, nothing flushed."""
+        node = self.nodes[node_id]
+        if node.process is not None:
+            node.process.kill()
+            node.process.wait()
+        node.paused = False
+
+    def terminate(self, node_id: int, *, timeout: float = 30.0) -> None:
+        """SIGTERM: a clean (controlled) shutdown; waits for the process to end."""
+        node = self.nodes[node_id]
+        self.resume(node_id)
+        if node.alive:
+            assert node.process is not None
+            node.process.terminate()
+        self._reap(node, timeout=timeout)
+
+    def restart(self, node_id: int, *, wait: bool = True) -> None:
+        """Start a stopped or killed node again (killing it first if it still runs)."""
+        node = self.nodes[node_id]
+        if node.alive:
+            self.kill(node_id)
+        self._spawn(node)
+        if wait:
+            self._wait_ready(node, time.monotonic() + self.start_timeout)
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP: the process stops answering, its sockets stay open."""
+        node = self.nodes[node_id]
+        if node.alive and not node.paused:
+            assert node.process is not None
+            node.process.send_signal(signal.SIGSTOP)
+            node.paused = True
+
+    def resume(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        if node.paused and node.process is not None:
+            node.process.send_signal(signal.SIGCONT)
+        node.paused = False
+
+    # --- what the cluster says -----------------------------------------------------------------
+
+    def _ask(
+        self, node_ids: list[int], request: object, *, timeout: float = 2.0
+    ) -> Iterator[object]:
+        """Answers of the live, unpaused nodes among ``node_ids`` (the ones that answer)."""
+        for node_id in node_ids:
+            node = self.nodes[node_id]
+            if not node.alive or node.paused:
+                continue
+            host, port = node.address.rsplit(":", 1)
+            if node.is_controller and not node.is_broker:
+                port = str(node.controller_port)
+            try:
+                with BrokerConnection(host, int(port), timeout=timeout) as connection:
+                    yield connection.request(request)  # type: ignore[arg-type]
+            except OSError:
+                continue
+
+    def active_controller(self, *, timeout: float = 30.0) -> int:
+        """The id of the active controller (the quorum's leader) as the live controllers see it."""
+        found: list[int] = []
+
+        def known() -> bool:
+            for answer in self._ask(self.controller_ids, _describe_quorum()):
+                for topic in answer.topics:  # type: ignore[attr-defined]
+                    for partition in topic.partitions:
+                        if partition.error_code == 0 and partition.leader_id >= 0:
+                            found.append(int(partition.leader_id))
+                            return True
+            return False
+
+        self.wait_for(known, timeout=timeout, what="an active controller")
+        return found[-1]
+
+    def unfenced_brokers(self) -> set[int]:
+        """Brokers registered and unfenced, as a live broker's DescribeCluster says."""
+        request = DescribeClusterRequest(
+            include_cluster_authorized_operations=False,
+            endpoint_type=i8(1),
+            include_fenced_brokers=True,
+        )
+        for answer in self._ask(self.broker_ids, request):
+            if answer.error_code == 0:  # type: ignore[attr-defined]
+                return {int(b.broker_id) for b in answer.brokers if not b.is_fenced}  # type: ignore[attr-defined]
+        return set()
+
+    def wait_for(self, condition: Callable[[], bool], *, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise ClusterError(f"timed out after {timeout:g} s waiting for {what}")
+            time.sleep(0.1)
+
+
+def _describe_quorum() -> DescribeQuorumRequest:
+    return DescribeQuorumRequest(
+        topics=(
+            TopicData(
+                topic_name=TopicName("__cluster_metadata"),
+                partitions=(PartitionData(partition_index=i32(0)),),
+            ),
+        )
+    )
+
+
+def _collect(process: subprocess.Popen[str], lines: list[str], path: Path) -> None:
+    assert process.stderr is not None
+    with contextlib.suppress(ValueError), path.open("a", encoding="utf-8") as file:
+        for line in process.stderr:
+            lines.append(line)
+            file.write(line)
+            file.flush()

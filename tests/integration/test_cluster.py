@@ -1,0 +1,270 @@
+"""A real cluster (three controller and three broker processes) driven by real clients, under
+faults: controller failover while topics are created, a paused active controller, a broker that
+stops heartbeating, a broker that catches up from a snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin import NewTopic as AioNewTopic
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.admin import KafkaAdminClient
+from kafka.admin import NewTopic as PyNewTopic
+
+from strom.cli.quorum_client import connect, describe_quorum
+from strom.testing import Cluster, unique_topic_name
+
+pytestmark = pytest.mark.xdist_group("cluster")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with Cluster(brokers=3, controllers=3) as running:
+        yield running
+
+
+def _admin(servers: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": servers, "socket.timeout.ms": 10_000})
+
+
+def _create(admin: AdminClient, name: str, partitions: int = 1) -> None:
+    futures = admin.create_topics([NewTopic(name, num_partitions=partitions)], operation_timeout=30)
+    futures[name].result(timeout=60)
+
+
+def _topics_on(cluster: Cluster, broker_id: int) -> dict[str, str]:
+    """Topic name -> topic id as one broker's Metadata answer has them."""
+    node = cluster.nodes[broker_id]
+    metadata = _admin(node.address).list_topics(timeout=20)
+    return {
+        name: str(topic) for name, topic in metadata.topics.items() if not name.startswith("__")
+    }
+
+
+def test_clients_create_topics_through_any_broker_and_see_every_broker(cluster: Cluster) -> None:
+    names = []
+    for broker_id in cluster.broker_ids:  # confluent-kafka, through each broker in turn
+        name = unique_topic_name("via-broker")
+        _create(_admin(cluster.nodes[broker_id].address), name, partitions=3)
+        names.append(name)
+    admin = _admin(cluster.bootstrap_servers)
+    cluster.wait_for(  # the brokers learn of new topics from the quorum, a moment later
+        lambda: set(names) <= admin.list_topics(timeout=20).topics.keys(),
+        timeout=20,
+        what="the topics in Metadata",
+    )
+    metadata = admin.list_topics(timeout=20)
+    assert sorted(metadata.brokers) == cluster.broker_ids
+    leaders = {p.leader for name in names for p in metadata.topics[name].partitions.values()}
+    assert leaders == set(cluster.broker_ids)  # partitions are spread over the brokers
+
+    python_topic = unique_topic_name("kafka-python")
+    python_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        python_admin.create_topics(
+            [PyNewTopic(python_topic, num_partitions=2, replication_factor=1)]
+        )
+        brokers = python_admin.describe_cluster()["brokers"]  # DescribeCluster
+        assert {b["broker_id"] for b in brokers} == set(cluster.broker_ids)
+    finally:
+        python_admin.close()
+
+    aio_topic = unique_topic_name("aiokafka")
+
+    async def with_aiokafka() -> set[int]:
+        client = AIOKafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        await client.start()
+        try:
+            await client.create_topics([AioNewTopic(aio_topic, 2, 1)])
+            described = await client.describe_cluster()
+            return {b["node_id"] for b in described["brokers"]}
+        finally:
+            await client.close()
+
+    assert asyncio.run(with_aiokafka()) == set(cluster.broker_ids)
+    for broker_id in cluster.broker_ids:  # every broker's image has every topic
+        cluster.wait_for(
+            lambda b=broker_id: {*names, python_topic, aio_topic} <= _topics_on(cluster, b).keys(),
+            timeout=20,
+            what=f"broker {broker_id} to know every topic",
+        )
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for partition in range(3):
+        producer.produce(names[0], value=b"v%d" % partition, partition=partition)
+    assert producer.flush(30) == 0
+    consumer = Consumer(cluster.consumer_config())
+    consumer.subscribe([names[0]])
+    seen: set[bytes] = set()
+    deadline = time.monotonic() + 30
+    while len(seen) < 3 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.add(message.value())
+    consumer.close()
+    assert seen == {b"v0", b"v1", b"v2"}
+
+
+def test_the_quorum_describes_its_voters_and_observers(cluster: Cluster) -> None:
+    with connect(cluster.bootstrap_servers) as connection:
+        quorum = describe_quorum(connection)
+    assert quorum.leader_id in cluster.controller_ids
+    voters = {r.node_id for r in quorum.replicas if r.voter}
+    observers = {r.node_id for r in quorum.replicas if not r.voter}
+    assert voters == set(cluster.controller_ids)
+    assert observers == set(cluster.broker_ids)
+    assert quorum.high_watermark > 0
+
+
+class _Creator(threading.Thread):
+    """Creates topics one after another until stopped; remembers which were acknowledged."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        super().__init__(daemon=True)
+        self.admin = _admin(cluster.bootstrap_servers)
+        self.prefix = unique_topic_name("failover")
+        self.acknowledged: list[str] = []
+        self.failed: list[tuple[str, str]] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        count = 0
+        while not self.stop.is_set():
+            name = f"{self.prefix}-{count}"
+            count += 1
+            try:
+                _create(self.admin, name)
+            except Exception as error:
+                self.failed.append((name, str(error)))
+            else:
+                self.acknowledged.append(name)
+
+
+def test_killing_the_active_controller_while_topics_are_created(cluster: Cluster) -> None:
+    creator = _Creator(cluster)
+    creator.start()
+    cluster.wait_for(lambda: len(creator.acknowledged) >= 3, timeout=60, what="first topics")
+    victim = cluster.active_controller()
+    cluster.kill(victim)
+    killed = time.monotonic()
+    cluster.wait_for(
+        lambda: cluster.active_controller(timeout=30) != victim, timeout=30, what="a new leader"
+    )
+    failover = time.monotonic() - killed
+    before = len(creator.acknowledged)
+    cluster.wait_for(
+        lambda: len(creator.acknowledged) >= before + 3, timeout=60, what="creations to go on"
+    )
+    creator.stop.set()
+    creator.join(timeout=90)
+    cluster.restart(victim)
+    assert failover < 15, f"no new active controller {failover:.1f} s after the kill"
+    created = set(creator.acknowledged)
+    for broker_id in cluster.broker_ids:
+        cluster.wait_for(
+            lambda b=broker_id: created <= _topics_on(cluster, b).keys(),
+            timeout=30,
+            what=f"broker {broker_id} to have every acknowledged topic",
+        )
+    # One topic per name and the same topic (id) on every broker: nothing created twice.
+    views = [_topics_on(cluster, b) for b in cluster.broker_ids]
+    mine = [{n: t for n, t in view.items() if n.startswith(creator.prefix)} for view in views]
+    assert all(view == mine[0] for view in mine)
+    # A creation that failed during the failover may still have happened: then it exists
+    # once, like any other; its error was the retriable kind.
+    for _, error in creator.failed:
+        assert "TOPIC_ALREADY_EXISTS" in error or "TIMED_OUT" in error or "NOT_CONTROLLER" in error
+
+
+def _leaders_seen(cluster: Cluster) -> set[tuple[int, int]]:
+    """(leader, epoch) as each live controller's DescribeQuorum answer has it."""
+    seen: set[tuple[int, int]] = set()
+    for node_id in cluster.controller_ids:
+        node = cluster.nodes[node_id]
+        if not node.alive or node.paused:
+            continue
+        with connect(f"{node.host}:{node.controller_port}") as connection:
+            try:
+                quorum = describe_quorum(connection)
+            except Exception as error:  # a follower names the leader in its refusal
+                seen.add((-1, -1))
+                del error
+                continue
+            seen.add((quorum.leader_id, quorum.leader_epoch))
+    return seen
+
+
+def test_a_paused_active_controller_gives_way_and_rejoins(cluster: Cluster) -> None:
+    paused = cluster.active_controller()
+    cluster.pause(paused)
+    try:
+        cluster.wait_for(
+            lambda: cluster.active_controller(timeout=30) != paused,
+            timeout=30,
+            what="another active controller",
+        )
+        successor = cluster.active_controller()
+    finally:
+        cluster.resume(paused)
+    # The resumed node learns of the newer epoch and follows: one leader, agreed by all.
+    cluster.wait_for(
+        lambda: cluster.active_controller() == successor, timeout=30, what="a stable leader"
+    )
+    name = unique_topic_name("after-pause")
+    _create(_admin(cluster.bootstrap_servers), name)
+    assert name in _topics_on(cluster, cluster.broker_ids[0])
+
+
+def test_a_silent_broker_is_fenced_and_comes_back(cluster: Cluster) -> None:
+    broker = cluster.broker_ids[-1]
+    cluster.pause(broker)
+    try:
+        cluster.wait_for(
+            lambda: broker not in cluster.unfenced_brokers(),
+            timeout=30,
+            what=f"broker {broker} to be fenced",
+        )
+    finally:
+        cluster.resume(broker)
+    cluster.wait_for(
+        lambda: broker in cluster.unfenced_brokers(), timeout=30, what="unfenced after resume"
+    )
+    cluster.kill(broker)
+    cluster.restart(broker)
+    cluster.wait_for(
+        lambda: cluster.unfenced_brokers() == set(cluster.broker_ids),
+        timeout=30,
+        what="unfenced after restart",
+    )
+
+
+def test_a_broker_far_behind_catches_up_from_a_snapshot() -> None:
+    small: dict[str, Any] = {"metadata.log.max.record.bytes.between.snapshots": 2000}
+    with Cluster(brokers=2, controllers=1, config=small) as running:
+        late = running.broker_ids[-1]
+        running.kill(late)
+        admin = _admin(running.nodes[running.broker_ids[0]].address)
+        names = [unique_topic_name("snap") for _ in range(25)]
+        for name in names:
+            _create(admin, name)
+        controller = running.nodes[running.controller_ids[0]]
+        metadata_dir = controller.data_dir / "__cluster_metadata-0"
+        running.wait_for(
+            lambda: any(metadata_dir.glob("*.checkpoint")), timeout=30, what="a snapshot"
+        )
+        running.restart(late)
+        running.wait_for(
+            lambda: set(names) <= _topics_on(running, late).keys(),
+            timeout=30,
+            what="the late broker to know every topic",
+        )
+        assert any("loaded snapshot" in line for line in running.nodes[late].lines), (
+            "the late broker should have fetched a snapshot"
+        )

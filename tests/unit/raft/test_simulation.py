@@ -1,0 +1,21 @@
+"""The quorum simulation over a fixed range of seeds (``simulate.py`` runs thousands)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from raft_simulation import run_seed
+
+SEEDS = range(200)
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> None:
+    logging.getLogger("strom.raft").setLevel(logging.ERROR)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_seed(seed: int) -> None:
+    """1-5 voters and 0-3 observers by seed; faults, then healing and convergence."""
+    run_seed(seed, voters=1 + seed % 5, observers=seed % 4, steps=1200)
