@@ -12,37 +12,27 @@ FetchSnapshot (v0) on partition ``__cluster_metadata-0``, and DescribeQuorum (an
 
 from __future__ import annotations
 
-import datetime
 import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-from kio.schema.begin_quorum_epoch.v0 import request as begin_request
-from kio.schema.begin_quorum_epoch.v0 import response as begin_response
-from kio.schema.describe_quorum.v2 import response as describe_response
-from kio.schema.end_quorum_epoch.v0 import request as end_request
-from kio.schema.end_quorum_epoch.v0 import response as end_response
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v12 import request as fetch_request
-from kio.schema.fetch.v12 import response as fetch_response
-from kio.schema.fetch_snapshot.v0 import request as snapshot_request
-from kio.schema.fetch_snapshot.v0 import response as snapshot_response
-from kio.schema.types import BrokerId, TopicName
-from kio.schema.vote.v0 import request as vote_request
-from kio.schema.vote.v0 import response as vote_response
-from kio.static.primitive import Records, i32, i32Timedelta, i64
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from strom.common import Clock
 from strom.common.randomness import RandomSource
+from strom.raft import messages
 from strom.raft.batches import ControlType, control_batch, data_batch, iter_batches, leader_change
 from strom.raft.channel import Channel, InboundRequest, InboundResponse, OutboundRequest
 from strom.raft.config import RaftConfig
 from strom.raft.leader_state import LeaderState
+from strom.raft.listeners import CommittedBatch, ListenerContext, RaftListener
 from strom.raft.log import OffsetAndEpoch, RaftLog
+from strom.raft.messages import METADATA_TOPIC, LeaderAndEpoch
 from strom.raft.quorum_state import ElectionState, QuorumStateStore, Role, Trigger, next_role
 from strom.raft.requests import RequestManager
+from strom.raft.snapshot_transfer import SnapshotDownload, serve_snapshot_chunk
 from strom.raft.snapshots import SnapshotReader, SnapshotWriter
 
 __all__ = [
@@ -56,47 +46,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-METADATA_TOPIC: Final = "__cluster_metadata"
 _NO_TIMEOUT: Final = 2**62
 _IDLE_POLL_MS: Final = 1000
-_ZERO: Final = datetime.timedelta(0)
 
 
 class NotLeaderError(Exception):
     """An append or a snapshot asked of a node that does not lead that epoch."""
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderAndEpoch:
-    leader_id: int | None
-    epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class CommittedBatch:
-    """A committed batch for the state machine; control batches come with no records."""
-
-    base_offset: int
-    last_offset: int
-    epoch: int
-    append_timestamp: int
-    records: tuple[bytes, ...]
-    is_control: bool = False
-
-
-class RaftListener(Protocol):
-    def handle_commit(self, batch: CommittedBatch) -> None: ...
-
-    def handle_load_snapshot(self, snapshot: SnapshotReader) -> None: ...
-
-    def handle_leader_change(self, leader: LeaderAndEpoch) -> None: ...
-
-
-@dataclass(slots=True)
-class _Listener:
-    listener: RaftListener
-    next_offset: int = 0
-    notified: LeaderAndEpoch | None = None
 
 
 @dataclass(slots=True)
@@ -107,12 +62,6 @@ class _ParkedFetch:
     max_bytes: int
     deadline_ms: int
     high_watermark: int | None
-
-
-@dataclass(slots=True)
-class _SnapshotFetch:
-    snapshot: OffsetAndEpoch
-    data: bytearray
 
 
 class RaftClient:
@@ -144,7 +93,7 @@ class RaftClient:
             request_timeout_ms=config.request_timeout_ms,
             retry_backoff_ms=config.retry_backoff_ms,
         )
-        self._listeners: list[_Listener] = []
+        self._listeners: list[ListenerContext] = []
         self._parked: list[_ParkedFetch] = []
         self._high_watermark: int | None = None
         self._leader: LeaderState | None = None
@@ -154,7 +103,7 @@ class RaftClient:
         self._votes: dict[int, bool] = {}
         self._acknowledged: set[int] = set()
         self._successors: list[int] = []
-        self._snapshot_fetch: _SnapshotFetch | None = None
+        self._snapshot_fetch: SnapshotDownload | None = None
         self._failed_elections = 0
         self._shutting_down = False
         self._initialize()
@@ -187,7 +136,7 @@ class RaftClient:
         return self._leader.epoch_start_offset if self._leader is not None else None
 
     def register(self, listener: RaftListener) -> None:
-        self._listeners.append(_Listener(listener))
+        self._listeners.append(ListenerContext(listener))
 
     def append(self, records: Sequence[bytes], *, epoch: int) -> int:
         """Append records as one batch of ``epoch``; the offset of the last one."""
@@ -434,7 +383,7 @@ class RaftClient:
         candidates = sorted(v for v in self.voters if self._requests.ready(v, now))
         if candidates and not any(not self._requests.ready(v, now) for v in self.voters):
             target = candidates[self._random.randrange(len(candidates))]
-            self._send(target, self._fetch_body(), now)
+            self._send(target, self._fetch_request(), now)
 
     def _poll_candidate(self, now: int) -> None:
         if self._backoff_deadline is not None:
@@ -446,7 +395,11 @@ class RaftClient:
             return
         for voter in sorted(self.voters - self._votes.keys()):
             if self._requests.ready(voter, now):
-                self._send(voter, self._vote_body(), now)
+                self._send(
+                    voter,
+                    messages.vote(self.cluster_id, self.node_id, self.epoch, self._log_end()),
+                    now,
+                )
 
     def _lost_election(self, now: int) -> None:
         self._failed_elections += 1
@@ -476,7 +429,11 @@ class RaftClient:
             self._high_watermark = leader.high_watermark
         for voter in sorted(self.voters - leader.acknowledged):
             if self._requests.ready(voter, now):
-                self._send(voter, self._begin_body(), now)
+                self._send(
+                    voter,
+                    messages.begin_quorum_epoch(self.cluster_id, self.node_id, self.epoch),
+                    now,
+                )
         self._complete_parked(now)
 
     def _poll_follower(self, now: int) -> None:
@@ -494,9 +451,18 @@ class RaftClient:
         if not self._requests.ready(leader_id, now):
             return
         if self._snapshot_fetch is not None:
-            self._send(leader_id, self._snapshot_body(self._snapshot_fetch), now)
+            fetching = self._snapshot_fetch
+            request = messages.fetch_snapshot(
+                self.cluster_id,
+                self.node_id,
+                self.epoch,
+                fetching.snapshot,
+                position=len(fetching.data),
+                max_bytes=self.config.snapshot_chunk_bytes,
+            )
+            self._send(leader_id, request, now)
         elif self.log.flushed_end_offset >= self.log.end_offset:
-            self._send(leader_id, self._fetch_body(), now)
+            self._send(leader_id, self._fetch_request(), now)
 
     def _poll_resigned(self, now: int) -> None:
         if now >= self._election_deadline and not self._shutting_down:
@@ -504,55 +470,23 @@ class RaftClient:
             return
         for voter in sorted(self.voters - self._acknowledged):
             if self._requests.ready(voter, now):
-                self._send(voter, self._end_body(), now)
+                self._send(
+                    voter,
+                    messages.end_quorum_epoch(
+                        self.cluster_id, self.node_id, self.epoch, self._successors
+                    ),
+                    now,
+                )
 
     # --- delivering commits --------------------------------------------------------------------
 
     def _deliver(self) -> None:
-        for context in self._listeners:
-            self._catch_up(context)
-            self._notify_leader(context)
-
-    def _catch_up(self, context: _Listener) -> None:
-        snapshot = self.log.latest_snapshot()
-        if (
-            snapshot is not None
-            and context.next_offset < snapshot.offset
-            and (context.next_offset == 0 or context.next_offset < self.log.start_offset)
-        ):
-            data = self.log.read_snapshot(snapshot)
-            if data is not None:
-                context.listener.handle_load_snapshot(SnapshotReader(snapshot, data))
-                context.next_offset = snapshot.offset
-        hw = self._high_watermark
-        if hw is None:
-            return
-        bound = min(hw, self.log.end_offset)
-        for batch in self.log.batches(context.next_offset, bound):
-            if batch.last_offset >= bound:
-                break
-            context.listener.handle_commit(
-                CommittedBatch(
-                    base_offset=batch.base_offset,
-                    last_offset=batch.last_offset,
-                    epoch=batch.epoch,
-                    append_timestamp=batch.timestamp,
-                    records=() if batch.control is not None else batch.records,
-                    is_control=batch.control is not None,
-                )
-            )
-            context.next_offset = batch.next_offset
-
-    def _notify_leader(self, context: _Listener) -> None:
         current = self.leader_and_epoch
         if self._role is Role.RESIGNED:
             current = LeaderAndEpoch(None, self.epoch)
-        if context.notified == current:
-            return
-        if self._leader is not None and context.next_offset < self._leader.epoch_start_offset:
-            return  # a leader tells its state machine only once it has read all before it
-        context.notified = current
-        context.listener.handle_leader_change(current)
+        for context in self._listeners:
+            context.catch_up(self.log, self._high_watermark)
+            context.notify(current, self.epoch_start_offset)
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -561,7 +495,9 @@ class RaftClient:
         body: Any = request.body
         api_key = int(body.__api_key__)
         answer: ResponsePayload | None
-        if api_key == 52:
+        if api_key in (52, 53, 54, 1) and body.cluster_id not in (None, self.cluster_id):
+            answer = messages.wrong_cluster(api_key)
+        elif api_key == 52:
             answer = self._on_vote(body, now)
         elif api_key == 53:
             answer = self._on_begin(body, now)
@@ -570,7 +506,13 @@ class RaftClient:
         elif api_key == 1:
             answer = self._on_fetch(request, body, now)
         elif api_key == 59:
-            answer = self._on_fetch_snapshot(body, now)
+            answer = serve_snapshot_chunk(
+                self.log,
+                body,
+                self.leader_and_epoch,
+                leading=self._role is Role.LEADER,
+                max_bytes=self.config.snapshot_chunk_bytes,
+            )
         elif api_key == 55:
             answer = self._describe_quorum()
         else:
@@ -578,21 +520,17 @@ class RaftClient:
         if answer is not None:
             self._channel.respond(request.ref, answer)
 
-    def _cluster_matches(self, body: Any) -> bool:
-        given = getattr(body, "cluster_id", None)
-        return given is None or given == self.cluster_id
-
     def _on_vote(self, body: Any, now: int) -> ResponsePayload:
-        if not self._cluster_matches(body):
-            return vote_response.VoteResponse(
-                error_code=ErrorCode.inconsistent_cluster_id, topics=()
-            )
         part = body.topics[0].partitions[0]
         candidate, epoch = int(part.replica_id), int(part.replica_epoch)
         if candidate not in self.voters:
-            return self._vote_answer(ErrorCode.inconsistent_voter_set, granted=False)
+            return messages.vote_answer(
+                ErrorCode.inconsistent_voter_set, self.leader_and_epoch, granted=False
+            )
         if epoch < self.epoch:
-            return self._vote_answer(ErrorCode.fenced_leader_epoch, granted=False)
+            return messages.vote_answer(
+                ErrorCode.fenced_leader_epoch, self.leader_and_epoch, granted=False
+            )
         if epoch > self.epoch:
             self._become_unattached(epoch, now)
         granted = False
@@ -606,32 +544,9 @@ class RaftClient:
                 if voted is None:
                     self._transition(Trigger.GRANT_VOTE, ElectionState(self.epoch, None, candidate))
                 self._election_deadline = now + self._election_timeout()
-        return self._vote_answer(ErrorCode.none, granted=granted)
-
-    def _vote_answer(self, error: ErrorCode, *, granted: bool) -> ResponsePayload:
-        return vote_response.VoteResponse(
-            error_code=ErrorCode.none,
-            topics=(
-                vote_response.TopicData(
-                    topic_name=TopicName(METADATA_TOPIC),
-                    partitions=(
-                        vote_response.PartitionData(
-                            partition_index=i32(0),
-                            error_code=error,
-                            leader_id=BrokerId(_or_none(self._election.leader_id)),
-                            leader_epoch=i32(self.epoch),
-                            vote_granted=granted,
-                        ),
-                    ),
-                ),
-            ),
-        )
+        return messages.vote_answer(ErrorCode.none, self.leader_and_epoch, granted=granted)
 
     def _on_begin(self, body: Any, now: int) -> ResponsePayload:
-        if not self._cluster_matches(body):
-            return begin_response.BeginQuorumEpochResponse(
-                error_code=ErrorCode.inconsistent_cluster_id, topics=()
-            )
         part = body.topics[0].partitions[0]
         leader_id, epoch = int(part.leader_id), int(part.leader_epoch)
         error = ErrorCode.none
@@ -644,28 +559,9 @@ class RaftClient:
                 error = ErrorCode.inconsistent_voter_set  # two leaders of one epoch: never
             else:
                 self._become_follower(epoch, leader_id, now)
-        return begin_response.BeginQuorumEpochResponse(
-            error_code=ErrorCode.none,
-            topics=(
-                begin_response.TopicData(
-                    topic_name=TopicName(METADATA_TOPIC),
-                    partitions=(
-                        begin_response.PartitionData(
-                            partition_index=i32(0),
-                            error_code=error,
-                            leader_id=BrokerId(_or_none(self._election.leader_id)),
-                            leader_epoch=i32(self.epoch),
-                        ),
-                    ),
-                ),
-            ),
-        )
+        return messages.begin_answer(error, self.leader_and_epoch)
 
     def _on_end(self, body: Any, now: int) -> ResponsePayload:
-        if not self._cluster_matches(body):
-            return end_response.EndQuorumEpochResponse(
-                error_code=ErrorCode.inconsistent_cluster_id, topics=()
-            )
         part = body.topics[0].partitions[0]
         leader_id, epoch = int(part.leader_id), int(part.leader_epoch)
         error = ErrorCode.none
@@ -682,28 +578,11 @@ class RaftClient:
             else:
                 backoff = self._random.randrange(max(self.config.election_backoff_max_ms, 1))
             self._fetch_deadline = min(self._fetch_deadline, now + backoff)
-        return end_response.EndQuorumEpochResponse(
-            error_code=ErrorCode.none,
-            topics=(
-                end_response.TopicData(
-                    topic_name=TopicName(METADATA_TOPIC),
-                    partitions=(
-                        end_response.PartitionData(
-                            partition_index=i32(0),
-                            error_code=error,
-                            leader_id=BrokerId(_or_none(self._election.leader_id)),
-                            leader_epoch=i32(self.epoch),
-                        ),
-                    ),
-                ),
-            ),
-        )
+        return messages.end_answer(error, self.leader_and_epoch)
 
     # --- Fetch, leader side --------------------------------------------------------------------
 
     def _on_fetch(self, request: InboundRequest, body: Any, now: int) -> ResponsePayload | None:
-        if not self._cluster_matches(body):
-            return self._fetch_answer(ErrorCode.inconsistent_cluster_id, top_level=True)
         topic = body.topics[0] if body.topics else None
         if (
             topic is None
@@ -784,158 +663,20 @@ class RaftClient:
             self._channel.respond(parked.request.ref, answer)
         self._parked = keep
 
-    def _fetch_answer(
-        self,
-        error: ErrorCode = ErrorCode.none,
-        *,
-        top_level: bool = False,
-        records: bytes | None = None,
-        diverging: OffsetAndEpoch | None = None,
-        snapshot_id: OffsetAndEpoch | None = None,
-    ) -> ResponsePayload:
-        partition = fetch_response.PartitionData(
-            partition_index=i32(0),
-            error_code=error,
-            high_watermark=i64(_or_none(self._high_watermark)),
-            log_start_offset=i64(self.log.start_offset),
-            diverging_epoch=fetch_response.EpochEndOffset(
-                epoch=i32(diverging.epoch if diverging else -1),
-                end_offset=i64(diverging.offset if diverging else -1),
-            ),
-            current_leader=fetch_response.LeaderIdAndEpoch(
-                leader_id=BrokerId(_or_none(self._election.leader_id)),
-                leader_epoch=i32(self.epoch),
-            ),
-            snapshot_id=fetch_response.SnapshotId(
-                end_offset=i64(snapshot_id.offset if snapshot_id else -1),
-                epoch=i32(snapshot_id.epoch if snapshot_id else -1),
-            ),
-            aborted_transactions=None,
-            records=Records(records) if records else None,
-        )
-        return fetch_response.FetchResponse(
-            throttle_time=i32Timedelta.parse(_ZERO),
-            error_code=error if top_level else ErrorCode.none,
-            responses=()
-            if top_level
-            else (
-                fetch_response.FetchableTopicResponse(
-                    topic=TopicName(METADATA_TOPIC), partitions=(partition,)
-                ),
-            ),
-        )
-
-    def _on_fetch_snapshot(self, body: Any, now: int) -> ResponsePayload:
-        topic = body.topics[0] if body.topics else None
-        if topic is None or topic.name != METADATA_TOPIC or not topic.partitions:
-            return self._snapshot_answer(ErrorCode.unknown_topic_or_partition)
-        part = topic.partitions[0]
-        if self._role is not Role.LEADER:
-            return self._snapshot_answer(ErrorCode.not_leader_or_follower)
-        if int(part.current_leader_epoch) != self.epoch:
-            code = (
-                ErrorCode.fenced_leader_epoch
-                if int(part.current_leader_epoch) < self.epoch
-                else ErrorCode.unknown_leader_epoch
-            )
-            return self._snapshot_answer(code)
-        wanted = OffsetAndEpoch(int(part.snapshot_id.end_offset), int(part.snapshot_id.epoch))
-        data = self.log.read_snapshot(wanted)
-        if data is None:
-            return self._snapshot_answer(ErrorCode.snapshot_not_found, wanted)
-        position = int(part.position)
-        if position < 0 or position > len(data):
-            return self._snapshot_answer(ErrorCode.position_out_of_range, wanted)
-        chunk = data[
-            position : position + min(int(body.max_bytes), self.config.snapshot_chunk_bytes)
-        ]
-        return self._snapshot_answer(
-            ErrorCode.none, wanted, size=len(data), position=position, chunk=chunk
-        )
-
-    def _snapshot_answer(
-        self,
-        error: ErrorCode,
-        snapshot: OffsetAndEpoch | None = None,
-        *,
-        size: int = -1,
-        position: int = -1,
-        chunk: bytes = b"",
-    ) -> ResponsePayload:
-        return snapshot_response.FetchSnapshotResponse(
-            throttle_time=i32Timedelta.parse(_ZERO),
-            error_code=ErrorCode.none,
-            topics=(
-                snapshot_response.TopicSnapshot(
-                    name=TopicName(METADATA_TOPIC),
-                    partitions=(
-                        snapshot_response.PartitionSnapshot(
-                            index=i32(0),
-                            error_code=error,
-                            snapshot_id=snapshot_response.SnapshotId(
-                                end_offset=i64(snapshot.offset if snapshot else -1),
-                                epoch=i32(snapshot.epoch if snapshot else -1),
-                            ),
-                            current_leader=snapshot_response.LeaderIdAndEpoch(
-                                leader_id=BrokerId(_or_none(self._election.leader_id)),
-                                leader_epoch=i32(self.epoch),
-                            ),
-                            size=i64(size),
-                            position=i64(position),
-                            unaligned_records=Records(chunk),
-                        ),
-                    ),
-                ),
-            ),
-        )
-
     def _describe_quorum(self) -> ResponsePayload:
         leader = self._leader
         if self._role is not Role.LEADER or leader is None:
-            partition = describe_response.PartitionData(
-                partition_index=i32(0),
-                error_code=ErrorCode.not_leader_or_follower,
+            return messages.describe_quorum_answer(
+                self.leader_and_epoch,
+                high_watermark=None,
                 error_message=f"node {self.node_id} does not lead the quorum",
-                leader_id=BrokerId(_or_none(self._election.leader_id)),
-                leader_epoch=i32(self.epoch),
-                high_watermark=i64(-1),
-                current_voters=(),
-                observers=(),
             )
-        else:
-
-            def states(replicas: Collection[Any]) -> tuple[describe_response.ReplicaState, ...]:
-                return tuple(
-                    describe_response.ReplicaState(
-                        replica_id=BrokerId(r.node_id),
-                        replica_directory_id=None,
-                        log_end_offset=i64(r.end_offset),
-                        last_fetch_timestamp=i64(r.last_fetch_ms),
-                        last_caught_up_timestamp=i64(r.last_caught_up_ms),
-                    )
-                    for r in sorted(replicas, key=lambda r: r.node_id)
-                )
-
-            leader.update_local(self.log.flushed_end_offset, self._clock.now_ms())
-            partition = describe_response.PartitionData(
-                partition_index=i32(0),
-                error_code=ErrorCode.none,
-                error_message=None,
-                leader_id=BrokerId(self.node_id),
-                leader_epoch=i32(self.epoch),
-                high_watermark=i64(_or_none(self._high_watermark)),
-                current_voters=states(leader.voters.values()),
-                observers=states(leader.observers.values()),
-            )
-        return describe_response.DescribeQuorumResponse(
-            error_code=ErrorCode.none,
-            error_message=None,
-            topics=(
-                describe_response.TopicData(
-                    topic_name=TopicName(METADATA_TOPIC), partitions=(partition,)
-                ),
-            ),
-            nodes=(),
+        leader.update_local(self.log.flushed_end_offset, self._clock.now_ms())
+        return messages.describe_quorum_answer(
+            self.leader_and_epoch,
+            high_watermark=self._high_watermark,
+            voters=leader.voters.values(),
+            observers=leader.observers.values(),
         )
 
     # --- responses -----------------------------------------------------------------------------
@@ -1013,7 +754,7 @@ class RaftClient:
         self._fetch_deadline = now + self.config.fetch_timeout_ms
         if int(part.snapshot_id.end_offset) >= 0:
             snapshot = OffsetAndEpoch(int(part.snapshot_id.end_offset), int(part.snapshot_id.epoch))
-            self._snapshot_fetch = _SnapshotFetch(snapshot, bytearray())
+            self._snapshot_fetch = SnapshotDownload(snapshot)
             return
         if int(part.diverging_epoch.end_offset) >= 0:
             self._truncate(
@@ -1069,11 +810,8 @@ class RaftClient:
             self._snapshot_fetch = None
             self._requests.back_off(source, now)
             return
-        if int(part.position) != len(fetching.data):
-            return
-        fetching.data += bytes(part.unaligned_records)
         self._fetch_deadline = now + self.config.fetch_timeout_ms
-        if len(fetching.data) < int(part.size):
+        if not fetching.add(part):
             return
         snapshot = fetching.snapshot
         self._snapshot_fetch = None
@@ -1089,114 +827,28 @@ class RaftClient:
             snapshot.epoch,
         )
 
-    # --- request bodies ------------------------------------------------------------------------
+    # --- what this node sends ------------------------------------------------------------------
 
-    def _vote_body(self) -> RequestPayload:
-        return vote_request.VoteRequest(
-            cluster_id=self.cluster_id,
-            topics=(
-                vote_request.TopicData(
-                    topic_name=TopicName(METADATA_TOPIC),
-                    partitions=(
-                        vote_request.PartitionData(
-                            partition_index=i32(0),
-                            replica_epoch=i32(self.epoch),
-                            replica_id=BrokerId(self.node_id),
-                            last_offset_epoch=i32(self.log.last_epoch),
-                            last_offset=i64(self.log.end_offset),
-                        ),
-                    ),
-                ),
-            ),
+    def _log_end(self) -> OffsetAndEpoch:
+        return OffsetAndEpoch(self.log.end_offset, self.log.last_epoch)
+
+    def _fetch_request(self) -> RequestPayload:
+        position = messages.FetchPosition(
+            fetch_offset=self.log.end_offset,
+            last_fetched_epoch=self.log.last_epoch if self.log.end_offset > 0 else -1,
+            log_start_offset=self.log.start_offset,
+        )
+        return messages.fetch(
+            self.cluster_id,
+            self.node_id,
+            self.epoch,
+            position,
+            max_bytes=self.config.fetch_max_bytes,
+            max_wait_ms=self.config.fetch_max_wait_ms,
         )
 
-    def _begin_body(self) -> RequestPayload:
-        return begin_request.BeginQuorumEpochRequest(
-            cluster_id=self.cluster_id,
-            topics=(
-                begin_request.TopicData(
-                    topic_name=TopicName(METADATA_TOPIC),
-                    partitions=(
-                        begin_request.PartitionData(
-                            partition_index=i32(0),
-                            leader_id=BrokerId(self.node_id),
-                            leader_epoch=i32(self.epoch),
-                        ),
-                    ),
-                ),
-            ),
+    def _fetch_answer(self, error: ErrorCode = ErrorCode.none, **found: Any) -> ResponsePayload:
+        state = messages.FetchAnswer(
+            self.leader_and_epoch, self._high_watermark, self.log.start_offset
         )
-
-    def _end_body(self) -> RequestPayload:
-        return end_request.EndQuorumEpochRequest(
-            cluster_id=self.cluster_id,
-            topics=(
-                end_request.TopicData(
-                    topic_name=TopicName(METADATA_TOPIC),
-                    partitions=(
-                        end_request.PartitionData(
-                            partition_index=i32(0),
-                            leader_id=BrokerId(self.node_id),
-                            leader_epoch=i32(self.epoch),
-                            preferred_successors=tuple(i32(s) for s in self._successors),
-                        ),
-                    ),
-                ),
-            ),
-        )
-
-    def _fetch_body(self) -> RequestPayload:
-        last_epoch = self.log.last_epoch if self.log.end_offset > 0 else -1
-        return fetch_request.FetchRequest(
-            cluster_id=self.cluster_id,
-            replica_id=BrokerId(self.node_id),
-            max_wait=i32Timedelta.parse(_ms(self.config.fetch_max_wait_ms)),
-            min_bytes=i32(1),
-            topics=(
-                fetch_request.FetchTopic(
-                    topic=TopicName(METADATA_TOPIC),
-                    partitions=(
-                        fetch_request.FetchPartition(
-                            partition=i32(0),
-                            current_leader_epoch=i32(self.epoch),
-                            fetch_offset=i64(self.log.end_offset),
-                            last_fetched_epoch=i32(last_epoch),
-                            log_start_offset=i64(self.log.start_offset),
-                            partition_max_bytes=i32(self.config.fetch_max_bytes),
-                        ),
-                    ),
-                ),
-            ),
-            forgotten_topics_data=(),
-        )
-
-    def _snapshot_body(self, fetching: _SnapshotFetch) -> RequestPayload:
-        return snapshot_request.FetchSnapshotRequest(
-            cluster_id=self.cluster_id,
-            replica_id=BrokerId(self.node_id),
-            max_bytes=i32(self.config.snapshot_chunk_bytes),
-            topics=(
-                snapshot_request.TopicSnapshot(
-                    name=TopicName(METADATA_TOPIC),
-                    partitions=(
-                        snapshot_request.PartitionSnapshot(
-                            partition=i32(0),
-                            current_leader_epoch=i32(self.epoch),
-                            snapshot_id=snapshot_request.SnapshotId(
-                                end_offset=i64(fetching.snapshot.offset),
-                                epoch=i32(fetching.snapshot.epoch),
-                            ),
-                            position=i64(len(fetching.data)),
-                        ),
-                    ),
-                ),
-            ),
-        )
-
-
-def _or_none(value: int | None) -> int:
-    return -1 if value is None else value
-
-
-def _ms(value: int) -> datetime.timedelta:
-    return datetime.timedelta(milliseconds=value)
+        return messages.fetch_answer(state, error, **found)
