@@ -5,16 +5,11 @@ See NOTES.md beside this file for what the core does and what its shell must do.
 
 from strom.raft.batches import ControlType, RaftBatch
 from strom.raft.channel import Channel, InboundRequest, InboundResponse, OutboundRequest
-from strom.raft.client import (
-    METADATA_TOPIC,
-    CommittedBatch,
-    LeaderAndEpoch,
-    NotLeaderError,
-    RaftClient,
-    RaftListener,
-)
+from strom.raft.client import NotLeaderError, RaftClient
 from strom.raft.config import RaftConfig
+from strom.raft.listeners import CommittedBatch, RaftListener
 from strom.raft.log import InMemoryRaftLog, OffsetAndEpoch, RaftLog
+from strom.raft.messages import METADATA_TOPIC, LeaderAndEpoch
 from strom.raft.quorum_state import (
     TRANSITIONS,
     ElectionState,

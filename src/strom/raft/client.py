@@ -27,7 +27,7 @@ from strom.raft.batches import ControlType, control_batch, data_batch, iter_batc
 from strom.raft.channel import Channel, InboundRequest, InboundResponse, OutboundRequest
 from strom.raft.config import RaftConfig
 from strom.raft.leader_state import LeaderState
-from strom.raft.listeners import CommittedBatch, ListenerContext, RaftListener
+from strom.raft.listeners import ListenerContext, RaftListener
 from strom.raft.log import OffsetAndEpoch, RaftLog
 from strom.raft.messages import METADATA_TOPIC, LeaderAndEpoch
 from strom.raft.quorum_state import ElectionState, QuorumStateStore, Role, Trigger, next_role
@@ -35,14 +35,7 @@ from strom.raft.requests import RequestManager
 from strom.raft.snapshot_transfer import SnapshotDownload, serve_snapshot_chunk
 from strom.raft.snapshots import SnapshotReader, SnapshotWriter
 
-__all__ = [
-    "METADATA_TOPIC",
-    "CommittedBatch",
-    "LeaderAndEpoch",
-    "NotLeaderError",
-    "RaftClient",
-    "RaftListener",
-]
+__all__ = ["NotLeaderError", "RaftClient"]
 
 log = logging.getLogger(__name__)
 
