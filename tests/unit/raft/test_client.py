@@ -101,12 +101,15 @@ class Harness:
     def elect(self) -> None:
         """Make this node the leader of the next epoch with node 2's vote."""
         self.run_for(CONFIG.election_timeout_ms * 2)
-        assert self.client.role is Role.CANDIDATE
+        assert self.role() is Role.CANDIDATE
         ask = next(r for r in self.sent(52) if r.destination == 2)
         leader = messages.LeaderAndEpoch(None, self.client.epoch)
         self.answer(ask, messages.vote_answer(ErrorCode.none, leader, granted=True))
-        assert self.client.role is Role.LEADER
+        assert self.role() is Role.LEADER
         self.client.poll()
+
+    def role(self) -> Role:
+        return self.client.role
 
 
 def partition(answer: Any) -> Any:
