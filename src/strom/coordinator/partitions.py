@@ -8,6 +8,8 @@ names, and requests for a key wait until its partition is loaded.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from strom.common import ErrorCode
 
 __all__ = ["CoordinatorPartitions", "java_string_hash", "partition_for"]
@@ -29,19 +31,23 @@ def partition_for(key: str, num_partitions: int) -> int:
 
 
 class CoordinatorPartitions:
-    """The partitions of ``topic``: none before the topic exists, then each loading until
-    its records are replayed."""
+    """The partitions of ``topic``: none before the topic exists, then each one this broker
+    leads loading until its records are replayed; keys of the others belong to other brokers."""
 
     def __init__(self, topic: str) -> None:
         self.topic = topic
         self.count: int | None = None
         """Partitions of the topic (None before it exists)."""
         self.loading: set[int] = set()
+        self.owned: frozenset[int] = frozenset()
+        """The partitions this broker leads, so coordinates."""
 
-    def begin_loading(self, count: int) -> None:
-        """The topic exists with ``count`` partitions; all of them are now loading."""
+    def begin_loading(self, count: int, owned: Collection[int] | None = None) -> None:
+        """The topic exists with ``count`` partitions, of which ``owned`` (all when None) are
+        led here; they are now loading."""
         self.count = count
-        self.loading = set(range(count))
+        self.owned = frozenset(range(count) if owned is None else owned)
+        self.loading = set(self.owned)
 
     def finish_loading(self, partition: int) -> None:
         self.loading.discard(partition)
@@ -52,10 +58,14 @@ class CoordinatorPartitions:
         return partition_for(key, self.count)
 
     def error(self, key: str) -> ErrorCode:
-        """NOT_COORDINATOR before the topic exists, COORDINATOR_LOAD_IN_PROGRESS while the
-        key's partition loads, NONE when requests for the key may be served."""
+        """NOT_COORDINATOR before the topic exists or when another broker leads the key's
+        partition, COORDINATOR_LOAD_IN_PROGRESS while it loads, NONE when requests for the key
+        may be served."""
         if self.count is None:
             return ErrorCode.not_coordinator
-        if self.partition_of(key) in self.loading:
+        partition = self.partition_of(key)
+        if partition not in self.owned:
+            return ErrorCode.not_coordinator
+        if partition in self.loading:
             return ErrorCode.coordinator_load_in_progress
         return ErrorCode.none

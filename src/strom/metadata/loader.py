@@ -147,9 +147,7 @@ class MetadataLoader:
         self._publish(delta)
         return self._image
 
-    def load_snapshot(
-        self, records: Iterable[bytes], *, offset: int, epoch: int
-    ) -> MetadataImage:
+    def load_snapshot(self, records: Iterable[bytes], *, offset: int, epoch: int) -> MetadataImage:
         """Replace the image with a snapshot's (its records, up to but excluding ``offset``) and
         publish the difference from the current image as one delta."""
         snapshot = MetadataDelta(MetadataImage.empty())

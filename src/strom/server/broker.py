@@ -365,10 +365,11 @@ class Broker:
             clock=self.clock,
         )
         self.group_coordinator.start()
+        self.metadata.install_publisher(self.group_coordinator.on_metadata)
         runtime = self.group_coordinator
         for handler in (
             FindCoordinatorHandler(
-                runtime, own_address=self._own_address, transactions=self.txn_coordinator
+                runtime, leader_address=self._leader_address, transactions=self.txn_coordinator
             ),
             JoinGroupHandler(runtime),
             SyncGroupHandler(runtime),
@@ -394,6 +395,7 @@ class Broker:
         that markers it writes for unfinished transactions reach loaded groups) and its APIs."""
         runtime = self.txn_coordinator
         runtime.start()
+        self.metadata.install_publisher(runtime.on_metadata)
         offsets_partitions = self.group_coordinator.coordinator.partition_count
         for handler in (
             InitProducerIdHandler(self.producer_ids, runtime),
@@ -409,9 +411,13 @@ class Broker:
         ):
             self.registry.register(handler)
 
-    def _own_address(self, listener_name: str) -> BrokerAddress | None:
-        for address in broker_addresses(self.metadata.image, listener_name):
-            if address.node_id == self.node_id:
+    def _leader_address(self, tp: TopicPartition, listener_name: str) -> BrokerAddress | None:
+        image = self.metadata.image
+        registration = image.topics.get_partition(tp)
+        if registration is None or not registration.has_leader:
+            return None
+        for address in broker_addresses(image, listener_name):
+            if address.node_id == registration.leader:
                 return address
         return None
 

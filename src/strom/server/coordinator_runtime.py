@@ -5,8 +5,10 @@ A coordinator keeps its state in the partitions of one internal topic:
 
 * the topic is created on the first FindCoordinator that needs it
   (:meth:`CoordinatorRuntime.ensure_topic`, through the controller, as ``AutoTopicCreator``
-  does it), and an existing one is read back at start (:meth:`CoordinatorRuntime.start`): every
-  batch of every partition goes to the subclass's :meth:`~CoordinatorRuntime._replay_batch`;
+  does it); once it exists, at start or when the metadata shows it
+  (:meth:`CoordinatorRuntime.on_metadata`), every batch of every partition this broker leads
+  goes to the subclass's :meth:`~CoordinatorRuntime._replay_batch`: this broker coordinates
+  the keys of those partitions, and answers NOT_COORDINATOR for the others;
 * the core's records become one batch appended to a partition with acks=all
   (:meth:`CoordinatorRuntime._append`); the outcome is known once the high watermark passed
   them (at once on a single node);
@@ -25,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 from strom.common import Clock, ErrorCode, TopicPartition
+from strom.metadata import MetadataDelta, MetadataImage
 from strom.protocol.batch import HEADER_SIZE, NO_PRODUCER_ID, BatchHeader
 from strom.protocol.records import Record, build_batch
 from strom.server.auto_topics import AutoTopicCreator
@@ -82,7 +85,7 @@ class CoordinatorRuntime(ABC):
     # --- loading ------------------------------------------------------------------------------
 
     @abstractmethod
-    def _begin_loading(self, partitions: int) -> None: ...
+    def _begin_loading(self, partitions: int, owned: frozenset[int]) -> None: ...
 
     @abstractmethod
     def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
@@ -96,13 +99,20 @@ class CoordinatorRuntime(ABC):
         """Log what loading found."""
 
     def _load(self, partitions: int) -> None:
-        self._begin_loading(partitions)
+        """Replay the partitions this broker leads; it coordinates their keys."""
+        owned = frozenset(p for p in range(partitions) if self._leads(p))
+        self._begin_loading(partitions, owned)
         loaded = 0
-        for partition in range(partitions):
+        for partition in sorted(owned):
             for header, batch in self._batches(TopicPartition(self.topic, partition)):
                 loaded += self._replay_batch(partition, header, batch)
             self._finish_loading(partition)
         self._loaded(loaded)
+
+    def _leads(self, partition: int) -> bool:
+        tp = TopicPartition(self.topic, partition)
+        registration = self._replica_manager.image.topics.get_partition(tp)
+        return registration is not None and registration.leader == self._replica_manager.node_id
 
     def _batches(self, tp: TopicPartition) -> Iterator[tuple[BatchHeader, bytes]]:
         """Every whole batch of the partition's log, oldest first."""
@@ -127,12 +137,19 @@ class CoordinatorRuntime(ABC):
 
     def start(self) -> None:
         """Load an existing topic and start the timer task."""
-        topic = self._replica_manager.image.topics.get_topic(self.topic)
-        if topic is not None:
-            self._load(len(topic.partitions))
+        self.on_metadata(None, self._replica_manager.image)
         self._task = asyncio.get_running_loop().create_task(
             self._drive(), name=f"strom-{self.topic}"
         )
+
+    def on_metadata(self, delta: MetadataDelta | None, image: MetadataImage) -> None:
+        """A metadata publisher: load the topic once it exists, whichever broker created it."""
+        if self.core.partition_count is not None:
+            return
+        topic = image.topics.get_topic(self.topic)
+        if topic is not None:
+            self._load(len(topic.partitions))
+            self.wake()
 
     async def stop(self) -> None:
         task, self._task = self._task, None

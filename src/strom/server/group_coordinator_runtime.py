@@ -83,8 +83,8 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
 
     # --- loading ------------------------------------------------------------------------------
 
-    def _begin_loading(self, partitions: int) -> None:
-        self.coordinator.begin_loading(partitions)
+    def _begin_loading(self, partitions: int, owned: frozenset[int]) -> None:
+        self.coordinator.begin_loading(partitions, owned)
 
     def _finish_loading(self, partition: int) -> None:
         self.coordinator.finish_loading(partition, self.now_ms())

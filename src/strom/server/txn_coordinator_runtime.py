@@ -82,8 +82,8 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
 
     # --- loading ------------------------------------------------------------------------------
 
-    def _begin_loading(self, partitions: int) -> None:
-        self.coordinator.begin_loading(partitions)
+    def _begin_loading(self, partitions: int, owned: frozenset[int]) -> None:
+        self.coordinator.begin_loading(partitions, owned)
 
     def _finish_loading(self, partition: int) -> None:
         tp = TopicPartition(TRANSACTION_STATE_TOPIC, partition)

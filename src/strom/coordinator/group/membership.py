@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -116,9 +116,10 @@ class ClassicGroupMembership:
         """Partitions of ``__consumer_offsets`` (None before the topic exists)."""
         return self._partitions.count
 
-    def begin_loading(self, partitions: int) -> None:
-        """The topic exists with ``partitions`` partitions; all of them are now loading."""
-        self._partitions.begin_loading(partitions)
+    def begin_loading(self, partitions: int, owned: Collection[int] | None = None) -> None:
+        """The topic exists with ``partitions`` partitions; those this broker leads (``owned``,
+        all when None) are now loading."""
+        self._partitions.begin_loading(partitions, owned)
 
     def finish_loading(self, partition: int, now_ms: int) -> None:
         """``partition`` is replayed: its groups serve requests; members get a session."""

@@ -110,9 +110,10 @@ class TransactionCoordinator:
         """Partitions of ``__transaction_state`` (None before the topic exists)."""
         return self._partitions.count
 
-    def begin_loading(self, partitions: int) -> None:
-        """The topic exists with ``partitions`` partitions; all of them are now loading."""
-        self._partitions.begin_loading(partitions)
+    def begin_loading(self, partitions: int, owned: Collection[int] | None = None) -> None:
+        """The topic exists with ``partitions`` partitions; those this broker leads (``owned``,
+        all when None) are now loading."""
+        self._partitions.begin_loading(partitions, owned)
 
     def replay(self, record: TransactionLogRecord) -> None:
         """Apply one record of a loading partition (the last record of an id wins)."""

@@ -1,9 +1,10 @@
 """FindCoordinator (API key 10), v0 to v6: which broker coordinates a group (key type 0) or a
 transactional id (key type 1).
 
-This broker coordinates every group and every transactional id (it leads every partition of
-``__consumer_offsets`` and ``__transaction_state``); the first request for a key of either
-type creates that topic. v4+ asks for many keys at once.
+A key's coordinator is the broker that leads its partition of ``__consumer_offsets`` (groups)
+or ``__transaction_state`` (transactional ids), answered with its address on the listener the
+request came in on; the first request for a key of either type creates that topic. v4+ asks
+for many keys at once.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from kio.schema.types import BrokerId
 from kio.static.primitive import i32
 from kio.static.protocol import ResponsePayload
 
-from strom.common import ErrorCode
+from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.coordinator_runtime import CoordinatorRuntime
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.handlers._groups import GroupHandler
 from strom.server.handlers._schema import for_version
@@ -43,13 +45,13 @@ class FindCoordinatorHandler(GroupHandler):
     def __init__(
         self,
         runtime: GroupCoordinatorRuntime,
-        own_address: Callable[[str], BrokerAddress | None],
+        leader_address: Callable[[TopicPartition, str], BrokerAddress | None],
         transactions: TxnCoordinatorRuntime,
     ) -> None:
-        """``own_address(listener_name)``: this broker as clients reach it on that listener
-        (None while not registered)."""
+        """``leader_address(partition, listener_name)``: the partition's leader as clients
+        reach it on that listener (None while it has none)."""
         super().__init__(runtime)
-        self.own_address = own_address
+        self._leader_address = leader_address
         self._transactions = transactions
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
@@ -83,18 +85,23 @@ class FindCoordinatorHandler(GroupHandler):
             if not key:
                 return _coordinator(key, ErrorCode.invalid_request, None, "empty transactional id")
             error = await self._transactions.ensure_topic()
+            runtime: CoordinatorRuntime = self._transactions
+            partition: Callable[[str], int] = self._transactions.coordinator.partition_of
         elif key_type == GROUP_KEY:
             if not key:
                 return _coordinator(key, ErrorCode.invalid_request, None, "empty group id")
             error = await self._runtime.ensure_topic()
+            runtime, partition = self._runtime, self._coordinator.partition_of
         else:
             return _coordinator(
                 key, ErrorCode.invalid_request, None, f"unknown key type {key_type}"
             )
-        address = self.own_address(listener_name)
-        if error is ErrorCode.none and address is None:
-            error = ErrorCode.coordinator_not_available
-        return _coordinator(key, error, address)
+        if error is not ErrorCode.none:
+            return _coordinator(key, error, None)
+        address = self._leader_address(TopicPartition(runtime.topic, partition(key)), listener_name)
+        if address is None:
+            return _coordinator(key, ErrorCode.coordinator_not_available, None)
+        return _coordinator(key, ErrorCode.none, address)
 
 
 def _coordinator(
