@@ -14,7 +14,7 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin import NewTopic as AioNewTopic
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as PyNewTopic
 
@@ -39,13 +39,25 @@ def _create(admin: AdminClient, name: str, partitions: int = 1) -> None:
     futures[name].result(timeout=60)
 
 
-def _topics_on(cluster: Cluster, broker_id: int) -> dict[str, str]:
-    """Topic name -> topic id as one broker's Metadata answer has them."""
+def _topics_on(cluster: Cluster, broker_id: int) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Topic name -> (partition, leader) pairs, as one broker's Metadata answer has them."""
     node = cluster.nodes[broker_id]
     metadata = _admin(node.address).list_topics(timeout=20)
     return {
-        name: str(topic) for name, topic in metadata.topics.items() if not name.startswith("__")
+        name: tuple(sorted((p.id, p.leader) for p in topic.partitions.values()))
+        for name, topic in metadata.topics.items()
+        if not name.startswith("__")
     }
+
+
+def _wait_for_topics(cluster: Cluster, names: set[str], *, timeout: float) -> None:
+    """Until every broker's Metadata answer has every one of ``names``."""
+    for broker_id in cluster.broker_ids:
+
+        def known(broker_id: int = broker_id) -> bool:
+            return names <= _topics_on(cluster, broker_id).keys()
+
+        cluster.wait_for(known, timeout=timeout, what=f"broker {broker_id} to know every topic")
 
 
 def test_clients_create_topics_through_any_broker_and_see_every_broker(cluster: Cluster) -> None:
@@ -89,12 +101,7 @@ def test_clients_create_topics_through_any_broker_and_see_every_broker(cluster: 
             await client.close()
 
     assert asyncio.run(with_aiokafka()) == set(cluster.broker_ids)
-    for broker_id in cluster.broker_ids:  # every broker's image has every topic
-        cluster.wait_for(
-            lambda b=broker_id: {*names, python_topic, aio_topic} <= _topics_on(cluster, b).keys(),
-            timeout=20,
-            what=f"broker {broker_id} to know every topic",
-        )
+    _wait_for_topics(cluster, {*names, python_topic, aio_topic}, timeout=20)
 
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
     for partition in range(3):
@@ -107,7 +114,7 @@ def test_clients_create_topics_through_any_broker_and_see_every_broker(cluster: 
     while len(seen) < 3 and time.monotonic() < deadline:
         message = consumer.poll(0.5)
         if message is not None and message.error() is None:
-            seen.add(message.value())
+            seen.add(message.value() or b"")
     consumer.close()
     assert seen == {b"v0", b"v1", b"v2"}
 
@@ -167,13 +174,8 @@ def test_killing_the_active_controller_while_topics_are_created(cluster: Cluster
     cluster.restart(victim)
     assert failover < 15, f"no new active controller {failover:.1f} s after the kill"
     created = set(creator.acknowledged)
-    for broker_id in cluster.broker_ids:
-        cluster.wait_for(
-            lambda b=broker_id: created <= _topics_on(cluster, b).keys(),
-            timeout=30,
-            what=f"broker {broker_id} to have every acknowledged topic",
-        )
-    # One topic per name and the same topic (id) on every broker: nothing created twice.
+    _wait_for_topics(cluster, created, timeout=30)
+    # Every broker has the same image: the same topics, partitions and leaders.
     views = [_topics_on(cluster, b) for b in cluster.broker_ids]
     mine = [{n: t for n, t in view.items() if n.startswith(creator.prefix)} for view in views]
     assert all(view == mine[0] for view in mine)
@@ -204,7 +206,9 @@ def test_a_paused_active_controller_gives_way_and_rejoins(cluster: Cluster) -> N
     assert cluster.active_controller() == successor
     name = unique_topic_name("after-pause")
     _create(_admin(cluster.bootstrap_servers), name)
-    assert name in _topics_on(cluster, cluster.broker_ids[0])
+    cluster.wait_for(
+        lambda: name in _topics_on(cluster, cluster.broker_ids[0]), timeout=20, what=name
+    )
 
 
 def test_a_silent_broker_is_fenced_and_comes_back(cluster: Cluster) -> None:

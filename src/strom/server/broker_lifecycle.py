@@ -126,14 +126,27 @@ class BrokerLifecycleManager:
             log_dirs=() if settings.directory_id is None else (settings.directory_id,),
             previous_broker_epoch=i64(self.broker_epoch),
         )
-        try:
-            response = await self._channel.send(request, timeout=settings.registration_timeout)
-        except ControllerUnavailable as error:
-            raise RegistrationFailed(f"cannot register with the controller: {error}") from None
-        if response.error_code != ErrorCode.none:
-            raise RegistrationFailed(
-                f"the controller refused the registration: {ErrorCode(response.error_code).name}"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + settings.registration_timeout
+        while True:
+            try:
+                response = await self._channel.send(
+                    request, timeout=max(deadline - loop.time(), 0.001)
+                )
+            except ControllerUnavailable as error:
+                raise RegistrationFailed(f"cannot register with the controller: {error}") from None
+            code = ErrorCode(response.error_code)
+            if code is not ErrorCode.duplicate_broker_registration or loop.time() >= deadline:
+                break
+            # An earlier process of this broker (killed, say) still holds a live session: the
+            # registration goes through once the controller has fenced it, as Kafka's does.
+            log.info(
+                "broker %d: an earlier registration's session is still alive; retrying",
+                settings.node_id,
             )
+            await asyncio.sleep(settings.heartbeat_interval)
+        if code is not ErrorCode.none:
+            raise RegistrationFailed(f"the controller refused the registration: {code.name}")
         self.broker_epoch = int(response.broker_epoch)
         self.state = BrokerState.RECOVERY
         log.info("registered as broker %d (broker epoch %d)", settings.node_id, self.broker_epoch)
