@@ -59,7 +59,14 @@ def up(
     overrides: tuple[str, ...],
     host: str,
 ) -> None:
-    """Start a cluster of strom processes on this machine until Ctrl-C."""
+    """Start a cluster of strom processes on this machine until Ctrl-C.
+
+    \b
+    Examples:
+      strom cluster up --brokers 3 --controllers 3 --data-dir ./cluster
+      strom cluster up --combined --brokers 3 --data-dir ./cluster \\
+          --override controller.quorum.election.timeout.ms=500
+    """
     from strom.testing.cluster import Cluster, ClusterError  # noqa: PLC0415 - on use only
 
     config: dict[str, str] = {}
@@ -122,7 +129,12 @@ def up(
     help="Broker(s) to ask.",
 )
 def describe(bootstrap_server: str) -> None:
-    """Every registered broker and its state, and the active controller."""
+    """Every registered broker and its state, and the active controller.
+
+    \b
+    Examples:
+      strom cluster describe --bootstrap-server 127.0.0.1:9092
+    """
     with connect(bootstrap_server) as connection:
         state = describe_cluster(connection)
         quorum = describe_quorum(connection)

@@ -40,7 +40,13 @@ def metadata_quorum() -> None:
 def describe(
     bootstrap_server: str | None, bootstrap_controller: str | None, what: str | None
 ) -> None:
-    """Describe the quorum's status or its replication (one of --status, --replication)."""
+    """Describe the quorum's status or its replication (one of --status, --replication).
+
+    \b
+    Examples:
+      strom metadata-quorum describe --bootstrap-server 127.0.0.1:9092 --status
+      strom metadata-quorum describe --bootstrap-controller 127.0.0.1:9093 --replication
+    """
     if what is None:
         raise click.UsageError("choose one of --status or --replication")
     if bootstrap_server and bootstrap_controller:

@@ -2,14 +2,16 @@
 
 * ``strom storage random-uuid``: a new cluster id (Kafka's 22-character form).
 * ``strom storage format --cluster-id ID --config server.properties``: write ``meta.properties``
-  (cluster id, node id, directory id) into the node's data directory. Every node of a cluster is
-  formatted with the same cluster id; a node with ``process.roles`` set refuses to start on a
-  directory that is not formatted, or that belongs to another node or cluster.
+  (cluster id, node id, directory id) and ``bootstrap.checkpoint`` (the cluster's starting
+  ``metadata.version``, ``--release-version``) into the node's data directory. Every node of a
+  cluster is formatted with the same cluster id; a node with ``process.roles`` set refuses to
+  start on a directory that is not formatted, or that belongs to another node or cluster.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import NoReturn
 
@@ -37,7 +39,12 @@ def storage() -> None:
 
 @storage.command("random-uuid")
 def random_uuid() -> None:
-    """Print a new random cluster id."""
+    """Print a new random cluster id.
+
+    \b
+    Examples:
+      strom storage random-uuid
+    """
     click.echo(random_kafka_uuid())
 
 
@@ -61,6 +68,13 @@ def random_uuid() -> None:
     help="Set a server setting by its Kafka name; repeatable.",
 )
 @click.option(
+    "-r",
+    "--release-version",
+    default=None,
+    help="The metadata.version the cluster starts at, as Kafka names it (3.6-IV2, or 3.6); "
+    "default: the newest strom runs.",
+)
+@click.option(
     "-g",
     "--ignore-formatted",
     is_flag=True,
@@ -70,10 +84,23 @@ def format_(
     cluster_id: str,
     properties_file: Path | None,
     overrides: tuple[str, ...],
+    release_version: str | None,
     ignore_formatted: bool,
 ) -> None:
-    """Format the node's data directory for cluster CLUSTER_ID."""
+    """Format the node's data directory for a cluster.
+
+    \b
+    Examples:
+      strom storage format --cluster-id $(strom storage random-uuid) --config node1.properties
+      strom storage format -t q1Sh-9_ISia_zwGINzRvyQ -c node1.properties --release-version 3.6
+    """
     from strom.cli.settings import build_config  # noqa: PLC0415
+    from strom.controller import DEFAULT_METADATA_VERSION  # noqa: PLC0415
+    from strom.server.bootstrap_metadata import (  # noqa: PLC0415
+        BootstrapError,
+        release_metadata_version,
+        write_bootstrap_checkpoint,
+    )
     from strom.server.node_config import NodeConfig  # noqa: PLC0415
 
     try:
@@ -81,6 +108,11 @@ def format_(
             properties_file=properties_file, overrides=overrides, data_dir=None, listener=None
         )
         node = NodeConfig.from_config(config)
+        level = (
+            DEFAULT_METADATA_VERSION
+            if release_version is None
+            else release_metadata_version(release_version)
+        )
         data_dir = Path(config.get_str("log.dirs"))
         meta = format_data_dir(
             data_dir,
@@ -88,7 +120,11 @@ def format_(
             cluster_id=cluster_id,
             ignore_formatted=ignore_formatted,
         )
-    except (ConfigError, MetaPropertiesError) as error:
+        if meta is not None:
+            write_bootstrap_checkpoint(
+                data_dir, metadata_version=level, timestamp=int(time.time() * 1000)
+            )
+    except (ConfigError, MetaPropertiesError, BootstrapError) as error:
         _fail(str(error))
     if meta is None:
         click.echo(f"{data_dir} is already formatted; left as it is")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from typing import Protocol, TypeVar
 
 from strom.common import Clock
 from strom.controller import (
+    DEFAULT_METADATA_VERSION,
     AlterConfigsRequest,
     AlterConfigsResult,
     BrokerHeartbeat,
@@ -103,8 +105,12 @@ class ControllerServer:
         committed: CommittedImage,
         clock: Clock,
         session_timeout_ms: int,
+        bootstrap_metadata_version: int = DEFAULT_METADATA_VERSION,
     ) -> None:
+        """``bootstrap_metadata_version``: the metadata.version a new cluster starts at (the
+        node's ``bootstrap.checkpoint``)."""
         self.controller = controller
+        self._bootstrap_version = bootstrap_metadata_version
         self.node_id = node_id
         self._quorum = quorum
         self._committed = committed
@@ -232,7 +238,12 @@ class ControllerServer:
         """Bootstrap a new cluster (nothing when the log has its first records), then fence
         unfenced brokers whose sessions run out, as long as this node is active."""
         try:
-            await self.run("bootstrap", self.controller.bootstrap)
+            await self.run(
+                "bootstrap",
+                functools.partial(
+                    self.controller.bootstrap, metadata_version=self._bootstrap_version
+                ),
+            )
         except NotControllerError:
             log.info("bootstrap of epoch %d gave way to a newer controller", epoch)
             return

@@ -44,6 +44,7 @@ from strom.protocol.api import (
     make_request_header,
 )
 from strom.raft import FileQuorumStateStore, RaftClient, RaftConfig
+from strom.server.bootstrap_metadata import read_bootstrap_metadata_version
 from strom.server.broker import Broker, BrokerParts, BrokerStartError
 from strom.server.cleaner_service import CleanerService
 from strom.server.config_entries import ConfigDescriber
@@ -310,6 +311,7 @@ class Node:
             committed=self.metadata,
             clock=self.clock,
             session_timeout_ms=self.config.get_int("broker.session.timeout.ms"),
+            bootstrap_metadata_version=read_bootstrap_metadata_version(self.data_dir),
         )
         self.controller = controller
         registry = self.controller_registry
