@@ -20,7 +20,6 @@ from strom.controller import (
     AlterConfigsRequest,
     AlterConfigsResource,
     AlterConfigsResult,
-    ApiError,
     ConfigEntry,
 )
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
@@ -31,6 +30,7 @@ from strom.server.handlers.common import (
     alter_configs_results,
     as_newest,
     log_config_changes,
+    refused_config_results,
 )
 from strom.server.handlers.registry import RequestContext
 
@@ -81,13 +81,8 @@ class AlterConfigsHandler:
 
 def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
     """Every resource of the request refused with ``code`` (the controller was not reached)."""
-    request = parse_alter_configs(context.body)
     return _response(
-        context,
-        [
-            AlterConfigsResult(r.resource_type, r.resource_name, ApiError(code))
-            for r in request.resources
-        ],
+        context, refused_config_results(parse_alter_configs(context.body).resources, code)
     )
 
 

@@ -10,12 +10,18 @@ import datetime
 import logging
 import typing
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final, TypeVar
 
 from kio.static.primitive import i8, i32, i32Timedelta
 
-from strom.controller import AlterConfigsResult
+from strom.common import ErrorCode
+from strom.controller import (
+    AlterConfigsResource,
+    AlterConfigsResult,
+    ApiError,
+    IncrementalAlterConfigsResource,
+)
 from strom.metadata import BrokerRegistration, ConfigResourceType, MetadataImage
 
 __all__ = [
@@ -148,6 +154,14 @@ def alter_configs_results(
         )
         for result in results
     )
+
+
+def refused_config_results(
+    resources: Iterable[AlterConfigsResource | IncrementalAlterConfigsResource], code: ErrorCode
+) -> list[AlterConfigsResult]:
+    """Every resource of an AlterConfigs or IncrementalAlterConfigs request refused with
+    ``code`` (the controller was not reached)."""
+    return [AlterConfigsResult(r.resource_type, r.resource_name, ApiError(code)) for r in resources]
 
 
 def request_field(body: object, name: str, default: T) -> T:

@@ -20,7 +20,6 @@ from strom.controller import (
     AlterableConfig,
     AlterConfigOp,
     AlterConfigsResult,
-    ApiError,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResource,
 )
@@ -32,6 +31,7 @@ from strom.server.handlers.common import (
     alter_configs_results,
     as_newest,
     log_config_changes,
+    refused_config_results,
 )
 from strom.server.handlers.registry import RequestContext
 
@@ -96,13 +96,9 @@ class IncrementalAlterConfigsHandler:
 
 def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
     """Every resource of the request refused with ``code`` (the controller was not reached)."""
-    request = parse_incremental_alter_configs(context.body)
     return _response(
         context,
-        [
-            AlterConfigsResult(r.resource_type, r.resource_name, ApiError(code))
-            for r in request.resources
-        ],
+        refused_config_results(parse_incremental_alter_configs(context.body).resources, code),
     )
 
 
