@@ -250,16 +250,16 @@ class Node:
             self.broker = self._make_broker()
             await self.broker.bind()
 
+    def _voter_address(self, node_id: int) -> tuple[str, int] | None:
+        """Where a voter's controller listener is (None: not a voter)."""
+        address = self.node.voters.get(node_id)
+        return None if address is None else (address.host, address.port)
+
     def _build_quorum(self) -> None:
         partition = self.log_manager.get_or_create(METADATA_PARTITION, METADATA_LOG_CONFIG)
         raft_log = FileRaftLog(partition, clock=self.clock)
-        voters = self.node.voters
         clients = NodeClients(
-            lambda node_id: (
-                (address.host, address.port)
-                if (address := voters.get(node_id)) is not None
-                else None
-            ),
+            self._voter_address,
             client_id=f"strom-node-{self.node_id}",
             request_timeout=self.config.get_int("controller.quorum.request.timeout.ms") / 1000,
         )
@@ -365,18 +365,10 @@ class Node:
     # --- the broker role -----------------------------------------------------------------------
 
     def _make_broker(self) -> Broker:
-        voters = self.node.voters
         channel = ControllerChannel(
             node_id=self.node_id,
             leader=lambda: self.raft.client.leader_and_epoch.leader_id,
-            clients=NodeClients(
-                lambda node_id: (
-                    (address.host, address.port)
-                    if (address := voters.get(node_id)) is not None
-                    else None
-                ),
-                client_id=f"strom-broker-{self.node_id}",
-            ),
+            clients=NodeClients(self._voter_address, client_id=f"strom-broker-{self.node_id}"),
             local=self._local_controller if self.node.is_controller else None,
             retry_backoff=self.config.get_int("controller.quorum.retry.backoff.ms") / 1000,
         )
