@@ -6,10 +6,12 @@ through the broker. The broker forwards CreateTopics to the controller and retri
 one answers, so the clock stops once the new active controller has committed the topic. Then
 the killed node is restarted and rejoins before the next trial.
 
-Printed per timeout setting: p50, p99 and max over ``--trials`` trials. The reference is the
-least time Kafka's KRaft design allows with the same settings: the followers notice the
-leader's silence only after ``controller.quorum.fetch.timeout.ms``; the election and the commit
-come on top of that.
+Printed per timeout setting: p50, p99 and max over ``--trials`` trials, beside the reference:
+when Kafka's KRaft protocol, with the same settings, lets a follower notice that the leader is
+gone. A follower stands for election ``controller.quorum.fetch.timeout.ms`` after the leader
+last answered its fetch, and the leader holds a fetch for up to 500 ms (Kafka's fixed fetch
+wait). So a follower notices between fetch.timeout - 0.5 s and fetch.timeout after the kill.
+The election and the commit of the topic come on top of that.
 
 Run: ``.venv/bin/python -m bench.controller_failover [--trials 20]``.
 """
@@ -37,6 +39,10 @@ SETTINGS: Mapping[str, Mapping[str, str]] = {
         "controller.quorum.election.backoff.max.ms": "300",
     },
 }
+
+
+FETCH_MAX_WAIT_MS = 500
+"""How long a KRaft leader holds a fetch that has nothing new (Kafka's and strom's)."""
 
 
 def create_topic(servers: str) -> None:
@@ -75,7 +81,7 @@ def main() -> None:
     trials = parser.parse_args().trials
     print(
         f"{'timeouts':<17} {'fetch ms':>8} {'p50 s':>7} {'p99 s':>7} {'max s':>7} "
-        f"{'KRaft floor s':>14}"
+        f"{'KRaft notices at s':>19}"
     )
     for label, settings in SETTINGS.items():
         with Cluster(brokers=1, controllers=3, config=settings) as c:
@@ -87,7 +93,8 @@ def main() -> None:
         fetch_ms = int(settings["controller.quorum.fetch.timeout.ms"])
         print(
             f"{label:<17} {fetch_ms:>8} {statistics.median(times):>7.2f} "
-            f"{percentile(times, 0.99):>7.2f} {max(times):>7.2f} {fetch_ms / 1000:>14.2f}"
+            f"{percentile(times, 0.99):>7.2f} {max(times):>7.2f} "
+            f"{f'{(fetch_ms - FETCH_MAX_WAIT_MS) / 1000:.1f}-{fetch_ms / 1000:.1f}':>19}"
         )
 
 
