@@ -5,19 +5,25 @@ stops heartbeating, a broker that catches up from a snapshot."""
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin import NewTopic as AioNewTopic
+from click.testing import CliRunner
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as PyNewTopic
 
+from strom.cli.main import cli
 from strom.cli.quorum_client import connect, describe_quorum
 from strom.testing import Cluster, unique_topic_name
 
@@ -257,3 +263,92 @@ def test_a_broker_far_behind_catches_up_from_a_snapshot() -> None:
         assert any("loaded snapshot" in line for line in running.nodes[late].lines), (
             "the late broker should have fetched a snapshot"
         )
+
+
+def test_the_cli_describes_the_cluster_and_its_quorum(cluster: Cluster) -> None:
+    runner = CliRunner()
+    leader = cluster.active_controller()
+    described = runner.invoke(
+        cli, ["cluster", "describe", "--bootstrap-server", cluster.bootstrap_servers]
+    )
+    assert described.exit_code == 0, described.output
+    assert f"active controller: {leader} " in described.stdout
+    for broker_id in cluster.broker_ids:
+        assert f"{cluster.nodes[broker_id].address} " in described.stdout
+
+    follower = next(n for n in cluster.controller_ids if n != leader)
+    through = {
+        "--bootstrap-server": cluster.bootstrap_servers,
+        # A controller that does not lead: the CLI finds the active one, as Kafka's tool does.
+        "--bootstrap-controller": f"127.0.0.1:{cluster.nodes[follower].controller_port}",
+    }
+    for option, servers in through.items():
+        status = runner.invoke(cli, ["metadata-quorum", "describe", option, servers, "--status"])
+        assert status.exit_code == 0, status.output
+        assert f"LeaderId:             {leader}\n" in status.stdout
+        assert f"ClusterId:            {cluster.cluster_id}\n" in status.stdout
+        assert f"CurrentVoters:        {sorted(cluster.controller_ids)}".replace(" ", "") in (
+            status.stdout.replace(" ", "")
+        )
+        replication = runner.invoke(
+            cli, ["metadata-quorum", "describe", option, servers, "--replication"]
+        )
+        assert replication.exit_code == 0, replication.output
+        rows = [line.split() for line in replication.stdout.splitlines()[1:] if line.strip()]
+        statuses = {int(row[0]): row[-1] for row in rows}
+        assert statuses[leader] == "Leader"
+        assert {n for n, s in statuses.items() if s == "Observer"} == set(cluster.broker_ids)
+
+
+def test_cluster_up_starts_a_cluster_and_ctrl_c_stops_it(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "strom",
+            "cluster",
+            "up",
+            "--brokers",
+            "1",
+            "--controllers",
+            "1",
+            "--data-dir",
+            str(tmp_path),
+            "--override",
+            "broker.heartbeat.interval.ms=500",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        servers = None
+        for line in process.stdout:
+            if line.startswith("bootstrap servers: "):
+                servers = line.split(": ", 1)[1].strip()
+                break
+        assert servers is not None, "no bootstrap servers printed"
+        name = unique_topic_name("cluster-up")
+        _create(_admin(servers), name)
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=60)[0]
+    finally:
+        process.kill()
+    assert process.returncode == 0, output
+    assert "stopping every node" in output
+    assert _strom_servers_under(tmp_path) == []
+    assert (tmp_path / "node-1" / "server.log").exists()
+
+
+def _strom_servers_under(base: Path) -> list[str]:
+    """Command lines of ``strom server`` processes still running on a file under ``base``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            args = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+        if "strom" in args and str(base) in args and "server" in args:
+            found.append(args)
+    return found

@@ -16,7 +16,7 @@ from strom.cli.client_common import (
     ClientGroup,
     output_console,
 )
-from strom.cli.quorum_client import QuorumState, connect, describe_cluster, describe_quorum
+from strom.cli.quorum_client import QuorumState, ask_quorum
 
 __all__ = ["metadata_quorum"]
 
@@ -52,9 +52,7 @@ def describe(
     if bootstrap_server and bootstrap_controller:
         raise click.UsageError("give --bootstrap-server or --bootstrap-controller, not both")
     servers = bootstrap_controller or bootstrap_server or DEFAULT_BOOTSTRAP_SERVER
-    with connect(servers) as connection:
-        quorum = describe_quorum(connection)
-        cluster_id = describe_cluster(connection).cluster_id if bootstrap_controller is None else ""
+    quorum, cluster_id = ask_quorum(servers, controllers=bool(bootstrap_controller))
     if what == "status":
         _status(quorum, cluster_id)
     else:

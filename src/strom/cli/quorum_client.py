@@ -18,7 +18,14 @@ from kio.static.primitive import i8, i32
 from strom.cli.client_common import CliError
 from strom.client.blocking import BrokerConnection, parse_servers
 
-__all__ = ["BROKERS", "CONTROLLERS", "connect", "describe_cluster", "describe_quorum"]
+__all__ = [
+    "BROKERS",
+    "CONTROLLERS",
+    "ask_quorum",
+    "connect",
+    "describe_cluster",
+    "describe_quorum",
+]
 
 BROKERS = 1
 CONTROLLERS = 2
@@ -139,6 +146,22 @@ def describe_cluster(connection: BrokerConnection, *, endpoint_type: int = BROKE
             for b in response.brokers
         ),
     )
+
+
+def ask_quorum(servers: str, *, controllers: bool) -> tuple[QuorumState, str]:
+    """The quorum's state and the cluster id. Through a broker (it forwards the question to the
+    active controller), or through a controller: it names the active one and its address
+    (DescribeCluster on the controller listener), which is then asked, as Kafka's admin client
+    does."""
+    with connect(servers) as connection:
+        if not controllers:
+            return describe_quorum(connection), describe_cluster(connection).cluster_id
+        cluster = describe_cluster(connection, endpoint_type=CONTROLLERS)
+        active = next((n for n in cluster.nodes if n.node_id == cluster.controller_id), None)
+        if active is None:
+            raise CliError("the quorum has no active controller right now; try again shortly")
+    with connect(f"{active.host}:{active.port}") as connection:
+        return describe_quorum(connection), cluster.cluster_id
 
 
 def _check(code: ErrorCode, message: str | None) -> None:
