@@ -31,12 +31,6 @@ def _open(base: Path) -> FileRaftLog:
     return FileRaftLog(partition, clock=clock)
 
 
-def _reopen(base: Path) -> FileRaftLog:
-    """Open the log again, as a restarted node does (the files of the earlier one are left
-    open, as after a kill)."""
-    return _open(base)
-
-
 def _append(log: FileRaftLog, epoch: int, *records: bytes) -> None:
     log.append(data_batch(list(records), base_offset=log.end_offset, epoch=epoch, timestamp=0))
 
@@ -59,7 +53,7 @@ def test_batches_epochs_and_the_flushed_offset_survive_a_reopen(tmp_path: Path) 
     assert log.flushed_end_offset == 0  # nothing is flushed until asked
     log.flush()
     assert (log.end_offset, log.flushed_end_offset, log.last_epoch) == (4, 4, 3)
-    again = _reopen(tmp_path)
+    again = _open(tmp_path)  # as a restarted node does
     assert (again.start_offset, again.end_offset, again.last_epoch) == (0, 4, 3)
     assert again.end_offset_for_epoch(1) == OffsetAndEpoch(3, 1)
     assert again.end_offset_for_epoch(2) == OffsetAndEpoch(3, 1)  # no epoch 2: where 1 ended
@@ -110,7 +104,7 @@ def test_a_snapshot_moves_the_log_start_and_is_found_after_a_reopen(tmp_path: Pa
     assert log.start_offset == 8 and log.latest_snapshot() == snapshot
     assert log.read(0, 1 << 20)[:0] == b""  # reading below the start reads from the start
     assert next(log.batches(0, 12)).base_offset == 8
-    again = _reopen(tmp_path)
+    again = _open(tmp_path)  # as a restarted node does
     assert again.latest_snapshot() == snapshot
     assert again.read_snapshot(snapshot) == _snapshot(8, 2)
     assert again.read_snapshot(OffsetAndEpoch(3, 1)) is None
