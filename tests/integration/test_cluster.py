@@ -32,7 +32,8 @@ pytestmark = pytest.mark.xdist_group("cluster")
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(brokers=3, controllers=3) as running:
+    racks = {broker_id: {"broker.rack": f"rack-{broker_id}"} for broker_id in (1, 2, 3)}
+    with Cluster(brokers=3, controllers=3, node_config=racks) as running:
         yield running
 
 
@@ -90,7 +91,9 @@ def test_clients_create_topics_through_any_broker_and_see_every_broker(cluster: 
             [PyNewTopic(python_topic, num_partitions=2, replication_factor=1)]
         )
         brokers = python_admin.describe_cluster()["brokers"]  # DescribeCluster
-        assert {b["broker_id"] for b in brokers} == set(cluster.broker_ids)
+        assert {b["broker_id"]: b["rack"] for b in brokers} == {
+            broker_id: f"rack-{broker_id}" for broker_id in cluster.broker_ids
+        }
     finally:
         python_admin.close()
 
@@ -237,6 +240,23 @@ def test_a_silent_broker_is_fenced_and_comes_back(cluster: Cluster) -> None:
         lambda: cluster.unfenced_brokers() == set(cluster.broker_ids),
         timeout=30,
         what="unfenced after restart",
+    )
+
+
+def test_sigterm_shuts_a_broker_down_through_the_controller(cluster: Cluster) -> None:
+    broker = cluster.broker_ids[0]
+    started = time.monotonic()
+    cluster.terminate(broker)  # SIGTERM: WantShutDown in a heartbeat, then stop
+    assert time.monotonic() - started < 15
+    node = cluster.nodes[broker]
+    assert node.process is not None and node.process.returncode == 0
+    assert not any("did not confirm the controlled shutdown" in line for line in node.lines)
+    cluster.wait_for(  # fenced by the controller before it let the broker go
+        lambda: broker not in cluster.unfenced_brokers(), timeout=10, what="fenced"
+    )
+    cluster.restart(broker)
+    cluster.wait_for(
+        lambda: broker in cluster.unfenced_brokers(), timeout=30, what="unfenced after restart"
     )
 
 
