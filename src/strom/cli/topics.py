@@ -41,9 +41,9 @@ from strom.cli.configs import (
     is_default,
     parse_key_list,
 )
+from strom.controller.topic_names import INTERNAL_TOPICS
 
 __all__ = [
-    "INTERNAL_TOPICS",
     "PartitionOffsets",
     "partition_table",
     "topic_header",
@@ -51,8 +51,6 @@ __all__ = [
     "topics",
 ]
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-"""The topics Kafka's brokers flag as internal (``org.apache.kafka.common.internals.Topic``)."""
 
 # OffsetSpec's factories have no annotations; typed names for them keep mypy strict satisfied.
 _EARLIEST: Callable[[], OffsetSpec] = OffsetSpec.earliest

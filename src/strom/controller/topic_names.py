@@ -30,7 +30,12 @@ MAX_NAME_LENGTH: Final = 249
 GROUP_METADATA_TOPIC: Final = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 CLUSTER_METADATA_TOPIC: Final = "__cluster_metadata"
-INTERNAL_TOPICS: Final = frozenset({GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC})
+SHARE_GROUP_STATE_TOPIC: Final = "__share_group_state"
+INTERNAL_TOPICS: Final = frozenset(
+    {GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC}
+)
+"""The topics Kafka flags as internal (``org.apache.kafka.common.internals.Topic``): clients
+may not produce to them, and listings may leave them out; coordinators write them."""
 
 _LEGAL: Final = re.compile(r"[a-zA-Z0-9._-]+")
 

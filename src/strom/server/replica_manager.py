@@ -54,6 +54,7 @@ from typing import Final, Protocol
 
 from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
 from strom.config import ServerConfig, TopicConfig
+from strom.controller.topic_names import INTERNAL_TOPICS
 from strom.metadata.image import MetadataImage, PartitionRegistration
 from strom.storage.file_region import FileRegion
 from strom.storage.log_manager import LogManager
@@ -69,7 +70,6 @@ from strom.storage.producer_state import AppendOrigin
 from strom.storage.txn_index import AbortedTxn
 
 __all__ = [
-    "INTERNAL_TOPICS",
     "LATEST_TIERED_TIMESTAMP",
     "READ_COMMITTED",
     "READ_UNCOMMITTED",
@@ -91,10 +91,6 @@ LATEST_TIERED_TIMESTAMP: Final = -5
 """ListOffsets v9+ (KIP-1005): the highest offset in tiered storage; -1 without tiering."""
 UNDEFINED_EPOCH: Final = -1
 UNDEFINED_EPOCH_OFFSET: Final = -1
-INTERNAL_TOPICS: Final = frozenset(
-    {"__consumer_offsets", "__transaction_state", "__share_group_state"}
-)
-"""Topics clients may not produce to (Kafka's ``Topic.isInternal``); coordinators write them."""
 VALID_ACKS: Final = (-1, 0, 1)
 _NO_LOG_START_ERRORS: Final = frozenset(
     {
