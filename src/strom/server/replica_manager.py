@@ -50,12 +50,13 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Final
 
 from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
 from strom.config import ServerConfig, TopicConfig
 from strom.controller.topic_names import INTERNAL_TOPICS
 from strom.metadata.image import MetadataImage, PartitionRegistration
+from strom.server.metadata_view import MetadataView
 from strom.storage.file_region import FileRegion
 from strom.storage.log_manager import LogManager
 from strom.storage.log_validator import RecordError, RecordValidationError
@@ -118,13 +119,6 @@ class HighWatermarkUpdate:
 HighWatermarkListener = Callable[[TopicPartition, HighWatermarkUpdate], object]
 TxnMarkerListener = Callable[[TopicPartition, int, int, bool], object]
 """``listener(tp, producer_id, producer_epoch, commit)`` after a marker is appended."""
-
-
-class MetadataSource(Protocol):
-    """Where the current metadata image comes from (the broker's metadata publisher)."""
-
-    @property
-    def image(self) -> MetadataImage: ...
 
 
 @dataclass(slots=True, eq=False)
@@ -240,7 +234,7 @@ class ReplicaManager:
         *,
         node_id: int,
         log_manager: LogManager,
-        metadata: MetadataSource,
+        metadata: MetadataView,
         config: ServerConfig,
         clock: Clock,
         topic_config: Callable[[MetadataImage, str], TopicConfig] | None = None,
