@@ -10,8 +10,8 @@ A coordinator keeps its state in the partitions of one internal topic:
   goes to the subclass's :meth:`~CoordinatorRuntime._replay_batch`: this broker coordinates
   the keys of those partitions, and answers NOT_COORDINATOR for the others;
 * the core's records become one batch appended to a partition with acks=all
-  (:meth:`CoordinatorRuntime._append`); the outcome is known once the high watermark passed
-  them (at once on a single node);
+  (:meth:`CoordinatorRuntime._append`), answered once appended: with one replica the high
+  watermark passes the batch at once (waiting for followers comes with replication);
 * the core's timers are driven by one asyncio task that sleeps until the core's
   ``next_deadline`` or until :meth:`CoordinatorRuntime.wake` (after every request) says it may
   have changed.
@@ -222,7 +222,10 @@ class CoordinatorRuntime(ABC):
     ) -> ErrorCode:
         """Append ``records`` as one batch (transactional when a producer id is given: the
         producer's id and epoch, base sequence 0, as Kafka's coordinators write them); NONE
-        once acknowledged, else the partition's error."""
+        once appended, else the partition's error.
+
+        The answer does not wait for the high watermark: with one replica it passes the batch
+        at once. Waiting for followers' acknowledgement belongs to replication (issue 14)."""
         tp = TopicPartition(self.topic, partition)
         now = self.now_ms()
         transactional = producer_id != NO_PRODUCER_ID
