@@ -225,7 +225,7 @@ class CoordinatorRuntime(ABC):
         once appended, else the partition's error.
 
         The answer does not wait for the high watermark: with one replica it passes the batch
-        at once. Waiting for followers' acknowledgement belongs to replication (issue 14)."""
+        at once. Waiting for followers' acknowledgement belongs to replication."""
         tp = TopicPartition(self.topic, partition)
         now = self.now_ms()
         transactional = producer_id != NO_PRODUCER_ID
