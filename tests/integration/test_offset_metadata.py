@@ -1,5 +1,5 @@
 """Committed offset metadata comes back byte for byte, whichever client committed it and however
-long the topic and group names are (issue 18, part 1).
+long the topic and group names are.
 
 What the broker stores and answers is checked on the wire: OffsetFetch v9 sent with kio
 over a plain socket. Every client's commit survives, including the trailing NUL byte that
