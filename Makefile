@@ -21,8 +21,11 @@ tools:
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1) || \
 	  echo "java not installed: the Spark tests will be skipped"; }
 
+LISTENER ?= localhost:9092
+DATA_DIR ?= ./data
+
 run: $(STAMP)
-	$(BIN)/strom server --listener localhost:9092 --data-dir ./data
+	$(BIN)/strom server --listener $(LISTENER) --data-dir $(DATA_DIR)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
