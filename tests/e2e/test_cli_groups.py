@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
+import subprocess
 from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer
-from strom_harness import start_strom_server
+from strom_harness import start_strom_server, strom_command
 
 from .conftest import SERVER_OVERRIDES, Server
 from .test_cli import SAFETY, consume_values, eventually
@@ -340,3 +342,47 @@ def test_shift_by_needs_a_committed_offset(server: Server) -> None:
     assert result.error_lines == [
         "Error: cannot shift the offset of unshifted-0: the group has no committed offset for it"
     ]
+
+
+def test_sigterm_ends_consume_and_leaves_the_group_at_once(server: Server) -> None:
+    _topic_with_messages(server, "terminated", 1)
+    command = [*strom_command(), "consume", "terminated", "--group", "terminated-group"]
+    process = subprocess.Popen(
+        [*command, "--bootstrap-server", server.bootstrap],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        hint = process.stderr.readline()
+        assert "resumes from its committed offsets" in hint and "--from-beginning" in hint
+        eventually(lambda: _has_members(server, "terminated-group"), timeout=30)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 130
+    finally:
+        process.kill()
+    # It left the group on its way out: the group can go now, no session timeout to wait for.
+    assert server.run("groups", "delete", "terminated-group").lines == [
+        "Deleted group terminated-group."
+    ]
+
+
+def _has_members(server: Server, group: str) -> None:
+    assert "has no active members" not in server.run("groups", "describe", group).stdout
+
+
+def test_a_closed_pipe_is_a_normal_end_of_consume(server: Server) -> None:
+    _topic_with_messages(server, "piped", 5)
+    consume = " ".join(shlex.quote(part) for part in strom_command())
+    script = (
+        f"{consume} consume piped --from-beginning --bootstrap-server {server.bootstrap}"
+        " | head -n 2; exit ${PIPESTATUS[0]}"
+    )
+    completed = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("piped-") for line in lines)
+    assert "Traceback" not in completed.stderr

@@ -173,9 +173,9 @@ def handle_errors(func: Callable[P, R]) -> Callable[P, R]:
         except KeyboardInterrupt:
             sys.exit(130)
         except BrokenPipeError:
-            # The reader of our output went away (``| head``): stop quietly, as cat does.
+            # The reader of our output went away (``| head``): a normal end, and a quiet one.
             _silence_stdout()
-            sys.exit(1)
+            sys.exit(0)
 
     return wrapper
 

@@ -17,6 +17,7 @@ key when asked for, then the value, separated by ``--key-separator``.
 from __future__ import annotations
 
 import random
+import signal
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -310,6 +311,8 @@ def consume(
         overrides=overrides,
     )
     consumer = Consumer(config.settings)
+    # SIGTERM ends the command as Ctrl-C does: the consumer closes and leaves its group.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         partitions = wait_for_partitions(consumer, config, topic)
         if not partitions:
@@ -326,6 +329,12 @@ def consume(
             partitions=partitions,
         )
         if plan.subscribe:
+            if not from_beginning:
+                click.echo(
+                    f"group {group} resumes from its committed offsets; a partition it never "
+                    "committed starts at the end of the log (--from-beginning: at the start)",
+                    err=True,
+                )
             consumer.subscribe([topic])
         else:
             consumer.assign([TopicPartition(topic, p, plan.offset) for p in plan.partitions])
@@ -346,9 +355,14 @@ def consume(
         )
     finally:
         consumer.close()
+        signal.signal(signal.SIGTERM, previous)
     click.echo(f"Processed a total of {count} messages", err=True)
     if interrupted:
         sys.exit(130)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _print_messages(
