@@ -7,6 +7,7 @@ start short.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 
 import click
@@ -42,8 +43,31 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name in SUBCOMMANDS or name.startswith("-"):
+            return super().resolve_command(ctx, args)
+        close = difflib.get_close_matches(name, SUBCOMMANDS, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Each command with its whole first sentence (click cuts them to fit one line)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None:
+                rows.append((name, command.get_short_help_str(limit=500)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="strom")
 def cli() -> None:
     """strom: an Apache Kafka-compatible event streaming platform."""

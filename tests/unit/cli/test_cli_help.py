@@ -82,3 +82,22 @@ def test_produce_help_documents_its_options(invoke: Invoke) -> None:
         "--property",
     ):
         assert option in text
+
+
+def test_top_level_help_shows_each_commands_whole_first_sentence(invoke: Invoke) -> None:
+    text = " ".join(invoke(["--help"]).stdout.split())
+    assert "List, describe and delete consumer groups, and reset their committed offsets" in text
+    assert "Measure throughput and latency (like" in text
+
+
+@pytest.mark.parametrize(("typed", "hint"), [("topic", "topics"), ("group", "groups")])
+def test_a_mistyped_command_gets_a_suggestion(invoke: Invoke, typed: str, hint: str) -> None:
+    result = invoke([typed, "list"])
+    assert result.exit_code == 2
+    assert f"Error: No such command {typed!r}. Did you mean {hint!r}?" in result.stderr
+
+
+def test_an_unknown_command_is_named(invoke: Invoke) -> None:
+    result = invoke(["frobnicate"])
+    assert result.exit_code == 2
+    assert "Error: No such command 'frobnicate'." in result.stderr
