@@ -80,6 +80,7 @@ _UNREACHABLE_CODES = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
 P = ParamSpec("P")
 R = TypeVar("R")
 F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C")
 
 
 class CliError(click.ClickException):
@@ -258,6 +259,35 @@ class ClientConfig:
             settings["logger"] = _quiet_logger()
         return cls(settings=settings, errors=errors)
 
+    def create(self, kind: Callable[[dict[str, Any]], C]) -> C:
+        """The librdkafka client (``Producer``, ``Consumer``, ``AdminClient``) of these settings.
+
+        librdkafka names the setting it stores a value under, which for an alias is not the
+        one the user typed (``linger.ms`` is stored as ``queue.buffering.max.ms``): a refused
+        value is reported under the name it was given, found by trying each setting alone.
+        """
+        try:
+            return kind(self.settings)
+        except KafkaException:
+            refusal = self._refusal(kind)
+            if refusal is None:
+                raise
+            raise CliError(refusal) from None
+
+    def _refusal(self, kind: Callable[[dict[str, Any]], object]) -> str | None:
+        """What is wrong with the first setting librdkafka refuses on its own, by its name."""
+        base = {"group.id": "strom-config-check"} if "group.id" in self.settings else {}
+        for name, value in self.settings.items():
+            if callable(value) or isinstance(value, logging.Logger):
+                continue
+            try:
+                kind({**base, name: value, "logger": _quiet_logger()})
+            except KafkaException as exc:
+                if "No such configuration property" in exception_message(exc):
+                    return f"unknown setting {name}"
+                return f"invalid value {value!r} for {name}"
+        return None
+
     @property
     def bootstrap_servers(self) -> str:
         return str(self.settings["bootstrap.servers"])
@@ -369,7 +399,7 @@ def connect_admin(
 ) -> tuple[AdminClient, ClusterMetadata]:
     """An AdminClient and the cluster's metadata, its broker having answered (else ``CliError``)."""
     config = ClientConfig.build(bootstrap_server=bootstrap_server, command_config=command_config)
-    admin = AdminClient(config.settings)
+    admin = config.create(AdminClient)
     return admin, fetch_metadata(admin, config)
 
 

@@ -310,7 +310,7 @@ def consume(
         defaults=CONSUMER_DEFAULTS,
         overrides=overrides,
     )
-    consumer = Consumer(config.settings)
+    consumer = config.create(Consumer)
     # SIGTERM ends the command as Ctrl-C does: the consumer closes and leaves its group.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:

@@ -246,7 +246,7 @@ def run_produce(
     interval_s: float = REPORTING_INTERVAL_MS / 1000,
 ) -> ProduceResult:
     """Send ``spec``'s records with a new producer of ``config``, flush, and measure."""
-    producer = Producer(config.settings)
+    producer = config.create(Producer)
     wait_for_partitions(producer, config, spec.topic)
     stats = LatencyStats(spec.num_records)
     failures = _Failures()
@@ -369,7 +369,7 @@ def run_consume(
     interval_s: float = REPORTING_INTERVAL_MS / 1000,
 ) -> ConsumeResult:
     """Read ``spec``'s records with a new consumer of ``config`` and measure."""
-    consumer = Consumer(config.settings)
+    consumer = config.create(Consumer)
     try:
         partitions = wait_for_partitions(consumer, config, spec.topic)
         if not partitions:

@@ -181,7 +181,7 @@ def produce(
         defaults=PRODUCER_DEFAULTS,
         overrides=overrides,
     )
-    producer = Producer(config.settings)
+    producer = config.create(Producer)
     partitions = wait_for_partitions(producer, config, topic)
     if partition is not None and partitions and partition not in partitions:
         raise CliError(f"topic {topic!r} has no partition {partition} (it has {len(partitions)})")

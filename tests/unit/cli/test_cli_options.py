@@ -136,3 +136,29 @@ def test_invalid_value_of_a_client_setting_is_one_line(invoke: Invoke) -> None:
     lines = error_lines(result)
     assert len(lines) == 1
     assert "fetch.wait.max.ms" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("command", "setting", "message"),
+    [
+        (["produce", "t"], "linger.ms=soon", "Error: invalid value 'soon' for linger.ms"),
+        (["produce", "t"], "acks=some", "Error: invalid value 'some' for acks"),
+        (["consume", "t"], "fetch.wait.max.ms=x", "Error: invalid value 'x' for fetch.wait.max.ms"),
+        (["consume", "t"], "no.such.setting=1", "Error: unknown setting no.such.setting"),
+    ],
+)
+def test_a_refused_client_setting_is_named_as_typed(
+    invoke: Invoke, command: list[str], setting: str, message: str
+) -> None:
+    """librdkafka reports an alias under its own name (linger.ms as queue.buffering.max.ms)."""
+    result = invoke([*command, "--property", setting, *UNREACHABLE], input="")
+    assert result.exit_code == 1
+    assert error_lines(result) == [message]
+
+
+def test_a_refused_command_config_setting_is_named_as_typed(invoke: Invoke, tmp_path: Path) -> None:
+    config = tmp_path / "client.properties"
+    config.write_text("compression.type=zip\n")
+    result = invoke(["topics", "list", "--command-config", str(config), *UNREACHABLE])
+    assert result.exit_code == 1
+    assert error_lines(result) == ["Error: invalid value 'zip' for compression.type"]
