@@ -267,6 +267,19 @@ def test_configs_of_a_missing_topic(server: Server) -> None:
     assert "UNKNOWN_TOPIC_OR_PART" in one_error(result)
 
 
+@pytest.mark.parametrize(
+    "action", [["describe"], ["alter", "--add-config", "log.cleaner.threads=2"]]
+)
+def test_configs_of_a_missing_broker_fail_at_once(server: Server, action: list[str]) -> None:
+    started = time.monotonic()
+    result = server.run(
+        "configs", *action, "--entity-type", "brokers", "--entity-name", "7", ok=False
+    )
+    assert time.monotonic() - started < 10  # not a client timeout of 30 s
+    assert result.returncode == 1
+    assert result.error_lines == [f"Error: there is no broker 7 (brokers: {server.node_id})"]
+
+
 def test_configs_describe_the_broker(server: Server) -> None:
     result = server.run(
         "configs", "describe", "--entity-type", "brokers", "--entity-name", str(server.node_id)

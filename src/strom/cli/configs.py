@@ -26,6 +26,7 @@ from rich.table import Table
 from strom.cli.client_common import (
     REQUEST_TIMEOUT_S,
     ClientGroup,
+    CliError,
     client_options,
     connect_admin,
     failure,
@@ -185,6 +186,13 @@ def _resource_name(entity_type: str, entity_name: str) -> str:
     return entity_name.strip()
 
 
+def _check_broker(entity_type: str, name: str, metadata: Any) -> None:
+    """A broker id the cluster does not know is refused at once (not after a client timeout)."""
+    if entity_type == "brokers" and int(name) not in metadata.brokers:
+        known = ", ".join(str(b) for b in sorted(metadata.brokers)) or "none"
+        raise CliError(f"there is no broker {name} (brokers: {known})")
+
+
 def _entity_options(func: Any) -> Any:
     func = click.option(
         "--entity-name",
@@ -235,7 +243,10 @@ def describe(
       strom configs describe --entity-type brokers --entity-name 1 --dynamic-only
     """
     name = _resource_name(entity_type, entity_name)
-    admin, _ = connect_admin(bootstrap_server=bootstrap_server, command_config=command_config)
+    admin, metadata = connect_admin(
+        bootstrap_server=bootstrap_server, command_config=command_config
+    )
+    _check_broker(entity_type, name, metadata)
     singular = entity_type.removesuffix("s")
     try:
         entries = describe_configs(admin, ENTITY_TYPES[entity_type], name)
@@ -292,7 +303,10 @@ def alter(
     if not to_set and not to_delete:
         raise click.UsageError("nothing to change: give --add-config or --delete-config")
     check_conflicts(to_set, to_delete)
-    admin, _ = connect_admin(bootstrap_server=bootstrap_server, command_config=command_config)
+    admin, metadata = connect_admin(
+        bootstrap_server=bootstrap_server, command_config=command_config
+    )
+    _check_broker(entity_type, name, metadata)
     singular = entity_type.removesuffix("s")
     try:
         alter_configs(
