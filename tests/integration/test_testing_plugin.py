@@ -96,3 +96,22 @@ def test_plugin_in_a_fresh_virtual_environment(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
+
+
+def test_an_unknown_kafka_release_is_one_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "test_user.py").write_text(textwrap.dedent(USER_TEST))
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_user.py"]
+    result = subprocess.run(
+        [*command, "--strom-kafka-version", "9.9"],
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 4  # pytest's usage error
+    assert result.stderr.strip().splitlines() == [
+        "ERROR: --strom-kafka-version: unknown Kafka release '9.9'; "
+        "known: 2.8, 3.0, 3.3, 3.6, 3.7, 3.8, 4.0"
+    ]
+    assert "Traceback" not in result.stdout + result.stderr

@@ -39,6 +39,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("strom_kafka_version", "Apache Kafka release the strom brokers emulate.")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """An unknown release stops the run with one usage error, before any test starts."""
+    release = _kafka_version(config)
+    if release is None:
+        return
+    from strom.protocol.kafka_releases import release_versions  # noqa: PLC0415
+
+    try:
+        release_versions(release)
+    except ValueError as error:
+        raise pytest.UsageError(f"--strom-kafka-version: {error}") from None
+
+
 def _kafka_version(config: pytest.Config) -> str | None:
     option = config.getoption("--strom-kafka-version")
     return str(option) if option else (str(config.getini("strom_kafka_version")) or None)
