@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Mapping
 
@@ -10,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from strom.spark.source import StromDataSource
 
-__all__ = ["register", "session"]
+__all__ = ["WorkerPythonError", "register", "session", "worker_python_problem"]
 
 LOCAL_CONF = {
     "spark.ui.enabled": "false",
@@ -23,22 +25,68 @@ LOCAL_CONF = {
 Python workers running this interpreter (so they import strom from the same environment)."""
 
 
+class WorkerPythonError(RuntimeError):
+    """Spark's Python workers on this machine would run an interpreter without strom."""
+
+
 def register(spark: SparkSession) -> SparkSession:
-    """Make ``format("strom")`` available in ``spark``; returns it."""
+    """Make ``format("strom")`` available in ``spark``; returns it.
+
+    With a local master, the interpreter Spark starts its Python workers with must import
+    strom (Spark uses ``python3`` from PATH unless told otherwise): when it cannot, this fails
+    at once with what to set, instead of a ``ModuleNotFoundError`` from inside the first job.
+    """
+    try:
+        conf = spark.sparkContext.getConf()
+    except Exception:
+        conf = None
+    if conf is not None and (conf.get("spark.master") or "").startswith("local"):
+        problem = worker_python_problem(
+            conf.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or "python3"
+        )
+        if problem is not None:
+            raise WorkerPythonError(problem)
     spark.dataSource.register(StromDataSource)
     return spark
 
 
+def worker_python_problem(python: str) -> str | None:
+    """Why the worker interpreter ``python`` cannot run strom's data source, or None."""
+    if python == sys.executable or os.path.realpath(python) == os.path.realpath(sys.executable):
+        return None
+    found = shutil.which(python)
+    if found is None:
+        return f"Spark's Python workers would run {python!r}, which is not found"
+    check = subprocess.run(
+        [found, "-c", "import strom.spark"], capture_output=True, timeout=60, check=False
+    )
+    if check.returncode == 0:
+        return None
+    return (
+        f"Spark's Python workers would run {found}, which cannot import strom; set "
+        f"PYSPARK_PYTHON={sys.executable} before the session starts, or the session's "
+        f"spark.pyspark.python to it (strom.spark.session() does this)"
+    )
+
+
 def session(
-    *, master: str = "local[*]", app_name: str = "strom", conf: Mapping[str, str] | None = None
+    *,
+    master: str = "local[*]",
+    app_name: str = "strom",
+    conf: Mapping[str, str] | None = None,
+    log_level: str | None = "ERROR",
 ) -> SparkSession:
     """A SparkSession (the active one if any, else a new one) with ``strom`` registered.
 
     ``conf`` adds to or overrides ``LOCAL_CONF``; settings that only apply to a new session
-    (master, UI) are ignored when one is already running.
+    (master, UI) are ignored when one is already running. ``log_level``: Spark's log level
+    (``ERROR`` keeps its warnings off the console; None leaves Spark's own setting).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # read by the JVM when it starts
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in {**LOCAL_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
-    return register(builder.getOrCreate())
+    spark = builder.getOrCreate()
+    if log_level is not None:
+        spark.sparkContext.setLogLevel(log_level)
+    return register(spark)

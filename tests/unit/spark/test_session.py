@@ -1,0 +1,28 @@
+"""Spark's Python workers must import strom: the check ``strom.spark.register`` makes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from strom.spark.session import worker_python_problem
+
+
+def test_this_interpreter_is_fine() -> None:
+    assert worker_python_problem(sys.executable) is None
+
+
+def test_an_interpreter_that_cannot_import_strom_is_named_with_the_fix(tmp_path: Path) -> None:
+    python = tmp_path / "python3"
+    python.write_text("#!/bin/sh\nexit 1\n")  # as a Python without strom answers the import
+    python.chmod(0o755)
+    problem = worker_python_problem(str(python))
+    assert problem is not None
+    assert f"would run {python}, which cannot import strom" in problem
+    assert f"PYSPARK_PYTHON={sys.executable}" in problem and "spark.pyspark.python" in problem
+
+
+def test_a_missing_interpreter_is_named() -> None:
+    assert worker_python_problem("no-such-python-3.99") == (
+        "Spark's Python workers would run 'no-such-python-3.99', which is not found"
+    )
