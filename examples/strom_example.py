@@ -102,9 +102,7 @@ def session(app_name: str, master: str, conf: Sequence[str]) -> SparkSession:
         if not sep:
             raise SystemExit(f"--conf wants KEY=VALUE, not {item!r}")
         settings[key] = value
-    spark = strom.spark.session(master=master, app_name=app_name, conf=settings)
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
+    return strom.spark.session(master=master, app_name=app_name, conf=settings)
 
 
 def source_options(args: argparse.Namespace) -> dict[str, str]:

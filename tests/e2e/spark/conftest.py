@@ -41,7 +41,6 @@ def spark() -> Iterator[SparkSession]:
         app_name="strom-tests",
         conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
     )
-    session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
 

@@ -65,7 +65,6 @@ def main(bootstrap: str, source: str, target: str, checkpoint: str) -> None:
         app_name="strom-exactly-once-driver",
         conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
     )
-    spark.sparkContext.setLogLevel("ERROR")
     query = start_copy(
         spark, bootstrap=bootstrap, source=source, target=target, checkpoint=Path(checkpoint)
     )
