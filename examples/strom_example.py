@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 from pyspark.sql import SparkSession
@@ -123,8 +123,45 @@ def run(writer: DataStreamWriter, args: argparse.Namespace) -> None:
         if args.once
         else writer.trigger(processingTime="1 second")
     )
+    before = end_offsets(args.bootstrap, args.output) if args.once and args.output else None
     try:
         writer.start().awaitTermination()
     finally:
         if args.checkpoint is None:
             shutil.rmtree(checkpoint, ignore_errors=True)
+    if before is not None:
+        print_written(args.bootstrap, args.output, before)
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    """Partition -> the offset the next record written to ``topic`` gets."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "strom-example-reader"})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in partitions
+        }
+    finally:
+        consumer.close()
+
+
+def print_written(bootstrap: str, topic: str, before: dict[int, int]) -> None:
+    """Print what the query wrote to ``topic`` (everything after ``before``), key and value."""
+    after = end_offsets(bootstrap, topic)
+    wanted = sum(after[p] - before.get(p, 0) for p in after)
+    print(f"the query wrote {wanted} record(s) to {topic}:")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "strom-example-reader"})
+    try:
+        consumer.assign([TopicPartition(topic, p, before.get(p, 0)) for p in after])
+        seen = 0
+        while seen < wanted:
+            message = consumer.poll(10)
+            if message is None:
+                break
+            if message.error() is None:
+                key = (message.key() or b"").decode(errors="replace")
+                print(f"  {key}\t{(message.value() or b'').decode(errors='replace')}")
+                seen += 1
+    finally:
+        consumer.close()

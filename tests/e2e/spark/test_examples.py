@@ -146,6 +146,8 @@ def test_word_count_counts_every_word(runs: Runs, broker: StromServer) -> None:
 def test_windowed_counts_writes_each_closed_window_once(runs: Runs, broker: StromServer) -> None:
     output = finish(runs.examples["windows"])
     assert "wrote 11 demo records" in output
+    # --once ends with what the query wrote: one line per closed window.
+    assert f"the query wrote {len(WINDOWS)} record(s) to {runs.outputs['windows']}:" in output
     records = consume_all(broker.bootstrap, runs.outputs["windows"])
     windows = [json.loads(r.value or b"") for r in records]
     assert sorted(windows, key=lambda w: (w["window_start"], w["page"])) == WINDOWS
