@@ -28,7 +28,13 @@ from pyspark.sql.streaming.datasource import (
 
 from strom.common import TopicPartition
 from strom.spark.cluster import Cluster, consumer_settings
-from strom.spark.fetch import FetchSettings, lost_offsets, read_range, report_data_loss
+from strom.spark.fetch import (
+    DataLossError,
+    FetchSettings,
+    lost_offsets,
+    read_range,
+    report_data_loss,
+)
 from strom.spark.offsets import (
     OffsetRange,
     PartitionOffsets,
@@ -87,6 +93,33 @@ def _clip_lost(cluster: Cluster, ranges: list[OffsetRange], *, fail: bool) -> li
     return out
 
 
+def _clip_past_end(cluster: Cluster, ranges: list[OffsetRange], *, fail: bool) -> list[OffsetRange]:
+    """The ranges, each ending no higher than its partition's log end offset.
+
+    An ``endingOffsets`` offset past the log end names records that do not exist: as Spark's
+    Kafka source does, the query fails (``failOnDataLoss``) or reads up to the end and warns.
+    """
+    latest = cluster.latest([TopicPartition(r.topic, r.partition) for r in ranges])
+    out: list[OffsetRange] = []
+    for r in ranges:
+        high = latest.get(TopicPartition(r.topic, r.partition), r.end)
+        if r.end <= high:
+            out.append(r)
+            continue
+        message = (
+            f"endingOffsets asks for {r.topic}-{r.partition} up to offset {r.end}, but its log "
+            f"ends at {high}: offsets [{high}, {r.end}) do not exist"
+        )
+        if fail:
+            raise DataLossError(
+                f"{message}. Set the source option 'failOnDataLoss' to 'false' to read up to "
+                "the log end with a warning instead."
+            )
+        log.warning("%s; reading up to the log end (failOnDataLoss=false)", message)
+        out.append(OffsetRange(r.topic, r.partition, min(r.start, high), high))
+    return out
+
+
 class StromBatchReader(DataSourceReader):
     """``spark.read.format("strom")``: the ranges between the starting and ending offsets."""
 
@@ -114,6 +147,7 @@ class StromBatchReader(DataSourceReader):
                     )
                 ranges.append(OffsetRange(tp.topic, tp.partition, start[tp], end[tp]))
             ranges = _clip_lost(cluster, ranges, fail=options.fail_on_data_loss)
+            ranges = _clip_past_end(cluster, ranges, fail=options.fail_on_data_loss)
         finally:
             cluster.close()
         return [RangePartition(r) for r in split_ranges(ranges, options.min_partitions)]

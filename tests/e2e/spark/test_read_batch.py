@@ -168,6 +168,18 @@ def test_deleted_records_are_reported_with_their_offsets(
     assert offsets(read(spark, broker, topic)) == [(0, o) for o in range(4, 10)]
 
 
+def test_ending_offsets_past_the_log_end_fail_as_sparks_kafka_source_does(
+    spark: SparkSession, broker: StromServer
+) -> None:
+    topic = create_topic(broker.bootstrap, "batch-past-end")
+    produce_values(broker.bootstrap, topic, 5)
+    end = json.dumps({topic: {"0": 8}})
+    with pytest.raises(Exception, match=rf"{topic}-0 up to offset 8, but its log ends at 5"):
+        read(spark, broker, topic, endingOffsets=end).collect()
+    got = offsets(read(spark, broker, topic, endingOffsets=end, failOnDataLoss="false"))
+    assert got == [(0, o) for o in range(5)]
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
