@@ -11,9 +11,18 @@ See docs/spark.md for every option.
 
 from __future__ import annotations
 
-from strom.spark.formats import decode_value, encode_value, from_avro, to_avro
-from strom.spark.session import register, session
-from strom.spark.source import StromDataSource
+import importlib.util
+
+_MISSING = [m for m in ("pyspark", "pyarrow", "fastavro") if importlib.util.find_spec(m) is None]
+if _MISSING:
+    raise ImportError(
+        f"strom.spark needs {', '.join(_MISSING)}, which this environment lacks: "
+        "pip install 'strom[spark]'"
+    )
+
+from strom.spark.formats import decode_value, encode_value, from_avro, to_avro  # noqa: E402
+from strom.spark.session import register, session  # noqa: E402
+from strom.spark.source import StromDataSource  # noqa: E402
 
 __all__ = [
     "StromDataSource",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -25,4 +26,16 @@ def test_an_interpreter_that_cannot_import_strom_is_named_with_the_fix(tmp_path:
 def test_a_missing_interpreter_is_named() -> None:
     assert worker_python_problem("no-such-python-3.99") == (
         "Spark's Python workers would run 'no-such-python-3.99', which is not found"
+    )
+
+
+def test_without_the_spark_extra_the_import_says_what_to_install() -> None:
+    blocked = "import sys; sys.modules['pyspark'] = None; import strom.spark"
+    result = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "ImportError: strom.spark needs pyspark, which this environment lacks: "
+        "pip install 'strom[spark]'"
     )
