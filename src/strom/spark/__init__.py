@@ -5,6 +5,7 @@
     strom.spark.register(spark)            # or: make "strom" available in a session of yours
 
     values = df.select(strom.spark.decode_value(df.value, "json", schema).alias("v"))
+    query = strom.spark.write_stream(counts, topic="t", checkpoint=..., output_mode="update")
 
 See docs/spark.md for every option.
 """
@@ -20,6 +21,7 @@ if _MISSING:
         "pip install 'strom[spark]'"
     )
 
+from strom.spark.foreach_batch import write_stream  # noqa: E402
 from strom.spark.formats import decode_value, encode_value, from_avro, to_avro  # noqa: E402
 from strom.spark.session import register, session  # noqa: E402
 from strom.spark.source import StromDataSource  # noqa: E402
@@ -32,4 +34,5 @@ __all__ = [
     "register",
     "session",
     "to_avro",
+    "write_stream",
 ]

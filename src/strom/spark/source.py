@@ -62,12 +62,9 @@ class StromDataSource(DataSource):
             raise OptionError(
                 "save mode Overwrite is not allowed for strom; use Append (or ErrorIfExists)"
             )
+        # exactlyOnce is for a batch write inside a micro-batch (foreachBatch, as
+        # strom.spark.write_stream does it); elsewhere its tasks refuse, naming the reason.
         options = parse_write_options(self.options)
-        if options.exactly_once:
-            raise OptionError(
-                "exactlyOnce applies to streaming writes (writeStream) only: a batch write has "
-                "no micro-batch to commit its transactions with"
-            )
         check_write_schema(schema, options)
         check_producer_settings(options)
         return StromBatchWriter(options)

@@ -71,6 +71,7 @@ class OpenTransaction:
     transactional_id: str
     producer_id: int
     producer_epoch: int
+    batch_id: int
 
 
 def task_identity() -> TaskIdentity:
@@ -80,7 +81,8 @@ def task_identity() -> TaskIdentity:
     batch_id = context.getLocalProperty(BATCH_ID) if context is not None else None
     if context is None or query_id is None or batch_id is None:
         raise TransactionError(
-            "exactlyOnce needs a streaming query's micro-batch (no query id in the task context)"
+            "exactlyOnce needs a streaming query's micro-batch (no query id in the task "
+            "context): use it with writeStream, or with strom.spark.write_stream"
         )
     return TaskIdentity(query_id, int(batch_id), context.partitionId())
 
@@ -173,7 +175,7 @@ class TaskTransaction:
             client.close()
         if state.state != "Ongoing":
             raise TransactionError(f"transaction {self.id!r} is {state.state}, not Ongoing")
-        return OpenTransaction(self.id, state.producer_id, state.producer_epoch)
+        return OpenTransaction(self.id, state.producer_id, state.producer_epoch, self.task.batch_id)
 
     def abort(self, producer: Any) -> None:
         """Abort after a failed write; best effort (a later attempt or the timeout aborts too)."""

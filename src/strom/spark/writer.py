@@ -206,13 +206,27 @@ def _write_exactly_once(options: WriteOptions, batches: Iterator[Any]) -> Writte
 
 
 class StromBatchWriter(DataSourceArrowWriter):
-    """``df.write.format("strom")``: append only, as Spark's Kafka sink."""
+    """``df.write.format("strom")``: append only, as Spark's Kafka sink. With ``exactlyOnce``
+    (only inside a streaming micro-batch, as ``foreachBatch`` runs it) the tasks leave their
+    transactions open and ``commit`` ends them, as the streaming sink does."""
 
     def __init__(self, options: WriteOptions) -> None:
         self.options = options
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        if self.options.exactly_once:
+            return _write_exactly_once(self.options, iterator)
         return _TaskWriter(self.options).write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        transactions = _transactions(messages)
+        if transactions:
+            commit_batch(self.options, transactions, transactions[0].batch_id)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        transactions = _transactions(messages)
+        if transactions:
+            abort_batch(self.options, transactions, transactions[0].batch_id)
 
 
 class StromStreamWriter(DataSourceStreamArrowWriter):

@@ -45,7 +45,7 @@ def test_transactional_id_is_the_prefix_and_the_spark_partition() -> None:
 
 
 def test_the_driver_gets_the_open_transactions_of_the_tasks_that_have_one() -> None:
-    txn = OpenTransaction("spark-strom-5f0c-0", producer_id=12, producer_epoch=4)
+    txn = OpenTransaction("spark-strom-5f0c-0", producer_id=12, producer_epoch=4, batch_id=7)
     messages = [Written(5, txn), Written(0), None, Written(2)]
     shipped = pickle.loads(pickle.dumps(messages))  # as Spark ships them to the driver
     assert _transactions(shipped) == [txn]
