@@ -46,8 +46,12 @@ def spark() -> Iterator[SparkSession]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """With ``pytest -n``, every Spark test runs in one worker: one JVM, one session."""
+    """With ``pytest -n``, every test of the shared session runs in one worker: one JVM, one
+    session. Modules that start Spark processes of their own (the examples, a standalone
+    cluster) are groups of their own, free to run on the other worker meanwhile."""
     spark_tests = Path(__file__).parent
     for item in items:
         if spark_tests in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group("spark"))
+            uses_session = "spark" in getattr(item, "fixturenames", ())
+            group = "spark" if uses_session else f"spark-{item.path.stem}"
+            item.add_marker(pytest.mark.xdist_group(group))
