@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
@@ -78,11 +77,7 @@ def server(
 ) -> None:
     """Run a strom node: with no process.roles a standalone one-node cluster (broker and
     controller); otherwise the roles of PROPERTIES_FILE (see docs/cluster.md)."""
-    logging.basicConfig(
-        level=logging.DEBUG if os.environ.get("STROM_DEBUG") else logging.INFO,
-        format=LOG_FORMAT,
-        stream=sys.stderr,
-    )
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
     try:
         config = build_config(
             properties_file=properties_file,
