@@ -247,12 +247,14 @@ def test_sigterm_shuts_a_broker_down_through_the_controller(cluster: Cluster) ->
     broker = cluster.broker_ids[0]
     started = time.monotonic()
     cluster.terminate(broker)  # SIGTERM: WantShutDown in a heartbeat, then stop
-    assert time.monotonic() - started < 15
+    assert (
+        time.monotonic() - started < 25
+    )  # a controlled shutdown is bounded (5 s); the rest is stopping the process
     node = cluster.nodes[broker]
     assert node.process is not None and node.process.returncode == 0
     assert not any("did not confirm the controlled shutdown" in line for line in node.lines)
     cluster.wait_for(  # fenced by the controller before it let the broker go
-        lambda: broker not in cluster.unfenced_brokers(), timeout=10, what="fenced"
+        lambda: broker not in cluster.unfenced_brokers(), timeout=20, what="fenced"
     )
     cluster.restart(broker)
     cluster.wait_for(
