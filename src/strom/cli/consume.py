@@ -16,7 +16,9 @@ key when asked for, then the value, separated by ``--key-separator``.
 
 from __future__ import annotations
 
+import io
 import random
+import select
 import signal
 import sys
 import time
@@ -361,6 +363,17 @@ def consume(
         sys.exit(130)
 
 
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (a quiet topic writes nothing to notice)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)
+        events = poller.poll(0)
+    except (OSError, ValueError, io.UnsupportedOperation):  # no file descriptor (tests' buffers)
+        return False
+    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in events)
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -390,6 +403,8 @@ def _print_messages(
             message = consumer.poll(wait)
             config.errors.raise_if_fatal()
             if message is None:
+                if _stdout_closed():
+                    raise BrokenPipeError  # ``| head`` is done: end now, not at the next write
                 continue
             error = message.error()
             if error is not None:

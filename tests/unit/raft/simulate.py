@@ -22,7 +22,7 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=1000, help="how many seeds, from --first")
     parser.add_argument("--first", type=int, default=0)
     parser.add_argument("--voters", type=int, help="voters (default: 1 to 5, by seed)")
-    parser.add_argument("--observers", type=int, help="observers (default: 0 to 3, by seed)")
+    parser.add_argument("--observers", type=int, help="observers (default: 0 to 5, by seed)")
     parser.add_argument("--steps", type=int, default=3000)
     args = parser.parse_args()
     seeds = [args.seed] if args.seed is not None else range(args.first, args.first + args.seeds)
@@ -30,7 +30,7 @@ def main() -> int:
     started = time.monotonic()
     for count, seed in enumerate(seeds, start=1):
         voters = args.voters if args.voters is not None else 1 + seed % 5
-        observers = args.observers if args.observers is not None else seed % 4
+        observers = args.observers if args.observers is not None else seed % 6
         try:
             run_seed(seed, voters=voters, observers=observers, steps=args.steps)
         except InvariantViolated as error:

@@ -17,5 +17,5 @@ def _quiet() -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_seed(seed: int) -> None:
-    """1-5 voters and 0-3 observers by seed; faults, then healing and convergence."""
-    run_seed(seed, voters=1 + seed % 5, observers=seed % 4, steps=1200)
+    """1-5 voters and 0-5 observers by seed; faults, then healing and convergence."""
+    run_seed(seed, voters=1 + seed % 5, observers=seed % 6, steps=1200)
