@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ def main() -> int:
     parser.add_argument("--observers", type=int, help="observers (default: 0 to 5, by seed)")
     parser.add_argument("--steps", type=int, default=3000)
     args = parser.parse_args()
+    logging.disable(logging.WARNING)  # the nodes' own log lines; failures print themselves
     seeds = [args.seed] if args.seed is not None else range(args.first, args.first + args.seeds)
     failures = 0
     started = time.monotonic()
