@@ -17,7 +17,13 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from strom.cli.client_common import DEFAULT_BOOTSTRAP_SERVER, ClientGroup, CliError, output_console
+from strom.cli.client_common import (
+    DEFAULT_BOOTSTRAP_SERVER,
+    ClientGroup,
+    CliError,
+    output_console,
+    parse_assignments,
+)
 from strom.cli.quorum_client import connect, describe_cluster, describe_quorum
 
 __all__ = ["cluster"]
@@ -69,12 +75,7 @@ def up(
     """
     from strom.testing.cluster import Cluster, ClusterError  # noqa: PLC0415 - on use only
 
-    config: dict[str, str] = {}
-    for override in overrides:
-        name, sep, value = override.partition("=")
-        if not sep or not name.strip():
-            raise click.UsageError(f"--override: expected NAME=VALUE, got {override!r}")
-        config[name.strip()] = value.strip()
+    config = parse_assignments(overrides, option="'--override'")
     local = Cluster(
         brokers,
         controllers,
