@@ -1,135 +1,51 @@
-"""Capture the first request frame real Kafka clients send, as golden files.
+"""Record what real Kafka clients send to strom, and what strom answers, as golden frames.
 
 Run from the repository root::
 
-    .venv/bin/python tests/golden/capture.py
+    .venv/bin/python tests/golden/capture.py [client ...]
 
-It listens on a free local port with a bare TCP socket (no broker at all), points each client at
-it, keeps the first length-prefixed frame the client writes and then closes the connection. Each
-frame is stored, without its 4-byte length prefix, as one line of hex in
-``tests/golden/frames/<client>-<api>-v<version>.hex``. Clients whose frame did not change are left
-alone, so re-running the script after upgrading a client only adds or replaces that client's file.
+For each client it starts a fresh ``strom server``, runs the client's flow (``flows.py``) through
+a recording proxy and keeps, for every API version the client used, the last request that was
+answered (or the last one, if none was) and its response, as
+``tests/golden/frames/<client>-<api>-v<version>.hex``: two lines of hex, the request and the
+response without their size prefixes (``-`` when the broker sent no answer). A client's old files
+are replaced, so re-run it after upgrading a client.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import socket
-import struct
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
-from aiokafka import AIOKafkaClient
-from confluent_kafka.admin import AdminClient
-from kafka import KafkaAdminClient
-from kio.schema.index import api_key_map
+from flows import FLOWS, Names, record_flow
+
+from strom.protocol.api import api_name
 
 FRAMES_DIR = Path(__file__).resolve().parent / "frames"
-TIMEOUT_S = 10.0
+NAME_LENGTH = 60
+"""Long enough that a name's length prefix needs care, short enough to read in a hex dump."""
 
 
-class FirstFrameListener:
-    """A TCP listener that keeps the first frame of the first connection, then hangs up."""
-
-    def __init__(self) -> None:
-        self._sock = socket.create_server(("127.0.0.1", 0))
-        self._sock.settimeout(TIMEOUT_S)
-        self.port: int = self._sock.getsockname()[1]
-        self.frame: bytes | None = None
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        try:
-            conn, _ = self._sock.accept()
-        except OSError:
-            self._done.set()
-            return
-        with conn:
-            conn.settimeout(TIMEOUT_S)
-            try:
-                (size,) = struct.unpack(">i", _read_exactly(conn, 4))
-                self.frame = _read_exactly(conn, size)
-            except OSError:
-                pass
-        self._done.set()
-
-    def wait(self) -> bytes:
-        self._done.wait(TIMEOUT_S)
-        self._sock.close()
-        if self.frame is None:
-            raise RuntimeError("the client sent no complete frame")
-        return self.frame
-
-
-def _read_exactly(conn: socket.socket, size: int) -> bytes:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = conn.recv(size - len(chunks))
-        if not chunk:
-            raise ConnectionError("connection closed mid-frame")
-        chunks += chunk
-    return bytes(chunks)
-
-
-def _confluent_kafka(address: str) -> None:
-    admin = AdminClient({"bootstrap.servers": address, "log_level": 0})
-    with contextlib.suppress(Exception):
-        admin.list_topics(timeout=2)
-
-
-def _kafka_python(address: str) -> None:
-    with contextlib.suppress(Exception):
-        KafkaAdminClient(bootstrap_servers=address, request_timeout_ms=2000).close()
-
-
-def _aiokafka(address: str) -> None:
-    async def bootstrap() -> None:
-        client = AIOKafkaClient(bootstrap_servers=address, request_timeout_ms=2000)
-        try:
-            await asyncio.wait_for(client.bootstrap(), timeout=3)
-        except Exception:
-            pass
-        finally:
-            await client.close()
-
-    asyncio.run(bootstrap())
-
-
-CLIENTS: dict[str, Callable[[str], None]] = {
-    "confluent-kafka": _confluent_kafka,
-    "kafka-python": _kafka_python,
-    "aiokafka": _aiokafka,
-}
-
-
-def capture(client: str) -> tuple[str, bytes]:
-    """Run one client against a bare listener; return the golden file name and its frame."""
-    listener = FirstFrameListener()
-    runner = threading.Thread(
-        target=CLIENTS[client], args=(f"127.0.0.1:{listener.port}",), daemon=True
-    )
-    runner.start()
-    frame = listener.wait()
-    runner.join(TIMEOUT_S)
-    api_key, api_version = struct.unpack_from(">hh", frame)
-    api = api_key_map[api_key].replace("_", "-")
-    return f"{client}-{api}-v{api_version}.hex", frame
+def golden_name(client: str, api_key: int, api_version: int) -> str:
+    api = "".join("-" + c.lower() if c.isupper() else c for c in api_name(api_key)).lstrip("-")
+    return f"{client}-{api}-v{api_version}.hex"
 
 
 def main() -> int:
     FRAMES_DIR.mkdir(exist_ok=True)
-    for client in sys.argv[1:] or CLIENTS:
-        name, frame = capture(client)
+    for client in sys.argv[1:] or FLOWS:
+        frames: dict[str, str] = {}
+        for exchange in record_flow(client, Names.of_length(client, NAME_LENGTH)):
+            name = golden_name(client, exchange.api_key, exchange.api_version)
+            if exchange.response is not None:
+                frames[name] = f"{exchange.request.hex()}\n{exchange.response.hex()}\n"
+            elif name not in frames or frames[name].endswith("-\n"):
+                frames[name] = f"{exchange.request.hex()}\n-\n"
         for old in FRAMES_DIR.glob(f"{client}-*.hex"):
-            if old.name != name:
-                old.unlink()
-        (FRAMES_DIR / name).write_text(frame.hex() + "\n", encoding="ascii")
-        print(f"{name}: {len(frame)} bytes")
+            old.unlink()
+        for name, text in sorted(frames.items()):
+            (FRAMES_DIR / name).write_text(text, encoding="ascii")
+        print(f"{client}: {len(frames)} API versions")
     return 0
 
 

@@ -1,52 +1,54 @@
-"""Requests captured from real clients decode with kio and re-encode byte for byte."""
+"""Requests real clients sent to strom, and strom's answers, decode and re-encode byte for byte."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
+from golden_frames import CLIENTS, GoldenFrame, golden_frames
+from wire_checks import check_exchanges, check_request, check_response
 
-from strom.protocol.api import (
-    KAFKA_BROKER_VERSIONS,
-    ApiKey,
-    api_name,
-    decode_request,
-    encode_request,
-)
+from strom.protocol.api import ApiKey, api_name
 
-FRAMES = sorted((Path(__file__).parent / "frames").glob("*.hex"))
-CLIENTS = ("confluent-kafka", "kafka-python", "aiokafka")
-NAME = re.compile("(?P<client>" + "|".join(CLIENTS) + r")-(?P<api>[a-z-]+)-v(?P<version>\d+)\.hex")
+FRAMES = golden_frames()
 
 
-def test_every_client_has_a_golden_frame() -> None:
-    clients = {NAME.fullmatch(path.name).group("client") for path in FRAMES}  # type: ignore[union-attr]
-    assert clients == set(CLIENTS)
+def test_every_client_has_golden_frames() -> None:
+    assert {frame.client for frame in FRAMES} == set(CLIENTS)
 
 
-@pytest.mark.parametrize("path", FRAMES, ids=[path.stem for path in FRAMES])
-def test_golden_frame_round_trip(path: Path) -> None:
-    match = NAME.fullmatch(path.name)
-    assert match is not None, path.name
-    frame = bytes.fromhex(path.read_text(encoding="ascii").strip())
-    request = decode_request(frame, versions=KAFKA_BROKER_VERSIONS)
-    assert api_name(request.api_key).lower() == match["api"].replace("-", "")
-    assert request.api_version == int(match["version"])
-    assert not request.unsupported_version
-    assert encode_request(header=request.header, body=request.body) == frame
+@pytest.mark.parametrize("frame", FRAMES, ids=[frame.path.stem for frame in FRAMES])
+def test_golden_exchange(frame: GoldenFrame) -> None:
+    request = check_request(frame.request)
+    assert api_name(request.api_key).lower() == frame.api.replace("-", "")
+    assert request.api_version == frame.version
+    if frame.response is not None:
+        check_response(request, frame.response)
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_golden_commit_metadata_comes_back(client: str) -> None:
+    check_exchanges([(frame.request, frame.response) for frame in golden_frames(client)])
 
 
 def test_what_the_clients_send_first() -> None:
     """Each client opens with ApiVersions at the newest version it knows (as of capture)."""
-    first = {
-        NAME.fullmatch(path.name)["client"]: (  # type: ignore[index]
-            decode_request(bytes.fromhex(path.read_text().strip()), versions=KAFKA_BROKER_VERSIONS)
+    versions = {frame.client: frame.version for frame in FRAMES if frame.api == "api-versions"}
+    assert versions == {"kafka-python": 4, "confluent-kafka": 3, "aiokafka": 0}
+    (librdkafka,) = (f for f in FRAMES if f.client == "confluent-kafka" and f.api == "api-versions")
+    assert check_request(librdkafka.request).client_id == "rdkafka"
+    assert check_request(librdkafka.request).api_key == ApiKey.API_VERSIONS
+
+
+def test_changed_commit_metadata_is_caught() -> None:
+    """The check that found kafka-python's metadata coming back with a stranger's bytes."""
+    frames = golden_frames("kafka-python")
+    exchanges = [
+        (
+            f.request,
+            f.response.replace(b"-meta-", b"-mota-")
+            if f.api == "offset-fetch" and f.response
+            else f.response,
         )
-        for path in FRAMES
-    }
-    assert all(request.api_key == ApiKey.API_VERSIONS for request in first.values())
-    assert first["kafka-python"].api_version == 4
-    assert first["confluent-kafka"].api_version == 3
-    assert first["aiokafka"].api_version == 0
-    assert first["confluent-kafka"].client_id == "rdkafka"
+        for f in frames
+    ]
+    with pytest.raises(AssertionError, match="never committed"):
+        check_exchanges(exchanges)
