@@ -447,6 +447,26 @@ def test_produce_reports_each_failed_line(server: Server) -> None:
     assert consume_values(server, "small", 2) == ["ok-1", "ok-2"]
 
 
+def test_produce_says_why_a_compacted_topic_refuses_keyless_lines(server: Server) -> None:
+    server.run("topics", "create", "compacted", "--config", "cleanup.policy=compact")
+    result = server.run(
+        "produce",
+        "compacted",
+        "--property",
+        "batch.num.messages=1",
+        input="keyless\n",
+        ok=False,
+    )
+    assert result.error_lines == [
+        "Error: line 1: INVALID_RECORD: Broker: Broker failed to validate record: topic "
+        "'compacted' is compacted (cleanup.policy=compact) and takes only messages with a key: "
+        "give keys with --key-separator",
+        "Error: 1 of 1 messages were not delivered",
+    ]
+    server.run("produce", "compacted", "--key-separator", ":", input="k:keyed\n")
+    assert consume_values(server, "compacted", 1) == ["keyed"]
+
+
 def test_produce_to_a_missing_partition(server: Server) -> None:
     server.run("topics", "create", "narrow", "--partitions", "1")
     result = server.run("produce", "narrow", "--partition", "9", input="x\n", ok=False)

@@ -7,12 +7,14 @@ delivery report arrives; the command reads on, flushes at the end, and exits 1 i
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._resource import ResourceType
 
 from strom.cli.client_common import (
     ClientCommand,
@@ -27,6 +29,7 @@ from strom.cli.client_common import (
     property_option,
     wait_for_partitions,
 )
+from strom.cli.configs import describe_configs
 
 __all__ = [
     "ACKS",
@@ -83,12 +86,51 @@ def strip_eol(raw: bytes) -> bytes:
     return raw
 
 
+class KeylessRecordCheck:
+    """Why the broker refused a keyless message with INVALID_RECORD, when the topic is compacted.
+
+    The broker says why in ProduceResponse's ``error_message`` and ``record_errors`` (KIP-467),
+    but librdkafka passes on only the code ("Broker failed to validate record"). The usual
+    cause, a message without a key on a compacted topic, is named from the topic's
+    ``cleanup.policy``, asked once.
+    """
+
+    def __init__(self, config: ClientConfig, topic: str) -> None:
+        self._config = config
+        self._topic = topic
+        self._compacted: bool | None = None
+
+    def __call__(self, error: KafkaError, message: Message) -> str | None:
+        if error.code() != KafkaError.INVALID_RECORD or message.key() is not None:
+            return None
+        if self._compacted is None:
+            self._compacted = self._is_compacted()
+        if not self._compacted:
+            return None
+        return (
+            f"topic {self._topic!r} is compacted (cleanup.policy=compact) and takes only "
+            "messages with a key: give keys with --key-separator"
+        )
+
+    def _is_compacted(self) -> bool:
+        try:
+            entries = describe_configs(
+                self._config.create(AdminClient), ResourceType.TOPIC, self._topic
+            )
+        except KafkaException:
+            return False
+        policy = {entry.name: entry.value for entry in entries}.get("cleanup.policy") or ""
+        return "compact" in policy.split(",")
+
+
 class Deliveries:
     """Counts messages and reports each failure as one line."""
 
-    def __init__(self) -> None:
+    def __init__(self, explain: Callable[[KafkaError, Message], str | None] | None = None) -> None:
         self.lines = 0
         self.failed = 0
+        self.explain = explain
+        """Adds the reason to a failure report where librdkafka gives only an error code."""
 
     def fail(self, number: int, reason: str) -> None:
         self.failed += 1
@@ -104,8 +146,12 @@ class _DeliveryCallback:
     number: int
 
     def __call__(self, error: KafkaError | None, message: Message) -> None:
-        if error is not None:
-            self.deliveries.fail(self.number, kafka_error_message(error))
+        if error is None:
+            return
+        reason = kafka_error_message(error)
+        explain = self.deliveries.explain
+        why = explain(error, message) if explain is not None else None
+        self.deliveries.fail(self.number, reason if why is None else f"{reason}: {why}")
 
 
 @click.command("produce", cls=ClientCommand)
@@ -187,7 +233,7 @@ def produce(
         raise CliError(f"topic {topic!r} has no partition {partition} (it has {len(partitions)})")
     stdin = sys.stdin.buffer
     separator = None if key_separator is None else key_separator.encode()
-    deliveries = Deliveries()
+    deliveries = Deliveries(KeylessRecordCheck(config, topic))
     interrupted = False
     try:
         for number, raw in enumerate(stdin, start=1):
