@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiokafka
@@ -26,9 +28,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 from confluent_kafka.cimpl import NewPartitions, NewTopic
-from wire_recorder import Exchange, WireRecorder
+from wire_recorder import Exchange, recorded_server
 
-from strom.testing import Broker
+from strom.testing.broker import TEST_DEFAULTS
 
 RECORDS = 5
 DEADLINE_S = 20.0
@@ -247,10 +249,9 @@ FLOWS: dict[str, Callable[[str, Names], None]] = {
 
 def record_flow(client: str, names: Names) -> list[Exchange]:
     """Run ``client``'s flow against a fresh ``strom server`` process through a wire recorder."""
-    with WireRecorder() as recorder:
-        advertised = f"PLAINTEXT://127.0.0.1:{recorder.port}"
-        with Broker(process=True, config={"advertised.listeners": advertised}) as broker:
-            host, port = broker.bootstrap_servers.rsplit(":", 1)
-            recorder.upstream = (host, int(port))
-            FLOWS[client](f"127.0.0.1:{recorder.port}", names)
+    with (
+        tempfile.TemporaryDirectory(prefix="strom-golden-") as base,
+        recorded_server(Path(base) / "data", overrides=TEST_DEFAULTS) as (_, recorder),
+    ):
+        FLOWS[client](recorder.address, names)
         return recorder.recorded()

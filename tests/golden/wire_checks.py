@@ -8,11 +8,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from wire_recorder import fields_named
 
 from strom.protocol.api import (
     KAFKA_BROKER_VERSIONS,
@@ -71,20 +71,6 @@ def check_response(request: Request, frame: bytes) -> Any:
     ]
     assert not unexpected, f"{request} was answered with {unexpected}"
     return body
-
-
-def fields_named(entity: Any, name: str, path: str = "") -> Iterator[tuple[str, Any]]:
-    """Every field called ``name`` in a kio entity, with where it is."""
-    if isinstance(entity, tuple):
-        for index, item in enumerate(entity):
-            yield from fields_named(item, name, f"{path}[{index}]")
-    elif dataclasses.is_dataclass(entity):
-        for field in dataclasses.fields(entity):
-            value = getattr(entity, field.name)
-            if field.name == name:
-                yield f"{path}.{name}", value
-            else:
-                yield from fields_named(value, name, f"{path}.{field.name}")
 
 
 def check_exchanges(exchanges: Sequence[tuple[bytes, bytes | None]]) -> set[tuple[ApiKey, int]]:

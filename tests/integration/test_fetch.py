@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,6 +32,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 from strom_harness import StromServer
+from wire_recorder import Exchange, recorded_server
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey, request_type
 
@@ -416,21 +418,31 @@ def test_kcat_consumes_with_offsets(strom_server: StromServer) -> None:
     assert result.stdout.splitlines() == ["1:b", "2:c"]
 
 
-def test_consumer_sees_records_produced_while_waiting(strom_server: StromServer) -> None:
-    """A confluent-kafka consumer already waiting gets a record produced afterwards."""
-    topic = create_topic(strom_server.bootstrap, unique_topic("waiting"))
-    reader_messages = consume(strom_server.bootstrap, topic, count=1, timeout=1)
-    assert reader_messages == []
-    results: list[Any] = []
-    thread = threading.Thread(
-        target=lambda: results.extend(
-            consume(
-                strom_server.bootstrap, topic, count=1, timeout=20, **{"fetch.wait.max.ms": 5000}
+def _parked_fetches(exchanges: list[Exchange]) -> list[Exchange]:
+    return [e for e in exchanges if e.api_key == ApiKey.FETCH and e.response is None]
+
+
+def test_consumer_sees_records_produced_while_waiting(tmp_path: Path) -> None:
+    """A confluent-kafka consumer whose Fetch is parked at the broker gets a record produced
+    afterwards, as soon as it is appended."""
+    with recorded_server(tmp_path / "data") as (server, recorder):
+        topic = create_topic(recorder.address, unique_topic("waiting"))
+        results: list[Any] = []
+        thread = threading.Thread(
+            target=lambda: results.extend(
+                consume(recorder.address, topic, count=1, timeout=20, **{"fetch.wait.max.ms": 5000})
             )
         )
-    )
-    thread.start()
-    time.sleep(1.0)
-    _produce(strom_server, topic, {0: [b"hello"]})
-    thread.join(30)
+        thread.start()
+        exchanges = recorder.wait_for(
+            lambda exchanges: any(_parked_fetches(exchanges)),
+            "the consumer's Fetch waits at the broker",
+        )
+        (parked,) = _parked_fetches(exchanges)
+        assert not results
+        _produce(server, topic, {0: [b"hello"]})
+        thread.join(30)
+        assert parked.response is not None and b"hello" in parked.response, (
+            "the waiting Fetch was not the one answered with the record"
+        )
     assert [m.value() for m in results] == [b"hello"]

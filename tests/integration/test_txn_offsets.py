@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,9 +24,11 @@ from kio.schema.offset_fetch.v6 import request as fetch_v6
 from kio.schema.offset_fetch.v7 import request as fetch_v7
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32
-from strom_harness import StartServer, StromServer, start_strom_server
+from strom_harness import StartServer, StromServer
+from wire_recorder import WireRecorder, recorded_server
 
 from strom.common import ErrorCode
+from strom.protocol.api import ApiKey
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -35,16 +38,34 @@ NO_OFFSET = -1001
 """librdkafka's OFFSET_INVALID: the group has no committed offset."""
 
 
+OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StromServer]:
+def recorded(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[StromServer, WireRecorder]]:
+    """The module's server, every client's requests after the first metadata recorded."""
     base = tmp_path_factory.mktemp("strom-txn-offsets")
-    process = start_strom_server(
-        data_dir=base / "data",
-        cwd=base,
-        overrides={"group.initial.rebalance.delay.ms": "0"},
+    with recorded_server(base / "data", overrides=OVERRIDES) as pair:
+        yield pair
+
+
+@pytest.fixture
+def server(recorded: tuple[StromServer, WireRecorder]) -> StromServer:
+    return recorded[0]
+
+
+def _wait_until_unstable(recorder: WireRecorder, since: int) -> None:
+    """Wait until an OffsetFetch sent after the first ``since`` exchanges was answered
+    UNSTABLE_OFFSET_COMMIT (librdkafka's committed() then retries until the outcome)."""
+    recorder.wait_for(
+        lambda exchanges: any(
+            e.api_key == ApiKey.OFFSET_FETCH and e.answered_with(ErrorCode.unstable_offset_commit)
+            for e in exchanges[since:]
+        ),
+        "the broker answers OffsetFetch with UNSTABLE_OFFSET_COMMIT",
     )
-    yield process
-    process.stop(signal.SIGTERM)
 
 
 def _topic_with_records(bootstrap: str) -> str:
@@ -88,7 +109,10 @@ def _subscribed_consumer(bootstrap: str, group: str, topic: str) -> Any:
     return consumer
 
 
-def test_confluent_offsets_appear_only_on_commit(server: StromServer) -> None:
+def test_confluent_offsets_appear_only_on_commit(
+    recorded: tuple[StromServer, WireRecorder],
+) -> None:
+    server, recorder = recorded
     bootstrap = server.bootstrap
     topic = _topic_with_records(bootstrap)
     group = unique_topic("txn-group")
@@ -115,9 +139,10 @@ def test_confluent_offsets_appear_only_on_commit(server: StromServer) -> None:
         waiter = threading.Thread(
             target=lambda: fetched.append(consumer.committed(positions, timeout=20))
         )
+        since = len(recorder.recorded())
         waiter.start()
-        time.sleep(0.5)
-        assert not fetched, "OffsetFetch answered while the transaction was open"
+        _wait_until_unstable(recorder, since)
+        assert not fetched, "committed() returned while the transaction was open"
         producer.commit_transaction(20)
         waiter.join(25)
         expected = dict.fromkeys(range(PARTITIONS), RECORDS // 2)
@@ -169,8 +194,10 @@ def _send_offsets(
         producer.abort_transaction(20)
 
 
-def test_decided_and_open_transactions_survive_a_restart(start_server: StartServer) -> None:
-    server = start_server()
+def test_decided_and_open_transactions_survive_a_restart(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    server = start_server(data_dir=tmp_path / "data")
     topic = _topic_with_records(server.bootstrap)
     group = unique_topic("txn-group")
     member = Consumer({"bootstrap.servers": server.bootstrap, "group.id": group})
@@ -185,7 +212,13 @@ def test_decided_and_open_transactions_survive_a_restart(start_server: StartServ
     member.close()
     server.stop(signal.SIGKILL)
 
-    restarted = start_server()
+    with recorded_server(tmp_path / "data", overrides=OVERRIDES) as (restarted, recorder):
+        _read_after_restart(restarted, recorder, group, topic)
+
+
+def _read_after_restart(
+    restarted: StromServer, recorder: WireRecorder, group: str, topic: str
+) -> None:
     expected = dict.fromkeys(range(PARTITIONS), 2)
     assert _committed(restarted.bootstrap, group, topic) == expected
     reader = Consumer(
@@ -201,8 +234,9 @@ def test_decided_and_open_transactions_survive_a_restart(start_server: StartServ
         waiter = threading.Thread(
             target=lambda: fetched.append(reader.committed(positions, timeout=20))
         )
+        since = len(recorder.recorded())
         waiter.start()
-        time.sleep(0.5)
+        _wait_until_unstable(recorder, since)
         assert not fetched, "the open transaction's offsets were not pending after the restart"
         # the same transactional id again: the open transaction is aborted
         Producer(

@@ -225,8 +225,52 @@ def commit_batch(
 
 
 def abort_batch(
-    options: WriteOptions, transactions: Sequence[OpenTransaction], batch_id: int
+    options: WriteOptions,
+    transactions: Sequence[OpenTransaction],
+    batch_id: int | None,
+    *,
+    unreported: Sequence[int] = (),
 ) -> None:
-    """Abort the transactions of a failed micro-batch; failures are logged."""
+    """Abort the transactions of a failed micro-batch; failures are logged.
+
+    Spark hands the driver only the commit messages that reached it before the failure: a
+    task that had prepared its transaction but whose message came too late is among
+    ``unreported`` (Spark partition ids). Its transactional id is fenced (InitProducerId),
+    which aborts what it left open, when the prefix is known: set with
+    ``transactionalIdPrefix``, or seen in a reported transaction's id.
+    """
+    batch = "a micro-batch" if batch_id is None else f"micro-batch {batch_id}"
     for failure in _end_all(options, transactions, commit=False):
-        log.warning("micro-batch %d: cannot abort %s", batch_id, failure)
+        log.warning("%s: cannot abort %s", batch, failure)
+    if not unreported:
+        return
+    prefix = options.transactional_id_prefix or _prefix_of(transactions)
+    if prefix is None:
+        log.warning(
+            "%s: %d task(s) did not report; a transaction one left open is aborted when the "
+            "query restarts or after kafka.transaction.timeout.ms (set transactionalIdPrefix "
+            "to let the driver abort it at once)",
+            batch,
+            len(unreported),
+        )
+        return
+    for partition in unreported:
+        _fence(options, f"{prefix}-{partition}", batch)
+
+
+def _prefix_of(transactions: Sequence[OpenTransaction]) -> str | None:
+    """The prefix of ``<prefix>-<partition>`` transactional ids."""
+    if not transactions:
+        return None
+    return transactions[0].transactional_id.rsplit("-", 1)[0]
+
+
+def _fence(options: WriteOptions, transactional_id: str, batch: str) -> None:
+    """Abort whatever ``transactional_id`` has open by taking over the id (InitProducerId)."""
+    producer = Producer(
+        {**_connection_settings(options.client), "transactional.id": transactional_id}
+    )
+    try:
+        producer.init_transactions(options.api_timeout_ms / 1000)
+    except KafkaException as exc:
+        log.warning("%s: cannot fence %r: %s", batch, transactional_id, exc.args[0])

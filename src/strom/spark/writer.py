@@ -224,9 +224,10 @@ class StromBatchWriter(DataSourceArrowWriter):
             commit_batch(self.options, transactions, transactions[0].batch_id)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        transactions = _transactions(messages)
-        if transactions:
-            abort_batch(self.options, transactions, transactions[0].batch_id)
+        if self.options.exactly_once:
+            transactions = _transactions(messages)
+            batch_id = transactions[0].batch_id if transactions else None
+            abort_batch(self.options, transactions, batch_id, unreported=_unreported(messages))
 
 
 class StromStreamWriter(DataSourceStreamArrowWriter):
@@ -247,7 +248,15 @@ class StromStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Abort the tasks' transactions (at least once: records written stay written)."""
-        abort_batch(self.options, _transactions(messages), batchId)
+        if self.options.exactly_once:
+            abort_batch(
+                self.options, _transactions(messages), batchId, unreported=_unreported(messages)
+            )
+
+
+def _unreported(messages: list[WriterCommitMessage | None]) -> list[int]:
+    """The Spark partitions whose commit message did not reach the driver."""
+    return [partition for partition, message in enumerate(messages) if message is None]
 
 
 def _transactions(messages: list[WriterCommitMessage | None]) -> list[OpenTransaction]:

@@ -11,6 +11,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+SERVER_OVERRIDES = {"log.cleaner.backoff.ms": "100", "num.partitions": "1"}
+"""The Spark tests' broker settings."""
+
 
 def unique_topic(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"

@@ -18,8 +18,7 @@ from pyspark.sql import SparkSession
 from strom_harness import StromServer, start_strom_server
 
 import strom.spark
-
-SERVER_OVERRIDES = {"log.cleaner.backoff.ms": "100", "num.partitions": "1"}
+from e2e.spark.clients import SERVER_OVERRIDES
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +25,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from strom_harness import StromServer
+from wire_recorder import Exchange, WireRecorder, recorded_server
 
-from e2e.spark.clients import Record, admin, consume_all, create_topic, produce
+from e2e.spark.clients import SERVER_OVERRIDES, Record, admin, consume_all, create_topic, produce
 from e2e.spark.exactly_once_copy import start_copy
+from strom.protocol.api import ApiKey
 
 DRIVER = Path(__file__).with_name("exactly_once_copy.py")
 PARTITIONS = 2
@@ -147,51 +151,72 @@ def test_a_replayed_micro_batch_that_was_committed_writes_nothing(
 
 
 def test_a_failed_micro_batch_leaves_no_transaction_open(
-    spark: SparkSession, broker: StromServer, tmp_path: Path
+    spark: SparkSession, tmp_path: Path
 ) -> None:
     """The task of input partition 1 fails once the task of partition 0 has written its rows in
-    a transaction: the driver aborts that transaction."""
-    bootstrap = broker.bootstrap
-    source = create_topic(bootstrap, "eo-fail-in", partitions=PARTITIONS)
-    target = create_topic(bootstrap, "eo-fail-out", partitions=PARTITIONS)
-    _fill(bootstrap, source, 10)
+    a transaction and handed it over (its DescribeTransactions was answered): the driver aborts
+    that transaction."""
+    with recorded_server(tmp_path / "data", overrides=SERVER_OVERRIDES) as (broker, recorder):
+        bootstrap = broker.bootstrap
+        source = create_topic(bootstrap, "eo-fail-in", partitions=PARTITIONS)
+        target = create_topic(bootstrap, "eo-fail-out", partitions=PARTITIONS)
+        _fill(bootstrap, source, 10)
+        handed_over = tmp_path / "partition-0-handed-over"
+        _touch_when_described(recorder, b"eo-fail-0", handed_over)
+        failing = F.udf(_fail_once(str(handed_over)), "binary", useArrow=False)
+        query = (
+            spark.readStream.format("strom")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", source)
+            .option("startingOffsets", "earliest")
+            .load()
+            .select("key", failing(F.col("value")).alias("value"), "partition")
+            .writeStream.format("strom")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", target)
+            .option("exactlyOnce", "true")
+            .option("transactionalIdPrefix", "eo-fail")
+            .option("checkpointLocation", str(tmp_path / "cp"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        with pytest.raises(StreamingQueryException, match="boom"):
+            query.awaitTermination(120)
+        assert sum(_output(bootstrap, target, "read_uncommitted").values()) == 10
+        assert not _open_transaction(admin(bootstrap), target)
+        assert not _output(bootstrap, target, "read_committed")
 
-    def fail_after_partition_0_wrote(value: bytes) -> bytes:
+
+def _touch_when_described(recorder: WireRecorder, transactional_id: bytes, flag: Path) -> None:
+    """Create ``flag`` once a DescribeTransactions of ``transactional_id`` was answered: the last
+    thing a task does before handing its open transaction to the driver."""
+
+    def described(exchanges: list[Exchange]) -> bool:
+        return any(
+            e.api_key == ApiKey.DESCRIBE_TRANSACTIONS
+            and e.response is not None
+            and transactional_id in e.request
+            for e in exchanges
+        )
+
+    def watch() -> None:
+        recorder.wait_for(described, "partition 0's task describes its transaction", timeout=120)
+        flag.touch()
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _fail_once(flag: str) -> Callable[[bytes], bytes]:
+    """A UDF failing on partition 1's first record once ``flag`` exists (it runs in a Python
+    worker, where only installed packages import, so it takes plain values)."""
+
+    def fail_after_partition_0_handed_over(value: bytes) -> bytes:
         if value != b"v1-0":
             return value
-        # Runs in a Python worker, where only installed packages import (not this module's).
-        from confluent_kafka import TopicPartition  # noqa: PLC0415
-        from confluent_kafka.admin import AdminClient, _listoffsets  # noqa: PLC0415
-
-        client = AdminClient({"bootstrap.servers": bootstrap})
-        written = TopicPartition(target, 0)
-        spec: Any = _listoffsets.OffsetSpec  # its methods are untyped
-        latest = spec.latest()
         deadline = time.monotonic() + 60
-        while client.list_offsets({written: latest})[written].result(5).offset < 10:
-            assert time.monotonic() < deadline, "partition 0's task wrote nothing"
-            time.sleep(0.1)
-        time.sleep(1)  # its marker and DescribeTransactions
+        while not os.path.exists(flag):
+            assert time.monotonic() < deadline, "partition 0's task never handed over"
+            time.sleep(0.05)
         raise RuntimeError("boom")
 
-    failing = F.udf(fail_after_partition_0_wrote, "binary", useArrow=False)
-    query = (
-        spark.readStream.format("strom")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", source)
-        .option("startingOffsets", "earliest")
-        .load()
-        .select("key", failing(F.col("value")).alias("value"), "partition")
-        .writeStream.format("strom")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", target)
-        .option("exactlyOnce", "true")
-        .option("checkpointLocation", str(tmp_path / "cp"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    with pytest.raises(StreamingQueryException, match="boom"):
-        query.awaitTermination(120)
-    assert sum(_output(bootstrap, target, "read_uncommitted").values()) == 10
-    assert not _open_transaction(admin(bootstrap), target)
-    assert not _output(bootstrap, target, "read_committed")
+    return fail_after_partition_0_handed_over

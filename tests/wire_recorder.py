@@ -9,9 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import signal
 import struct
 import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from strom_harness import StromServer, start_strom_server
+
+from strom.protocol.api import decode_response
 
 _SIZE = struct.Struct(">i")
 
@@ -36,6 +47,31 @@ class Exchange:
     def correlation_id(self) -> int:
         return int(struct.unpack_from(">i", self.request, 4)[0])
 
+    def response_body(self) -> Any:
+        """The answer as kio decodes it (None while unanswered)."""
+        if self.response is None:
+            return None
+        _, body = decode_response(self.response, api_key=self.api_key, api_version=self.api_version)
+        return body
+
+    def answered_with(self, error: ErrorCode) -> bool:
+        """Whether any ``error_code`` of the answer is ``error``."""
+        return any(code == error for _, code in fields_named(self.response_body(), "error_code"))
+
+
+def fields_named(entity: Any, name: str, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every field called ``name`` in a kio entity, with where it is."""
+    if isinstance(entity, tuple):
+        for index, item in enumerate(entity):
+            yield from fields_named(item, name, f"{path}[{index}]")
+    elif dataclasses.is_dataclass(entity):
+        for field_ in dataclasses.fields(entity):
+            value = getattr(entity, field_.name)
+            if field_.name == name:
+                yield f"{path}.{name}", value
+            else:
+                yield from fields_named(value, name, f"{path}.{field_.name}")
+
 
 @dataclass
 class WireRecorder:
@@ -48,7 +84,7 @@ class WireRecorder:
     port: int = 0
 
     def __post_init__(self) -> None:
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
@@ -72,8 +108,26 @@ class WireRecorder:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
 
+    @property
+    def address(self) -> str:
+        """Where clients connect: ``127.0.0.1:<port>``."""
+        return f"127.0.0.1:{self.port}"
+
     def recorded(self) -> list[Exchange]:
-        with self._lock:
+        with self._changed:
+            return list(self.exchanges)
+
+    def wait_for(
+        self, condition: Callable[[list[Exchange]], bool], what: str, *, timeout: float = 20.0
+    ) -> list[Exchange]:
+        """Wait until ``condition`` holds for the exchanges so far (each request and each answer
+        wakes it); return them. ``what`` names the condition in the timeout's message."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not condition(list(self.exchanges)):
+                remaining = deadline - time.monotonic()
+                assert remaining > 0, f"timed out after {timeout:.0f} s waiting until {what}"
+                self._changed.wait(remaining)
             return list(self.exchanges)
 
     async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
@@ -105,14 +159,15 @@ class WireRecorder:
         while frame := await _read_frame(reader):
             exchange = Exchange(frame)
             pending[exchange.correlation_id] = exchange
-            with self._lock:
+            with self._changed:
                 self.exchanges.append(exchange)
+                self._changed.notify_all()
             writer.write(_SIZE.pack(len(frame)) + frame)
             await writer.drain()
         writer.close()
 
-    @staticmethod
     async def _forward_responses(
+        self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         pending: dict[int, Exchange],
@@ -121,7 +176,9 @@ class WireRecorder:
             (correlation_id,) = _SIZE.unpack_from(frame, 0)
             exchange = pending.pop(correlation_id, None)
             if exchange is not None:
-                exchange.response = frame
+                with self._changed:
+                    exchange.response = frame
+                    self._changed.notify_all()
             writer.write(_SIZE.pack(len(frame)) + frame)
             await writer.drain()
         writer.close()
@@ -133,3 +190,20 @@ async def _read_frame(reader: asyncio.StreamReader) -> bytes | None:
     except asyncio.IncompleteReadError:
         return None
     return await reader.readexactly(size)
+
+
+@contextlib.contextmanager
+def recorded_server(
+    data_dir: Path, *, overrides: Mapping[str, str] | None = None
+) -> Iterator[tuple[StromServer, WireRecorder]]:
+    """A ``strom server`` process whose clients all pass through a recorder: connect them to
+    ``recorder.address`` (the broker advertises it)."""
+    with WireRecorder() as recorder:
+        settings = {**(overrides or {}), "advertised.listeners": f"PLAINTEXT://{recorder.address}"}
+        server = start_strom_server(data_dir=data_dir, cwd=data_dir.parent, overrides=settings)
+        recorder.upstream = (server.host, server.port)
+        try:
+            yield server, recorder
+        finally:
+            if server.process.poll() is None:
+                server.stop(signal.SIGTERM)
