@@ -1,14 +1,17 @@
 """Exactly once across crashes: a transactional consume-transform-produce loop (``txn_loop.py``)
 is killed with SIGKILL at random points, restarted each time, and a read_committed consumer of
-its output must see every input record exactly once."""
+its output must see every input record exactly once.
+
+The crash points come from a seed, printed with any failure; ``TXN_LOOP_SEED=<seed>`` replays
+them."""
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,6 +20,7 @@ from typing import Any
 from confluent_kafka import Producer, TopicPartition
 from data_clients import consumer, create_topic, unique_topic
 from strom_harness import StromServer
+from txn_loop import STEPS
 
 LOOP = Path(__file__).with_name("txn_loop.py")
 RECORDS = 1_000
@@ -25,35 +29,22 @@ KILLS = 10
 
 
 class LoopProcess:
-    """One run of the loop; counts the transactions it reports committed."""
+    """One run of the loop, crashing itself at ``crash`` (``<transactions>:<step>``) if given."""
 
-    def __init__(self, bootstrap: str, source: str, sink: str, group: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, str(LOOP), bootstrap, source, sink, group, f"{group}-txn"],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        self.commits = 0
-        self._reader = threading.Thread(target=self._count, daemon=True)
-        self._reader.start()
-
-    def _count(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("committed"):
-                self.commits += 1
-
-    def kill_after_commits(self, commits: int, extra_delay: float, *, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while self.commits < commits and self.process.poll() is None:
-            assert time.monotonic() < deadline, "the loop made no progress"
-            time.sleep(0.005)
-        time.sleep(extra_delay)
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
+    def __init__(
+        self, bootstrap: str, source: str, sink: str, group: str, crash: str | None = None
+    ) -> None:
+        args = [sys.executable, str(LOOP), bootstrap, source, sink, group, f"{group}-txn"]
+        self.process = subprocess.Popen([*args, *([crash] if crash else [])])
 
     def wait(self, *, timeout: float = 120) -> int:
         return self.process.wait(timeout=timeout)
+
+
+def crash_points(seed: int) -> list[str]:
+    """``KILLS`` crash points: after 0 to 3 committed transactions, at any step of the next."""
+    chooser = random.Random(seed)
+    return [f"{chooser.randint(0, 3)}:{chooser.choice(STEPS)}" for _ in range(KILLS)]
 
 
 def _fill(bootstrap: str, topic: str) -> None:
@@ -87,18 +78,18 @@ def test_killed_loop_outputs_each_input_exactly_once(strom_server: StromServer) 
     sink = create_topic(bootstrap, unique_topic("loop-out"), partitions=PARTITIONS)
     _fill(bootstrap, source)
     group = unique_topic("loop-group")
-    seed = random.randrange(2**32)
-    chooser = random.Random(seed)
-    for _ in range(KILLS):
-        loop = LoopProcess(bootstrap, source, sink, group)
-        loop.kill_after_commits(chooser.randint(0, 3), chooser.uniform(0, 0.05))
-    assert LoopProcess(bootstrap, source, sink, group).wait() == 0
+    seed = int(os.environ.get("TXN_LOOP_SEED") or random.randrange(2**32))
+    replay = f"crash points {crash_points(seed)} (replay: TXN_LOOP_SEED={seed})"
+    for crash in crash_points(seed):
+        code = LoopProcess(bootstrap, source, sink, group, crash).wait()
+        assert code in (-signal.SIGKILL, 0), f"{replay}: the loop exited with {code}"
+    assert LoopProcess(bootstrap, source, sink, group).wait() == 0, replay
 
     committed = _read_all(bootstrap, sink, "read_committed")
     keys = Counter(message.key() for message in committed)
     duplicates = {key: n for key, n in keys.items() if n > 1}
-    assert not duplicates, f"seed {seed}: outputs written more than once: {duplicates}"
+    assert not duplicates, f"{replay}: outputs written more than once: {duplicates}"
     expected = {f"{i % PARTITIONS}:{i // PARTITIONS}".encode() for i in range(RECORDS)}
-    assert set(keys) == expected, f"seed {seed}: {len(expected - set(keys))} inputs lack output"
+    assert set(keys) == expected, f"{replay}: {len(expected - set(keys))} inputs lack output"
     assert all(m.value().startswith(b"VALUE-") for m in committed)
     assert len(_read_all(bootstrap, sink, "read_uncommitted")) >= RECORDS

@@ -1,23 +1,51 @@
 """A consume-transform-produce loop with Kafka transactions, run as a child process.
 
-``python txn_loop.py BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID``: reads INPUT from the group's
-committed offsets (read_committed), writes each value upper-cased to OUTPUT with the input's
-offset as key, and commits the output and the input offsets in one transaction per poll. It prints
-``committed N`` after each transaction and exits when it has seen nothing new for two seconds.
-The tests kill it with SIGKILL at random points and start it again.
+``python txn_loop.py BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID [CRASH]``: reads INPUT from the
+group's committed offsets (read_committed), writes each value upper-cased to OUTPUT with the
+input's offset as key, and commits the output and the input offsets in one transaction per poll.
+It prints ``committed N`` after each transaction and exits when it has seen nothing new for two
+seconds.
+
+``CRASH`` is ``<transactions>:<step>``: once that many transactions are committed, the loop
+SIGKILLs itself at ``step`` of the next one (``STEPS``), as an outside kill at that point of its
+program would. The tests draw crash points from a seed, so a run can be replayed.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 IDLE_EXIT_SECONDS = 2.0
+STEPS = ("begun", "produced", "flushed", "offsets-sent", "committed")
+"""Where in a transaction the loop can crash: after begin_transaction, after producing its records
+(some may still be queued in the client), after flushing them, after sending the input offsets,
+after commit_transaction."""
 
 
-def run(bootstrap: str, source: str, sink: str, group: str, transactional_id: str) -> None:
+class Crash:
+    """SIGKILL this process at ``step`` of the transaction after ``transactions`` committed."""
+
+    def __init__(self, spec: str | None) -> None:
+        transactions, _, step = (spec or "-1:").partition(":")
+        self.transactions = int(transactions)
+        self.step = step
+        self.committed = 0
+
+    def at(self, step: str) -> None:
+        if self.committed == self.transactions and step == self.step:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if step == "committed":
+            self.committed += 1
+
+
+def run(
+    bootstrap: str, source: str, sink: str, group: str, transactional_id: str, crash: Crash
+) -> None:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -45,16 +73,24 @@ def run(bootstrap: str, source: str, sink: str, group: str, transactional_id: st
             continue
         idle_since = time.monotonic()
         producer.begin_transaction()
+        crash.at("begun")
         for message in messages:
             key = f"{message.partition()}:{message.offset()}".encode()
             producer.produce(sink, key=key, value=(message.value() or b"").upper())
+        crash.at("produced")
+        producer.flush(30)
+        crash.at("flushed")
         producer.send_offsets_to_transaction(
             consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30
         )
+        crash.at("offsets-sent")
         producer.commit_transaction(30)
         print(f"committed {len(messages)}", flush=True)
+        crash.at("committed")
     consumer.close()
 
 
 if __name__ == "__main__":
-    run(*sys.argv[1:6])
+    bootstrap, source, sink, group, transactional_id = sys.argv[1:6]
+    crash = Crash(sys.argv[6] if len(sys.argv) > 6 else None)
+    run(bootstrap, source, sink, group, transactional_id, crash)
