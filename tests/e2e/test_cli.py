@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -465,6 +466,18 @@ def test_produce_says_why_a_compacted_topic_refuses_keyless_lines(server: Server
     ]
     server.run("produce", "compacted", "--key-separator", ":", input="k:keyed\n")
     assert consume_values(server, "compacted", 1) == ["keyed"]
+
+
+def test_a_tls_client_is_told_the_listener_speaks_another_protocol(
+    server: Server, tmp_path: Path
+) -> None:
+    config = tmp_path / "tls.properties"
+    config.write_text("security.protocol=SSL\n")
+    result = server.run("topics", "list", "--command-config", str(config), ok=False)
+    assert one_error(result).startswith(
+        f"Error: the listener at {server.bootstrap} speaks another protocol than "
+        "security.protocol=SSL ("
+    )
 
 
 def test_produce_to_a_missing_partition(server: Server) -> None:

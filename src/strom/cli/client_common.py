@@ -357,6 +357,8 @@ def fetch_metadata(
         attempt_s *= 2
 
 
+_NOT_TLS = ("SSL connection closed by peer", "PLAINTEXT broker listener", "wrong version number")
+"""What librdkafka says when a TLS handshake meets a listener that does not speak TLS."""
 _BROKER_PREFIX = re.compile(r"^\S+/(?:bootstrap|\d+): ")
 _STATE_SUFFIX = re.compile(r" \(after \d+ms in state \w+\)$")
 
@@ -366,7 +368,20 @@ def _unreachable_message(config: ClientConfig) -> str:
     if config.errors.last is None:
         waited = config.connect_timeout_s + _PROBE_MARGIN_S
         return f"no broker at {servers} answered within {waited:g} s; is the server running?"
-    detail = _STATE_SUFFIX.sub("", _BROKER_PREFIX.sub("", config.errors.last.str()))
+    last = config.errors.last
+    detail = _STATE_SUFFIX.sub("", _BROKER_PREFIX.sub("", last.str()))
+    protocol = str(config.settings.get("security.protocol", "plaintext")).upper()
+    if any(sign in detail for sign in _NOT_TLS):
+        return (
+            f"the listener at {servers} speaks another protocol than security.protocol="
+            f"{protocol} ({detail}): set security.protocol to the listener's in --command-config"
+        )
+    if last.code() == KafkaError._AUTHENTICATION:
+        return (
+            f"the broker at {servers} did not authenticate this client with "
+            f"security.protocol={protocol} ({detail}): check security.protocol and the sasl.* "
+            "settings in --command-config"
+        )
     return f"cannot reach a broker at {servers}: {detail}; is the server running?"
 
 

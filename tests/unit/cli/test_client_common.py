@@ -234,3 +234,47 @@ def test_fatal_error_stops_at_once() -> None:
     client.callbacks = [KafkaError(KafkaError._FATAL, "fenced", fatal=True)]
     with pytest.raises(CliError, match="fenced"):
         fetch_metadata(client, config)
+
+
+@pytest.mark.parametrize(
+    ("settings", "error", "expected"),
+    [
+        (
+            {"security.protocol": "ssl"},
+            KafkaError(
+                KafkaError._TRANSPORT,
+                "ssl://b:1/bootstrap: SSL handshake failed: Disconnected: SSL connection closed "
+                "by peer: connecting to a PLAINTEXT broker listener? (after 0ms in state "
+                "SSL_HANDSHAKE)",
+            ),
+            "the listener at b:1 speaks another protocol than security.protocol=SSL (SSL "
+            "handshake failed: Disconnected: SSL connection closed by peer: connecting to a "
+            "PLAINTEXT broker listener?): set security.protocol to the listener's in "
+            "--command-config",
+        ),
+        (
+            {"security.protocol": "sasl_plaintext"},
+            KafkaError(
+                KafkaError._AUTHENTICATION,
+                "sasl_plaintext://b:1/bootstrap: Failed to initialize SASL authentication: SASL "
+                "Handshake not supported by broker (required by mechanism PLAIN) (after 0ms in "
+                "state AUTH_LEGACY)",
+            ),
+            "the broker at b:1 did not authenticate this client with "
+            "security.protocol=SASL_PLAINTEXT (Failed to initialize SASL authentication: SASL "
+            "Handshake not supported by broker (required by mechanism PLAIN)): check "
+            "security.protocol and the sasl.* settings in --command-config",
+        ),
+    ],
+    ids=["ssl-to-plaintext", "sasl-to-plaintext"],
+)
+def test_a_listener_of_another_protocol_is_named_as_such(
+    settings: dict[str, str], error: KafkaError, expected: str
+) -> None:
+    config = _config()
+    config.settings.update(settings)
+    client = FakeClient(config, failures=100)
+    client.callbacks = [error, KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down")]
+    with pytest.raises(CliError) as raised:
+        fetch_metadata(client, config)
+    assert raised.value.message == expected
