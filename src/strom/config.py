@@ -7,13 +7,28 @@ Two scopes, as in Kafka: server settings (``server.properties``, ``--override``)
 
 from __future__ import annotations
 
-import enum
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
 
+from strom.config_types import (
+    INT_MAX,
+    LONG_MAX,
+    ConfigError,
+    ConfigType,
+    Setting,
+    TopicSetting,
+    Validator,
+    Value,
+    at_least,
+    between,
+    one_of,
+)
+from strom.kafka_settings import KAFKA_SETTINGS
+
 __all__ = [
+    "RECORDED_ONLY",
     "SERVER_SETTINGS",
     "TOPIC_SETTINGS",
     "ConfigError",
@@ -24,140 +39,6 @@ __all__ = [
     "load_properties",
     "parse_properties",
 ]
-
-Value = bool | int | float | str | tuple[str, ...] | None
-
-LONG_MAX: Final = 2**63 - 1
-INT_MAX: Final = 2**31 - 1
-
-
-class ConfigError(ValueError):
-    """An unknown setting or an invalid value; the message names the setting."""
-
-    def __init__(self, name: str, reason: str) -> None:
-        super().__init__(f"{name}: {reason}")
-        self.name = name
-        self.reason = reason
-
-
-class ConfigType(enum.IntEnum):
-    """Kafka's config types, numbered as DescribeConfigs reports them."""
-
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
-
-
-Validator = Callable[[Value], str | None]
-"""Returns None when the value is valid, otherwise why it is not."""
-
-
-def at_least(minimum: float) -> Validator:
-    def check(value: Value) -> str | None:
-        if value is None or (isinstance(value, int | float) and value >= minimum):
-            return None
-        return f"must be at least {minimum:g}, got {value}"
-
-    return check
-
-
-def between(low: float, high: float) -> Validator:
-    def check(value: Value) -> str | None:
-        if value is None or (isinstance(value, int | float) and low <= value <= high):
-            return None
-        return f"must be between {low:g} and {high:g}, got {value}"
-
-    return check
-
-
-def one_of(*choices: str) -> Validator:
-    def check(value: Value) -> str | None:
-        items = value if isinstance(value, tuple) else (value,)
-        bad = [item for item in items if item not in choices]
-        if not bad:
-            return None
-        return f"{bad[0]!r} is not one of {', '.join(choices)}"
-
-    return check
-
-
-_RANGES: Final[Mapping[ConfigType, tuple[int, int]]] = {
-    ConfigType.SHORT: (-(2**15), 2**15 - 1),
-    ConfigType.INT: (-(2**31), INT_MAX),
-    ConfigType.LONG: (-(2**63), LONG_MAX),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Setting:
-    name: str
-    type: ConfigType
-    default: Value
-    doc: str
-    validator: Validator | None = None
-    read_only: bool = False
-    """Server settings that cannot change without a restart."""
-
-    def parse(self, raw: str | Value) -> Value:
-        """Turn a raw string (or an already typed value) into this setting's typed value."""
-        value = self._convert(raw)
-        if self.validator is not None:
-            reason = self.validator(value)
-            if reason is not None:
-                raise ConfigError(self.name, reason)
-        return value
-
-    def _convert(self, raw: str | Value) -> Value:
-        if not isinstance(raw, str):
-            return raw
-        text = raw.strip()
-        if self.type in (ConfigType.STRING, ConfigType.CLASS, ConfigType.PASSWORD):
-            return text
-        if self.type is ConfigType.LIST:
-            return tuple(item.strip() for item in text.split(",") if item.strip())
-        if text == "" or text.lower() == "null":
-            if self.default is None:
-                return None
-            raise ConfigError(self.name, "a value is required")
-        if self.type is ConfigType.BOOLEAN:
-            if text.lower() in ("true", "false"):
-                return text.lower() == "true"
-            raise ConfigError(self.name, f"expected true or false, got {text!r}")
-        if self.type is ConfigType.DOUBLE:
-            try:
-                return float(text)
-            except ValueError:
-                raise ConfigError(self.name, f"expected a number, got {text!r}") from None
-        try:
-            number = int(text)
-        except ValueError:
-            raise ConfigError(self.name, f"expected an integer, got {text!r}") from None
-        low, high = _RANGES[self.type]
-        if not low <= number <= high:
-            raise ConfigError(self.name, f"{number} is out of range for a {self.type.name}")
-        return number
-
-    def render(self, value: Value) -> str | None:
-        """The value as Kafka prints it in DescribeConfigs."""
-        if value is None:
-            return None
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, tuple):
-            return ",".join(value)
-        return str(value)
-
-
-@dataclass(frozen=True, slots=True)
-class TopicSetting(Setting):
-    server_default: str | None = None
-    """The server setting whose value is this topic setting's default."""
 
 
 def _settings(items: Iterable[_SettingT]) -> Mapping[str, _SettingT]:
@@ -290,7 +171,7 @@ _CLUSTER_SETTINGS: Final = [
     ),
 ]
 
-SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
+_STROM_SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
     [
         Setting("node.id", _I, 1, "This node's id in the cluster.", at_least(0), read_only=True),
         Setting("log.dirs", _S, "./data", "Directory holding the partition logs.", read_only=True),
@@ -433,8 +314,8 @@ SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
         Setting(
             "log.message.timestamp.after.max.ms",
             _L,
-            LONG_MAX,
-            "How far in the future a timestamp may be.",
+            3600000,
+            "How far in the future a timestamp may be (Kafka 4.0: an hour).",
             at_least(0),
         ),
         Setting("compression.type", _S, "producer", "Codec of stored batches.", _COMPRESSION),
@@ -570,6 +451,17 @@ SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
     ]
 )
 
+SERVER_SETTINGS: Final[Mapping[str, Setting]] = {
+    **KAFKA_SETTINGS.broker,
+    **{
+        name: dataclasses.replace(setting, per_broker=KAFKA_SETTINGS.broker[name].per_broker)
+        if name in KAFKA_SETTINGS.broker
+        else setting
+        for name, setting in _STROM_SERVER_SETTINGS.items()
+    },
+}
+"""Every broker setting: strom's own, then the rest of Kafka's catalog (recorded only)."""
+
 
 def _topic(
     name: str,
@@ -585,7 +477,7 @@ def _topic(
     return TopicSetting(name, type_, default, doc, validator, server_default=server_default)
 
 
-TOPIC_SETTINGS: Final[Mapping[str, TopicSetting]] = _settings(
+_STROM_TOPIC_SETTINGS: Final[Mapping[str, TopicSetting]] = _settings(
     [
         _topic("cleanup.policy", _LIST, "log.cleanup.policy", "delete and/or compact.", _CLEANUP),
         _topic(
@@ -697,12 +589,50 @@ TOPIC_SETTINGS: Final[Mapping[str, TopicSetting]] = _settings(
         _topic(
             "unclean.leader.election.enable",
             _B,
-            None,
+            "unclean.leader.election.enable",
             "Allow out-of-sync replicas to lead.",
-            default=False,
         ),
     ]
 )
+
+TOPIC_SETTINGS: Final[Mapping[str, TopicSetting]] = {
+    **{
+        name: _topic(
+            name,
+            setting.type,
+            setting.server_default,
+            setting.doc,
+            setting.validator,
+            default=setting.default,
+        )
+        for name, setting in KAFKA_SETTINGS.topic.items()
+    },
+    **_STROM_TOPIC_SETTINGS,
+}
+"""Every topic setting: strom's own, then the rest of Kafka's catalog (recorded only)."""
+
+_DEFINED_NOT_ACTED_ON: Final = frozenset(
+    {
+        "controller.quorum.append.linger.ms",
+        "log.message.timestamp.after.max.ms",
+        "log.message.timestamp.before.max.ms",
+        "message.timestamp.after.max.ms",
+        "message.timestamp.before.max.ms",
+        "metadata.log.segment.bytes",
+        "metadata.max.idle.interval.ms",
+        "num.io.threads",
+        "num.network.threads",
+        "unclean.leader.election.enable",
+    }
+)
+
+RECORDED_ONLY: Final[frozenset[str]] = frozenset(
+    (KAFKA_SETTINGS.broker.keys() - _STROM_SERVER_SETTINGS.keys())
+    | (KAFKA_SETTINGS.topic.keys() - _STROM_TOPIC_SETTINGS.keys())
+    | _DEFINED_NOT_ACTED_ON
+)
+"""Kafka's settings strom accepts, validates, stores and describes, and does not act on
+(docs/broker.md lists them)."""
 
 
 def parse_properties(text: str) -> dict[str, str]:

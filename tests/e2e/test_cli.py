@@ -16,6 +16,8 @@ from typing import TypeVar
 import pytest
 from kafka.partitioner.default import murmur2 as java_murmur2
 
+from strom.config import SERVER_SETTINGS
+
 from .conftest import Result, Server
 
 
@@ -73,12 +75,12 @@ def partition_rows(result: Result) -> dict[int, list[str]]:
 
 def config_table(result: Result) -> dict[str, tuple[str, str]]:
     """``configs describe``'s table: name -> (value, source)."""
-    table: dict[str, tuple[str, str]] = {}
-    for line in result.lines[1:]:
-        cells = line.split()
-        if len(cells) >= 3:
-            table[cells[0]] = (" ".join(cells[1:-1]), cells[-1])
-    return table
+    header, *rows = result.lines
+    value_at, source_at = header.index("VALUE"), header.index("SOURCE")
+    return {
+        row[:value_at].strip(): (row[value_at:source_at].strip(), row[source_at:].strip())
+        for row in rows
+    }
 
 
 def one_error(result: Result) -> str:
@@ -288,6 +290,26 @@ def test_configs_describe_the_broker(server: Server) -> None:
     table = config_table(result)
     assert table["num.partitions"] == ("2", "static")  # --override of the server
     assert table["auto.create.topics.enable"] == ("true", "default")
+    assert table["sasl.kerberos.min.time.before.relogin"] == ("60000", "default")
+    assert set(table) == set(SERVER_SETTINGS)  # Kafka's whole catalog, secrets hidden
+
+
+def test_configs_alter_a_kafka_setting_strom_only_records(server: Server) -> None:
+    broker = str(server.node_id)
+    setting = "sasl.kerberos.min.time.before.relogin"
+    altered = server.run(
+        "configs", "alter", "--entity-type", "brokers", "--entity-name", broker,
+        "--add-config", f"{setting}=30000",
+    )  # fmt: skip
+    assert altered.lines == [f"Completed updating config for broker {broker}."]
+    table = config_table(
+        server.run("configs", "describe", "--entity-type", "brokers", "--entity-name", broker)
+    )
+    assert table[setting] == ("30000", "dynamic-broker")
+    server.run(
+        "configs", "alter", "--entity-type", "brokers", "--entity-name", broker,
+        "--delete-config", setting,
+    )  # fmt: skip
 
 
 # --- produce and consume ----------------------------------------------------------------

@@ -65,6 +65,23 @@ def test_kafka_python_describes_configs(kafka_admin: KafkaAdminClient) -> None:
     assert set(modified["topic"]["kp-configured"]) == {"retention.ms"}
 
 
+def test_kafka_python_alters_a_kafka_setting_strom_only_records(
+    kafka_admin: KafkaAdminClient, strom_server: StromServer
+) -> None:
+    """Legacy AlterConfigs of the broker resource with a setting of Kafka's catalog."""
+    broker = str(strom_server.node_id)
+    setting = "sasl.kerberos.min.time.before.relogin"
+    kafka_admin.alter_configs(
+        [ConfigResource(ConfigResourceType.BROKER, broker, {setting: "30000"})]
+    )
+    described = kafka_admin.describe_configs(
+        [ConfigResource(ConfigResourceType.BROKER, broker, [setting])]
+    )
+    entry = described["broker"][broker][setting]
+    assert (entry["value"], entry["config_source"]) == ("30000", "DYNAMIC_BROKER_CONFIG")
+    kafka_admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, broker, {})])
+
+
 def test_kafka_python_describes_log_dirs(
     kafka_admin: KafkaAdminClient, strom_server: StromServer
 ) -> None:

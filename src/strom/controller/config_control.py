@@ -296,6 +296,10 @@ class ConfigControl:
             setting = self._setting(resource, name)
             if setting.read_only:
                 raise _invalid_config(f"{name} cannot change while the broker runs")
+            if setting.per_broker and not resource.name:
+                raise _invalid_config(
+                    f"{name} is set per broker, not cluster-wide: name the broker's id"
+                )
             try:
                 setting.parse(value)
             except ConfigError as error:

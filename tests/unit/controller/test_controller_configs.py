@@ -123,6 +123,22 @@ def test_append_starts_from_the_servers_default() -> None:
     assert h.image.topic_configs("t")["cleanup.policy"] == "compact,delete"
 
 
+@pytest.mark.parametrize(
+    ("resource_type", "name", "setting", "value"),
+    [
+        (BROKER, "", "log.cleaner.io.max.bytes.per.second", "1048576.0"),  # cluster-wide
+        (BROKER, "1", "sasl.kerberos.min.time.before.relogin", "30000"),  # per-broker
+        (TOPIC, "t", "remote.storage.enable", "false"),
+    ],
+)
+def test_kafkas_settings_strom_does_not_act_on_are_stored(
+    h: Harness, resource_type: int, name: str, setting: str, value: str
+) -> None:
+    assert alter(h, resource_type, name, AlterableConfig(setting, value)).error.is_success
+    resource = ConfigResource(ConfigResourceType(resource_type), name)
+    assert h.image.configs.configs(resource)[setting] == value
+
+
 def test_validate_only_changes_nothing(h: Harness) -> None:
     before = h.image
     result = alter(h, TOPIC, "t", AlterableConfig("retention.ms", "5"), validate_only=True)
@@ -251,6 +267,34 @@ def test_validate_only_changes_nothing(h: Harness) -> None:
             [AlterableConfig("no.such", "0")],
             ErrorCode.invalid_config,
             "no.such: unknown broker setting",
+        ),
+        (  # Kafka's, recorded only, and read-only in Kafka too
+            BROKER,
+            "1",
+            [AlterableConfig("sasl.login.connect.timeout.ms", "5000")],
+            ErrorCode.invalid_config,
+            "sasl.login.connect.timeout.ms cannot change while the broker runs",
+        ),
+        (  # per-broker in Kafka: no cluster-wide value
+            BROKER,
+            "",
+            [AlterableConfig("sasl.kerberos.min.time.before.relogin", "30000")],
+            ErrorCode.invalid_config,
+            "sasl.kerberos.min.time.before.relogin is set per broker, not cluster-wide",
+        ),
+        (
+            BROKER,
+            "1",
+            [AlterableConfig("log.cleaner.io.max.bytes.per.second", "fast")],
+            ErrorCode.invalid_config,
+            "log.cleaner.io.max.bytes.per.second: expected a number, got 'fast'",
+        ),
+        (
+            TOPIC,
+            "t",
+            [AlterableConfig("local.retention.ms", "-3")],
+            ErrorCode.invalid_config,
+            "local.retention.ms: must be at least -2",
         ),
         (
             ConfigResourceType.BROKER_LOGGER,
