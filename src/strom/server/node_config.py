@@ -159,6 +159,9 @@ class NodeConfig:
     @classmethod
     def from_config(cls, config: ServerConfig) -> NodeConfig:
         node_id = config.get_int("node.id")
+        if config.is_explicit("broker.id") and config["broker.id"] != node_id:
+            # Kafka's KRaft mode: broker.id is an old name of node.id and must agree with it.
+            raise ConfigError("broker.id", f"must equal node.id ({node_id}) when both are set")
         raw_roles = config["process.roles"]
         assert isinstance(raw_roles, tuple)
         roles = frozenset(ProcessRole(role) for role in raw_roles)

@@ -72,6 +72,7 @@ def test_a_broker_only_node_with_two_listeners_and_advertised_addresses() -> Non
         ({**COMBINED, "controller.quorum.voters": "one@a:1"}, "expected id@host:port"),
         ({**COMBINED, "controller.quorum.voters": "1@a:1,1@b:2"}, "voter 1 is listed twice"),
         ({**COMBINED, "node.id": "7"}, "node.id 7 is not one of the voters (1, 2, 3)"),
+        ({"node.id": "1", "broker.id": "2"}, "broker.id: must equal node.id (1)"),
         ({**COMBINED, "controller.listener.names": ""}, "controller.listener.names: required"),
         (
             {**COMBINED, "listeners": "PLAINTEXT://a:1"},
