@@ -498,7 +498,7 @@ def test_a_tls_client_is_told_the_listener_speaks_another_protocol(
     result = server.run("topics", "list", "--command-config", str(config), ok=False)
     assert one_error(result).startswith(
         f"Error: the listener at {server.bootstrap} speaks another protocol than "
-        "security.protocol=SSL ("
+        "security.protocol=SSL (no TLS server answered the handshake)"
     )
 
 

@@ -374,7 +374,8 @@ def _unreachable_message(config: ClientConfig) -> str:
     if any(sign in detail for sign in _NOT_TLS):
         return (
             f"the listener at {servers} speaks another protocol than security.protocol="
-            f"{protocol} ({detail}): set security.protocol to the listener's in --command-config"
+            f"{protocol} (no TLS server answered the handshake): set security.protocol to the "
+            "listener's in --command-config"
         )
     if last.code() == KafkaError._AUTHENTICATION:
         return (

@@ -98,29 +98,28 @@ class KeylessRecordCheck:
     def __init__(self, config: ClientConfig, topic: str) -> None:
         self._config = config
         self._topic = topic
-        self._compacted: bool | None = None
+        self._policy: str | None = None
 
     def __call__(self, error: KafkaError, message: Message) -> str | None:
         if error.code() != KafkaError.INVALID_RECORD or message.key() is not None:
             return None
-        if self._compacted is None:
-            self._compacted = self._is_compacted()
-        if not self._compacted:
+        if self._policy is None:
+            self._policy = self._cleanup_policy()
+        if "compact" not in self._policy.split(","):
             return None
         return (
-            f"topic {self._topic!r} is compacted (cleanup.policy=compact) and takes only "
+            f"topic {self._topic!r} is compacted (cleanup.policy={self._policy}) and takes only "
             "messages with a key: give keys with --key-separator"
         )
 
-    def _is_compacted(self) -> bool:
+    def _cleanup_policy(self) -> str:
         try:
             entries = describe_configs(
                 self._config.create(AdminClient), ResourceType.TOPIC, self._topic
             )
         except KafkaException:
-            return False
-        policy = {entry.name: entry.value for entry in entries}.get("cleanup.policy") or ""
-        return "compact" in policy.split(",")
+            return ""
+        return {entry.name: entry.value for entry in entries}.get("cleanup.policy") or ""
 
 
 class Deliveries:

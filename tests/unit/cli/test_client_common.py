@@ -247,9 +247,8 @@ def test_fatal_error_stops_at_once() -> None:
                 "by peer: connecting to a PLAINTEXT broker listener? (after 0ms in state "
                 "SSL_HANDSHAKE)",
             ),
-            "the listener at b:1 speaks another protocol than security.protocol=SSL (SSL "
-            "handshake failed: Disconnected: SSL connection closed by peer: connecting to a "
-            "PLAINTEXT broker listener?): set security.protocol to the listener's in "
+            "the listener at b:1 speaks another protocol than security.protocol=SSL (no TLS "
+            "server answered the handshake): set security.protocol to the listener's in "
             "--command-config",
         ),
         (

@@ -1,0 +1,144 @@
+"""The documents, run: every ``$`` example of docs/cli.md, docs/broker.md and docs/cluster.md
+against a ``strom server`` of its own per document, in the order a reader meets them, each
+output checked against the one the document shows.
+
+The examples run in a shell in a scratch directory, ``strom`` pointed at the test's broker (a
+wrapper adds ``--bootstrap-server`` where the example gives none). ``strom consume``, which runs
+until Ctrl-C, gets Ctrl-C after ``INTERRUPT_AFTER_S``, as the reader would press it. Values that
+differ on every run (topic ids, member ids, timestamps, the figures of perf lines) are compared
+by their shape, and a command whose output does not match yet is tried again for a few seconds
+(a group takes a moment to settle). Examples that cannot run here are listed in ``NOT_RUN``
+with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from strom_harness import StromServer, start_strom_server
+
+from e2e.doc_session import Example, examples, matches
+
+DOCS = Path(__file__).parents[2] / "docs"
+INTERRUPT_AFTER_S = 4.0
+SETTLE_S = float(os.environ.get("DOCS_SETTLE_S", "20"))
+NOT_RUN = {
+    "cat client.properties": "the reader's own client settings",
+    "strom topics list --bootstrap-server broker1:9093 --command-config client.properties": (
+        "a SASL_SSL cluster the reader has and this test does not"
+    ),
+}
+FILES = {
+    "cli.md": {"lines.txt": "k1:v1\nk2:v2\n"},
+    "broker.md": {},
+    "cluster.md": {
+        "node.properties": "process.roles=broker,controller\nnode.id=1\n"
+        "listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n"
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
+        "controller.listener.names=CONTROLLER\ncontroller.quorum.voters=one@localhost:9093\n"
+    },
+}
+"""Per document, the files of the reader's that its examples read."""
+_CLIENT_COMMANDS = ("topics", "configs", "produce", "consume", "groups", "perf")
+_SHAPES = [
+    (re.compile(r"TopicId: [A-Za-z0-9_-]{22}"), "TopicId: <id>"),
+    (
+        re.compile(r"\b(app-\d)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"),
+        r"\1-<uuid>",
+    ),
+    (re.compile(r"CreateTime:\d{13}"), "CreateTime:<ms>"),
+    (re.compile(r"^\d+ records sent, (?=.* max latency\.$)"), "<n> records sent, "),
+    (re.compile(r"\d+(\.\d+)? (records/sec|MB/sec|ms)"), r"<n> \2"),
+]
+
+
+def _shape(line: str) -> str:
+    for pattern, replacement in _SHAPES:
+        line = pattern.sub(replacement, line)
+    return line.rstrip()
+
+
+@pytest.fixture(params=sorted(FILES))
+def session(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, StromServer, Path]]:
+    document = str(request.param)
+    base = tmp_path_factory.mktemp("docs")
+    server = start_strom_server(
+        data_dir=base / "data", cwd=base, overrides={"group.initial.rebalance.delay.ms": "0"}
+    )
+    bin_dir = base / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "strom"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'case "$1" in {"|".join(_CLIENT_COMMANDS)})\n'
+        '  case " $* " in *" --bootstrap-server "*) ;; '
+        f'*) set -- "$@" --bootstrap-server {server.bootstrap} ;; esac ;;\n'
+        "esac\n"
+        f'exec {sys.executable} -c "from strom.cli.main import main; main()" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    work = base / "work"
+    work.mkdir()
+    for name, text in FILES[document].items():
+        (work / name).write_text(text)
+    yield document, server, work
+    server.stop(signal.SIGTERM)
+
+
+def _run(example: Example, work: Path, address: str) -> list[str]:
+    env = {**os.environ, "PATH": f"{work.parent / 'bin'}:{os.environ['PATH']}"}
+    process = subprocess.Popen(
+        ["bash", "-c", example.command],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    until_ctrl_c = example.command.startswith("strom consume ")
+    try:
+        output, _ = process.communicate(timeout=INTERRUPT_AFTER_S if until_ctrl_c else 120)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=30)
+    return [_shape(line.replace(address, "localhost:9092")) for line in output.splitlines()]
+
+
+def _examples(document: str) -> list[Example]:
+    return examples((DOCS / document).read_text(encoding="utf-8"))
+
+
+def test_every_example_not_run_is_still_in_a_document() -> None:
+    shown = {example.command for document in FILES for example in _examples(document)}
+    assert set(NOT_RUN) <= shown
+
+
+def test_the_documented_commands_print_what_the_document_shows(
+    session: tuple[str, StromServer, Path],
+) -> None:
+    document, server, work = session
+    for example in _examples(document):
+        if example.command in NOT_RUN:
+            continue
+        expected = [_shape(line) for line in example.output]
+        deadline = time.monotonic() + SETTLE_S
+        while True:
+            actual = _run(example, work, server.bootstrap)
+            if matches(expected, actual) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert matches(expected, actual), (
+            f"docs/{document} line {example.line}: $ {example.command}\n"
+            "shown:\n  " + "\n  ".join(expected) + "\nprinted:\n  " + "\n  ".join(actual)
+        )
