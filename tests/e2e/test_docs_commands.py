@@ -28,7 +28,7 @@ from strom_harness import StromServer, start_strom_server
 from e2e.doc_session import Example, examples, matches
 
 DOCS = Path(__file__).parents[2] / "docs"
-INTERRUPT_AFTER_S = 4.0
+INTERRUPT_AFTER_S = 3.0
 SETTLE_S = float(os.environ.get("DOCS_SETTLE_S", "20"))
 NOT_RUN = {
     "cat client.properties": "the reader's own client settings",
