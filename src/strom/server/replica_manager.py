@@ -90,8 +90,6 @@ READ_UNCOMMITTED: Final = 0
 READ_COMMITTED: Final = 1
 LATEST_TIERED_TIMESTAMP: Final = -5
 """ListOffsets v9+ (KIP-1005): the highest offset in tiered storage; -1 without tiering."""
-UNDEFINED_EPOCH: Final = -1
-UNDEFINED_EPOCH_OFFSET: Final = -1
 VALID_ACKS: Final = (-1, 0, 1)
 _NO_LOG_START_ERRORS: Final = frozenset(
     {
@@ -312,6 +310,9 @@ class ReplicaManager:
             self.maybe_advance_high_watermark(partition)
         else:
             partition.registration = registration
+        # A leader starts its epoch at its log end, as Kafka's Partition.makeLeader does.
+        if registration.leader_epoch > partition_log.leader_epochs.latest_epoch:
+            partition_log.start_leader_epoch(registration.leader_epoch)
         return partition
 
     def high_watermarks(self) -> dict[TopicPartition, int]:
@@ -627,17 +628,8 @@ class ReplicaManager:
     def end_offset_for_epoch(
         self, tp: TopicPartition, *, leader_epoch: int, current_leader_epoch: int = -1
     ) -> tuple[int, int]:
-        """(epoch, end offset) of ``leader_epoch`` as a one-entry leader epoch cache sees it.
-
-        Every batch of the log is taken to belong to the partition's current leader epoch,
-        which started at the log start offset (no leader-epoch checkpoint exists yet). Kafka's
-        ``LeaderEpochFileCache.endOffsetFor``: the current epoch ends at the log end offset;
-        an older one at the current epoch's start; a newer or undefined one is (-1, -1).
-        """
+        """(epoch, end offset) of ``leader_epoch``, from the log's leader epoch cache (Kafka's
+        ``LeaderEpochFileCache.endOffsetFor``)."""
         partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
-        current = partition.leader_epoch
-        if leader_epoch == UNDEFINED_EPOCH or leader_epoch > current:
-            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        if leader_epoch == current:
-            return current, partition.log_end_offset
-        return leader_epoch, partition.log_start_offset
+        answer = partition.log.end_offset_for_epoch(leader_epoch)
+        return answer.epoch, answer.end_offset

@@ -16,7 +16,7 @@ the old file or the new one, never a mix.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -27,7 +27,9 @@ __all__ = [
     "LOG_START_OFFSET_CHECKPOINT",
     "RECOVERY_POINT_CHECKPOINT",
     "CheckpointError",
+    "read_checkpoint",
     "read_offset_checkpoint",
+    "write_checkpoint",
     "write_offset_checkpoint",
 ]
 
@@ -40,13 +42,11 @@ class CheckpointError(ValueError):
     """A checkpoint file that cannot be parsed; the message names the file and line."""
 
 
-def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
-    """Replace ``path`` atomically with ``offsets`` (sorted by topic, then partition)."""
-    lines = [str(VERSION), str(len(offsets))]
-    for tp, offset in sorted(offsets.items()):
-        if not tp.topic or any(c.isspace() for c in tp.topic):
-            raise ValueError(f"topic name {tp.topic!r} cannot be written to a checkpoint")
-        lines.append(f"{tp.topic} {tp.partition} {offset}")
+def write_checkpoint(path: Path, entries: Sequence[Sequence[str | int]]) -> None:
+    """Replace ``path`` atomically with Kafka's checkpoint format: version 0, the number of
+    entries, then one line per entry, its fields one space apart."""
+    lines = [str(VERSION), str(len(entries))]
+    lines += [" ".join(str(field) for field in entry) for entry in entries]
     temporary = path.with_name(path.name + ".tmp")
     with temporary.open("w", encoding="utf-8") as file:
         file.write("\n".join(lines) + "\n")
@@ -56,12 +56,13 @@ def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -
     fsync_directory(path.parent)
 
 
-def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
-    """The offsets in ``path``; empty when the file does not exist."""
+def read_checkpoint(path: Path, *, fields: int, what: str) -> list[tuple[int, list[str]]]:
+    """The entries of a checkpoint file of ``fields`` fields each (``what`` names them in
+    errors), with their line numbers; empty when the file does not exist."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return []
     lines = text.splitlines()
 
     def fail(line: int, reason: str) -> CheckpointError:
@@ -72,17 +73,36 @@ def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
     if len(lines) < 2 or not lines[1].strip().isdigit():
         raise fail(2, "expected the number of entries")
     expected = int(lines[1])
-    entries = [line for line in lines[2:] if line.strip()]
+    entries = [
+        (number, line.split()) for number, line in enumerate(lines[2:], start=3) if line.strip()
+    ]
     if len(entries) != expected:
         raise fail(2, f"expected {expected} entries, found {len(entries)}")
+    for number, entry in entries:
+        if len(entry) != fields:
+            raise fail(number, f"expected {what!r}, got {' '.join(entry)!r}")
+    return entries
+
+
+def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
+    """Replace ``path`` atomically with ``offsets`` (sorted by topic, then partition)."""
+    entries: list[tuple[str, int, int]] = []
+    for tp, offset in sorted(offsets.items()):
+        if not tp.topic or any(c.isspace() for c in tp.topic):
+            raise ValueError(f"topic name {tp.topic!r} cannot be written to a checkpoint")
+        entries.append((tp.topic, tp.partition, offset))
+    write_checkpoint(path, entries)
+
+
+def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    """The offsets in ``path``; empty when the file does not exist."""
     offsets: dict[TopicPartition, int] = {}
-    for number, line in enumerate(entries, start=3):
-        fields = line.split()
-        if len(fields) != 3:
-            raise fail(number, f"expected 'topic partition offset', got {line!r}")
-        topic, partition, offset = fields
+    for number, (topic, partition, offset) in read_checkpoint(
+        path, fields=3, what="topic partition offset"
+    ):
         try:
             offsets[TopicPartition(topic, int(partition))] = int(offset)
         except ValueError:
-            raise fail(number, f"malformed entry {line!r}") from None
+            entry = f"{topic} {partition} {offset}"
+            raise CheckpointError(f"{path}: line {number}: malformed entry {entry!r}") from None
     return offsets

@@ -31,6 +31,7 @@ from strom.protocol.batch import (
 from strom.protocol.records import ControlRecordType, build_control_batch
 from strom.storage._files import fsync_directory
 from strom.storage.file_region import FileRegion
+from strom.storage.leader_epoch_cache import EpochEndOffset, LeaderEpochCache, LeaderEpochFile
 from strom.storage.loader import load_log
 from strom.storage.log_config import LONG_MAX, LogConfig
 from strom.storage.log_reads import (
@@ -74,6 +75,7 @@ EARLIEST_LOCAL_TIMESTAMP: Final = -4
 _FOLLOWER_MAX_BATCH: Final = 2**31 - 1
 _SNAPSHOTS_KEPT: Final = 3
 """Producer state snapshots kept (the newest, from the last rolls and the last close)."""
+_LEADER_EPOCH: Final = 12
 _ATTRIBUTES_LOW: Final = 22
 _PRODUCER_ID: Final = 43
 
@@ -95,8 +97,9 @@ class PartitionLog:
         log_start_offset: int,
         recovery_point: int,
         producer_state: ProducerStateManager | None = None,
+        leader_epochs: LeaderEpochFile | None = None,
     ) -> None:
-        """``producer_state`` defaults to an empty state at the log end (a new log)."""
+        """``producer_state`` and ``leader_epochs`` default to empty ones (a new log)."""
         if not segments:
             raise ValueError("a partition log has at least one segment")
         self.directory = directory
@@ -114,6 +117,7 @@ class PartitionLog:
         self._producer_state = producer_state or ProducerStateManager(
             name=directory.name, map_end_offset=self._next_offset
         )
+        self._epochs = leader_epochs or LeaderEpochFile(directory)
 
     @classmethod
     def open(
@@ -155,6 +159,16 @@ class PartitionLog:
             loaded.recovered,
             log_start_offset=loaded.log_start_offset,
         )
+        epochs = LeaderEpochFile.load(
+            directory,
+            log_start_offset=loaded.log_start_offset,
+            log_end_offset=loaded.log_end_offset,
+            batch_epochs=lambda: (
+                (header.base_offset, header.partition_leader_epoch)
+                for segment in loaded.segments
+                for _, header in segment.batches()
+            ),
+        )
         return cls(
             directory,
             config=config,
@@ -163,6 +177,7 @@ class PartitionLog:
             log_start_offset=loaded.log_start_offset,
             recovery_point=loaded.recovery_point,
             producer_state=state,
+            leader_epochs=epochs,
         )
 
     # --- state -----------------------------------------------------------------------------
@@ -187,6 +202,19 @@ class PartitionLog:
     @property
     def log_end_offset(self) -> int:
         return self._next_offset
+
+    @property
+    def leader_epochs(self) -> LeaderEpochCache:
+        """Which leader epoch wrote from which offset (read it; only this log changes it)."""
+        return self._epochs.cache
+
+    def start_leader_epoch(self, epoch: int) -> None:
+        """This log's replica leads from ``epoch`` on: the epoch starts at the log end."""
+        self._epochs.assign(epoch, self._next_offset)
+
+    def end_offset_for_epoch(self, epoch: int) -> EpochEndOffset:
+        """OffsetForLeaderEpoch: the largest epoch at most ``epoch`` and where it ended."""
+        return self._epochs.cache.end_offset_for(epoch, self._next_offset)
 
     @property
     def recovery_point(self) -> int:
@@ -435,6 +463,7 @@ class PartitionLog:
             last_offset=last_offset,
         )
         segment.append_batches(data, batches)
+        self._record_epochs(data, batches)
         self._next_offset = last_offset + 1
         self._maybe_flush_after_append()
         return AppendInfo(
@@ -445,6 +474,18 @@ class PartitionLog:
             log_start_offset=self._log_start_offset,
             written=data,
         )
+
+    def _record_epochs(self, data: bytes | bytearray, batches: Sequence[BatchSummary]) -> None:
+        """A batch stamped with a newer leader epoch than the latest starts that epoch (one
+        four-byte read per batch)."""
+        latest = self._epochs.cache.latest_epoch
+        position = 0
+        for base_offset, size, _, _ in batches:
+            epoch = int.from_bytes(data[position + _LEADER_EPOCH : position + _LEADER_EPOCH + 4])
+            if epoch != latest and epoch < 0x80000000:
+                self._epochs.assign(epoch, base_offset)
+                latest = epoch
+            position += size
 
     # --- roll ------------------------------------------------------------------------------
 
@@ -662,6 +703,7 @@ class PartitionLog:
         self._next_offset = active.next_offset
         self._recovery_point = min(self._recovery_point, self._next_offset)
         self._log_start_offset = min(self._log_start_offset, self._next_offset)
+        self._epochs.truncate_from_end(self._next_offset)
         state = self._producer_state
         if self._next_offset >= state.map_end_offset:
             # Nothing with a producer id was cut: the state is already the truncated log's.
@@ -688,6 +730,7 @@ class PartitionLog:
         fsync_directory(self.directory)
         self._directory_dirty = False
         self._next_offset = self._log_start_offset = self._recovery_point = offset
+        self._epochs.clear()
 
     def advance_log_start_offset(self, offset: int, *, high_watermark: int | None = None) -> bool:
         """DeleteRecords: move the log start up to ``offset`` and delete segments below it.
@@ -708,6 +751,7 @@ class PartitionLog:
         if offset <= self._log_start_offset:
             return False
         self._log_start_offset = offset
+        self._epochs.truncate_from_start(offset)
         count = deletable_by_log_start(
             self._segments,
             log_start_offset=offset,
@@ -748,6 +792,7 @@ class PartitionLog:
         del self._segments[:count]
         del self._bases[:count]
         self._log_start_offset = max(self._log_start_offset, self._bases[0])
+        self._epochs.truncate_from_start(self._log_start_offset)
         self._recovery_point = max(self._recovery_point, self._bases[0])
         for segment in doomed:
             segment.delete()

@@ -1,9 +1,9 @@
 """The examples of examples/, each run as a user runs it (a child process with ``--once``)
 against the tests' ``strom server``, and their output topics checked record by record.
 
-The three examples start together when the first test of this module asks for them (each is
-a Spark driver of its own, and most of a run is the JVM starting), and each test then waits
-for its own.
+The examples start together when the first test of this module asks for them (each is a Spark
+driver of its own, and most of a run is the JVM starting), and each test then waits for its
+own. ``word_count.py`` runs in ``test_standalone.py``, on a standalone Spark cluster.
 """
 
 from __future__ import annotations
@@ -20,18 +20,15 @@ from typing import Any
 import pytest
 from strom_harness import StromServer
 
-from e2e.spark.clients import Record, consume_all, create_topic, produce, unique_topic
+from e2e.spark.clients import consume_all, unique_topic
 
-pytestmark = pytest.mark.timeout(300)  # three Spark drivers at once: slow on a loaded machine
+pytestmark = pytest.mark.timeout(300)  # two Spark drivers at once: slow on a loaded machine
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 RUN_TIMEOUT_S = 150
 # The JIT's first tier only, and the serial collector: a driver that lives seconds starts faster.
 QUICK_JVM = "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 ONE_PARTITION = "spark.sql.shuffle.partitions=1"  # small data: one state store, one task
-
-LINES = ("To be, or not to be:", "that is the question.", "TO BE OR NOT")
-WORD_COUNTS = {"to": 3, "be": 3, "or": 2, "not": 2, "that": 1, "is": 1, "the": 1, "question": 1}
 
 
 def _window(minute: int, page: str, views: int) -> dict[str, object]:
@@ -108,14 +105,9 @@ def runs(broker: StromServer) -> Iterator[Runs]:
     if shutil.which("java") is None:
         pytest.skip("Spark needs Java (make test installs it when it can)")
     bootstrap = broker.bootstrap
-    lines = create_topic(bootstrap, "example-lines")
-    produce(bootstrap, lines, [Record(line.encode()) for line in LINES])
-    outputs = {name: unique_topic(f"example-{name}") for name in ("words", "windows", "orders")}
+    outputs = {name: unique_topic(f"example-{name}") for name in ("windows", "orders")}
     views, orders = unique_topic("example-views"), unique_topic("example-orders")
     examples = {
-        "words": run_example(
-            "word_count.py", bootstrap, ["--input", lines, "--output", outputs["words"]]
-        ),
         "windows": run_example(
             "windowed_counts.py",
             bootstrap,
@@ -132,15 +124,6 @@ def runs(broker: StromServer) -> Iterator[Runs]:
         if example.process.poll() is None:
             example.process.kill()
             example.process.communicate()
-
-
-def test_word_count_counts_every_word(runs: Runs, broker: StromServer) -> None:
-    finish(runs.examples["words"])
-    last: dict[str, int] = {}
-    for record in consume_all(broker.bootstrap, runs.outputs["words"]):
-        assert record.key is not None and record.value is not None
-        last[record.key.decode()] = int(record.value)
-    assert last == WORD_COUNTS
 
 
 def test_windowed_counts_writes_each_closed_window_once(runs: Runs, broker: StromServer) -> None:

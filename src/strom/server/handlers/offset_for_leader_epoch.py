@@ -1,10 +1,11 @@
 """OffsetForLeaderEpoch (v2+): where a leader epoch ends, for truncation checks.
 
 Consumers send it after a leader change or before resuming from a committed offset with its
-leader epoch (KIP-320), followers to find where to truncate. strom keeps one leader epoch per
-partition for now, holding all of its data: the current epoch ends at the log end offset, an
-older one at the log start offset, a newer or undefined one is UNDEFINED (-1, -1) with no error,
-as Kafka's ``LeaderEpochFileCache.endOffsetFor`` answers. ``current_leader_epoch`` is checked
+leader epoch (KIP-320), followers to find where to truncate. The answer comes from the log's
+leader epoch cache (``strom.storage.leader_epoch_cache``): the largest epoch at most the one
+asked for and where it ended (the log end offset for the current epoch); a newer or undefined
+one is UNDEFINED (-1, -1) with no error, as Kafka's ``LeaderEpochFileCache.endOffsetFor``
+answers. ``current_leader_epoch`` is checked
 first: FENCED_LEADER_EPOCH when older than the partition's, UNKNOWN_LEADER_EPOCH when newer.
 """
 
