@@ -1,0 +1,207 @@
+"""What the leader of a partition knows about its replicas: where each follower is, the in-sync
+replica set, and the high watermark (the leader's part of Kafka's ``Partition`` and ``Replica``).
+
+Pure: the replica manager feeds it follower fetches and the clock, and acts on what it answers.
+
+* **Follower state** (Kafka's ``Replica.updateFetchState``): each fetch reports the follower's
+  log end offset (its fetch offset). A follower is *caught up* at a fetch that reached the
+  leader's log end offset, or one that reached what the leader's log end offset was at its
+  previous fetch (the follower kept pace); it stays caught up for ``replica.lag.time.max.ms``.
+* **High watermark** (``maybeIncrementLeaderHW``): the smallest log end offset among the leader
+  and the replicas of the maximal ISR, plus followers that are caught up and eligible but not in
+  the ISR yet (so that a joining replica is not left behind). It never goes back.
+* **ISR changes** go to the controller as AlterPartition, one at a time (KIP-497). Meanwhile the
+  *maximal* ISR counts for the high watermark and acks: an expansion counts the new replica at
+  once, a shrink not until the controller commits it. Out of sync: an ISR follower not caught up
+  within the lag time. In sync again: a follower at or past the high watermark and past the
+  start of the current leader epoch.
+* **Acks**: ``min.insync.replicas`` is checked before an acks=all append (NOT_ENOUGH_REPLICAS)
+  and again when its offset is committed (NOT_ENOUGH_REPLICAS_AFTER_APPEND), against the ISR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+from strom.common import ErrorCode
+
+__all__ = ["AckState", "FollowerState", "IsrChange", "PartitionReplication"]
+
+UNKNOWN_OFFSET: Final = -1
+NEVER: Final = -(2**62)
+"""``last_caught_up_ms`` of a follower that has not been caught up in this leader epoch."""
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """A follower as its leader sees it."""
+
+    broker_id: int
+    log_end_offset: int = UNKNOWN_OFFSET
+    last_caught_up_ms: int = NEVER
+    last_fetch_ms: int = NEVER
+    last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
+
+    def update(self, *, fetch_offset: int, leader_log_end_offset: int, now_ms: int) -> None:
+        if fetch_offset >= leader_log_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset >= 0:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_log_end_offset = leader_log_end_offset
+        self.last_fetch_ms = now_ms
+
+    def caught_up(self, *, leader_log_end_offset: int, now_ms: int, max_lag_ms: int) -> bool:
+        return (
+            self.log_end_offset >= leader_log_end_offset >= 0
+            or now_ms - self.last_caught_up_ms <= max_lag_ms
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IsrChange:
+    """An AlterPartition to send: the new ISR, based on ``partition_epoch``."""
+
+    isr: tuple[int, ...]
+    partition_epoch: int
+    added: tuple[int, ...] = ()
+    removed: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AckState:
+    """Whether an acks=all append at some offset is done, and with which error."""
+
+    done: bool
+    error: ErrorCode = ErrorCode.none
+
+
+@dataclass
+class PartitionReplication:
+    """The leader's bookkeeping of one partition in one leader epoch."""
+
+    leader_id: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader_epoch: int
+    partition_epoch: int
+    leader_epoch_start_offset: int
+    high_watermark: int
+    max_lag_ms: int
+    started_ms: int = 0
+    """When this broker became leader: the ISR's followers count as caught up then, as in
+    Kafka's ``Replica.resetReplicaState``."""
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+    pending: IsrChange | None = None
+    """The AlterPartition in flight, if any."""
+
+    def __post_init__(self) -> None:
+        for broker_id in self.replicas:
+            if broker_id != self.leader_id and broker_id not in self.followers:
+                caught_up = self.started_ms if broker_id in self.isr else NEVER
+                self.followers[broker_id] = FollowerState(broker_id, last_caught_up_ms=caught_up)
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR as acks and the high watermark count it: an expansion in flight counts."""
+        if self.pending is not None and self.pending.added:
+            return tuple(sorted(set(self.isr) | set(self.pending.added)))
+        return self.isr
+
+    # --- followers -------------------------------------------------------------------------
+
+    def record_fetch(
+        self, broker_id: int, *, fetch_offset: int, leader_log_end_offset: int, now_ms: int
+    ) -> int | None:
+        """A follower fetched from ``fetch_offset``; the new high watermark if it moved."""
+        follower = self.followers[broker_id]
+        follower.update(
+            fetch_offset=fetch_offset, leader_log_end_offset=leader_log_end_offset, now_ms=now_ms
+        )
+        return self.maybe_advance_high_watermark(leader_log_end_offset, now_ms=now_ms)
+
+    def maybe_advance_high_watermark(
+        self, leader_log_end_offset: int, *, now_ms: int
+    ) -> int | None:
+        """Move the high watermark up to what every counted replica has; the new one or None."""
+        candidate = leader_log_end_offset
+        maximal = set(self.maximal_isr)
+        for follower in self.followers.values():
+            counted = follower.broker_id in maximal or follower.caught_up(
+                leader_log_end_offset=leader_log_end_offset,
+                now_ms=now_ms,
+                max_lag_ms=self.max_lag_ms,
+            )
+            if counted:
+                candidate = min(candidate, max(follower.log_end_offset, 0))
+        if candidate > self.high_watermark:
+            self.high_watermark = candidate
+            return candidate
+        return None
+
+    # --- ISR -------------------------------------------------------------------------------
+
+    def isr_change(self, leader_log_end_offset: int, *, now_ms: int) -> IsrChange | None:
+        """The AlterPartition to send now, if the ISR should change and none is in flight:
+        a shrink of the followers out of sync, else the first follower back in sync."""
+        if self.pending is not None:
+            return None
+        out_of_sync = tuple(
+            broker_id
+            for broker_id in self.isr
+            if broker_id != self.leader_id
+            and not self.followers[broker_id].caught_up(
+                leader_log_end_offset=leader_log_end_offset,
+                now_ms=now_ms,
+                max_lag_ms=self.max_lag_ms,
+            )
+        )
+        if out_of_sync:
+            kept = tuple(b for b in self.isr if b not in out_of_sync)
+            self.pending = IsrChange(kept, self.partition_epoch, removed=out_of_sync)
+            return self.pending
+        for broker_id in sorted(self.followers):
+            follower = self.followers[broker_id]
+            if broker_id not in self.isr and self._in_sync(follower):
+                joined = tuple(sorted((*self.isr, broker_id)))
+                self.pending = IsrChange(joined, self.partition_epoch, added=(broker_id,))
+                return self.pending
+        return None
+
+    def _in_sync(self, follower: FollowerState) -> bool:
+        """Kafka's ``isFollowerInSync``: at the high watermark, and into the current epoch."""
+        return (
+            follower.log_end_offset >= self.high_watermark
+            and follower.log_end_offset >= self.leader_epoch_start_offset
+        )
+
+    def isr_committed(self, isr: Iterable[int], partition_epoch: int) -> None:
+        """The controller answered the pending AlterPartition (or the metadata showed a newer
+        partition state): take its ISR and epoch."""
+        self.isr = tuple(sorted(isr))
+        self.partition_epoch = partition_epoch
+        self.pending = None
+
+    def isr_change_failed(self) -> None:
+        """The AlterPartition failed (retried from the next check with fresh state)."""
+        self.pending = None
+
+    # --- acks ------------------------------------------------------------------------------
+
+    def check_min_isr(self, min_insync_replicas: int) -> ErrorCode:
+        """Before an acks=all append: NOT_ENOUGH_REPLICAS when the ISR is too small."""
+        if len(self.isr) < min_insync_replicas:
+            return ErrorCode.not_enough_replicas
+        return ErrorCode.none
+
+    def ack_state(self, required_offset: int, *, min_insync_replicas: int) -> AckState:
+        """An acks=all append whose last offset is ``required_offset - 1``: done once the high
+        watermark reaches ``required_offset``; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
+        below ``min.insync.replicas`` meanwhile."""
+        if self.high_watermark < required_offset:
+            return AckState(done=False)
+        if len(self.isr) < min_insync_replicas:
+            return AckState(done=True, error=ErrorCode.not_enough_replicas_after_append)
+        return AckState(done=True)

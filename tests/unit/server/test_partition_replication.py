@@ -1,0 +1,93 @@
+"""The leader's replica bookkeeping: follower catch-up, high watermark, ISR changes, acks."""
+
+from __future__ import annotations
+
+from strom.common import ErrorCode
+from strom.server.partition_replication import IsrChange, PartitionReplication
+
+LAG_MS = 30_000
+
+
+def leader(**changes: object) -> PartitionReplication:
+    fields: dict[str, object] = {
+        "leader_id": 1,
+        "replicas": (1, 2, 3),
+        "isr": (1, 2, 3),
+        "leader_epoch": 5,
+        "partition_epoch": 7,
+        "leader_epoch_start_offset": 0,
+        "high_watermark": 0,
+        "max_lag_ms": LAG_MS,
+    }
+    fields.update(changes)
+    return PartitionReplication(**fields)  # type: ignore[arg-type]
+
+
+def test_the_high_watermark_is_the_smallest_log_end_of_the_isr() -> None:
+    state = leader()
+    assert state.record_fetch(2, fetch_offset=10, leader_log_end_offset=10, now_ms=1) is None
+    assert state.record_fetch(3, fetch_offset=7, leader_log_end_offset=10, now_ms=2) == 7
+    assert state.record_fetch(3, fetch_offset=10, leader_log_end_offset=12, now_ms=3) == 10
+    assert state.record_fetch(3, fetch_offset=4, leader_log_end_offset=12, now_ms=4) is None
+    assert state.high_watermark == 10  # never back
+
+
+def test_a_follower_that_keeps_pace_stays_caught_up() -> None:
+    state = leader()
+    follower = state.followers[2]
+    state.record_fetch(2, fetch_offset=10, leader_log_end_offset=10, now_ms=1_000)
+    assert follower.last_caught_up_ms == 1_000
+    # Behind the log end now, but at what the end was at its last fetch: caught up as of then.
+    state.record_fetch(2, fetch_offset=10, leader_log_end_offset=20, now_ms=5_000)
+    assert follower.last_caught_up_ms == 1_000
+    state.record_fetch(2, fetch_offset=20, leader_log_end_offset=25, now_ms=9_000)
+    assert follower.last_caught_up_ms == 5_000
+    state.record_fetch(2, fetch_offset=21, leader_log_end_offset=30, now_ms=12_000)
+    assert follower.last_caught_up_ms == 5_000  # not at 25: fell behind
+
+
+def test_a_lagging_follower_leaves_the_isr_and_a_caught_up_one_joins() -> None:
+    state = leader()
+    state.record_fetch(2, fetch_offset=50, leader_log_end_offset=50, now_ms=40_000)
+    state.record_fetch(3, fetch_offset=10, leader_log_end_offset=50, now_ms=40_000)
+    assert state.high_watermark == 10
+    shrink = state.isr_change(50, now_ms=40_000)
+    assert shrink == IsrChange((1, 2), 7, removed=(3,))
+    assert state.isr_change(50, now_ms=40_000) is None  # one AlterPartition at a time
+    assert state.maximal_isr == (1, 2, 3)  # a shrink counts once committed
+    state.isr_committed((1, 2), partition_epoch=8)
+    assert state.maybe_advance_high_watermark(50, now_ms=40_000) == 50
+    state.record_fetch(3, fetch_offset=50, leader_log_end_offset=50, now_ms=41_000)
+    expand = state.isr_change(50, now_ms=41_000)
+    assert expand == IsrChange((1, 2, 3), 8, added=(3,))
+    assert state.maximal_isr == (1, 2, 3)  # an expansion counts at once (KIP-497)
+
+
+def test_a_follower_joins_only_past_the_start_of_the_leaders_epoch() -> None:
+    state = leader(isr=(1, 2), leader_epoch_start_offset=40, high_watermark=30)
+    state.record_fetch(3, fetch_offset=35, leader_log_end_offset=50, now_ms=1)
+    assert state.isr_change(50, now_ms=1) is None
+    state.record_fetch(3, fetch_offset=40, leader_log_end_offset=50, now_ms=2)
+    assert state.isr_change(50, now_ms=2) == IsrChange((1, 2, 3), 7, added=(3,))
+
+
+def test_a_caught_up_follower_outside_the_isr_holds_the_high_watermark_back() -> None:
+    state = leader(isr=(1, 2))
+    state.record_fetch(3, fetch_offset=30, leader_log_end_offset=30, now_ms=1)
+    state.record_fetch(2, fetch_offset=40, leader_log_end_offset=40, now_ms=2)
+    assert state.high_watermark == 30  # 3 was caught up a moment ago: it is waited for
+    state.record_fetch(2, fetch_offset=50, leader_log_end_offset=50, now_ms=LAG_MS + 10)
+    assert state.high_watermark == 50  # no longer: the ISR alone decides
+
+
+def test_acks_all_and_min_insync_replicas() -> None:
+    state = leader(isr=(1,))
+    assert state.check_min_isr(2) is ErrorCode.not_enough_replicas
+    state = leader(isr=(1, 2))
+    assert state.check_min_isr(2) is ErrorCode.none
+    assert not state.ack_state(5, min_insync_replicas=2).done
+    state.record_fetch(2, fetch_offset=5, leader_log_end_offset=5, now_ms=1)
+    assert state.ack_state(5, min_insync_replicas=2).error is ErrorCode.none
+    state.isr_committed((1,), partition_epoch=8)
+    after = state.ack_state(5, min_insync_replicas=2)
+    assert after.done and after.error is ErrorCode.not_enough_replicas_after_append
