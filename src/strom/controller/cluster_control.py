@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from strom.common import ErrorCode
+from strom.controller.leadership import broker_available, broker_unavailable
 from strom.controller.results import NO_ERROR, ApiError, ControllerResult
 from strom.controller.settings import DEFAULT_METADATA_VERSION, PRODUCER_ID_BLOCK_SIZE
 from strom.metadata import (
@@ -140,7 +141,10 @@ class ClusterControl:
             fenced=True,
             log_dirs=tuple(request.log_dirs),
         )
-        return ControllerResult([record], BrokerRegistrationReply(broker_epoch=epoch))
+        # A new session: what the broker led or followed in its last one is moved off it until
+        # it is unfenced (it may have lost what it had not flushed).
+        moves = broker_unavailable(image, request.broker_id) if previous is not None else []
+        return ControllerResult([record, *moves], BrokerRegistrationReply(broker_epoch=epoch))
 
     def unfence_broker(
         self, image: MetadataImage, *, broker_id: int, broker_epoch: int
@@ -166,7 +170,8 @@ class ClusterControl:
             broker_epoch=broker_epoch,
             fenced=FencingChange.FENCE if fence else FencingChange.UNFENCE,
         )
-        return ControllerResult([record], NO_ERROR)
+        moves = (broker_unavailable if fence else broker_available)(image, broker_id)
+        return ControllerResult([record, *moves], NO_ERROR)
 
     def heartbeat(
         self, image: MetadataImage, beat: BrokerHeartbeat

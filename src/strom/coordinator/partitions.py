@@ -52,6 +52,16 @@ class CoordinatorPartitions:
     def finish_loading(self, partition: int) -> None:
         self.loading.discard(partition)
 
+    def load(self, partition: int) -> None:
+        """This broker now leads ``partition``: it loads, then coordinates its keys."""
+        self.owned = self.owned | {partition}
+        self.loading.add(partition)
+
+    def unload(self, partition: int) -> None:
+        """Another broker leads ``partition`` now: its keys are no longer coordinated here."""
+        self.owned = self.owned - {partition}
+        self.loading.discard(partition)
+
     def partition_of(self, key: str) -> int:
         if self.count is None:
             raise RuntimeError(f"{self.topic} does not exist yet")

@@ -8,7 +8,8 @@ A coordinator keeps its state in the partitions of one internal topic:
   does it); once it exists, at start or when the metadata shows it
   (:meth:`CoordinatorRuntime.on_metadata`), every batch of every partition this broker leads
   goes to the subclass's :meth:`~CoordinatorRuntime._replay_batch`: this broker coordinates
-  the keys of those partitions, and answers NOT_COORDINATOR for the others;
+  the keys of those partitions, and answers NOT_COORDINATOR for the others; afterwards each
+  metadata change loads the partitions this broker has come to lead and unloads those it lost;
 * the core's records become one batch appended to a partition with acks=all
   (:meth:`CoordinatorRuntime._append`), answered once appended: with one replica the high
   watermark passes the batch at once (waiting for followers comes with replication);
@@ -50,6 +51,13 @@ class CoordinatorCore(Protocol):
 
     @property
     def partition_count(self) -> int | None: ...
+
+    @property
+    def owned_partitions(self) -> frozenset[int]: ...
+
+    def begin_loading_partition(self, partition: int) -> None: ...
+
+    def unload_partition(self, partition: int) -> object: ...
 
     def next_deadline(self) -> int | None: ...
 
@@ -102,12 +110,32 @@ class CoordinatorRuntime(ABC):
         """Replay the partitions this broker leads; it coordinates their keys."""
         owned = frozenset(p for p in range(partitions) if self._leads(p))
         self._begin_loading(partitions, owned)
+        self._loaded(sum(self._replay(partition) for partition in sorted(owned)))
+
+    def _replay(self, partition: int) -> int:
         loaded = 0
-        for partition in sorted(owned):
-            for header, batch in self._batches(TopicPartition(self.topic, partition)):
-                loaded += self._replay_batch(partition, header, batch)
-            self._finish_loading(partition)
-        self._loaded(loaded)
+        for header, batch in self._batches(TopicPartition(self.topic, partition)):
+            loaded += self._replay_batch(partition, header, batch)
+        self._finish_loading(partition)
+        return loaded
+
+    def _follow_leadership(self, partitions: int) -> bool:
+        """Load the partitions this broker has come to lead, unload those it no longer leads
+        (Kafka's coordinator ``onElection`` / ``onResignation``); whether any changed."""
+        owned = self.core.owned_partitions
+        led = frozenset(p for p in range(partitions) if self._leads(p))
+        for partition in sorted(owned - led):
+            self.core.unload_partition(partition)
+            log.info(
+                "%s-%d is led elsewhere now: its keys are no longer coordinated here",
+                self.topic,
+                partition,
+            )
+        for partition in sorted(led - owned):
+            self.core.begin_loading_partition(partition)
+            loaded = self._replay(partition)
+            log.info("leads %s-%d now: loaded %d record(s)", self.topic, partition, loaded)
+        return led != owned
 
     def _leads(self, partition: int) -> bool:
         tp = TopicPartition(self.topic, partition)
@@ -143,12 +171,15 @@ class CoordinatorRuntime(ABC):
         )
 
     def on_metadata(self, delta: MetadataDelta | None, image: MetadataImage) -> None:
-        """A metadata publisher: load the topic once it exists, whichever broker created it."""
-        if self.core.partition_count is not None:
-            return
+        """A metadata publisher: load the topic once it exists, whichever broker created it,
+        then follow its partitions' leadership."""
         topic = image.topics.get_topic(self.topic)
-        if topic is not None:
+        if topic is None:
+            return
+        if self.core.partition_count is None:
             self._load(len(topic.partitions))
+            self.wake()
+        elif self._follow_leadership(len(topic.partitions)):
             self.wake()
 
     async def stop(self) -> None:

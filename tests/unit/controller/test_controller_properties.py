@@ -2,7 +2,8 @@
 
 A small model (topic name -> partition count) predicts CreateTopics', DeleteTopics' and
 CreatePartitions' answers; after every step the image must agree with the model and with
-itself (contiguous partitions, unique names and ids, no colliding names, sane replicas), and
+itself (contiguous partitions, unique names and ids, no colliding names, sane replicas, leaders
+only on active brokers in the ISR, none only when no ISR member is active), and
 replaying the whole metadata log from scratch must give the same image.
 """
 
@@ -32,7 +33,13 @@ from strom.controller import (
     IncrementalAlterConfigsResource,
 )
 from strom.controller.topic_names import CollisionIndex, invalid_topic_reason
-from strom.metadata import ConfigResourceType, MetadataBatch, MetadataImage, MetadataLoader
+from strom.metadata import (
+    NO_LEADER,
+    ConfigResourceType,
+    MetadataBatch,
+    MetadataImage,
+    MetadataLoader,
+)
 
 NAMES = st.sampled_from(
     ["a.b", "a_b", "c", "d-e", "x", "x.y", "x_y", "__consumer_offsets", "", "bad name", ".."]
@@ -60,7 +67,13 @@ def check_image(image: MetadataImage) -> None:
             assert len(set(registration.replicas)) == len(registration.replicas)
             assert set(registration.replicas) <= set(image.cluster.brokers)
             assert set(registration.isr) <= set(registration.replicas)
-            assert registration.leader in registration.isr
+            assert registration.isr, "an ISR is never empty"
+            active = set(image.cluster.active_broker_ids())
+            if registration.leader == NO_LEADER:  # every ISR member is away
+                assert not active & set(registration.isr)
+            else:
+                assert registration.leader in registration.isr
+                assert registration.leader in active
     for resource in image.configs.resources:
         if resource.type is ConfigResourceType.TOPIC:
             assert resource.name in topics.topics_by_name

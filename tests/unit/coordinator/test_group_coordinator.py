@@ -163,3 +163,28 @@ def test_replay_restores_offsets_and_static_members() -> None:
 def test_invalid_transition_refused() -> None:
     with pytest.raises(ValueError):
         check_transition(GroupState.EMPTY, GroupState.STABLE)
+
+
+def test_a_partition_led_elsewhere_is_unloaded_and_a_new_one_loads() -> None:
+    """Coordinators follow leadership: the groups of a partition another broker now leads go,
+    with their timers; a partition this broker comes to lead loads before it serves."""
+    core, _ = make_coordinator()
+    joined = _one(
+        core.join_group,
+        join(),
+        client_id="a",
+        client_host="/h",
+        require_known_member_id=False,
+        now_ms=0,
+    )
+    _one(core.sync_group, sync(joined.member_id, 1, {joined.member_id: b""}), now_ms=0)
+    partition = core.partition_of("g")
+    assert core.unload_partition(partition) == {"g"}
+    assert "g" not in core.groups
+    # Only the coordinator's own retention check is left: the member's session timer went.
+    assert core.next_deadline() == core.settings.retention_check_interval_ms
+    assert core.group_error("g") is ErrorCode.not_coordinator
+    core.begin_loading_partition(partition)
+    assert core.group_error("g") is ErrorCode.coordinator_load_in_progress
+    core.finish_loading(partition, now_ms=1)
+    assert core.group_error("g") is ErrorCode.none

@@ -273,3 +273,19 @@ def test_describe_and_list(h: TxnHarness) -> None:
     assert found == []
     _, _, found = list_all(states=["Ongoing"], producer_ids=[], duration_ms=10, now_ms=h.now + 10)
     assert [m.transactional_id for m in found] == ["two"]
+
+
+def test_a_partition_led_elsewhere_is_unloaded_and_loads_again_by_replay(h: TxnHarness) -> None:
+    first = h.init()
+    partition = h.core.partition_of("tx")
+    h.core.unload_partition(partition)
+    assert "tx" not in h.core.transactions
+    assert h.core.txn_error("tx") is ErrorCode.not_coordinator
+    h.core.begin_loading_partition(partition)
+    assert h.core.txn_error("tx") is ErrorCode.coordinator_load_in_progress
+    for record_partition, record in h.writer.records:
+        if record_partition == partition:
+            h.core.replay(record)
+    h.core.finish_loading(partition, coordinator_epoch=1, now_ms=0)
+    again = h.init()
+    assert (again.producer_id, again.producer_epoch) == (first.producer_id, 1)

@@ -95,6 +95,13 @@ class GroupCoordinator(ClassicGroupMembership):
         super().__init__(settings=settings, writer=writer, random=random, topic_exists=topic_exists)
         self.pending_txn_offsets = PendingTransactionalOffsets()
 
+    def unload_partition(self, partition: int) -> set[str]:
+        """Another broker leads ``partition`` now: its groups, their timers and their pending
+        transactional offsets go; the ids of the groups dropped."""
+        gone = super().unload_partition(partition)
+        self.pending_txn_offsets.forget(gone)
+        return gone
+
     def offset_commit(
         self,
         request: commit_req.OffsetCommitRequest,

@@ -121,6 +121,25 @@ class ClassicGroupMembership:
         all when None) are now loading."""
         self._partitions.begin_loading(partitions, owned)
 
+    @property
+    def owned_partitions(self) -> frozenset[int]:
+        """The partitions of ``__consumer_offsets`` this broker leads, so coordinates."""
+        return self._partitions.owned
+
+    def begin_loading_partition(self, partition: int) -> None:
+        """This broker became the leader of ``partition``: its records are replayed next."""
+        self._partitions.load(partition)
+
+    def unload_partition(self, partition: int) -> set[str]:
+        """Another broker leads ``partition`` now: its groups and their timers go (they load
+        there); the ids of the groups dropped."""
+        self._partitions.unload(partition)
+        gone = {group_id for group_id in self.groups if self.partition_of(group_id) == partition}
+        for group_id in gone:
+            del self.groups[group_id]
+        self._timers = {key: timer for key, timer in self._timers.items() if key[1] not in gone}
+        return gone
+
     def finish_loading(self, partition: int, now_ms: int) -> None:
         """``partition`` is replayed: its groups serve requests; members get a session."""
         self._partitions.finish_loading(partition)

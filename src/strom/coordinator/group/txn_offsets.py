@@ -75,6 +75,16 @@ class PendingTransactionalOffsets:
             del self._by_producer[producer_id]
         return decided
 
+    def forget(self, group_ids: Iterable[str]) -> None:
+        """These groups are coordinated elsewhere now: drop their pending offsets (the new
+        coordinator replays them from the log)."""
+        for group_id in group_ids:
+            for producer_id in self._producers_by_group.pop(group_id, ()):
+                groups = self._by_producer[producer_id]
+                groups.pop(group_id, None)
+                if not groups:
+                    del self._by_producer[producer_id]
+
     def is_pending(self, group_id: str, key: PartitionKey) -> bool:
         """Whether an undecided transaction committed an offset of ``key`` for the group."""
         return any(

@@ -115,6 +115,24 @@ class TransactionCoordinator:
         all when None) are now loading."""
         self._partitions.begin_loading(partitions, owned)
 
+    @property
+    def owned_partitions(self) -> frozenset[int]:
+        """The partitions of ``__transaction_state`` this broker leads, so coordinates."""
+        return self._partitions.owned
+
+    def begin_loading_partition(self, partition: int) -> None:
+        """This broker became the leader of ``partition``: its records are replayed next."""
+        self._partitions.load(partition)
+
+    def unload_partition(self, partition: int) -> None:
+        """Another broker leads ``partition`` now: its transactional ids go (the new
+        coordinator loads them and completes what was prepared)."""
+        self._partitions.unload(partition)
+        self._coordinator_epochs.pop(partition, None)
+        for transactional_id in [t for t in self.transactions if self.partition_of(t) == partition]:
+            del self.transactions[transactional_id]
+            self._completing.discard(transactional_id)
+
     def replay(self, record: TransactionLogRecord) -> None:
         """Apply one record of a loading partition (the last record of an id wins)."""
         transactional_id = record.key.transactional_id
