@@ -28,7 +28,7 @@ from strom_harness import StromServer, start_strom_server
 from e2e.doc_session import Example, examples, matches
 
 DOCS = Path(__file__).parents[2] / "docs"
-INTERRUPT_AFTER_S = 3.0
+INTERRUPT_AFTER_S = 2.0
 SETTLE_S = float(os.environ.get("DOCS_SETTLE_S", "20"))
 NOT_RUN = {
     "cat client.properties": "the reader's own client settings",
@@ -47,7 +47,7 @@ FILES = {
     },
 }
 """Per document, the files of the reader's that its examples read."""
-_CLIENT_COMMANDS = ("topics", "configs", "produce", "consume", "groups", "perf")
+_CLIENT_COMMANDS = ("topics", "configs", "produce", "consume", "groups", "perf", "leader-election")
 _SHAPES = [
     (re.compile(r"TopicId: [A-Za-z0-9_-]{22}"), "TopicId: <id>"),
     (

@@ -262,6 +262,107 @@ def test_sigterm_shuts_a_broker_down_through_the_controller(cluster: Cluster) ->
     )
 
 
+def test_a_dead_brokers_partitions_get_new_leaders_and_the_cli_reports_them(
+    cluster: Cluster,
+) -> None:
+    """Killed, the broker is fenced: each partition it led moves to the next ISR replica, and
+    `topics describe` reports the partitions under-replicated, with the broker offline."""
+    name = unique_topic_name("elect")
+    admin = _admin(cluster.bootstrap_servers)  # kept until the answer: a dropped one cancels
+    futures = admin.create_topics(
+        [NewTopic(name, num_partitions=3, replication_factor=3)], operation_timeout=30
+    )
+    futures[name].result(timeout=60)
+    _wait_for_topics(cluster, {name}, timeout=30)
+    victim = cluster.broker_ids[1]
+    survivor = cluster.broker_ids[0]
+    cluster.kill(victim)
+    try:
+        cluster.wait_for(
+            lambda: all(
+                leader not in (victim, -1) for _, leader in _topics_on(cluster, survivor)[name]
+            ),
+            timeout=30,
+            what=f"new leaders for the partitions broker {victim} led",
+        )
+        servers = cluster.nodes[survivor].address
+        runner = CliRunner()
+        report = ["topics", "describe", name, "--bootstrap-server", servers]
+        under = runner.invoke(cli, [*report, "--under-replicated-partitions"])
+        assert under.exit_code == 0, under.output
+        rows = [line.split() for line in under.stdout.splitlines()[1:]]
+        assert [(row[0], row[1], row[5]) for row in rows] == [
+            (name, str(p), str(victim)) for p in range(3)
+        ]
+        unavailable = runner.invoke(cli, [*report, "--unavailable-partitions"])
+        assert unavailable.stdout.splitlines()[1:] == []
+        described = runner.invoke(cli, ["cluster", "describe", "--bootstrap-server", servers])
+        row = next(r.split() for r in described.stdout.splitlines() if r.startswith(str(victim)))
+        assert row[3:] == ["fenced", "0", "3"], row  # leads nothing, still holds 3 replicas
+    finally:
+        cluster.restart(victim)
+        cluster.wait_for(
+            lambda: victim in cluster.unfenced_brokers(), timeout=30, what="unfenced again"
+        )
+
+
+def test_an_unclean_election_brings_a_leaderless_partition_back(cluster: Cluster) -> None:
+    """Both replicas die, the one outside the ISR returns first: the partition has no leader
+    until an unclean election (the CLI, then kafka-python's admin client) gives it one."""
+    first, second = cluster.broker_ids[0], cluster.broker_ids[2]
+    name = unique_topic_name("unclean")
+    creator = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:  # confluent-kafka 2.16 refuses replica assignments locally; kafka-python sends them
+        creator.create_topics([PyNewTopic(name, -1, -1, replica_assignments={0: [first, second]})])
+    finally:
+        creator.close()
+    _wait_for_topics(cluster, {name}, timeout=30)
+    helper = cluster.nodes[cluster.broker_ids[1]].address
+
+    def leader() -> int:
+        (pair,) = _topics_on(cluster, cluster.broker_ids[1])[name]
+        return pair[1]
+
+    cluster.kill(first)
+    try:
+        cluster.wait_for(lambda: leader() == second, timeout=30, what="the second replica to lead")
+        cluster.kill(second)
+        cluster.wait_for(lambda: leader() == -1, timeout=30, what="no leader")
+        cluster.restart(first)
+        cluster.wait_for(lambda: first in cluster.unfenced_brokers(), timeout=30, what="back")
+        assert leader() == -1  # out of the ISR: a clean election cannot pick it
+        runner = CliRunner()
+        election = ["leader-election", "--topic", name, "--bootstrap-server", helper]
+        preferred = runner.invoke(cli, [*election, "--election-type", "preferred"])
+        assert preferred.exit_code == 1
+        assert "PREFERRED_LEADER_NOT_AVAILABLE" in preferred.stderr
+        unclean = runner.invoke(cli, [*election, "--election-type", "unclean"])
+        assert unclean.exit_code == 0, unclean.output
+        assert unclean.stdout == (
+            f"Successfully completed leader election (UNCLEAN) for partitions {name}-0\n"
+        )
+        cluster.wait_for(lambda: leader() == first, timeout=30, what="the unclean leader")
+        admin = KafkaAdminClient(bootstrap_servers=helper)
+        try:
+            answer = admin.elect_leaders(0, {name: [0]}, raise_errors=False)
+        finally:
+            admin.close()
+        [(_, [(partition, code, _)])] = [
+            (r.topic, [(p.partition_id, p.error_code, p.error_message) for p in r.partition_result])
+            for r in answer.replica_election_results
+        ]
+        assert (partition, code) == (0, 84)  # ELECTION_NOT_NEEDED: the preferred replica leads
+    finally:
+        for broker_id in (first, second):
+            if broker_id not in cluster.unfenced_brokers():
+                cluster.restart(broker_id)
+        cluster.wait_for(
+            lambda: cluster.unfenced_brokers() == set(cluster.broker_ids),
+            timeout=30,
+            what="every broker back",
+        )
+
+
 def test_a_broker_far_behind_catches_up_from_a_snapshot() -> None:
     small: dict[str, Any] = {"metadata.log.max.record.bytes.between.snapshots": 2000}
     with Cluster(brokers=2, controllers=1, config=small) as running:

@@ -24,7 +24,7 @@ from strom.cli.client_common import (
     output_console,
     parse_assignments,
 )
-from strom.cli.quorum_client import connect, describe_cluster, describe_quorum
+from strom.cli.quorum_client import connect, describe_cluster, describe_quorum, replica_counts
 
 __all__ = ["cluster"]
 
@@ -130,7 +130,8 @@ def up(
     help="Broker(s) to ask.",
 )
 def describe(bootstrap_server: str) -> None:
-    """Every registered broker and its state, and the active controller.
+    """Every registered broker, its state, the partitions it leads and the replicas it holds,
+    and the active controller.
 
     \b
     Examples:
@@ -139,16 +140,20 @@ def describe(bootstrap_server: str) -> None:
     with connect(bootstrap_server) as connection:
         state = describe_cluster(connection)
         quorum = describe_quorum(connection)
+        counts = replica_counts(connection)
     click.echo(f"cluster id: {state.cluster_id}")
     click.echo(f"active controller: {quorum.leader_id} (epoch {quorum.leader_epoch})")
     table = Table(box=None, pad_edge=False)
-    for column in ("BrokerId", "Address", "Rack", "State"):
+    for column in ("BrokerId", "Address", "Rack", "State", "Leaders", "Replicas"):
         table.add_column(column)
     for node in sorted(state.nodes, key=lambda n: n.node_id):
+        leaders, replicas = counts.get(node.node_id, (0, 0))
         table.add_row(
             str(node.node_id),
             f"{node.host}:{node.port}",
             node.rack or "-",
             "fenced" if node.fenced else "active",
+            str(leaders),
+            str(replicas),
         )
     output_console().print(table)

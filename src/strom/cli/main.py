@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, str] = {
     "consume": "strom.cli.consume",
     "groups": "strom.cli.groups",
     "perf": "strom.cli.perf",
+    "leader-election": "strom.cli.leader_election",
     "cluster": "strom.cli.cluster",
     "metadata-quorum": "strom.cli.metadata_quorum",
 }

@@ -4,6 +4,7 @@ registered brokers."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest, PartitionData, TopicData
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i32
 
@@ -146,6 +148,26 @@ def describe_cluster(connection: BrokerConnection, *, endpoint_type: int = BROKE
             for b in response.brokers
         ),
     )
+
+
+def replica_counts(connection: BrokerConnection) -> dict[int, tuple[int, int]]:
+    """Per broker, the partitions it leads and the replicas it holds (Metadata, all topics)."""
+    request = MetadataRequest(
+        topics=None,
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+    try:
+        response: Any = connection.request(request)
+    except OSError as error:
+        raise CliError(f"Metadata failed: {error}") from None
+    leaders: Counter[int] = Counter()
+    replicas: Counter[int] = Counter()
+    for topic in response.topics:
+        for partition in topic.partitions:
+            leaders[int(partition.leader_id)] += 1
+            replicas.update(int(replica) for replica in partition.replica_nodes)
+    return {broker: (leaders[broker], replicas[broker]) for broker in replicas | leaders}
 
 
 def ask_quorum(servers: str, *, controllers: bool) -> tuple[QuorumState, str]:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-from confluent_kafka import KafkaError, KafkaException, Node, TopicCollection, TopicPartition
+from click.decorators import FC
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigEntry
 from confluent_kafka.admin._listoffsets import OffsetSpec
@@ -41,6 +42,7 @@ from strom.cli.configs import (
     is_default,
     parse_key_list,
 )
+from strom.cli.partition_reports import PartitionState, Report
 from strom.controller.topic_names import INTERNAL_TOPICS
 
 __all__ = [
@@ -167,26 +169,41 @@ class PartitionOffsets:
     latest: str
 
 
+def _report_option(report: Report, help_text: str) -> Callable[[FC], FC]:
+    return click.option(
+        f"--{report.value}", "report", flag_value=report, type=click.UNPROCESSED, help=help_text
+    )
+
+
 @topics.command("describe")
 @click.argument("names", metavar="[TOPIC]...", nargs=-1)
 @click.option("--exclude-internal", is_flag=True, help="Without TOPIC: leave out internal topics.")
+@_report_option(
+    Report.UNDER_REPLICATED, "Only partitions whose ISR is smaller than their replicas."
+)
+@_report_option(Report.UNDER_MIN_ISR, "Only partitions whose ISR is below min.insync.replicas.")
+@_report_option(Report.AT_MIN_ISR, "Only partitions whose ISR is at min.insync.replicas.")
+@_report_option(Report.UNAVAILABLE, "Only partitions without a live leader.")
 @client_options
 @handle_errors
 def describe(
     *,
     names: tuple[str, ...],
     exclude_internal: bool,
+    report: Report | None,
     bootstrap_server: str | None,
     command_config: Path | None,
 ) -> None:
     """Describe each TOPIC (all topics without one): topic id, partitions, replication factor,
     settings that differ from the defaults, and per partition its leader, replicas, in-sync
-    replicas, and earliest and latest offsets.
+    replicas, replicas on brokers that are down, and earliest and latest offsets. With a
+    partition report option, only the partitions it names, in one table.
 
     \b
     Examples:
       strom topics describe orders
       strom topics describe            # every topic
+      strom topics describe --under-replicated-partitions
     """
     admin, metadata = connect_admin(
         bootstrap_server=bootstrap_server, command_config=command_config
@@ -195,13 +212,61 @@ def describe(
     if not wanted:
         return
     descriptions = _describe_topics(admin, wanted)
-    offsets = _list_offsets(admin, descriptions)
+    live = {broker.id for broker in metadata.brokers.values()}
     console = output_console()
+    if report is not None:
+        console.print(_report_table(admin, descriptions, report, live))
+        return
+    offsets = _list_offsets(admin, descriptions)
     for index, description in enumerate(descriptions):
         if index:
             click.echo()
         click.echo(topic_header(description, _topic_configs(admin, description.name)))
-        console.print(partition_table(description, offsets))
+        console.print(partition_table(description, offsets, live))
+
+
+def _state(partition: Any) -> PartitionState:
+    leader = partition.leader
+    return PartitionState(
+        leader=None if leader is None or leader.id < 0 else leader.id,
+        replicas=[node.id for node in partition.replicas],
+        isr=[node.id for node in partition.isr],
+    )
+
+
+def _report_table(
+    admin: AdminClient,
+    descriptions: Sequence[TopicDescription],
+    report: Report,
+    live: set[int],
+) -> Table:
+    """The partitions ``report`` names, of every topic described."""
+    table = Table(
+        "TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE", box=None, pad_edge=False
+    )
+    for description in descriptions:
+        min_isr = 1
+        if report in (Report.UNDER_MIN_ISR, Report.AT_MIN_ISR):
+            configs = {e.name: e.value for e in _topic_configs(admin, description.name)}
+            min_isr = int(configs.get("min.insync.replicas") or 1)
+        for partition in sorted(description.partitions, key=lambda info: info.id):
+            state = _state(partition)
+            if state.reported(report, live_brokers=live, min_isr=min_isr):
+                table.add_row(description.name, str(partition.id), *_cells(state, live))
+    return table
+
+
+def _cells(state: PartitionState, live: set[int]) -> list[str]:
+    return [
+        "none" if state.leader is None else str(state.leader),
+        _ids(state.replicas),
+        _ids(state.isr),
+        _ids(state.offline(live)) or "-",
+    ]
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return ",".join(str(i) for i in ids)
 
 
 def _describe_topics(admin: AdminClient, names: Sequence[str]) -> list[TopicDescription]:
@@ -247,28 +312,29 @@ def topic_header(description: TopicDescription, configs: Iterable[ConfigEntry]) 
 
 
 def partition_table(
-    description: TopicDescription, offsets: Mapping[tuple[str, int], PartitionOffsets]
+    description: TopicDescription,
+    offsets: Mapping[tuple[str, int], PartitionOffsets],
+    live: set[int],
 ) -> Table:
-    """One row per partition: leader, replicas, ISR, earliest and latest offset."""
+    """One row per partition: leader, replicas, ISR, offline replicas, earliest and latest
+    offset."""
     table = Table(
-        "PARTITION", "LEADER", "REPLICAS", "ISR", "EARLIEST", "LATEST", box=None, pad_edge=False
+        "PARTITION",
+        "LEADER",
+        "REPLICAS",
+        "ISR",
+        "OFFLINE",
+        "EARLIEST",
+        "LATEST",
+        box=None,
+        pad_edge=False,
     )
     for partition in sorted(description.partitions, key=lambda info: info.id):
         found = offsets.get((description.name, partition.id), PartitionOffsets("-", "-"))
-        leader = partition.leader
         table.add_row(
-            str(partition.id),
-            "none" if leader is None or leader.id < 0 else str(leader.id),
-            _node_ids(partition.replicas),
-            _node_ids(partition.isr),
-            found.earliest,
-            found.latest,
+            str(partition.id), *_cells(_state(partition), live), found.earliest, found.latest
         )
     return table
-
-
-def _node_ids(nodes: Iterable[Node]) -> str:
-    return ",".join(str(node.id) for node in nodes)
 
 
 def _list_offsets(

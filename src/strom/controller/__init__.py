@@ -22,6 +22,7 @@ from strom.controller.config_control import (
 )
 from strom.controller.controller import QuorumController
 from strom.controller.heartbeats import BrokerSessions
+from strom.controller.leadership import ElectionResult, ElectionType, ElectLeadersRequest
 from strom.controller.placement import PlacementError, UsableBroker, place_replicas
 from strom.controller.replication_control import (
     CreatableTopic,
@@ -95,6 +96,9 @@ __all__ = [
     "DeletableTopic",
     "DeleteTopicResult",
     "DeleteTopicsRequest",
+    "ElectLeadersRequest",
+    "ElectionResult",
+    "ElectionType",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResource",
     "PlacementError",

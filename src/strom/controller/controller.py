@@ -25,6 +25,7 @@ from strom.controller.config_control import (
     ConfigControl,
     IncrementalAlterConfigsRequest,
 )
+from strom.controller.leadership import ElectionResult, ElectLeadersRequest, elect_leaders
 from strom.controller.replication_control import (
     CreatePartitionsRequest,
     CreatePartitionsResult,
@@ -105,3 +106,8 @@ class QuorumController:
         self, image: MetadataImage, request: AlterConfigsRequest
     ) -> ControllerResult[list[AlterConfigsResult]]:
         return self._configs.alter_configs(image, request)
+
+    def elect_leaders(
+        self, image: MetadataImage, request: ElectLeadersRequest
+    ) -> ControllerResult[list[ElectionResult]]:
+        return elect_leaders(image, request)

@@ -11,14 +11,24 @@ leader replicas).
 * A broker that becomes available again leads each partition without a leader whose ISR holds
   it (the only replica that may lead without losing committed records).
 * A new leader bumps the leader epoch; any change bumps the partition epoch
-  (``PartitionRegistration.merge``). Unclean elections (a replica outside the ISR) are not made.
+  (``PartitionRegistration.merge``). Unclean elections (a replica outside the ISR) are made only
+  when asked for (ElectLeaders).
+
+``elect_leaders`` is the ElectLeaders API (``kafka-leader-election.sh``): a *preferred*
+election gives each partition back to its first replica when that replica is in the ISR and on
+an active broker; an *unclean* one gives a leaderless partition to an ISR replica, or failing
+that to any replica on an active broker, which may lose committed records.
 """
 
 from __future__ import annotations
 
+import enum
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
+from strom.common import ErrorCode, TopicPartition
+from strom.controller.results import NO_ERROR, ApiError, ControllerResult
 from strom.metadata import (
     NO_LEADER,
     NO_LEADER_CHANGE,
@@ -27,7 +37,15 @@ from strom.metadata import (
     PartitionRegistration,
 )
 
-__all__ = ["broker_available", "broker_unavailable", "elect_leader"]
+__all__ = [
+    "ElectLeadersRequest",
+    "ElectionResult",
+    "ElectionType",
+    "broker_available",
+    "broker_unavailable",
+    "elect_leader",
+    "elect_leaders",
+]
 
 
 def elect_leader(
@@ -111,3 +129,88 @@ def broker_available(image: MetadataImage, broker_id: int) -> list[PartitionChan
         if record is not None:
             records.append(record)
     return records
+
+
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' election types, numbered as on the wire."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+@dataclass(frozen=True)
+class ElectLeadersRequest:
+    election_type: ElectionType
+    partitions: Sequence[TopicPartition] | None
+    """None: every partition of every topic."""
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionResult:
+    partition: TopicPartition
+    error: ApiError = NO_ERROR
+
+
+def elect_leaders(
+    image: MetadataImage, request: ElectLeadersRequest
+) -> ControllerResult[list[ElectionResult]]:
+    """ElectLeaders: a result per partition asked for; asked for all, only the partitions an
+    election was made or failed for (Kafka leaves out ELECTION_NOT_NEEDED then)."""
+    active = _active(image)
+    records: list[PartitionChangeRecord] = []
+    results: list[ElectionResult] = []
+    wanted = request.partitions
+    if wanted is None:
+        wanted = [
+            TopicPartition(topic.name, partition_id)
+            for topic in image.topics.topics_by_id.values()
+            for partition_id in sorted(topic.partitions)
+        ]
+    for tp in dict.fromkeys(wanted):
+        topic = image.topics.get_topic(tp.topic)
+        partition = None if topic is None else topic.partitions.get(tp.partition)
+        if topic is None or partition is None:
+            error = ApiError(ErrorCode.unknown_topic_or_partition, f"{tp} does not exist")
+        else:
+            leader, error = _election(request.election_type, partition, active)
+            if leader is not None:
+                records.append(
+                    PartitionChangeRecord(
+                        partition_id=tp.partition,
+                        topic_id=topic.topic_id,
+                        leader=leader,
+                        # Unclean: the new leader's log is the truth; it is the whole ISR.
+                        isr=None if leader in partition.isr else (leader,),
+                    )
+                )
+        if request.partitions is not None or error.code is not ErrorCode.election_not_needed:
+            results.append(ElectionResult(tp, error))
+    return ControllerResult(records, results)
+
+
+def _election(
+    election_type: ElectionType,
+    partition: PartitionRegistration,
+    active: Callable[[int], bool],
+) -> tuple[int | None, ApiError]:
+    """The new leader (None: no change) and the partition's result."""
+    if election_type is ElectionType.PREFERRED:
+        preferred = partition.replicas[0]
+        if partition.leader == preferred:
+            return None, ApiError(ErrorCode.election_not_needed, "the preferred replica leads")
+        if preferred in partition.isr and active(preferred):
+            return preferred, NO_ERROR
+        return None, ApiError(
+            ErrorCode.preferred_leader_not_available,
+            f"preferred replica {preferred} is not in the ISR or not on an active broker",
+        )
+    if partition.leader != NO_LEADER:
+        return None, ApiError(ErrorCode.election_not_needed, "the partition has a leader")
+    leader = elect_leader(partition, partition.isr, active)
+    if leader == NO_LEADER:
+        leader = elect_leader(partition, partition.replicas, active)
+    if leader == NO_LEADER:
+        return None, ApiError(
+            ErrorCode.eligible_leaders_not_available, "no replica is on an active broker"
+        )
+    return leader, NO_ERROR

@@ -58,6 +58,7 @@ from strom.server.handlers import (
     create_topics,
     delete_topics,
     describe_quorum,
+    elect_leaders,
     incremental_alter_configs,
 )
 from strom.server.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
@@ -121,6 +122,7 @@ FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
     ApiKey.CREATE_TOPICS: create_topics.error_response,
     ApiKey.DELETE_TOPICS: delete_topics.error_response,
     ApiKey.CREATE_PARTITIONS: create_partitions.error_response,
+    ApiKey.ELECT_LEADERS: elect_leaders.error_response,
     ApiKey.ALTER_CONFIGS: alter_configs.error_response,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.error_response,
     ApiKey.DESCRIBE_QUORUM: describe_quorum.error_response,

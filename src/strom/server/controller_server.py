@@ -49,6 +49,8 @@ from strom.controller import (
     CreateTopicsRequest,
     DeleteTopicResult,
     DeleteTopicsRequest,
+    ElectionResult,
+    ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
     ProducerIdsBlock,
     QuorumController,
@@ -337,6 +339,11 @@ class ControllerServer:
     ) -> list[CreatePartitionsResult]:
         return await self.run(
             "create partitions", lambda image: self.controller.create_partitions(image, request)
+        )
+
+    async def elect_leaders(self, request: ElectLeadersRequest) -> list[ElectionResult]:
+        return await self.run(
+            "elect leaders", lambda image: self.controller.elect_leaders(image, request)
         )
 
     async def alter_configs(self, request: AlterConfigsRequest) -> list[AlterConfigsResult]:

@@ -60,6 +60,7 @@ from strom.server.handlers.create_partitions import CreatePartitionsHandler
 from strom.server.handlers.create_topics import CreateTopicsHandler
 from strom.server.handlers.delete_topics import DeleteTopicsHandler
 from strom.server.handlers.describe_cluster import CONTROLLERS_ENDPOINT, DescribeClusterHandler
+from strom.server.handlers.elect_leaders import ElectLeadersHandler
 from strom.server.handlers.envelope import EnvelopeHandler
 from strom.server.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
@@ -321,6 +322,7 @@ class Node:
             CreateTopicsHandler(controller, describer),
             DeleteTopicsHandler(controller),
             CreatePartitionsHandler(controller),
+            ElectLeadersHandler(controller),
             AlterConfigsHandler(controller),
             IncrementalAlterConfigsHandler(controller),
             EnvelopeHandler(registry, controller),

@@ -52,11 +52,17 @@ def test_partition_table_rows_in_partition_order() -> None:
         ("orders", 1): PartitionOffsets("3", "LEADER_NOT_AVAILABLE"),
     }
     out = io.StringIO()
-    Console(file=out, width=200, markup=False).print(partition_table(description(), offsets))
+    table = partition_table(description(), offsets, live={1})
+    Console(file=out, width=200, markup=False).print(table)
     rows = [line.split() for line in out.getvalue().splitlines()]
-    assert rows[0] == ["PARTITION", "LEADER", "REPLICAS", "ISR", "EARLIEST", "LATEST"]
-    assert rows[1] == ["0", "1", "1", "1", "0", "10"]
-    assert rows[2] == ["1", "1", "1", "3", "LEADER_NOT_AVAILABLE"]  # empty ISR
+    assert rows[0] == ["PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE", "EARLIEST", "LATEST"]
+    assert rows[1] == ["0", "1", "1", "1", "-", "0", "10"]
+    assert rows[2] == ["1", "1", "1", "-", "3", "LEADER_NOT_AVAILABLE"]  # empty ISR
+    offline = io.StringIO()
+    Console(file=offline, width=200, markup=False).print(
+        partition_table(description(), offsets, live=set())
+    )
+    assert offline.getvalue().splitlines()[1].split()[4] == "1"  # broker 1 is down
 
 
 def test_list_sorts_and_can_leave_out_internal_topics() -> None:

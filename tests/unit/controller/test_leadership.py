@@ -6,15 +6,23 @@ import uuid
 
 from controller_harness import Harness
 
-from strom.common import TopicPartition
+from strom.common import ErrorCode, TopicPartition
 from strom.controller import (
     SUPPORTED_FEATURES,
     BrokerRegistrationRequest,
+    ControllerResult,
     CreatableTopic,
     CreateTopicsRequest,
+    ElectionType,
+    ElectLeadersRequest,
     ReplicaAssignment,
 )
-from strom.metadata import NO_LEADER, BrokerEndpoint, PartitionRegistration
+from strom.metadata import (
+    NO_LEADER,
+    BrokerEndpoint,
+    PartitionChangeRecord,
+    PartitionRegistration,
+)
 
 
 def cluster() -> tuple[Harness, dict[int, int]]:
@@ -106,3 +114,48 @@ def test_a_new_session_of_a_leader_moves_its_partitions_off_it() -> None:
         )
     )
     assert (partition(h, 0).leader, partition(h, 0).isr) == (2, (2, 3))
+
+
+def elect(
+    h: Harness, election: ElectionType, *partitions: TopicPartition
+) -> dict[TopicPartition, ErrorCode]:
+    results = h.run(
+        h.controller.elect_leaders(
+            h.image, ElectLeadersRequest(election, list(partitions) if partitions else None)
+        )
+    )
+    return {result.partition: result.error.code for result in results}
+
+
+def test_a_preferred_election_gives_a_partition_back_to_its_first_replica() -> None:
+    h, epochs = cluster()
+    fence(h, epochs, 1)
+    unfence(h, epochs, 1)  # back, but out of the ISR: not eligible yet
+    p0, p1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    assert elect(h, ElectionType.PREFERRED, p0, p1) == {
+        p0: ErrorCode.preferred_leader_not_available,
+        p1: ErrorCode.election_not_needed,
+    }
+    topic = h.image.topics.get_topic("t")
+    assert topic is not None
+    rejoined = PartitionChangeRecord(0, topic.topic_id, isr=(1, 2, 3))
+    h.run(ControllerResult([rejoined], None))  # caught up, back in the ISR (AlterPartition)
+    assert elect(h, ElectionType.PREFERRED, p0) == {p0: ErrorCode.none}
+    assert partition(h, 0).leader == 1
+    assert elect(h, ElectionType.PREFERRED) == {}  # all partitions: only those elected or failed
+
+
+def test_an_unclean_election_takes_a_live_replica_outside_the_isr() -> None:
+    h, epochs = cluster()
+    for broker_id in (1, 2, 3):
+        fence(h, epochs, broker_id)
+    unfence(h, epochs, 1)  # not the last ISR member (3): a clean election cannot use it
+    p0 = TopicPartition("t", 0)
+    assert partition(h, 0).leader == NO_LEADER
+    assert elect(h, ElectionType.UNCLEAN, p0) == {p0: ErrorCode.none}
+    assert (partition(h, 0).leader, partition(h, 0).isr) == (1, (1,))
+    assert elect(h, ElectionType.UNCLEAN, p0) == {p0: ErrorCode.election_not_needed}
+    missing = TopicPartition("nope", 0)
+    assert elect(h, ElectionType.UNCLEAN, missing) == {
+        missing: ErrorCode.unknown_topic_or_partition
+    }

@@ -1,5 +1,5 @@
 """Admin requests a broker forwards to the active controller inside an Envelope (API key 58), as
-Kafka's brokers do: CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+Kafka's brokers do: CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, AlterConfigs,
 IncrementalAlterConfigs, DescribeQuorum.
 
 The client's request goes as it came (header and body) with its address, through the
