@@ -22,6 +22,12 @@ from strom.controller.config_control import (
 )
 from strom.controller.controller import QuorumController
 from strom.controller.heartbeats import BrokerSessions
+from strom.controller.isr_changes import (
+    AlterPartitionItem,
+    AlterPartitionReply,
+    AlterPartitionRequest,
+    IsrChangeResult,
+)
 from strom.controller.leadership import ElectionResult, ElectionType, ElectLeadersRequest
 from strom.controller.placement import PlacementError, UsableBroker, place_replicas
 from strom.controller.replication_control import (
@@ -75,6 +81,9 @@ __all__ = [
     "AlterConfigsRequest",
     "AlterConfigsResource",
     "AlterConfigsResult",
+    "AlterPartitionItem",
+    "AlterPartitionReply",
+    "AlterPartitionRequest",
     "AlterableConfig",
     "ApiError",
     "BrokerHeartbeat",
@@ -101,6 +110,7 @@ __all__ = [
     "ElectionType",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResource",
+    "IsrChangeResult",
     "PlacementError",
     "ProducerIdsBlock",
     "QuorumController",

@@ -25,6 +25,11 @@ from strom.controller.config_control import (
     ConfigControl,
     IncrementalAlterConfigsRequest,
 )
+from strom.controller.isr_changes import (
+    AlterPartitionReply,
+    AlterPartitionRequest,
+    alter_partition,
+)
 from strom.controller.leadership import ElectionResult, ElectLeadersRequest, elect_leaders
 from strom.controller.replication_control import (
     CreatePartitionsRequest,
@@ -111,3 +116,8 @@ class QuorumController:
         self, image: MetadataImage, request: ElectLeadersRequest
     ) -> ControllerResult[list[ElectionResult]]:
         return elect_leaders(image, request)
+
+    def alter_partition(
+        self, image: MetadataImage, request: AlterPartitionRequest
+    ) -> ControllerResult[AlterPartitionReply]:
+        return alter_partition(image, request)

@@ -37,6 +37,8 @@ from strom.controller import (
     DEFAULT_METADATA_VERSION,
     AlterConfigsRequest,
     AlterConfigsResult,
+    AlterPartitionReply,
+    AlterPartitionRequest,
     BrokerHeartbeat,
     BrokerHeartbeatReply,
     BrokerRegistrationReply,
@@ -339,6 +341,11 @@ class ControllerServer:
     ) -> list[CreatePartitionsResult]:
         return await self.run(
             "create partitions", lambda image: self.controller.create_partitions(image, request)
+        )
+
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionReply:
+        return await self.run(
+            "alter partition", lambda image: self.controller.alter_partition(image, request)
         )
 
     async def elect_leaders(self, request: ElectLeadersRequest) -> list[ElectionResult]:

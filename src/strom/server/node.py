@@ -52,6 +52,7 @@ from strom.server.controller_channel import ControllerChannel
 from strom.server.controller_server import ControllerServer
 from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
 from strom.server.handlers.alter_configs import AlterConfigsHandler
+from strom.server.handlers.alter_partition import AlterPartitionHandler
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.broker_heartbeat import BrokerHeartbeatHandler
 from strom.server.handlers.broker_registration import BrokerRegistrationHandler
@@ -324,6 +325,7 @@ class Node:
             CreatePartitionsHandler(controller),
             ElectLeadersHandler(controller),
             AlterConfigsHandler(controller),
+            AlterPartitionHandler(controller),
             IncrementalAlterConfigsHandler(controller),
             EnvelopeHandler(registry, controller),
             BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),

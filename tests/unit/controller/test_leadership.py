@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
+import pytest
 from controller_harness import Harness
 
 from strom.common import ErrorCode, TopicPartition
 from strom.controller import (
     SUPPORTED_FEATURES,
+    AlterPartitionItem,
+    AlterPartitionRequest,
     BrokerRegistrationRequest,
     ControllerResult,
     CreatableTopic,
     CreateTopicsRequest,
     ElectionType,
     ElectLeadersRequest,
+    IsrChangeResult,
     ReplicaAssignment,
 )
 from strom.metadata import (
@@ -159,3 +164,82 @@ def test_an_unclean_election_takes_a_live_replica_outside_the_isr() -> None:
     assert elect(h, ElectionType.UNCLEAN, missing) == {
         missing: ErrorCode.unknown_topic_or_partition
     }
+
+
+def alter_isr(
+    h: Harness,
+    epochs: dict[int, int],
+    isr: tuple[int, ...],
+    *,
+    sender: int = 1,
+    leader_epoch: int | None = None,
+    partition_epoch: int | None = None,
+    member_epochs: dict[int, int] | None = None,
+) -> IsrChangeResult:
+    current = partition(h, 0)
+    topic = h.image.topics.get_topic("t")
+    assert topic is not None
+    item = AlterPartitionItem(
+        topic_id=topic.topic_id,
+        partition=0,
+        leader_epoch=current.leader_epoch if leader_epoch is None else leader_epoch,
+        partition_epoch=current.partition_epoch if partition_epoch is None else partition_epoch,
+        new_isr=tuple((b, (member_epochs or epochs).get(b, -1)) for b in isr),
+    )
+    reply = h.run(
+        h.controller.alter_partition(h.image, AlterPartitionRequest(sender, epochs[sender], [item]))
+    )
+    assert reply.error.is_success
+    (result,) = reply.results
+    return result
+
+
+def test_alter_partition_shrinks_and_expands_the_isr() -> None:
+    h, epochs = cluster()
+    before = partition(h, 0)
+    shrunk = alter_isr(h, epochs, (1, 2))
+    assert shrunk.error.is_success and shrunk.registration is not None
+    assert (shrunk.registration.isr, shrunk.registration.partition_epoch) == (
+        (1, 2),
+        before.partition_epoch + 1,
+    )
+    assert partition(h, 0) == shrunk.registration
+    assert partition(h, 0).leader_epoch == before.leader_epoch  # an ISR change keeps the epoch
+    assert alter_isr(h, epochs, (1, 2, 3)).registration.isr == (1, 2, 3)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"sender": 2}, ErrorCode.not_leader_or_follower),
+        ({"leader_epoch": 99}, ErrorCode.fenced_leader_epoch),
+        ({"partition_epoch": 99}, ErrorCode.invalid_update_version),
+        ({"isr": (2, 3)}, ErrorCode.invalid_request),  # leaves out the leader
+        ({"isr": (1, 4)}, ErrorCode.invalid_request),  # not a replica
+        ({"member_epochs": {1: 0, 2: 12345, 3: 0}}, ErrorCode.ineligible_replica),
+    ],
+)
+def test_alter_partition_refusals(changes: dict[str, Any], code: ErrorCode) -> None:
+    h, epochs = cluster()
+    isr = changes.pop("isr", (1, 2))
+    if "member_epochs" in changes:
+        changes["member_epochs"] = {**changes["member_epochs"], 1: epochs[1]}
+    before = h.image
+    result = alter_isr(h, epochs, isr, **changes)
+    assert result.error.code is code, result.error
+    assert h.image is before
+
+
+def test_alter_partition_from_a_stale_broker_epoch_is_refused_whole() -> None:
+    h, epochs = cluster()
+    reply = h.run(
+        h.controller.alter_partition(h.image, AlterPartitionRequest(1, epochs[1] - 1, []))
+    )
+    assert reply.error.code is ErrorCode.stale_broker_epoch
+
+
+def test_a_fenced_broker_cannot_join_the_isr() -> None:
+    h, epochs = cluster()
+    alter_isr(h, epochs, (1, 2))
+    fence(h, epochs, 3)
+    assert alter_isr(h, epochs, (1, 2, 3)).error.code is ErrorCode.ineligible_replica

@@ -1,0 +1,131 @@
+"""AlterPartition: a partition leader asks the controller to change its ISR (Kafka's
+``ReplicationControlManager.alterPartition``, KIP-497, with KIP-841's broker epochs).
+
+Checked in Kafka's order: the sender's broker epoch (STALE_BROKER_EPOCH for the whole request),
+the topic (UNKNOWN_TOPIC_ID), the partition (UNKNOWN_TOPIC_OR_PARTITION), that the sender leads
+it (NOT_LEADER_OR_FOLLOWER) in the same leader epoch (FENCED_LEADER_EPOCH) and partition epoch
+(INVALID_UPDATE_VERSION: the leader's view is stale, it must take the newer state from the
+metadata), that the new ISR holds the leader and only replicas (INVALID_REQUEST), and that every
+member is on an active broker, in the broker epoch the leader saw (INELIGIBLE_REPLICA). An
+accepted change is a PartitionChangeRecord; the answer carries the partition as it then is.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from strom.common import ErrorCode
+from strom.controller.results import NO_ERROR, ApiError, ControllerResult
+from strom.metadata import MetadataImage, PartitionChangeRecord, PartitionRegistration
+
+__all__ = [
+    "AlterPartitionItem",
+    "AlterPartitionReply",
+    "AlterPartitionRequest",
+    "IsrChangeResult",
+    "alter_partition",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionItem:
+    topic_id: uuid.UUID
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[tuple[int, int], ...]
+    """(broker id, broker epoch) of each member; epoch -1 when the leader did not say."""
+
+
+@dataclass(frozen=True)
+class AlterPartitionRequest:
+    broker_id: int
+    broker_epoch: int
+    items: Sequence[AlterPartitionItem]
+
+
+@dataclass(frozen=True, slots=True)
+class IsrChangeResult:
+    topic_id: uuid.UUID
+    partition: int
+    error: ApiError = NO_ERROR
+    registration: PartitionRegistration | None = None
+    """The partition after the change (None when the partition is unknown)."""
+
+
+@dataclass(frozen=True)
+class AlterPartitionReply:
+    error: ApiError
+    results: list[IsrChangeResult]
+
+
+def alter_partition(
+    image: MetadataImage, request: AlterPartitionRequest
+) -> ControllerResult[AlterPartitionReply]:
+    sender = image.cluster.broker(request.broker_id)
+    if sender is None or sender.epoch != request.broker_epoch:
+        stale = ApiError(
+            ErrorCode.stale_broker_epoch,
+            f"broker {request.broker_id} is not registered in epoch {request.broker_epoch}",
+        )
+        return ControllerResult([], AlterPartitionReply(stale, []))
+    records: list[PartitionChangeRecord] = []
+    results: list[IsrChangeResult] = []
+    for item in request.items:
+        topic = image.topics.topics_by_id.get(item.topic_id)
+        partition = None if topic is None else topic.partitions.get(item.partition)
+        if topic is None:
+            error = ApiError(ErrorCode.unknown_topic_id, f"no topic has id {item.topic_id}")
+        elif partition is None:
+            error = ApiError(ErrorCode.unknown_topic_or_partition, f"no partition {item.partition}")
+        else:
+            error = _check(image, request.broker_id, item, partition)
+        if partition is None or error.is_failure:
+            results.append(IsrChangeResult(item.topic_id, item.partition, error, partition))
+            continue
+        isr = tuple(broker_id for broker_id, _ in item.new_isr)
+        if isr == partition.isr:
+            results.append(IsrChangeResult(item.topic_id, item.partition, NO_ERROR, partition))
+            continue
+        change = PartitionChangeRecord(partition_id=item.partition, topic_id=item.topic_id, isr=isr)
+        records.append(change)
+        results.append(
+            IsrChangeResult(item.topic_id, item.partition, NO_ERROR, partition.merge(change))
+        )
+    return ControllerResult(records, AlterPartitionReply(NO_ERROR, results))
+
+
+def _check(
+    image: MetadataImage, sender: int, item: AlterPartitionItem, partition: PartitionRegistration
+) -> ApiError:
+    if partition.leader != sender:
+        return ApiError(
+            ErrorCode.not_leader_or_follower,
+            f"broker {sender} does not lead the partition (broker {partition.leader} does)",
+        )
+    if item.leader_epoch != partition.leader_epoch:
+        return ApiError(
+            ErrorCode.fenced_leader_epoch,
+            f"leader epoch {item.leader_epoch} is not the partition's {partition.leader_epoch}",
+        )
+    if item.partition_epoch != partition.partition_epoch:
+        return ApiError(
+            ErrorCode.invalid_update_version,
+            f"partition epoch {item.partition_epoch} is not the partition's "
+            f"{partition.partition_epoch}",
+        )
+    members = [broker_id for broker_id, _ in item.new_isr]
+    if len(set(members)) != len(members) or not set(members) <= set(partition.replicas):
+        return ApiError(ErrorCode.invalid_request, f"ISR {members} is not a set of replicas")
+    if sender not in members:
+        return ApiError(ErrorCode.invalid_request, f"ISR {members} leaves out its leader {sender}")
+    for broker_id, broker_epoch in item.new_isr:
+        broker = image.cluster.broker(broker_id)
+        if broker is None or not broker.active or broker_epoch not in (-1, broker.epoch):
+            return ApiError(
+                ErrorCode.ineligible_replica,
+                f"broker {broker_id} is not active in epoch {broker_epoch}",
+            )
+    return NO_ERROR
