@@ -127,7 +127,9 @@ def test_create_list_and_describe(server: Server) -> None:
     assert fields["TopicId"] and set(fields["TopicId"]) != {"A"}
     assert set(fields["Configs"].split(",")) >= {"retention.ms=86400000", "cleanup.policy=compact"}
     node = str(server.node_id)
-    assert partition_rows(described) == {p: [str(p), node, node, node, "0", "0"] for p in range(3)}
+    assert partition_rows(described) == {
+        p: [str(p), node, node, node, "-", "0", "0"] for p in range(3)
+    }
 
 
 def test_create_uses_the_broker_defaults(server: Server) -> None:
