@@ -137,10 +137,22 @@ class WireRecorder:
             client_w.close()
             return
         pending: dict[int, Exchange] = {}
+
+        def request(frame: bytes) -> None:
+            exchange = Exchange(frame)
+            pending[exchange.correlation_id] = exchange
+            self.exchanges.append(exchange)
+
+        def response(frame: bytes) -> None:
+            (correlation_id,) = _SIZE.unpack_from(frame, 0)
+            exchange = pending.pop(correlation_id, None)
+            if exchange is not None:
+                exchange.response = frame
+
         try:
             await asyncio.gather(
-                self._forward_requests(client_r, broker_w, pending),
-                self._forward_responses(broker_r, client_w, pending),
+                self._forward(client_r, broker_w, request),
+                self._forward(broker_r, client_w, response),
             )
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -150,35 +162,17 @@ class WireRecorder:
                 with contextlib.suppress(Exception):
                     await writer.wait_closed()
 
-    async def _forward_requests(
+    async def _forward(
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        pending: dict[int, Exchange],
+        record: Callable[[bytes], None],
     ) -> None:
+        """Pass frames on unchanged, recording each (under the lock, waking waiters) first."""
         while frame := await _read_frame(reader):
-            exchange = Exchange(frame)
-            pending[exchange.correlation_id] = exchange
             with self._changed:
-                self.exchanges.append(exchange)
+                record(frame)
                 self._changed.notify_all()
-            writer.write(_SIZE.pack(len(frame)) + frame)
-            await writer.drain()
-        writer.close()
-
-    async def _forward_responses(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        pending: dict[int, Exchange],
-    ) -> None:
-        while frame := await _read_frame(reader):
-            (correlation_id,) = _SIZE.unpack_from(frame, 0)
-            exchange = pending.pop(correlation_id, None)
-            if exchange is not None:
-                with self._changed:
-                    exchange.response = frame
-                    self._changed.notify_all()
             writer.write(_SIZE.pack(len(frame)) + frame)
             await writer.drain()
         writer.close()

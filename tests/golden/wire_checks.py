@@ -41,13 +41,9 @@ EXPECTED_ERRORS: dict[ApiKey, frozenset[ErrorCode]] = {
 _COMMITS = (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT)
 
 
-def request_of(frame: bytes) -> Request:
-    return decode_request(frame, versions=KAFKA_BROKER_VERSIONS)
-
-
 def check_request(frame: bytes) -> Request:
     """Decode ``frame`` and check that encoding it again gives the same bytes."""
-    request = request_of(frame)
+    request = decode_request(frame, versions=KAFKA_BROKER_VERSIONS)
     assert not request.unsupported_version, f"{request}: unsupported version"
     body_end = len(frame) - request.trailing_bytes
     encoded = encode_request(header=request.header, body=request.body)

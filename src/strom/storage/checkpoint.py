@@ -16,9 +16,9 @@ the old file or the new one, never a mix.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 from strom.common import TopicPartition
 from strom.storage._files import fsync_directory
@@ -36,6 +36,8 @@ __all__ = [
 RECOVERY_POINT_CHECKPOINT: Final = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"
 VERSION: Final = 0
+
+T = TypeVar("T")
 
 
 class CheckpointError(ValueError):
@@ -56,9 +58,12 @@ def write_checkpoint(path: Path, entries: Sequence[Sequence[str | int]]) -> None
     fsync_directory(path.parent)
 
 
-def read_checkpoint(path: Path, *, fields: int, what: str) -> list[tuple[int, list[str]]]:
-    """The entries of a checkpoint file of ``fields`` fields each (``what`` names them in
-    errors), with their line numbers; empty when the file does not exist."""
+def read_checkpoint(
+    path: Path, *, fields: int, what: str, parse: Callable[[list[str]], T]
+) -> list[T]:
+    """The entries of a checkpoint file of ``fields`` fields each, each made by ``parse`` (a
+    ValueError from it is a malformed entry; ``what`` names the fields in errors); empty when
+    the file does not exist."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -78,10 +83,15 @@ def read_checkpoint(path: Path, *, fields: int, what: str) -> list[tuple[int, li
     ]
     if len(entries) != expected:
         raise fail(2, f"expected {expected} entries, found {len(entries)}")
+    parsed: list[T] = []
     for number, entry in entries:
         if len(entry) != fields:
             raise fail(number, f"expected {what!r}, got {' '.join(entry)!r}")
-    return entries
+        try:
+            parsed.append(parse(entry))
+        except ValueError:
+            raise fail(number, f"malformed entry {' '.join(entry)!r}") from None
+    return parsed
 
 
 def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -> None:
@@ -96,13 +106,9 @@ def write_offset_checkpoint(path: Path, offsets: Mapping[TopicPartition, int]) -
 
 def read_offset_checkpoint(path: Path) -> dict[TopicPartition, int]:
     """The offsets in ``path``; empty when the file does not exist."""
-    offsets: dict[TopicPartition, int] = {}
-    for number, (topic, partition, offset) in read_checkpoint(
-        path, fields=3, what="topic partition offset"
-    ):
-        try:
-            offsets[TopicPartition(topic, int(partition))] = int(offset)
-        except ValueError:
-            entry = f"{topic} {partition} {offset}"
-            raise CheckpointError(f"{path}: line {number}: malformed entry {entry!r}") from None
-    return offsets
+
+    def parse(fields: list[str]) -> tuple[TopicPartition, int]:
+        topic, partition, offset = fields
+        return TopicPartition(topic, int(partition)), int(offset)
+
+    return dict(read_checkpoint(path, fields=3, what="topic partition offset", parse=parse))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from strom.storage.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from strom.storage.checkpoint import read_checkpoint, write_checkpoint
 
 __all__ = [
     "LEADER_EPOCH_CHECKPOINT",
@@ -118,8 +118,7 @@ class LeaderEpochCache:
             return _UNDEFINED
         if epoch == self.latest_epoch:
             return EpochEndOffset(epoch, log_end_offset)
-        epochs = [entry.epoch for entry in self._entries]
-        higher = bisect.bisect_right(epochs, epoch)
+        higher = bisect.bisect_right(self._entries, epoch, key=lambda entry: entry.epoch)
         if higher == len(self._entries):
             return _UNDEFINED
         next_start = self._entries[higher].start_offset
@@ -127,19 +126,28 @@ class LeaderEpochCache:
             return EpochEndOffset(epoch, next_start)
         return EpochEndOffset(self._entries[higher - 1].epoch, next_start)
 
-    def truncate_from_end(self, end_offset: int) -> None:
-        """The log was cut to ``end_offset``: forget epochs that started at or after it."""
-        while self._entries and self._entries[-1].start_offset >= end_offset:
-            self._entries.pop()
+    def truncate_from_end(self, end_offset: int) -> bool:
+        """The log was cut to ``end_offset``: forget epochs that started at or after it;
+        whether anything changed."""
+        kept = bisect.bisect_left(self._entries, end_offset, key=lambda entry: entry.start_offset)
+        if kept == len(self._entries):
+            return False
+        del self._entries[kept:]
+        return True
 
-    def truncate_from_start(self, start_offset: int) -> None:
+    def truncate_from_start(self, start_offset: int) -> bool:
         """The log now starts at ``start_offset``: epochs wholly before it go, and the epoch in
-        force there starts there."""
-        first_kept = bisect.bisect_right([e.start_offset for e in self._entries], start_offset)
+        force there starts there; whether anything changed."""
+        first_kept = bisect.bisect_right(
+            self._entries, start_offset, key=lambda entry: entry.start_offset
+        )
         if first_kept == 0:
-            return
-        in_force = self._entries[first_kept - 1]
-        self._entries[:first_kept] = [EpochEntry(in_force.epoch, start_offset)]
+            return False
+        kept = [EpochEntry(self._entries[first_kept - 1].epoch, start_offset)]
+        if self._entries[:first_kept] == kept:
+            return False
+        self._entries[:first_kept] = kept
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,14 +194,14 @@ def write_leader_epoch_checkpoint(path: Path, cache: LeaderEpochCache) -> None:
 
 def read_leader_epoch_checkpoint(path: Path) -> LeaderEpochCache:
     """The cache kept in ``path``; empty when there is no file."""
-    entries = []
-    for number, (epoch, start_offset) in read_checkpoint(path, fields=2, what="epoch start-offset"):
-        try:
-            entries.append(EpochEntry(int(epoch), int(start_offset)))
-        except ValueError:
-            entry = f"{epoch} {start_offset}"
-            raise CheckpointError(f"{path}: line {number}: malformed entry {entry!r}") from None
-    return LeaderEpochCache(entries)
+    return LeaderEpochCache(
+        read_checkpoint(
+            path,
+            what="epoch start-offset",
+            parse=lambda fields: EpochEntry(*map(int, fields)),
+            fields=2,
+        )
+    )
 
 
 class LeaderEpochFile:
@@ -235,15 +243,11 @@ class LeaderEpochFile:
             self.write()
 
     def truncate_from_end(self, end_offset: int) -> None:
-        before = len(self.cache.entries)
-        self.cache.truncate_from_end(end_offset)
-        if len(self.cache.entries) != before:
+        if self.cache.truncate_from_end(end_offset):
             self.write()
 
     def truncate_from_start(self, start_offset: int) -> None:
-        before = self.cache.entries
-        self.cache.truncate_from_start(start_offset)
-        if self.cache.entries != before:
+        if self.cache.truncate_from_start(start_offset):
             self.write()
 
     def clear(self) -> None:
