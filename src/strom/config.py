@@ -171,6 +171,47 @@ _CLUSTER_SETTINGS: Final = [
     ),
 ]
 
+_REPLICATION_SETTINGS: Final = [
+    Setting(
+        "replica.lag.time.max.ms",
+        _L,
+        30000,
+        "A follower not caught up for this long leaves the ISR.",
+        at_least(1),
+        read_only=True,
+    ),
+    _ms("replica.fetch.wait.max.ms", 500, "How long a follower's fetch waits for data."),
+    Setting(
+        "replica.fetch.min.bytes", _I, 1, "Bytes a follower's fetch waits for.", at_least(1)
+    ),
+    Setting(
+        "replica.fetch.max.bytes",
+        _I,
+        1048576,
+        "Bytes a follower fetches per partition (a larger first batch comes whole).",
+        at_least(0),
+        read_only=True,
+    ),
+    Setting(
+        "replica.fetch.response.max.bytes",
+        _I,
+        10485760,
+        "Bytes a follower's fetch answer may hold.",
+        at_least(0),
+        read_only=True,
+    ),
+    _ms("replica.fetch.backoff.ms", 1000, "A follower's pause after a failed fetch."),
+    _ms("replica.socket.timeout.ms", 30000, "A follower's fetch request timeout."),
+    Setting(
+        "replica.high.watermark.checkpoint.interval.ms",
+        _L,
+        5000,
+        "How often high watermarks are written to replication-offset-checkpoint.",
+        at_least(0),
+        read_only=True,
+    ),
+]
+
 _STROM_SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
     [
         Setting("node.id", _I, 1, "This node's id in the cluster.", at_least(0), read_only=True),
@@ -448,6 +489,7 @@ _STROM_SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
             at_least(1),
         ),
         *_CLUSTER_SETTINGS,
+        *_REPLICATION_SETTINGS,
     ]
 )
 

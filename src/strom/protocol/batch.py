@@ -164,6 +164,18 @@ def read_batch_span(buffer: bytes | bytearray | memoryview, position: int = 0) -
     return span
 
 
+def whole_batches_size(buffer: bytes | bytearray | memoryview) -> int:
+    """How many leading bytes of ``buffer`` are whole batches (a fetch answer may end inside
+    one, cut by its byte limit); only the length fields are read."""
+    position, end = 0, len(buffer)
+    while position + LOG_OVERHEAD <= end:
+        size = LOG_OVERHEAD + int.from_bytes(buffer[position + 8 : position + 12], "big")
+        if position + size > end:
+            break
+        position += size
+    return position
+
+
 def _corrupt(message: str) -> KafkaError:
     return KafkaError(ErrorCode.corrupt_message, message)
 

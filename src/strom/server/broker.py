@@ -35,12 +35,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from strom.client.async_client import NodeClients
 from strom.common import Clock, TopicPartition
 from strom.config import ServerConfig
 from strom.controller import SUPPORTED_FEATURES
-from strom.metadata import BrokerEndpoint, MetadataLoader, SecurityProtocol
+from strom.metadata import (
+    BrokerEndpoint,
+    MetadataDelta,
+    MetadataImage,
+    MetadataLoader,
+    SecurityProtocol,
+)
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.kafka_releases import release_versions
+from strom.server.alter_partition_manager import AlterPartitionManager
 from strom.server.auto_topics import AutoTopicCreator
 from strom.server.broker_lifecycle import (
     BrokerLifecycleManager,
@@ -102,6 +110,7 @@ from strom.server.network.listener import HostPort, Listener
 from strom.server.node_config import NodeConfig
 from strom.server.producer_ids import ProducerIdManager
 from strom.server.purgatory import DelayedFetch, DelayedProduce, Purgatory
+from strom.server.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from strom.server.replica_manager import ReplicaManager
 from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
 from strom.storage.log_manager import LogManager
@@ -228,6 +237,7 @@ class Broker:
         self._install_log_publisher()
         self._register_handlers()
         self._register_data_handlers()
+        self._start_replication()
         self._register_group_handlers()
         self._register_txn_handlers()
         await self._start_listeners()
@@ -312,6 +322,7 @@ class Broker:
     replica_manager: ReplicaManager
     produce_purgatory: Purgatory[DelayedProduce]
     fetch_purgatory: Purgatory[DelayedFetch]
+    replica_fetch_purgatory: Purgatory[DelayedFetch]
 
     def _register_data_handlers(self) -> None:
         """The replica manager, the purgatories it wakes, fetch sessions, and their handlers."""
@@ -325,8 +336,10 @@ class Broker:
         )
         self.produce_purgatory = Purgatory("Produce")
         self.fetch_purgatory = Purgatory("Fetch")
+        self.replica_fetch_purgatory = Purgatory("ReplicaFetch")
         self.replica_manager.add_high_watermark_listener(self.produce_purgatory.check_and_complete)
         self.replica_manager.add_high_watermark_listener(self.fetch_purgatory.check_and_complete)
+        self.replica_manager.add_log_end_listener(self.replica_fetch_purgatory.check_and_complete)
         sessions = FetchSessionCache(random=random.Random(), max_slots=DEFAULT_SESSION_CACHE_SLOTS)
         self.txn_coordinator = TxnCoordinatorRuntime(
             config=self.config,
@@ -343,6 +356,7 @@ class Broker:
             FetchHandler(
                 replica_manager=self.replica_manager,
                 purgatory=self.fetch_purgatory,
+                replica_purgatory=self.replica_fetch_purgatory,
                 sessions=sessions,
                 clock=self.clock,
             ),
@@ -352,6 +366,43 @@ class Broker:
             OffsetForLeaderEpochHandler(replica_manager=self.replica_manager),
         ):
             self.registry.register(handler)
+
+    # --- replication ------------------------------------------------------------------------
+
+    fetchers: ReplicaFetcherManager
+    isr_changes: AlterPartitionManager
+
+    def _start_replication(self) -> None:
+        """Follower fetchers and the ISR changes' sender, then the metadata publisher that
+        makes this broker leader or follower of its partitions (after the log publisher, so
+        that the logs exist)."""
+        self.isr_changes = AlterPartitionManager(
+            node_id=self.node_id,
+            broker_epoch=lambda: self.broker_epoch,
+            channel=self.parts.channel,
+            replica_manager=self.replica_manager,
+            timeout=self.config.get_int("replica.lag.time.max.ms") / 1000,
+        )
+        self.replica_manager.isr_change_sender = self.isr_changes.send
+        self.fetchers = ReplicaFetcherManager(
+            node_id=self.node_id,
+            replica_manager=self.replica_manager,
+            clients=NodeClients(
+                self._inter_broker_address, client_id=f"strom-replica-fetcher-{self.node_id}"
+            ),
+            settings=FetcherSettings.from_config(self.config),
+            clock=self.clock,
+        )
+        self.metadata.install_publisher(self._apply_leadership)
+
+    def _apply_leadership(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        self.fetchers.apply(self.replica_manager.apply_metadata(delta, image))
+
+    def _inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        broker = self.metadata.image.cluster.brokers.get(broker_id)
+        name = self.parts.node.inter_broker_listener_name
+        endpoint = None if broker is None or name is None else broker.endpoint(name)
+        return None if endpoint is None else (endpoint.host, endpoint.port)
 
     # --- consumer groups ----------------------------------------------------------------------
 
@@ -476,6 +527,12 @@ class Broker:
         periodic: list[tuple[str, str, Callable[[], None]]] = [
             ("retention", "log.retention.check.interval.ms", self._run_retention),
             ("checkpoint", "log.flush.offset.checkpoint.interval.ms", self.log_manager.checkpoint),
+            (
+                "high-watermark-checkpoint",
+                "replica.high.watermark.checkpoint.interval.ms",
+                self.replica_manager.checkpoint_high_watermarks,
+            ),
+            ("isr-check", "replica.lag.time.max.ms", self.replica_manager.check_isr),
             ("flush", "log.flush.scheduler.interval.ms", self.log_manager.flush_dirty),
             (
                 "producer-expiration",
@@ -485,6 +542,8 @@ class Broker:
         ]
         for name, setting, work in periodic:
             interval_ms = self.config.get_int(setting)
+            if name == "isr-check":
+                interval_ms //= 2  # as Kafka's isr-expiration task
             if 0 < interval_ms <= _MAX_TIMER_MS:
                 self._tasks.append(
                     asyncio.get_running_loop().create_task(
@@ -536,6 +595,10 @@ class Broker:
         for listener in listeners:
             await listener.stop(timeout=timeout)
         await self.lifecycle.stop()
+        if hasattr(self, "fetchers"):
+            await self.fetchers.stop()
+            await self.isr_changes.stop()
+            self.replica_manager.checkpoint_high_watermarks()
         await self.log_cleaner.stop()
         if hasattr(self, "group_coordinator"):
             await self.group_coordinator.stop()

@@ -55,9 +55,17 @@ from typing import Final
 from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
 from strom.config import ServerConfig, TopicConfig
 from strom.controller.topic_names import INTERNAL_TOPICS
+from strom.metadata.delta import MetadataDelta
 from strom.metadata.image import MetadataImage, PartitionRegistration
 from strom.server.metadata_view import MetadataView
+from strom.server.partition_replication import IsrChange, PartitionReplication
+from strom.storage.checkpoint import (
+    CheckpointError,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
 from strom.storage.file_region import FileRegion
+from strom.storage.leader_epoch_cache import EpochEndOffset, truncation_offset
 from strom.storage.log_manager import LogManager
 from strom.storage.log_validator import RecordError, RecordValidationError
 from strom.storage.partition_log import (
@@ -73,10 +81,15 @@ from strom.storage.txn_index import AbortedTxn
 __all__ = [
     "LATEST_TIERED_TIMESTAMP",
     "READ_COMMITTED",
+    "READ_LOG_END",
     "READ_UNCOMMITTED",
+    "REPLICATION_OFFSET_CHECKPOINT",
     "AppendResult",
+    "FollowTarget",
     "HighWatermarkListener",
     "HighWatermarkUpdate",
+    "IsrChangeSender",
+    "LeadershipChanges",
     "OffsetAnswer",
     "Partition",
     "ReadResultInfo",
@@ -88,9 +101,13 @@ log = logging.getLogger(__name__)
 
 READ_UNCOMMITTED: Final = 0
 READ_COMMITTED: Final = 1
+READ_LOG_END: Final = -1
+"""A follower's reads: up to the log end offset (no isolation level on the wire)."""
 LATEST_TIERED_TIMESTAMP: Final = -5
 """ListOffsets v9+ (KIP-1005): the highest offset in tiered storage; -1 without tiering."""
 VALID_ACKS: Final = (-1, 0, 1)
+REPLICATION_OFFSET_CHECKPOINT: Final = "replication-offset-checkpoint"
+_MAX_BYTES: Final = 2**31 - 1
 _NO_LOG_START_ERRORS: Final = frozenset(
     {
         ErrorCode.unknown_topic_or_partition,
@@ -114,23 +131,28 @@ class HighWatermarkUpdate:
     size: int
 
 
-HighWatermarkListener = Callable[[TopicPartition, HighWatermarkUpdate], object]
+HighWatermarkListener = Callable[[TopicPartition, HighWatermarkUpdate | None], object]
 TxnMarkerListener = Callable[[TopicPartition, int, int, bool], object]
 """``listener(tp, producer_id, producer_epoch, commit)`` after a marker is appended."""
 
 
 @dataclass(slots=True, eq=False)
 class Partition:
-    """A partition this broker leads: its log and the replication state around it."""
+    """A partition with a replica on this broker: its log, its high watermark and, while this
+    broker leads it, the leader's view of its followers (``replication``)."""
 
     tp: TopicPartition
     log: PartitionLog
     registration: PartitionRegistration
     high_watermark: int
-    follower_log_end_offsets: dict[int, int] = field(default_factory=dict)
-    """Followers' log end offsets, as their fetches report them (none on a single node)."""
+    replication: PartitionReplication | None = None
+    """The leader's bookkeeping (followers, ISR, acks); None on a follower."""
     _unreplicated: deque[tuple[int, int]] = field(default_factory=deque)
     """(next offset, size) of each append above the high watermark, oldest first."""
+
+    @property
+    def is_leader(self) -> bool:
+        return self.replication is not None
 
     @property
     def leader_epoch(self) -> int:
@@ -138,6 +160,9 @@ class Partition:
 
     @property
     def isr(self) -> tuple[int, ...]:
+        """The ISR as this broker knows it: the leader's latest, else the metadata's."""
+        if self.replication is not None:
+            return self.replication.isr
         return self.registration.isr
 
     @property
@@ -157,9 +182,12 @@ class Partition:
         return min(unstable, self.high_watermark)
 
     def fetchable_offset(self, isolation_level: int) -> int:
-        """Where a consumer's reads stop: the high watermark or the last stable offset."""
+        """Where a read stops: the log end for a replica, the high watermark or the last
+        stable offset for a consumer."""
         if isolation_level == READ_COMMITTED:
             return self.last_stable_offset
+        if isolation_level == READ_LOG_END:
+            return self.log_end_offset
         return self.high_watermark
 
 
@@ -205,6 +233,8 @@ class ReadResultInfo:
     log_start_offset: int = -1
     aborted_transactions: tuple[AbortedTxn, ...] | None = None
     """read_committed: the aborted transactions overlapping the read; None otherwise."""
+    diverging_epoch: tuple[int, int] | None = None
+    """A follower's fetch: (epoch, end offset) where its log left the leader's (KIP-320)."""
 
     @property
     def size(self) -> int:
@@ -222,6 +252,28 @@ class OffsetAnswer:
     offset: int
     timestamp: int
     leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class FollowTarget:
+    """Where a follower fetches a partition from: the leader and its epoch."""
+
+    leader_id: int
+    leader_epoch: int
+
+
+@dataclass(slots=True)
+class LeadershipChanges:
+    """What a metadata change asks of the fetchers (Kafka's ``applyDelta`` outcome)."""
+
+    follow: dict[TopicPartition, FollowTarget] = field(default_factory=dict)
+    """Partitions this broker follows now, with their (possibly new) leader."""
+    stop: set[TopicPartition] = field(default_factory=set)
+    """Partitions not to fetch any more: led here now, leaderless, or no replica here."""
+
+
+IsrChangeSender = Callable[[TopicPartition, int, IsrChange], object]
+"""``send(tp, leader_epoch, change)``: propose an ISR change to the controller."""
 
 
 class ReplicaManager:
@@ -247,18 +299,30 @@ class ReplicaManager:
         self._topic_config = topic_config or (
             lambda image, topic: TopicConfig(config, image.topic_configs(topic))
         )
+        self._max_lag_ms = config.get_int("replica.lag.time.max.ms")
         self._partitions: dict[TopicPartition, Partition] = {}
         self._listeners: list[HighWatermarkListener] = []
+        self._log_end_listeners: list[HighWatermarkListener] = []
         self._marker_listeners: list[TxnMarkerListener] = []
         self._min_isr_image: MetadataImage | None = None
         self._min_isr: dict[str, int] = {}
+        self.isr_change_sender: IsrChangeSender | None = None
+        """Where ISR changes go (the AlterPartition manager); None: they are not proposed."""
+        self._checkpoint_path = log_manager.data_dir / REPLICATION_OFFSET_CHECKPOINT
+        self._checkpointed = self._read_high_watermarks()
 
     @property
     def image(self) -> MetadataImage:
         return self._metadata.image
 
     def add_high_watermark_listener(self, listener: HighWatermarkListener) -> None:
+        """``listener(tp, update)`` after each high watermark advance, and ``(tp, None)`` when
+        the partition's leadership or ISR changed (waiting operations re-check)."""
         self._listeners.append(listener)
+
+    def add_log_end_listener(self, listener: HighWatermarkListener) -> None:
+        """``listener(tp, update)`` after each append on a leader (followers' long polls)."""
+        self._log_end_listeners.append(listener)
 
     def add_txn_marker_listener(self, listener: TxnMarkerListener) -> None:
         """Call ``listener(tp, producer_id, producer_epoch, commit)`` after each marker."""
@@ -272,29 +336,32 @@ class ReplicaManager:
         ``current_leader_epoch`` is the client's idea of the leader epoch (-1: unknown, no
         check).
         """
+        registration = self._registration(tp)
+        if registration.leader != self.node_id:
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower,
+                f"{tp} is led by broker {registration.leader}, not {self.node_id}",
+            )
+        _check_epoch(tp, current_leader_epoch, registration.leader_epoch)
+        partition = self._local(tp, registration)
+        replication = partition.replication
+        if replication is None or replication.leader_epoch != registration.leader_epoch:
+            self._become_leader(partition)
+        elif registration.partition_epoch > replication.partition_epoch:
+            replication.isr_committed(registration.isr, registration.partition_epoch)
+        return partition
+
+    def _registration(self, tp: TopicPartition) -> PartitionRegistration:
         registration = self.image.topics.get_partition(tp)
         if registration is None:
             self._partitions.pop(tp, None)
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"this server does not host {tp}"
             )
-        if registration.leader != self.node_id:
-            raise KafkaError(
-                ErrorCode.not_leader_or_follower,
-                f"{tp} is led by broker {registration.leader}, not {self.node_id}",
-            )
-        if current_leader_epoch >= 0 and current_leader_epoch != registration.leader_epoch:
-            if current_leader_epoch < registration.leader_epoch:
-                raise KafkaError(
-                    ErrorCode.fenced_leader_epoch,
-                    f"leader epoch {current_leader_epoch} of {tp} is older than the current "
-                    f"{registration.leader_epoch}",
-                )
-            raise KafkaError(
-                ErrorCode.unknown_leader_epoch,
-                f"leader epoch {current_leader_epoch} of {tp} is newer than the current "
-                f"{registration.leader_epoch}",
-            )
+        return registration
+
+    def _local(self, tp: TopicPartition, registration: PartitionRegistration) -> Partition:
+        """The partition's state over its open log, made when first needed."""
         partition_log = self.log_manager.get(tp)
         if partition_log is None:
             raise KafkaError(
@@ -302,64 +369,349 @@ class ReplicaManager:
             )
         partition = self._partitions.get(tp)
         if partition is None or partition.log is not partition_log:
-            # New, or the topic was deleted and created again: start from the log itself.
-            partition = Partition(
-                tp, partition_log, registration, high_watermark=partition_log.log_start_offset
+            # New, or the topic was deleted and created again: start from the checkpoint.
+            start = self._checkpointed.pop(tp, partition_log.log_start_offset)
+            high_watermark = min(
+                max(start, partition_log.log_start_offset), partition_log.log_end_offset
             )
+            partition = Partition(tp, partition_log, registration, high_watermark=high_watermark)
             self._partitions[tp] = partition
-            self.maybe_advance_high_watermark(partition)
-        else:
-            partition.registration = registration
-        # A leader starts its epoch at its log end, as Kafka's Partition.makeLeader does.
-        if registration.leader_epoch > partition_log.leader_epochs.latest_epoch:
-            partition_log.start_leader_epoch(registration.leader_epoch)
+        partition.registration = registration
         return partition
 
+    def _become_leader(self, partition: Partition) -> None:
+        """Kafka's ``Partition.makeLeader``: a new leader epoch starts at the log end, every
+        follower's state is reset (the ISR's count as caught up now)."""
+        registration = partition.registration
+        log_end = partition.log_end_offset
+        if registration.leader_epoch > partition.log.leader_epochs.latest_epoch:
+            partition.log.start_leader_epoch(registration.leader_epoch)
+        partition.high_watermark = min(partition.high_watermark, log_end)
+        partition._unreplicated.clear()
+        partition.replication = PartitionReplication(
+            leader_id=self.node_id,
+            replicas=registration.replicas,
+            isr=registration.isr,
+            leader_epoch=registration.leader_epoch,
+            partition_epoch=registration.partition_epoch,
+            leader_epoch_start_offset=log_end,
+            high_watermark=partition.high_watermark,
+            max_lag_ms=self._max_lag_ms,
+            started_ms=self._clock.monotonic_ms(),
+        )
+        self.maybe_advance_high_watermark(partition)
+
+    def apply_metadata(self, delta: MetadataDelta, image: MetadataImage) -> LeadershipChanges:
+        """This broker's part of a metadata change (Kafka's ``ReplicaManager.applyDelta``):
+        partitions it leads now take their leader state, partitions it follows lose it (their
+        waiting produces answer NOT_LEADER_OR_FOLLOWER) and are to be fetched from their
+        leader; partitions gone from this broker are dropped. Waiting operations re-check."""
+        changes = LeadershipChanges()
+        topics = delta.topics_delta
+        for topic in topics.deleted_topics.values():
+            for partition_id in topic.partitions:
+                self._drop(TopicPartition(topic.name, partition_id), changes)
+        for topic_delta in topics.changed_topics.values():
+            for partition_id in sorted(topic_delta.changed_partitions | topic_delta.new_partitions):
+                registration = topic_delta.partition(partition_id)
+                tp = TopicPartition(topic_delta.name, partition_id)
+                if registration is None or self.node_id not in registration.replicas:
+                    self._drop(tp, changes)
+                    continue
+                try:
+                    if registration.leader == self.node_id:
+                        self.partition(tp)
+                        changes.stop.add(tp)
+                    else:
+                        partition = self._local(tp, registration)
+                        partition.replication = None
+                        if registration.has_leader:
+                            changes.follow[tp] = FollowTarget(
+                                registration.leader, registration.leader_epoch
+                            )
+                        else:
+                            changes.stop.add(tp)
+                except KafkaError as error:
+                    log.warning("cannot take up the replica of %s: %s", tp, error.message)
+                    changes.stop.add(tp)
+                self._notify(tp, None)
+        return changes
+
+    def _drop(self, tp: TopicPartition, changes: LeadershipChanges) -> None:
+        changes.stop.add(tp)
+        if self._partitions.pop(tp, None) is not None:
+            self._notify(tp, None)
+
+    def _notify(self, tp: TopicPartition, update: HighWatermarkUpdate | None) -> None:
+        for listener in self._listeners:
+            listener(tp, update)
+
     def high_watermarks(self) -> dict[TopicPartition, int]:
-        """The high watermark of each partition with a log here that this broker leads
+        """The high watermark of each partition with state here, leader or follower
         (retention deletes nothing at or above it); other logs are left out."""
         result: dict[TopicPartition, int] = {}
-        for tp in self.log_manager.all():
-            try:
-                result[tp] = self.partition(tp).high_watermark
-            except KafkaError:
-                continue
+        for tp, partition_log in self.log_manager.all().items():
+            partition = self._partitions.get(tp)
+            if partition is None or partition.log is not partition_log:
+                try:
+                    partition = self.partition(tp)
+                except KafkaError:
+                    continue
+            result[tp] = partition.high_watermark
         return result
 
     def maybe_advance_high_watermark(self, partition: Partition) -> HighWatermarkUpdate | None:
-        """Move the high watermark to the smallest log end offset in the ISR, if higher.
-
-        The leader's own log end offset counts for itself; a follower of the ISR whose log end
-        offset is not known yet holds it where it is. Listeners hear of an advance.
-        """
-        candidate = partition.log_end_offset
-        for replica in partition.isr:
-            if replica == self.node_id:
-                continue
-            candidate = min(
-                candidate,
-                partition.follower_log_end_offsets.get(replica, partition.high_watermark),
-            )
-        old = partition.high_watermark
-        if candidate <= old:
+        """On a leader, move the high watermark up to what every counted replica has
+        (``PartitionReplication``); listeners hear of an advance."""
+        replication = partition.replication
+        if replication is None:
             return None
-        partition.high_watermark = candidate
+        candidate = replication.maybe_advance_high_watermark(
+            partition.log_end_offset, now_ms=self._clock.monotonic_ms()
+        )
+        if candidate is None:
+            return None
+        return self._advance(partition, candidate)
+
+    def _advance(self, partition: Partition, new: int) -> HighWatermarkUpdate | None:
+        old = partition.high_watermark
+        if new <= old:
+            return None
+        partition.high_watermark = new
         size = 0
         pending = partition._unreplicated
-        while pending and pending[0][0] <= candidate:
+        while pending and pending[0][0] <= new:
             size += pending.popleft()[1]
-        update = HighWatermarkUpdate(old, candidate, size)
-        for listener in self._listeners:
-            listener(partition.tp, update)
+        if not size:  # appended before this broker led: measure it
+            size = partition.log.readable_bytes(old, max_bytes=_MAX_BYTES, max_offset=new)
+        update = HighWatermarkUpdate(old, new, size)
+        self._notify(partition.tp, update)
         return update
+
+    # --- the leader's side of replication ----------------------------------------------------
 
     def record_follower_fetch(
         self, tp: TopicPartition, *, replica_id: int, log_end_offset: int
     ) -> None:
-        """A follower fetched from ``log_end_offset``: it has everything below (replication)."""
+        """A follower fetched from ``log_end_offset``: it has everything below. The high
+        watermark may advance; a follower back in sync is proposed for the ISR."""
         partition = self.partition(tp)
-        partition.follower_log_end_offsets[replica_id] = log_end_offset
+        replication = partition.replication
+        assert replication is not None
+        if replica_id not in replication.followers:
+            raise KafkaError(
+                ErrorCode.not_leader_or_follower,
+                f"broker {replica_id} is not a replica of {tp}",
+            )
+        now = self._clock.monotonic_ms()
+        candidate = replication.record_fetch(
+            replica_id,
+            fetch_offset=log_end_offset,
+            leader_log_end_offset=partition.log_end_offset,
+            now_ms=now,
+        )
+        if candidate is not None:
+            self._advance(partition, candidate)
+        if replica_id not in replication.isr:
+            self._propose_isr_change(partition, now)
+
+    def check_isr(self) -> None:
+        """Propose shrinking the ISR of each led partition whose followers fell behind for
+        ``replica.lag.time.max.ms`` (Kafka's ``maybeShrinkIsr``, run periodically)."""
+        now = self._clock.monotonic_ms()
+        for partition in list(self._partitions.values()):
+            if partition.replication is not None:
+                self._propose_isr_change(partition, now)
+
+    def _propose_isr_change(self, partition: Partition, now_ms: int) -> None:
+        replication = partition.replication
+        if replication is None or self.isr_change_sender is None:
+            return
+        change = replication.isr_change(partition.log_end_offset, now_ms=now_ms)
+        if change is None:
+            return
+        log.info(
+            "%s: proposing ISR %s (was %s, partition epoch %d)",
+            partition.tp,
+            list(change.isr),
+            list(replication.isr),
+            change.partition_epoch,
+        )
+        self.isr_change_sender(partition.tp, replication.leader_epoch, change)
+
+    def isr_change_done(
+        self,
+        tp: TopicPartition,
+        *,
+        leader_epoch: int,
+        isr: tuple[int, ...] | None,
+        partition_epoch: int = -1,
+    ) -> None:
+        """The controller answered an ISR change: the committed ISR, or None when it failed
+        (proposed again at the next check)."""
+        partition = self._partitions.get(tp)
+        replication = None if partition is None else partition.replication
+        if partition is None or replication is None or replication.leader_epoch != leader_epoch:
+            return
+        if isr is None:
+            replication.isr_change_failed()
+            return
+        if partition_epoch >= replication.partition_epoch:
+            replication.isr_committed(isr, partition_epoch)
         self.maybe_advance_high_watermark(partition)
+        self._notify(tp, None)
+
+    def read_for_follower(
+        self,
+        tp: TopicPartition,
+        *,
+        replica_id: int,
+        fetch_offset: int,
+        max_bytes: int,
+        current_leader_epoch: int,
+        last_fetched_epoch: int,
+    ) -> ReadResultInfo:
+        """A follower's fetch (Kafka's ``Partition.fetchRecords`` for a replica): the records
+        up to the log end, or the diverging epoch when the follower's log went another way
+        after ``last_fetched_epoch`` (KIP-320: it truncates, then fetches again). A fetch that
+        is not diverging records the follower's position."""
+        try:
+            partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
+            if last_fetched_epoch >= 0:
+                end = partition.log.end_offset_for_epoch(last_fetched_epoch)
+                if end.epoch < last_fetched_epoch or end.end_offset < fetch_offset:
+                    return ReadResultInfo(
+                        high_watermark=partition.high_watermark,
+                        last_stable_offset=partition.last_stable_offset,
+                        log_start_offset=partition.log_start_offset,
+                        diverging_epoch=(end.epoch, end.end_offset),
+                    )
+            result = partition.log.read(
+                fetch_offset,
+                max_bytes=max_bytes,
+                max_offset=partition.log_end_offset,
+                min_one_message=True,
+            )
+            try:
+                self.record_follower_fetch(tp, replica_id=replica_id, log_end_offset=fetch_offset)
+            except BaseException:
+                result.close()
+                raise
+        except KafkaError as error:
+            return ReadResultInfo(error=error.error_code, message=error.message)
+        return ReadResultInfo(
+            regions=result.regions,
+            high_watermark=partition.high_watermark,
+            last_stable_offset=partition.last_stable_offset,
+            log_start_offset=partition.log_start_offset,
+        )
+
+    # --- the follower's side -----------------------------------------------------------------
+
+    def follower(self, tp: TopicPartition, leader_epoch: int) -> Partition:
+        """The partition this broker follows in ``leader_epoch``; KafkaError otherwise (it
+        leads it now, or the epoch moved on: the fetcher drops what it fetched)."""
+        registration = self._registration(tp)
+        if registration.leader == self.node_id or self.node_id not in registration.replicas:
+            raise KafkaError(ErrorCode.not_leader_or_follower, f"{tp} is not followed here")
+        _check_epoch(tp, leader_epoch, registration.leader_epoch)
+        partition = self._local(tp, registration)
+        partition.replication = None
+        return partition
+
+    def append_as_follower(
+        self,
+        tp: TopicPartition,
+        records: bytes,
+        *,
+        leader_epoch: int,
+        high_watermark: int,
+        log_start_offset: int,
+    ) -> int:
+        """Append what the leader sent (whole batches, offsets as the leader's), then take the
+        leader's high watermark (at most this log's end) and log start offset; the number of
+        bytes appended."""
+        partition = self.follower(tp, leader_epoch)
+        size = 0
+        if records:
+            size = partition.log.append_as_follower(records).size
+        partition_log = partition.log
+        if log_start_offset > partition_log.log_start_offset:
+            target = min(log_start_offset, partition_log.log_end_offset)
+            partition_log.advance_log_start_offset(target)
+        partition.high_watermark = max(
+            partition.high_watermark, min(high_watermark, partition_log.log_end_offset)
+        )
+        return size
+
+    def truncate_follower(
+        self, tp: TopicPartition, *, leader_epoch: int, diverging: EpochEndOffset
+    ) -> int:
+        """The leader says this log diverged after ``diverging`` (its epoch and end offset):
+        cut it where KIP-279 says (:func:`truncation_offset`); the new log end offset."""
+        partition = self.follower(tp, leader_epoch)
+        partition_log = partition.log
+        cut = truncation_offset(
+            diverging,
+            partition_log.leader_epochs,
+            log_end_offset=partition_log.log_end_offset,
+            high_watermark=partition.high_watermark,
+        )
+        if cut.offset < partition_log.log_end_offset:
+            log.info(
+                "%s: truncating from %d to %d (the leader's epoch %d ends at %d)",
+                tp,
+                partition_log.log_end_offset,
+                cut.offset,
+                diverging.epoch,
+                diverging.end_offset,
+            )
+            partition_log.truncate_to(cut.offset)
+        partition.high_watermark = min(partition.high_watermark, partition_log.log_end_offset)
+        return partition_log.log_end_offset
+
+    def reset_follower(
+        self, tp: TopicPartition, *, leader_epoch: int, leader_start: int, leader_end: int
+    ) -> int:
+        """The leader answered OFFSET_OUT_OF_RANGE (Kafka's ``handleOutOfRangeError``): a log
+        ahead of the leader's end is cut to it (an unclean election), one behind the leader's
+        start starts over there. The new log end offset."""
+        partition = self.follower(tp, leader_epoch)
+        partition_log = partition.log
+        if partition_log.log_end_offset > leader_end:
+            log.warning(
+                "%s: truncating from %d to the leader's end %d (unclean leader election)",
+                tp,
+                partition_log.log_end_offset,
+                leader_end,
+            )
+            partition_log.truncate_to(leader_end)
+        elif partition_log.log_end_offset < leader_start:
+            log.info("%s: starting over at the leader's log start %d", tp, leader_start)
+            partition_log.truncate_fully_and_start_at(leader_start)
+        partition.high_watermark = min(
+            max(partition.high_watermark, partition_log.log_start_offset),
+            partition_log.log_end_offset,
+        )
+        return partition_log.log_end_offset
+
+    # --- high watermark checkpoint -----------------------------------------------------------
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write ``replication-offset-checkpoint``: each local partition's high watermark
+        (Kafka's ``checkpointHighWatermarks``), read back at the next start."""
+        offsets = dict(self._checkpointed)
+        for tp, partition in self._partitions.items():
+            if self.log_manager.get(tp) is partition.log:
+                offsets[tp] = partition.high_watermark
+        write_offset_checkpoint(self._checkpoint_path, offsets)
+
+    def _read_high_watermarks(self) -> dict[TopicPartition, int]:
+        try:
+            return read_offset_checkpoint(self._checkpoint_path)
+        except CheckpointError as error:
+            log.warning("ignoring unreadable high watermark checkpoint: %s", error)
+            return {}
 
     # --- produce ---------------------------------------------------------------------------
 
@@ -418,8 +770,8 @@ class ReplicaManager:
                 if len(partition.isr) < min_isr:
                     raise KafkaError(
                         ErrorCode.not_enough_replicas,
-                        f"{tp} has {len(partition.isr)} in-sync replicas, fewer than "
-                        f"min.insync.replicas {min_isr}",
+                        f"{tp} has {len(partition.isr)} in-sync replica(s) "
+                        f"{list(partition.isr)}, fewer than min.insync.replicas {min_isr}",
                     )
             info = partition.log.append(
                 records or b"", leader_epoch=partition.leader_epoch, origin=origin
@@ -434,7 +786,7 @@ class ReplicaManager:
                 error.error_code, error.message, record_errors, log_start_offset=log_start
             )
         if info.last_offset >= partition.high_watermark:  # not a duplicate of older batches
-            self._appended(partition, info.last_offset, info.size)
+            self._appended(partition, info.base_offset, info.last_offset, info.size)
         return AppendResult(
             base_offset=info.base_offset,
             last_offset=info.last_offset,
@@ -442,8 +794,14 @@ class ReplicaManager:
             log_start_offset=info.log_start_offset,
         )
 
-    def _appended(self, partition: Partition, last_offset: int, size: int) -> None:
+    def _appended(
+        self, partition: Partition, base_offset: int, last_offset: int, size: int
+    ) -> None:
         partition._unreplicated.append((last_offset + 1, size))
+        if self._log_end_listeners:
+            update = HighWatermarkUpdate(base_offset, last_offset + 1, size)
+            for listener in self._log_end_listeners:
+                listener(partition.tp, update)
         self.maybe_advance_high_watermark(partition)
 
     def write_txn_marker(
@@ -482,7 +840,7 @@ class ReplicaManager:
                 error.message,
             )
             return error.error_code
-        self._appended(partition, info.last_offset, info.size)
+        self._appended(partition, info.base_offset, info.last_offset, info.size)
         for listener in self._marker_listeners:
             listener(tp, producer_id, producer_epoch, commit)
         return ErrorCode.none
@@ -508,11 +866,12 @@ class ReplicaManager:
             partition = self.partition(tp)
         except KafkaError as error:
             return error.error_code
-        if partition.high_watermark < required_offset:
-            return None
-        if len(partition.isr) < self._min_insync_replicas(tp.topic):
-            return ErrorCode.not_enough_replicas_after_append
-        return ErrorCode.none
+        replication = partition.replication
+        assert replication is not None
+        state = replication.ack_state(
+            required_offset, min_insync_replicas=self._min_insync_replicas(tp.topic)
+        )
+        return state.error if state.done else None
 
     # --- fetch -----------------------------------------------------------------------------
 
@@ -633,3 +992,19 @@ class ReplicaManager:
         partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
         answer = partition.log.end_offset_for_epoch(leader_epoch)
         return answer.epoch, answer.end_offset
+
+
+def _check_epoch(tp: TopicPartition, expected: int, current: int) -> None:
+    """FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a request whose leader epoch is older /
+    newer than the partition's (-1: no check)."""
+    if expected < 0 or expected == current:
+        return
+    if expected < current:
+        raise KafkaError(
+            ErrorCode.fenced_leader_epoch,
+            f"leader epoch {expected} of {tp} is older than the current {current}",
+        )
+    raise KafkaError(
+        ErrorCode.unknown_leader_epoch,
+        f"leader epoch {expected} of {tp} is newer than the current {current}",
+    )

@@ -21,8 +21,13 @@ read_committed answers, per partition, the last stable offset and the aborted tr
 overlapping the records sent (producer id, first offset; clients drop those producers' records
 from the first offset to the ABORT marker); read_uncommitted answers null there, as Kafka.
 
-Differences from Kafka: no follower fetches (a request with a replica id is read as a
-consumer's), no preferred read replica (always -1).
+A request with a replica id (``replica_id`` before v15, ``replica_state`` from v15) is a
+**follower's fetch** (``ReplicaManager.read_for_follower``): it reads up to the log end offset,
+answers a ``diverging_epoch`` when the follower's log left the leader's (KIP-320), reports the
+follower's position (which may move the high watermark and the ISR), and long-polls on appends
+rather than on the high watermark (its own purgatory, woken by the log end listeners).
+
+Differences from Kafka: no preferred read replica (always -1).
 """
 
 from __future__ import annotations
@@ -49,7 +54,12 @@ from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.registry import RequestContext
 from strom.server.network.response import Response
 from strom.server.purgatory import DelayedFetch, FetchPartitionStatus, Purgatory
-from strom.server.replica_manager import READ_COMMITTED, ReadResultInfo, ReplicaManager
+from strom.server.replica_manager import (
+    READ_COMMITTED,
+    READ_LOG_END,
+    ReadResultInfo,
+    ReplicaManager,
+)
 from strom.storage.file_region import FileRegion
 
 __all__ = ["FetchHandler"]
@@ -59,6 +69,7 @@ log = logging.getLogger(__name__)
 _NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
 _TOPIC_IDS_VERSION: Final = 13
 _SESSIONS_VERSION: Final = 7
+_REPLICA_STATE_VERSION: Final = 15
 
 _Partitions = list[tuple[SessionPartition, PartitionFetch]]
 
@@ -81,6 +92,21 @@ def _aborted(schema: Any, read: ReadResultInfo, isolation_level: int) -> tuple[A
     )
 
 
+def _replica_id(body: Any, version: int) -> int:
+    """The fetching replica's broker id; -1 for a consumer."""
+    if version >= _REPLICA_STATE_VERSION:
+        return int(body.replica_state.replica_id)
+    return int(body.replica_id)
+
+
+def _diverging_epoch(schema: Any, read: ReadResultInfo) -> Any:
+    entity = getattr(schema, "EpochEndOffset", None)
+    if entity is None or read.diverging_epoch is None:
+        return None if entity is None else build(entity)
+    epoch, end_offset = read.diverging_epoch
+    return build(entity, epoch=i32(epoch), end_offset=i64(end_offset))
+
+
 class FetchHandler:
     """Answers Fetch with file regions (see the module doc)."""
 
@@ -92,11 +118,14 @@ class FetchHandler:
         *,
         replica_manager: ReplicaManager,
         purgatory: Purgatory[DelayedFetch],
+        replica_purgatory: Purgatory[DelayedFetch] | None = None,
         sessions: FetchSessionCache,
         clock: Clock,
     ) -> None:
+        """``replica_purgatory``: where followers' fetches wait (woken by appends)."""
         self._replica_manager = replica_manager
         self._purgatory = purgatory
+        self._replica_purgatory = replica_purgatory or purgatory
         self._sessions = sessions
         self._clock = clock
 
@@ -105,16 +134,19 @@ class FetchHandler:
         version = context.api_version
         fetch_context = self._new_context(body, version)
         partitions = fetch_context.partitions()
-        isolation_level = int(body.isolation_level)
+        replica_id = _replica_id(body, version)
+        isolation_level = READ_LOG_END if replica_id >= 0 else int(body.isolation_level)
         max_bytes = int(body.max_bytes)
-        reads = self._read_all(partitions, max_bytes=max_bytes, isolation_level=isolation_level)
+        reads = self._read_all(
+            partitions, max_bytes=max_bytes, isolation_level=isolation_level, replica_id=replica_id
+        )
         readable = sum(read.size for read in reads)
         max_wait_ms = _ms(body.max_wait)
         if (
             partitions
             and max_wait_ms > 0
             and readable < int(body.min_bytes)
-            and all(read.error == ErrorCode.none for read in reads)
+            and all(read.error == ErrorCode.none and read.diverging_epoch is None for read in reads)
         ):
             statuses = {
                 TopicPartition(key.topic, key.partition): FetchPartitionStatus(
@@ -134,9 +166,15 @@ class FetchHandler:
                 replica_manager=self._replica_manager,
                 isolation_level=isolation_level,
             )
-            if not self._purgatory.try_complete_else_watch(operation, statuses):
+            purgatory = self._replica_purgatory if replica_id >= 0 else self._purgatory
+            if not purgatory.try_complete_else_watch(operation, statuses):
                 await operation.wait()
-            reads = self._read_all(partitions, max_bytes=max_bytes, isolation_level=isolation_level)
+            reads = self._read_all(
+                partitions,
+                max_bytes=max_bytes,
+                isolation_level=isolation_level,
+                replica_id=replica_id,
+            )
         try:
             return self._respond(
                 context=context,
@@ -199,7 +237,7 @@ class FetchHandler:
         return fetch_context
 
     def _read_all(
-        self, partitions: _Partitions, *, max_bytes: int, isolation_level: int
+        self, partitions: _Partitions, *, max_bytes: int, isolation_level: int, replica_id: int
     ) -> list[ReadResultInfo]:
         """Kafka's ``readFromLog``: partitions in order, sharing ``max_bytes``."""
         remaining = max_bytes
@@ -217,14 +255,26 @@ class FetchHandler:
                         )
                     )
                     continue
-            read = self._replica_manager.read(
-                TopicPartition(key.topic, key.partition),
-                fetch_offset=request.fetch_offset,
-                max_bytes=max(0, min(request.partition_max_bytes, remaining)),
-                min_one_message=min_one_message,
-                isolation_level=isolation_level,
-                current_leader_epoch=request.current_leader_epoch,
-            )
+            tp = TopicPartition(key.topic, key.partition)
+            budget = max(0, min(request.partition_max_bytes, remaining))
+            if replica_id >= 0:
+                read = self._replica_manager.read_for_follower(
+                    tp,
+                    replica_id=replica_id,
+                    fetch_offset=request.fetch_offset,
+                    max_bytes=budget,
+                    current_leader_epoch=request.current_leader_epoch,
+                    last_fetched_epoch=request.last_fetched_epoch,
+                )
+            else:
+                read = self._replica_manager.read(
+                    tp,
+                    fetch_offset=request.fetch_offset,
+                    max_bytes=budget,
+                    min_one_message=min_one_message,
+                    isolation_level=isolation_level,
+                    current_leader_epoch=request.current_leader_epoch,
+                )
             size = read.size
             if size:
                 min_one_message = False
@@ -276,6 +326,7 @@ class FetchHandler:
                 last_stable_offset=i64(read.last_stable_offset),
                 log_start_offset=i64(read.log_start_offset),
                 aborted_transactions=_aborted(schema, read, isolation_level),
+                diverging_epoch=_diverging_epoch(schema, read),
                 preferred_read_replica=i32(-1),
                 records=splicer.placeholder(read.regions),
             )
