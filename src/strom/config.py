@@ -203,6 +203,22 @@ _REPLICATION_SETTINGS: Final = [
     _ms("replica.fetch.backoff.ms", 1000, "A follower's pause after a failed fetch."),
     _ms("replica.socket.timeout.ms", 30000, "A follower's fetch request timeout."),
     Setting(
+        "offsets.commit.timeout.ms",
+        _I,
+        5000,
+        "How long a group coordinator's write waits for the in-sync replicas.",
+        at_least(1),
+        read_only=True,
+    ),
+    Setting(
+        "request.timeout.ms",
+        _I,
+        30000,
+        "How long a transaction coordinator's write waits for the in-sync replicas.",
+        at_least(0),
+        read_only=True,
+    ),
+    Setting(
         "replica.high.watermark.checkpoint.interval.ms",
         _L,
         5000,

@@ -11,8 +11,10 @@ A coordinator keeps its state in the partitions of one internal topic:
   the keys of those partitions, and answers NOT_COORDINATOR for the others; afterwards each
   metadata change loads the partitions this broker has come to lead and unloads those it lost;
 * the core's records become one batch appended to a partition with acks=all
-  (:meth:`CoordinatorRuntime._append`), answered once appended: with one replica the high
-  watermark passes the batch at once (waiting for followers comes with replication);
+  (:meth:`CoordinatorRuntime._append`), and the core hears the outcome once the high watermark
+  passes the batch (every in-sync replica has it: Kafka's deferred event queue), or the ISR
+  shrank below ``min.insync.replicas`` meanwhile, or leadership moved, or ``write_timeout_ms``
+  passed; with one replica that is at once;
 * the core's timers are driven by one asyncio task that sleeps until the core's
   ``next_deadline`` or until :meth:`CoordinatorRuntime.wake` (after every request) says it may
   have changed.
@@ -74,9 +76,11 @@ class CoordinatorRuntime(ABC):
         replica_manager: ReplicaManager,
         auto_topics: AutoTopicCreator,
         clock: Clock,
+        write_timeout_ms: int,
     ) -> None:
         self.topic = topic
         self._replica_manager = replica_manager
+        self._commits = _PendingCommits(replica_manager, timeout_ms=write_timeout_ms)
         self._auto_topics = auto_topics
         self._clock = clock
         self._create_lock = asyncio.Lock()
@@ -247,16 +251,15 @@ class CoordinatorRuntime(ABC):
         self,
         partition: int,
         records: Sequence[KeyValue],
+        done: Callable[[ErrorCode], None],
         *,
         producer_id: int = NO_PRODUCER_ID,
         producer_epoch: int = -1,
-    ) -> ErrorCode:
+    ) -> None:
         """Append ``records`` as one batch (transactional when a producer id is given: the
-        producer's id and epoch, base sequence 0, as Kafka's coordinators write them); NONE
-        once appended, else the partition's error.
-
-        The answer does not wait for the high watermark: with one replica it passes the batch
-        at once. Waiting for followers' acknowledgement belongs to replication."""
+        producer's id and epoch, base sequence 0, as Kafka's coordinators write them); ``done``
+        hears NONE once the batch is committed, else the partition's error (see the module
+        doc)."""
         tp = TopicPartition(self.topic, partition)
         now = self.now_ms()
         transactional = producer_id != NO_PRODUCER_ID
@@ -278,6 +281,65 @@ class CoordinatorRuntime(ABC):
         )
         if result.error is not ErrorCode.none:
             log.warning("cannot append to %s: %s", tp, result.message or result.error.name)
-            return result.error
-        code = self._replica_manager.is_acknowledged(tp, result.last_offset + 1)
-        return ErrorCode.none if code is None else code
+            done(result.error)
+            return
+        self._commits.wait(tp, result.last_offset + 1, done)
+
+
+class _PendingCommits:
+    """Coordinator writes waiting for the high watermark to pass them, per partition."""
+
+    def __init__(self, replica_manager: ReplicaManager, *, timeout_ms: int) -> None:
+        self._replica_manager = replica_manager
+        self._timeout_ms = timeout_ms
+        self._waiting: dict[TopicPartition, list[_PendingCommit]] = {}
+        replica_manager.add_high_watermark_listener(self._changed)
+
+    def wait(self, tp: TopicPartition, offset: int, done: Callable[[ErrorCode], None]) -> None:
+        """``done(outcome)`` once the write ending before ``offset`` is decided (at once when
+        it already is)."""
+        outcome = self._replica_manager.is_acknowledged(tp, offset)
+        if outcome is not None:
+            done(outcome)
+            return
+        pending = _PendingCommit(offset, done)
+        pending.timer = asyncio.get_running_loop().call_later(
+            self._timeout_ms / 1000, self._expire, tp, pending
+        )
+        self._waiting.setdefault(tp, []).append(pending)
+
+    def _changed(self, tp: TopicPartition, _: object) -> None:
+        waiting = self._waiting.get(tp)
+        if not waiting:
+            return
+        still: list[_PendingCommit] = []
+        for pending in waiting:
+            outcome = self._replica_manager.is_acknowledged(tp, pending.offset)
+            if outcome is None:
+                still.append(pending)
+            else:
+                pending.finish(outcome)
+        if still:
+            self._waiting[tp] = still
+        else:
+            del self._waiting[tp]
+
+    def _expire(self, tp: TopicPartition, pending: _PendingCommit) -> None:
+        waiting = self._waiting.get(tp, [])
+        if pending in waiting:
+            waiting.remove(pending)
+            pending.finish(ErrorCode.request_timed_out)
+
+
+class _PendingCommit:
+    __slots__ = ("done", "offset", "timer")
+
+    def __init__(self, offset: int, done: Callable[[ErrorCode], None]) -> None:
+        self.offset = offset
+        self.done = done
+        self.timer: asyncio.TimerHandle | None = None
+
+    def finish(self, outcome: ErrorCode) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.done(outcome)

@@ -62,6 +62,7 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
             replica_manager=replica_manager,
             auto_topics=auto_topics,
             clock=clock,
+            write_timeout_ms=config.get_int("offsets.commit.timeout.ms"),
         )
         self.coordinator = GroupCoordinator(
             settings=settings_from_config(config),
@@ -133,13 +134,13 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
         producer_id: int = NO_PRODUCER_ID,
         producer_epoch: int = -1,
     ) -> None:
-        code = self._append(
+        self._append(
             partition,
             [record.encode() for record in records],
+            lambda code: done(code if code is ErrorCode.none else _append_error(code)),
             producer_id=producer_id,
             producer_epoch=producer_epoch,
         )
-        done(code if code is ErrorCode.none else _append_error(code))
 
     # --- transaction markers ------------------------------------------------------------------
 

@@ -67,6 +67,7 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
             replica_manager=replica_manager,
             auto_topics=auto_topics,
             clock=clock,
+            write_timeout_ms=config.get_int("request.timeout.ms"),
         )
         self.coordinator = TransactionCoordinator(
             settings=txn_settings_from_config(config), writer=self
@@ -149,8 +150,11 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
         records: Sequence[TransactionLogRecord],
         done: Callable[[ErrorCode], None],
     ) -> None:
-        code = self._append(partition, [record.encode() for record in records])
-        done(code if code is ErrorCode.none else _append_error(code))
+        self._append(
+            partition,
+            [record.encode() for record in records],
+            lambda code: done(code if code is ErrorCode.none else _append_error(code)),
+        )
 
     def write_markers(
         self,
