@@ -390,8 +390,8 @@ _STROM_SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
         Setting(
             "offsets.topic.replication.factor",
             ConfigType.SHORT,
-            1,
-            "Replication factor of __consumer_offsets.",
+            3,
+            "Replication factor of __consumer_offsets (at most the brokers alive).",
             at_least(1),
         ),
         Setting(
@@ -458,15 +458,15 @@ _STROM_SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
         Setting(
             "transaction.state.log.replication.factor",
             ConfigType.SHORT,
-            1,
-            "Replication factor of __transaction_state (Kafka's default is 3).",
+            3,
+            "Replication factor of __transaction_state (at most the brokers alive).",
             at_least(1),
         ),
         Setting(
             "transaction.state.log.min.isr",
             _I,
-            1,
-            "min.insync.replicas of __transaction_state (Kafka's default is 2).",
+            2,
+            "min.insync.replicas of __transaction_state (at most its replicas).",
             at_least(1),
         ),
         Setting(

@@ -8,6 +8,12 @@ configs for it (compacted, ``compression.type=producer``), ``__transaction_state
 ``transaction.state.log.*`` settings and Kafka's configs (compacted, uncompressed, no unclean
 leader election).
 
+The internal topics' replication factors default to Kafka's (3, and ``transaction.state.log.
+min.isr`` 2); a cluster with fewer unfenced brokers than that gets one replica per broker (and
+a min ISR no larger than that), with a warning, where Kafka would refuse until enough brokers
+joined: a single-node broker works out of the box, a three-broker cluster is replicated as
+Kafka's.
+
 The CreateTopics goes to the active controller inside an Envelope (the
 :class:`~strom.server.controller_channel.ControllerChannel`), as Kafka's brokers send it; then
 this broker waits (briefly) until its own metadata has the new topics, so that the caller can
@@ -77,7 +83,9 @@ class AutoTopicCreator:
                     CreatableTopic(
                         name=name,
                         num_partitions=server.get_int("offsets.topic.num.partitions"),
-                        replication_factor=server.get_int("offsets.topic.replication.factor"),
+                        replication_factor=self._internal_replicas(
+                            name, server.get_int("offsets.topic.replication.factor")
+                        ),
                         configs={
                             "cleanup.policy": "compact",
                             "compression.type": "producer",
@@ -90,15 +98,17 @@ class AutoTopicCreator:
                     CreatableTopic(
                         name=name,
                         num_partitions=server.get_int("transaction.state.log.num.partitions"),
-                        replication_factor=server.get_int(
-                            "transaction.state.log.replication.factor"
+                        replication_factor=(
+                            replicas := self._internal_replicas(
+                                name, server.get_int("transaction.state.log.replication.factor")
+                            )
                         ),
                         configs={
                             "cleanup.policy": "compact",
                             "compression.type": "uncompressed",
                             "unclean.leader.election.enable": "false",
                             "min.insync.replicas": str(
-                                server.get_int("transaction.state.log.min.isr")
+                                min(server.get_int("transaction.state.log.min.isr"), replicas)
                             ),
                             "segment.bytes": str(
                                 server.get_int("transaction.state.log.segment.bytes")
@@ -122,6 +132,22 @@ class AutoTopicCreator:
         if topics:
             outcome.update(await self._create(topics))
         return outcome
+
+    def _internal_replicas(self, name: str, configured: int) -> int:
+        """The configured replication factor, at most the unfenced brokers (see the module doc)."""
+        brokers = self._metadata.image.cluster.brokers.values()
+        alive = sum(1 for broker in brokers if not broker.fenced)
+        if 0 < alive < configured:
+            log.warning(
+                "creating %s with %d replica(s): the cluster has %d unfenced broker(s), fewer "
+                "than its replication factor %d",
+                name,
+                alive,
+                alive,
+                configured,
+            )
+            return alive
+        return configured
 
     async def _create(self, topics: list[CreatableTopic]) -> dict[str, ApiError]:
         request = wire.CreateTopicsRequest(

@@ -346,6 +346,9 @@ class Broker:
             replica_manager=self.replica_manager,
             auto_topics=self.auto_topics,
             clock=self.clock,
+            marker_clients=NodeClients(
+                self._inter_broker_address, client_id=f"strom-txn-markers-{self.node_id}"
+            ),
         )
         for handler in (
             ProduceHandler(
@@ -362,7 +365,11 @@ class Broker:
             ),
             ListOffsetsHandler(replica_manager=self.replica_manager),
             DeleteRecordsHandler(replica_manager=self.replica_manager),
-            WriteTxnMarkersHandler(replica_manager=self.replica_manager),
+            WriteTxnMarkersHandler(
+                replica_manager=self.replica_manager,
+                purgatory=self.produce_purgatory,
+                timeout_ms=self.config.get_int("request.timeout.ms"),
+            ),
             OffsetForLeaderEpochHandler(replica_manager=self.replica_manager),
         ):
             self.registry.register(handler)

@@ -285,6 +285,17 @@ class CoordinatorRuntime(ABC):
             return
         self._commits.wait(tp, result.last_offset + 1, done)
 
+    async def _committed(self, tp: TopicPartition, offset: int) -> ErrorCode:
+        """The acks=all outcome of a write (of this broker) ending before ``offset``."""
+        future: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+
+        def decided(code: ErrorCode) -> None:
+            if not future.done():
+                future.set_result(code)
+
+        self._commits.wait(tp, offset, decided)
+        return await future
+
 
 class _PendingCommits:
     """Coordinator writes waiting for the high watermark to pass them, per partition."""

@@ -845,6 +845,11 @@ class ReplicaManager:
             listener(tp, producer_id, producer_epoch, commit)
         return ErrorCode.none
 
+    def log_end_offset(self, tp: TopicPartition) -> int:
+        """The log end offset of a partition led here (after a marker: the offset an acks=all
+        wait for it needs); raises KafkaError."""
+        return self.partition(tp).log_end_offset
+
     def _min_insync_replicas(self, topic: str) -> int:
         image = self.image
         if image is not self._min_isr_image:

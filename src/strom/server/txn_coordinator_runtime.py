@@ -5,9 +5,9 @@
 * Loading reads back every transactional id; the core then completes a transaction left
   prepared (markers, then its Complete record) and aborts an Ongoing one once its timeout has
   passed.
-* :meth:`TxnCoordinatorRuntime.write_markers` calls ``ReplicaManager.write_txn_marker`` for
-  each partition of a transaction (this node leads them all), including the
-  ``__consumer_offsets`` partition of a group added by AddOffsetsToTxn.
+* :meth:`TxnCoordinatorRuntime.write_markers` has each partition of a transaction get its
+  marker from its leader, here or on another broker (:mod:`strom.server.txn_markers`),
+  including the ``__consumer_offsets`` partition of a group added by AddOffsetsToTxn.
 * :meth:`TxnCoordinatorRuntime.verify_produce` is the produce path's KIP-890 check.
 """
 
@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Collection, Sequence
 
+from strom.client.async_client import NodeClients
 from strom.common import Clock, ErrorCode, TopicPartition
 from strom.config import ServerConfig
 from strom.controller.topic_names import TRANSACTION_STATE_TOPIC
@@ -32,6 +33,7 @@ from strom.protocol.schema import SchemaError
 from strom.server.auto_topics import AutoTopicCreator
 from strom.server.coordinator_runtime import CoordinatorRuntime
 from strom.server.replica_manager import ReplicaManager
+from strom.server.txn_markers import Marker, TxnMarkerChannel
 
 __all__ = ["TxnCoordinatorRuntime", "txn_settings_from_config"]
 
@@ -61,7 +63,9 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
         replica_manager: ReplicaManager,
         auto_topics: AutoTopicCreator,
         clock: Clock,
+        marker_clients: NodeClients | None = None,
     ) -> None:
+        """``marker_clients``: connections to other brokers, for their partitions' markers."""
         super().__init__(
             topic=TRANSACTION_STATE_TOPIC,
             replica_manager=replica_manager,
@@ -72,6 +76,13 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
         self.coordinator = TransactionCoordinator(
             settings=txn_settings_from_config(config), writer=self
         )
+        self._markers = TxnMarkerChannel(
+            replica_manager=replica_manager,
+            clients=marker_clients,
+            wait_acks=self._committed,
+            request_timeout=config.get_int("request.timeout.ms") / 1000,
+        )
+        self._marker_tasks: set[asyncio.Task[None]] = set()
 
     @property
     def core(self) -> TransactionCoordinator:
@@ -166,58 +177,25 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
         partitions: Collection[TopicPartition],
         done: Callable[[], None],
     ) -> None:
-        """Write the marker in every partition; ``done`` once each is written or given up on.
+        """Write the marker in every partition, wherever it is led (:mod:`strom.server.
+        txn_markers`); ``done`` once each is written or given up on."""
+        marker = Marker(producer_id, producer_epoch, commit, coordinator_epoch)
 
-        As Kafka's ``TransactionMarkerChannelManager``: a partition that cannot take it now
-        (not led here yet, too few replicas, a storage error) is retried every
-        :data:`MARKER_RETRY_BACKOFF_S`; a deleted partition, a newer producer epoch or a newer
-        coordinator epoch is given up on.
-        """
-        kind = "COMMIT" if commit else "ABORT"
-        pending = sorted(partitions)
+        async def deliver() -> None:
+            await self._markers.deliver(marker, partitions)
+            done()
 
-        def attempt() -> None:
-            retry: list[TopicPartition] = []
-            for tp in pending:
-                code = self._replica_manager.write_txn_marker(
-                    tp,
-                    producer_id=producer_id,
-                    producer_epoch=producer_epoch,
-                    commit=commit,
-                    coordinator_epoch=coordinator_epoch,
-                )
-                if code in _MARKER_RETRIABLE:
-                    retry.append(tp)
-                elif code is not ErrorCode.none:
-                    log.warning(
-                        "%s marker for producer id %d on %s given up: %s",
-                        kind,
-                        producer_id,
-                        tp,
-                        code.name.upper(),
-                    )
-            if not retry:
-                done()
-                return
-            log.info("%s marker for producer id %d: retrying %s", kind, producer_id, retry)
-            pending[:] = retry
-            asyncio.get_running_loop().call_later(MARKER_RETRY_BACKOFF_S, attempt)
+        task = asyncio.get_running_loop().create_task(deliver())
+        self._marker_tasks.add(task)
+        task.add_done_callback(self._marker_tasks.discard)
 
-        attempt()
-
-
-MARKER_RETRY_BACKOFF_S = 0.1
-"""Kafka's ``retry.backoff.ms`` default for the coordinator's marker requests."""
-
-_MARKER_RETRIABLE = frozenset(
-    {
-        ErrorCode.not_leader_or_follower,
-        ErrorCode.not_enough_replicas,
-        ErrorCode.not_enough_replicas_after_append,
-        ErrorCode.request_timed_out,
-        ErrorCode.kafka_storage_error,
-    }
-)
+    async def stop(self) -> None:
+        tasks, self._marker_tasks = set(self._marker_tasks), set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._markers.close()
+        await super().stop()
 
 
 def _append_error(code: ErrorCode) -> ErrorCode:

@@ -6,9 +6,12 @@ and the partitions to end the transaction in; each partition gets one control ba
 ``KafkaApis.handleWriteTxnMarkersRequest``): UNKNOWN_TOPIC_OR_PARTITION,
 NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH for an older producer epoch,
 TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch than the producer's last marker's.
-A failed partition changes nothing; the others are written. Markers go to internal topics too
-(``__consumer_offsets`` for transactional offset commits). Brokers send it to each other; the
-local transaction coordinator calls the replica manager directly.
+A failed partition changes nothing; the others are written. As Kafka's, the answer waits until
+every in-sync replica has the markers (acks=all, at most ``timeout_ms``: REQUEST_TIMED_OUT,
+which the coordinator retries), so that a marker the coordinator counts as written survives a
+leader change. Markers go to internal topics too (``__consumer_offsets`` for transactional
+offset commits). Brokers send it to each other; the local transaction coordinator calls the
+replica manager directly.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from typing import Any, Final
 from kio.static.primitive import i32
 from kio.static.protocol import ResponsePayload
 
-from strom.common import TopicPartition
+from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.registry import RequestContext
+from strom.server.purgatory import DelayedProduce, Purgatory
 from strom.server.replica_manager import ReplicaManager
 
 __all__ = ["WriteTxnMarkersHandler"]
@@ -36,12 +40,40 @@ class WriteTxnMarkersHandler:
     api_key: Final = ApiKey.WRITE_TXN_MARKERS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.WRITE_TXN_MARKERS]
 
-    def __init__(self, *, replica_manager: ReplicaManager) -> None:
+    def __init__(
+        self,
+        *,
+        replica_manager: ReplicaManager,
+        purgatory: Purgatory[DelayedProduce] | None = None,
+        timeout_ms: int = 30_000,
+    ) -> None:
+        """``purgatory``: where the answer waits for the in-sync replicas (None: no wait)."""
         self._replica_manager = replica_manager
+        self._purgatory = purgatory
+        self._timeout_ms = timeout_ms
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         body: Any = context.body
         schema = response_module(ApiKey.WRITE_TXN_MARKERS, context.api_version)
+        manager = self._replica_manager
+        errors: list[ErrorCode] = []
+        required: dict[TopicPartition, int] = {}
+        for marker in body.markers:
+            for topic in marker.topics:
+                for index in topic.partition_indexes:
+                    tp = TopicPartition(str(topic.name), int(index))
+                    error = manager.write_txn_marker(
+                        tp,
+                        producer_id=int(marker.producer_id),
+                        producer_epoch=int(marker.producer_epoch),
+                        commit=bool(marker.transaction_result),
+                        coordinator_epoch=int(marker.coordinator_epoch),
+                    )
+                    if error is ErrorCode.none:
+                        required[tp] = manager.log_end_offset(tp)
+                    errors.append(error)
+        acks = await self._wait_acks(required)
+        outcomes = iter(errors)
         results = []
         for marker in body.markers:
             producer_id = int(marker.producer_id)
@@ -49,13 +81,9 @@ class WriteTxnMarkersHandler:
             for topic in marker.topics:
                 partitions = []
                 for index in topic.partition_indexes:
-                    error = self._replica_manager.write_txn_marker(
-                        TopicPartition(str(topic.name), int(index)),
-                        producer_id=producer_id,
-                        producer_epoch=int(marker.producer_epoch),
-                        commit=bool(marker.transaction_result),
-                        coordinator_epoch=int(marker.coordinator_epoch),
-                    )
+                    error = next(outcomes)
+                    if error is ErrorCode.none:
+                        error = acks.get(TopicPartition(str(topic.name), int(index)), error)
                     partitions.append(
                         build(
                             schema.WritableTxnMarkerPartitionResult,
@@ -85,3 +113,21 @@ class WriteTxnMarkersHandler:
             )
         response: ResponsePayload = build(schema.WriteTxnMarkersResponse, markers=tuple(results))
         return response
+
+    async def _wait_acks(
+        self, required: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Each written partition's acks=all outcome."""
+        if not required or self._purgatory is None:
+            return {}
+        decided = DelayedProduce.outcomes_now(self._replica_manager, required)
+        if decided is not None:
+            return decided
+        operation = DelayedProduce(
+            timeout_ms=self._timeout_ms,
+            required_offsets=required,
+            replica_manager=self._replica_manager,
+        )
+        if not self._purgatory.try_complete_else_watch(operation, required):
+            await operation.wait()
+        return operation.errors
