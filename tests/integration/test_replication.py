@@ -248,27 +248,29 @@ def test_group_and_transactions_through_a_leader_kill(
         group,
         f"txn-{group}",
     ]
-    loop = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    assert loop.stdout is not None
     killer = threading.Timer(0.5, cluster.kill, (victim,))
+    runs: list[str] = []
     try:
         killer.start()
-        output, _ = loop.communicate(timeout=120)
-        killer.join()
-        # The loop may give up during the failover; it resumes from its committed offsets.
-        for _ in range(3):
+        # The loop may give up during the failover (or stop when it sees nothing new for two
+        # seconds); run again, it resumes from its committed offsets.
+        for _ in range(4):
+            try:
+                run = subprocess.run(
+                    command, check=False, timeout=60, capture_output=True, text=True
+                )
+                runs.append(f"exit {run.returncode}: {run.stderr[-500:]}")
+            except subprocess.TimeoutExpired as expired:
+                runs.append(f"timed out: {expired.stderr!r}"[-500:])
+            killer.join()
             if _consume_count(cluster, sink) >= count:
                 break
-            subprocess.run(command, timeout=120, check=False, capture_output=True)
     finally:
         killer.cancel()
-        if loop.poll() is None:
-            loop.kill()
         _restart_all(cluster, BROKERS)
-    values = sorted(
-        m.value().decode() for m in _consume_all(cluster.bootstrap_servers, sink, count)
-    )
-    assert values == sorted(f"V{value}" for value in range(count))
+    messages = _consume_all(cluster.bootstrap_servers, sink, count)
+    values = sorted(m.value().decode() for m in messages)
+    assert values == sorted(f"V{value}" for value in range(count)), runs
 
 
 def _consume_count(cluster: Cluster, topic: str) -> int:

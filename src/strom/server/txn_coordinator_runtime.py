@@ -142,8 +142,12 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
     ) -> ErrorCode | None:
         """KIP-890 verification of a transactional produce: NONE when ``tp`` is in the
         producer's Ongoing transaction, else the error; None when this broker does not
-        coordinate transactions (no ``__transaction_state`` yet)."""
-        if self.coordinator.partition_count is None:
+        coordinate ``transactional_id`` (no check: Kafka's leader would ask the coordinator
+        with AddPartitionsToTxn v4, which strom's brokers do not send yet)."""
+        coordinator = self.coordinator
+        if coordinator.partition_count is None or (
+            coordinator.partition_of(transactional_id) not in coordinator.owned_partitions
+        ):
             return None
         [code] = self.coordinator.verify_partitions(
             transactional_id,

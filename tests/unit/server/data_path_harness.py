@@ -97,7 +97,7 @@ class DataPath:
             config=config or ServerConfig(),
             clock=self.clock,
         )
-        self.updates: list[tuple[TopicPartition, HighWatermarkUpdate]] = []
+        self.updates: list[tuple[TopicPartition, HighWatermarkUpdate | None]] = []
         self.replica_manager.add_high_watermark_listener(
             lambda tp, update: self.updates.append((tp, update))
         )

@@ -44,7 +44,7 @@ def test_append_assigns_offsets_and_advances_the_high_watermark(data: DataPath) 
     partition = data.replica_manager.partition(T0)
     assert partition.high_watermark == partition.log_end_offset == 5
     sizes = [len(batch(3)), len(batch(2))]
-    assert [(tp, u.old, u.new, u.size) for tp, u in data.updates if tp == T0] == [
+    assert [(tp, u.old, u.new, u.size) for tp, u in data.updates if tp == T0 and u] == [
         (T0, 0, 3, sizes[0]),
         (T0, 3, 5, sizes[1]),
     ]
