@@ -173,6 +173,21 @@ _CLUSTER_SETTINGS: Final = [
 
 _REPLICATION_SETTINGS: Final = [
     Setting(
+        "auto.leader.rebalance.enable",
+        _B,
+        True,
+        "The active controller gives partitions back to their preferred replicas.",
+        read_only=True,
+    ),
+    Setting(
+        "leader.imbalance.check.interval.seconds",
+        _L,
+        300,
+        "How often the controller looks for partitions not led by their preferred replica.",
+        at_least(1),
+        read_only=True,
+    ),
+    Setting(
         "replica.lag.time.max.ms",
         _L,
         30000,
@@ -181,9 +196,7 @@ _REPLICATION_SETTINGS: Final = [
         read_only=True,
     ),
     _ms("replica.fetch.wait.max.ms", 500, "How long a follower's fetch waits for data."),
-    Setting(
-        "replica.fetch.min.bytes", _I, 1, "Bytes a follower's fetch waits for.", at_least(1)
-    ),
+    Setting("replica.fetch.min.bytes", _I, 1, "Bytes a follower's fetch waits for.", at_least(1)),
     Setting(
         "replica.fetch.max.bytes",
         _I,

@@ -30,7 +30,12 @@ from strom.controller.isr_changes import (
     AlterPartitionRequest,
     alter_partition,
 )
-from strom.controller.leadership import ElectionResult, ElectLeadersRequest, elect_leaders
+from strom.controller.leadership import (
+    ElectionResult,
+    ElectionType,
+    ElectLeadersRequest,
+    elect_leaders,
+)
 from strom.controller.replication_control import (
     CreatePartitionsRequest,
     CreatePartitionsResult,
@@ -116,6 +121,13 @@ class QuorumController:
         self, image: MetadataImage, request: ElectLeadersRequest
     ) -> ControllerResult[list[ElectionResult]]:
         return elect_leaders(image, request)
+
+    def balance_leaders(self, image: MetadataImage) -> ControllerResult[int]:
+        """``auto.leader.rebalance.enable``: give each partition back to its preferred replica
+        where that replica is in the ISR and on an active broker (KRaft's
+        ``maybeBalancePartitionLeaders``); the reply is how many partitions moved."""
+        result = elect_leaders(image, ElectLeadersRequest(ElectionType.PREFERRED, None))
+        return ControllerResult(result.records, len(result.records))
 
     def alter_partition(
         self, image: MetadataImage, request: AlterPartitionRequest

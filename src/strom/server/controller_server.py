@@ -110,9 +110,12 @@ class ControllerServer:
         clock: Clock,
         session_timeout_ms: int,
         bootstrap_metadata_version: int = DEFAULT_METADATA_VERSION,
+        leader_balance_interval_ms: int | None = None,
     ) -> None:
         """``bootstrap_metadata_version``: the metadata.version a new cluster starts at (the
-        node's ``bootstrap.checkpoint``)."""
+        node's ``bootstrap.checkpoint``); ``leader_balance_interval_ms``: how often preferred
+        replicas get their leadership back (None: never; ``auto.leader.rebalance.enable``)."""
+        self._balance_interval_ms = leader_balance_interval_ms
         self.controller = controller
         self._bootstrap_version = bootstrap_metadata_version
         self.node_id = node_id
@@ -251,6 +254,7 @@ class ControllerServer:
         except NotControllerError:
             log.info("bootstrap of epoch %d gave way to a newer controller", epoch)
             return
+        next_balance = self._next_balance()
         while True:
             now = self._clock.monotonic_ms()
             image = self.image
@@ -271,11 +275,26 @@ class ControllerServer:
                     )
                 except NotControllerError:
                     return
+            if next_balance is not None and now >= next_balance:
+                try:
+                    moved = await self.run("balance leaders", self.controller.balance_leaders)
+                except NotControllerError:
+                    return
+                if moved:
+                    log.info("gave %d partition(s) back to their preferred leader", moved)
+                next_balance = self._next_balance()
             deadline = self.sessions.next_expiry_ms(self.image)
+            if next_balance is not None:
+                deadline = next_balance if deadline is None else min(deadline, next_balance)
             wait_ms = 1000 if deadline is None else max(deadline - self._clock.monotonic_ms(), 1)
             self._sessions_changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._sessions_changed.wait(), wait_ms / 1000)
+
+    def _next_balance(self) -> int | None:
+        if self._balance_interval_ms is None:
+            return None
+        return self._clock.monotonic_ms() + self._balance_interval_ms
 
     # --- the operations, by name ------------------------------------------------------------
 

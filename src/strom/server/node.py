@@ -314,6 +314,11 @@ class Node:
             clock=self.clock,
             session_timeout_ms=self.config.get_int("broker.session.timeout.ms"),
             bootstrap_metadata_version=read_bootstrap_metadata_version(self.data_dir),
+            leader_balance_interval_ms=(
+                self.config.get_int("leader.imbalance.check.interval.seconds") * 1000
+                if self.config.get_bool("auto.leader.rebalance.enable")
+                else None
+            ),
         )
         self.controller = controller
         registry = self.controller_registry

@@ -150,6 +150,19 @@ def test_a_preferred_election_gives_a_partition_back_to_its_first_replica() -> N
     assert elect(h, ElectionType.PREFERRED) == {}  # all partitions: only those elected or failed
 
 
+def test_leader_balancing_moves_only_partitions_whose_preferred_replica_can_lead() -> None:
+    h, epochs = cluster()
+    fence(h, epochs, 1)
+    unfence(h, epochs, 1)
+    assert h.run(h.controller.balance_leaders(h.image)) == 0  # 1 is not in the ISR yet
+    topic = h.image.topics.get_topic("t")
+    assert topic is not None
+    h.run(ControllerResult([PartitionChangeRecord(0, topic.topic_id, isr=(1, 2, 3))], None))
+    assert h.run(h.controller.balance_leaders(h.image)) == 1
+    assert (partition(h, 0).leader, partition(h, 1).leader) == (1, 2)
+    assert h.run(h.controller.balance_leaders(h.image)) == 0
+
+
 def test_an_unclean_election_takes_a_live_replica_outside_the_isr() -> None:
     h, epochs = cluster()
     for broker_id in (1, 2, 3):

@@ -1,0 +1,253 @@
+"""Two replica managers, a leader and a follower, wired by hand: the follower's fetch path
+(``read_for_follower`` on the leader, ``append_as_follower`` / ``truncate_follower`` on the
+follower) as the fetcher drives it, through KIP-101's divergence after a leader change, ISR
+shrink and expansion, leadership changes from metadata, and the high watermark checkpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from data_path_harness import MutableMetadata, batch, image_of
+
+from strom.common import ErrorCode, KafkaError, TopicPartition
+from strom.common.clock import ManualClock
+from strom.config import ServerConfig
+from strom.metadata import MetadataDelta, MetadataImage
+from strom.metadata.image import PartitionRegistration
+from strom.protocol.batch import scan_batches
+from strom.protocol.records import iter_records
+from strom.server.partition_replication import IsrChange
+from strom.server.replica_manager import FollowTarget, ReplicaManager
+from strom.storage.leader_epoch_cache import EpochEndOffset
+from strom.storage.log_manager import LogManager
+from strom.storage.partition_log import PartitionLog
+
+TP = TopicPartition("orders", 0)
+LAG_MS = 1000
+
+
+def registration(
+    leader: int, epoch: int, isr: tuple[int, ...] = (1, 2), partition_epoch: int = 0
+) -> PartitionRegistration:
+    return PartitionRegistration(
+        replicas=(1, 2),
+        isr=isr,
+        leader=leader,
+        leader_epoch=epoch,
+        partition_epoch=partition_epoch,
+    )
+
+
+class Broker:
+    def __init__(self, node_id: int, tmp_path: Path, clock: ManualClock) -> None:
+        self.clock = clock
+        self.metadata = MutableMetadata(MetadataImage.empty())
+        self.log_manager = LogManager(tmp_path / f"broker-{node_id}", clock)
+        self.proposed: list[tuple[int, IsrChange]] = []
+        self.replica_manager = self._manager(node_id)
+
+    def _manager(self, node_id: int) -> ReplicaManager:
+        manager = ReplicaManager(
+            node_id=node_id,
+            log_manager=self.log_manager,
+            metadata=self.metadata,
+            config=ServerConfig({"replica.lag.time.max.ms": str(LAG_MS)}),
+            clock=self.clock,
+        )
+        manager.isr_change_sender = lambda tp, epoch, change: self.proposed.append((epoch, change))
+        return manager
+
+    def set(self, partition: PartitionRegistration) -> dict[TopicPartition, FollowTarget]:
+        """Publish ``partition`` as the metadata's; what the fetchers are told to follow."""
+        self.metadata.image = image_of({"orders": {0: partition}})
+        self.log_manager.get_or_create(TP)
+        delta = MetadataDelta(MetadataImage.empty())
+        for record in self.metadata.image.records():
+            delta.replay(record)
+        return self.replica_manager.apply_metadata(delta, self.metadata.image).follow
+
+    def produce(self, count: int, value: bytes) -> None:
+        [(_, result)] = self.replica_manager.append_records(
+            [(TP, batch(count, value=value))], required_acks=1
+        )
+        assert result.error == ErrorCode.none
+
+    @property
+    def log(self) -> PartitionLog:
+        log = self.log_manager.get(TP)
+        assert log is not None
+        return log
+
+    def values(self) -> list[tuple[int, int, bytes | None]]:
+        """(offset, leader epoch, first value) of each batch."""
+        data = self.log.read_bytes(0, max_bytes=1 << 20)
+        found, _ = scan_batches(data)
+        return [
+            (h.base_offset, h.partition_leader_epoch, next(iter_records(data[p:])).value)
+            for p, h in found
+        ]
+
+
+def fetch(leader: Broker, follower: Broker, epoch: int) -> ErrorCode:
+    """One fetch of the follower's fetcher from ``leader`` (what ``ReplicaFetcher`` does)."""
+    log = follower.log
+    read = leader.replica_manager.read_for_follower(
+        TP,
+        replica_id=follower.replica_manager.node_id,
+        fetch_offset=log.log_end_offset,
+        max_bytes=1 << 20,
+        current_leader_epoch=epoch,
+        last_fetched_epoch=log.leader_epochs.latest_epoch,
+    )
+    try:
+        if read.error != ErrorCode.none:
+            return read.error
+        if read.diverging_epoch is not None:
+            follower.replica_manager.truncate_follower(
+                TP, leader_epoch=epoch, diverging=EpochEndOffset(*read.diverging_epoch)
+            )
+            return ErrorCode.none
+        follower.replica_manager.append_as_follower(
+            TP,
+            b"".join(region.read() for region in read.regions),
+            leader_epoch=epoch,
+            high_watermark=read.high_watermark,
+            log_start_offset=read.log_start_offset,
+        )
+        return ErrorCode.none
+    finally:
+        read.close()
+
+
+@pytest.fixture
+def brokers(tmp_path: Path) -> Iterator[tuple[Broker, Broker]]:
+    clock = ManualClock()
+    pair = (Broker(1, tmp_path, clock), Broker(2, tmp_path, clock))
+    yield pair
+    for broker in pair:
+        broker.log_manager.close_without_flush()
+
+
+def test_the_follower_catches_up_and_the_high_watermark_follows(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    a, b = brokers
+    assert a.set(registration(leader=1, epoch=0)) == {}
+    assert b.set(registration(leader=1, epoch=0)) == {TP: FollowTarget(1, 0)}
+    a.produce(3, b"a")
+    assert a.replica_manager.partition(TP).high_watermark == 0  # b has not fetched
+    fetch(a, b, 0)
+    assert b.log.log_end_offset == 3
+    fetch(a, b, 0)  # reports offset 3: the high watermark moves, and reaches b
+    assert a.replica_manager.partition(TP).high_watermark == 3
+    assert a.replica_manager.is_acknowledged(TP, 3) == ErrorCode.none
+    assert b.replica_manager.high_watermarks() == {TP: 3}
+    assert a.values() == b.values()
+
+
+def test_kip_101_a_leader_change_does_not_keep_two_records_at_one_offset(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    """A writes m0 and m1 in epoch 0, B has only m0 when A dies; B leads epoch 1 and writes
+    m1' at offset 1. A comes back as a follower: it must drop m1, then take m1'."""
+    a, b = brokers
+    a.set(registration(leader=1, epoch=0))
+    b.set(registration(leader=1, epoch=0))
+    a.produce(1, b"x")
+    fetch(a, b, 0)
+    a.produce(1, b"y")  # m1, never replicated
+    b.set(registration(leader=2, epoch=1, isr=(2,), partition_epoch=1))
+    b.produce(1, b"z")  # m1' at offset 1, epoch 1
+    a.set(registration(leader=2, epoch=1, isr=(2,), partition_epoch=1))
+    assert fetch(b, a, 1) == ErrorCode.none  # diverging: epoch 0 ends at 1 on B
+    assert a.log.log_end_offset == 1
+    fetch(b, a, 1)
+    assert a.values() == b.values() == [(0, 0, b"x0"), (1, 1, b"z0")]
+
+
+def test_a_stale_follower_epoch_is_fenced(brokers: tuple[Broker, Broker]) -> None:
+    a, b = brokers
+    a.set(registration(leader=1, epoch=3))
+    b.set(registration(leader=1, epoch=3))
+    assert fetch(a, b, 2) == ErrorCode.fenced_leader_epoch
+    assert fetch(a, b, 4) == ErrorCode.unknown_leader_epoch
+    with pytest.raises(KafkaError) as refused:
+        b.replica_manager.append_as_follower(
+            TP, b"", leader_epoch=2, high_watermark=0, log_start_offset=0
+        )
+    assert refused.value.error_code == ErrorCode.fenced_leader_epoch
+
+
+def test_a_lagging_follower_is_proposed_out_of_the_isr_then_back(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    a, b = brokers
+    a.set(registration(leader=1, epoch=0))
+    b.set(registration(leader=1, epoch=0))
+    a.produce(2, b"a")
+    a.clock.advance(LAG_MS + 1)
+    a.replica_manager.check_isr()
+    [(epoch, change)] = a.proposed
+    assert (epoch, change.isr, change.removed) == (0, (1,), (2,))
+    a.replica_manager.isr_change_done(TP, leader_epoch=0, isr=(1,), partition_epoch=1)
+    assert a.replica_manager.partition(TP).isr == (1,)
+    assert a.replica_manager.partition(TP).high_watermark == 2  # the ISR is the leader alone
+    fetch(a, b, 0)
+    fetch(a, b, 0)  # at the high watermark: in sync again
+    assert a.proposed[-1][1].added == (2,)
+
+
+def test_min_isr_refuses_acks_all_before_and_after_the_append(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    a, _ = brokers
+    a.metadata.image = image_of(
+        {"orders": {0: registration(leader=1, epoch=0)}}, {"orders": {"min.insync.replicas": "2"}}
+    )
+    a.log_manager.get_or_create(TP)
+    [(_, result)] = a.replica_manager.append_records([(TP, batch())], required_acks=-1)
+    assert result.error == ErrorCode.none
+    a.clock.advance(LAG_MS + 1)  # the follower fell behind, and is removed
+    a.replica_manager.isr_change_done(TP, leader_epoch=0, isr=(1,), partition_epoch=1)
+    outcome = a.replica_manager.is_acknowledged(TP, 1)
+    assert outcome == ErrorCode.not_enough_replicas_after_append
+    [(_, refused)] = a.replica_manager.append_records([(TP, batch())], required_acks=-1)
+    assert refused.error == ErrorCode.not_enough_replicas
+
+
+def test_becoming_a_follower_fails_waiting_produces(brokers: tuple[Broker, Broker]) -> None:
+    a, _ = brokers
+    a.set(registration(leader=1, epoch=0))
+    a.produce(1, b"a")
+    assert a.replica_manager.is_acknowledged(TP, 1) is None
+    followed = a.set(registration(leader=2, epoch=1, partition_epoch=1))
+    assert followed == {TP: FollowTarget(2, 1)}
+    assert a.replica_manager.is_acknowledged(TP, 1) == ErrorCode.not_leader_or_follower
+
+
+def test_out_of_range_follower_is_cut_or_restarted(brokers: tuple[Broker, Broker]) -> None:
+    _, b = brokers
+    b.set(registration(leader=1, epoch=0))
+    b.replica_manager.follower(TP, 0)
+    b.log.append_as_follower(batch(5))
+    assert b.replica_manager.reset_follower(TP, leader_epoch=0, leader_start=0, leader_end=2) == 0
+    b.log.append_as_follower(batch(3))
+    assert b.replica_manager.reset_follower(TP, leader_epoch=0, leader_start=7, leader_end=9) == 7
+    assert b.log.log_start_offset == 7
+
+
+def test_the_high_watermark_checkpoint_is_read_back(tmp_path: Path) -> None:
+    clock = ManualClock()
+    first = Broker(1, tmp_path, clock)
+    first.set(registration(leader=1, epoch=0, isr=(1,)))
+    first.produce(4, b"a")
+    first.replica_manager.checkpoint_high_watermarks()
+    text = (first.log_manager.data_dir / "replication-offset-checkpoint").read_text()
+    assert text.splitlines() == ["0", "1", "orders 0 4"]
+    first.log_manager.close()
+    second = Broker(1, tmp_path, clock)
+    second.set(registration(leader=2, epoch=1, partition_epoch=1))
+    assert second.replica_manager.high_watermarks() == {TP: 4}
+    second.log_manager.close_without_flush()
