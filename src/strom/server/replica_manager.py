@@ -1,9 +1,16 @@
-"""The partitions this broker leads and what the data APIs ask of them (Kafka's ReplicaManager).
+"""The partitions this broker holds a replica of, and what the data APIs and replication ask
+of them (Kafka's ReplicaManager).
 
 The metadata image says which partitions exist, who leads them, their leader epoch and ISR; the
 log manager holds their logs. On top of those, this module keeps the state that is neither in
 the image nor in the log: each partition's **high watermark**, the offset below which every
-replica of the ISR has the data and consumers may read.
+replica of the ISR has the data and consumers may read, and on a leader its followers' state
+(``strom.server.partition_replication``).
+
+* ``apply_metadata`` (Kafka's ``applyDelta``): after each metadata change, the partitions this
+  broker leads now get a new leader state in a new leader epoch (which starts at the log end),
+  those it follows now lose theirs, and the answer tells the fetchers
+  (``strom.server.replica_fetcher``) what to fetch from whom. Waiting operations re-check.
 
 * ``append_records``: validate and append a producer's batches (one ``PartitionLog.append`` per
   partition), then ``maybe_advance_high_watermark``. Appends happen synchronously, in request
@@ -18,11 +25,20 @@ replica of the ISR has the data and consumers may read.
 * ``list_offset``, ``delete_records``, ``end_offset_for_epoch``: ListOffsets, DeleteRecords and
   OffsetForLeaderEpoch.
 
-High watermark: the smallest log end offset among the ISR (Kafka's
-``Partition.maybeIncrementLeaderHW``), never moving back. On a single node the ISR is just this
-broker, so it follows the log end offset after each append; a follower's log end offset, once
-replication exists, comes in through ``record_follower_fetch`` and advances it the same way.
-Listeners (the purgatories) hear of every advance with the bytes that became readable.
+* ``read_for_follower``: a follower's fetch on the leader, up to the log end, or the diverging
+  epoch (KIP-320); it records the follower's position (``record_follower_fetch``), which may
+  move the high watermark and bring the follower back into the ISR. ``check_isr`` (periodic)
+  proposes removing followers that fell behind; ISR changes go out through
+  ``isr_change_sender`` (AlterPartition) and come back through ``isr_change_done``.
+* ``append_as_follower``, ``truncate_follower``, ``reset_follower``: the fetcher's side.
+* ``checkpoint_high_watermarks``: ``replication-offset-checkpoint``, read back at start.
+
+High watermark: on a leader, the smallest log end offset among the ISR (Kafka's
+``Partition.maybeIncrementLeaderHW``), never moving back; with the leader alone in the ISR it
+follows the log end offset after each append. On a follower, the leader's, at most its own log
+end. Listeners (the purgatories) hear of every advance with the bytes that became readable,
+and of leadership and ISR changes (``None``); log end listeners hear of every append (the
+followers' long polls).
 
 Errors are Kafka's: UNKNOWN_TOPIC_OR_PARTITION for a partition the image lacks,
 NOT_LEADER_OR_FOLLOWER when another broker leads it (or its log is not open yet),
