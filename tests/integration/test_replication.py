@@ -275,3 +275,62 @@ def test_group_and_transactions_through_a_leader_kill(
 
 def _consume_count(cluster: Cluster, topic: str) -> int:
     return len(_consume_all(cluster.bootstrap_servers, topic, 10**9, timeout=3))
+
+
+@pytest.mark.parametrize("bounce", ["clean", "hard"])
+def test_every_acknowledged_message_survives_bouncing_the_leader_and_the_controller(
+    cluster: Cluster, admin: KafkaAdminClient, bounce: str
+) -> None:
+    """Kafka's ducktape ``replication_test`` in small: an idempotent acks=all producer runs
+    while the leader of its partitions, then the controller, is stopped (SIGTERM: a controlled
+    shutdown; or kill -9) and restarted; every acknowledged message is consumed, once."""
+    topic = _create(admin, cluster, partitions=3)
+    acknowledged: list[int] = []
+    errors: list[str] = []
+    running = threading.Event()
+    running.set()
+
+    def produce() -> None:
+        producer = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+            }
+        )
+
+        def report(error: Any, message: Any) -> None:
+            if error is None:
+                acknowledged.append(int(message.value()))
+            else:
+                errors.append(str(error))
+
+        value = 0
+        while running.is_set():
+            producer.produce(topic, str(value).encode(), on_delivery=report)
+            producer.poll(0.002)
+            value += 1
+        producer.flush(60)
+
+    stop = cluster.terminate if bounce == "clean" else cluster.kill
+    writer = threading.Thread(target=produce)
+    writer.start()
+    try:
+        for victim in (_partitions(admin, topic)[0]["leader_id"], cluster.controller_ids[0]):
+            time.sleep(1)
+            stop(victim)
+            time.sleep(1)
+            cluster.restart(victim)
+        time.sleep(1)
+    finally:
+        running.clear()
+        writer.join(90)
+        _restart_all(cluster, tuple(cluster.nodes))
+    assert errors == []
+    assert len(acknowledged) > 500
+    values = [
+        int(m.value()) for m in _consume_all(cluster.bootstrap_servers, topic, len(acknowledged))
+    ]
+    assert len(values) == len(set(values))  # no duplicates
+    assert set(acknowledged) <= set(values)  # nothing acknowledged is lost

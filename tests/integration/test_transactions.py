@@ -329,7 +329,12 @@ def test_the_coordinator_over_the_wire(server: StromServer) -> None:
         assert _produce(wire, txn, pid, 0, topic) == ErrorCode.none
         assert _end(wire, txn, pid, 0, commit=True) == ErrorCode.none
         assert _end(wire, txn, pid, 0, commit=False) == ErrorCode.invalid_txn_state
+        # The markers are written after EndTxn is answered; then the commit completes.
+        deadline = time.monotonic() + 10
         described = _describe(wire, txn)
+        while described.transaction_state == "PrepareCommit" and time.monotonic() < deadline:
+            time.sleep(0.01)
+            described = _describe(wire, txn)
         assert (described.transaction_state, described.producer_id) == ("CompleteCommit", pid)
         missing = _describe(wire, unique_topic("nobody"))
         assert missing.error_code == ErrorCode.transactional_id_not_found

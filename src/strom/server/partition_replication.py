@@ -127,6 +127,11 @@ class PartitionReplication:
     ) -> int | None:
         """Move the high watermark up to what every counted replica has; the new one or None."""
         candidate = leader_log_end_offset
+        if not self.followers:  # one replica: the hot path of a single broker
+            if candidate > self.high_watermark:
+                self.high_watermark = candidate
+                return candidate
+            return None
         maximal = set(self.maximal_isr)
         for follower in self.followers.values():
             counted = follower.broker_id in maximal or follower.caught_up(

@@ -236,14 +236,19 @@ class Cluster(_ClientConfigs):
             raise
 
     def stop(self) -> None:
-        """Stop every node (SIGTERM, then SIGKILL after 15 s); remove a temporary directory."""
-        for node in self.nodes.values():
-            self.resume(node.node_id)
-            if node.alive:
-                assert node.process is not None
-                node.process.terminate()
-        for node in self.nodes.values():
-            self._reap(node, timeout=15.0)
+        """Stop every node (SIGTERM, then SIGKILL after 15 s): the brokers first, while the
+        controllers can still answer their controlled shutdowns; remove a temporary
+        directory."""
+        brokers = [node for node in self.nodes.values() if node.is_broker]
+        others = [node for node in self.nodes.values() if not node.is_broker]
+        for group in (brokers, others):
+            for node in group:
+                self.resume(node.node_id)
+                if node.alive:
+                    assert node.process is not None
+                    node.process.terminate()
+            for node in group:
+                self._reap(node, timeout=15.0)
         if self._temporary:
             shutil.rmtree(self.base, ignore_errors=True)
 
