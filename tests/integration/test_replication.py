@@ -4,6 +4,7 @@ two replicas down, a consumer group and a transactional loop through a leader ki
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -13,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, NotEnoughReplicasError
 
+from strom.cli.main import cli
 from strom.testing import Cluster, unique_topic_name
 
 pytestmark = pytest.mark.xdist_group("replication")
@@ -334,3 +337,65 @@ def test_every_acknowledged_message_survives_bouncing_the_leader_and_the_control
     ]
     assert len(values) == len(set(values))  # no duplicates
     assert set(acknowledged) <= set(values)  # nothing acknowledged is lost
+
+
+def test_reassignment_and_decommission_move_replicas_while_producing(
+    cluster: Cluster, admin: KafkaAdminClient, tmp_path: Path
+) -> None:
+    """Move a partition from brokers (1, 2) to (3, 2) with ``strom partitions reassign`` while a
+    producer runs, then ``strom broker decommission 3``: each move completes, the new replica
+    has every record, the old one's log is gone, and nothing acknowledged is lost."""
+    topic = unique_topic_name()
+    admin.create_topics([NewTopic(topic, -1, -1, replica_assignments={0: [1, 2]})])
+    cluster.wait_for(
+        lambda: set(_partitions(admin, topic).get(0, {}).get("isr_nodes", ())) == {1, 2},
+        timeout=30,
+        what=topic,
+    )
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for value in range(2000):
+        producer.produce(topic, str(value).encode())
+    assert producer.flush(30) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [3, 2]}]}
+        )
+    )
+    runner = CliRunner()
+    servers = ["--bootstrap-server", cluster.bootstrap_servers]
+    started = runner.invoke(
+        cli,
+        ["partitions", "reassign", "--execute", "--reassignment-json-file", str(plan), *servers],
+    )
+    assert started.exit_code == 0, started.output
+    assert f"Successfully started partition reassignments for {topic}-0" in started.output
+    for value in range(2000, 3000):
+        producer.produce(topic, str(value).encode())
+    assert producer.flush(30) == 0
+
+    def verified() -> bool:
+        check = ["partitions", "reassign", "--verify", "--reassignment-json-file", str(plan)]
+        return runner.invoke(cli, [*check, *servers]).exit_code == 0
+
+    cluster.wait_for(verified, timeout=60, what="the reassignment to complete")
+    cluster.wait_for(
+        lambda: set(_partitions(admin, topic)[0]["replica_nodes"]) == {2, 3},
+        timeout=10,
+        what="the brokers to learn of the move",
+    )
+    cluster.wait_for(
+        lambda: not (cluster.nodes[1].data_dir / f"{topic}-0").exists(),
+        timeout=30,
+        what="broker 1 to delete its log",
+    )
+    moved = runner.invoke(cli, ["broker", "decommission", "3", "--timeout", "60", *servers])
+    assert moved.exit_code == 0, moved.output
+    assert "holds no replica" in moved.output
+    cluster.wait_for(
+        lambda: 3 not in _partitions(admin, topic)[0]["replica_nodes"],
+        timeout=10,
+        what="the brokers to learn of the move",
+    )
+    values = [int(m.value()) for m in _consume_all(cluster.bootstrap_servers, topic, 3000)]
+    assert values == list(range(3000))

@@ -24,6 +24,8 @@ SUBCOMMANDS: dict[str, str] = {
     "groups": "strom.cli.groups",
     "perf": "strom.cli.perf",
     "leader-election": "strom.cli.leader_election",
+    "partitions": "strom.cli.partitions",
+    "broker": "strom.cli.broker",
     "cluster": "strom.cli.cluster",
     "metadata-quorum": "strom.cli.metadata_quorum",
 }

@@ -30,6 +30,7 @@ from strom.controller.isr_changes import (
 )
 from strom.controller.leadership import ElectionResult, ElectionType, ElectLeadersRequest
 from strom.controller.placement import PlacementError, UsableBroker, place_replicas
+from strom.controller.reassignment import ReassignmentRequest, ReassignmentResult
 from strom.controller.replication_control import (
     CreatableTopic,
     CreatePartitionsRequest,
@@ -115,6 +116,8 @@ __all__ = [
     "ProducerIdsBlock",
     "QuorumController",
     "RandomSource",
+    "ReassignmentRequest",
+    "ReassignmentResult",
     "ReplicaAssignment",
     "UsableBroker",
     "invalid_topic_reason",

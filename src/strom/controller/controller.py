@@ -11,6 +11,9 @@ same topic.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from strom.common import TopicPartition
 from strom.controller.cluster_control import (
     BrokerHeartbeat,
     BrokerHeartbeatReply,
@@ -36,6 +39,12 @@ from strom.controller.leadership import (
     ElectLeadersRequest,
     elect_leaders,
 )
+from strom.controller.reassignment import (
+    ReassignmentRequest,
+    ReassignmentResult,
+    alter_reassignments,
+    ongoing_reassignments,
+)
 from strom.controller.replication_control import (
     CreatePartitionsRequest,
     CreatePartitionsResult,
@@ -47,7 +56,7 @@ from strom.controller.replication_control import (
 )
 from strom.controller.results import ApiError, ControllerResult, RandomSource
 from strom.controller.settings import DEFAULT_METADATA_VERSION, ControllerSettings
-from strom.metadata import MetadataImage
+from strom.metadata import MetadataImage, PartitionRegistration
 
 __all__ = ["QuorumController"]
 
@@ -121,6 +130,17 @@ class QuorumController:
         self, image: MetadataImage, request: ElectLeadersRequest
     ) -> ControllerResult[list[ElectionResult]]:
         return elect_leaders(image, request)
+
+    def alter_reassignments(
+        self, image: MetadataImage, requests: Sequence[ReassignmentRequest]
+    ) -> ControllerResult[list[ReassignmentResult]]:
+        return alter_reassignments(image, requests)
+
+    def list_reassignments(
+        self, image: MetadataImage, partitions: Sequence[TopicPartition] | None
+    ) -> list[tuple[TopicPartition, PartitionRegistration]]:
+        """ListPartitionReassignments (a read: no records)."""
+        return ongoing_reassignments(image, partitions)
 
     def balance_leaders(self, image: MetadataImage) -> ControllerResult[int]:
         """``auto.leader.rebalance.enable``: give each partition back to its preferred replica

@@ -7,7 +7,9 @@ it (NOT_LEADER_OR_FOLLOWER) in the same leader epoch (FENCED_LEADER_EPOCH) and p
 (INVALID_UPDATE_VERSION: the leader's view is stale, it must take the newer state from the
 metadata), that the new ISR holds the leader and only replicas (INVALID_REQUEST), and that every
 member is on an active broker, in the broker epoch the leader saw (INELIGIBLE_REPLICA). An
-accepted change is a PartitionChangeRecord; the answer carries the partition as it then is.
+accepted change is a PartitionChangeRecord; the answer carries the partition as it then is. A
+change that brings the last added replica of a reassignment into the ISR completes the
+reassignment in the same record (``strom.controller.reassignment``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from strom.common import ErrorCode
+from strom.controller.leadership import active_brokers
+from strom.controller.reassignment import complete_if_done
 from strom.controller.results import NO_ERROR, ApiError, ControllerResult
 from strom.metadata import MetadataImage, PartitionChangeRecord, PartitionRegistration
 
@@ -90,6 +94,11 @@ def alter_partition(
             results.append(IsrChangeResult(item.topic_id, item.partition, NO_ERROR, partition))
             continue
         change = PartitionChangeRecord(partition_id=item.partition, topic_id=item.topic_id, isr=isr)
+        completed = complete_if_done(
+            item.topic_id, item.partition, partition.merge(change), active_brokers(image)
+        )
+        if completed is not None:  # the last added replica is in sync: the move is done
+            change = completed
         records.append(change)
         results.append(
             IsrChangeResult(item.topic_id, item.partition, NO_ERROR, partition.merge(change))

@@ -41,6 +41,7 @@ __all__ = [
     "ElectLeadersRequest",
     "ElectionResult",
     "ElectionType",
+    "active_brokers",
     "broker_available",
     "broker_unavailable",
     "elect_leader",
@@ -85,7 +86,7 @@ def _partitions(image: MetadataImage) -> Iterator[tuple[uuid.UUID, int, Partitio
             yield topic.topic_id, partition_id, partition
 
 
-def _active(image: MetadataImage) -> Callable[[int], bool]:
+def active_brokers(image: MetadataImage) -> Callable[[int], bool]:
     def active(broker_id: int) -> bool:
         broker = image.cluster.broker(broker_id)
         return broker is not None and broker.active
@@ -95,7 +96,7 @@ def _active(image: MetadataImage) -> Callable[[int], bool]:
 
 def broker_unavailable(image: MetadataImage, broker_id: int) -> list[PartitionChangeRecord]:
     """The broker is fenced or starts a new session: out of every ISR, leaders moved away."""
-    active = _active(image)
+    active = active_brokers(image)
     records = []
     for topic_id, partition_id, partition in _partitions(image):
         if broker_id not in partition.isr and partition.leader != broker_id:
@@ -114,7 +115,7 @@ def broker_unavailable(image: MetadataImage, broker_id: int) -> list[PartitionCh
 
 def broker_available(image: MetadataImage, broker_id: int) -> list[PartitionChangeRecord]:
     """The broker is unfenced: it leads the leaderless partitions whose ISR holds it."""
-    active = _active(image)
+    active = active_brokers(image)
     records = []
     for topic_id, partition_id, partition in _partitions(image):
         if partition.leader != NO_LEADER or broker_id not in partition.isr:
@@ -156,7 +157,7 @@ def elect_leaders(
 ) -> ControllerResult[list[ElectionResult]]:
     """ElectLeaders: a result per partition asked for; asked for all, only the partitions an
     election was made or failed for (Kafka leaves out ELECTION_NOT_NEEDED then)."""
-    active = _active(image)
+    active = active_brokers(image)
     records: list[PartitionChangeRecord] = []
     results: list[ElectionResult] = []
     wanted = request.partitions

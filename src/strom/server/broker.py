@@ -68,6 +68,7 @@ from strom.server.handlers import (
     describe_quorum,
     elect_leaders,
     incremental_alter_configs,
+    partition_reassignments,
 )
 from strom.server.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
 from strom.server.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
@@ -132,6 +133,8 @@ FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
     ApiKey.DELETE_TOPICS: delete_topics.error_response,
     ApiKey.CREATE_PARTITIONS: create_partitions.error_response,
     ApiKey.ELECT_LEADERS: elect_leaders.error_response,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_reassignments.alter_error_response,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_reassignments.list_error_response,
     ApiKey.ALTER_CONFIGS: alter_configs.error_response,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.error_response,
     ApiKey.DESCRIBE_QUORUM: describe_quorum.error_response,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol, TypeVar
 
-from strom.common import Clock
+from strom.common import Clock, TopicPartition
 from strom.controller import (
     DEFAULT_METADATA_VERSION,
     AlterConfigsRequest,
@@ -56,12 +56,15 @@ from strom.controller import (
     IncrementalAlterConfigsRequest,
     ProducerIdsBlock,
     QuorumController,
+    ReassignmentRequest,
+    ReassignmentResult,
 )
 from strom.metadata import (
     MetadataDelta,
     MetadataImage,
     MetadataProvenance,
     MetadataRecord,
+    PartitionRegistration,
     encode_record,
 )
 from strom.raft import NotLeaderError
@@ -370,6 +373,24 @@ class ControllerServer:
     async def elect_leaders(self, request: ElectLeadersRequest) -> list[ElectionResult]:
         return await self.run(
             "elect leaders", lambda image: self.controller.elect_leaders(image, request)
+        )
+
+    async def alter_reassignments(
+        self, requests: Sequence[ReassignmentRequest]
+    ) -> list[ReassignmentResult]:
+        return await self.run(
+            "alter reassignments",
+            lambda image: self.controller.alter_reassignments(image, requests),
+        )
+
+    async def list_reassignments(
+        self, partitions: Sequence[TopicPartition] | None
+    ) -> list[tuple[TopicPartition, PartitionRegistration]]:
+        return await self.run(
+            "list reassignments",
+            lambda image: ControllerResult(
+                [], self.controller.list_reassignments(image, partitions)
+            ),
         )
 
     async def alter_configs(self, request: AlterConfigsRequest) -> list[AlterConfigsResult]:

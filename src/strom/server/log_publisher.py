@@ -3,9 +3,11 @@
 Installed on the ``MetadataLoader`` after the metadata log has been replayed, so its first call
 carries the whole image as one change; from then on it hears about every committed change:
 
-* partitions of created topics, and partitions added to existing ones, that have a replica on
-  this node get a log (``LogManager.get_or_create`` with the topic's ``LogConfig``);
-* logs of deleted topics are deleted;
+* partitions of created topics, partitions added to existing ones, and partitions a
+  reassignment moves to this node get a log (``LogManager.get_or_create`` with the topic's
+  ``LogConfig``);
+* logs of deleted topics are deleted, and so are those of partitions a reassignment moved off
+  this node;
 * when a topic's config overrides change, or the dynamic broker settings that topic defaults
   come from, the affected logs get their new ``LogConfig`` at once (no restart).
 
@@ -56,15 +58,17 @@ class LogPublisher:
             changed = delta.configs_delta.changed_topic_names - set(topics.created_topics)
             self._reconfigure(image, changed)
         for topic_delta in topics.changed_topics.values():
-            new_partitions = topic_delta.new_partitions
-            if not new_partitions:
+            touched = topic_delta.new_partitions | topic_delta.changed_partitions
+            if not touched:
                 continue
             config = self._configs.log_config(image, topic_delta.name)
-            for partition_id in sorted(new_partitions):
+            for partition_id in sorted(touched):
                 registration = topic_delta.partition(partition_id)
-                if registration is None or self._node_id not in registration.replicas:
-                    continue
                 tp = TopicPartition(topic_delta.name, partition_id)
+                if registration is None or self._node_id not in registration.replicas:
+                    if self._log_manager.delete(tp):
+                        log.info("deleted log of partition %s: no replica here any more", tp)
+                    continue
                 existed = self._log_manager.get(tp) is not None
                 self._log_manager.get_or_create(tp, config)
                 if not existed:

@@ -64,6 +64,10 @@ from strom.server.handlers.describe_cluster import CONTROLLERS_ENDPOINT, Describ
 from strom.server.handlers.elect_leaders import ElectLeadersHandler
 from strom.server.handlers.envelope import EnvelopeHandler
 from strom.server.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
+from strom.server.handlers.partition_reassignments import (
+    AlterPartitionReassignmentsHandler,
+    ListPartitionReassignmentsHandler,
+)
 from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
 from strom.server.log_configs import TopicConfigResolver
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
@@ -329,6 +333,8 @@ class Node:
             DeleteTopicsHandler(controller),
             CreatePartitionsHandler(controller),
             ElectLeadersHandler(controller),
+            AlterPartitionReassignmentsHandler(controller),
+            ListPartitionReassignmentsHandler(controller),
             AlterConfigsHandler(controller),
             AlterPartitionHandler(controller),
             IncrementalAlterConfigsHandler(controller),

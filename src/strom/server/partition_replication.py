@@ -189,6 +189,16 @@ class PartitionReplication:
         self.partition_epoch = partition_epoch
         self.pending = None
 
+    def reassigned(self, replicas: tuple[int, ...]) -> None:
+        """The replica set changed (a reassignment): new followers start unknown, followers
+        no longer assigned are forgotten."""
+        self.replicas = replicas
+        for broker_id in replicas:
+            if broker_id != self.leader_id and broker_id not in self.followers:
+                self.followers[broker_id] = FollowerState(broker_id)
+        for broker_id in [b for b in self.followers if b not in replicas]:
+            del self.followers[broker_id]
+
     def isr_change_failed(self) -> None:
         """The AlterPartition failed (retried from the next check with fresh state)."""
         self.pending = None

@@ -364,6 +364,8 @@ class ReplicaManager:
         if replication is None or replication.leader_epoch != registration.leader_epoch:
             self._become_leader(partition)
         elif registration.partition_epoch > replication.partition_epoch:
+            if registration.replicas != replication.replicas:
+                replication.reassigned(registration.replicas)
             replication.isr_committed(registration.isr, registration.partition_epoch)
         return partition
 
