@@ -122,6 +122,11 @@ class Purgatory(Generic[Op]):
         """Operations waiting."""
         return len(self._keys)
 
+    def __bool__(self) -> bool:
+        """A purgatory is a purgatory even when nothing waits in it (``__len__`` would make an
+        empty one false, and ``given or default`` pick the default)."""
+        return True
+
     def watched(self, key: TopicPartition) -> int:
         return len(self._watchers.get(key, ()))
 

@@ -288,3 +288,9 @@ def test_hooks_run_once_in_order() -> None:
 
     run(scenario)
     assert calls == ["complete", "expire"]
+
+
+def test_an_empty_purgatory_is_not_false() -> None:
+    empty: Purgatory[DelayedFetch] = Purgatory("ReplicaFetch")
+    assert len(empty) == 0
+    assert (empty or None) is empty

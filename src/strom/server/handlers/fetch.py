@@ -125,7 +125,7 @@ class FetchHandler:
         """``replica_purgatory``: where followers' fetches wait (woken by appends)."""
         self._replica_manager = replica_manager
         self._purgatory = purgatory
-        self._replica_purgatory = replica_purgatory or purgatory
+        self._replica_purgatory = purgatory if replica_purgatory is None else replica_purgatory
         self._sessions = sessions
         self._clock = clock
 
