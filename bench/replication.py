@@ -46,9 +46,12 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def leader_of(admin: KafkaAdminClient, topic: str) -> tuple[int, set[int]]:
+    """The leader and the ISR of the topic's partition 0 (-1 and nothing until it is known)."""
     [described] = admin.describe_topics([topic])
-    [partition] = described["partitions"]
-    return partition["leader_id"], set(partition["isr_nodes"])
+    for partition in described["partitions"]:
+        if partition["partition_index"] == 0:
+            return partition["leader_id"], set(partition["isr_nodes"])
+    return -1, set()
 
 
 def produce(servers: str, topic: str, spec: ProduceSpec, linger_ms: int) -> ProduceResult:
