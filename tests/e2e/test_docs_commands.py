@@ -47,7 +47,17 @@ FILES = {
     },
 }
 """Per document, the files of the reader's that its examples read."""
-_CLIENT_COMMANDS = ("topics", "configs", "produce", "consume", "groups", "perf", "leader-election")
+_CLIENT_COMMANDS = (
+    "topics",
+    "configs",
+    "produce",
+    "consume",
+    "groups",
+    "perf",
+    "leader-election",
+    "partitions",
+    "broker",
+)
 _SHAPES = [
     (re.compile(r"TopicId: [A-Za-z0-9_-]{22}"), "TopicId: <id>"),
     (

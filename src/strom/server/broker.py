@@ -602,6 +602,7 @@ class Broker:
             # Long polls answer now rather than at their max wait; later ones at once.
             self.fetch_purgatory.shutdown()
             self.produce_purgatory.shutdown()
+            self.replica_fetch_purgatory.shutdown()
         for listener in listeners:
             await listener.stop(timeout=timeout)
         await self.lifecycle.stop()
