@@ -15,7 +15,12 @@ def tp(partition: int) -> TopicPartition:
 
 
 def test_each_replica_moves_to_the_least_loaded_other_broker() -> None:
-    current = {tp(0): (3, 1), tp(1): (1, 3), tp(2): (1, 2), tp(3): (2, 3)}
+    current: dict[TopicPartition, tuple[int, ...]] = {
+        tp(0): (3, 1),
+        tp(1): (1, 3),
+        tp(2): (1, 2),
+        tp(3): (2, 3),
+    }
     plan = plan_decommission(current, [1, 2, 3, 4], 3)
     # Loads without broker 3: 1 holds three replicas, 2 two, 4 none (then one, two).
     assert plan == {tp(0): (4, 1), tp(1): (1, 4), tp(3): (2, 4)}
