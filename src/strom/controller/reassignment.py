@@ -125,8 +125,23 @@ def complete_if_done(
     isr = tuple(r for r in partition.isr if r not in removing)
     if not isr:
         return None
-    leader = partition.leader
-    new_leader = leader
+    return _settled(
+        topic_id, partition_id, leader=partition.leader, replicas=replicas, isr=isr, active=active
+    )
+
+
+def _settled(
+    topic_id: uuid.UUID,
+    partition_id: int,
+    *,
+    leader: int,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    active: Callable[[int], bool],
+) -> PartitionChangeRecord:
+    """The change to ``replicas`` and ``isr`` with no reassignment going on; a leader outside
+    the new ISR hands over to its first active member (in replica order)."""
+    new_leader = NO_LEADER_CHANGE
     if leader not in isr:
         new_leader = next((r for r in replicas if r in isr and active(r)), NO_LEADER)
     return PartitionChangeRecord(
@@ -136,7 +151,7 @@ def complete_if_done(
         isr=isr,
         adding_replicas=(),
         removing_replicas=(),
-        leader=new_leader if new_leader != leader else NO_LEADER_CHANGE,
+        leader=new_leader,
     )
 
 
@@ -183,21 +198,11 @@ def _cancel(
             ErrorCode.no_reassignment_in_progress, "no reassignment of the partition is going on"
         )
     replicas = _original_replicas(partition)
-    isr = tuple(r for r in partition.isr if r in replicas) or partition.isr
-    leader = partition.leader
-    new_leader = leader
-    if leader not in replicas:
-        new_leader = next((r for r in replicas if r in isr and active(r)), NO_LEADER)
-    change = PartitionChangeRecord(
-        partition_id=partition_id,
-        topic_id=topic_id,
-        replicas=replicas,
-        isr=isr,
-        adding_replicas=(),
-        removing_replicas=(),
-        leader=new_leader if new_leader != leader else NO_LEADER_CHANGE,
-    )
-    return change, NO_ERROR
+    # Kafka's revert: an ISR of added replicas only becomes the original replicas.
+    isr = tuple(r for r in partition.isr if r in replicas) or replicas
+    return _settled(
+        topic_id, partition_id, leader=partition.leader, replicas=replicas, isr=isr, active=active
+    ), NO_ERROR
 
 
 def _original_replicas(partition: PartitionRegistration) -> tuple[int, ...]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import functools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -314,11 +315,15 @@ class ReplicaFetcherManager:
         settings: FetcherSettings,
         clock: Clock,
     ) -> None:
-        self._node_id = node_id
-        self._replica_manager = replica_manager
+        self._new_fetcher = functools.partial(
+            ReplicaFetcher,
+            node_id=node_id,
+            replica_manager=replica_manager,
+            clients=clients,
+            settings=settings,
+            clock=clock,
+        )
         self._clients = clients
-        self._settings = settings
-        self._clock = clock
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._targets: dict[TopicPartition, FollowTarget] = {}
 
@@ -337,14 +342,7 @@ class ReplicaFetcherManager:
             self._remove(tp)
             fetcher = self._fetchers.get(target.leader_id)
             if fetcher is None:
-                fetcher = self._fetchers[target.leader_id] = ReplicaFetcher(
-                    target.leader_id,
-                    node_id=self._node_id,
-                    replica_manager=self._replica_manager,
-                    clients=self._clients,
-                    settings=self._settings,
-                    clock=self._clock,
-                )
+                fetcher = self._fetchers[target.leader_id] = self._new_fetcher(target.leader_id)
             fetcher.add(tp, target.leader_epoch)
             self._targets[tp] = target
 
