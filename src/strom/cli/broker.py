@@ -14,7 +14,7 @@ from collections import Counter
 
 import click
 
-from strom.cli.client_common import DEFAULT_BOOTSTRAP_SERVER, CliError, handle_errors
+from strom.cli.client_common import CliError, bootstrap_server_option, handle_errors
 from strom.cli.quorum_client import connect
 from strom.cli.reassignments import Assignment, alter, current_assignment, list_ongoing
 
@@ -55,13 +55,7 @@ def plan_decommission(current: Assignment, brokers: list[int], victim: int) -> A
     show_default=True,
     help="Seconds to wait for the moves to finish.",
 )
-@click.option(
-    "--bootstrap-server",
-    default=DEFAULT_BOOTSTRAP_SERVER,
-    show_default=True,
-    metavar="HOST:PORT[,...]",
-    help="Broker(s) to connect to.",
-)
+@bootstrap_server_option()
 @handle_errors
 def decommission(broker_id: int, timeout: float, bootstrap_server: str) -> None:
     """Move every replica off broker ID, showing progress until it holds none.

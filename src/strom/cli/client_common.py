@@ -386,6 +386,18 @@ def _unreachable_message(config: ClientConfig) -> str:
     return f"cannot reach a broker at {servers}: {detail}; is the server running?"
 
 
+def bootstrap_server_option(help_text: str = "Broker(s) to connect to.") -> Callable[[F], F]:
+    """``--bootstrap-server`` of the commands that speak to the cluster with strom's own client
+    (default ``localhost:9092``, shown in ``--help``)."""
+    return click.option(
+        "--bootstrap-server",
+        default=DEFAULT_BOOTSTRAP_SERVER,
+        show_default=True,
+        metavar="HOST:PORT[,...]",
+        help=help_text,
+    )
+
+
 def client_options(func: F) -> F:
     """Add ``--bootstrap-server`` and ``--command-config`` to a client command."""
     func = click.option(

@@ -18,9 +18,9 @@ import click
 from rich.table import Table
 
 from strom.cli.client_common import (
-    DEFAULT_BOOTSTRAP_SERVER,
     ClientGroup,
     CliError,
+    bootstrap_server_option,
     output_console,
     parse_assignments,
 )
@@ -122,13 +122,7 @@ def up(
 
 
 @cluster.command("describe")
-@click.option(
-    "--bootstrap-server",
-    default=DEFAULT_BOOTSTRAP_SERVER,
-    show_default=True,
-    metavar="HOST:PORT[,...]",
-    help="Broker(s) to ask.",
-)
+@bootstrap_server_option("Broker(s) to ask.")
 def describe(bootstrap_server: str) -> None:
     """Every registered broker, its state, the partitions it leads and the replicas it holds,
     and the active controller.

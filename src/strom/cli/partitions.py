@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from strom.cli.client_common import DEFAULT_BOOTSTRAP_SERVER, CliError, handle_errors
+from strom.cli.client_common import CliError, bootstrap_server_option, handle_errors
 from strom.cli.quorum_client import connect
 from strom.cli.reassignments import (
     Assignment,
@@ -60,13 +60,7 @@ def partitions() -> None:
     metavar="FILE",
     help='{"version":1,"partitions":[{"topic":"orders","partition":0,"replicas":[1,2,3]}]}',
 )
-@click.option(
-    "--bootstrap-server",
-    default=DEFAULT_BOOTSTRAP_SERVER,
-    show_default=True,
-    metavar="HOST:PORT[,...]",
-    help="Broker(s) to connect to.",
-)
+@bootstrap_server_option()
 @handle_errors
 def reassign(
     *,
