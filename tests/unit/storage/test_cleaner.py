@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +43,7 @@ from strom.storage.producer_state import AppendOrigin
 from strom.storage.segment import LogSegment
 
 from .conftest import OpenLog
+from .scratch import scratch_directory
 
 COMPACT = frozenset({"compact"})
 Entry = tuple[bytes | None, bytes | None]
@@ -727,7 +727,7 @@ class CleanerMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.root = Path(tempfile.mkdtemp(prefix="strom-cleaner-"))
+        self.root = scratch_directory("strom-cleaner-")
         self.clock = ManualClock()
         self.config = config(segment_bytes=500, delete_retention_ms=100)
         self.log = self._open()

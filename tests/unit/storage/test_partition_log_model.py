@@ -40,7 +40,6 @@ from __future__ import annotations
 import enum
 import functools
 import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -92,6 +91,7 @@ from strom.storage.segment import (
 from strom.storage.txn_index import AbortedTxn
 
 from .batches import headers_of, without_offset_and_epoch
+from .scratch import scratch_directory
 
 KEYS = (b"k0", b"k1", b"k2", b"k3", b"k4")
 """A small key pool, so compaction always has older values to remove."""
@@ -436,7 +436,7 @@ CONFIGS = st.builds(
 class PartitionLogMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.tmp = Path(tempfile.mkdtemp(prefix="strom-log-model-"))
+        self.tmp = scratch_directory("strom-log-model-")
         self.directory = self.tmp / "orders-0"
         self.clock = ManualClock(now_ms=1_700_000_000_000)
         self.model = Model()
@@ -1309,7 +1309,7 @@ class TransactionalLogMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.tmp = Path(tempfile.mkdtemp(prefix="strom-txn-model-"))
+        self.tmp = scratch_directory("strom-txn-model-")
         self.directory = self.tmp / "payments-0"
         self.clock = ManualClock(now_ms=1_700_000_000_000)
         self.config = LogConfig(segment_bytes=400, index_interval_bytes=100)

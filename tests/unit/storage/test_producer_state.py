@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import struct
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -52,6 +51,8 @@ from strom.storage.producer_state import (
     ProducerStateManager,
     rebuild,
 )
+
+from .scratch import scratch_directory
 
 INT32_MAX = 2**31 - 1
 NOW = 1_700_000_000_000
@@ -728,7 +729,7 @@ def test_truncate_and_reload_equals_replaying_the_prefix(
     history: tuple[list[tuple[str, int, int]], list[int], int],
 ) -> None:
     steps, snapshot_points, truncate_at = history
-    directory = Path(tempfile.mkdtemp())
+    directory = scratch_directory("strom-producer-state-")
     try:
         log = FakeLog(ProducerStateManager(producer_id_expiration_ms=HOUR))
         epochs = {1: 0, 2: 0, 3: 0}
@@ -844,7 +845,7 @@ class ModelSnapshot:
 class ProducerStateMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.directory = Path(tempfile.mkdtemp())
+        self.directory = scratch_directory("strom-producer-state-")
         self.log = FakeLog(ProducerStateManager(producer_id_expiration_ms=EXPIRATION_MS))
         self.model: dict[int, ModelProducer] = {}
         self.clients = {pid: Client(0, FIRST_SEQUENCE[pid]) for pid in PRODUCERS}
