@@ -110,7 +110,6 @@ from strom.server.network.faults import Faults
 from strom.server.network.listener import HostPort, Listener
 from strom.server.node_config import NodeConfig
 from strom.server.producer_ids import ProducerIdManager
-from strom.server.purgatory import DelayedFetch, DelayedProduce, Purgatory
 from strom.server.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from strom.server.replica_manager import ReplicaManager
 from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
@@ -323,12 +322,10 @@ class Broker:
     # --- data path: Produce, Fetch, ListOffsets, DeleteRecords, OffsetForLeaderEpoch --------
 
     replica_manager: ReplicaManager
-    produce_purgatory: Purgatory[DelayedProduce]
-    fetch_purgatory: Purgatory[DelayedFetch]
-    replica_fetch_purgatory: Purgatory[DelayedFetch]
 
     def _register_data_handlers(self) -> None:
-        """The replica manager, the purgatories it wakes, fetch sessions, and their handlers."""
+        """The replica manager (and the purgatories it owns), fetch sessions, and their
+        handlers."""
         self.replica_manager = ReplicaManager(
             node_id=self.node_id,
             log_manager=self.log_manager,
@@ -337,12 +334,6 @@ class Broker:
             clock=self.clock,
             topic_config=self.topic_configs.topic_config,
         )
-        self.produce_purgatory = Purgatory("Produce")
-        self.fetch_purgatory = Purgatory("Fetch")
-        self.replica_fetch_purgatory = Purgatory("ReplicaFetch")
-        self.replica_manager.add_high_watermark_listener(self.produce_purgatory.check_and_complete)
-        self.replica_manager.add_high_watermark_listener(self.fetch_purgatory.check_and_complete)
-        self.replica_manager.add_log_end_listener(self.replica_fetch_purgatory.check_and_complete)
         sessions = FetchSessionCache(random=random.Random(), max_slots=DEFAULT_SESSION_CACHE_SLOTS)
         self.txn_coordinator = TxnCoordinatorRuntime(
             config=self.config,
@@ -356,21 +347,13 @@ class Broker:
         for handler in (
             ProduceHandler(
                 replica_manager=self.replica_manager,
-                purgatory=self.produce_purgatory,
                 verify_txn=self.txn_coordinator.verify_produce,
             ),
-            FetchHandler(
-                replica_manager=self.replica_manager,
-                purgatory=self.fetch_purgatory,
-                replica_purgatory=self.replica_fetch_purgatory,
-                sessions=sessions,
-                clock=self.clock,
-            ),
+            FetchHandler(replica_manager=self.replica_manager, sessions=sessions, clock=self.clock),
             ListOffsetsHandler(replica_manager=self.replica_manager),
             DeleteRecordsHandler(replica_manager=self.replica_manager),
             WriteTxnMarkersHandler(
                 replica_manager=self.replica_manager,
-                purgatory=self.produce_purgatory,
                 timeout_ms=self.config.get_int("request.timeout.ms"),
             ),
             OffsetForLeaderEpochHandler(replica_manager=self.replica_manager),
@@ -598,11 +581,9 @@ class Broker:
         ``timeout`` seconds, and stop the background work (the node closes the logs)."""
         await self.lifecycle.controlled_shutdown(timeout=min(timeout, 5.0))
         listeners, self._listeners = self._listeners, []
-        if hasattr(self, "fetch_purgatory"):
+        if hasattr(self, "replica_manager"):
             # Long polls answer now rather than at their max wait; later ones at once.
-            self.fetch_purgatory.shutdown()
-            self.produce_purgatory.shutdown()
-            self.replica_fetch_purgatory.shutdown()
+            self.replica_manager.shutdown_purgatories()
         for listener in listeners:
             await listener.stop(timeout=timeout)
         await self.lifecycle.stop()

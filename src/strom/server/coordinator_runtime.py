@@ -273,7 +273,7 @@ class CoordinatorRuntime(ABC):
             base_sequence=0 if transactional else -1,
             is_transactional=transactional,
         )
-        [(_, result)] = self._replica_manager.append_records(
+        [(_, result)] = self._replica_manager.append_to_local_log(
             [(tp, batch)],
             required_acks=-1,
             internal_topics_allowed=True,

@@ -8,17 +8,10 @@ A ``Purgatory`` keeps the operations that are not complete yet in watcher lists 
 re-checks exactly the operations watching it. Kafka's ``DelayedOperationPurgatory``, on one
 event loop: no locks, and a timer per operation (``loop.call_later``) instead of a timing wheel.
 
-* ``DelayedProduce`` (acks=all): each appended partition must see its high watermark reach the
-  offset after its last appended record. On a single node that is true as soon as the append is
-  done, so the produce handler answers at once (``DelayedProduce.outcomes_now``) and builds no
-  operation; the mechanism stays for replication. Expired partitions answer REQUEST_TIMED_OUT.
-* ``DelayedFetch`` (long poll): completes when the bytes readable from its partitions reach
-  ``min_bytes`` (counting what each high watermark advance made readable; for read_committed,
-  what lies below the last stable offset, re-measured on every advance, so a transaction's
-  records count when its marker moves the last stable offset, not when they are appended), or
-  when one of its partitions changes in a way the fetch must hear about (gone, led elsewhere,
-  fetch offset out of range), or at ``max_wait``. The fetch handler then reads again and
-  answers.
+The replica manager owns three of them (Kafka's ``ReplicaManager`` owns its purgatories):
+produce (``delayed_produce.DelayedProduce``, acks=all: woken by high watermark moves),
+consumer fetch and follower fetch (``delayed_fetch.DelayedFetch``, long polls: woken by high
+watermark moves and by appends respectively); their modules say when each completes.
 
 ``Purgatory.shutdown`` completes everything at once (so that long polls answer before the
 listener stops) and completes later operations on arrival.
@@ -29,24 +22,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from strom.common import ErrorCode, KafkaError, TopicPartition
-from strom.server.replica_manager import (
-    READ_COMMITTED,
-    READ_UNCOMMITTED,
-    HighWatermarkUpdate,
-    ReplicaManager,
-)
+from strom.common import TopicPartition
+from strom.server.replica_results import HighWatermarkUpdate
 
-__all__ = [
-    "DelayedFetch",
-    "DelayedOperation",
-    "DelayedProduce",
-    "FetchPartitionStatus",
-    "Purgatory",
-]
+__all__ = ["DelayedOperation", "Purgatory"]
 
 log = logging.getLogger(__name__)
 
@@ -179,135 +160,3 @@ class Purgatory(Generic[Op]):
             watchers.pop(operation, None)
             if not watchers:
                 del self._watchers[key]
-
-
-# --- produce -------------------------------------------------------------------------------
-
-
-class DelayedProduce(DelayedOperation):
-    """acks=all: waits until each partition's high watermark passes its appended batch.
-
-    ``required_offsets`` maps each successfully appended partition to its last offset + 1.
-    ``errors`` is the outcome per partition: NONE when acknowledged, REQUEST_TIMED_OUT while
-    pending (so an expired operation reads right), or the partition's error.
-    """
-
-    def __init__(
-        self,
-        *,
-        timeout_ms: int,
-        required_offsets: dict[TopicPartition, int],
-        replica_manager: ReplicaManager,
-    ) -> None:
-        super().__init__(timeout_ms=timeout_ms)
-        self.required_offsets = dict(required_offsets)
-        self.errors: dict[TopicPartition, ErrorCode] = dict.fromkeys(
-            required_offsets, ErrorCode.request_timed_out
-        )
-        self._pending = set(required_offsets)
-        self._replica_manager = replica_manager
-
-    @staticmethod
-    def outcomes_now(
-        replica_manager: ReplicaManager, required_offsets: dict[TopicPartition, int]
-    ) -> dict[TopicPartition, ErrorCode] | None:
-        """Every partition's outcome when all are decided already (the usual case on one
-        node: the high watermark moves with the append), else None: wait in the purgatory."""
-        outcomes: dict[TopicPartition, ErrorCode] = {}
-        for tp, offset in required_offsets.items():
-            outcome = replica_manager.is_acknowledged(tp, offset)
-            if outcome is None:
-                return None
-            outcomes[tp] = outcome
-        return outcomes
-
-    def try_complete(self) -> bool:
-        for tp in list(self._pending):
-            outcome = self._replica_manager.is_acknowledged(tp, self.required_offsets[tp])
-            if outcome is None:
-                continue
-            self.errors[tp] = outcome
-            self._pending.discard(tp)
-        if self._pending:
-            return False
-        return self.force_complete()
-
-
-# --- fetch ---------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class FetchPartitionStatus:
-    """A waiting fetch's view of one partition."""
-
-    fetch_offset: int
-    max_bytes: int
-    current_leader_epoch: int = -1
-    readable: int = 0
-    """Bytes known to be readable from the fetch offset (capped at ``max_bytes``)."""
-
-
-class DelayedFetch(DelayedOperation):
-    """A fetch waiting for ``min_bytes`` (see the module doc)."""
-
-    def __init__(
-        self,
-        *,
-        timeout_ms: int,
-        min_bytes: int,
-        partitions: dict[TopicPartition, FetchPartitionStatus],
-        replica_manager: ReplicaManager,
-        isolation_level: int = READ_UNCOMMITTED,
-    ) -> None:
-        super().__init__(timeout_ms=timeout_ms)
-        self.min_bytes = min_bytes
-        self.partitions = partitions
-        self.isolation_level = isolation_level
-        self._replica_manager = replica_manager
-
-    @property
-    def readable(self) -> int:
-        return sum(status.readable for status in self.partitions.values())
-
-    def on_event(self, key: TopicPartition, update: HighWatermarkUpdate | None) -> None:
-        status = self.partitions.get(key)
-        if status is None or update is None or status.fetch_offset >= update.new:
-            return
-        if self.isolation_level == READ_COMMITTED:
-            status.readable = self._committed_bytes(key, status)
-            return
-        # Everything that became readable counts when the fetch offset was below it; when the
-        # offset is inside the new range, some of it does (an estimate: the answer re-reads).
-        status.readable = min(status.max_bytes, status.readable + update.size)
-
-    def try_complete(self) -> bool:
-        for tp, status in self.partitions.items():
-            if self._must_answer(tp, status):
-                return self.force_complete()
-        if self.readable >= self.min_bytes:
-            return self.force_complete()
-        return False
-
-    def _committed_bytes(self, tp: TopicPartition, status: FetchPartitionStatus) -> int:
-        """Bytes readable below the last stable offset from the fetch offset (at most
-        ``max_bytes``); what is already known when the partition is not readable now."""
-        try:
-            partition = self._replica_manager.partition(tp)
-            stable = partition.last_stable_offset
-            if stable <= status.fetch_offset:
-                return status.readable
-            return partition.log.readable_bytes(
-                status.fetch_offset, max_bytes=status.max_bytes, max_offset=stable
-            )
-        except KafkaError:
-            return status.readable  # try_complete answers a partition gone or moved
-
-    def _must_answer(self, tp: TopicPartition, status: FetchPartitionStatus) -> bool:
-        """The partition changed in a way only an answer can tell the client."""
-        try:
-            partition = self._replica_manager.partition(
-                tp, current_leader_epoch=status.current_leader_epoch
-            )
-        except KafkaError:
-            return True  # gone, led elsewhere, or a new leader epoch
-        return not (partition.log_start_offset <= status.fetch_offset <= partition.log_end_offset)

@@ -62,9 +62,10 @@ Not thread-safe: the event loop thread calls everything.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -73,17 +74,28 @@ from strom.config import ServerConfig, TopicConfig
 from strom.controller.topic_names import INTERNAL_TOPICS
 from strom.metadata.delta import MetadataDelta
 from strom.metadata.image import MetadataImage, PartitionRegistration
+from strom.server.delayed_fetch import DelayedFetch, FetchPartitions, fetch_messages
+from strom.server.delayed_produce import AcksCallback, DelayedProduce, delay_produce
 from strom.server.metadata_view import MetadataView
 from strom.server.partition_replication import IsrChange, PartitionReplication
+from strom.server.purgatory import Purgatory
+from strom.server.replica_results import (
+    READ_COMMITTED,
+    READ_LOG_END,
+    READ_UNCOMMITTED,
+    AppendResult,
+    FetchParams,
+    HighWatermarkUpdate,
+    ReadResultInfo,
+)
 from strom.storage.checkpoint import (
     CheckpointError,
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from strom.storage.file_region import FileRegion
 from strom.storage.leader_epoch_cache import EpochEndOffset, truncation_offset
 from strom.storage.log_manager import LogManager
-from strom.storage.log_validator import RecordError, RecordValidationError
+from strom.storage.log_validator import RecordValidationError
 from strom.storage.partition_log import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
@@ -101,6 +113,7 @@ __all__ = [
     "READ_UNCOMMITTED",
     "REPLICATION_OFFSET_CHECKPOINT",
     "AppendResult",
+    "FetchParams",
     "FollowTarget",
     "HighWatermarkListener",
     "HighWatermarkUpdate",
@@ -115,10 +128,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-READ_UNCOMMITTED: Final = 0
-READ_COMMITTED: Final = 1
-READ_LOG_END: Final = -1
-"""A follower's reads: up to the log end offset (no isolation level on the wire)."""
 LATEST_TIERED_TIMESTAMP: Final = -5
 """ListOffsets v9+ (KIP-1005): the highest offset in tiered storage; -1 without tiering."""
 VALID_ACKS: Final = (-1, 0, 1)
@@ -135,16 +144,6 @@ _NO_LOG_START_ERRORS: Final = frozenset(
     }
 )
 """Failed appends answered with log start offset -1; others carry it (Kafka's ReplicaManager)."""
-
-
-@dataclass(frozen=True, slots=True)
-class HighWatermarkUpdate:
-    """The high watermark of a partition moved from ``old`` to ``new``; ``size`` bytes of
-    batches lie between them (what a waiting fetch at or below ``old`` may now read)."""
-
-    old: int
-    new: int
-    size: int
 
 
 HighWatermarkListener = Callable[[TopicPartition, HighWatermarkUpdate | None], object]
@@ -207,60 +206,6 @@ class Partition:
         return self.high_watermark
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AppendResult:
-    """One partition's answer to a produce."""
-
-    error: ErrorCode = ErrorCode.none
-    message: str | None = None
-    base_offset: int = -1
-    last_offset: int = -1
-    log_append_time: int = -1
-    log_start_offset: int = -1
-    record_errors: tuple[RecordError, ...] = ()
-    """Produce v8+: the records that made the batch fail (index in the batch, message)."""
-
-    @classmethod
-    def failed(
-        cls,
-        error: ErrorCode,
-        message: str,
-        record_errors: tuple[RecordError, ...] = (),
-        *,
-        log_start_offset: int = -1,
-    ) -> AppendResult:
-        return cls(
-            error=error,
-            message=message,
-            record_errors=record_errors,
-            log_start_offset=log_start_offset,
-        )
-
-
-@dataclass(slots=True, kw_only=True)
-class ReadResultInfo:
-    """One partition's answer to a fetch; ``regions`` belong to the caller (close them)."""
-
-    error: ErrorCode = ErrorCode.none
-    message: str | None = None
-    regions: tuple[FileRegion, ...] = ()
-    high_watermark: int = -1
-    last_stable_offset: int = -1
-    log_start_offset: int = -1
-    aborted_transactions: tuple[AbortedTxn, ...] | None = None
-    """read_committed: the aborted transactions overlapping the read; None otherwise."""
-    diverging_epoch: tuple[int, int] | None = None
-    """A follower's fetch: (epoch, end offset) where its log left the leader's (KIP-320)."""
-
-    @property
-    def size(self) -> int:
-        return sum(region.length for region in self.regions)
-
-    def close(self) -> None:
-        for region in self.regions:
-            region.close()
-
-
 @dataclass(frozen=True, slots=True)
 class OffsetAnswer:
     """ListOffsets' answer for one partition: offset, its timestamp and leader epoch."""
@@ -317,8 +262,16 @@ class ReplicaManager:
         )
         self._max_lag_ms = config.get_int("replica.lag.time.max.ms")
         self._partitions: dict[TopicPartition, Partition] = {}
-        self._listeners: list[HighWatermarkListener] = []
-        self._log_end_listeners: list[HighWatermarkListener] = []
+        self.produce_purgatory: Purgatory[DelayedProduce] = Purgatory("Produce")
+        self.fetch_purgatory: Purgatory[DelayedFetch] = Purgatory("Fetch")
+        self.follower_fetch_purgatory: Purgatory[DelayedFetch] = Purgatory("ReplicaFetch")
+        self._listeners: list[HighWatermarkListener] = [
+            self.produce_purgatory.check_and_complete,
+            self.fetch_purgatory.check_and_complete,
+        ]
+        self._log_end_listeners: list[HighWatermarkListener] = [
+            self.follower_fetch_purgatory.check_and_complete
+        ]
         self._marker_listeners: list[TxnMarkerListener] = []
         self._min_isr_image: MetadataImage | None = None
         self._min_isr: dict[str, int] = {}
@@ -733,7 +686,76 @@ class ReplicaManager:
 
     # --- produce ---------------------------------------------------------------------------
 
-    def append_records(
+    async def append_records(
+        self,
+        entries: Iterable[tuple[TopicPartition, bytes | None]],
+        *,
+        required_acks: int,
+        timeout_ms: int,
+        internal_topics_allowed: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> list[tuple[TopicPartition, AppendResult]]:
+        """Kafka's ``appendRecords``: append each partition's batches
+        (:meth:`append_to_local_log`), then, for acks=all, wait until each appended partition
+        is acknowledged (``delayed_produce``), at most ``timeout_ms``; each partition's result,
+        in order, with its acks=all outcome (REQUEST_TIMED_OUT,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER...) in place of NONE.
+
+        Every append is done before this coroutine first suspends: a caller that awaits it
+        before awaiting anything else appends in the order it was called.
+        """
+        results = self.append_to_local_log(
+            entries,
+            required_acks=required_acks,
+            internal_topics_allowed=internal_topics_allowed,
+            origin=origin,
+        )
+        if required_acks != -1:
+            return results
+        required = {
+            tp: result.last_offset + 1 for tp, result in results if result.error == ErrorCode.none
+        }
+        if not required:
+            return results
+        outcomes = await self.wait_for_acks(required, timeout_ms=timeout_ms)
+        return [
+            (tp, result.acknowledged(outcomes[tp]) if tp in outcomes else result)
+            for tp, result in results
+        ]
+
+    def when_acknowledged(
+        self,
+        required_offsets: Mapping[TopicPartition, int],
+        *,
+        timeout_ms: int,
+        callback: AcksCallback,
+    ) -> None:
+        """``callback(outcomes)`` once each partition's high watermark reaches its required
+        offset, or the partition failed, or ``timeout_ms`` passed (REQUEST_TIMED_OUT): at once
+        when all are decided, else from the produce purgatory (``delayed_produce``)."""
+        delay_produce(
+            self,
+            self.produce_purgatory,
+            required_offsets,
+            timeout_ms=timeout_ms,
+            callback=callback,
+        )
+
+    async def wait_for_acks(
+        self, required_offsets: Mapping[TopicPartition, int], *, timeout_ms: int
+    ) -> dict[TopicPartition, ErrorCode]:
+        """:meth:`when_acknowledged`, awaited (no suspension when all are decided already)."""
+        future: asyncio.Future[dict[TopicPartition, ErrorCode]]
+        future = asyncio.get_running_loop().create_future()
+
+        def decided(outcomes: dict[TopicPartition, ErrorCode]) -> None:
+            if not future.done():
+                future.set_result(outcomes)
+
+        self.when_acknowledged(required_offsets, timeout_ms=timeout_ms, callback=decided)
+        return await future
+
+    def append_to_local_log(
         self,
         entries: Iterable[tuple[TopicPartition, bytes | None]],
         *,
@@ -741,7 +763,7 @@ class ReplicaManager:
         internal_topics_allowed: bool = False,
         origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> list[tuple[TopicPartition, AppendResult]]:
-        """Append each partition's batches; a failure affects only its own partition.
+        """Append each partition's batches now; a failure affects only its own partition.
 
         ``required_acks`` outside (-1, 0, 1) fails every partition with INVALID_REQUIRED_ACKS
         and appends nothing, as Kafka does. ``origin`` COORDINATOR: a coordinator's own write
@@ -897,6 +919,28 @@ class ReplicaManager:
         return state.error if state.done else None
 
     # --- fetch -----------------------------------------------------------------------------
+
+    async def fetch_messages(
+        self, params: FetchParams, partitions: FetchPartitions
+    ) -> list[ReadResultInfo]:
+        """Kafka's ``fetchMessages``: each partition's read with the request's byte budget,
+        at once or after a long poll in the follower or the consumer fetch purgatory
+        (``delayed_fetch``); one result per partition, in order, whose file regions belong
+        to the caller."""
+        purgatory = (
+            self.follower_fetch_purgatory if params.is_from_follower else self.fetch_purgatory
+        )
+        return await fetch_messages(self, params, partitions, purgatory=purgatory)
+
+    def shutdown_purgatories(self) -> None:
+        """Complete every waiting produce and fetch now, and later ones on arrival (a stopping
+        broker answers its long polls rather than leaving them to their max wait)."""
+        for purgatory in (
+            self.fetch_purgatory,
+            self.produce_purgatory,
+            self.follower_fetch_purgatory,
+        ):
+            purgatory.shutdown()
 
     def read(
         self,

@@ -32,11 +32,14 @@ RESULTS = [
     [{}, {ORDERS_1: ErrorCode.request_timed_out}, {ORDERS_0: ErrorCode.not_leader_or_follower}],
 )
 def test_packed_answer_is_kios(version: int, errors: dict[TopicPartition, ErrorCode]) -> None:
-    packed = respond(17, version, RESULTS, errors)
+    results = [
+        (tp, result.acknowledged(errors[tp]) if tp in errors else result) for tp, result in RESULTS
+    ]
+    packed = respond(17, version, results)
     assert isinstance(packed, Response)
     [part] = packed.parts
     assert isinstance(part, bytes)
-    expected = encode_response(correlation_id=17, body=build_response(version, RESULTS, errors))
+    expected = encode_response(correlation_id=17, body=build_response(version, results))
     assert part == expected
 
 
@@ -44,4 +47,4 @@ def test_record_errors_go_through_kio() -> None:
     failed = AppendResult.failed(
         ErrorCode.invalid_record, "keyless record", ((2, "compacted topic needs a key"),)
     )
-    assert not isinstance(respond(1, 9, [(ORDERS_0, failed)], {}), Response)
+    assert not isinstance(respond(1, 9, [(ORDERS_0, failed)]), Response)

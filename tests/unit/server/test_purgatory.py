@@ -12,13 +12,9 @@ import pytest
 from data_path_harness import NODE_ID, DataPath, batch, registration
 
 from strom.common import ErrorCode, TopicPartition
-from strom.server.purgatory import (
-    DelayedFetch,
-    DelayedOperation,
-    DelayedProduce,
-    FetchPartitionStatus,
-    Purgatory,
-)
+from strom.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
+from strom.server.delayed_produce import DelayedProduce, acks_outcomes
+from strom.server.purgatory import DelayedOperation, Purgatory
 
 T0 = TopicPartition("orders", 0)
 T1 = TopicPartition("orders", 1)
@@ -37,11 +33,8 @@ def data(tmp_path: Path) -> Iterator[DataPath]:
 
 
 def wire(data: DataPath) -> tuple[Purgatory[DelayedProduce], Purgatory[DelayedFetch]]:
-    produce: Purgatory[DelayedProduce] = Purgatory("Produce")
-    fetch: Purgatory[DelayedFetch] = Purgatory("Fetch")
-    data.replica_manager.add_high_watermark_listener(produce.check_and_complete)
-    data.replica_manager.add_high_watermark_listener(fetch.check_and_complete)
-    return produce, fetch
+    """The replica manager's own purgatories, which its high watermark moves wake."""
+    return data.replica_manager.produce_purgatory, data.replica_manager.fetch_purgatory
 
 
 def done(operation: DelayedOperation) -> bool:
@@ -49,7 +42,7 @@ def done(operation: DelayedOperation) -> bool:
 
 
 def append(data: DataPath, tp: TopicPartition, count: int = 1) -> int:
-    [(_, result)] = data.replica_manager.append_records([(tp, batch(count))], required_acks=-1)
+    [(_, result)] = data.replica_manager.append_to_local_log([(tp, batch(count))], required_acks=-1)
     assert result.error == ErrorCode.none
     return result.last_offset + 1
 
@@ -76,7 +69,7 @@ def test_produce_on_one_node_completes_at_once(data: DataPath) -> None:
 
     async def scenario() -> None:
         required = {T0: append(data, T0, 3), T1: append(data, T1)}
-        outcomes = DelayedProduce.outcomes_now(data.replica_manager, required)
+        outcomes = acks_outcomes(data.replica_manager, required)
         assert outcomes == {T0: ErrorCode.none, T1: ErrorCode.none}
         operation = DelayedProduce(
             timeout_ms=1000, required_offsets=required, replica_manager=data.replica_manager
@@ -94,7 +87,7 @@ def test_produce_waits_for_the_follower(data: DataPath) -> None:
 
     async def scenario() -> None:
         required = {T0: append(data, T0, 2)}
-        assert DelayedProduce.outcomes_now(data.replica_manager, required) is None
+        assert acks_outcomes(data.replica_manager, required) is None
         operation = DelayedProduce(
             timeout_ms=5000, required_offsets=required, replica_manager=data.replica_manager
         )

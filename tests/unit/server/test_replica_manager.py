@@ -26,13 +26,13 @@ def data(tmp_path: Path) -> Iterator[DataPath]:
 
 
 def append(data: DataPath, tp: TopicPartition, records: bytes | None, acks: int = 1) -> object:
-    [(_, result)] = data.replica_manager.append_records([(tp, records)], required_acks=acks)
+    [(_, result)] = data.replica_manager.append_to_local_log([(tp, records)], required_acks=acks)
     return result
 
 
 def test_append_assigns_offsets_and_advances_the_high_watermark(data: DataPath) -> None:
     data.create({"orders": 2})
-    results = data.replica_manager.append_records(
+    results = data.replica_manager.append_to_local_log(
         [(T0, batch(3)), (T1, batch(1)), (T0, batch(2))], required_acks=1
     )
     assert [(tp, r.error, r.base_offset, r.last_offset) for tp, r in results] == [
@@ -62,7 +62,7 @@ def test_missing_partitions(data: DataPath) -> None:
         {"orders": 1, "elsewhere": {0: registration(leader=2, isr=(2,))}, "unopened": 1},
         open_logs=False,
     )
-    results = data.replica_manager.append_records(
+    results = data.replica_manager.append_to_local_log(
         [
             (TopicPartition("orders", 7), batch()),
             (TopicPartition("nope", 0), batch()),
@@ -133,7 +133,9 @@ def test_bad_batches_fail_only_their_partition(
     data: DataPath, records: bytes | None, error: ErrorCode
 ) -> None:
     data.create({"orders": 2}, log_config=LogConfig(max_message_bytes=4096))
-    results = data.replica_manager.append_records([(T0, records), (T1, batch(1))], required_acks=1)
+    results = data.replica_manager.append_to_local_log(
+        [(T0, records), (T1, batch(1))], required_acks=1
+    )
     assert results[0][1].error == error
     assert results[0][1].message
     assert results[1][1].error == ErrorCode.none
@@ -154,7 +156,9 @@ def test_idempotent_batch_with_sequence_is_appended(data: DataPath) -> None:
 
 def test_invalid_acks_append_nothing(data: DataPath) -> None:
     data.create({"orders": 2})
-    results = data.replica_manager.append_records([(T0, batch()), (T1, batch())], required_acks=2)
+    results = data.replica_manager.append_to_local_log(
+        [(T0, batch()), (T1, batch())], required_acks=2
+    )
     assert [r.error for _, r in results] == [ErrorCode.invalid_required_acks] * 2
     assert data.replica_manager.partition(T0).log_end_offset == 0
 
@@ -170,7 +174,7 @@ def test_internal_topics(data: DataPath) -> None:
     data.create({"__consumer_offsets": 1})
     tp = TopicPartition("__consumer_offsets", 0)
     assert append(data, tp, batch()).error == ErrorCode.invalid_topic_exception  # type: ignore[attr-defined]
-    [(_, result)] = data.replica_manager.append_records(
+    [(_, result)] = data.replica_manager.append_to_local_log(
         [(tp, batch())], required_acks=1, internal_topics_allowed=True
     )
     assert result.error == ErrorCode.none

@@ -69,7 +69,7 @@ class Broker:
         return self.replica_manager.apply_metadata(delta, self.metadata.image).follow
 
     def produce(self, count: int, value: bytes) -> None:
-        [(_, result)] = self.replica_manager.append_records(
+        [(_, result)] = self.replica_manager.append_to_local_log(
             [(TP, batch(count, value=value))], required_acks=1
         )
         assert result.error == ErrorCode.none
@@ -207,13 +207,13 @@ def test_min_isr_refuses_acks_all_before_and_after_the_append(
         {"orders": {0: registration(leader=1, epoch=0)}}, {"orders": {"min.insync.replicas": "2"}}
     )
     a.log_manager.get_or_create(TP)
-    [(_, result)] = a.replica_manager.append_records([(TP, batch())], required_acks=-1)
+    [(_, result)] = a.replica_manager.append_to_local_log([(TP, batch())], required_acks=-1)
     assert result.error == ErrorCode.none
     a.clock.advance(LAG_MS + 1)  # the follower fell behind, and is removed
     a.replica_manager.isr_change_done(TP, leader_epoch=0, isr=(1,), partition_epoch=1)
     outcome = a.replica_manager.is_acknowledged(TP, 1)
     assert outcome == ErrorCode.not_enough_replicas_after_append
-    [(_, refused)] = a.replica_manager.append_records([(TP, batch())], required_acks=-1)
+    [(_, refused)] = a.replica_manager.append_to_local_log([(TP, batch())], required_acks=-1)
     assert refused.error == ErrorCode.not_enough_replicas
 
 

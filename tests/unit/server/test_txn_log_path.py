@@ -14,7 +14,7 @@ from data_path_harness import NODE_ID, DataPath, registration
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.batch import scan_batches
 from strom.protocol.records import Record, build_batch, iter_records
-from strom.server.purgatory import DelayedFetch, FetchPartitionStatus, Purgatory
+from strom.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
 from strom.server.replica_manager import READ_COMMITTED, READ_UNCOMMITTED
 from strom.storage.txn_index import AbortedTxn
 
@@ -39,7 +39,7 @@ def txn_batch(producer_id: int, sequence: int, *values: bytes) -> bytes:
 
 
 def produce(data: DataPath, records: bytes, tp: TopicPartition = T0) -> int:
-    [(_, result)] = data.replica_manager.append_records([(tp, records)], required_acks=1)
+    [(_, result)] = data.replica_manager.append_to_local_log([(tp, records)], required_acks=1)
     assert result.error == ErrorCode.none
     return result.base_offset
 
@@ -190,8 +190,7 @@ def test_last_stable_offset_is_bounded_by_the_high_watermark(data: DataPath) -> 
 
 def test_a_read_committed_long_poll_wakes_when_the_marker_lands(data: DataPath) -> None:
     data.create({"orders": 1})
-    fetch: Purgatory[DelayedFetch] = Purgatory("Fetch")
-    data.replica_manager.add_high_watermark_listener(fetch.check_and_complete)
+    fetch = data.replica_manager.fetch_purgatory
 
     async def scenario() -> None:
         operation = DelayedFetch(

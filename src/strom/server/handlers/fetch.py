@@ -1,19 +1,19 @@
 """Fetch (v4+): record batches from the segment files, sent with sendfile.
 
-One request goes through four steps, as in Kafka's ``KafkaApis.handleFetchRequest`` and
-``ReplicaManager.fetchMessages``:
+This handler decodes the request, resolves its fetch session, asks the replica manager for the
+records and encodes the answer (Kafka's ``KafkaApis.handleFetchRequest``):
 
-1. **Session** (``fetch_session``): the request's partitions (by name, or by topic id from v13;
-   an id the metadata does not know is answered UNKNOWN_TOPIC_ID) and its session id and epoch
-   give a ``FetchContext``: which partitions to read, in which order.
-2. **Read** (``ReplicaManager.read``): each partition up to its ``partition_max_bytes`` and
-   the request's ``max_bytes`` in total; the first batch of the first partition with data comes
-   whole even when larger (KIP-74). Consumers read up to the high watermark (read_uncommitted)
-   or the last stable offset (read_committed).
-3. **Long poll**: with fewer than ``min_bytes`` readable, no error, and ``max_wait`` > 0, the
-   fetch parks in the purgatory (``DelayedFetch``) until appends make enough bytes readable or
-   ``max_wait`` passes, then reads again.
-4. **Answer**: the context picks the partitions to send (all, or for an incremental session
+1. **Session** (``fetch_session``): the request's partitions (by name, or by topic id from v13)
+   and its session id and epoch give a ``FetchContext``: which partitions to read, in which
+   order.
+2. **Read and long poll** (``ReplicaManager.fetch_messages``, Kafka's ``fetchMessages``): each
+   partition up to its ``partition_max_bytes`` and the request's ``max_bytes`` in total, the
+   first batch whole (KIP-74); consumers read up to the high watermark (read_uncommitted) or
+   the last stable offset (read_committed); with fewer than ``min_bytes`` readable, no error
+   and ``max_wait`` > 0, the fetch waits in the replica manager's purgatory (a
+   ``DelayedFetch``) and reads again. A topic id the metadata does not know answers
+   UNKNOWN_TOPIC_ID.
+3. **Answer**: the context picks the partitions to send (all, or for an incremental session
    those that changed) and the response is encoded by ``RecordsSplicer``: kio writes the
    response, each partition's records are file regions of the segments (``Response`` parts).
 
@@ -22,10 +22,10 @@ overlapping the records sent (producer id, first offset; clients drop those prod
 from the first offset to the ABORT marker); read_uncommitted answers null there, as Kafka.
 
 A request with a replica id (``replica_id`` before v15, ``replica_state`` from v15) is a
-**follower's fetch** (``ReplicaManager.read_for_follower``): it reads up to the log end offset,
-answers a ``diverging_epoch`` when the follower's log left the leader's (KIP-320), reports the
-follower's position (which may move the high watermark and the ISR), and long-polls on appends
-rather than on the high watermark (its own purgatory, woken by the log end listeners).
+**follower's fetch** (``FetchParams.replica_id``): the replica manager reads it up to the log
+end offset, answers a ``diverging_epoch`` when the follower's log left the leader's (KIP-320),
+records the follower's position (which may move the high watermark and the ISR), and
+long-polls it on appends rather than on the high watermark (the follower fetch purgatory).
 
 Differences from Kafka: no preferred read replica (always -1).
 """
@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from kio.static.primitive import i32, i32Timedelta, i64
 
-from strom.common import Clock, ErrorCode, TopicPartition
+from strom.common import Clock
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.fetch_response import RecordsSplicer
 from strom.server.fetch_session import (
@@ -53,10 +53,10 @@ from strom.server.fetch_session import (
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.registry import RequestContext
 from strom.server.network.response import Response
-from strom.server.purgatory import DelayedFetch, FetchPartitionStatus, Purgatory
 from strom.server.replica_manager import (
     READ_COMMITTED,
     READ_LOG_END,
+    FetchParams,
     ReadResultInfo,
     ReplicaManager,
 )
@@ -117,15 +117,10 @@ class FetchHandler:
         self,
         *,
         replica_manager: ReplicaManager,
-        purgatory: Purgatory[DelayedFetch],
-        replica_purgatory: Purgatory[DelayedFetch] | None = None,
         sessions: FetchSessionCache,
         clock: Clock,
     ) -> None:
-        """``replica_purgatory``: where followers' fetches wait (woken by appends)."""
         self._replica_manager = replica_manager
-        self._purgatory = purgatory
-        self._replica_purgatory = purgatory if replica_purgatory is None else replica_purgatory
         self._sessions = sessions
         self._clock = clock
 
@@ -135,46 +130,14 @@ class FetchHandler:
         fetch_context = self._new_context(body, version)
         partitions = fetch_context.partitions()
         replica_id = _replica_id(body, version)
-        isolation_level = READ_LOG_END if replica_id >= 0 else int(body.isolation_level)
-        max_bytes = int(body.max_bytes)
-        reads = self._read_all(
-            partitions, max_bytes=max_bytes, isolation_level=isolation_level, replica_id=replica_id
+        params = FetchParams(
+            replica_id=replica_id,
+            max_wait_ms=_ms(body.max_wait),
+            min_bytes=int(body.min_bytes),
+            max_bytes=int(body.max_bytes),
+            isolation_level=READ_LOG_END if replica_id >= 0 else int(body.isolation_level),
         )
-        readable = sum(read.size for read in reads)
-        max_wait_ms = _ms(body.max_wait)
-        if (
-            partitions
-            and max_wait_ms > 0
-            and readable < int(body.min_bytes)
-            and all(read.error == ErrorCode.none and read.diverging_epoch is None for read in reads)
-        ):
-            statuses = {
-                TopicPartition(key.topic, key.partition): FetchPartitionStatus(
-                    fetch_offset=request.fetch_offset,
-                    max_bytes=request.partition_max_bytes,
-                    current_leader_epoch=request.current_leader_epoch,
-                    readable=read.size,
-                )
-                for (key, request), read in zip(partitions, reads, strict=True)
-            }
-            for read in reads:
-                read.close()
-            operation = DelayedFetch(
-                timeout_ms=max_wait_ms,
-                min_bytes=int(body.min_bytes),
-                partitions=statuses,
-                replica_manager=self._replica_manager,
-                isolation_level=isolation_level,
-            )
-            purgatory = self._replica_purgatory if replica_id >= 0 else self._purgatory
-            if not purgatory.try_complete_else_watch(operation, statuses):
-                await operation.wait()
-            reads = self._read_all(
-                partitions,
-                max_bytes=max_bytes,
-                isolation_level=isolation_level,
-                replica_id=replica_id,
-            )
+        reads = await self._replica_manager.fetch_messages(params, partitions)
         try:
             return self._respond(
                 context=context,
@@ -182,7 +145,7 @@ class FetchHandler:
                 fetch_context=fetch_context,
                 partitions=partitions,
                 reads=reads,
-                isolation_level=isolation_level,
+                isolation_level=params.isolation_level,
             )
         except BaseException:
             for read in reads:
@@ -235,52 +198,6 @@ class FetchHandler:
         if fetch_context.kind is ContextKind.SESSION_ERROR:
             log.info("fetch session %d (epoch %d): %s", session_id, epoch, fetch_context.error.name)
         return fetch_context
-
-    def _read_all(
-        self, partitions: _Partitions, *, max_bytes: int, isolation_level: int, replica_id: int
-    ) -> list[ReadResultInfo]:
-        """Kafka's ``readFromLog``: partitions in order, sharing ``max_bytes``."""
-        remaining = max_bytes
-        min_one_message = True
-        image = self._replica_manager.image
-        reads: list[ReadResultInfo] = []
-        for key, request in partitions:
-            if key.topic_id is not None:
-                topic = image.topics.get_topic(key.topic) if key.topic else None
-                if topic is None or topic.topic_id != key.topic_id:
-                    reads.append(
-                        ReadResultInfo(
-                            error=ErrorCode.unknown_topic_id,
-                            message=f"unknown topic id {key.topic_id}",
-                        )
-                    )
-                    continue
-            tp = TopicPartition(key.topic, key.partition)
-            budget = max(0, min(request.partition_max_bytes, remaining))
-            if replica_id >= 0:
-                read = self._replica_manager.read_for_follower(
-                    tp,
-                    replica_id=replica_id,
-                    fetch_offset=request.fetch_offset,
-                    max_bytes=budget,
-                    current_leader_epoch=request.current_leader_epoch,
-                    last_fetched_epoch=request.last_fetched_epoch,
-                )
-            else:
-                read = self._replica_manager.read(
-                    tp,
-                    fetch_offset=request.fetch_offset,
-                    max_bytes=budget,
-                    min_one_message=min_one_message,
-                    isolation_level=isolation_level,
-                    current_leader_epoch=request.current_leader_epoch,
-                )
-            size = read.size
-            if size:
-                min_one_message = False
-                remaining = max(0, remaining - size)
-            reads.append(read)
-        return reads
 
     def _respond(
         self,

@@ -70,7 +70,7 @@ def _produce(context: RequestContext, code: ErrorCode) -> HandlerResult:
         for topic in body.topic_data
         for partition in topic.partition_data
     ]
-    return build_response(context.api_version, results, {})
+    return build_response(context.api_version, results)
 
 
 def _fetch(context: RequestContext, code: ErrorCode) -> HandlerResult:

@@ -1,13 +1,16 @@
-"""Produce (v3+): append each partition's record batch, answer per partition.
+"""Produce (v3+): decode the request, check its records, hand them to the replica manager
+(``ReplicaManager.append_records``: the appends, and the acks=all wait), encode the answer.
 
-The appends happen before this handler first awaits anything, so the batches of requests
-pipelined on one connection land in request order (``network/NOTES.md``).
+The appends happen before this handler first awaits anything (``append_records`` appends
+before it suspends), so the batches of requests pipelined on one connection land in request
+order (``network/NOTES.md``).
 
 * acks=0: no answer. A partition that fails makes the broker close the connection instead, as
   Kafka does, so that the producer notices (it refreshes metadata and reconnects).
 * acks=1: answered once appended.
-* acks=-1 (all): answered once each partition's high watermark passes its batch (a
-  ``DelayedProduce``; immediate on one node), or REQUEST_TIMED_OUT after the request's timeout.
+* acks=-1 (all): answered once each partition's high watermark passes its batch (the replica
+  manager's ``DelayedProduce``; immediate on one node), or REQUEST_TIMED_OUT after the
+  request's timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank meanwhile.
 
 Per partition, the request's records must be exactly one v2 batch (Kafka's
 ``ProduceRequest.validateRecords``: INVALID_RECORD otherwise; zstd needs v7+:
@@ -66,7 +69,6 @@ from strom.server.handlers.registry import (
     RequestContext,
 )
 from strom.server.network.response import Response
-from strom.server.purgatory import DelayedProduce, Purgatory
 from strom.server.replica_manager import AppendResult, ReplicaManager
 
 __all__ = [
@@ -138,7 +140,7 @@ def check_produce_records(version: int, records: bytes | None) -> tuple[ErrorCod
 
 
 class ProduceHandler:
-    """Answers Produce through the replica manager and the produce purgatory."""
+    """Answers Produce through the replica manager."""
 
     api_key: Final = ApiKey.PRODUCE
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.PRODUCE]
@@ -147,21 +149,46 @@ class ProduceHandler:
         self,
         *,
         replica_manager: ReplicaManager,
-        purgatory: Purgatory[DelayedProduce],
         verify_txn: TxnVerifier | None = None,
     ) -> None:
         """``verify_txn``: the transaction coordinator's KIP-890 check (see the module docs)."""
         self._replica_manager = replica_manager
-        self._purgatory = purgatory
         self._verify_txn = verify_txn
 
     async def handle(self, context: RequestContext) -> HandlerResult:
         body: Any = context.body
         version = context.api_version
         acks = int(body.acks)
-        # Every append happens here, before the first await (request order on a connection).
-        results = self._append(context, body, version, acks)
-        failed = [(tp, result) for tp, result in results if result.error != ErrorCode.none]
+        entries: list[tuple[TopicPartition, bytes | None]] = []
+        rejected: dict[int, AppendResult] = {}
+        for topic in body.topic_data:
+            for partition in topic.partition_data:
+                tp = TopicPartition(str(topic.name), int(partition.index))
+                problem = check_produce_records(version, partition.records)
+                if problem is None and body.transactional_id is not None:
+                    problem = self._check_txn(str(body.transactional_id), tp, partition.records)
+                if problem is not None:
+                    rejected[len(entries)] = AppendResult.failed(*problem)
+                entries.append((tp, partition.records))
+        # The first await: the replica manager appends before it suspends (request order on a
+        # connection), then waits for acks=all.
+        appended = iter(
+            await self._replica_manager.append_records(
+                [entry for i, entry in enumerate(entries) if i not in rejected],
+                required_acks=acks,
+                timeout_ms=int(body.timeout.total_seconds() * 1000),
+                internal_topics_allowed=context.header.client_id == ADMIN_CLIENT_ID,
+            )
+        )
+        results = [
+            (tp, rejected[i]) if i in rejected else next(appended)
+            for i, (tp, _) in enumerate(entries)
+        ]
+        failed = [
+            (tp, result)
+            for tp, result in results
+            if result.error != ErrorCode.none and not result.appended  # acks outcomes aside
+        ]
         for tp, result in failed:
             log.warning(
                 "produce to %s from %s (client id %r) failed: %s: %s",
@@ -178,57 +205,7 @@ class ProduceHandler:
                     f"partition(s), first {failed[0][0]}: {failed[0][1].error.name.upper()}"
                 )
             return NO_RESPONSE
-        errors: dict[TopicPartition, ErrorCode] = {}
-        if acks == -1:
-            required = {
-                tp: result.last_offset + 1
-                for tp, result in results
-                if result.error == ErrorCode.none
-            }
-            if required:
-                decided = DelayedProduce.outcomes_now(self._replica_manager, required)
-                errors = decided if decided is not None else await self._wait_acks(body, required)
-        return respond(context.request.correlation_id, version, results, errors)
-
-    async def _wait_acks(
-        self, body: Any, required: dict[TopicPartition, int]
-    ) -> dict[TopicPartition, ErrorCode]:
-        """acks=all: wait in the purgatory until each partition is decided or the request's
-        timeout passes."""
-        operation = DelayedProduce(
-            timeout_ms=int(body.timeout.total_seconds() * 1000),
-            required_offsets=required,
-            replica_manager=self._replica_manager,
-        )
-        if not self._purgatory.try_complete_else_watch(operation, required):
-            await operation.wait()
-        return operation.errors
-
-    def _append(
-        self, context: RequestContext, body: Any, version: int, acks: int
-    ) -> list[tuple[TopicPartition, AppendResult]]:
-        entries: list[tuple[TopicPartition, bytes | None]] = []
-        rejected: dict[int, AppendResult] = {}
-        for topic in body.topic_data:
-            for partition in topic.partition_data:
-                tp = TopicPartition(str(topic.name), int(partition.index))
-                problem = check_produce_records(version, partition.records)
-                if problem is None and body.transactional_id is not None:
-                    problem = self._check_txn(str(body.transactional_id), tp, partition.records)
-                if problem is not None:
-                    rejected[len(entries)] = AppendResult.failed(*problem)
-                entries.append((tp, partition.records))
-        appended = iter(
-            self._replica_manager.append_records(
-                [entry for i, entry in enumerate(entries) if i not in rejected],
-                required_acks=acks,
-                internal_topics_allowed=context.header.client_id == ADMIN_CLIENT_ID,
-            )
-        )
-        return [
-            (tp, rejected[i]) if i in rejected else next(appended)
-            for i, (tp, _) in enumerate(entries)
-        ]
+        return respond(context.request.correlation_id, version, results)
 
     def _check_txn(
         self, transactional_id: str, tp: TopicPartition, records: bytes | None
@@ -269,24 +246,19 @@ def _record_errors(schema: Any, result: AppendResult) -> tuple[Any, ...]:
 
 def _answers(
     results: list[tuple[TopicPartition, AppendResult]],
-    errors: dict[TopicPartition, ErrorCode],
 ) -> list[tuple[str, list[tuple[PartitionAnswer, AppendResult]]]]:
-    """Each partition's answer, grouped by topic in request order; ``errors`` override
-    results (acks=all outcomes)."""
+    """Each partition's answer, grouped by topic in request order; a failed partition
+    (its append or its acks=all wait) answers no offsets."""
     topics: list[tuple[str, list[tuple[PartitionAnswer, AppendResult]]]] = []
     for tp, result in results:
-        error = errors.get(tp, result.error)
-        ok = error == ErrorCode.none
-        message = result.message if result.error != ErrorCode.none else None
-        if error == ErrorCode.request_timed_out:
-            message = "the batch was appended but not replicated within the request timeout"
+        ok = result.error == ErrorCode.none
         answer = PartitionAnswer(
             partition=tp.partition,
-            error_code=error.value,
+            error_code=result.error.value,
             base_offset=result.base_offset if ok else -1,
             log_append_time=result.log_append_time if ok and result.log_append_time >= 0 else -1,
             log_start_offset=result.log_start_offset,
-            error_message=message,
+            error_message=None if ok else result.message,
         )
         if topics and topics[-1][0] == tp.topic:
             topics[-1][1].append((answer, result))
@@ -299,19 +271,17 @@ def respond(
     correlation_id: int,
     version: int,
     results: list[tuple[TopicPartition, AppendResult]],
-    errors: dict[TopicPartition, ErrorCode],
 ) -> HandlerResult:
     """The response: packed from plain values (no kio objects) unless a partition has
     per-record errors or the packer declines, then kio's ``build_response``."""
     if any(result.record_errors for _, result in results):
-        return build_response(version, results, errors)
+        return build_response(version, results)
     topics = [
-        (name, [partition for partition, _ in entries])
-        for name, entries in _answers(results, errors)
+        (name, [partition for partition, _ in entries]) for name, entries in _answers(results)
     ]
     body = pack_produce_response(version, topics)
     if body is None:
-        return build_response(version, results, errors)
+        return build_response(version, results)
     header_version = response_header_version(version)
     return Response.of(
         encode_response_header(correlation_id=correlation_id, version=header_version) + body
@@ -319,11 +289,9 @@ def respond(
 
 
 def build_response(
-    version: int,
-    results: list[tuple[TopicPartition, AppendResult]],
-    errors: dict[TopicPartition, ErrorCode],
+    version: int, results: list[tuple[TopicPartition, AppendResult]]
 ) -> ResponsePayload:
-    """The ProduceResponse of ``version`` as kio's objects; ``errors`` override results."""
+    """The ProduceResponse of ``version`` as kio's objects."""
     schema = response_module(ApiKey.PRODUCE, version)
     topics = [
         build(
@@ -343,7 +311,7 @@ def build_response(
                 for partition, result in entries
             ),
         )
-        for name, entries in _answers(results, errors)
+        for name, entries in _answers(results)
     ]
     response: ResponsePayload = build(
         schema.ProduceResponse, responses=tuple(topics), throttle_time=_NO_THROTTLE

@@ -7,11 +7,11 @@ and the partitions to end the transaction in; each partition gets one control ba
 NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH for an older producer epoch,
 TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch than the producer's last marker's.
 A failed partition changes nothing; the others are written. As Kafka's, the answer waits until
-every in-sync replica has the markers (acks=all, at most ``timeout_ms``: REQUEST_TIMED_OUT,
-which the coordinator retries), so that a marker the coordinator counts as written survives a
-leader change. Markers go to internal topics too (``__consumer_offsets`` for transactional
-offset commits). Brokers send it to each other; the local transaction coordinator calls the
-replica manager directly.
+every in-sync replica has the markers (acks=all, ``ReplicaManager.wait_for_acks``, at most
+``timeout_ms``: REQUEST_TIMED_OUT, which the coordinator retries), so that a marker the
+coordinator counts as written survives a leader change. Markers go to internal topics too
+(``__consumer_offsets`` for transactional offset commits). Brokers send it to each other; the
+local transaction coordinator calls the replica manager directly.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.registry import RequestContext
-from strom.server.purgatory import DelayedProduce, Purgatory
 from strom.server.replica_manager import ReplicaManager
 
 __all__ = ["WriteTxnMarkersHandler"]
@@ -40,16 +39,9 @@ class WriteTxnMarkersHandler:
     api_key: Final = ApiKey.WRITE_TXN_MARKERS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.WRITE_TXN_MARKERS]
 
-    def __init__(
-        self,
-        *,
-        replica_manager: ReplicaManager,
-        purgatory: Purgatory[DelayedProduce] | None = None,
-        timeout_ms: int = 30_000,
-    ) -> None:
-        """``purgatory``: where the answer waits for the in-sync replicas (None: no wait)."""
+    def __init__(self, *, replica_manager: ReplicaManager, timeout_ms: int = 30_000) -> None:
+        """``timeout_ms``: how long the answer waits for the in-sync replicas."""
         self._replica_manager = replica_manager
-        self._purgatory = purgatory
         self._timeout_ms = timeout_ms
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
@@ -72,7 +64,9 @@ class WriteTxnMarkersHandler:
                     if error is ErrorCode.none:
                         required[tp] = manager.log_end_offset(tp)
                     errors.append(error)
-        acks = await self._wait_acks(required)
+        acks: dict[TopicPartition, ErrorCode] = {}
+        if required:
+            acks = await manager.wait_for_acks(required, timeout_ms=self._timeout_ms)
         outcomes = iter(errors)
         results = []
         for marker in body.markers:
@@ -113,21 +107,3 @@ class WriteTxnMarkersHandler:
             )
         response: ResponsePayload = build(schema.WriteTxnMarkersResponse, markers=tuple(results))
         return response
-
-    async def _wait_acks(
-        self, required: dict[TopicPartition, int]
-    ) -> dict[TopicPartition, ErrorCode]:
-        """Each written partition's acks=all outcome."""
-        if not required or self._purgatory is None:
-            return {}
-        decided = DelayedProduce.outcomes_now(self._replica_manager, required)
-        if decided is not None:
-            return decided
-        operation = DelayedProduce(
-            timeout_ms=self._timeout_ms,
-            required_offsets=required,
-            replica_manager=self._replica_manager,
-        )
-        if not self._purgatory.try_complete_else_watch(operation, required):
-            await operation.wait()
-        return operation.errors
