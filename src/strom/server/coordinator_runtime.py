@@ -14,7 +14,9 @@ A coordinator keeps its state in the partitions of one internal topic:
   (:meth:`CoordinatorRuntime._append`), and the core hears the outcome once the high watermark
   passes the batch (every in-sync replica has it: Kafka's deferred event queue), or the ISR
   shrank below ``min.insync.replicas`` meanwhile, or leadership moved, or ``write_timeout_ms``
-  passed; with one replica that is at once;
+  passed; with one replica that is at once. The wait is the replica manager's acks=all wait
+  (``ReplicaManager.when_acknowledged``: a ``DelayedProduce`` in its produce purgatory), as
+  a producer's;
 * the core's timers are driven by one asyncio task that sleeps until the core's
   ``next_deadline`` or until :meth:`CoordinatorRuntime.wake` (after every request) says it may
   have changed.
@@ -80,7 +82,7 @@ class CoordinatorRuntime(ABC):
     ) -> None:
         self.topic = topic
         self._replica_manager = replica_manager
-        self._commits = _PendingCommits(replica_manager, timeout_ms=write_timeout_ms)
+        self._write_timeout_ms = write_timeout_ms
         self._auto_topics = auto_topics
         self._clock = clock
         self._create_lock = asyncio.Lock()
@@ -283,74 +285,15 @@ class CoordinatorRuntime(ABC):
             log.warning("cannot append to %s: %s", tp, result.message or result.error.name)
             done(result.error)
             return
-        self._commits.wait(tp, result.last_offset + 1, done)
+        self._replica_manager.when_acknowledged(
+            {tp: result.last_offset + 1},
+            timeout_ms=self._write_timeout_ms,
+            callback=lambda outcomes: done(outcomes[tp]),
+        )
 
     async def _committed(self, tp: TopicPartition, offset: int) -> ErrorCode:
         """The acks=all outcome of a write (of this broker) ending before ``offset``."""
-        future: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
-
-        def decided(code: ErrorCode) -> None:
-            if not future.done():
-                future.set_result(code)
-
-        self._commits.wait(tp, offset, decided)
-        return await future
-
-
-class _PendingCommits:
-    """Coordinator writes waiting for the high watermark to pass them, per partition."""
-
-    def __init__(self, replica_manager: ReplicaManager, *, timeout_ms: int) -> None:
-        self._replica_manager = replica_manager
-        self._timeout_ms = timeout_ms
-        self._waiting: dict[TopicPartition, list[_PendingCommit]] = {}
-        replica_manager.add_high_watermark_listener(self._changed)
-
-    def wait(self, tp: TopicPartition, offset: int, done: Callable[[ErrorCode], None]) -> None:
-        """``done(outcome)`` once the write ending before ``offset`` is decided (at once when
-        it already is)."""
-        outcome = self._replica_manager.is_acknowledged(tp, offset)
-        if outcome is not None:
-            done(outcome)
-            return
-        pending = _PendingCommit(offset, done)
-        pending.timer = asyncio.get_running_loop().call_later(
-            self._timeout_ms / 1000, self._expire, tp, pending
+        outcomes = await self._replica_manager.wait_for_acks(
+            {tp: offset}, timeout_ms=self._write_timeout_ms
         )
-        self._waiting.setdefault(tp, []).append(pending)
-
-    def _changed(self, tp: TopicPartition, _: object) -> None:
-        waiting = self._waiting.get(tp)
-        if not waiting:
-            return
-        still: list[_PendingCommit] = []
-        for pending in waiting:
-            outcome = self._replica_manager.is_acknowledged(tp, pending.offset)
-            if outcome is None:
-                still.append(pending)
-            else:
-                pending.finish(outcome)
-        if still:
-            self._waiting[tp] = still
-        else:
-            del self._waiting[tp]
-
-    def _expire(self, tp: TopicPartition, pending: _PendingCommit) -> None:
-        waiting = self._waiting.get(tp, [])
-        if pending in waiting:
-            waiting.remove(pending)
-            pending.finish(ErrorCode.request_timed_out)
-
-
-class _PendingCommit:
-    __slots__ = ("done", "offset", "timer")
-
-    def __init__(self, offset: int, done: Callable[[ErrorCode], None]) -> None:
-        self.offset = offset
-        self.done = done
-        self.timer: asyncio.TimerHandle | None = None
-
-    def finish(self, outcome: ErrorCode) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-        self.done(outcome)
+        return outcomes[tp]
