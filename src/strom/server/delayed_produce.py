@@ -15,16 +15,26 @@ undecided at its timeout answer REQUEST_TIMED_OUT (the batch stays in the leader
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from strom.common import ErrorCode, TopicPartition
 from strom.server.purgatory import DelayedOperation, Purgatory
+from strom.server.replica_results import AppendResult
+from strom.storage.producer_state import AppendOrigin
 
 if TYPE_CHECKING:
     from strom.server.replica_manager import ReplicaManager
 
-__all__ = ["AcksCallback", "DelayedProduce", "acks_outcomes", "delay_produce"]
+__all__ = [
+    "AcksCallback",
+    "DelayedProduce",
+    "acks_outcomes",
+    "append_records",
+    "delay_produce",
+    "wait_for_acks",
+]
 
 AcksCallback = Callable[[dict[TopicPartition, ErrorCode]], object]
 """Hears each partition's acks=all outcome, once."""
@@ -106,3 +116,54 @@ def delay_produce(
         callback=callback,
     )
     purgatory.try_complete_else_watch(operation, required_offsets)
+
+
+async def wait_for_acks(
+    replica_manager: ReplicaManager,
+    purgatory: Purgatory[DelayedProduce],
+    required_offsets: Mapping[TopicPartition, int],
+    *,
+    timeout_ms: int,
+) -> dict[TopicPartition, ErrorCode]:
+    """:func:`delay_produce`, awaited; no suspension when every partition is decided."""
+    future: asyncio.Future[dict[TopicPartition, ErrorCode]]
+    future = asyncio.get_running_loop().create_future()
+
+    def decided(outcomes: dict[TopicPartition, ErrorCode]) -> None:
+        if not future.done():
+            future.set_result(outcomes)
+
+    delay_produce(
+        replica_manager, purgatory, required_offsets, timeout_ms=timeout_ms, callback=decided
+    )
+    return await future
+
+
+async def append_records(
+    replica_manager: ReplicaManager,
+    entries: Iterable[tuple[TopicPartition, bytes | None]],
+    *,
+    required_acks: int,
+    timeout_ms: int,
+    internal_topics_allowed: bool,
+    origin: AppendOrigin,
+) -> list[tuple[TopicPartition, AppendResult]]:
+    """``ReplicaManager.append_records``: append now, then wait for acks=all."""
+    results = replica_manager.append_to_local_log(
+        entries,
+        required_acks=required_acks,
+        internal_topics_allowed=internal_topics_allowed,
+        origin=origin,
+    )
+    if required_acks != -1:
+        return results
+    required = {
+        tp: result.last_offset + 1 for tp, result in results if result.error == ErrorCode.none
+    }
+    if not required:
+        return results
+    outcomes = await replica_manager.wait_for_acks(required, timeout_ms=timeout_ms)
+    return [
+        (tp, result.acknowledged(outcomes[tp]) if tp in outcomes else result)
+        for tp, result in results
+    ]

@@ -12,13 +12,16 @@ replica of the ISR has the data and consumers may read, and on a leader its foll
   those it follows now lose theirs, and the answer tells the fetchers
   (``strom.server.replica_fetcher``) what to fetch from whom. Waiting operations re-check.
 
-* ``append_records``: validate and append a producer's batches (one ``PartitionLog.append`` per
-  partition), then ``maybe_advance_high_watermark``. Appends happen synchronously, in request
-  order; the handler that awaits anything (acks=all, a long poll) does it afterwards.
-* ``read``: file regions from the batch holding the fetch offset, up to the high watermark
-  (read_uncommitted) or the last stable offset (read_committed, with the aborted transactions
-  overlapping what was read, from the segments' ``.txnindex``); as in Kafka the last batch may
-  be cut short by the byte limit (clients drop a partial trailing batch).
+* ``append_records`` (Kafka's ``appendRecords``): append a producer's batches
+  (``append_to_local_log``: one ``PartitionLog.append`` per partition, then
+  ``maybe_advance_high_watermark``), synchronously and in call order, then for acks=all wait
+  until each is acknowledged (``delayed_produce``; ``when_acknowledged`` / ``wait_for_acks``
+  for the coordinators' writes and transaction markers).
+* ``fetch_messages`` (Kafka's ``fetchMessages``): read each partition with the request's
+  byte budget, answer at once or long-poll (``delayed_fetch``); a consumer's ``read`` gives
+  file regions up to the high watermark (read_uncommitted) or the last stable offset
+  (read_committed, with the aborted transactions overlapping what was read, from the
+  ``.txnindex``); the last batch may be cut short by the byte limit, as Kafka's.
 * ``write_txn_marker``: the transaction coordinator's COMMIT/ABORT marker for one partition
   (WriteTxnMarkers); marker listeners (``add_txn_marker_listener``) hear of each one after it
   is appended and the high watermark moved.
@@ -36,9 +39,10 @@ replica of the ISR has the data and consumers may read, and on a leader its foll
 High watermark: on a leader, the smallest log end offset among the ISR (Kafka's
 ``Partition.maybeIncrementLeaderHW``), never moving back; with the leader alone in the ISR it
 follows the log end offset after each append. On a follower, the leader's, at most its own log
-end. Listeners (the purgatories) hear of every advance with the bytes that became readable,
-and of leadership and ISR changes (``None``); log end listeners hear of every append (the
-followers' long polls).
+end. Listeners hear of every advance with the bytes that became readable, and of leadership
+and ISR changes (``None``); log end listeners hear of every append. The replica manager's own
+purgatories are among them: produce (acks=all) and consumer fetch on the high watermark,
+follower fetch on the log end (``shutdown_purgatories`` completes them all).
 
 Errors are Kafka's: UNKNOWN_TOPIC_OR_PARTITION for a partition the image lacks,
 NOT_LEADER_OR_FOLLOWER when another broker leads it (or its log is not open yet),
@@ -62,7 +66,6 @@ Not thread-safe: the event loop thread calls everything.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
@@ -74,8 +77,9 @@ from strom.config import ServerConfig, TopicConfig
 from strom.controller.topic_names import INTERNAL_TOPICS
 from strom.metadata.delta import MetadataDelta
 from strom.metadata.image import MetadataImage, PartitionRegistration
-from strom.server.delayed_fetch import DelayedFetch, FetchPartitions, fetch_messages
-from strom.server.delayed_produce import AcksCallback, DelayedProduce, delay_produce
+from strom.server import delayed_fetch, delayed_produce
+from strom.server.delayed_fetch import DelayedFetch, FetchPartitions
+from strom.server.delayed_produce import AcksCallback, DelayedProduce
 from strom.server.metadata_view import MetadataView
 from strom.server.partition_replication import IsrChange, PartitionReplication
 from strom.server.purgatory import Purgatory
@@ -85,7 +89,10 @@ from strom.server.replica_results import (
     READ_UNCOMMITTED,
     AppendResult,
     FetchParams,
+    FollowTarget,
     HighWatermarkUpdate,
+    LeadershipChanges,
+    OffsetAnswer,
     ReadResultInfo,
 )
 from strom.storage.checkpoint import (
@@ -204,33 +211,6 @@ class Partition:
         if isolation_level == READ_LOG_END:
             return self.log_end_offset
         return self.high_watermark
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetAnswer:
-    """ListOffsets' answer for one partition: offset, its timestamp and leader epoch."""
-
-    offset: int
-    timestamp: int
-    leader_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class FollowTarget:
-    """Where a follower fetches a partition from: the leader and its epoch."""
-
-    leader_id: int
-    leader_epoch: int
-
-
-@dataclass(slots=True)
-class LeadershipChanges:
-    """What a metadata change asks of the fetchers (Kafka's ``applyDelta`` outcome)."""
-
-    follow: dict[TopicPartition, FollowTarget] = field(default_factory=dict)
-    """Partitions this broker follows now, with their (possibly new) leader."""
-    stop: set[TopicPartition] = field(default_factory=set)
-    """Partitions not to fetch any more: led here now, leaderless, or no replica here."""
 
 
 IsrChangeSender = Callable[[TopicPartition, int, IsrChange], object]
@@ -695,33 +675,19 @@ class ReplicaManager:
         internal_topics_allowed: bool = False,
         origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> list[tuple[TopicPartition, AppendResult]]:
-        """Kafka's ``appendRecords``: append each partition's batches
-        (:meth:`append_to_local_log`), then, for acks=all, wait until each appended partition
-        is acknowledged (``delayed_produce``), at most ``timeout_ms``; each partition's result,
-        in order, with its acks=all outcome (REQUEST_TIMED_OUT,
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER...) in place of NONE.
-
-        Every append is done before this coroutine first suspends: a caller that awaits it
-        before awaiting anything else appends in the order it was called.
+        """Kafka's ``appendRecords``: :meth:`append_to_local_log`, then for acks=all wait at
+        most ``timeout_ms`` until each appended partition is acknowledged (``delayed_produce``);
+        each result in order, an acks=all failure (REQUEST_TIMED_OUT...) in place of NONE.
+        The appends are done before the coroutine first suspends (callers keep their order).
         """
-        results = self.append_to_local_log(
+        return await delayed_produce.append_records(
+            self,
             entries,
             required_acks=required_acks,
+            timeout_ms=timeout_ms,
             internal_topics_allowed=internal_topics_allowed,
             origin=origin,
         )
-        if required_acks != -1:
-            return results
-        required = {
-            tp: result.last_offset + 1 for tp, result in results if result.error == ErrorCode.none
-        }
-        if not required:
-            return results
-        outcomes = await self.wait_for_acks(required, timeout_ms=timeout_ms)
-        return [
-            (tp, result.acknowledged(outcomes[tp]) if tp in outcomes else result)
-            for tp, result in results
-        ]
 
     def when_acknowledged(
         self,
@@ -733,27 +699,17 @@ class ReplicaManager:
         """``callback(outcomes)`` once each partition's high watermark reaches its required
         offset, or the partition failed, or ``timeout_ms`` passed (REQUEST_TIMED_OUT): at once
         when all are decided, else from the produce purgatory (``delayed_produce``)."""
-        delay_produce(
-            self,
-            self.produce_purgatory,
-            required_offsets,
-            timeout_ms=timeout_ms,
-            callback=callback,
+        delayed_produce.delay_produce(
+            self, self.produce_purgatory, required_offsets, timeout_ms=timeout_ms, callback=callback
         )
 
     async def wait_for_acks(
         self, required_offsets: Mapping[TopicPartition, int], *, timeout_ms: int
     ) -> dict[TopicPartition, ErrorCode]:
         """:meth:`when_acknowledged`, awaited (no suspension when all are decided already)."""
-        future: asyncio.Future[dict[TopicPartition, ErrorCode]]
-        future = asyncio.get_running_loop().create_future()
-
-        def decided(outcomes: dict[TopicPartition, ErrorCode]) -> None:
-            if not future.done():
-                future.set_result(outcomes)
-
-        self.when_acknowledged(required_offsets, timeout_ms=timeout_ms, callback=decided)
-        return await future
+        return await delayed_produce.wait_for_acks(
+            self, self.produce_purgatory, required_offsets, timeout_ms=timeout_ms
+        )
 
     def append_to_local_log(
         self,
@@ -923,14 +879,13 @@ class ReplicaManager:
     async def fetch_messages(
         self, params: FetchParams, partitions: FetchPartitions
     ) -> list[ReadResultInfo]:
-        """Kafka's ``fetchMessages``: each partition's read with the request's byte budget,
-        at once or after a long poll in the follower or the consumer fetch purgatory
-        (``delayed_fetch``); one result per partition, in order, whose file regions belong
-        to the caller."""
+        """Kafka's ``fetchMessages``: each partition's read with the request's byte budget, at
+        once or after a long poll in the follower or consumer purgatory (``delayed_fetch``);
+        one result per partition, in order (the caller closes their file regions)."""
         purgatory = (
             self.follower_fetch_purgatory if params.is_from_follower else self.fetch_purgatory
         )
-        return await fetch_messages(self, params, partitions, purgatory=purgatory)
+        return await delayed_fetch.fetch_messages(self, params, partitions, purgatory=purgatory)
 
     def shutdown_purgatories(self) -> None:
         """Complete every waiting produce and fetch now, and later ones on arrival (a stopping

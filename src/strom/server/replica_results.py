@@ -1,5 +1,6 @@
-"""The values the replica manager's data path takes and answers: isolation levels, fetch
-parameters, one partition's append or read result, a high watermark move.
+"""The values the replica manager takes and answers: isolation levels, fetch parameters, one
+partition's append, read or ListOffsets result, a high watermark move, what a metadata change
+asks of the fetchers.
 
 They live apart from ``replica_manager`` so that the delayed operations beside it
 (``delayed_produce``, ``delayed_fetch``), which the replica manager owns, can use them without
@@ -9,10 +10,10 @@ importing it; ``replica_manager`` re-exports them.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
-from strom.common import ErrorCode
+from strom.common import ErrorCode, TopicPartition
 from strom.storage.file_region import FileRegion
 from strom.storage.log_validator import RecordError
 from strom.storage.txn_index import AbortedTxn
@@ -24,7 +25,10 @@ __all__ = [
     "READ_UNCOMMITTED",
     "AppendResult",
     "FetchParams",
+    "FollowTarget",
     "HighWatermarkUpdate",
+    "LeadershipChanges",
+    "OffsetAnswer",
     "ReadResultInfo",
 ]
 
@@ -130,3 +134,30 @@ class FetchParams:
     @property
     def is_from_follower(self) -> bool:
         return self.replica_id >= 0
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAnswer:
+    """ListOffsets' answer for one partition: offset, its timestamp and leader epoch."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class FollowTarget:
+    """Where a follower fetches a partition from: the leader and its epoch."""
+
+    leader_id: int
+    leader_epoch: int
+
+
+@dataclass(slots=True)
+class LeadershipChanges:
+    """What a metadata change asks of the fetchers (Kafka's ``applyDelta`` outcome)."""
+
+    follow: dict[TopicPartition, FollowTarget] = field(default_factory=dict)
+    """Partitions this broker follows now, with their (possibly new) leader."""
+    stop: set[TopicPartition] = field(default_factory=set)
+    """Partitions not to fetch any more: led here now, leaderless, or no replica here."""
