@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import crc32c
 
@@ -26,6 +28,12 @@ from strom.storage.log_config import LogConfig
 from strom.storage.log_manager import LogManager
 
 NODE_ID = 1
+R = TypeVar("R")
+
+
+def run(scenario: Callable[[], Coroutine[Any, Any, R]]) -> R:
+    """Run an async test scenario on a new event loop, for at most 10 s."""
+    return asyncio.run(asyncio.wait_for(scenario(), timeout=10))
 
 
 class MutableMetadata:

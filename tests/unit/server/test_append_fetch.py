@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from data_path_harness import NODE_ID, DataPath, batch, image_of, registration
+from data_path_harness import NODE_ID, DataPath, batch, image_of, registration, run
 
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.batch import scan_batches
@@ -28,11 +28,6 @@ from strom.server.replica_results import ACKS_TIMED_OUT_MESSAGE
 T0 = TopicPartition("orders", 0)
 T1 = TopicPartition("orders", 1)
 FOLLOWER = 2
-R = TypeVar("R")
-
-
-def run(coroutine: Callable[[], Coroutine[Any, Any, R]]) -> R:
-    return asyncio.run(asyncio.wait_for(coroutine(), timeout=10))
 
 
 @pytest.fixture

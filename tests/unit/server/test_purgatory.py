@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
-from data_path_harness import NODE_ID, DataPath, batch, registration
+from data_path_harness import NODE_ID, DataPath, batch, registration, run
 
 from strom.common import ErrorCode, TopicPartition
 from strom.server.delayed_fetch import DelayedFetch, FetchPartitionStatus
@@ -18,11 +17,6 @@ from strom.server.purgatory import DelayedOperation, Purgatory
 
 T0 = TopicPartition("orders", 0)
 T1 = TopicPartition("orders", 1)
-R = TypeVar("R")
-
-
-def run(coroutine: Callable[[], Coroutine[Any, Any, R]]) -> R:
-    return asyncio.run(asyncio.wait_for(coroutine(), timeout=10))
 
 
 @pytest.fixture
