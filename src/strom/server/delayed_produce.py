@@ -126,6 +126,9 @@ async def wait_for_acks(
     timeout_ms: int,
 ) -> dict[TopicPartition, ErrorCode]:
     """:func:`delay_produce`, awaited; no suspension when every partition is decided."""
+    decided_now = acks_outcomes(replica_manager, required_offsets)
+    if decided_now is not None:  # the usual case on one node: no future, no operation
+        return decided_now
     future: asyncio.Future[dict[TopicPartition, ErrorCode]]
     future = asyncio.get_running_loop().create_future()
 
@@ -162,7 +165,9 @@ async def append_records(
     }
     if not required:
         return results
-    outcomes = await replica_manager.wait_for_acks(required, timeout_ms=timeout_ms)
+    outcomes = await wait_for_acks(
+        replica_manager, replica_manager.produce_purgatory, required, timeout_ms=timeout_ms
+    )
     return [
         (tp, result.acknowledged(outcomes[tp]) if tp in outcomes else result)
         for tp, result in results
