@@ -159,17 +159,7 @@ class ProduceHandler:
         body: Any = context.body
         version = context.api_version
         acks = int(body.acks)
-        entries: list[tuple[TopicPartition, bytes | None]] = []
-        rejected: dict[int, AppendResult] = {}
-        for topic in body.topic_data:
-            for partition in topic.partition_data:
-                tp = TopicPartition(str(topic.name), int(partition.index))
-                problem = check_produce_records(version, partition.records)
-                if problem is None and body.transactional_id is not None:
-                    problem = self._check_txn(str(body.transactional_id), tp, partition.records)
-                if problem is not None:
-                    rejected[len(entries)] = AppendResult.failed(*problem)
-                entries.append((tp, partition.records))
+        entries, rejected = self._check(body, version)
         # The first await: the replica manager appends before it suspends (request order on a
         # connection), then waits for acks=all.
         appended = iter(
@@ -206,6 +196,24 @@ class ProduceHandler:
                 )
             return NO_RESPONSE
         return respond(context.request.correlation_id, version, results)
+
+    def _check(
+        self, body: Any, version: int
+    ) -> tuple[list[tuple[TopicPartition, bytes | None]], dict[int, AppendResult]]:
+        """Each partition's records, and the failures of those that may not be appended (by
+        their index): the request-level checks and KIP-890 verification."""
+        entries: list[tuple[TopicPartition, bytes | None]] = []
+        rejected: dict[int, AppendResult] = {}
+        for topic in body.topic_data:
+            for partition in topic.partition_data:
+                tp = TopicPartition(str(topic.name), int(partition.index))
+                problem = check_produce_records(version, partition.records)
+                if problem is None and body.transactional_id is not None:
+                    problem = self._check_txn(str(body.transactional_id), tp, partition.records)
+                if problem is not None:
+                    rejected[len(entries)] = AppendResult.failed(*problem)
+                entries.append((tp, partition.records))
+        return entries, rejected
 
     def _check_txn(
         self, transactional_id: str, tp: TopicPartition, records: bytes | None
