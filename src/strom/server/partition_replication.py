@@ -113,24 +113,38 @@ class PartitionReplication:
     # --- followers -------------------------------------------------------------------------
 
     def record_fetch(
-        self, broker_id: int, *, fetch_offset: int, leader_log_end_offset: int, now_ms: int
+        self,
+        broker_id: int,
+        *,
+        fetch_offset: int,
+        leader_log_end_offset: int,
+        now_ms: int,
+        min_isr: int = 1,
     ) -> int | None:
         """A follower fetched from ``fetch_offset``; the new high watermark if it moved."""
         follower = self.followers[broker_id]
         follower.update(
             fetch_offset=fetch_offset, leader_log_end_offset=leader_log_end_offset, now_ms=now_ms
         )
-        return self.maybe_advance_high_watermark(leader_log_end_offset, now_ms=now_ms)
+        return self.maybe_advance_high_watermark(
+            leader_log_end_offset, now_ms=now_ms, min_isr=min_isr
+        )
 
     def maybe_advance_high_watermark(
-        self, leader_log_end_offset: int, *, now_ms: int
+        self, leader_log_end_offset: int, *, now_ms: int, min_isr: int = 1
     ) -> int | None:
-        """Move the high watermark up to what every counted replica has; the new one or None."""
+        """Move the high watermark up to what every counted replica has; the new one or None.
+
+        Not while the ISR is smaller than ``min_isr`` (the topic's ``min.insync.replicas``, at
+        most the replica count): KIP-966's strict min ISR, which is what lets a replica that
+        leaves such an ISR stay an eligible leader (it holds every committed record)."""
         candidate = leader_log_end_offset
         if not self.followers:  # one replica: the hot path of a single broker
             if candidate > self.high_watermark:
                 self.high_watermark = candidate
                 return candidate
+            return None
+        if self.under_min_isr(min_isr):
             return None
         maximal = set(self.maximal_isr)
         for follower in self.followers.values():
@@ -205,18 +219,17 @@ class PartitionReplication:
 
     # --- acks ------------------------------------------------------------------------------
 
-    def check_min_isr(self, min_insync_replicas: int) -> ErrorCode:
-        """Before an acks=all append: NOT_ENOUGH_REPLICAS when the ISR is too small."""
-        if len(self.isr) < min_insync_replicas:
-            return ErrorCode.not_enough_replicas
-        return ErrorCode.none
+    def under_min_isr(self, min_insync_replicas: int) -> bool:
+        """Is the ISR smaller than ``min.insync.replicas``, taken at most as the replica count
+        (Kafka's effective min ISR)? An acks=all append is refused then (NOT_ENOUGH_REPLICAS)."""
+        return len(self.isr) < min(min_insync_replicas, len(self.replicas))
 
     def ack_state(self, required_offset: int, *, min_insync_replicas: int) -> AckState:
         """An acks=all append whose last offset is ``required_offset - 1``: done once the high
-        watermark reaches ``required_offset``; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
-        below ``min.insync.replicas`` meanwhile."""
+        watermark reaches ``required_offset``; NOT_ENOUGH_REPLICAS_AFTER_APPEND as soon as the
+        ISR shrinks below ``min.insync.replicas`` (the high watermark cannot move then)."""
+        if len(self.maximal_isr) < min(min_insync_replicas, len(self.replicas)):
+            return AckState(done=True, error=ErrorCode.not_enough_replicas_after_append)
         if self.high_watermark < required_offset:
             return AckState(done=False)
-        if len(self.isr) < min_insync_replicas:
-            return AckState(done=True, error=ErrorCode.not_enough_replicas_after_append)
         return AckState(done=True)

@@ -485,7 +485,9 @@ class ReplicaManager:
         if replication is None:
             return None
         candidate = replication.maybe_advance_high_watermark(
-            partition.log_end_offset, now_ms=self._clock.monotonic_ms()
+            partition.log_end_offset,
+            now_ms=self._clock.monotonic_ms(),
+            min_isr=self._min_insync_replicas(partition.tp.topic) if replication.followers else 1,
         )
         if candidate is None:
             return None
@@ -527,6 +529,7 @@ class ReplicaManager:
             fetch_offset=log_end_offset,
             leader_log_end_offset=partition.log_end_offset,
             now_ms=now,
+            min_isr=self._min_insync_replicas(tp.topic),
         )
         if candidate is not None:
             self._advance(partition, candidate)
@@ -785,7 +788,8 @@ class ReplicaManager:
             partition = self.partition(tp)
             if required_acks == -1:
                 min_isr = self._min_insync_replicas(tp.topic)
-                if len(partition.isr) < min_isr:
+                replication = partition.replication
+                if replication is not None and replication.under_min_isr(min_isr):
                     raise KafkaError(
                         ErrorCode.not_enough_replicas,
                         f"{tp} has {len(partition.isr)} in-sync replica(s) "

@@ -82,12 +82,29 @@ def test_a_caught_up_follower_outside_the_isr_holds_the_high_watermark_back() ->
 
 def test_acks_all_and_min_insync_replicas() -> None:
     state = leader(isr=(1,))
-    assert state.check_min_isr(2) is ErrorCode.not_enough_replicas
+    assert state.under_min_isr(2)
+    assert not leader(replicas=(1,), isr=(1,)).under_min_isr(2)  # at most the replica count
     state = leader(isr=(1, 2))
-    assert state.check_min_isr(2) is ErrorCode.none
+    assert not state.under_min_isr(2)
     assert not state.ack_state(5, min_insync_replicas=2).done
     state.record_fetch(2, fetch_offset=5, leader_log_end_offset=5, now_ms=1)
     assert state.ack_state(5, min_insync_replicas=2).error is ErrorCode.none
     state.isr_committed((1,), partition_epoch=8)
     after = state.ack_state(5, min_insync_replicas=2)
     assert after.done and after.error is ErrorCode.not_enough_replicas_after_append
+
+
+def test_below_min_isr_the_high_watermark_stays_and_acks_all_fail_at_once() -> None:
+    """KIP-966's strict min ISR: what the ISR's lone leader appends is not committed (a
+    replica that left the ISR may lead later without losing a commit)."""
+    state = leader(isr=(1, 2))
+    state.record_fetch(2, fetch_offset=5, leader_log_end_offset=5, now_ms=1, min_isr=2)
+    assert state.high_watermark == 5
+    state.isr_committed((1,), partition_epoch=8)
+    assert state.maybe_advance_high_watermark(9, now_ms=2, min_isr=2) is None
+    assert state.high_watermark == 5
+    waiting = state.ack_state(9, min_insync_replicas=2)
+    assert waiting.done and waiting.error is ErrorCode.not_enough_replicas_after_append
+    assert state.maybe_advance_high_watermark(9, now_ms=3, min_isr=1) is None  # 2 lags
+    state.record_fetch(2, fetch_offset=9, leader_log_end_offset=9, now_ms=4, min_isr=1)
+    assert state.high_watermark == 9

@@ -127,7 +127,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         leader = self._leader_replica()
         if leader is None or self.state is None:
             return
-        if self.state.check_min_isr(MIN_ISR) is not ErrorCode.none:
+        if self.state.under_min_isr(MIN_ISR):
             return  # NOT_ENOUGH_REPLICAS: nothing appended
         start = leader.log_end_offset
         records = []
