@@ -11,7 +11,14 @@ from data_path_harness import NODE_ID, DataPath, batch, recrc, registration
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.batch import Compression
 from strom.protocol.records import ControlRecordType, build_control_batch, iter_records
-from strom.server.replica_manager import READ_COMMITTED, HighWatermarkUpdate
+from strom.server.replica_manager import (
+    READ_COMMITTED,
+    READ_LOG_END,
+    READ_UNCOMMITTED,
+    HighWatermarkUpdate,
+    fetch_isolation,
+)
+from strom.storage.fetch_isolation import FetchIsolation
 from strom.storage.log_config import LogConfig
 
 T0 = TopicPartition("orders", 0)
@@ -331,3 +338,9 @@ def test_restart_high_watermark_is_the_log_end(tmp_path: Path) -> None:
         assert second.replica_manager.high_watermarks() == {T0: 4}
     finally:
         second.close()
+
+
+def test_isolation_levels_map_to_fetch_isolations() -> None:
+    assert fetch_isolation(READ_UNCOMMITTED) is FetchIsolation.HIGH_WATERMARK
+    assert fetch_isolation(READ_COMMITTED) is FetchIsolation.TXN_COMMITTED
+    assert fetch_isolation(READ_LOG_END) is FetchIsolation.LOG_END
