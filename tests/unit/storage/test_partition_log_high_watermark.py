@@ -106,8 +106,7 @@ def test_reads_stop_where_their_isolation_says(open_log: OpenLog) -> None:
     log.append(transactional)  # 1, undecided
     log.append(build_batch([Record(0, 1_000, b"k", b"plain")]))  # 2
     log.update_high_watermark(3)
-    assert log.first_unstable_offset == 1
-    assert log.last_stable_offset == 1
+    assert (log.first_unstable_offset, log.last_stable_offset) == (1, 1)
     assert [log.fetchable_offset(isolation) for isolation in FetchIsolation] == [3, 3, 1]
     committed = log.read_bytes(0, max_bytes=10**6, isolation=FetchIsolation.TXN_COMMITTED)
     assert offsets_of(committed) == [(0, 0)]
