@@ -2,10 +2,11 @@
 of them (Kafka's ReplicaManager).
 
 The metadata image says which partitions exist, who leads them, their leader epoch and ISR; the
-log manager holds their logs. On top of those, this module keeps the state that is neither in
-the image nor in the log: each partition's **high watermark**, the offset below which every
-replica of the ISR has the data and consumers may read, and on a leader its followers' state
-(``strom.server.partition_replication``).
+log manager holds their logs, and each log its **high watermark** (the offset below which every
+replica of the ISR has the data and consumers may read,
+:attr:`strom.storage.partition_log.PartitionLog.high_watermark`). On top of those, this module
+keeps the state that is neither in the image nor in the log: on a leader, its followers' state
+(``strom.server.partition_replication``), which says where the high watermark may move.
 
 * ``apply_metadata`` (Kafka's ``applyDelta``): after each metadata change, the partitions this
   broker leads now get a new leader state in a new leader epoch (which starts at the log end),
@@ -17,8 +18,10 @@ replica of the ISR has the data and consumers may read, and on a leader its foll
   order; the handler that awaits anything (acks=all, a long poll) does it afterwards.
 * ``read``: file regions from the batch holding the fetch offset, up to the high watermark
   (read_uncommitted) or the last stable offset (read_committed, with the aborted transactions
-  overlapping what was read, from the segments' ``.txnindex``); as in Kafka the last batch may
-  be cut short by the byte limit (clients drop a partial trailing batch).
+  overlapping what was read, from the segments' ``.txnindex``): the log's read takes the
+  ``FetchIsolation`` of the isolation level (:func:`fetch_isolation`) and stops there. As in
+  Kafka the last batch may be cut short by the byte limit (clients drop a partial trailing
+  batch).
 * ``write_txn_marker``: the transaction coordinator's COMMIT/ABORT marker for one partition
   (WriteTxnMarkers); marker listeners (``add_txn_marker_listener``) hear of each one after it
   is appended and the high watermark moved.
@@ -31,12 +34,15 @@ replica of the ISR has the data and consumers may read, and on a leader its foll
   proposes removing followers that fell behind; ISR changes go out through
   ``isr_change_sender`` (AlterPartition) and come back through ``isr_change_done``.
 * ``append_as_follower``, ``truncate_follower``, ``reset_follower``: the fetcher's side.
-* ``checkpoint_high_watermarks``: ``replication-offset-checkpoint``, read back at start.
+* ``checkpoint_high_watermarks``: ``replication-offset-checkpoint``, written from the logs'
+  high watermarks and read back into each log when its partition state is first made.
 
 High watermark: on a leader, the smallest log end offset among the ISR (Kafka's
-``Partition.maybeIncrementLeaderHW``), never moving back; with the leader alone in the ISR it
-follows the log end offset after each append. On a follower, the leader's, at most its own log
-end. Listeners (the purgatories) hear of every advance with the bytes that became readable,
+``Partition.maybeIncrementLeaderHW``: ``PartitionReplication.high_watermark_candidate``, given
+to ``PartitionLog.maybe_increment_high_watermark``), never moving back; with the leader alone
+in the ISR it follows the log end offset after each append. On a follower, the leader's, at
+most its own log end. Truncation lowers it and a rising log start raises it (the log does
+both). Listeners (the purgatories) hear of every advance with the bytes that became readable,
 and of leadership and ISR changes (``None``); log end listeners hear of every append (the
 followers' long polls).
 
@@ -52,7 +58,7 @@ producer id without a sequence) arrives as the KafkaError every append failure i
 duplicate as the ``AppendInfo`` of the original batch (the high watermark is already past it).
 Records refused one by one (keyless records on a compacted topic) carry ``record_errors``
 (``storage.log_validator.RecordValidationError``). The last stable offset
-(:attr:`Partition.last_stable_offset`) is the smaller of the high watermark and the same
+(:attr:`PartitionLog.last_stable_offset`) is the smaller of the high watermark and the same
 state's first unstable offset (the first offset of the oldest ongoing transaction); it moves
 when a marker ends that transaction, which also moves the high watermark, so the high
 watermark listeners (the fetch purgatory) hear of it.
