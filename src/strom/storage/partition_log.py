@@ -17,9 +17,8 @@ every method. See :mod:`strom.storage.file_region` for who closes what a read re
 
 from __future__ import annotations
 
-import bisect
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -35,7 +34,7 @@ from strom.protocol.batch import (
 from strom.protocol.records import ControlRecordType, build_control_batch
 from strom.storage.fetch_isolation import FetchIsolation
 from strom.storage.leader_epoch_cache import EpochEndOffset, LeaderEpochCache, LeaderEpochFile
-from strom.storage.loader import load_log
+from strom.storage.loader import batches_from, load_log, load_state
 from strom.storage.local_log import LocalLog, offset_out_of_range
 from strom.storage.log_config import LogConfig
 from strom.storage.log_results import AppendInfo, ReadResult, UnexpectedAppendOffsetError
@@ -45,7 +44,6 @@ from strom.storage.producer_state import AppendOrigin, ProducerStateManager
 from strom.storage.retention import deletable_by_log_start, segments_to_delete
 from strom.storage.segment import LogSegment, OffsetTimestamp
 from strom.storage.txn_index import AbortedTxn
-from strom.storage.txn_recovery import rebuild_txn_indexes
 
 __all__ = [
     "EARLIEST_LOCAL_TIMESTAMP",
@@ -112,12 +110,10 @@ class PartitionLog:
         log_start_offset: int = 0,
         had_clean_shutdown: bool = False,
     ) -> PartitionLog:
-        """Load (or create) the partition directory; recover it unless shut down cleanly.
+        """Load (or create) the partition directory; recover it unless shut down cleanly, and
+        load the producer state and leader epochs to agree with it (:mod:`strom.storage.loader`).
 
         ``recovery_point`` and ``log_start_offset`` come from the data directory's checkpoints.
-        The producer state comes from the latest snapshot at or below the log end, with the
-        batches after it replayed (none after a clean shutdown, which left one at the end;
-        a clean log without any snapshot predates them and is not scanned).
         """
         loaded = load_log(
             directory,
@@ -127,29 +123,8 @@ class PartitionLog:
             log_start_offset=log_start_offset,
             had_clean_shutdown=had_clean_shutdown,
         )
-        state = ProducerStateManager.load(
-            directory,
-            log_start_offset=loaded.log_start_offset,
-            log_end_offset=loaded.log_end_offset,
-            batches_from=lambda offset: _batches_from(loaded.segments, offset),
-            now_ms=clock.now_ms(),
-            had_clean_shutdown=had_clean_shutdown,
-        )
-        rebuild_txn_indexes(
-            directory,
-            loaded.segments,
-            loaded.recovered,
-            log_start_offset=loaded.log_start_offset,
-        )
-        epochs = LeaderEpochFile.load(
-            directory,
-            log_start_offset=loaded.log_start_offset,
-            log_end_offset=loaded.log_end_offset,
-            batch_epochs=lambda: (
-                (header.base_offset, header.partition_leader_epoch)
-                for segment in loaded.segments
-                for _, header in segment.batches()
-            ),
+        state = load_state(
+            directory, loaded, now_ms=clock.now_ms(), had_clean_shutdown=had_clean_shutdown
         )
         local = LocalLog(
             directory,
@@ -161,8 +136,8 @@ class PartitionLog:
         return cls(
             local,
             log_start_offset=loaded.log_start_offset,
-            producer_state=state,
-            leader_epochs=epochs,
+            producer_state=state.producer_state,
+            leader_epochs=state.leader_epochs,
         )
 
     # --- state -----------------------------------------------------------------------------
@@ -661,7 +636,7 @@ class PartitionLog:
             self.directory,
             log_start_offset=self._log_start_offset,
             log_end_offset=end,
-            batches_from=lambda start: _batches_from(local.segments, start),
+            batches_from=lambda start: batches_from(local.segments, start),
             now_ms=local.clock.now_ms(),
         )
 
@@ -799,12 +774,3 @@ class PartitionLog:
             f"hw={self._high_watermark}, end={self.log_end_offset}, "
             f"segments={len(self._local.segments)})"
         )
-
-
-def _batches_from(segments: Sequence[LogSegment], offset: int) -> Iterator[BatchHeader]:
-    """The batch headers of the segments holding ``offset`` and after (the producer state's
-    ``batches_from``: it skips those ending below ``offset``)."""
-    first = max(bisect.bisect_right([s.base_offset for s in segments], offset) - 1, 0)
-    for segment in segments[first:]:
-        for _, header in segment.batches():
-            yield header
