@@ -1432,11 +1432,25 @@ class TransactionalLogMachine(RuleBasedStateMachine):
             recovery_point=recovery_point,
         )
 
+    @rule(data=st.data())
+    def move_high_watermark(self, data: st.DataObject) -> None:
+        """The replica manager sets the log's high watermark (clamped to the log)."""
+        log = self.log
+        offset = data.draw(st.integers(0, log.log_end_offset + 1), "high watermark")
+        assert log.update_high_watermark(offset) == min(offset, log.log_end_offset)
+
     @invariant()
     def transactions_agree(self) -> None:
         log = self.log
         ongoing, aborted = replay_txns(self.history)
-        assert log.first_unstable_offset == min(ongoing.values(), default=None)
+        first_unstable = min(ongoing.values(), default=None)
+        assert log.first_unstable_offset == first_unstable
+        high_watermark = log.high_watermark
+        stable = high_watermark if first_unstable is None else min(first_unstable, high_watermark)
+        assert log.last_stable_offset == log.fetchable_offset(FetchIsolation.TXN_COMMITTED)
+        assert log.last_stable_offset == stable
+        committed = log.read_bytes(0, max_bytes=10**6, isolation=FetchIsolation.TXN_COMMITTED)
+        assert all(h.last_offset < stable for h, _ in parse_read(committed))
         assert [t for s in log.segments for t in s.txn_index.entries] == aborted
         end = log.log_end_offset
         for fetch_offset in spread(range(end + 1), 4):
