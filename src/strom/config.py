@@ -196,6 +196,21 @@ _REPLICATION_SETTINGS: Final = [
         read_only=True,
     ),
     _ms("replica.fetch.wait.max.ms", 500, "How long a follower's fetch waits for data."),
+    Setting(
+        "unclean.leader.election.enable",
+        _B,
+        False,
+        "Let a replica outside the ISR and the eligible leaders lead a partition that has no "
+        "other (it may lose committed records).",
+    ),
+    Setting(
+        "max.request.partition.size.limit",
+        _I,
+        2000,
+        "The most partitions one DescribeTopicPartitions answer holds.",
+        at_least(1),
+        read_only=True,
+    ),
     Setting("replica.fetch.min.bytes", _I, 1, "Bytes a follower's fetch waits for.", at_least(1)),
     Setting(
         "replica.fetch.max.bytes",
@@ -693,7 +708,6 @@ _DEFINED_NOT_ACTED_ON: Final = frozenset(
         "metadata.max.idle.interval.ms",
         "num.io.threads",
         "num.network.threads",
-        "unclean.leader.election.enable",
     }
 )
 

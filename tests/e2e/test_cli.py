@@ -128,7 +128,7 @@ def test_create_list_and_describe(server: Server) -> None:
     assert set(fields["Configs"].split(",")) >= {"retention.ms=86400000", "cleanup.policy=compact"}
     node = str(server.node_id)
     assert partition_rows(described) == {
-        p: [str(p), node, node, node, "-", "0", "0"] for p in range(3)
+        p: [str(p), node, node, node, "-", "-", "-", "0", "0"] for p in range(3)
     }
 
 

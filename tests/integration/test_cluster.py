@@ -20,7 +20,7 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin import NewTopic as AioNewTopic
 from click.testing import CliRunner
-from confluent_kafka import Consumer, Producer, TopicCollection
+from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as PyNewTopic
@@ -33,6 +33,7 @@ from kio.static.primitive import i32, i64
 
 from strom.cli.main import cli
 from strom.cli.quorum_client import connect, describe_quorum
+from strom.cli.topic_partitions import PartitionDescription, describe_topic_partitions
 from strom.client.blocking import BrokerConnection
 from strom.testing import Cluster, unique_topic_name
 
@@ -299,7 +300,7 @@ def test_a_dead_brokers_partitions_get_new_leaders_and_the_cli_reports_them(
         under = runner.invoke(cli, [*report, "--under-replicated-partitions"])
         assert under.exit_code == 0, under.output
         rows = [line.split() for line in under.stdout.splitlines()[1:]]
-        assert [(row[0], row[1], row[5]) for row in rows] == [
+        assert [(row[0], row[1], row[7]) for row in rows] == [
             (name, str(p), str(victim)) for p in range(3)
         ], under.stdout
         unavailable = runner.invoke(cli, [*report, "--unavailable-partitions"])
@@ -363,6 +364,108 @@ def test_an_unclean_election_brings_a_leaderless_partition_back(cluster: Cluster
         assert (partition, code) == (0, 84)  # ELECTION_NOT_NEEDED: the preferred replica leads
     finally:
         for broker_id in (first, second):
+            if broker_id not in cluster.unfenced_brokers():
+                cluster.restart(broker_id)
+        cluster.wait_for(
+            lambda: cluster.unfenced_brokers() == set(cluster.broker_ids),
+            timeout=30,
+            what="every broker back",
+        )
+
+
+def test_an_eligible_leader_replica_leads_once_the_isr_is_gone(cluster: Cluster) -> None:
+    """KIP-966 on real processes (RF 3, min.insync.replicas 2): below min ISR what the leader
+    appends alone stays uncommitted and the replica that left the ISR is an eligible leader;
+    with every broker down the eligible one that returns first leads, and a replica back from
+    kill -9 is no longer eligible. Nothing committed is lost."""
+    a, b, c = cluster.broker_ids
+    name = unique_topic_name("elr")
+    creator = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        creator.create_topics(
+            [
+                PyNewTopic(
+                    name,
+                    -1,
+                    -1,
+                    replica_assignments={0: [a, b, c]},
+                    topic_configs={"min.insync.replicas": "2"},
+                )
+            ]
+        )
+    finally:
+        creator.close()
+    _wait_for_topics(cluster, {name}, timeout=30)
+
+    def partition(via: int) -> PartitionDescription:
+        with connect(cluster.nodes[via].address) as connection:
+            [topic] = describe_topic_partitions(connection, [name])
+        return topic.partitions[0]
+
+    def produce(via: int, value: bytes, acks: str) -> None:
+        producer = Producer({"bootstrap.servers": cluster.nodes[via].address, "acks": acks})
+        failures: list[Any] = []
+        producer.produce(name, value, partition=0, on_delivery=lambda e, _: failures.append(e))
+        producer.flush(30)
+        assert failures == [None], failures
+
+    produce(a, b"committed", "all")
+    try:
+        cluster.terminate(c)  # a controlled shutdown: leaves the ISR
+        cluster.wait_for(lambda: partition(a).state.isr == [a, b], timeout=30, what="ISR a,b")
+        cluster.terminate(b)
+        cluster.wait_for(
+            lambda: (partition(a).state.isr, partition(a).eligible_leaders) == ([a], (b,)),
+            timeout=30,
+            what="ISR a with b eligible",
+        )
+        described = CliRunner().invoke(
+            cli, ["topics", "describe", name, "--bootstrap-server", cluster.nodes[a].address]
+        )
+        assert described.exit_code == 0, described.output
+        row = described.stdout.splitlines()[2].split()
+        assert row[:6] == ["0", str(a), f"{a},{b},{c}", str(a), str(b), "-"], described.stdout
+        produce(a, b"alone", "1")  # appended by the leader alone: not committed
+        consumer = Consumer({"bootstrap.servers": cluster.nodes[a].address, "group.id": name})
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=20)
+        finally:
+            consumer.close()
+        assert (low, high) == (0, 1)  # the high watermark stayed below "alone"
+        cluster.kill(a)  # fenced after its session: the ISR empties, a and b are eligible
+        cluster.wait_for(lambda: a not in cluster.unfenced_brokers(), timeout=30, what="a fenced")
+        cluster.restart(b)  # shut down cleanly: still eligible, leads alone
+        cluster.wait_for(
+            lambda: (partition(b).state.leader, partition(b).state.isr) == (b, [b]),
+            timeout=30,
+            what="b leading from the ELR",
+        )
+        assert partition(b).eligible_leaders == (a,)
+        cluster.restart(a)  # back from kill -9: it may have lost records, no longer eligible
+        cluster.restart(c)
+        cluster.wait_for(
+            lambda: sorted(partition(b).state.isr) == sorted([a, b, c]),
+            timeout=60,
+            what="every replica back in sync",
+        )
+        assert partition(b).eligible_leaders == ()
+        consumer = Consumer(
+            {
+                "bootstrap.servers": cluster.nodes[b].address,
+                "group.id": name,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        try:
+            consumer.assign([TopicPartition(name, 0, 0)])
+            message = consumer.poll(20)
+            assert message is not None and message.error() is None
+            assert message.value() == b"committed"
+            assert consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=20)[1] == 1
+        finally:
+            consumer.close()
+    finally:
+        for broker_id in (a, b, c):
             if broker_id not in cluster.unfenced_brokers():
                 cluster.restart(broker_id)
         cluster.wait_for(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,18 +12,18 @@ from typing import Any
 
 import click
 from click.decorators import FC
-from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigEntry
 from confluent_kafka.admin._listoffsets import OffsetSpec
 from confluent_kafka.admin._metadata import ClusterMetadata
 from confluent_kafka.admin._resource import ResourceType
-from confluent_kafka.admin._topic import TopicDescription
 from confluent_kafka.cimpl import NewPartitions, NewTopic
 from rich.table import Table
 
 from strom.cli.client_common import (
     REQUEST_TIMEOUT_S,
+    ClientConfig,
     ClientGroup,
     CliError,
     client_options,
@@ -42,7 +44,13 @@ from strom.cli.configs import (
     is_default,
     parse_key_list,
 )
-from strom.cli.partition_reports import PartitionState, Report
+from strom.cli.partition_reports import Report
+from strom.cli.quorum_client import connect
+from strom.cli.topic_partitions import (
+    PartitionDescription,
+    TopicPartitions,
+    describe_topic_partitions,
+)
 from strom.controller.topic_names import INTERNAL_TOPICS
 
 __all__ = [
@@ -205,13 +213,15 @@ def describe(
       strom topics describe            # every topic
       strom topics describe --under-replicated-partitions
     """
+    config = ClientConfig.build(bootstrap_server=bootstrap_server, command_config=command_config)
     admin, metadata = connect_admin(
         bootstrap_server=bootstrap_server, command_config=command_config
     )
     wanted = list(names) or topic_names(metadata, exclude_internal=exclude_internal)
     if not wanted:
         return
-    descriptions = _describe_topics(admin, wanted)
+    with connect(str(config.settings["bootstrap.servers"])) as connection:
+        descriptions = describe_topic_partitions(connection, wanted)
     live = {broker.id for broker in metadata.brokers.values()}
     console = output_console()
     if report is not None:
@@ -225,59 +235,44 @@ def describe(
         console.print(partition_table(description, offsets, live))
 
 
-def _state(partition: Any) -> PartitionState:
-    leader = partition.leader
-    return PartitionState(
-        leader=None if leader is None or leader.id < 0 else leader.id,
-        replicas=[node.id for node in partition.replicas],
-        isr=[node.id for node in partition.isr],
-    )
-
-
 def _report_table(
     admin: AdminClient,
-    descriptions: Sequence[TopicDescription],
+    descriptions: Sequence[TopicPartitions],
     report: Report,
     live: set[int],
 ) -> Table:
     """The partitions ``report`` names, of every topic described."""
-    table = Table(
-        "TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE", box=None, pad_edge=False
-    )
+    table = Table("TOPIC", "PARTITION", *_COLUMNS, box=None, pad_edge=False)
     for description in descriptions:
         min_isr = 1
         if report in (Report.UNDER_MIN_ISR, Report.AT_MIN_ISR):
             configs = {e.name: e.value for e in _topic_configs(admin, description.name)}
             min_isr = int(configs.get("min.insync.replicas") or 1)
-        for partition in sorted(description.partitions, key=lambda info: info.id):
-            state = _state(partition)
-            if state.reported(report, live_brokers=live, min_isr=min_isr):
-                table.add_row(description.name, str(partition.id), *_cells(state, live))
+        for partition in description.partitions:
+            if partition.state.reported(report, live_brokers=live, min_isr=min_isr):
+                table.add_row(description.name, str(partition.index), *_cells(partition, live))
     return table
 
 
-def _cells(state: PartitionState, live: set[int]) -> list[str]:
+_COLUMNS = ("LEADER", "REPLICAS", "ISR", "ELR", "LAST-KNOWN-ELR", "OFFLINE")
+"""Kafka's: ELR holds the eligible leader replicas (KIP-966), LAST-KNOWN-ELR the last leader
+of a partition whose ISR emptied."""
+
+
+def _cells(partition: PartitionDescription, live: set[int]) -> list[str]:
+    state = partition.state
     return [
         "none" if state.leader is None else str(state.leader),
         _ids(state.replicas),
         _ids(state.isr),
+        _ids(partition.eligible_leaders) or "-",
+        _ids(partition.last_known_leader) or "-",
         _ids(state.offline(live)) or "-",
     ]
 
 
 def _ids(ids: Iterable[int]) -> str:
     return ",".join(str(i) for i in ids)
-
-
-def _describe_topics(admin: AdminClient, names: Sequence[str]) -> list[TopicDescription]:
-    futures = admin.describe_topics(TopicCollection(list(names)), request_timeout=REQUEST_TIMEOUT_S)
-    descriptions: list[TopicDescription] = []
-    for name in names:
-        try:
-            descriptions.append(futures[name].result())
-        except KafkaException as exc:
-            raise failure(f"cannot describe topic {name!r}", exc) from None
-    return descriptions
 
 
 def _topic_configs(admin: AdminClient, topic: str) -> list[ConfigEntry]:
@@ -287,65 +282,51 @@ def _topic_configs(admin: AdminClient, topic: str) -> list[ConfigEntry]:
         raise failure(f"cannot describe the configs of topic {topic!r}", exc) from None
 
 
-def kafka_topic_id(text: str) -> str:
-    """Kafka prints topic ids in URL-safe base64 without padding; librdkafka in standard base64."""
-    return text.translate(str.maketrans("+/", "-_")).rstrip("=")
+def kafka_topic_id(topic_id: uuid.UUID) -> str:
+    """Kafka prints topic ids in URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
 
 
-def topic_header(description: TopicDescription, configs: Iterable[ConfigEntry]) -> str:
+def topic_header(description: TopicPartitions, configs: Iterable[ConfigEntry]) -> str:
     """kafka-topics.sh's summary line: name, id, partition count, replication factor, and the
     settings whose value is not the default, tab-separated."""
-    partitions = description.partitions
-    replication = len(partitions[0].replicas) if partitions else 0
     overrides = ",".join(
         f"{entry.name}={display_value(entry)}" for entry in configs if not is_default(entry)
     )
     return "\t".join(
         [
             f"Topic: {description.name}",
-            f"TopicId: {kafka_topic_id(str(description.topic_id))}",
-            f"PartitionCount: {len(partitions)}",
-            f"ReplicationFactor: {replication}",
+            f"TopicId: {kafka_topic_id(description.topic_id)}",
+            f"PartitionCount: {len(description.partitions)}",
+            f"ReplicationFactor: {description.replication_factor}",
             f"Configs: {overrides}",
         ]
     )
 
 
 def partition_table(
-    description: TopicDescription,
+    description: TopicPartitions,
     offsets: Mapping[tuple[str, int], PartitionOffsets],
     live: set[int],
 ) -> Table:
-    """One row per partition: leader, replicas, ISR, offline replicas, earliest and latest
-    offset."""
-    table = Table(
-        "PARTITION",
-        "LEADER",
-        "REPLICAS",
-        "ISR",
-        "OFFLINE",
-        "EARLIEST",
-        "LATEST",
-        box=None,
-        pad_edge=False,
-    )
-    for partition in sorted(description.partitions, key=lambda info: info.id):
-        found = offsets.get((description.name, partition.id), PartitionOffsets("-", "-"))
-        table.add_row(
-            str(partition.id), *_cells(_state(partition), live), found.earliest, found.latest
-        )
+    """One row per partition: leader, replicas, ISR, eligible leaders, offline replicas,
+    earliest and latest offset."""
+    table = Table("PARTITION", *_COLUMNS, "EARLIEST", "LATEST", box=None, pad_edge=False)
+    for partition in description.partitions:
+        found = offsets.get((description.name, partition.index), PartitionOffsets("-", "-"))
+        table.add_row(str(partition.index), *_cells(partition, live), found.earliest, found.latest)
     return table
 
 
 def _list_offsets(
-    admin: AdminClient, descriptions: Sequence[TopicDescription]
+    admin: AdminClient, descriptions: Sequence[TopicPartitions]
 ) -> dict[tuple[str, int], PartitionOffsets]:
     """Earliest and latest offset of every partition, as text: a partition whose offsets
     cannot be listed shows the error's name instead."""
     partitions = [
-        (description.name, info.id)
+        (description.name, partition.index)
         for description in descriptions
-        for info in description.partitions
+        for partition in description.partitions
     ]
     if not partitions:
         return {}

@@ -19,8 +19,13 @@ from dataclasses import dataclass
 from strom.common import ErrorCode
 from strom.controller.leadership import broker_available, broker_unavailable
 from strom.controller.results import NO_ERROR, ApiError, ControllerResult
-from strom.controller.settings import DEFAULT_METADATA_VERSION, PRODUCER_ID_BLOCK_SIZE
+from strom.controller.settings import (
+    DEFAULT_METADATA_VERSION,
+    PRODUCER_ID_BLOCK_SIZE,
+    ControllerSettings,
+)
 from strom.metadata import (
+    ELIGIBLE_LEADER_REPLICAS_FEATURE,
     METADATA_VERSION_FEATURE,
     BrokerEndpoint,
     BrokerFeature,
@@ -54,6 +59,8 @@ class BrokerRegistrationRequest:
     features: Sequence[BrokerFeature] = ()
     rack: str | None = None
     log_dirs: Sequence[uuid.UUID] = ()
+    previous_broker_epoch: int = -1
+    """The epoch the broker's last session ended in cleanly (-1: none, or an unclean end)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +100,9 @@ class ProducerIdsBlock:
 
 
 class ClusterControl:
+    def __init__(self, settings: ControllerSettings) -> None:
+        self._settings = settings
+
     def bootstrap(
         self, image: MetadataImage, *, metadata_version: int = DEFAULT_METADATA_VERSION
     ) -> ControllerResult[None]:
@@ -100,7 +110,11 @@ class ClusterControl:
         if image.features.metadata_version is not None:
             return ControllerResult([], None)
         return ControllerResult(
-            [FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=metadata_version)],
+            [
+                FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=metadata_version),
+                # New clusters keep eligible leader replicas, as Kafka's from 4.1.
+                FeatureLevelRecord(name=ELIGIBLE_LEADER_REPLICAS_FEATURE, feature_level=1),
+            ],
             None,
         )
 
@@ -142,8 +156,16 @@ class ClusterControl:
             log_dirs=tuple(request.log_dirs),
         )
         # A new session: what the broker led or followed in its last one is moved off it until
-        # it is unfenced (it may have lost what it had not flushed).
-        moves = broker_unavailable(image, request.broker_id) if previous is not None else []
+        # it is unfenced. A session that did not end cleanly (the broker does not name its last
+        # epoch) may have lost unflushed records: the broker leaves the ELR too.
+        moves = []
+        if previous is not None:
+            moves = broker_unavailable(
+                image,
+                self._settings.server_config,
+                request.broker_id,
+                unclean_shutdown=request.previous_broker_epoch != previous.epoch,
+            )
         return ControllerResult([record, *moves], BrokerRegistrationReply(broker_epoch=epoch))
 
     def unfence_broker(
@@ -170,7 +192,9 @@ class ClusterControl:
             broker_epoch=broker_epoch,
             fenced=FencingChange.FENCE if fence else FencingChange.UNFENCE,
         )
-        moves = (broker_unavailable if fence else broker_available)(image, broker_id)
+        moves = (broker_unavailable if fence else broker_available)(
+            image, self._settings.server_config, broker_id
+        )
         return ControllerResult([record, *moves], NO_ERROR)
 
     def heartbeat(

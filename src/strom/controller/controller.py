@@ -66,7 +66,7 @@ class QuorumController:
         self.settings = settings
         self._replication = ReplicationControl(settings, random)
         self._configs = ConfigControl(settings)
-        self._cluster = ClusterControl()
+        self._cluster = ClusterControl(settings)
 
     def bootstrap(
         self, image: MetadataImage, *, metadata_version: int = DEFAULT_METADATA_VERSION
@@ -129,7 +129,7 @@ class QuorumController:
     def elect_leaders(
         self, image: MetadataImage, request: ElectLeadersRequest
     ) -> ControllerResult[list[ElectionResult]]:
-        return elect_leaders(image, request)
+        return elect_leaders(image, self.settings.server_config, request)
 
     def alter_reassignments(
         self, image: MetadataImage, requests: Sequence[ReassignmentRequest]
@@ -146,10 +146,12 @@ class QuorumController:
         """``auto.leader.rebalance.enable``: give each partition back to its preferred replica
         where that replica is in the ISR and on an active broker (KRaft's
         ``maybeBalancePartitionLeaders``); the reply is how many partitions moved."""
-        result = elect_leaders(image, ElectLeadersRequest(ElectionType.PREFERRED, None))
+        result = elect_leaders(
+            image, self.settings.server_config, ElectLeadersRequest(ElectionType.PREFERRED, None)
+        )
         return ControllerResult(result.records, len(result.records))
 
     def alter_partition(
         self, image: MetadataImage, request: AlterPartitionRequest
     ) -> ControllerResult[AlterPartitionReply]:
-        return alter_partition(image, request)
+        return alter_partition(image, self.settings.server_config, request)

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from strom.common import ErrorCode
-from strom.controller.leadership import active_brokers
+from strom.config import ServerConfig
+from strom.controller.leadership import ElectionPolicy, active_brokers
 from strom.controller.reassignment import complete_if_done
 from strom.controller.results import NO_ERROR, ApiError, ControllerResult
 from strom.metadata import MetadataImage, PartitionChangeRecord, PartitionRegistration
@@ -66,7 +67,7 @@ class AlterPartitionReply:
 
 
 def alter_partition(
-    image: MetadataImage, request: AlterPartitionRequest
+    image: MetadataImage, defaults: ServerConfig, request: AlterPartitionRequest
 ) -> ControllerResult[AlterPartitionReply]:
     sender = image.cluster.broker(request.broker_id)
     if sender is None or sender.epoch != request.broker_epoch:
@@ -75,6 +76,7 @@ def alter_partition(
             f"broker {request.broker_id} is not registered in epoch {request.broker_epoch}",
         )
         return ControllerResult([], AlterPartitionReply(stale, []))
+    policy = ElectionPolicy(image, defaults)
     records: list[PartitionChangeRecord] = []
     results: list[IsrChangeResult] = []
     for item in request.items:
@@ -86,14 +88,14 @@ def alter_partition(
             error = ApiError(ErrorCode.unknown_topic_or_partition, f"no partition {item.partition}")
         else:
             error = _check(image, request.broker_id, item, partition)
-        if partition is None or error.is_failure:
+        if topic is None or partition is None or error.is_failure:
             results.append(IsrChangeResult(item.topic_id, item.partition, error, partition))
             continue
         isr = tuple(broker_id for broker_id, _ in item.new_isr)
-        if isr == partition.isr:
+        change = policy.change(topic, item.partition, partition, isr=isr)
+        if change is None:
             results.append(IsrChangeResult(item.topic_id, item.partition, NO_ERROR, partition))
             continue
-        change = PartitionChangeRecord(partition_id=item.partition, topic_id=item.topic_id, isr=isr)
         completed = complete_if_done(
             item.topic_id, item.partition, partition.merge(change), active_brokers(image)
         )

@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from strom.config import ServerConfig
-from strom.metadata import METADATA_VERSION_FEATURE, BrokerFeature, ConfigResource
+from strom.metadata import (
+    ELIGIBLE_LEADER_REPLICAS_FEATURE,
+    METADATA_VERSION_FEATURE,
+    BrokerFeature,
+    ConfigResource,
+)
 
 __all__ = [
     "DEFAULT_METADATA_VERSION",
@@ -29,13 +34,15 @@ PRODUCER_ID_BLOCK_SIZE: Final = 1000
 
 DEFAULT_METADATA_VERSION: Final = 14
 """Kafka's metadata.version level 14 (3.6-IV2): the newest level whose records strom writes
-as Kafka does (no log-directory assignment, no eligible leader replicas yet)."""
+as Kafka does (no log-directory assignment). Eligible leader replicas have a feature of their
+own (``eligible.leader.replicas.version``), as in Kafka 4.x."""
 
 MIN_METADATA_VERSION: Final = 7
 """3.3-IV3, the oldest level whose records strom reads in full."""
 
 SUPPORTED_FEATURES: Final = (
     BrokerFeature(METADATA_VERSION_FEATURE, MIN_METADATA_VERSION, DEFAULT_METADATA_VERSION),
+    BrokerFeature(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0, 1),
 )
 """The feature ranges a strom broker registers with."""
 

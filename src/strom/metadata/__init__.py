@@ -38,6 +38,7 @@ from strom.metadata.loader import (
     append_records,
 )
 from strom.metadata.records import (
+    ELIGIBLE_LEADER_REPLICAS_FEATURE,
     METADATA_VERSION_FEATURE,
     NO_LEADER,
     NO_LEADER_CHANGE,
@@ -67,6 +68,7 @@ from strom.metadata.records import (
 )
 
 __all__ = [
+    "ELIGIBLE_LEADER_REPLICAS_FEATURE",
     "METADATA_VERSION_FEATURE",
     "NO_LEADER",
     "NO_LEADER_CHANGE",

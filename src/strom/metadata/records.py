@@ -41,6 +41,7 @@ from strom.protocol.schema import (
 )
 
 __all__ = [
+    "ELIGIBLE_LEADER_REPLICAS_FEATURE",
     "METADATA_VERSION_FEATURE",
     "NO_LEADER",
     "NO_LEADER_CHANGE",
@@ -76,6 +77,8 @@ MetadataRecordError = SchemaError
 
 FRAME_VERSION: Final = 1
 METADATA_VERSION_FEATURE: Final = "metadata.version"
+ELIGIBLE_LEADER_REPLICAS_FEATURE: Final = "eligible.leader.replicas.version"
+"""Level 1: the controller keeps eligible leader replicas (KIP-966)."""
 NO_LEADER: Final = -1
 """A partition without a leader."""
 NO_LEADER_CHANGE: Final = -2

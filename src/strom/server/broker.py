@@ -80,6 +80,7 @@ from strom.server.handlers.describe_cluster import DescribeClusterHandler
 from strom.server.handlers.describe_configs import DescribeConfigsHandler
 from strom.server.handlers.describe_groups import DescribeGroupsHandler
 from strom.server.handlers.describe_log_dirs import DescribeLogDirsHandler
+from strom.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from strom.server.handlers.describe_transactions import DescribeTransactionsHandler
 from strom.server.handlers.end_txn import EndTxnHandler
 from strom.server.handlers.fetch import FetchHandler
@@ -194,6 +195,7 @@ class Broker:
                 heartbeat_interval=self.config.get_int("broker.heartbeat.interval.ms") / 1000,
                 registration_timeout=self.config.get_int("initial.broker.registration.timeout.ms")
                 / 1000,
+                previous_broker_epoch=parts.log_manager.clean_shutdown_broker_epoch,
             ),
             channel=parts.channel,
             metadata_offset=parts.metadata_offset,
@@ -293,6 +295,12 @@ class Broker:
                 cluster_id=cluster_id,
                 controller_id=self._controller_id,
                 auto_topics=self.auto_topics,
+            ),
+            DescribeTopicPartitionsHandler(
+                self.metadata,
+                partition_limit=lambda: self.topic_configs.server_config(
+                    self.metadata.image
+                ).get_int("max.request.partition.size.limit"),
             ),
             DescribeConfigsHandler(self.metadata, describer),
             DescribeClusterHandler(

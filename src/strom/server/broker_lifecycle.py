@@ -67,6 +67,8 @@ class LifecycleSettings:
     directory_id: uuid.UUID | None
     heartbeat_interval: float
     registration_timeout: float
+    previous_broker_epoch: int = -1
+    """The epoch of the last session when it ended cleanly (the clean-shutdown marker's)."""
 
 
 class BrokerLifecycleManager:
@@ -124,7 +126,10 @@ class BrokerLifecycleManager:
             ),
             rack=settings.rack,
             log_dirs=() if settings.directory_id is None else (settings.directory_id,),
-            previous_broker_epoch=i64(self.broker_epoch),
+            # This process's last epoch on a re-registration; the last clean shutdown's first.
+            previous_broker_epoch=i64(
+                self.broker_epoch if self.broker_epoch >= 0 else settings.previous_broker_epoch
+            ),
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + settings.registration_timeout

@@ -40,6 +40,7 @@ from strom.server.replica_results import (
     HighWatermarkUpdate,
     ReadResultInfo,
 )
+from strom.storage.fetch_isolation import FetchIsolation
 
 if TYPE_CHECKING:
     from strom.server.replica_manager import ReplicaManager
@@ -113,11 +114,12 @@ class DelayedFetch(DelayedOperation):
         ``max_bytes``); what is already known when the partition is not readable now."""
         try:
             partition = self._replica_manager.partition(tp)
-            stable = partition.last_stable_offset
-            if stable <= status.fetch_offset:
+            if partition.log.last_stable_offset <= status.fetch_offset:
                 return status.readable
             return partition.log.readable_bytes(
-                status.fetch_offset, max_bytes=status.max_bytes, max_offset=stable
+                status.fetch_offset,
+                max_bytes=status.max_bytes,
+                isolation=FetchIsolation.TXN_COMMITTED,
             )
         except KafkaError:
             return status.readable  # try_complete answers a partition gone or moved

@@ -1,15 +1,19 @@
 """What the leader of a partition knows about its replicas: where each follower is, the in-sync
-replica set, and the high watermark (the leader's part of Kafka's ``Partition`` and ``Replica``).
+replica set, and what the high watermark may move up to (the leader's part of Kafka's
+``Partition`` and ``Replica``).
 
-Pure: the replica manager feeds it follower fetches and the clock, and acts on what it answers.
+Pure: the replica manager feeds it follower fetches, the clock and the high watermark (which
+lives in the partition's log, :attr:`strom.storage.partition_log.PartitionLog.high_watermark`),
+and acts on what it answers.
 
 * **Follower state** (Kafka's ``Replica.updateFetchState``): each fetch reports the follower's
   log end offset (its fetch offset). A follower is *caught up* at a fetch that reached the
   leader's log end offset, or one that reached what the leader's log end offset was at its
   previous fetch (the follower kept pace); it stays caught up for ``replica.lag.time.max.ms``.
-* **High watermark** (``maybeIncrementLeaderHW``): the smallest log end offset among the leader
-  and the replicas of the maximal ISR, plus followers that are caught up and eligible but not in
-  the ISR yet (so that a joining replica is not left behind). It never goes back.
+* **High watermark candidate** (``maybeIncrementLeaderHW``): the smallest log end offset among
+  the leader and the replicas of the maximal ISR, plus followers that are caught up and eligible
+  but not in the ISR yet (so that a joining replica is not left behind). The log takes it only
+  when it is higher (``PartitionLog.maybe_increment_high_watermark``): it never goes back.
 * **ISR changes** go to the controller as AlterPartition, one at a time (KIP-497). Meanwhile the
   *maximal* ISR counts for the high watermark and acks: an expansion counts the new replica at
   once, a shrink not until the controller commits it. Out of sync: an ISR follower not caught up
@@ -88,7 +92,6 @@ class PartitionReplication:
     leader_epoch: int
     partition_epoch: int
     leader_epoch_start_offset: int
-    high_watermark: int
     max_lag_ms: int
     started_ms: int = 0
     """When this broker became leader: the ISR's followers count as caught up then, as in
@@ -114,23 +117,24 @@ class PartitionReplication:
 
     def record_fetch(
         self, broker_id: int, *, fetch_offset: int, leader_log_end_offset: int, now_ms: int
-    ) -> int | None:
-        """A follower fetched from ``fetch_offset``; the new high watermark if it moved."""
-        follower = self.followers[broker_id]
-        follower.update(
+    ) -> None:
+        """A follower fetched from ``fetch_offset``: it has everything below."""
+        self.followers[broker_id].update(
             fetch_offset=fetch_offset, leader_log_end_offset=leader_log_end_offset, now_ms=now_ms
         )
-        return self.maybe_advance_high_watermark(leader_log_end_offset, now_ms=now_ms)
 
-    def maybe_advance_high_watermark(
-        self, leader_log_end_offset: int, *, now_ms: int
+    def high_watermark_candidate(
+        self, leader_log_end_offset: int, *, now_ms: int, min_isr: int = 1
     ) -> int | None:
-        """Move the high watermark up to what every counted replica has; the new one or None."""
+        """What every counted replica has: where the high watermark may move up to.
+
+        None while the ISR is smaller than ``min_isr`` (the topic's ``min.insync.replicas``, at
+        most the replica count): KIP-966's strict min ISR, which is what lets a replica that
+        leaves such an ISR stay an eligible leader (it holds every committed record)."""
         candidate = leader_log_end_offset
         if not self.followers:  # one replica: the hot path of a single broker
-            if candidate > self.high_watermark:
-                self.high_watermark = candidate
-                return candidate
+            return candidate
+        if self.under_min_isr(min_isr):
             return None
         maximal = set(self.maximal_isr)
         for follower in self.followers.values():
@@ -141,16 +145,16 @@ class PartitionReplication:
             )
             if counted:
                 candidate = min(candidate, max(follower.log_end_offset, 0))
-        if candidate > self.high_watermark:
-            self.high_watermark = candidate
-            return candidate
-        return None
+        return candidate
 
     # --- ISR -------------------------------------------------------------------------------
 
-    def isr_change(self, leader_log_end_offset: int, *, now_ms: int) -> IsrChange | None:
+    def isr_change(
+        self, leader_log_end_offset: int, *, high_watermark: int, now_ms: int
+    ) -> IsrChange | None:
         """The AlterPartition to send now, if the ISR should change and none is in flight:
-        a shrink of the followers out of sync, else the first follower back in sync."""
+        a shrink of the followers out of sync, else the first follower back in sync (at
+        ``high_watermark``, the log's)."""
         if self.pending is not None:
             return None
         out_of_sync = tuple(
@@ -169,16 +173,16 @@ class PartitionReplication:
             return self.pending
         for broker_id in sorted(self.followers):
             follower = self.followers[broker_id]
-            if broker_id not in self.isr and self._in_sync(follower):
+            if broker_id not in self.isr and self._in_sync(follower, high_watermark):
                 joined = tuple(sorted((*self.isr, broker_id)))
                 self.pending = IsrChange(joined, self.partition_epoch, added=(broker_id,))
                 return self.pending
         return None
 
-    def _in_sync(self, follower: FollowerState) -> bool:
+    def _in_sync(self, follower: FollowerState, high_watermark: int) -> bool:
         """Kafka's ``isFollowerInSync``: at the high watermark, and into the current epoch."""
         return (
-            follower.log_end_offset >= self.high_watermark
+            follower.log_end_offset >= high_watermark
             and follower.log_end_offset >= self.leader_epoch_start_offset
         )
 
@@ -205,18 +209,19 @@ class PartitionReplication:
 
     # --- acks ------------------------------------------------------------------------------
 
-    def check_min_isr(self, min_insync_replicas: int) -> ErrorCode:
-        """Before an acks=all append: NOT_ENOUGH_REPLICAS when the ISR is too small."""
-        if len(self.isr) < min_insync_replicas:
-            return ErrorCode.not_enough_replicas
-        return ErrorCode.none
+    def under_min_isr(self, min_insync_replicas: int) -> bool:
+        """Is the ISR smaller than ``min.insync.replicas``, taken at most as the replica count
+        (Kafka's effective min ISR)? An acks=all append is refused then (NOT_ENOUGH_REPLICAS)."""
+        return len(self.isr) < min(min_insync_replicas, len(self.replicas))
 
-    def ack_state(self, required_offset: int, *, min_insync_replicas: int) -> AckState:
+    def ack_state(
+        self, required_offset: int, *, high_watermark: int, min_insync_replicas: int
+    ) -> AckState:
         """An acks=all append whose last offset is ``required_offset - 1``: done once the high
-        watermark reaches ``required_offset``; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
-        below ``min.insync.replicas`` meanwhile."""
-        if self.high_watermark < required_offset:
-            return AckState(done=False)
-        if len(self.isr) < min_insync_replicas:
+        watermark reaches ``required_offset``; NOT_ENOUGH_REPLICAS_AFTER_APPEND as soon as the
+        ISR shrinks below ``min.insync.replicas`` (the high watermark cannot move then)."""
+        if len(self.maximal_isr) < min(min_insync_replicas, len(self.replicas)):
             return AckState(done=True, error=ErrorCode.not_enough_replicas_after_append)
+        if high_watermark < required_offset:
+            return AckState(done=False)
         return AckState(done=True)

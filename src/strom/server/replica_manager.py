@@ -2,10 +2,11 @@
 of them (Kafka's ReplicaManager).
 
 The metadata image says which partitions exist, who leads them, their leader epoch and ISR; the
-log manager holds their logs. On top of those, this module keeps the state that is neither in
-the image nor in the log: each partition's **high watermark**, the offset below which every
-replica of the ISR has the data and consumers may read, and on a leader its followers' state
-(``strom.server.partition_replication``).
+log manager holds their logs, and each log its **high watermark** (the offset below which every
+replica of the ISR has the data and consumers may read,
+:attr:`strom.storage.partition_log.PartitionLog.high_watermark`). On top of those, this module
+keeps the state that is neither in the image nor in the log: on a leader, its followers' state
+(``strom.server.partition_replication``), which says where the high watermark may move.
 
 * ``apply_metadata`` (Kafka's ``applyDelta``): after each metadata change, the partitions this
   broker leads now get a new leader state in a new leader epoch (which starts at the log end),
@@ -21,7 +22,9 @@ replica of the ISR has the data and consumers may read, and on a leader its foll
   byte budget, answer at once or long-poll (``delayed_fetch``); a consumer's ``read`` gives
   file regions up to the high watermark (read_uncommitted) or the last stable offset
   (read_committed, with the aborted transactions overlapping what was read, from the
-  ``.txnindex``); the last batch may be cut short by the byte limit, as Kafka's.
+  ``.txnindex``): the log's read takes the ``FetchIsolation`` of the isolation level
+  (:func:`fetch_isolation`) and stops there. The last batch may be cut short by the byte
+  limit, as Kafka's.
 * ``write_txn_marker``: the transaction coordinator's COMMIT/ABORT marker for one partition
   (WriteTxnMarkers); marker listeners (``add_txn_marker_listener``) hear of each one after it
   is appended and the high watermark moved.
@@ -34,12 +37,15 @@ replica of the ISR has the data and consumers may read, and on a leader its foll
   proposes removing followers that fell behind; ISR changes go out through
   ``isr_change_sender`` (AlterPartition) and come back through ``isr_change_done``.
 * ``append_as_follower``, ``truncate_follower``, ``reset_follower``: the fetcher's side.
-* ``checkpoint_high_watermarks``: ``replication-offset-checkpoint``, read back at start.
+* ``checkpoint_high_watermarks``: ``replication-offset-checkpoint``, written from the logs'
+  high watermarks and read back into each log when its partition state is first made.
 
 High watermark: on a leader, the smallest log end offset among the ISR (Kafka's
-``Partition.maybeIncrementLeaderHW``), never moving back; with the leader alone in the ISR it
-follows the log end offset after each append. On a follower, the leader's, at most its own log
-end. Listeners hear of every advance with the bytes that became readable, and of leadership
+``Partition.maybeIncrementLeaderHW``: ``PartitionReplication.high_watermark_candidate``, given
+to ``PartitionLog.maybe_increment_high_watermark``), never moving back; with the leader alone
+in the ISR it follows the log end offset after each append. On a follower, the leader's, at
+most its own log end. Truncation lowers it and a rising log start raises it (the log does
+both). Listeners hear of every advance with the bytes that became readable, and of leadership
 and ISR changes (``None``); log end listeners hear of every append. The replica manager's own
 purgatories are among them: produce (acks=all) and consumer fetch on the high watermark,
 follower fetch on the log end (``shutdown_purgatories`` completes them all).
@@ -56,7 +62,7 @@ producer id without a sequence) arrives as the KafkaError every append failure i
 duplicate as the ``AppendInfo`` of the original batch (the high watermark is already past it).
 Records refused one by one (keyless records on a compacted topic) carry ``record_errors``
 (``storage.log_validator.RecordValidationError``). The last stable offset
-(:attr:`Partition.last_stable_offset`) is the smaller of the high watermark and the same
+(:attr:`PartitionLog.last_stable_offset`) is the smaller of the high watermark and the same
 state's first unstable offset (the first offset of the oldest ongoing transaction); it moves
 when a marker ends that transaction, which also moves the high watermark, so the high
 watermark listeners (the fetch purgatory) hear of it.
@@ -108,6 +114,7 @@ from strom.storage.partition_log import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
+    FetchIsolation,
     PartitionLog,
 )
 from strom.storage.producer_state import AppendOrigin
@@ -131,6 +138,7 @@ __all__ = [
     "ReadResultInfo",
     "ReplicaManager",
     "TxnMarkerListener",
+    "fetch_isolation",
 ]
 
 log = logging.getLogger(__name__)
@@ -160,13 +168,12 @@ TxnMarkerListener = Callable[[TopicPartition, int, int, bool], object]
 
 @dataclass(slots=True, eq=False)
 class Partition:
-    """A partition with a replica on this broker: its log, its high watermark and, while this
-    broker leads it, the leader's view of its followers (``replication``)."""
+    """A partition with a replica on this broker: its log (which holds the high watermark)
+    and, while this broker leads it, the leader's view of its followers (``replication``)."""
 
     tp: TopicPartition
     log: PartitionLog
     registration: PartitionRegistration
-    high_watermark: int
     replication: PartitionReplication | None = None
     """The leader's bookkeeping (followers, ISR, acks); None on a follower."""
     _unreplicated: deque[tuple[int, int]] = field(default_factory=deque)
@@ -195,22 +202,15 @@ class Partition:
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
 
-    @property
-    def last_stable_offset(self) -> int:
-        """The first offset of the oldest undecided transaction, at most the high watermark."""
-        unstable = self.log.first_unstable_offset
-        if unstable is None:
-            return self.high_watermark
-        return min(unstable, self.high_watermark)
 
-    def fetchable_offset(self, isolation_level: int) -> int:
-        """Where a read stops: the log end for a replica, the high watermark or the last
-        stable offset for a consumer."""
-        if isolation_level == READ_COMMITTED:
-            return self.last_stable_offset
-        if isolation_level == READ_LOG_END:
-            return self.log_end_offset
-        return self.high_watermark
+def fetch_isolation(isolation_level: int) -> FetchIsolation:
+    """Where a read stops (Kafka's ``FetchIsolation.of``): the log end for a replica
+    (READ_LOG_END), the high watermark or the last stable offset for a consumer."""
+    if isolation_level == READ_COMMITTED:
+        return FetchIsolation.TXN_COMMITTED
+    if isolation_level == READ_LOG_END:
+        return FetchIsolation.LOG_END
+    return FetchIsolation.HIGH_WATERMARK
 
 
 IsrChangeSender = Callable[[TopicPartition, int, IsrChange], object]
@@ -321,11 +321,10 @@ class ReplicaManager:
         partition = self._partitions.get(tp)
         if partition is None or partition.log is not partition_log:
             # New, or the topic was deleted and created again: start from the checkpoint.
-            start = self._checkpointed.pop(tp, partition_log.log_start_offset)
-            high_watermark = min(
-                max(start, partition_log.log_start_offset), partition_log.log_end_offset
-            )
-            partition = Partition(tp, partition_log, registration, high_watermark=high_watermark)
+            checkpointed = self._checkpointed.pop(tp, None)
+            if checkpointed is not None:
+                partition_log.update_high_watermark(checkpointed)
+            partition = Partition(tp, partition_log, registration)
             self._partitions[tp] = partition
         partition.registration = registration
         return partition
@@ -337,7 +336,6 @@ class ReplicaManager:
         log_end = partition.log_end_offset
         if registration.leader_epoch > partition.log.leader_epochs.latest_epoch:
             partition.log.start_leader_epoch(registration.leader_epoch)
-        partition.high_watermark = min(partition.high_watermark, log_end)
         partition._unreplicated.clear()
         partition.replication = PartitionReplication(
             leader_id=self.node_id,
@@ -346,7 +344,6 @@ class ReplicaManager:
             leader_epoch=registration.leader_epoch,
             partition_epoch=registration.partition_epoch,
             leader_epoch_start_offset=log_end,
-            high_watermark=partition.high_watermark,
             max_lag_ms=self._max_lag_ms,
             started_ms=self._clock.monotonic_ms(),
         )
@@ -408,7 +405,7 @@ class ReplicaManager:
                     partition = self.partition(tp)
                 except KafkaError:
                     continue
-            result[tp] = partition.high_watermark
+            result[tp] = partition.log.high_watermark
         return result
 
     def maybe_advance_high_watermark(self, partition: Partition) -> HighWatermarkUpdate | None:
@@ -417,24 +414,30 @@ class ReplicaManager:
         replication = partition.replication
         if replication is None:
             return None
-        candidate = replication.maybe_advance_high_watermark(
-            partition.log_end_offset, now_ms=self._clock.monotonic_ms()
+        candidate = replication.high_watermark_candidate(
+            partition.log_end_offset,
+            now_ms=self._clock.monotonic_ms(),
+            min_isr=self._min_insync_replicas(partition.tp.topic) if replication.followers else 1,
         )
         if candidate is None:
             return None
         return self._advance(partition, candidate)
 
-    def _advance(self, partition: Partition, new: int) -> HighWatermarkUpdate | None:
-        old = partition.high_watermark
-        if new <= old:
+    def _advance(self, partition: Partition, candidate: int) -> HighWatermarkUpdate | None:
+        """Move the log's high watermark up to ``candidate``; listeners hear of an advance."""
+        partition_log = partition.log
+        old = partition_log.high_watermark
+        if not partition_log.maybe_increment_high_watermark(candidate):
             return None
-        partition.high_watermark = new
+        new = partition_log.high_watermark
         size = 0
         pending = partition._unreplicated
         while pending and pending[0][0] <= new:
             size += pending.popleft()[1]
         if not size:  # appended before this broker led: measure it
-            size = partition.log.readable_bytes(old, max_bytes=_MAX_BYTES, max_offset=new)
+            size = partition_log.readable_bytes(
+                old, max_bytes=_MAX_BYTES, isolation=FetchIsolation.HIGH_WATERMARK
+            )
         update = HighWatermarkUpdate(old, new, size)
         self._notify(partition.tp, update)
         return update
@@ -455,14 +458,13 @@ class ReplicaManager:
                 f"broker {replica_id} is not a replica of {tp}",
             )
         now = self._clock.monotonic_ms()
-        candidate = replication.record_fetch(
+        replication.record_fetch(
             replica_id,
             fetch_offset=log_end_offset,
             leader_log_end_offset=partition.log_end_offset,
             now_ms=now,
         )
-        if candidate is not None:
-            self._advance(partition, candidate)
+        self.maybe_advance_high_watermark(partition)
         if replica_id not in replication.isr:
             self._propose_isr_change(partition, now)
 
@@ -478,7 +480,9 @@ class ReplicaManager:
         replication = partition.replication
         if replication is None or self.isr_change_sender is None:
             return
-        change = replication.isr_change(partition.log_end_offset, now_ms=now_ms)
+        change = replication.isr_change(
+            partition.log_end_offset, high_watermark=partition.log.high_watermark, now_ms=now_ms
+        )
         if change is None:
             return
         log.info(
@@ -532,15 +536,15 @@ class ReplicaManager:
                 end = partition.log.end_offset_for_epoch(last_fetched_epoch)
                 if end.epoch < last_fetched_epoch or end.end_offset < fetch_offset:
                     return ReadResultInfo(
-                        high_watermark=partition.high_watermark,
-                        last_stable_offset=partition.last_stable_offset,
+                        high_watermark=partition.log.high_watermark,
+                        last_stable_offset=partition.log.last_stable_offset,
                         log_start_offset=partition.log_start_offset,
                         diverging_epoch=(end.epoch, end.end_offset),
                     )
             result = partition.log.read(
                 fetch_offset,
                 max_bytes=max_bytes,
-                max_offset=partition.log_end_offset,
+                isolation=FetchIsolation.LOG_END,
                 min_one_message=True,
             )
             try:
@@ -552,8 +556,8 @@ class ReplicaManager:
             return ReadResultInfo(error=error.error_code, message=error.message)
         return ReadResultInfo(
             regions=result.regions,
-            high_watermark=partition.high_watermark,
-            last_stable_offset=partition.last_stable_offset,
+            high_watermark=partition.log.high_watermark,
+            last_stable_offset=partition.log.last_stable_offset,
             log_start_offset=partition.log_start_offset,
         )
 
@@ -590,8 +594,8 @@ class ReplicaManager:
         if log_start_offset > partition_log.log_start_offset:
             target = min(log_start_offset, partition_log.log_end_offset)
             partition_log.advance_log_start_offset(target)
-        partition.high_watermark = max(
-            partition.high_watermark, min(high_watermark, partition_log.log_end_offset)
+        partition_log.maybe_increment_high_watermark(
+            min(high_watermark, partition_log.log_end_offset)
         )
         return size
 
@@ -606,7 +610,7 @@ class ReplicaManager:
             diverging,
             partition_log.leader_epochs,
             log_end_offset=partition_log.log_end_offset,
-            high_watermark=partition.high_watermark,
+            high_watermark=partition_log.high_watermark,
         )
         if cut.offset < partition_log.log_end_offset:
             log.info(
@@ -618,7 +622,6 @@ class ReplicaManager:
                 diverging.end_offset,
             )
             partition_log.truncate_to(cut.offset)
-        partition.high_watermark = min(partition.high_watermark, partition_log.log_end_offset)
         return partition_log.log_end_offset
 
     def reset_follower(
@@ -640,10 +643,6 @@ class ReplicaManager:
         elif partition_log.log_end_offset < leader_start:
             log.info("%s: starting over at the leader's log start %d", tp, leader_start)
             partition_log.truncate_fully_and_start_at(leader_start)
-        partition.high_watermark = min(
-            max(partition.high_watermark, partition_log.log_start_offset),
-            partition_log.log_end_offset,
-        )
         return partition_log.log_end_offset
 
     # --- high watermark checkpoint -----------------------------------------------------------
@@ -654,7 +653,7 @@ class ReplicaManager:
         offsets = dict(self._checkpointed)
         for tp, partition in self._partitions.items():
             if self.log_manager.get(tp) is partition.log:
-                offsets[tp] = partition.high_watermark
+                offsets[tp] = partition.log.high_watermark
         write_offset_checkpoint(self._checkpoint_path, offsets)
 
     def _read_high_watermarks(self) -> dict[TopicPartition, int]:
@@ -763,7 +762,8 @@ class ReplicaManager:
             partition = self.partition(tp)
             if required_acks == -1:
                 min_isr = self._min_insync_replicas(tp.topic)
-                if len(partition.isr) < min_isr:
+                replication = partition.replication
+                if replication is not None and replication.under_min_isr(min_isr):
                     raise KafkaError(
                         ErrorCode.not_enough_replicas,
                         f"{tp} has {len(partition.isr)} in-sync replica(s) "
@@ -781,7 +781,7 @@ class ReplicaManager:
             return AppendResult.failed(
                 error.error_code, error.message, record_errors, log_start_offset=log_start
             )
-        if info.last_offset >= partition.high_watermark:  # not a duplicate of older batches
+        if info.last_offset >= partition.log.high_watermark:  # not a duplicate of older batches
             self._appended(partition, info.base_offset, info.last_offset, info.size)
         return AppendResult(
             base_offset=info.base_offset,
@@ -870,7 +870,9 @@ class ReplicaManager:
         replication = partition.replication
         assert replication is not None
         state = replication.ack_state(
-            required_offset, min_insync_replicas=self._min_insync_replicas(tp.topic)
+            required_offset,
+            high_watermark=partition.log.high_watermark,
+            min_insync_replicas=self._min_insync_replicas(tp.topic),
         )
         return state.error if state.done else None
 
@@ -921,7 +923,7 @@ class ReplicaManager:
             result = partition.log.read(
                 fetch_offset,
                 max_bytes=max_bytes,
-                max_offset=partition.fetchable_offset(isolation_level),
+                isolation=fetch_isolation(isolation_level),
                 min_one_message=min_one_message,
             )
         except KafkaError as error:
@@ -937,8 +939,8 @@ class ReplicaManager:
             aborted = tuple(txns)
         return ReadResultInfo(
             regions=result.regions,
-            high_watermark=partition.high_watermark,
-            last_stable_offset=partition.last_stable_offset,
+            high_watermark=partition.log.high_watermark,
+            last_stable_offset=partition.log.last_stable_offset,
             log_start_offset=partition.log_start_offset,
             aborted_transactions=aborted,
         )
@@ -962,10 +964,10 @@ class ReplicaManager:
         """
         partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
         epoch = partition.leader_epoch
-        if isolation_level is None:
-            last_fetchable = partition.log_end_offset
-        else:
-            last_fetchable = partition.fetchable_offset(isolation_level)
+        isolation = (
+            FetchIsolation.LOG_END if isolation_level is None else fetch_isolation(isolation_level)
+        )
+        last_fetchable = partition.log.fetchable_offset(isolation)
         if timestamp == LATEST_TIMESTAMP:
             return OffsetAnswer(last_fetchable, -1, epoch)
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
@@ -993,14 +995,15 @@ class ReplicaManager:
                 ErrorCode.policy_violation,
                 f"records of {tp} cannot be deleted: its cleanup.policy has no 'delete'",
             )
-        target = partition.high_watermark if offset == -1 else offset
-        if target < 0 or target > partition.high_watermark:
+        high_watermark = partition.log.high_watermark
+        target = high_watermark if offset == -1 else offset
+        if target < 0 or target > high_watermark:
             raise KafkaError(
                 ErrorCode.offset_out_of_range,
                 f"cannot delete records of {tp} before offset {offset}: it is outside "
-                f"[0, high watermark {partition.high_watermark}]",
+                f"[0, high watermark {high_watermark}]",
             )
-        if partition.log.advance_log_start_offset(target, high_watermark=partition.high_watermark):
+        if partition.log.advance_log_start_offset(target, within_high_watermark=True):
             self.log_manager.checkpoint()
         return partition.log_start_offset
 

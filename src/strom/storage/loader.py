@@ -29,19 +29,25 @@ The steps, in order (Kafka's ``LogLoader``):
    the log end offset after a clean shutdown, else ``min(checkpointed, log end offset)``:
    recovered segments are not flushed, so a crash now recovers them again.
 
-Recovery empties a segment's ``.txnindex``; :attr:`LoadedLog.recovered` lists those segments so
-that the partition log can rebuild it with the producers' state
-(:mod:`strom.storage.txn_recovery`).
+6. **State** (:func:`load_state`): the producer state (the latest snapshot at or below the log
+   end, the batches after it replayed: none after a clean shutdown, which left one at the end;
+   a clean log without any snapshot predates them and is not scanned), the ``.txnindex`` of
+   the recovered segments (recovery empties it; :mod:`strom.storage.txn_recovery` rebuilds it
+   with the producers' state) and the leader epochs (``leader-epoch-checkpoint``).
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from strom.protocol.batch import BatchHeader
 from strom.storage._files import fsync_directory
+from strom.storage.leader_epoch_cache import LeaderEpochFile
 from strom.storage.log_config import LogConfig
+from strom.storage.producer_state import ProducerStateManager
 from strom.storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -50,8 +56,9 @@ from strom.storage.segment import (
     LogSegment,
     parse_segment_file_name,
 )
+from strom.storage.txn_recovery import rebuild_txn_indexes
 
-__all__ = ["LoadedLog", "load_log"]
+__all__ = ["LoadedLog", "LoadedState", "batches_from", "load_log", "load_state"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -212,3 +219,48 @@ def load_log(
         ),
         truncated_bytes=truncated,
     )
+
+
+@dataclass(slots=True, kw_only=True)
+class LoadedState:
+    """What a partition log keeps beside its segments, loaded to agree with them."""
+
+    producer_state: ProducerStateManager
+    leader_epochs: LeaderEpochFile
+
+
+def load_state(
+    directory: Path, loaded: LoadedLog, *, now_ms: int, had_clean_shutdown: bool
+) -> LoadedState:
+    """Step 6 of the module doc: producer state, recovered ``.txnindex`` files, leader epochs."""
+    state = ProducerStateManager.load(
+        directory,
+        log_start_offset=loaded.log_start_offset,
+        log_end_offset=loaded.log_end_offset,
+        batches_from=lambda offset: batches_from(loaded.segments, offset),
+        now_ms=now_ms,
+        had_clean_shutdown=had_clean_shutdown,
+    )
+    rebuild_txn_indexes(
+        directory, loaded.segments, loaded.recovered, log_start_offset=loaded.log_start_offset
+    )
+    epochs = LeaderEpochFile.load(
+        directory,
+        log_start_offset=loaded.log_start_offset,
+        log_end_offset=loaded.log_end_offset,
+        batch_epochs=lambda: (
+            (header.base_offset, header.partition_leader_epoch)
+            for segment in loaded.segments
+            for _, header in segment.batches()
+        ),
+    )
+    return LoadedState(producer_state=state, leader_epochs=epochs)
+
+
+def batches_from(segments: Sequence[LogSegment], offset: int) -> Iterator[BatchHeader]:
+    """The batch headers of the segments holding ``offset`` and after (the producer state's
+    ``batches_from``: it skips those ending below ``offset``)."""
+    first = max(bisect.bisect_right([s.base_offset for s in segments], offset) - 1, 0)
+    for segment in segments[first:]:
+        for _, header in segment.batches():
+            yield header

@@ -70,6 +70,8 @@ class LogManager:
         data_dir.mkdir(parents=True, exist_ok=True)
         marker = data_dir / CLEAN_SHUTDOWN_FILE
         self.had_clean_shutdown = marker.exists()
+        self.clean_shutdown_broker_epoch = _marker_epoch(marker) if self.had_clean_shutdown else -1
+        """The broker epoch the last clean shutdown recorded (-1: none, or an unclean end)."""
         recovery_points = self._read_checkpoint(RECOVERY_POINT_CHECKPOINT)
         log_starts = self._read_checkpoint(LOG_START_OFFSET_CHECKPOINT)
         for child in sorted(data_dir.iterdir()):
@@ -210,3 +212,12 @@ class LogManager:
         for log in self._logs.values():
             log.close_without_flush()
         self._closed = True
+
+
+def _marker_epoch(marker: Path) -> int:
+    """The broker epoch in a clean-shutdown marker; -1 when it names none or cannot be read."""
+    try:
+        epoch = json.loads(marker.read_text(encoding="utf-8")).get("brokerEpoch", -1)
+    except (OSError, ValueError, AttributeError):
+        return -1
+    return epoch if isinstance(epoch, int) else -1

@@ -1,6 +1,6 @@
 """Walks over a partition log's segments for reads: where a fetch's bytes are, and
-ListOffsets' timestamp lookups. :class:`~strom.storage.partition_log.PartitionLog` checks the
-offsets and calls these with its segments (sorted, non-overlapping, the last one active).
+ListOffsets' timestamp lookups. :class:`~strom.storage.local_log.LocalLog` checks the offsets
+and calls these with its segments (sorted, non-overlapping, the last one active).
 """
 
 from __future__ import annotations

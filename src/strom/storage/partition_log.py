@@ -1,9 +1,15 @@
-"""The log of one partition: a directory ``<topic>-<partition>`` of segments.
+"""The log of one partition (Kafka's ``UnifiedLog``): a :class:`~strom.storage.local_log.LocalLog`
+of segments plus everything that gives them meaning.
 
-Invariants (``NOTES.md`` has the whole list): segments are sorted by base offset and never
-overlap; only the last one (the active segment) is appended to; ``first segment's base offset
-<= log_start_offset <= log_end_offset``; ``recovery_point <= log_end_offset`` (everything below
-the recovery point is fsynced; it may lag the log start).
+:class:`PartitionLog` owns the log start offset, the **high watermark**, the producer state,
+the leader-epoch cache, the transaction index and markers, validation on append and the
+retention decisions; the segment mechanics (append of validated bytes, roll, raw reads,
+truncation, flush, cleaner swaps) are the local log's.
+
+Invariants (``NOTES.md`` has the whole list): ``first segment's base offset <=
+log_start_offset <= high_watermark <= log_end_offset``; ``recovery_point <= log_end_offset``
+(everything below the recovery point is fsynced; it may lag the log start). Reads take a
+:class:`~strom.storage.fetch_isolation.FetchIsolation` that says where they stop.
 
 Plain logic and file I/O, no asyncio, not thread-safe: one owner (the event loop thread) calls
 every method. See :mod:`strom.storage.file_region` for who closes what a read returns.
@@ -11,11 +17,8 @@ every method. See :mod:`strom.storage.file_region` for who closes what a read re
 
 from __future__ import annotations
 
-import bisect
 import itertools
-import shutil
-import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -29,30 +32,18 @@ from strom.protocol.batch import (
     summarize_batches,
 )
 from strom.protocol.records import ControlRecordType, build_control_batch
-from strom.storage._files import fsync_directory
-from strom.storage.file_region import FileRegion
+from strom.storage.fetch_isolation import FetchIsolation
 from strom.storage.leader_epoch_cache import EpochEndOffset, LeaderEpochCache, LeaderEpochFile
-from strom.storage.loader import load_log
-from strom.storage.log_config import LONG_MAX, LogConfig
-from strom.storage.log_reads import (
-    ReadPiece,
-    first_offset_by_timestamp,
-    offset_of_max_timestamp,
-    plan_read,
-)
+from strom.storage.loader import batches_from, load_log, load_state
+from strom.storage.local_log import LocalLog, offset_out_of_range
+from strom.storage.log_config import LogConfig
 from strom.storage.log_results import AppendInfo, ReadResult, UnexpectedAppendOffsetError
 from strom.storage.log_validator import needs_record_work, validate_records
 from strom.storage.producer_snapshot import delete_snapshots_below, retain_latest_snapshots
 from strom.storage.producer_state import AppendOrigin, ProducerStateManager
 from strom.storage.retention import deletable_by_log_start, segments_to_delete
-from strom.storage.segment import (
-    CLEANED_SUFFIX,
-    SWAP_SUFFIX,
-    LogSegment,
-    OffsetTimestamp,
-)
+from strom.storage.segment import LogSegment, OffsetTimestamp
 from strom.storage.txn_index import AbortedTxn
-from strom.storage.txn_recovery import rebuild_txn_indexes
 
 __all__ = [
     "EARLIEST_LOCAL_TIMESTAMP",
@@ -60,6 +51,7 @@ __all__ = [
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",
     "AppendInfo",
+    "FetchIsolation",
     "OffsetTimestamp",
     "PartitionLog",
     "ReadResult",
@@ -81,43 +73,31 @@ _PRODUCER_ID: Final = 43
 
 
 class PartitionLog:
-    """Append, read, look up, roll, truncate and retain one partition's segments.
+    """Append, read, look up, roll, truncate and retain one partition's log.
 
     Open with :meth:`open`; :class:`strom.storage.log_manager.LogManager` does it for a data
-    directory and keeps the recovery point and log start offset checkpoints.
+    directory and keeps the recovery point and log start offset checkpoints. The high
+    watermark starts at the log start offset; its owner (the replica manager) sets it.
     """
 
     def __init__(
         self,
-        directory: Path,
+        local: LocalLog,
         *,
-        config: LogConfig,
-        clock: Clock,
-        segments: list[LogSegment],
         log_start_offset: int,
-        recovery_point: int,
         producer_state: ProducerStateManager | None = None,
         leader_epochs: LeaderEpochFile | None = None,
     ) -> None:
         """``producer_state`` and ``leader_epochs`` default to empty ones (a new log)."""
-        if not segments:
-            raise ValueError("a partition log has at least one segment")
-        self.directory = directory
-        self._config = config
-        self._clock = clock
-        self._segments = segments
-        self._bases = [segment.base_offset for segment in segments]
+        self.directory = local.directory
+        self._local = local
         self._log_start_offset = log_start_offset
-        self._next_offset = segments[-1].next_offset
-        self._recovery_point = min(recovery_point, self._next_offset)
-        self._last_flush_ms = clock.monotonic_ms()
-        self._directory_dirty = False
-        self._closed = False
-        self._record_work = needs_record_work(config)
+        self._high_watermark = log_start_offset
+        self._record_work = needs_record_work(local.config)
         self._producer_state = producer_state or ProducerStateManager(
-            name=directory.name, map_end_offset=self._next_offset
+            name=local.directory.name, map_end_offset=local.log_end_offset
         )
-        self._epochs = leader_epochs or LeaderEpochFile(directory)
+        self._epochs = leader_epochs or LeaderEpochFile(local.directory)
 
     @classmethod
     def open(
@@ -130,12 +110,10 @@ class PartitionLog:
         log_start_offset: int = 0,
         had_clean_shutdown: bool = False,
     ) -> PartitionLog:
-        """Load (or create) the partition directory; recover it unless shut down cleanly.
+        """Load (or create) the partition directory; recover it unless shut down cleanly, and
+        load the producer state and leader epochs to agree with it (:mod:`strom.storage.loader`).
 
         ``recovery_point`` and ``log_start_offset`` come from the data directory's checkpoints.
-        The producer state comes from the latest snapshot at or below the log end, with the
-        batches after it replayed (none after a clean shutdown, which left one at the end;
-        a clean log without any snapshot predates them and is not scanned).
         """
         loaded = load_log(
             directory,
@@ -145,55 +123,37 @@ class PartitionLog:
             log_start_offset=log_start_offset,
             had_clean_shutdown=had_clean_shutdown,
         )
-        state = ProducerStateManager.load(
-            directory,
-            log_start_offset=loaded.log_start_offset,
-            log_end_offset=loaded.log_end_offset,
-            batches_from=lambda offset: _batches_from(loaded.segments, offset),
-            now_ms=clock.now_ms(),
-            had_clean_shutdown=had_clean_shutdown,
+        state = load_state(
+            directory, loaded, now_ms=clock.now_ms(), had_clean_shutdown=had_clean_shutdown
         )
-        rebuild_txn_indexes(
-            directory,
-            loaded.segments,
-            loaded.recovered,
-            log_start_offset=loaded.log_start_offset,
-        )
-        epochs = LeaderEpochFile.load(
-            directory,
-            log_start_offset=loaded.log_start_offset,
-            log_end_offset=loaded.log_end_offset,
-            batch_epochs=lambda: (
-                (header.base_offset, header.partition_leader_epoch)
-                for segment in loaded.segments
-                for _, header in segment.batches()
-            ),
-        )
-        return cls(
+        local = LocalLog(
             directory,
             config=config,
             clock=clock,
             segments=loaded.segments,
-            log_start_offset=loaded.log_start_offset,
             recovery_point=loaded.recovery_point,
-            producer_state=state,
-            leader_epochs=epochs,
+        )
+        return cls(
+            local,
+            log_start_offset=loaded.log_start_offset,
+            producer_state=state.producer_state,
+            leader_epochs=state.leader_epochs,
         )
 
     # --- state -----------------------------------------------------------------------------
 
     @property
     def config(self) -> LogConfig:
-        return self._config
+        return self._local.config
 
     def update_config(self, config: LogConfig) -> None:
         """New settings apply from the next append, roll, flush or retention run."""
-        self._config = config
+        self._local.config = config
         self._record_work = needs_record_work(config)
 
     @property
     def clock(self) -> Clock:
-        return self._clock
+        return self._local.clock
 
     @property
     def log_start_offset(self) -> int:
@@ -201,7 +161,33 @@ class PartitionLog:
 
     @property
     def log_end_offset(self) -> int:
-        return self._next_offset
+        return self._local.log_end_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below it is fsynced; recovery after a crash starts from its segment."""
+        return self._local.recovery_point
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return self._local.segments
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._local.active_segment
+
+    @property
+    def size(self) -> int:
+        """Bytes in all segments."""
+        return self._local.size
+
+    @property
+    def closed(self) -> bool:
+        """Closed (or deleted): its files are released."""
+        return self._local.closed
+
+    def _check_open(self) -> None:
+        self._local.check_open()
 
     @property
     def leader_epochs(self) -> LeaderEpochCache:
@@ -210,50 +196,68 @@ class PartitionLog:
 
     def start_leader_epoch(self, epoch: int) -> None:
         """This log's replica leads from ``epoch`` on: the epoch starts at the log end."""
-        self._epochs.assign(epoch, self._next_offset)
+        self._epochs.assign(epoch, self.log_end_offset)
 
     def end_offset_for_epoch(self, epoch: int) -> EpochEndOffset:
         """OffsetForLeaderEpoch: the largest epoch at most ``epoch`` and where it ended."""
-        return self._epochs.cache.end_offset_for(epoch, self._next_offset)
-
-    @property
-    def recovery_point(self) -> int:
-        """Everything below it is fsynced; recovery after a crash starts from its segment."""
-        return self._recovery_point
+        return self._epochs.cache.end_offset_for(epoch, self.log_end_offset)
 
     @property
     def producer_state(self) -> ProducerStateManager:
         """The idempotent producers' state (read it; only this log changes it)."""
-        self._producer_state.update_map_end_offset(self._next_offset)
+        self._producer_state.update_map_end_offset(self.log_end_offset)
         return self._producer_state
+
+    # --- high watermark and isolation ------------------------------------------------------
+
+    @property
+    def high_watermark(self) -> int:
+        """The offset below which every in-sync replica has the log: consumers read below it.
+        Always in ``[log start offset, log end offset]``."""
+        return self._high_watermark
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark to ``offset`` clamped to ``[log start, log end]`` (Kafka's
+        ``updateHighWatermark``: a checkpoint read back, a follower taking its leader's); the
+        new high watermark."""
+        self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+        return self._high_watermark
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Move the high watermark up to ``offset`` (a leader's, from its in-sync replicas);
+        never down. Whether it moved. ValueError past the log end offset."""
+        if offset > self.log_end_offset:
+            raise ValueError(
+                f"high watermark {offset} of {self.directory.name} is past the log end offset "
+                f"{self.log_end_offset}"
+            )
+        if offset <= self._high_watermark:
+            return False
+        self._high_watermark = offset
+        return True
 
     @property
     def first_unstable_offset(self) -> int | None:
-        """The first offset of the oldest ongoing transaction, None without any; the last
-        stable offset is the smaller of it and the high watermark."""
+        """The first offset of the oldest ongoing transaction, None without any."""
         return self._producer_state.first_undecided_offset()
 
     @property
-    def segments(self) -> tuple[LogSegment, ...]:
-        return tuple(self._segments)
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest undecided transaction, at most the high watermark:
+        read_committed consumers read below it."""
+        unstable = self._producer_state.first_undecided_offset()
+        if unstable is None:
+            return self._high_watermark
+        return min(unstable, self._high_watermark)
 
-    @property
-    def active_segment(self) -> LogSegment:
-        return self._segments[-1]
-
-    @property
-    def size(self) -> int:
-        """Bytes in all segments."""
-        return sum(segment.size for segment in self._segments)
-
-    @property
-    def closed(self) -> bool:
-        """Closed (or deleted): its files are released."""
-        return self._closed
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise KafkaError(ErrorCode.kafka_storage_error, f"log {self.directory} is closed")
+    def fetchable_offset(self, isolation: FetchIsolation) -> int:
+        """Where a read with ``isolation`` stops: the log end offset, the high watermark or the
+        last stable offset."""
+        if isolation is FetchIsolation.HIGH_WATERMARK:
+            return self._high_watermark
+        if isolation is FetchIsolation.TXN_COMMITTED:
+            return self.last_stable_offset
+        return self.log_end_offset
 
     # --- append ----------------------------------------------------------------------------
 
@@ -277,14 +281,14 @@ class PartitionLog:
         passed, so a bad one raises its specific KafkaError and leaves the log unchanged.
         """
         self._check_open()
-        config = self._config
+        config = self._local.config
         buffer = bytearray(records)
         if self._record_work:
             buffer = validate_records(buffer, config=config, partition=self.directory.name)
-        log_append_time = self._clock.now_ms() if config.log_append_time else NO_TIMESTAMP
+        log_append_time = self.clock.now_ms() if config.log_append_time else NO_TIMESTAMP
         batches = assign_offsets(
             buffer,
-            base_offset=self._next_offset,
+            base_offset=self._local.log_end_offset,
             leader_epoch=leader_epoch,
             log_append_time=log_append_time,
             max_batch_bytes=config.max_message_bytes,
@@ -316,12 +320,12 @@ class PartitionLog:
                     f"last offset {previous[0] + previous[2]}",
                 )
         first = batches[0][0]
-        if first < self._next_offset:
+        if first < self._local.log_end_offset:
             raise UnexpectedAppendOffsetError(
                 f"{self.directory.name}: follower batches start at {first}, below the log end "
-                f"offset {self._next_offset}",
+                f"offset {self._local.log_end_offset}",
                 first_offset=first,
-                log_end_offset=self._next_offset,
+                log_end_offset=self._local.log_end_offset,
             )
         self._check_size(len(written))
         return self._append_batches(
@@ -360,14 +364,14 @@ class PartitionLog:
             producer_id=producer_id,
             producer_epoch=producer_epoch,
             coordinator_epoch=coordinator_epoch,
-            timestamp=self._clock.now_ms(),
+            timestamp=self.clock.now_ms(),
             partition_leader_epoch=leader_epoch,
         )
         info = self.append(marker, leader_epoch=leader_epoch, origin=AppendOrigin.COORDINATOR)
         state.record_coordinator_epoch(producer_id, coordinator_epoch)
         if not commit and first_offset is not None:
             stable = state.first_undecided_offset()
-            self._segments[-1].txn_index.append(
+            self._local.active_segment.txn_index.append(
                 AbortedTxn(
                     producer_id,
                     first_offset,
@@ -383,8 +387,7 @@ class PartitionLog:
         says no later segment can add any (Kafka's ``collectAbortedTransactions``)."""
         self._check_open()
         found: list[AbortedTxn] = []
-        first = max(bisect.bisect_right(self._bases, fetch_offset) - 1, 0)
-        for segment in self._segments[first:]:
+        for segment in self._local.segments_from(fetch_offset):
             txns, complete = segment.txn_index.collect(fetch_offset, upper_bound)
             found.extend(txns)
             if complete:
@@ -392,10 +395,10 @@ class PartitionLog:
         return found
 
     def _check_size(self, size: int) -> None:
-        if size > self._config.segment_bytes:
+        if size > self._local.config.segment_bytes:
             raise KafkaError(
                 ErrorCode.record_list_too_large,
-                f"{size} bytes of batches exceed segment.bytes {self._config.segment_bytes}",
+                f"{size} bytes of batches exceed segment.bytes {self._local.config.segment_bytes}",
             )
 
     def _append_batches(
@@ -445,7 +448,7 @@ class PartitionLog:
                 written=b"",
             )
         info = self._write_batches(data, batches, log_append_time=log_append_time)
-        state.commit(plan, headers, now_ms=self._clock.now_ms())
+        state.commit(plan, headers, now_ms=self.clock.now_ms())
         return info
 
     def _write_batches(
@@ -456,16 +459,11 @@ class PartitionLog:
         last_offset = last_base_offset + last_offset_delta
         if len(batches) > 1:
             max_timestamp = max(batch[3] for batch in batches)
-        segment = self._segment_for(
-            size=len(data),
-            max_timestamp=max_timestamp,
-            first_offset=first_offset,
-            last_offset=last_offset,
-        )
-        segment.append_batches(data, batches)
+        local = self._local
+        if local.should_roll(size=len(data), max_timestamp=max_timestamp, last_offset=last_offset):
+            self._roll(first_offset)
+        local.append(data, batches)
         self._record_epochs(data, batches)
-        self._next_offset = last_offset + 1
-        self._maybe_flush_after_append()
         return AppendInfo(
             base_offset=first_offset,
             last_offset=last_offset,
@@ -491,108 +489,48 @@ class PartitionLog:
 
     def roll_jitter_ms(self, base_offset: int) -> int:
         """segment.jitter.ms for one segment: a stable hash instead of Kafka's random draw."""
-        jitter = self._config.segment_jitter_ms
-        if jitter <= 0:
-            return 0
-        key = f"{self.directory.name}:{base_offset}".encode()
-        return zlib.crc32(key) % min(jitter, self._config.segment_ms)
-
-    def _segment_for(
-        self, *, size: int, max_timestamp: int, first_offset: int, last_offset: int
-    ) -> LogSegment:
-        """The segment new batches go to: the active one, or a new one when Kafka's
-        ``LogSegment.shouldRoll`` says so.
-
-        segment.ms counts in record time, from the first batch's max timestamp to the new
-        batches' (as Kafka since KIP-32), or in broker time since the segment was created when
-        the first batch has no timestamp.
-        """
-        segment = self._segments[-1]
-        if not segment.can_hold_offset(last_offset):
-            return self._roll(first_offset)
-        segment_size = segment.size
-        if segment_size == 0:
-            return segment
-        config = self._config
-        if segment_size > config.segment_bytes - size or segment.is_index_full:
-            return self._roll(first_offset)
-        first_timestamp = segment.first_batch_timestamp
-        if first_timestamp is not None and first_timestamp >= 0:
-            waited = max_timestamp - first_timestamp
-        else:
-            waited = self._clock.now_ms() - segment.created_ms
-        # The jitter is below segment_jitter_ms: hash it only when that much could matter.
-        if waited > config.segment_ms - config.segment_jitter_ms and (
-            waited > config.segment_ms - self.roll_jitter_ms(segment.base_offset)
-        ):
-            return self._roll(first_offset)
-        return segment
+        return self._local.roll_jitter_ms(base_offset)
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (nothing if the active is empty)."""
         self._check_open()
-        return self._roll(self._next_offset)
+        self._roll(self.log_end_offset)
+        return self._local.active_segment
 
-    def _roll(self, base_offset: int) -> LogSegment:
-        old = self._segments[-1]
-        if old.size == 0:
-            if old.base_offset == base_offset:
-                return old
-            # An empty active segment is replaced rather than left behind.
-            self._segments.pop()
-            self._bases.pop()
-            old.delete()
-        else:
-            old.on_become_inactive()
-        segment = LogSegment.create(
-            self.directory, base_offset, config=self._config, now_ms=self._clock.now_ms()
-        )
-        self._segments.append(segment)
-        self._bases.append(base_offset)
-        self._log_start_offset = max(self._log_start_offset, self._bases[0])
-        self._directory_dirty = True
-        # Kafka flushes the rolled segment (asynchronously) and moves the recovery point.
-        self.flush(up_to=base_offset)
+    def _roll(self, base_offset: int) -> None:
+        """A new active segment at ``base_offset`` (fsyncing the previous ones), then a
+        producer state snapshot there."""
+        if not self._local.roll(base_offset):
+            return
+        self._raise_log_start(self._local.first_base_offset)
         self._snapshot_producer_state()
-        return segment
 
     def _snapshot_producer_state(self) -> None:
         """``<log end>.snapshot`` (a roll's new base offset, or a clean close), keeping the
         newest few: a restart replays only the batches after the last one."""
         state = self._producer_state
-        state.update_map_end_offset(self._next_offset)
+        state.update_map_end_offset(self.log_end_offset)
         if state.take_snapshot(self.directory) is not None:
             retain_latest_snapshots(self.directory, _SNAPSHOTS_KEPT)
 
     # --- read ------------------------------------------------------------------------------
 
-    def _plan_read(
-        self, offset: int, max_bytes: int, max_offset: int | None, min_one_message: bool
-    ) -> tuple[list[ReadPiece], int]:
+    def _max_offset(self, offset: int, isolation: FetchIsolation) -> int:
+        """The read limit of ``isolation``; OFFSET_OUT_OF_RANGE for an ``offset`` outside
+        ``[log start, log end]``."""
         self._check_open()
-        if offset < self._log_start_offset or offset > self._next_offset:
-            raise KafkaError(
-                ErrorCode.offset_out_of_range,
-                f"offset {offset} is out of range [{self._log_start_offset}, "
-                f"{self._next_offset}] of {self.directory.name}",
+        if offset < self._log_start_offset or offset > self.log_end_offset:
+            raise offset_out_of_range(
+                offset, self._log_start_offset, self.log_end_offset, self.directory.name
             )
-        limit = self._next_offset if max_offset is None else min(max_offset, self._next_offset)
-        return plan_read(
-            self._segments,
-            self._bases,
-            offset,
-            max_bytes=max_bytes,
-            limit=limit,
-            log_end_offset=self._next_offset,
-            min_one_message=min_one_message,
-        )
+        return self.fetchable_offset(isolation)
 
     def read(
         self,
         offset: int,
         *,
         max_bytes: int,
-        max_offset: int | None = None,
+        isolation: FetchIsolation = FetchIsolation.LOG_END,
         min_one_message: bool = True,
     ) -> ReadResult:
         """The log from the batch holding ``offset``, as :class:`FileRegion` objects (Fetch).
@@ -601,47 +539,44 @@ class PartitionLog:
         batch after it, past a compaction gap) and hold at most ``max_bytes``, so the last
         batch may be cut short (clients drop a partial trailing batch). With
         ``min_one_message`` a first batch larger than ``max_bytes`` comes whole (KIP-74);
-        without it the result is then empty. ``max_offset`` (high watermark or last stable
-        offset) is never passed: only bytes of batches entirely below it. A read goes on into
-        later segments while their first batch fits. ``offset`` outside ``[log start, log
-        end]`` raises OFFSET_OUT_OF_RANGE; at the log end (or at/after ``max_offset``) the
-        result is empty.
+        without it the result is then empty. The offset ``isolation`` gives (log end, high
+        watermark or last stable offset) is never passed: only bytes of batches entirely
+        below it. A read goes on into later segments while their first batch fits. ``offset``
+        outside ``[log start, log end]`` raises OFFSET_OUT_OF_RANGE; at the log end (or
+        at/after the isolation's offset) the result is empty.
         """
-        pieces, next_offset = self._plan_read(offset, max_bytes, max_offset, min_one_message)
-        regions: list[FileRegion] = []
-        try:
-            for piece in pieces:
-                regions.append(piece.segment.region(piece.position, piece.length))
-        except BaseException:
-            for region in regions:
-                region.close()
-            raise
+        max_offset = self._max_offset(offset, isolation)
+        regions, next_offset = self._local.read(
+            offset, max_bytes=max_bytes, max_offset=max_offset, min_one_message=min_one_message
+        )
         return ReadResult(
-            regions=tuple(regions),
+            regions=regions,
             next_offset=next_offset,
             log_start_offset=self._log_start_offset,
-            log_end_offset=self._next_offset,
+            log_end_offset=self.log_end_offset,
         )
 
-    def readable_bytes(self, offset: int, *, max_bytes: int, max_offset: int) -> int:
+    def readable_bytes(self, offset: int, *, max_bytes: int, isolation: FetchIsolation) -> int:
         """How many bytes :meth:`read` would return (a waiting fetch's estimate)."""
-        pieces, _ = self._plan_read(offset, max_bytes, max_offset, True)
-        return sum(piece.length for piece in pieces)
+        max_offset = self._max_offset(offset, isolation)
+        return self._local.readable_bytes(offset, max_bytes=max_bytes, max_offset=max_offset)
 
     def read_bytes(
         self,
         offset: int,
         *,
         max_bytes: int,
-        max_offset: int | None = None,
+        isolation: FetchIsolation = FetchIsolation.LOG_END,
         min_one_message: bool = True,
     ) -> bytes:
         """The whole batches of what :meth:`read` would return, copied into memory.
 
         Unlike :meth:`read`, never a partial batch: the bytes end after the last whole one.
         """
-        pieces, _ = self._plan_read(offset, max_bytes, max_offset, min_one_message)
-        return b"".join(piece.segment.read(piece.position, piece.whole_length) for piece in pieces)
+        max_offset = self._max_offset(offset, isolation)
+        return self._local.read_bytes(
+            offset, max_bytes=max_bytes, max_offset=max_offset, min_one_message=min_one_message
+        )
 
     # --- timestamps ------------------------------------------------------------------------
 
@@ -657,19 +592,16 @@ class PartitionLog:
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return OffsetTimestamp(self._log_start_offset, NO_TIMESTAMP)
         if timestamp == LATEST_TIMESTAMP:
-            return OffsetTimestamp(self._next_offset, NO_TIMESTAMP)
+            return OffsetTimestamp(self.log_end_offset, NO_TIMESTAMP)
         if timestamp == MAX_TIMESTAMP:
             return self.offset_of_max_timestamp()
         if timestamp < 0:
             raise ValueError(f"unsupported special timestamp {timestamp}")
-        return first_offset_by_timestamp(
-            self._segments, timestamp, log_start_offset=self._log_start_offset
-        )
+        return self._local.offset_for_timestamp(timestamp, from_offset=self._log_start_offset)
 
     def offset_of_max_timestamp(self) -> OffsetTimestamp | None:
         """The first record (at or above the log start) with the largest timestamp."""
-        self._check_open()
-        return offset_of_max_timestamp(self._segments, log_start_offset=self._log_start_offset)
+        return self._local.offset_of_max_timestamp(from_offset=self._log_start_offset)
 
     # --- truncation and log start ----------------------------------------------------------
 
@@ -678,70 +610,54 @@ class PartitionLog:
 
         Batches are never split: when ``offset`` falls inside a batch, that whole batch goes
         and the log end offset becomes its base offset, which is what the data says and what a
-        restart would find. The log start offset follows the log end down if needed. The
-        change is fsynced, so a crash cannot bring the removed records back.
+        restart would find. The log start offset and the high watermark follow the log end
+        down if needed. The change is fsynced, so a crash cannot bring the removed records
+        back.
         """
         self._check_open()
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
-        if offset >= self._next_offset:
+        local = self._local
+        if offset >= local.log_end_offset:
             return
-        if offset < self._bases[0]:
+        if offset < local.first_base_offset:
             self.truncate_fully_and_start_at(offset)
             return
-        keep = bisect.bisect_right(self._bases, offset)
-        for segment in reversed(self._segments[keep:]):
-            segment.delete()
-        del self._segments[keep:]
-        del self._bases[keep:]
-        active = self._segments[-1]
-        active.truncate_to(offset, now_ms=self._clock.now_ms())
-        active.make_active(max_index_size=self._config.segment_index_bytes)
-        active.flush()
-        fsync_directory(self.directory)
-        self._directory_dirty = False
-        self._next_offset = active.next_offset
-        self._recovery_point = min(self._recovery_point, self._next_offset)
-        self._log_start_offset = min(self._log_start_offset, self._next_offset)
-        self._epochs.truncate_from_end(self._next_offset)
+        local.truncate_to(offset)
+        end = local.log_end_offset
+        self._log_start_offset = min(self._log_start_offset, end)
+        self._high_watermark = min(self._high_watermark, end)
+        self._epochs.truncate_from_end(end)
         state = self._producer_state
-        if self._next_offset >= state.map_end_offset:
+        if end >= state.map_end_offset:
             # Nothing with a producer id was cut: the state is already the truncated log's.
-            state.update_map_end_offset(self._next_offset)
+            state.update_map_end_offset(end)
         state.truncate_and_reload(
             self.directory,
             log_start_offset=self._log_start_offset,
-            log_end_offset=self._next_offset,
-            batches_from=lambda start: _batches_from(self._segments, start),
-            now_ms=self._clock.now_ms(),
+            log_end_offset=end,
+            batches_from=lambda start: batches_from(local.segments, start),
+            now_ms=local.clock.now_ms(),
         )
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Delete every segment and start empty at ``offset`` (log start = log end = it)."""
+        """Delete every segment and start empty at ``offset`` (log start = high watermark =
+        log end = it)."""
         self._check_open()
-        for segment in reversed(self._segments):
-            segment.delete()
-        segment = LogSegment.create(
-            self.directory, offset, config=self._config, now_ms=self._clock.now_ms()
-        )
-        self._segments = [segment]
-        self._bases = [offset]
+        self._local.truncate_fully_and_start_at(offset)
         self._producer_state.truncate_fully_and_start_at(self.directory, offset)
-        fsync_directory(self.directory)
-        self._directory_dirty = False
-        self._next_offset = self._log_start_offset = self._recovery_point = offset
+        self._log_start_offset = self._high_watermark = offset
         self._epochs.clear()
 
-    def advance_log_start_offset(self, offset: int, *, high_watermark: int | None = None) -> bool:
+    def advance_log_start_offset(self, offset: int, *, within_high_watermark: bool = False) -> bool:
         """DeleteRecords: move the log start up to ``offset`` and delete segments below it.
 
-        ``offset`` may not pass the high watermark (when given) nor the log end offset:
-        OFFSET_OUT_OF_RANGE. Returns whether the start moved.
+        ``offset`` may not pass the log end offset, nor the high watermark when
+        ``within_high_watermark`` (a client's DeleteRecords): OFFSET_OUT_OF_RANGE. The high
+        watermark rises with the start. Returns whether the start moved.
         """
         self._check_open()
-        limit = (
-            self._next_offset if high_watermark is None else min(high_watermark, self._next_offset)
-        )
+        limit = self._high_watermark if within_high_watermark else self.log_end_offset
         if offset > limit:
             raise KafkaError(
                 ErrorCode.offset_out_of_range,
@@ -750,17 +666,22 @@ class PartitionLog:
             )
         if offset <= self._log_start_offset:
             return False
-        self._log_start_offset = offset
+        self._raise_log_start(offset)
         self._epochs.truncate_from_start(offset)
         count = deletable_by_log_start(
-            self._segments,
+            self._local.segments,
             log_start_offset=offset,
-            log_end_offset=self._next_offset,
+            log_end_offset=self.log_end_offset,
             high_watermark=limit,
         )
         if count:
             self._remove_oldest(count)
         return True
+
+    def _raise_log_start(self, offset: int) -> None:
+        """The log start moves up to ``offset`` (if above), and the high watermark with it."""
+        self._log_start_offset = max(self._log_start_offset, offset)
+        self._high_watermark = max(self._high_watermark, self._log_start_offset)
 
     # --- retention -------------------------------------------------------------------------
 
@@ -772,33 +693,30 @@ class PartitionLog:
         to the first remaining segment's base offset.
         """
         self._check_open()
+        segments = self._local.segments
         doomed = segments_to_delete(
-            self._segments,
-            config=self._config,
+            segments,
+            config=self._local.config,
             now_ms=now_ms,
             log_start_offset=self._log_start_offset,
-            log_end_offset=self._next_offset,
+            log_end_offset=self.log_end_offset,
             high_watermark=high_watermark,
         )
         if not doomed:
             return 0
-        if len(doomed) == len(self._segments):
-            self._roll(self._next_offset)
+        if len(doomed) == len(segments):
+            self._roll(self.log_end_offset)
         self._remove_oldest(len(doomed))
         return len(doomed)
 
     def _remove_oldest(self, count: int) -> None:
-        doomed = self._segments[:count]
-        del self._segments[:count]
-        del self._bases[:count]
-        self._log_start_offset = max(self._log_start_offset, self._bases[0])
+        local = self._local
+        local.remove_oldest(count)
+        first = local.first_base_offset
+        self._raise_log_start(first)
         self._epochs.truncate_from_start(self._log_start_offset)
-        self._recovery_point = max(self._recovery_point, self._bases[0])
-        for segment in doomed:
-            segment.delete()
         # Their snapshots go with them, as Kafka's: a replay from one would need them.
-        delete_snapshots_below(self.directory, self._bases[0])
-        self._directory_dirty = True
+        delete_snapshots_below(self.directory, first)
 
     # --- flush -----------------------------------------------------------------------------
 
@@ -807,117 +725,42 @@ class PartitionLog:
 
         ``up_to`` defaults to the log end offset.
         """
-        self._check_open()
-        target = self._next_offset if up_to is None else min(up_to, self._next_offset)
-        if target > self._recovery_point:
-            first = max(bisect.bisect_right(self._bases, self._recovery_point) - 1, 0)
-            last = bisect.bisect_left(self._bases, target)
-            for segment in self._segments[first:last]:
-                segment.flush()
-        if self._directory_dirty:
-            fsync_directory(self.directory)
-            self._directory_dirty = False
-        self._recovery_point = max(self._recovery_point, target)
-        self._last_flush_ms = self._clock.monotonic_ms()
-
-    def _maybe_flush_after_append(self) -> None:
-        config = self._config
-        unflushed = self._next_offset - self._recovery_point
-        if unflushed >= config.flush_messages or (
-            config.flush_ms != LONG_MAX
-            and self._clock.monotonic_ms() - self._last_flush_ms >= config.flush_ms
-        ):
-            self.flush()
+        self._local.flush(up_to)
 
     def maybe_flush(self) -> bool:
         """Flush if flush.messages or flush.ms says so (a periodic task calls this)."""
-        self._check_open()
-        if self._next_offset <= self._recovery_point:
-            return False
-        before = self._recovery_point
-        self._maybe_flush_after_append()
-        return self._recovery_point != before
+        return self._local.maybe_flush()
 
     # --- compaction support ----------------------------------------------------------------
 
     def new_cleaned_segment(self, base_offset: int) -> LogSegment:
         """An empty ``<base>.log.cleaned`` segment for the cleaner to fill with ``append``."""
-        self._check_open()
-        return LogSegment.create(
-            self.directory,
-            base_offset,
-            config=self._config,
-            now_ms=self._clock.now_ms(),
-            suffix=CLEANED_SUFFIX,
-        )
+        return self._local.new_cleaned_segment(base_offset)
 
     def replace_segments(self, new: LogSegment, old: Sequence[LogSegment]) -> None:
-        """Swap a cleaned segment in for consecutive inactive segments, crash-safely.
-
-        ``new`` (from :meth:`new_cleaned_segment`) must start at ``old[0]``'s base offset and
-        end before the segment after ``old``. Kafka's protocol: fsync ``new``; rename
-        ``.cleaned`` -> ``.swap`` (and fsync the directory); swap the list; delete ``old``
-        (renamed ``.deleted``, removed); drop the ``.swap`` suffix. A crash anywhere leaves
-        files the loader completes or undoes without loss (see :mod:`strom.storage.loader`).
-        """
-        self._check_open()
-        if not old:
-            raise ValueError("nothing to replace")
-        try:
-            first = next(i for i, segment in enumerate(self._segments) if segment is old[0])
-        except StopIteration:
-            raise ValueError(f"segment {old[0].base_offset} is no longer in the log") from None
-        end = first + len(old)
-        if end >= len(self._segments) or any(
-            self._segments[first + i] is not segment for i, segment in enumerate(old)
-        ):
-            raise ValueError("old segments must be consecutive, inactive segments of the log")
-        if new.suffix != CLEANED_SUFFIX or new.base_offset != old[0].base_offset:
-            raise ValueError(
-                f"the replacement must be a .cleaned segment at base offset {old[0].base_offset}"
-            )
-        if new.size and new.next_offset > self._bases[end]:
-            raise ValueError(
-                f"the replacement ends at {new.next_offset}, past the next segment "
-                f"{self._bases[end]}"
-            )
-        new.on_become_inactive()
-        new.flush()
-        new.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
-        fsync_directory(self.directory)
-        self._segments[first:end] = [new]
-        self._bases[first:end] = [new.base_offset]
-        for segment in old:
-            segment.delete()
-        new.change_file_suffixes(SWAP_SUFFIX, "")
-        fsync_directory(self.directory)
+        """Swap a cleaned segment in for consecutive inactive segments, crash-safely (see
+        :meth:`strom.storage.local_log.LocalLog.replace_segments`)."""
+        self._local.replace_segments(new, old)
 
     # --- life cycle ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Flush everything, finish the active segment (final time index entry, trimmed
-        indexes), snapshot the producer state at the log end and release all files. The log
-        end offset becomes the recovery point."""
-        if self._closed:
+        """Flush everything, snapshot the producer state at the log end, finish the active
+        segment (final time index entry, trimmed indexes) and release all files. The log end
+        offset becomes the recovery point."""
+        if self.closed:
             return
-        self.flush()
+        self._local.flush()
         self._snapshot_producer_state()
-        for segment in self._segments:
-            segment.close()
-        self._closed = True
+        self._local.close()
 
     def close_without_flush(self) -> None:
         """Release the files as a crash would leave them (no fsync, nothing trimmed)."""
-        if self._closed:
-            return
-        for segment in self._segments:
-            segment.close_handles()
-        self._closed = True
+        self._local.close_without_flush()
 
     def delete(self) -> None:
         """Remove the whole partition directory."""
-        self.close_without_flush()
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self._local.delete()
 
     def remove_expired_producers(self, now_ms: int, *, expiration_ms: int) -> list[int]:
         """Forget producers idle for ``expiration_ms`` (``producer.id.expiration.ms``); their
@@ -928,14 +771,6 @@ class PartitionLog:
     def __repr__(self) -> str:
         return (
             f"PartitionLog({self.directory.name}, start={self._log_start_offset}, "
-            f"end={self._next_offset}, segments={len(self._segments)})"
+            f"hw={self._high_watermark}, end={self.log_end_offset}, "
+            f"segments={len(self._local.segments)})"
         )
-
-
-def _batches_from(segments: Sequence[LogSegment], offset: int) -> Iterator[BatchHeader]:
-    """The batch headers of the segments holding ``offset`` and after (the producer state's
-    ``batches_from``: it skips those ending below ``offset``)."""
-    first = max(bisect.bisect_right([s.base_offset for s in segments], offset) - 1, 0)
-    for segment in segments[first:]:
-        for _, header in segment.batches():
-            yield header

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+import uuid
 
-from confluent_kafka import Node, TopicPartitionInfo, Uuid
 from confluent_kafka.admin._config import ConfigEntry, ConfigSource
 from confluent_kafka.admin._metadata import ClusterMetadata, TopicMetadata
-from confluent_kafka.admin._topic import TopicDescription
 from rich.console import Console
 
+from strom.cli.partition_reports import PartitionState
+from strom.cli.topic_partitions import PartitionDescription, TopicPartitions
 from strom.cli.topics import (
     PartitionOffsets,
     kafka_topic_id,
@@ -18,15 +19,18 @@ from strom.cli.topics import (
     topic_names,
 )
 
-NODE = Node(1, "localhost", 9092)
+TOPIC_ID = uuid.UUID("ed5e44ea-22d7-4d38-98f8-528922c65ffd")
 
 
-def description() -> TopicDescription:
-    partitions = [
-        TopicPartitionInfo(1, NODE, [NODE], []),
-        TopicPartitionInfo(0, NODE, [NODE], [NODE]),
-    ]
-    return TopicDescription("orders", Uuid(1, 2), False, partitions)
+def description() -> TopicPartitions:
+    return TopicPartitions(
+        "orders",
+        TOPIC_ID,
+        (
+            PartitionDescription(0, PartitionState(1, [1], [1]), (), ()),
+            PartitionDescription(1, PartitionState(None, [1], []), (1,), (1,)),
+        ),
+    )
 
 
 def test_header_shows_only_values_that_are_not_defaults() -> None:
@@ -38,7 +42,7 @@ def test_header_shows_only_values_that_are_not_defaults() -> None:
     header = topic_header(description(), configs)
     fields = header.split("\t")
     assert fields[0] == "Topic: orders"
-    assert fields[1] == f"TopicId: {kafka_topic_id(str(Uuid(1, 2)))}"
+    assert fields[1] == "TopicId: 7V5E6iLXTTiY-FKJIsZf_Q"
     assert fields[2:] == [
         "PartitionCount: 2",
         "ReplicationFactor: 1",
@@ -55,14 +59,25 @@ def test_partition_table_rows_in_partition_order() -> None:
     table = partition_table(description(), offsets, live={1})
     Console(file=out, width=200, markup=False).print(table)
     rows = [line.split() for line in out.getvalue().splitlines()]
-    assert rows[0] == ["PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE", "EARLIEST", "LATEST"]
-    assert rows[1] == ["0", "1", "1", "1", "-", "0", "10"]
-    assert rows[2] == ["1", "1", "1", "-", "3", "LEADER_NOT_AVAILABLE"]  # empty ISR
+    assert rows[0] == [
+        "PARTITION",
+        "LEADER",
+        "REPLICAS",
+        "ISR",
+        "ELR",
+        "LAST-KNOWN-ELR",
+        "OFFLINE",
+        "EARLIEST",
+        "LATEST",
+    ]
+    assert rows[1] == ["0", "1", "1", "1", "-", "-", "-", "0", "10"]
+    # leaderless, its ISR emptied: broker 1 is eligible and was the last leader
+    assert rows[2] == ["1", "none", "1", "1", "1", "-", "3", "LEADER_NOT_AVAILABLE"]
     offline = io.StringIO()
     Console(file=offline, width=200, markup=False).print(
         partition_table(description(), offsets, live=set())
     )
-    assert offline.getvalue().splitlines()[1].split()[4] == "1"  # broker 1 is down
+    assert offline.getvalue().splitlines()[1].split()[6] == "1"  # broker 1 is down
 
 
 def test_list_sorts_and_can_leave_out_internal_topics() -> None:
@@ -81,4 +96,4 @@ def test_list_sorts_and_can_leave_out_internal_topics() -> None:
 
 def test_topic_ids_print_as_kafka_does() -> None:
     # Kafka's Uuid.toString: URL-safe base64, no padding.
-    assert kafka_topic_id("7V5E6iLXRTiY+FKJG8Zf/Q==") == "7V5E6iLXRTiY-FKJG8Zf_Q"
+    assert kafka_topic_id(TOPIC_ID) == "7V5E6iLXTTiY-FKJIsZf_Q"

@@ -46,7 +46,10 @@ def registration(broker_id: int = 1, **changes: object) -> BrokerRegistrationReq
 def test_bootstrap_writes_the_metadata_version_once() -> None:
     controller = QuorumController(ControllerSettings(), random=random.Random(0))
     result = controller.bootstrap(MetadataImage.empty())
-    assert result.records == [FeatureLevelRecord("metadata.version", DEFAULT_METADATA_VERSION)]
+    assert result.records == [
+        FeatureLevelRecord("metadata.version", DEFAULT_METADATA_VERSION),
+        FeatureLevelRecord("eligible.leader.replicas.version", 1),
+    ]
     h = Harness()
     assert h.image.features.metadata_version == DEFAULT_METADATA_VERSION
     assert h.controller.bootstrap(h.image).records == []
@@ -106,10 +109,15 @@ def test_re_registration_gets_a_higher_epoch() -> None:
         (
             registration(features=()),
             ErrorCode.unsupported_version,
-            "metadata.version at level 14, but the broker supports levels 0 to 0",
+            "eligible.leader.replicas.version at level 1, but the broker supports levels 0 to 0",
         ),
         (
-            registration(features=(BrokerFeature("metadata.version", 1, 5),)),
+            registration(
+                features=(
+                    BrokerFeature("eligible.leader.replicas.version", 0, 1),
+                    BrokerFeature("metadata.version", 1, 5),
+                )
+            ),
             ErrorCode.unsupported_version,
             "supports levels 1 to 5",
         ),

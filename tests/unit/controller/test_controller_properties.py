@@ -66,13 +66,19 @@ def check_image(image: MetadataImage) -> None:
         for registration in topic.partitions.values():
             assert len(set(registration.replicas)) == len(registration.replicas)
             assert set(registration.replicas) <= set(image.cluster.brokers)
-            assert set(registration.isr) <= set(registration.replicas)
-            assert registration.isr, "an ISR is never empty"
+            isr, elr = set(registration.isr), set(registration.eligible_leader_replicas)
+            assert isr <= set(registration.replicas)
+            assert elr <= set(registration.replicas)
+            assert not isr & elr, "a replica is in the ISR or the ELR, not both"
+            if len(isr) >= 1:  # the topics here keep the default min.insync.replicas, 1
+                assert not elr and not registration.last_known_elr
+            else:  # an emptied ISR remembers who may lead: the ELR or the last leader
+                assert elr or registration.last_known_elr
             active = set(image.cluster.active_broker_ids())
-            if registration.leader == NO_LEADER:  # every ISR member is away
-                assert not active & set(registration.isr)
+            if registration.leader == NO_LEADER:  # every replica that may lead is away
+                assert not active & (isr or elr)
             else:
-                assert registration.leader in registration.isr
+                assert registration.leader in isr
                 assert registration.leader in active
     for resource in image.configs.resources:
         if resource.type is ConfigResourceType.TOPIC:

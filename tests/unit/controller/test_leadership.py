@@ -25,12 +25,13 @@ from strom.controller import (
 from strom.metadata import (
     NO_LEADER,
     BrokerEndpoint,
+    FeatureLevelRecord,
     PartitionChangeRecord,
     PartitionRegistration,
 )
 
 
-def cluster() -> tuple[Harness, dict[int, int]]:
+def cluster(**configs: str) -> tuple[Harness, dict[int, int]]:
     """Brokers 1-3 and topic t: partition 0 on (1, 2, 3), partition 1 on (2, 3, 1)."""
     h = Harness()
     epochs = {broker_id: h.add_broker(broker_id) for broker_id in (1, 2, 3)}
@@ -45,6 +46,7 @@ def cluster() -> tuple[Harness, dict[int, int]]:
                             ReplicaAssignment(0, (1, 2, 3)),
                             ReplicaAssignment(1, (2, 3, 1)),
                         ],
+                        configs={name.replace("_", "."): value for name, value in configs.items()},
                     )
                 ]
             ),
@@ -90,19 +92,125 @@ def test_a_fenced_follower_leaves_the_isr_without_a_new_leader_epoch() -> None:
     assert partition(h, 1).isr == (2, 1)
 
 
-def test_the_last_isr_member_stays_and_leads_again_when_it_returns() -> None:
+def test_the_last_isr_member_becomes_eligible_and_leads_again_when_it_returns() -> None:
+    h, epochs = cluster()
+    fence(h, epochs, 1)
+    fence(h, epochs, 2)
+    assert partition(h, 0).eligible_leader_replicas == ()  # ISR (3,) meets min ISR 1
+    fence(h, epochs, 3)
+    offline = partition(h, 0)
+    assert (offline.leader, offline.isr) == (NO_LEADER, ())
+    assert (offline.eligible_leader_replicas, offline.last_known_elr) == ((3,), (3,))
+    unfence(h, epochs, 2)  # neither in the ISR nor eligible: would lose committed records
+    assert partition(h, 0).leader == NO_LEADER
+    unfence(h, epochs, 3)
+    back = partition(h, 0)
+    assert (back.leader, back.isr, back.eligible_leader_replicas) == (3, (3,), ())
+    assert back.last_known_elr == ()
+    assert back.leader_epoch == offline.leader_epoch + 1
+
+
+def test_below_min_isr_the_replicas_leaving_the_isr_are_eligible_leaders() -> None:
+    h, epochs = cluster(min_insync_replicas="2")
+    fence(h, epochs, 3)
+    assert (partition(h, 0).isr, partition(h, 0).eligible_leader_replicas) == ((1, 2), ())
+    fence(h, epochs, 2)  # below min ISR: the high watermark stops, 2 holds every commit
+    assert (partition(h, 0).isr, partition(h, 0).eligible_leader_replicas) == ((1,), (2,))
+    fence(h, epochs, 1)
+    offline = partition(h, 0)
+    assert (offline.leader, offline.isr, offline.eligible_leader_replicas) == (
+        NO_LEADER,
+        (),
+        (1, 2),
+    )
+    unfence(h, epochs, 3)  # left while the ISR met min ISR: it may miss commits
+    assert partition(h, 0).leader == NO_LEADER
+    unfence(h, epochs, 2)  # eligible: leads, alone in the ISR
+    back = partition(h, 0)
+    assert (back.leader, back.isr, back.eligible_leader_replicas) == (2, (2,), (1,))
+    topic = h.image.topics.get_topic("t")
+    assert topic is not None
+    h.run(ControllerResult([PartitionChangeRecord(0, topic.topic_id, isr=(2, 3))], None))
+    unfence(h, epochs, 1)
+    assert alter_isr(h, epochs, (2, 3, 1), sender=2).registration is not None
+    assert partition(h, 0).eligible_leader_replicas == ()  # min ISR met again
+
+
+def test_alter_partition_below_min_isr_keeps_the_removed_replica_eligible() -> None:
+    h, epochs = cluster(min_insync_replicas="2")
+    shrunk = alter_isr(h, epochs, (1, 2)).registration
+    assert shrunk is not None and shrunk.eligible_leader_replicas == ()
+    shrunk = alter_isr(h, epochs, (1,)).registration
+    assert shrunk is not None and shrunk.eligible_leader_replicas == (2,)
+    grown = alter_isr(h, epochs, (1, 3)).registration
+    assert grown is not None and (grown.isr, grown.eligible_leader_replicas) == ((1, 3), ())
+
+
+def register_again(h: Harness, broker_id: int, *, previous_broker_epoch: int) -> int:
+    reply = h.run(
+        h.controller.register_broker(
+            h.image,
+            BrokerRegistrationRequest(
+                broker_id=broker_id,
+                incarnation_id=uuid.uuid4(),
+                endpoints=[BrokerEndpoint("PLAINTEXT", "localhost", 9092 + broker_id)],
+                features=SUPPORTED_FEATURES,
+                previous_broker_epoch=previous_broker_epoch,
+            ),
+        )
+    )
+    assert reply.error.is_success
+    return reply.broker_epoch
+
+
+def test_a_replica_back_from_an_unclean_shutdown_is_no_longer_eligible() -> None:
+    h, epochs = cluster(min_insync_replicas="2")
+    for broker_id in (3, 2, 1):
+        fence(h, epochs, broker_id)
+    assert partition(h, 0).eligible_leader_replicas == (1, 2)
+    epochs[1] = register_again(h, 1, previous_broker_epoch=epochs[1])  # a clean restart
+    assert partition(h, 0).eligible_leader_replicas == (1, 2)
+    epochs[2] = register_again(h, 2, previous_broker_epoch=-1)  # killed: may have lost records
+    assert partition(h, 0).eligible_leader_replicas == (1,)
+    unfence(h, epochs, 2)
+    assert partition(h, 0).leader == NO_LEADER
+    unfence(h, epochs, 1)
+    assert (partition(h, 0).leader, partition(h, 0).isr) == (1, (1,))
+
+
+def test_the_last_known_leader_leads_when_no_replica_is_eligible() -> None:
+    """A lone replica killed and restarted (a single node after kill -9) leads again, as
+    Kafka's controllers did before KIP-966."""
     h, epochs = cluster()
     fence(h, epochs, 1)
     fence(h, epochs, 2)
     fence(h, epochs, 3)
+    epochs[3] = register_again(h, 3, previous_broker_epoch=-1)
     offline = partition(h, 0)
-    assert (offline.leader, offline.isr) == (NO_LEADER, (3,))
-    unfence(h, epochs, 2)  # not in the ISR: cannot lead without losing committed records
-    assert partition(h, 0).leader == NO_LEADER
+    assert (offline.eligible_leader_replicas, offline.last_known_elr) == ((), (3,))
     unfence(h, epochs, 3)
+    assert (partition(h, 0).leader, partition(h, 0).isr) == (3, (3,))
+    assert partition(h, 0).last_known_elr == ()
+
+
+def test_without_the_elr_feature_the_last_isr_member_stays() -> None:
+    h, epochs = cluster()
+    h.run(ControllerResult([FeatureLevelRecord("eligible.leader.replicas.version", 0)], None))
+    for broker_id in (1, 2, 3):
+        fence(h, epochs, broker_id)
+    offline = partition(h, 0)
+    assert (offline.leader, offline.isr, offline.eligible_leader_replicas) == (NO_LEADER, (3,), ())
+    unfence(h, epochs, 3)
+    assert (partition(h, 0).leader, partition(h, 0).isr) == (3, (3,))
+
+
+def test_a_topic_with_unclean_leader_election_elects_any_replica_that_returns() -> None:
+    h, epochs = cluster(unclean_leader_election_enable="true")
+    for broker_id in (1, 2, 3):
+        fence(h, epochs, broker_id)
+    unfence(h, epochs, 1)  # outside the ISR and the ELR: the topic accepts the loss
     back = partition(h, 0)
-    assert (back.leader, back.isr) == (3, (3,))
-    assert back.leader_epoch == offline.leader_epoch + 1
+    assert (back.leader, back.isr, back.eligible_leader_replicas) == (1, (1,), ())
 
 
 def test_a_new_session_of_a_leader_moves_its_partitions_off_it() -> None:

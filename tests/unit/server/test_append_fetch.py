@@ -315,7 +315,7 @@ def test_a_follower_fetch_waits_for_appends_and_records_its_position(data: DataP
         assert (read.size, read.high_watermark) == (len(batch()), 0)
         # the next fetch, from offset 1, tells the leader the follower has offset 0
         [read] = await fetch(data, [fetch_of(T0, 1)], **(follower | {"max_wait_ms": 0}))
-        assert manager.partition(T0).high_watermark == 1
+        assert manager.partition(T0).log.high_watermark == 1
 
     run(scenario)
 

@@ -1,4 +1,5 @@
-"""The leader's replica bookkeeping: follower catch-up, high watermark, ISR changes, acks."""
+"""The leader's replica bookkeeping: follower catch-up, high watermark candidate, ISR changes,
+acks. The high watermark itself is the log's; these tests keep it as a plain int."""
 
 from __future__ import annotations
 
@@ -16,20 +17,31 @@ def leader(**changes: object) -> PartitionReplication:
         "leader_epoch": 5,
         "partition_epoch": 7,
         "leader_epoch_start_offset": 0,
-        "high_watermark": 0,
         "max_lag_ms": LAG_MS,
     }
     fields.update(changes)
     return PartitionReplication(**fields)  # type: ignore[arg-type]
 
 
-def test_the_high_watermark_is_the_smallest_log_end_of_the_isr() -> None:
+def fetch(state: PartitionReplication, broker_id: int, offset: int, end: int, now: int) -> int:
+    """A follower's fetch, then the high watermark candidate."""
+    state.record_fetch(broker_id, fetch_offset=offset, leader_log_end_offset=end, now_ms=now)
+    candidate = state.high_watermark_candidate(end, now_ms=now)
+    assert candidate is not None
+    return candidate
+
+
+def test_the_high_watermark_candidate_is_the_smallest_log_end_of_the_isr() -> None:
     state = leader()
-    assert state.record_fetch(2, fetch_offset=10, leader_log_end_offset=10, now_ms=1) is None
-    assert state.record_fetch(3, fetch_offset=7, leader_log_end_offset=10, now_ms=2) == 7
-    assert state.record_fetch(3, fetch_offset=10, leader_log_end_offset=12, now_ms=3) == 10
-    assert state.record_fetch(3, fetch_offset=4, leader_log_end_offset=12, now_ms=4) is None
-    assert state.high_watermark == 10  # never back
+    assert fetch(state, 2, 10, 10, 1) == 0  # 3 has nothing yet
+    assert fetch(state, 3, 7, 10, 2) == 7
+    assert fetch(state, 3, 10, 12, 3) == 10
+    assert fetch(state, 3, 4, 12, 4) == 4  # the log's high watermark never goes back
+
+
+def test_a_lone_leader_s_candidate_is_its_log_end() -> None:
+    state = leader(replicas=(1,), isr=(1,))
+    assert state.high_watermark_candidate(42, now_ms=1) == 42
 
 
 def test_a_follower_that_keeps_pace_stays_caught_up() -> None:
@@ -48,46 +60,66 @@ def test_a_follower_that_keeps_pace_stays_caught_up() -> None:
 
 def test_a_lagging_follower_leaves_the_isr_and_a_caught_up_one_joins() -> None:
     state = leader()
-    state.record_fetch(2, fetch_offset=50, leader_log_end_offset=50, now_ms=40_000)
-    state.record_fetch(3, fetch_offset=10, leader_log_end_offset=50, now_ms=40_000)
-    assert state.high_watermark == 10
-    shrink = state.isr_change(50, now_ms=40_000)
+    fetch(state, 2, 50, 50, 40_000)
+    assert fetch(state, 3, 10, 50, 40_000) == 10
+    shrink = state.isr_change(50, high_watermark=10, now_ms=40_000)
     assert shrink == IsrChange((1, 2), 7, removed=(3,))
-    assert state.isr_change(50, now_ms=40_000) is None  # one AlterPartition at a time
+    # One AlterPartition at a time.
+    assert state.isr_change(50, high_watermark=10, now_ms=40_000) is None
     assert state.maximal_isr == (1, 2, 3)  # a shrink counts once committed
     state.isr_committed((1, 2), partition_epoch=8)
-    assert state.maybe_advance_high_watermark(50, now_ms=40_000) == 50
+    assert state.high_watermark_candidate(50, now_ms=40_000) == 50
     state.record_fetch(3, fetch_offset=50, leader_log_end_offset=50, now_ms=41_000)
-    expand = state.isr_change(50, now_ms=41_000)
+    expand = state.isr_change(50, high_watermark=50, now_ms=41_000)
     assert expand == IsrChange((1, 2, 3), 8, added=(3,))
     assert state.maximal_isr == (1, 2, 3)  # an expansion counts at once (KIP-497)
 
 
 def test_a_follower_joins_only_past_the_start_of_the_leaders_epoch() -> None:
-    state = leader(isr=(1, 2), leader_epoch_start_offset=40, high_watermark=30)
+    state = leader(isr=(1, 2), leader_epoch_start_offset=40)
     state.record_fetch(3, fetch_offset=35, leader_log_end_offset=50, now_ms=1)
-    assert state.isr_change(50, now_ms=1) is None
+    assert state.isr_change(50, high_watermark=30, now_ms=1) is None
     state.record_fetch(3, fetch_offset=40, leader_log_end_offset=50, now_ms=2)
-    assert state.isr_change(50, now_ms=2) == IsrChange((1, 2, 3), 7, added=(3,))
+    assert state.isr_change(50, high_watermark=30, now_ms=2) == IsrChange((1, 2, 3), 7, added=(3,))
+
+
+def test_a_follower_joins_only_at_the_high_watermark() -> None:
+    state = leader(isr=(1, 2))
+    state.record_fetch(3, fetch_offset=40, leader_log_end_offset=50, now_ms=1)
+    assert state.isr_change(50, high_watermark=45, now_ms=1) is None
+    assert state.isr_change(50, high_watermark=40, now_ms=1) == IsrChange((1, 2, 3), 7, added=(3,))
 
 
 def test_a_caught_up_follower_outside_the_isr_holds_the_high_watermark_back() -> None:
     state = leader(isr=(1, 2))
-    state.record_fetch(3, fetch_offset=30, leader_log_end_offset=30, now_ms=1)
-    state.record_fetch(2, fetch_offset=40, leader_log_end_offset=40, now_ms=2)
-    assert state.high_watermark == 30  # 3 was caught up a moment ago: it is waited for
-    state.record_fetch(2, fetch_offset=50, leader_log_end_offset=50, now_ms=LAG_MS + 10)
-    assert state.high_watermark == 50  # no longer: the ISR alone decides
+    fetch(state, 3, 30, 30, 1)
+    assert fetch(state, 2, 40, 40, 2) == 30  # 3 was caught up a moment ago: it is waited for
+    assert fetch(state, 2, 50, 50, LAG_MS + 10) == 50  # no longer: the ISR alone decides
 
 
 def test_acks_all_and_min_insync_replicas() -> None:
     state = leader(isr=(1,))
-    assert state.check_min_isr(2) is ErrorCode.not_enough_replicas
+    assert state.under_min_isr(2)
+    assert not leader(replicas=(1,), isr=(1,)).under_min_isr(2)  # at most the replica count
     state = leader(isr=(1, 2))
-    assert state.check_min_isr(2) is ErrorCode.none
-    assert not state.ack_state(5, min_insync_replicas=2).done
-    state.record_fetch(2, fetch_offset=5, leader_log_end_offset=5, now_ms=1)
-    assert state.ack_state(5, min_insync_replicas=2).error is ErrorCode.none
+    assert not state.under_min_isr(2)
+    assert not state.ack_state(5, high_watermark=4, min_insync_replicas=2).done
+    assert state.ack_state(5, high_watermark=5, min_insync_replicas=2).error is ErrorCode.none
     state.isr_committed((1,), partition_epoch=8)
-    after = state.ack_state(5, min_insync_replicas=2)
+    after = state.ack_state(5, high_watermark=5, min_insync_replicas=2)
     assert after.done and after.error is ErrorCode.not_enough_replicas_after_append
+
+
+def test_below_min_isr_the_high_watermark_stays_and_acks_all_fail_at_once() -> None:
+    """KIP-966's strict min ISR: what the ISR's lone leader appends is not committed (a
+    replica that left the ISR may lead later without losing a commit)."""
+    state = leader(isr=(1, 2))
+    state.record_fetch(2, fetch_offset=5, leader_log_end_offset=5, now_ms=1)
+    assert state.high_watermark_candidate(5, now_ms=1, min_isr=2) == 5
+    state.isr_committed((1,), partition_epoch=8)
+    assert state.high_watermark_candidate(9, now_ms=2, min_isr=2) is None
+    waiting = state.ack_state(9, high_watermark=5, min_insync_replicas=2)
+    assert waiting.done and waiting.error is ErrorCode.not_enough_replicas_after_append
+    assert state.high_watermark_candidate(9, now_ms=3, min_isr=1) == 5  # 2 lags
+    state.record_fetch(2, fetch_offset=9, leader_log_end_offset=9, now_ms=4)
+    assert state.high_watermark_candidate(9, now_ms=4, min_isr=1) == 9

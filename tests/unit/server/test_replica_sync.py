@@ -137,11 +137,11 @@ def test_the_follower_catches_up_and_the_high_watermark_follows(
     assert a.set(registration(leader=1, epoch=0)) == {}
     assert b.set(registration(leader=1, epoch=0)) == {TP: FollowTarget(1, 0)}
     a.produce(3, b"a")
-    assert a.replica_manager.partition(TP).high_watermark == 0  # b has not fetched
+    assert a.replica_manager.partition(TP).log.high_watermark == 0  # b has not fetched
     fetch(a, b, 0)
     assert b.log.log_end_offset == 3
     fetch(a, b, 0)  # reports offset 3: the high watermark moves, and reaches b
-    assert a.replica_manager.partition(TP).high_watermark == 3
+    assert a.replica_manager.partition(TP).log.high_watermark == 3
     assert a.replica_manager.is_acknowledged(TP, 3) == ErrorCode.none
     assert b.replica_manager.high_watermarks() == {TP: 3}
     assert a.values() == b.values()
@@ -193,7 +193,7 @@ def test_a_lagging_follower_is_proposed_out_of_the_isr_then_back(
     assert (epoch, change.isr, change.removed) == (0, (1,), (2,))
     a.replica_manager.isr_change_done(TP, leader_epoch=0, isr=(1,), partition_epoch=1)
     assert a.replica_manager.partition(TP).isr == (1,)
-    assert a.replica_manager.partition(TP).high_watermark == 2  # the ISR is the leader alone
+    assert a.replica_manager.partition(TP).log.high_watermark == 2  # the ISR is the leader alone
     fetch(a, b, 0)
     fetch(a, b, 0)  # at the high watermark: in sync again
     assert a.proposed[-1][1].added == (2,)

@@ -87,7 +87,6 @@ class ReplicationMachine(RuleBasedStateMachine):
             leader_epoch=self.leader_epoch,
             partition_epoch=self.partition_epoch,
             leader_epoch_start_offset=replica.log_end_offset,
-            high_watermark=replica.high_watermark,
             max_lag_ms=LAG_MS,
             started_ms=self.now_ms,
         )
@@ -109,11 +108,18 @@ class ReplicationMachine(RuleBasedStateMachine):
         """Move the high watermark and complete the acks=all produces it covers."""
         leader = self._leader_replica()
         assert leader is not None and self.state is not None
-        self.state.maybe_advance_high_watermark(leader.log_end_offset, now_ms=self.now_ms)
-        leader.high_watermark = self.state.high_watermark
+        candidate = self.state.high_watermark_candidate(
+            leader.log_end_offset, now_ms=self.now_ms, min_isr=MIN_ISR
+        )
+        if candidate is not None:  # None below min ISR: the high watermark stays
+            leader.high_watermark = max(leader.high_watermark, candidate)  # never back
         waiting = []
         for produce in self.pending:
-            ack = self.state.ack_state(produce.required_offset, min_insync_replicas=MIN_ISR)
+            ack = self.state.ack_state(
+                produce.required_offset,
+                high_watermark=leader.high_watermark,
+                min_insync_replicas=MIN_ISR,
+            )
             if not ack.done:
                 waiting.append(produce)
             elif ack.error is ErrorCode.none:
@@ -127,7 +133,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         leader = self._leader_replica()
         if leader is None or self.state is None:
             return
-        if self.state.check_min_isr(MIN_ISR) is not ErrorCode.none:
+        if self.state.under_min_isr(MIN_ISR):
             return  # NOT_ENOUGH_REPLICAS: nothing appended
         start = leader.log_end_offset
         records = []
@@ -164,7 +170,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         )
         self._advance()
         follower.append(leader.log[fetch_offset:])
-        follower.high_watermark = min(self.state.high_watermark, follower.log_end_offset)
+        follower.high_watermark = min(leader.high_watermark, follower.log_end_offset)
 
     @rule(ms=st.integers(0, 2 * LAG_MS))
     def tick(self, ms: int) -> None:
@@ -175,7 +181,9 @@ class ReplicationMachine(RuleBasedStateMachine):
         leader = self._leader_replica()
         if leader is None or self.state is None:
             return
-        change = self.state.isr_change(leader.log_end_offset, now_ms=self.now_ms)
+        change = self.state.isr_change(
+            leader.log_end_offset, high_watermark=leader.high_watermark, now_ms=self.now_ms
+        )
         if change is None:
             return
         if change.partition_epoch != self.partition_epoch or any(

@@ -80,7 +80,7 @@ def test_read_committed_stops_at_the_last_stable_offset(data: DataPath) -> None:
     produce(data, build_batch([Record(0, 1_000, None, b"plain")]))
     produce(data, txn_batch(7, 0, b"t1", b"t2"))  # 1..2
     partition = rm.partition(T0)
-    assert (partition.high_watermark, partition.last_stable_offset) == (3, 1)
+    assert (partition.log.high_watermark, partition.log.last_stable_offset) == (3, 1)
     values, read = read_values(data, READ_COMMITTED)
     assert values == [b"plain"]
     assert (read.high_watermark, read.last_stable_offset) == (3, 1)  # type: ignore[attr-defined]
@@ -92,7 +92,7 @@ def test_read_committed_stops_at_the_last_stable_offset(data: DataPath) -> None:
     assert rm.list_offset(T0, timestamp=-1, isolation_level=READ_UNCOMMITTED).offset == 3
 
     assert marker(data, 7, commit=True) == ErrorCode.none
-    assert (partition.high_watermark, partition.last_stable_offset) == (4, 4)
+    assert (partition.log.high_watermark, partition.log.last_stable_offset) == (4, 4)
     values, _ = read_values(data, READ_COMMITTED)
     assert values == [b"plain", b"t1", b"t2"]
     assert rm.list_offset(T0, timestamp=-1, isolation_level=READ_COMMITTED).offset == 4
@@ -154,7 +154,7 @@ def test_marker_errors(data: DataPath) -> None:
         rm.write_txn_marker(T0, producer_id=7, producer_epoch=0, commit=True, coordinator_epoch=4)
         == ErrorCode.transaction_coordinator_fenced
     )
-    assert rm.partition(T0).last_stable_offset == 1  # pid 9's transaction from 1 is open
+    assert rm.partition(T0).log.last_stable_offset == 1  # pid 9's transaction from 1 is open
 
 
 def test_markers_go_to_internal_topics_and_listeners_hear_of_them(data: DataPath) -> None:
@@ -172,7 +172,7 @@ def test_markers_go_to_internal_topics_and_listeners_hear_of_them(data: DataPath
     )
     assert marker(data, 3, commit=False, epoch=1) == ErrorCode.none
     assert heard == [(offsets, 3, 1, True), (T0, 3, 1, False)]
-    assert data.replica_manager.partition(offsets).high_watermark == 1
+    assert data.replica_manager.partition(offsets).log.high_watermark == 1
     assert marker(data, 3, commit=False, epoch=0) == ErrorCode.invalid_producer_epoch
     assert len(heard) == 2  # nothing appended, nobody told
 
@@ -183,9 +183,9 @@ def test_last_stable_offset_is_bounded_by_the_high_watermark(data: DataPath) -> 
     produce(data, build_batch([Record(0, 1, None, b"x")] * 1))
     produce(data, txn_batch(7, 0, b"a"))
     partition = rm.partition(T0)
-    assert (partition.high_watermark, partition.last_stable_offset) == (0, 0)
+    assert (partition.log.high_watermark, partition.log.last_stable_offset) == (0, 0)
     rm.record_follower_fetch(T0, replica_id=2, log_end_offset=2)
-    assert (partition.high_watermark, partition.last_stable_offset) == (2, 1)
+    assert (partition.log.high_watermark, partition.log.last_stable_offset) == (2, 1)
 
 
 def test_a_read_committed_long_poll_wakes_when_the_marker_lands(data: DataPath) -> None:

@@ -11,6 +11,7 @@ from strom.common import ErrorCode, KafkaError
 from strom.common.clock import ManualClock
 from strom.protocol.batch import BatchHeader, Compression, TimestampType, rewrite_crc
 from strom.protocol.records import Record, build_batch, iter_records
+from strom.storage.fetch_isolation import FetchIsolation
 from strom.storage.log_config import LogConfig
 from strom.storage.partition_log import (
     EARLIEST_TIMESTAMP,
@@ -168,11 +169,17 @@ def test_read_bounds_max_bytes_whole_batches(open_log: OpenLog) -> None:
 def test_read_never_passes_max_offset(open_log: OpenLog) -> None:
     log = open_log()
     _fill(log.append, 4)  # batches 0-2, 3-5, 6-8, 9-11
-    assert offsets_of(log.read_bytes(0, max_bytes=10**6, max_offset=6)) == [(0, 2), (3, 5)]
-    assert offsets_of(log.read_bytes(0, max_bytes=10**6, max_offset=8)) == [(0, 2), (3, 5)]
-    assert log.read_bytes(4, max_bytes=10**6, max_offset=5) == b""  # mid-batch watermark
-    assert log.read_bytes(6, max_bytes=10**6, max_offset=6) == b""
-    assert log.read_bytes(10, max_bytes=10**6, max_offset=6) == b""  # beyond it: empty
+    hw = FetchIsolation.HIGH_WATERMARK
+    log.update_high_watermark(6)
+    assert offsets_of(log.read_bytes(0, max_bytes=10**6, isolation=hw)) == [(0, 2), (3, 5)]
+    log.update_high_watermark(8)
+    assert offsets_of(log.read_bytes(0, max_bytes=10**6, isolation=hw)) == [(0, 2), (3, 5)]
+    log.update_high_watermark(5)
+    assert log.read_bytes(4, max_bytes=10**6, isolation=hw) == b""  # mid-batch watermark
+    log.update_high_watermark(6)
+    assert log.read_bytes(6, max_bytes=10**6, isolation=hw) == b""
+    assert log.read_bytes(10, max_bytes=10**6, isolation=hw) == b""  # beyond it: empty
+    assert len(offsets_of(log.read_bytes(0, max_bytes=10**6))) == 4  # LOG_END by default
 
 
 @pytest.mark.parametrize("index_interval_bytes", [1, 4096])
@@ -191,9 +198,11 @@ def test_read_regions_end_at_the_byte_limit_as_kafka_fetch(
         assert (result.read(), result.next_offset) == (everything[size : 2 * size], 6)
     with log.read(4, max_bytes=size - 1, min_one_message=False) as result:
         assert (result.regions, result.next_offset) == ((), 4)
-    with log.read(0, max_bytes=10**6, max_offset=7) as result:  # up to where 6-8 starts
+    log.update_high_watermark(7)
+    hw = FetchIsolation.HIGH_WATERMARK
+    with log.read(0, max_bytes=10**6, isolation=hw) as result:  # up to where 6-8 starts
         assert (result.read(), result.next_offset) == (everything[: 2 * size], 6)
-    with log.read(0, max_bytes=3 * size - 1, max_offset=7) as result:  # limit before bytes
+    with log.read(0, max_bytes=3 * size - 1, isolation=hw) as result:  # limit before bytes
         assert (result.read(), result.next_offset) == (everything[: 2 * size], 6)
 
 
@@ -417,7 +426,8 @@ def test_advance_log_start_offset(open_log: OpenLog) -> None:
     assert log.log_start_offset == bases[1] + 1
     assert log.segments[0].base_offset == bases[1]  # wholly-below segments deleted
     with pytest.raises(KafkaError) as raised:
-        log.advance_log_start_offset(10, high_watermark=9)
+        log.update_high_watermark(9)
+        log.advance_log_start_offset(10, within_high_watermark=True)
     assert raised.value.error_code == ErrorCode.offset_out_of_range
     with pytest.raises(KafkaError):
         log.advance_log_start_offset(log.log_end_offset + 1)

@@ -68,6 +68,7 @@ from strom.protocol.batch import (
 from strom.protocol.records import Record, build_batch, iter_records
 from strom.storage._files import fsync_directory
 from strom.storage.cleaner import DEFAULT_IO_BUFFER_BYTES, CleanStats, LogCleaner
+from strom.storage.fetch_isolation import FetchIsolation
 from strom.storage.log_config import CREATE_TIME, LOG_APPEND_TIME, LONG_MAX, LogConfig
 from strom.storage.offset_map import DEFAULT_MAX_ENTRIES
 from strom.storage.partition_log import (
@@ -157,6 +158,8 @@ class Model:
     """Every batch on disk, in offset order (also those below the log start offset)."""
     log_start: int = 0
     log_end: int = 0
+    high_watermark: int = 0
+    """Follows the log start up and the log end down (a new log object starts at the start)."""
     deleted_below: int = 0
     """The highest log start offset since the log end last fell below it: the records under it
     were deleted (DeleteRecords, retention), even when a stale log start checkpoint brought
@@ -164,11 +167,18 @@ class Model:
 
     def move_log_start(self, offset: int) -> None:
         self.log_start = offset
+        self.high_watermark = max(self.high_watermark, offset)
         self.deleted_below = max(self.deleted_below, offset)
 
     def truncated(self) -> None:
         self.log_start = min(self.log_start, self.log_end)
+        self.high_watermark = min(self.high_watermark, self.log_end)
         self.deleted_below = min(self.deleted_below, self.log_end)
+
+    def set_high_watermark(self, offset: int) -> int:
+        """Kafka's ``updateHighWatermark``: clamped to ``[log start, log end]``."""
+        self.high_watermark = min(max(offset, self.log_start), self.log_end)
+        return self.high_watermark
 
     def batches_from(self, offset: int) -> list[ModelBatch]:
         """The batches a read at ``offset`` walks: from the first whose last offset >= it."""
@@ -673,7 +683,11 @@ class PartitionLogMachine(RuleBasedStateMachine):
         offset = data.draw(st.integers(max(0, model.log_start - 2), model.log_end + 2), "offset")
         max_bytes = data.draw(st.integers(0, 300) | st.integers(0, 3_000), "max_bytes")
         min_one = data.draw(st.booleans(), "min_one_message")
-        max_offset = data.draw(st.none() | st.integers(model.log_start, model.log_end), "max")
+        high_watermark = data.draw(st.integers(model.log_start - 1, model.log_end + 1), "hw")
+        assert self.log.update_high_watermark(high_watermark) == model.set_high_watermark(
+            high_watermark
+        )
+        isolation = data.draw(st.sampled_from(FetchIsolation), "isolation")
         as_regions = data.draw(st.booleans(), "as_regions")
 
         if not model.log_start <= offset <= model.log_end:
@@ -688,11 +702,11 @@ class PartitionLogMachine(RuleBasedStateMachine):
             bases,
             offset=offset,
             max_bytes=max_bytes,
-            limit=model.log_end if max_offset is None else min(max_offset, model.log_end),
+            limit=model.log_end if isolation is FetchIsolation.LOG_END else model.high_watermark,
             min_one_message=min_one,
         )
         whole = self.log.read_bytes(
-            offset, max_bytes=max_bytes, max_offset=max_offset, min_one_message=min_one
+            offset, max_bytes=max_bytes, isolation=isolation, min_one_message=min_one
         )
         parsed = parse_read(whole)
         assert [(h.base_offset, h.last_offset) for h, _ in parsed] == [
@@ -701,7 +715,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
         assert [records for _, records in parsed] == [list(b.records) for b in expected]
         if as_regions:
             with self.log.read(
-                offset, max_bytes=max_bytes, max_offset=max_offset, min_one_message=min_one
+                offset, max_bytes=max_bytes, isolation=isolation, min_one_message=min_one
             ) as result:
                 got = result.read()
                 assert result.next_offset == (expected[-1].next if expected else offset)
@@ -803,14 +817,18 @@ class PartitionLogMachine(RuleBasedStateMachine):
         model = self.model
         offset = data.draw(st.integers(max(0, model.log_start - 2), model.log_end + 2), "offset")
         high_watermark = data.draw(st.none() | st.integers(model.log_start, model.log_end), "hw")
-        limit = model.log_end if high_watermark is None else min(high_watermark, model.log_end)
+        bounded = high_watermark is not None
+        if high_watermark is not None:
+            self.log.update_high_watermark(high_watermark)
+            model.set_high_watermark(high_watermark)
+        limit = model.high_watermark if bounded else model.log_end
         if offset > limit:
             with pytest.raises(KafkaError) as raised:
-                self.log.advance_log_start_offset(offset, high_watermark=high_watermark)
+                self.log.advance_log_start_offset(offset, within_high_watermark=bounded)
             assert raised.value.error_code == ErrorCode.offset_out_of_range
             return
         before = self._segment_infos()
-        moved = self.log.advance_log_start_offset(offset, high_watermark=high_watermark)
+        moved = self.log.advance_log_start_offset(offset, within_high_watermark=bounded)
         assert moved == (offset > model.log_start)
         if not moved:
             assert len(self.log.segments) == len(before)
@@ -1057,6 +1075,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
             (self.directory / segment_file_name(segment.base_offset, kind)).unlink()
         self._open(recovery_point=recovery_point, log_start_offset=log_start, clean=True)
         assert self.log.recovery_point == self.model.log_end
+        self.model.high_watermark = self.model.log_start  # its owner sets it again
 
     @rule(damage=st.sampled_from(list(Damage)), data=st.data())
     def crash_and_recover(self, damage: Damage, data: st.DataObject) -> None:
@@ -1125,7 +1144,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
         self._open(recovery_point=checkpoint, log_start_offset=log_start, clean=False)
         assert self.log.recovery_point == min(checkpoint, model.log_end)
         first_base = self.log.segments[0].base_offset
-        model.log_start = max(log_start, first_base)
+        model.log_start = model.high_watermark = max(log_start, first_base)
 
     # --- invariants ----------------------------------------------------------------------------
 
@@ -1134,6 +1153,8 @@ class PartitionLogMachine(RuleBasedStateMachine):
         log, model = self.log, self.model
         assert log.log_end_offset == model.log_end
         assert log.log_start_offset == model.log_start
+        assert log.high_watermark == model.high_watermark
+        assert log.log_start_offset <= log.high_watermark <= log.log_end_offset
         assert 0 <= log.recovery_point <= log.log_end_offset
         assert log.segments[0].base_offset <= log.log_start_offset
 
@@ -1411,11 +1432,25 @@ class TransactionalLogMachine(RuleBasedStateMachine):
             recovery_point=recovery_point,
         )
 
+    @rule(data=st.data())
+    def move_high_watermark(self, data: st.DataObject) -> None:
+        """The replica manager sets the log's high watermark (clamped to the log)."""
+        log = self.log
+        offset = data.draw(st.integers(0, log.log_end_offset + 1), "high watermark")
+        assert log.update_high_watermark(offset) == min(offset, log.log_end_offset)
+
     @invariant()
     def transactions_agree(self) -> None:
         log = self.log
         ongoing, aborted = replay_txns(self.history)
-        assert log.first_unstable_offset == min(ongoing.values(), default=None)
+        first_unstable = min(ongoing.values(), default=None)
+        assert log.first_unstable_offset == first_unstable
+        high_watermark = log.high_watermark
+        stable = high_watermark if first_unstable is None else min(first_unstable, high_watermark)
+        assert log.last_stable_offset == log.fetchable_offset(FetchIsolation.TXN_COMMITTED)
+        assert log.last_stable_offset == stable
+        committed = log.read_bytes(0, max_bytes=10**6, isolation=FetchIsolation.TXN_COMMITTED)
+        assert all(h.last_offset < stable for h, _ in parse_read(committed))
         assert [t for s in log.segments for t in s.txn_index.entries] == aborted
         end = log.log_end_offset
         for fetch_offset in spread(range(end + 1), 4):

@@ -60,6 +60,7 @@ class BrokerRegistrationHandler:
                     ),
                     rack=request.rack,
                     log_dirs=_log_dirs(context.body),
+                    previous_broker_epoch=_previous_broker_epoch(context.body),
                 )
             )
         except NotControllerError:
@@ -72,6 +73,11 @@ def _answer(context: RequestContext, error: ErrorCode, epoch: int = -1) -> Respo
         throttle_time=NO_THROTTLE, error_code=error, broker_epoch=i64(epoch)
     )
     return for_version(response, context.api_version)
+
+
+def _previous_broker_epoch(body: object) -> int:
+    """The epoch the broker's last session ended cleanly in (v3+; -1: none)."""
+    return int(request_field(body, "previous_broker_epoch", -1))
 
 
 def _log_dirs(body: object) -> tuple[uuid.UUID, ...]:
