@@ -8,6 +8,7 @@ Two scopes, as in Kafka: server settings (``server.properties``, ``--override``)
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Final, TypeVar
@@ -58,6 +59,16 @@ _B, _S, _I, _L, _D, _LIST = (
 _CLEANUP = one_of("delete", "compact")
 _TIMESTAMP_TYPE = one_of("CreateTime", "LogAppendTime")
 _COMPRESSION = one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+
+
+def _throttled_replicas(value: Value) -> str | None:
+    """Kafka's ``ThrottledReplicaListValidator``: ``*`` or ``partition:broker`` entries."""
+    entries = value if isinstance(value, tuple) else ()
+    if entries == ("*",) or all(re.fullmatch(r"\d+:\d+", entry) for entry in entries):
+        return None
+    return "must be '*' or comma-separated {partition}:{brokerId} entries"
+
+
 _WEEK_MS: Final = 7 * 24 * 3600 * 1000
 
 
@@ -196,6 +207,38 @@ _REPLICATION_SETTINGS: Final = [
         read_only=True,
     ),
     _ms("replica.fetch.wait.max.ms", 500, "How long a follower's fetch waits for data."),
+    Setting(
+        "leader.replication.throttled.rate",
+        _L,
+        LONG_MAX,
+        "Bytes per second this broker sends to throttled followers that are out of sync "
+        "(leader.replication.throttled.replicas).",
+        at_least(0),
+    ),
+    Setting(
+        "follower.replication.throttled.rate",
+        _L,
+        LONG_MAX,
+        "Bytes per second this broker fetches for throttled replicas that are out of sync "
+        "(follower.replication.throttled.replicas).",
+        at_least(0),
+    ),
+    Setting(
+        "replication.quota.window.num",
+        _I,
+        11,
+        "Windows the replication throttles measure their rate over.",
+        at_least(1),
+        read_only=True,
+    ),
+    Setting(
+        "replication.quota.window.size.seconds",
+        _I,
+        1,
+        "Length of each window of the replication throttles.",
+        at_least(1),
+        read_only=True,
+    ),
     Setting(
         "unclean.leader.election.enable",
         _B,
@@ -566,6 +609,22 @@ def _topic(
 _STROM_TOPIC_SETTINGS: Final[Mapping[str, TopicSetting]] = _settings(
     [
         _topic("cleanup.policy", _LIST, "log.cleanup.policy", "delete and/or compact.", _CLEANUP),
+        _topic(
+            "leader.replication.throttled.replicas",
+            _LIST,
+            None,
+            "Replicas whose leader throttles what it sends them while they are out of sync.",
+            _throttled_replicas,
+            default=(),
+        ),
+        _topic(
+            "follower.replication.throttled.replicas",
+            _LIST,
+            None,
+            "Replicas that throttle what they fetch while they are out of sync.",
+            _throttled_replicas,
+            default=(),
+        ),
         _topic(
             "compression.type", _S, "compression.type", "Codec of stored batches.", _COMPRESSION
         ),

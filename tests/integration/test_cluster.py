@@ -363,14 +363,7 @@ def test_an_unclean_election_brings_a_leaderless_partition_back(cluster: Cluster
         ]
         assert (partition, code) == (0, 84)  # ELECTION_NOT_NEEDED: the preferred replica leads
     finally:
-        for broker_id in (first, second):
-            if broker_id not in cluster.unfenced_brokers():
-                cluster.restart(broker_id)
-        cluster.wait_for(
-            lambda: cluster.unfenced_brokers() == set(cluster.broker_ids),
-            timeout=30,
-            what="every broker back",
-        )
+        _every_broker_back(cluster)
 
 
 def test_an_eligible_leader_replica_leads_once_the_isr_is_gone(cluster: Cluster) -> None:
@@ -465,14 +458,19 @@ def test_an_eligible_leader_replica_leads_once_the_isr_is_gone(cluster: Cluster)
         finally:
             consumer.close()
     finally:
-        for broker_id in (a, b, c):
-            if broker_id not in cluster.unfenced_brokers():
-                cluster.restart(broker_id)
-        cluster.wait_for(
-            lambda: cluster.unfenced_brokers() == set(cluster.broker_ids),
-            timeout=30,
-            what="every broker back",
-        )
+        _every_broker_back(cluster)
+
+
+def _every_broker_back(cluster: Cluster) -> None:
+    """Restart the brokers a test left down, and wait until all are unfenced."""
+    for broker_id in cluster.broker_ids:
+        if broker_id not in cluster.unfenced_brokers():
+            cluster.restart(broker_id)
+    cluster.wait_for(
+        lambda: cluster.unfenced_brokers() == set(cluster.broker_ids),
+        timeout=30,
+        what="every broker back",
+    )
 
 
 def _uuid(topic_id: Any) -> uuid.UUID:

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from confluent_kafka import Consumer, Producer
 from kafka import KafkaProducer
-from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 from kafka.errors import NotEnoughReplicasError
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
@@ -362,11 +362,13 @@ def test_every_acknowledged_message_survives_bouncing_the_leader_and_the_control
 
 
 def test_reassignment_and_decommission_move_replicas_while_producing(tmp_path: Path) -> None:
-    """Move a partition from brokers (1, 2) to (3, 2) with ``strom partitions reassign`` while a
-    producer runs, then ``strom broker decommission 3``: each move completes, the new replica
-    has every record, the old one's log is gone, and nothing acknowledged is lost. A cluster of
-    its own: the module's holds RF 3 topics, which three brokers cannot take off one."""
-    with Cluster(brokers=3, controllers=1) as cluster:
+    """Move a partition from brokers (1, 2) to (3, 2) with ``strom partitions reassign
+    --throttle`` while a producer runs, then ``strom broker decommission 3``: each move
+    completes, the throttled copy goes no faster than its rate and the throttle is gone after
+    ``--verify``, the new replica has every record, the old one's log is gone, and nothing
+    acknowledged is lost. A cluster of its own: the module's holds RF 3 topics, which three
+    brokers cannot take off one; two one-second quota windows let the throttle bite early."""
+    with Cluster(brokers=3, controllers=1, config={"replication.quota.window.num": 2}) as cluster:
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
         try:
             _reassign_then_decommission(cluster, admin, tmp_path)
@@ -383,8 +385,8 @@ def _reassign_then_decommission(cluster: Cluster, admin: KafkaAdminClient, tmp_p
         what=topic,
     )
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
-    for value in range(2000):
-        producer.produce(topic, str(value).encode())
+    for value in range(2000):  # 2000 records, 3 MB: about six seconds at 500 kB/s
+        producer.produce(topic, str(value).encode().ljust(1500, b" "))
     assert producer.flush(30) == 0
     plan = tmp_path / "plan.json"
     plan.write_text(
@@ -394,12 +396,19 @@ def _reassign_then_decommission(cluster: Cluster, admin: KafkaAdminClient, tmp_p
     )
     runner = CliRunner()
     servers = ["--bootstrap-server", cluster.bootstrap_servers]
+    began = time.monotonic()
     started = runner.invoke(
         cli,
-        ["partitions", "reassign", "--execute", "--reassignment-json-file", str(plan), *servers],
+        [
+            *("partitions", "reassign", "--execute", "--reassignment-json-file", str(plan)),
+            *("--throttle", "500000", *servers),
+        ],
     )
     assert started.exit_code == 0, started.output
+    assert "The inter-broker throttle limit was set to 500000 B/s" in started.output
     assert f"Successfully started partition reassignments for {topic}-0" in started.output
+    assert _topic_config(admin, topic, "follower.replication.throttled.replicas") == "0:3"
+    assert _topic_config(admin, topic, "leader.replication.throttled.replicas") == "0:1,0:2"
     for value in range(2000, 3000):
         producer.produce(topic, str(value).encode())
     assert producer.flush(30) == 0
@@ -409,6 +418,12 @@ def _reassign_then_decommission(cluster: Cluster, admin: KafkaAdminClient, tmp_p
         return runner.invoke(cli, [*check, *servers]).exit_code == 0
 
     cluster.wait_for(verified, timeout=60, what="the reassignment to complete")
+    assert time.monotonic() - began > 3  # 3 MB at 500 kB/s, after a burst of about 1 MB
+    cluster.wait_for(
+        lambda: _topic_config(admin, topic, "follower.replication.throttled.replicas") == "",
+        timeout=10,
+        what="--verify to remove the throttle",
+    )
     cluster.wait_for(
         lambda: set(_partitions(cluster, topic)[0]["replica_nodes"]) == {2, 3},
         timeout=10,
@@ -429,3 +444,10 @@ def _reassign_then_decommission(cluster: Cluster, admin: KafkaAdminClient, tmp_p
     )
     values = [int(m.value()) for m in _consume_all(cluster.bootstrap_servers, topic, 3000)]
     assert values == list(range(3000))
+
+
+def _topic_config(admin: KafkaAdminClient, topic: str, name: str) -> str:
+    """The topic's override of ``name`` ("" without one)."""
+    described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
+    [overrides] = [by_name[topic] for by_name in described.values()]
+    return str(overrides.get(name, {}).get("value") or "")

@@ -3,8 +3,9 @@
 
 Exactly one action: ``--generate`` proposes a placement of some topics over a broker list,
 ``--execute`` starts the moves of a reassignment file (after printing the current assignment
-to keep for a rollback), ``--verify`` tells which moves are done, ``--list`` shows the moves
-going on, ``--cancel`` stops the moves of a file. The files are Kafka's JSON.
+to keep for a rollback; ``--throttle`` slows the copying, :mod:`strom.cli.throttles`),
+``--verify`` tells which moves are done (and, all done, removes the throttles), ``--list``
+shows the moves going on, ``--cancel`` stops the moves of a file. The files are Kafka's JSON.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from strom.cli.reassignments import (
     read_topics_to_move,
     reassignment_json,
 )
+from strom.cli.throttles import clear_throttles, set_throttles
 from strom.client.blocking import BrokerConnection
 from strom.common import TopicPartition
 
@@ -60,6 +62,19 @@ def partitions() -> None:
     metavar="FILE",
     help='{"version":1,"partitions":[{"topic":"orders","partition":0,"replicas":[1,2,3]}]}',
 )
+@click.option(
+    "--throttle",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="BYTES/S",
+    help="With --execute: copy the moving replicas at most this fast (Kafka's replication "
+    "throttles); --verify removes the throttle once every move is done.",
+)
+@click.option(
+    "--preserve-throttles",
+    is_flag=True,
+    help="With --verify: leave the throttles in place.",
+)
 @bootstrap_server_option()
 @handle_errors
 def reassign(
@@ -72,6 +87,8 @@ def reassign(
     topics_to_move_json_file: Path | None,
     broker_list: str | None,
     reassignment_json_file: Path | None,
+    throttle: int | None,
+    preserve_throttles: bool,
     bootstrap_server: str,
 ) -> None:
     """Move partition replicas between brokers, as kafka-reassign-partitions.sh.
@@ -80,7 +97,8 @@ def reassign(
     Examples:
       strom partitions reassign --generate --topics-to-move-json-file topics.json \\
           --broker-list 1,2,3
-      strom partitions reassign --execute --reassignment-json-file plan.json
+      strom partitions reassign --execute --reassignment-json-file plan.json \\
+          --throttle 10000000
       strom partitions reassign --verify --reassignment-json-file plan.json
       strom partitions reassign --list
     """
@@ -136,16 +154,19 @@ def reassign(
             click.echo(reassignment_json({tp: current[tp] for tp in plan}))
             click.echo("")
             click.echo("Save this to use as the --reassignment-json-file option during rollback")
+            if throttle is not None:
+                for line in set_throttles(connection, current, plan, throttle):
+                    click.echo(line)
             _report(alter(connection, plan), "started partition reassignments")
         elif action == "cancel":
             _report(alter(connection, dict.fromkeys(plan)), "cancelled partition reassignments")
         else:
-            _verify(connection, plan)
+            _verify(connection, plan, clear=not preserve_throttles)
 
 
-def _verify(connection: BrokerConnection, plan: Assignment) -> None:
+def _verify(connection: BrokerConnection, plan: Assignment, *, clear: bool) -> None:
     ongoing = list_ongoing(connection)
-    current, _ = current_assignment(connection, sorted({tp.topic for tp in plan}))
+    current, brokers = current_assignment(connection, sorted({tp.topic for tp in plan}))
     click.echo("Status of partition reassignment:")
     unfinished = 0
     for tp, replicas in plan.items():
@@ -163,6 +184,9 @@ def _verify(connection: BrokerConnection, plan: Assignment) -> None:
             )
     if unfinished:
         raise CliError(f"{unfinished} partition reassignment(s) are not complete")
+    if clear:
+        for line in clear_throttles(connection, {tp.topic for tp in plan}, brokers):
+            click.echo(line)
 
 
 def _report(outcome: dict[TopicPartition, str | None], verb: str) -> None:

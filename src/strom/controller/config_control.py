@@ -26,7 +26,13 @@ from strom.config import validate_topic_configs as _validate_topic_configs
 from strom.controller.results import NO_ERROR, ApiError, ControllerResult
 from strom.controller.settings import AlterConfigPolicyRequest, ControllerSettings
 from strom.controller.topic_names import invalid_topic_reason
-from strom.metadata import ConfigRecord, ConfigResource, ConfigResourceType, MetadataImage
+from strom.metadata import (
+    ConfigRecord,
+    ConfigResource,
+    ConfigResourceType,
+    MetadataImage,
+    PartitionChangeRecord,
+)
 
 __all__ = [
     "AlterConfigOp",
@@ -178,7 +184,9 @@ class ConfigControl:
                 continue
             records.extend(resource_records)
             results.append(AlterConfigsResult(resource_type, resource_name))
-        return ControllerResult([] if validate_only else records, results)
+        if validate_only:
+            return ControllerResult([], results)
+        return ControllerResult([*records, *_clear_eligible_leaders(image, records)], results)
 
     def _check_resource(
         self, image: MetadataImage, resource_type: int, name: str
@@ -321,4 +329,34 @@ def _diff(
         ConfigRecord(resource.type, resource.name, name, new.get(name))
         for name in sorted(set(current) | set(new))
         if current.get(name) != new.get(name)
+    ]
+
+
+def _clear_eligible_leaders(
+    image: MetadataImage, records: Sequence[ConfigRecord]
+) -> list[PartitionChangeRecord]:
+    """As Kafka's controller (its ClearElrRecord): a topic whose ``min.insync.replicas``
+    changes, every topic when the cluster default does, forgets its eligible leader replicas
+    and last known leaders, which were chosen under the old value."""
+    topics: set[str] | None = set()
+    for record in records:
+        if record.name != "min.insync.replicas":
+            continue
+        if record.resource_type == ConfigResourceType.TOPIC and topics is not None:
+            topics.add(record.resource_name)
+        elif record.resource_type == ConfigResourceType.BROKER and not record.resource_name:
+            topics = None  # the cluster-wide default
+    if topics is not None and not topics:
+        return []
+    return [
+        PartitionChangeRecord(
+            partition_id=partition_id,
+            topic_id=topic.topic_id,
+            eligible_leader_replicas=(),
+            last_known_elr=(),
+        )
+        for topic in image.topics.topics_by_id.values()
+        if topics is None or topic.name in topics
+        for partition_id, partition in sorted(topic.partitions.items())
+        if partition.eligible_leader_replicas or partition.last_known_elr
     ]

@@ -113,6 +113,7 @@ from strom.server.node_config import NodeConfig
 from strom.server.producer_ids import ProducerIdManager
 from strom.server.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from strom.server.replica_manager import ReplicaManager
+from strom.server.replication_quota import ReplicationQuota, quota_settings
 from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
 from strom.storage.log_manager import LogManager
 
@@ -385,6 +386,16 @@ class Broker:
             timeout=self.config.get_int("replica.lag.time.max.ms") / 1000,
         )
         self.replica_manager.isr_change_sender = self.isr_changes.send
+        windows = {
+            "windows": self.config.get_int("replication.quota.window.num"),
+            "window_ms": self.config.get_int("replication.quota.window.size.seconds") * 1000,
+        }
+        self.quotas = {
+            direction: ReplicationQuota(self.clock, **windows)
+            for direction in ("leader", "follower")
+        }
+        self._quota_configs: object = None
+        self.replica_manager.leader_quota = self.quotas["leader"]
         self.fetchers = ReplicaFetcherManager(
             node_id=self.node_id,
             replica_manager=self.replica_manager,
@@ -393,10 +404,16 @@ class Broker:
             ),
             settings=FetcherSettings.from_config(self.config),
             clock=self.clock,
+            quota=self.quotas["follower"],
         )
         self.metadata.install_publisher(self._apply_leadership)
 
     def _apply_leadership(self, delta: MetadataDelta, image: MetadataImage) -> None:
+        if image.configs is not self._quota_configs:  # settings changed: the throttles too
+            self._quota_configs = image.configs
+            server = self.topic_configs.server_config(image)
+            for direction, quota in self.quotas.items():
+                quota.configure(*quota_settings(server, image, self.node_id, direction))
         self.fetchers.apply(self.replica_manager.apply_metadata(delta, image))
 
     def _inter_broker_address(self, broker_id: int) -> tuple[str, int] | None:

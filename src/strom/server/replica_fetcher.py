@@ -19,6 +19,9 @@ epoch and its log did not move meanwhile:
 * a diverging epoch: the log is truncated where KIP-279 says, and fetched again from there;
 * OFFSET_OUT_OF_RANGE: the leader's log start and end (ListOffsets as a replica) say whether to
   cut the log to the leader's end or start over at its log start;
+* a replica outside the ISR that ``follower.replication.throttled.replicas`` names is left out
+  of the fetch while ``follower.replication.throttled.rate`` is exceeded
+  (:mod:`strom.server.replication_quota`);
 * any other error (a leadership change on its way, a connection lost): the partition backs off
   ``replica.fetch.backoff.ms`` and the metadata soon says where to fetch from.
 """
@@ -48,6 +51,7 @@ from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
 from strom.config import ServerConfig
 from strom.protocol.batch import whole_batches_size
 from strom.server.replica_manager import FollowTarget, LeadershipChanges, ReplicaManager
+from strom.server.replication_quota import ReplicationQuota
 from strom.storage.leader_epoch_cache import EpochEndOffset
 
 __all__ = ["FetcherSettings", "ReplicaFetcher", "ReplicaFetcherManager"]
@@ -99,8 +103,11 @@ class ReplicaFetcher:
         clients: NodeClients,
         settings: FetcherSettings,
         clock: Clock,
+        quota: ReplicationQuota | None = None,
     ) -> None:
+        """``quota``: ``follower.replication.throttled.rate`` on out-of-sync replicas."""
         self.leader_id = leader_id
+        self._quota = quota
         self._node_id = node_id
         self._replica_manager = replica_manager
         self._clients = clients
@@ -168,6 +175,8 @@ class ReplicaFetcher:
                 partition = self._replica_manager.follower(tp, followed.leader_epoch)
             except KafkaError:
                 continue  # the metadata moved it; the manager hears of that too
+            if self._throttled(tp) and self._node_id not in partition.isr:
+                continue  # Kafka's shouldFollowerThrottle: left out while over the quota
             partition_log = partition.log
             fetch_offset = partition_log.log_end_offset
             sent[tp] = (followed.leader_epoch, fetch_offset)
@@ -220,6 +229,10 @@ class ReplicaFetcher:
                 if tp in sent:
                     await self._process(tp, *sent[tp], answer)
 
+    def _throttled(self, tp: TopicPartition) -> bool:
+        quota = self._quota
+        return quota is not None and quota.is_throttled(tp) and quota.is_quota_exceeded()
+
     def _failed(self, message: str) -> None:
         """Log a fetch failure once, not on every retry."""
         if message != self._last_failure:
@@ -247,9 +260,12 @@ class ReplicaFetcher:
                     )
                     return
                 records = bytes(answer.records or b"")
+                whole = records[: whole_batches_size(records)]
+                if self._quota is not None and self._quota.is_throttled(tp):
+                    self._quota.record(len(whole))
                 manager.append_as_follower(
                     tp,
-                    records[: whole_batches_size(records)],
+                    whole,
                     leader_epoch=leader_epoch,
                     high_watermark=int(answer.high_watermark),
                     log_start_offset=int(answer.log_start_offset),
@@ -314,6 +330,7 @@ class ReplicaFetcherManager:
         clients: NodeClients,
         settings: FetcherSettings,
         clock: Clock,
+        quota: ReplicationQuota | None = None,
     ) -> None:
         self._new_fetcher = functools.partial(
             ReplicaFetcher,
@@ -322,6 +339,7 @@ class ReplicaFetcherManager:
             clients=clients,
             settings=settings,
             clock=clock,
+            quota=quota,
         )
         self._clients = clients
         self._fetchers: dict[int, ReplicaFetcher] = {}

@@ -101,6 +101,7 @@ from strom.server.replica_results import (
     OffsetAnswer,
     ReadResultInfo,
 )
+from strom.server.replication_quota import ReplicationQuota
 from strom.storage.checkpoint import (
     CheckpointError,
     read_offset_checkpoint,
@@ -257,6 +258,8 @@ class ReplicaManager:
         self._min_isr: dict[str, int] = {}
         self.isr_change_sender: IsrChangeSender | None = None
         """Where ISR changes go (the AlterPartition manager); None: they are not proposed."""
+        self.leader_quota: ReplicationQuota | None = None
+        """``leader.replication.throttled.rate`` on what followers out of sync fetch."""
         self._checkpoint_path = log_manager.data_dir / REPLICATION_OFFSET_CHECKPOINT
         self._checkpointed = self._read_high_watermarks()
 
@@ -532,6 +535,9 @@ class ReplicaManager:
         is not diverging records the follower's position."""
         try:
             partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
+            quota = self.leader_quota
+            if quota is not None and not quota.is_throttled(tp):
+                quota = None
             if last_fetched_epoch >= 0:
                 end = partition.log.end_offset_for_epoch(last_fetched_epoch)
                 if end.epoch < last_fetched_epoch or end.end_offset < fetch_offset:
@@ -541,11 +547,13 @@ class ReplicaManager:
                         log_start_offset=partition.log_start_offset,
                         diverging_epoch=(end.epoch, end.end_offset),
                     )
+            if quota is not None and replica_id not in partition.isr and quota.is_quota_exceeded():
+                max_bytes = 0  # Kafka's shouldLeaderThrottle: nothing this time
             result = partition.log.read(
                 fetch_offset,
                 max_bytes=max_bytes,
                 isolation=FetchIsolation.LOG_END,
-                min_one_message=True,
+                min_one_message=max_bytes > 0,
             )
             try:
                 self.record_follower_fetch(tp, replica_id=replica_id, log_end_offset=fetch_offset)
@@ -554,6 +562,8 @@ class ReplicaManager:
                 raise
         except KafkaError as error:
             return ReadResultInfo(error=error.error_code, message=error.message)
+        if quota is not None:
+            quota.record(result.size)
         return ReadResultInfo(
             regions=result.regions,
             high_watermark=partition.log.high_watermark,

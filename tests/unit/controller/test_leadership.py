@@ -11,6 +11,7 @@ from controller_harness import Harness
 from strom.common import ErrorCode, TopicPartition
 from strom.controller import (
     SUPPORTED_FEATURES,
+    AlterableConfig,
     AlterPartitionItem,
     AlterPartitionRequest,
     BrokerRegistrationRequest,
@@ -19,12 +20,15 @@ from strom.controller import (
     CreateTopicsRequest,
     ElectionType,
     ElectLeadersRequest,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResource,
     IsrChangeResult,
     ReplicaAssignment,
 )
 from strom.metadata import (
     NO_LEADER,
     BrokerEndpoint,
+    ConfigResourceType,
     FeatureLevelRecord,
     PartitionChangeRecord,
     PartitionRegistration,
@@ -144,6 +148,25 @@ def test_alter_partition_below_min_isr_keeps_the_removed_replica_eligible() -> N
     assert shrunk is not None and shrunk.eligible_leader_replicas == (2,)
     grown = alter_isr(h, epochs, (1, 3)).registration
     assert grown is not None and (grown.isr, grown.eligible_leader_replicas) == ((1, 3), ())
+
+
+def test_changing_min_isr_forgets_the_eligible_leaders() -> None:
+    """Chosen under the old min.insync.replicas, they may miss commits under the new one."""
+    h, epochs = cluster(min_insync_replicas="3")
+    fence(h, epochs, 3)
+    assert partition(h, 0).eligible_leader_replicas == (3,)
+    alter = IncrementalAlterConfigsRequest(
+        [
+            IncrementalAlterConfigsResource(
+                ConfigResourceType.TOPIC, "t", [AlterableConfig("min.insync.replicas", "2")]
+            )
+        ]
+    )
+    assert all(
+        r.error.is_success for r in h.run(h.controller.incremental_alter_configs(h.image, alter))
+    )
+    assert partition(h, 0).eligible_leader_replicas == ()
+    assert partition(h, 0).isr == (1, 2)
 
 
 def register_again(h: Harness, broker_id: int, *, previous_broker_epoch: int) -> int:
