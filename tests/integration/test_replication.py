@@ -407,8 +407,17 @@ def _reassign_then_decommission(cluster: Cluster, admin: KafkaAdminClient, tmp_p
     assert started.exit_code == 0, started.output
     assert "The inter-broker throttle limit was set to 500000 B/s" in started.output
     assert f"Successfully started partition reassignments for {topic}-0" in started.output
-    assert _topic_config(admin, topic, "follower.replication.throttled.replicas") == "0:3"
-    assert _topic_config(admin, topic, "leader.replication.throttled.replicas") == "0:1,0:2"
+    cluster.wait_for(  # the broker asked may learn of the new settings a moment later
+        lambda: (
+            (
+                _topic_config(admin, topic, "leader.replication.throttled.replicas"),
+                _topic_config(admin, topic, "follower.replication.throttled.replicas"),
+            )
+            == ("0:1,0:2", "0:3")
+        ),
+        timeout=10,
+        what="the throttles on the moving replicas",
+    )
     for value in range(2000, 3000):
         producer.produce(topic, str(value).encode())
     assert producer.flush(30) == 0
