@@ -247,8 +247,9 @@ class Cluster(_ClientConfigs):
                 if node.alive:
                     assert node.process is not None
                     node.process.terminate()
+            deadline = time.monotonic() + 15.0  # one grace period for the group, not per node
             for node in group:
-                self._reap(node, timeout=15.0)
+                self._reap(node, timeout=max(deadline - time.monotonic(), 0.0))
         if self._temporary:
             shutil.rmtree(self.base, ignore_errors=True)
 

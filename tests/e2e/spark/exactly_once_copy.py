@@ -63,7 +63,12 @@ def main(bootstrap: str, source: str, target: str, checkpoint: str) -> None:
     spark = strom.spark.session(
         master="local[2]",
         app_name="strom-exactly-once-driver",
-        conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"},
+        conf={
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            # The JIT's first tier only, and the serial collector: this driver lives seconds.
+            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        },
     )
     query = start_copy(
         spark, bootstrap=bootstrap, source=source, target=target, checkpoint=Path(checkpoint)
