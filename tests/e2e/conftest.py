@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import pytest
 from strom_harness import StromServer, start_strom_server, strom_command
-from xdist_groups import pytest_collection_modifyitems  # noqa: F401 (a hook)
 
 SERVER_OVERRIDES = {"num.partitions": "2"}
 """Settings the tests check come back (a non-default broker default, a static config)."""

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from strom_harness import StartServer, StromServer, start_strom_server
-from xdist_groups import pytest_collection_modifyitems  # noqa: F401 (a hook)
 
 
 @pytest.fixture(scope="module")
