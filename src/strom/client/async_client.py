@@ -16,7 +16,6 @@ an address learnt later (from metadata or the quorum) is used at the next reconn
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import struct
 from collections import deque
@@ -109,9 +108,8 @@ class NodeConnection:
         )
         writer.write(frame_prefix(len(payload)) + payload)
         try:
-            return await asyncio.wait_for(
-                future, timeout=self._request_timeout if timeout is None else timeout
-            )
+            async with asyncio.timeout(self._request_timeout if timeout is None else timeout):
+                return await future
         except TimeoutError:
             self._drop(RequestFailed(f"{self}: no answer within the request timeout"))
             raise RequestFailed(f"{self}: no answer within the request timeout") from None
@@ -123,8 +121,8 @@ class NodeConnection:
         self._drop(RequestFailed(f"{self}: the connection was closed"))
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            # gather, not a suppressed CancelledError: a cancel of close() itself goes on.
+            await asyncio.gather(task, return_exceptions=True)
 
     async def _connected(self) -> asyncio.StreamWriter:
         if self._closed:
@@ -138,9 +136,8 @@ class NodeConnection:
             if wait > 0:
                 await asyncio.sleep(wait)
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port), timeout=self._connect_timeout
-                )
+                async with asyncio.timeout(self._connect_timeout):
+                    reader, writer = await asyncio.open_connection(self.host, self.port)
             except (OSError, TimeoutError) as error:
                 self._last_failed_connect = loop.time()
                 reason = str(error) or "timed out"
@@ -213,9 +210,12 @@ class NodeClients:
         self._client_id = client_id
         self._request_timeout = request_timeout
         self._connections: dict[int, NodeConnection] = {}
+        self._closed = False
 
     def connection(self, node_id: int) -> NodeConnection:
         """The connection to ``node_id`` (re-made when the node's address changed)."""
+        if self._closed:
+            raise RequestFailed(f"the connections to node {node_id} are closed")
         address = self._address_of(node_id)
         if address is None:
             raise RequestFailed(f"the address of node {node_id} is not known")
@@ -236,6 +236,8 @@ class NodeClients:
         return await self.connection(node_id).request(body, timeout=timeout)
 
     async def close(self) -> None:
+        """Close every connection; later requests raise :class:`RequestFailed`."""
+        self._closed = True
         connections, self._connections = self._connections, {}
         for connection in connections.values():
             await connection.close()

@@ -33,6 +33,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.static.primitive import i16, i64, u16
 
+from strom.common.waiting import wait_event
 from strom.metadata import BrokerEndpoint, BrokerFeature
 from strom.server.controller_channel import ControllerChannel, ControllerUnavailable
 
@@ -170,7 +171,8 @@ class BrokerLifecycleManager:
 
     async def wait_unfenced(self, timeout: float) -> None:
         """Until the controller has unfenced this broker (TimeoutError after ``timeout``)."""
-        await asyncio.wait_for(self._unfenced.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await self._unfenced.wait()
 
     async def controlled_shutdown(self, timeout: float) -> bool:
         """Ask to shut down and wait for the controller's yes; False when it did not come."""
@@ -180,7 +182,8 @@ class BrokerLifecycleManager:
         self.state = BrokerState.PENDING_CONTROLLED_SHUTDOWN
         self._beat_now.set()
         try:
-            await asyncio.wait_for(self._shut_down_allowed.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._shut_down_allowed.wait()
         except TimeoutError:
             log.warning("the controller did not confirm the controlled shutdown in %gs", timeout)
             return False
@@ -206,8 +209,7 @@ class BrokerLifecycleManager:
             except Exception:
                 log.exception("heartbeat failed")
             self._beat_now.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._beat_now.wait(), interval)
+            await wait_event(self._beat_now, interval)
 
     async def _beat(self, interval: float) -> None:
         request = BrokerHeartbeatRequest(

@@ -122,7 +122,8 @@ class ControllerChannel:
 
     async def _send_to(self, leader: int, body: RequestPayload, timeout: float) -> Any:
         if leader == self._node_id and self._local is not None:
-            return await asyncio.wait_for(self._local(body), timeout)
+            async with asyncio.timeout(timeout):
+                return await self._local(body)
         return await self._clients.request(leader, body, timeout=timeout)
 
 

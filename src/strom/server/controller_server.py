@@ -24,7 +24,6 @@ heartbeats stop (``broker.session.timeout.ms``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -33,6 +32,7 @@ from functools import partial
 from typing import Protocol, TypeVar
 
 from strom.common import Clock, TopicPartition
+from strom.common.waiting import wait_event
 from strom.controller import (
     DEFAULT_METADATA_VERSION,
     AlterConfigsRequest,
@@ -291,8 +291,7 @@ class ControllerServer:
                 deadline = next_balance if deadline is None else min(deadline, next_balance)
             wait_ms = 1000 if deadline is None else max(deadline - self._clock.monotonic_ms(), 1)
             self._sessions_changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._sessions_changed.wait(), wait_ms / 1000)
+            await wait_event(self._sessions_changed, wait_ms / 1000)
 
     def _next_balance(self) -> int | None:
         if self._balance_interval_ms is None:

@@ -25,13 +25,13 @@ A coordinator keeps its state in the partitions of one internal topic:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 from strom.common import Clock, ErrorCode, TopicPartition
+from strom.common.waiting import wait_event
 from strom.metadata import MetadataDelta, MetadataImage
 from strom.protocol.batch import HEADER_SIZE, NO_PRODUCER_ID, BatchHeader
 from strom.protocol.records import Record, build_batch
@@ -239,8 +239,7 @@ class CoordinatorRuntime(ABC):
         while True:
             deadline = self.core.next_deadline()
             timeout = None if deadline is None else max(deadline - self.now_ms(), 0) / 1000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout)
+            await wait_event(self._changed, timeout)
             self._changed.clear()
             try:
                 self.core.poll(self.now_ms())

@@ -4,10 +4,10 @@ and a way to wait until it shows something."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Protocol
 
+from strom.common.waiting import wait_event
 from strom.metadata import MetadataDelta, MetadataImage
 
 __all__ = ["MetadataView", "MetadataWaiter"]
@@ -40,6 +40,5 @@ class MetadataWaiter:
             if remaining <= 0:
                 return False
             self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), remaining)
+            await wait_event(self._changed, remaining)
         return True

@@ -30,6 +30,7 @@ from kio.static.protocol import ResponsePayload
 
 from strom.client.async_client import NodeClients, RequestFailed
 from strom.common import Clock
+from strom.common.waiting import wait_event
 from strom.metadata import EncodedBatch, MetadataLoader, encode_record
 from strom.protocol.api import ApiKey, VersionRange
 from strom.raft import (
@@ -122,7 +123,8 @@ class RaftManager:
     async def wait_caught_up(self, timeout: float) -> None:
         """Until every record committed when this node first learnt the high watermark is in
         the loader's image (TimeoutError after ``timeout``)."""
-        await asyncio.wait_for(self._caught_up.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await self._caught_up.wait()
 
     async def stop(self, *, timeout: float = 1.0) -> None:
         """Resign gracefully (a leader tells the others), then stop polling."""
@@ -132,7 +134,8 @@ class RaftManager:
         self._wake.set()
         await asyncio.sleep(0)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._drain_sends(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._drain_sends()
         task, self._task = self._task, None
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -161,8 +164,7 @@ class RaftManager:
                 await asyncio.to_thread(job.run)
                 job.done()
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), max(delay_ms, 0) / 1000)
+            await wait_event(self._wake, max(delay_ms, 0) / 1000)
 
     def append(self, records: Sequence[bytes], *, epoch: int) -> int:
         """The controller's batch (``QuorumLog``): its last offset."""

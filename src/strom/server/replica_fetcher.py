@@ -29,7 +29,6 @@ epoch and its log did not move meanwhile:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import functools
 import logging
@@ -48,6 +47,7 @@ from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from strom.client.async_client import NodeClients, RequestFailed
 from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
+from strom.common.waiting import wait_event
 from strom.config import ServerConfig
 from strom.protocol.batch import whole_batches_size
 from strom.server.replica_manager import FollowTarget, LeadershipChanges, ReplicaManager
@@ -157,8 +157,7 @@ class ReplicaFetcher:
         self._wake.clear()
         delays = [f.delayed_until_ms - now_ms for f in self.partitions.values()]
         timeout = max(min(delays), 1) / 1000 if delays else None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout)
+        await wait_event(self._wake, timeout)
 
     def _delay(self, partitions: Iterable[TopicPartition]) -> None:
         until = self._clock.monotonic_ms() + self._settings.backoff_ms
@@ -344,6 +343,7 @@ class ReplicaFetcherManager:
         self._clients = clients
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._targets: dict[TopicPartition, FollowTarget] = {}
+        self._stopped = False
 
     @property
     def targets(self) -> dict[TopicPartition, FollowTarget]:
@@ -351,7 +351,10 @@ class ReplicaFetcherManager:
         return dict(self._targets)
 
     def apply(self, changes: LeadershipChanges) -> None:
-        """Start, move or stop fetching partitions as a metadata change says."""
+        """Start, move or stop fetching partitions as a metadata change says (nothing once
+        stopped: the metadata goes on arriving while the broker shuts down)."""
+        if self._stopped:
+            return
         for tp in changes.stop:
             self._remove(tp)
         for tp, target in changes.follow.items():
@@ -372,6 +375,7 @@ class ReplicaFetcherManager:
                 fetcher.remove(tp)
 
     async def stop(self) -> None:
+        self._stopped = True
         fetchers, self._fetchers = self._fetchers, {}
         self._targets.clear()
         for fetcher in fetchers.values():
