@@ -349,8 +349,8 @@ class RaftClient:
         deadlines = [self._election_deadline, self._fetch_deadline]
         if self._backoff_deadline is not None:
             deadlines.append(self._backoff_deadline)
-        if self._leader is not None:
-            deadlines.append(self._leader.check_quorum_deadline_ms)
+        if self._leader is not None and self._leader.check_quorum_due_ms is not None:
+            deadlines.append(self._leader.check_quorum_due_ms)
         deadlines += [parked.deadline_ms for parked in self._parked]
         requests = self._requests.next_deadline_ms()
         if requests is not None:

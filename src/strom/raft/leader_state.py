@@ -86,8 +86,15 @@ class LeaderState:
             replica.last_caught_up_ms = wall_ms
         return node_id in self.voters and self._advance()
 
+    @property
+    def check_quorum_due_ms(self) -> int | None:
+        """When a majority must have fetched again; None for a lone voter, which has no one
+        to hear from (its poll must not wake for a deadline that never moves)."""
+        return self.check_quorum_deadline_ms if len(self.voters) > 1 else None
+
     def check_quorum_failed(self, now_ms: int) -> bool:
-        return len(self.voters) > 1 and now_ms >= self.check_quorum_deadline_ms
+        due = self.check_quorum_due_ms
+        return due is not None and now_ms >= due
 
     def _advance(self) -> bool:
         offsets = sorted((replica.end_offset for replica in self.voters.values()), reverse=True)

@@ -36,7 +36,9 @@ keeps the state that is neither in the image nor in the log: on a leader, its fo
   move the high watermark and bring the follower back into the ISR. ``check_isr`` (periodic)
   proposes removing followers that fell behind; ISR changes go out through
   ``isr_change_sender`` (AlterPartition) and come back through ``isr_change_done``.
-* ``append_as_follower``, ``truncate_follower``, ``reset_follower``: the fetcher's side.
+* ``append_as_follower``, ``truncate_follower``, ``reset_follower``: the fetcher's side, done
+  to one partition's log by :class:`strom.server.partition.Partition` (Kafka's
+  ``cluster.Partition``), which also answers ListOffsets.
 * ``checkpoint_high_watermarks``: ``replication-offset-checkpoint``, written from the logs'
   high watermarks and read back into each log when its partition state is first made.
 
@@ -73,9 +75,7 @@ Not thread-safe: the event loop thread calls everything.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Final
 
 from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
@@ -87,6 +87,7 @@ from strom.server import delayed_fetch, delayed_produce
 from strom.server.delayed_fetch import DelayedFetch, FetchPartitions
 from strom.server.delayed_produce import AcksCallback, DelayedProduce
 from strom.server.metadata_view import MetadataView
+from strom.server.partition import LATEST_TIERED_TIMESTAMP, Partition, fetch_isolation
 from strom.server.partition_replication import IsrChange, PartitionReplication
 from strom.server.purgatory import Purgatory
 from strom.server.replica_results import (
@@ -107,16 +108,11 @@ from strom.storage.checkpoint import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from strom.storage.leader_epoch_cache import EpochEndOffset, truncation_offset
+from strom.storage.leader_epoch_cache import EpochEndOffset
 from strom.storage.log_manager import LogManager
 from strom.storage.log_validator import RecordValidationError
 from strom.storage.partition_log import (
-    EARLIEST_LOCAL_TIMESTAMP,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
     FetchIsolation,
-    PartitionLog,
 )
 from strom.storage.producer_state import AppendOrigin
 from strom.storage.txn_index import AbortedTxn
@@ -144,8 +140,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-LATEST_TIERED_TIMESTAMP: Final = -5
-"""ListOffsets v9+ (KIP-1005): the highest offset in tiered storage; -1 without tiering."""
 VALID_ACKS: Final = (-1, 0, 1)
 REPLICATION_OFFSET_CHECKPOINT: Final = "replication-offset-checkpoint"
 _MAX_BYTES: Final = 2**31 - 1
@@ -165,53 +159,6 @@ _NO_LOG_START_ERRORS: Final = frozenset(
 HighWatermarkListener = Callable[[TopicPartition, HighWatermarkUpdate | None], object]
 TxnMarkerListener = Callable[[TopicPartition, int, int, bool], object]
 """``listener(tp, producer_id, producer_epoch, commit)`` after a marker is appended."""
-
-
-@dataclass(slots=True, eq=False)
-class Partition:
-    """A partition with a replica on this broker: its log (which holds the high watermark)
-    and, while this broker leads it, the leader's view of its followers (``replication``)."""
-
-    tp: TopicPartition
-    log: PartitionLog
-    registration: PartitionRegistration
-    replication: PartitionReplication | None = None
-    """The leader's bookkeeping (followers, ISR, acks); None on a follower."""
-    _unreplicated: deque[tuple[int, int]] = field(default_factory=deque)
-    """(next offset, size) of each append above the high watermark, oldest first."""
-
-    @property
-    def is_leader(self) -> bool:
-        return self.replication is not None
-
-    @property
-    def leader_epoch(self) -> int:
-        return self.registration.leader_epoch
-
-    @property
-    def isr(self) -> tuple[int, ...]:
-        """The ISR as this broker knows it: the leader's latest, else the metadata's."""
-        if self.replication is not None:
-            return self.replication.isr
-        return self.registration.isr
-
-    @property
-    def log_start_offset(self) -> int:
-        return self.log.log_start_offset
-
-    @property
-    def log_end_offset(self) -> int:
-        return self.log.log_end_offset
-
-
-def fetch_isolation(isolation_level: int) -> FetchIsolation:
-    """Where a read stops (Kafka's ``FetchIsolation.of``): the log end for a replica
-    (READ_LOG_END), the high watermark or the last stable offset for a consumer."""
-    if isolation_level == READ_COMMITTED:
-        return FetchIsolation.TXN_COMMITTED
-    if isolation_level == READ_LOG_END:
-        return FetchIsolation.LOG_END
-    return FetchIsolation.HIGH_WATERMARK
 
 
 IsrChangeSender = Callable[[TopicPartition, int, IsrChange], object]
@@ -593,67 +540,27 @@ class ReplicaManager:
         high_watermark: int,
         log_start_offset: int,
     ) -> int:
-        """Append what the leader sent (whole batches, offsets as the leader's), then take the
-        leader's high watermark (at most this log's end) and log start offset; the number of
-        bytes appended."""
-        partition = self.follower(tp, leader_epoch)
-        size = 0
-        if records:
-            size = partition.log.append_as_follower(records).size
-        partition_log = partition.log
-        if log_start_offset > partition_log.log_start_offset:
-            target = min(log_start_offset, partition_log.log_end_offset)
-            partition_log.advance_log_start_offset(target)
-        partition_log.maybe_increment_high_watermark(
-            min(high_watermark, partition_log.log_end_offset)
+        """What the leader sent, appended to the partition followed in ``leader_epoch``
+        (:meth:`Partition.append_as_follower`); the number of bytes appended."""
+        return self.follower(tp, leader_epoch).append_as_follower(
+            records, high_watermark=high_watermark, log_start_offset=log_start_offset
         )
-        return size
 
     def truncate_follower(
         self, tp: TopicPartition, *, leader_epoch: int, diverging: EpochEndOffset
     ) -> int:
-        """The leader says this log diverged after ``diverging`` (its epoch and end offset):
-        cut it where KIP-279 says (:func:`truncation_offset`); the new log end offset."""
-        partition = self.follower(tp, leader_epoch)
-        partition_log = partition.log
-        cut = truncation_offset(
-            diverging,
-            partition_log.leader_epochs,
-            log_end_offset=partition_log.log_end_offset,
-            high_watermark=partition_log.high_watermark,
-        )
-        if cut.offset < partition_log.log_end_offset:
-            log.info(
-                "%s: truncating from %d to %d (the leader's epoch %d ends at %d)",
-                tp,
-                partition_log.log_end_offset,
-                cut.offset,
-                diverging.epoch,
-                diverging.end_offset,
-            )
-            partition_log.truncate_to(cut.offset)
-        return partition_log.log_end_offset
+        """The leader says this log diverged (:meth:`Partition.truncate_to_diverging`); the
+        new log end offset."""
+        return self.follower(tp, leader_epoch).truncate_to_diverging(diverging)
 
     def reset_follower(
         self, tp: TopicPartition, *, leader_epoch: int, leader_start: int, leader_end: int
     ) -> int:
-        """The leader answered OFFSET_OUT_OF_RANGE (Kafka's ``handleOutOfRangeError``): a log
-        ahead of the leader's end is cut to it (an unclean election), one behind the leader's
-        start starts over there. The new log end offset."""
-        partition = self.follower(tp, leader_epoch)
-        partition_log = partition.log
-        if partition_log.log_end_offset > leader_end:
-            log.warning(
-                "%s: truncating from %d to the leader's end %d (unclean leader election)",
-                tp,
-                partition_log.log_end_offset,
-                leader_end,
-            )
-            partition_log.truncate_to(leader_end)
-        elif partition_log.log_end_offset < leader_start:
-            log.info("%s: starting over at the leader's log start %d", tp, leader_start)
-            partition_log.truncate_fully_and_start_at(leader_start)
-        return partition_log.log_end_offset
+        """The leader answered OFFSET_OUT_OF_RANGE (:meth:`Partition.reset_to_leader`); the
+        new log end offset."""
+        return self.follower(tp, leader_epoch).reset_to_leader(
+            leader_start=leader_start, leader_end=leader_end
+        )
 
     # --- high watermark checkpoint -----------------------------------------------------------
 
@@ -973,25 +880,7 @@ class ReplicaManager:
         ``Partition.fetchOffsetForTimestamp``). No match: offset and timestamp -1.
         """
         partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
-        epoch = partition.leader_epoch
-        isolation = (
-            FetchIsolation.LOG_END if isolation_level is None else fetch_isolation(isolation_level)
-        )
-        last_fetchable = partition.log.fetchable_offset(isolation)
-        if timestamp == LATEST_TIMESTAMP:
-            return OffsetAnswer(last_fetchable, -1, epoch)
-        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-            return OffsetAnswer(partition.log_start_offset, -1, epoch)
-        if timestamp == LATEST_TIERED_TIMESTAMP:
-            return OffsetAnswer(-1, -1, -1)  # nothing is tiered
-        if timestamp < 0 and timestamp != MAX_TIMESTAMP:
-            raise KafkaError(
-                ErrorCode.invalid_request, f"unsupported special timestamp {timestamp} for {tp}"
-            )
-        found = partition.log.offset_for_timestamp(timestamp)
-        if found is None or (isolation_level is not None and found.offset >= last_fetchable):
-            return OffsetAnswer(-1, -1, -1)
-        return OffsetAnswer(found.offset, found.timestamp, epoch)
+        return partition.offset_for_timestamp(timestamp, isolation_level=isolation_level)
 
     # --- DeleteRecords ---------------------------------------------------------------------
 

@@ -241,6 +241,18 @@ def test_a_leader_that_no_majority_fetches_from_resigns() -> None:
     assert node.sent(54)  # and tells the others (EndQuorumEpoch)
 
 
+def test_a_lone_voter_leads_on_and_its_poll_sleeps() -> None:
+    """With no one to hear from, the check-quorum deadline never moves: the poll must not
+    wake for it (a single node once spun at 40% CPU, polling every loop turn)."""
+    node = Harness(voters=(1,))
+    node.run_for(CONFIG.election_timeout_ms * 2)
+    assert node.role() is Role.LEADER
+    node.log.flush()
+    node.run_for(CONFIG.fetch_timeout_ms * 3)
+    assert node.role() is Role.LEADER
+    assert node.client.poll() > 0
+
+
 def test_a_leader_restarts_resigned_in_its_epoch() -> None:
     node = Harness()
     node.elect()
