@@ -366,101 +366,6 @@ def test_an_unclean_election_brings_a_leaderless_partition_back(cluster: Cluster
         _every_broker_back(cluster)
 
 
-def test_an_eligible_leader_replica_leads_once_the_isr_is_gone(cluster: Cluster) -> None:
-    """KIP-966 on real processes (RF 3, min.insync.replicas 2): below min ISR what the leader
-    appends alone stays uncommitted and the replica that left the ISR is an eligible leader;
-    with every broker down the eligible one that returns first leads, and a replica back from
-    kill -9 is no longer eligible. Nothing committed is lost."""
-    a, b, c = cluster.broker_ids
-    name = unique_topic_name("elr")
-    creator = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-    try:
-        creator.create_topics(
-            [
-                PyNewTopic(
-                    name,
-                    -1,
-                    -1,
-                    replica_assignments={0: [a, b, c]},
-                    topic_configs={"min.insync.replicas": "2"},
-                )
-            ]
-        )
-    finally:
-        creator.close()
-    _wait_for_topics(cluster, {name}, timeout=30)
-
-    def partition(via: int) -> PartitionDescription:
-        with connect(cluster.nodes[via].address) as connection:
-            [topic] = describe_topic_partitions(connection, [name])
-        return topic.partitions[0]
-
-    def produce(via: int, value: bytes, acks: str) -> None:
-        producer = Producer({"bootstrap.servers": cluster.nodes[via].address, "acks": acks})
-        failures: list[Any] = []
-        producer.produce(name, value, partition=0, on_delivery=lambda e, _: failures.append(e))
-        producer.flush(30)
-        assert failures == [None], failures
-
-    produce(a, b"committed", "all")
-    try:
-        cluster.terminate(c)  # a controlled shutdown: leaves the ISR
-        cluster.wait_for(lambda: partition(a).state.isr == [a, b], timeout=30, what="ISR a,b")
-        cluster.terminate(b)
-        cluster.wait_for(
-            lambda: (partition(a).state.isr, partition(a).eligible_leaders) == ([a], (b,)),
-            timeout=30,
-            what="ISR a with b eligible",
-        )
-        described = CliRunner().invoke(
-            cli, ["topics", "describe", name, "--bootstrap-server", cluster.nodes[a].address]
-        )
-        assert described.exit_code == 0, described.output
-        row = described.stdout.splitlines()[2].split()
-        assert row[:6] == ["0", str(a), f"{a},{b},{c}", str(a), str(b), "-"], described.stdout
-        produce(a, b"alone", "1")  # appended by the leader alone: not committed
-        consumer = Consumer({"bootstrap.servers": cluster.nodes[a].address, "group.id": name})
-        try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=20)
-        finally:
-            consumer.close()
-        assert (low, high) == (0, 1)  # the high watermark stayed below "alone"
-        cluster.kill(a)  # fenced after its session: the ISR empties, a and b are eligible
-        cluster.wait_for(lambda: a not in cluster.unfenced_brokers(), timeout=30, what="a fenced")
-        cluster.restart(b)  # shut down cleanly: still eligible, leads alone
-        cluster.wait_for(
-            lambda: (partition(b).state.leader, partition(b).state.isr) == (b, [b]),
-            timeout=30,
-            what="b leading from the ELR",
-        )
-        assert partition(b).eligible_leaders == (a,)
-        cluster.restart(a)  # back from kill -9: it may have lost records, no longer eligible
-        cluster.restart(c)
-        cluster.wait_for(
-            lambda: sorted(partition(b).state.isr) == sorted([a, b, c]),
-            timeout=60,
-            what="every replica back in sync",
-        )
-        assert partition(b).eligible_leaders == ()
-        consumer = Consumer(
-            {
-                "bootstrap.servers": cluster.nodes[b].address,
-                "group.id": name,
-                "auto.offset.reset": "earliest",
-            }
-        )
-        try:
-            consumer.assign([TopicPartition(name, 0, 0)])
-            message = consumer.poll(20)
-            assert message is not None and message.error() is None
-            assert message.value() == b"committed"
-            assert consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=20)[1] == 1
-        finally:
-            consumer.close()
-    finally:
-        _every_broker_back(cluster)
-
-
 def _every_broker_back(cluster: Cluster) -> None:
     """Restart the brokers a test left down, and wait until all are unfenced."""
     for broker_id in cluster.broker_ids:
@@ -663,3 +568,99 @@ def _strom_servers_under(base: Path) -> list[str]:
         if "strom" in args and str(base) in args and "server" in args:
             found.append(args)
     return found
+
+
+# Last in the module: it restarts every broker of the shared cluster.
+def test_an_eligible_leader_replica_leads_once_the_isr_is_gone(cluster: Cluster) -> None:
+    """KIP-966 on real processes (RF 3, min.insync.replicas 2): below min ISR what the leader
+    appends alone stays uncommitted and the replica that left the ISR is an eligible leader;
+    with every broker down the eligible one that returns first leads, and a replica back from
+    kill -9 is no longer eligible. Nothing committed is lost."""
+    a, b, c = cluster.broker_ids
+    name = unique_topic_name("elr")
+    creator = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        creator.create_topics(
+            [
+                PyNewTopic(
+                    name,
+                    -1,
+                    -1,
+                    replica_assignments={0: [a, b, c]},
+                    topic_configs={"min.insync.replicas": "2"},
+                )
+            ]
+        )
+    finally:
+        creator.close()
+    _wait_for_topics(cluster, {name}, timeout=30)
+
+    def partition(via: int) -> PartitionDescription:
+        with connect(cluster.nodes[via].address) as connection:
+            [topic] = describe_topic_partitions(connection, [name])
+        return topic.partitions[0]
+
+    def produce(via: int, value: bytes, acks: str) -> None:
+        producer = Producer({"bootstrap.servers": cluster.nodes[via].address, "acks": acks})
+        failures: list[Any] = []
+        producer.produce(name, value, partition=0, on_delivery=lambda e, _: failures.append(e))
+        producer.flush(30)
+        assert failures == [None], failures
+
+    produce(a, b"committed", "all")
+    try:
+        cluster.terminate(c)  # a controlled shutdown: leaves the ISR
+        cluster.wait_for(lambda: partition(a).state.isr == [a, b], timeout=30, what="ISR a,b")
+        cluster.terminate(b)
+        cluster.wait_for(
+            lambda: (partition(a).state.isr, partition(a).eligible_leaders) == ([a], (b,)),
+            timeout=30,
+            what="ISR a with b eligible",
+        )
+        described = CliRunner().invoke(
+            cli, ["topics", "describe", name, "--bootstrap-server", cluster.nodes[a].address]
+        )
+        assert described.exit_code == 0, described.output
+        row = described.stdout.splitlines()[2].split()
+        assert row[:6] == ["0", str(a), f"{a},{b},{c}", str(a), str(b), "-"], described.stdout
+        produce(a, b"alone", "1")  # appended by the leader alone: not committed
+        consumer = Consumer({"bootstrap.servers": cluster.nodes[a].address, "group.id": name})
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=20)
+        finally:
+            consumer.close()
+        assert (low, high) == (0, 1)  # the high watermark stayed below "alone"
+        cluster.kill(a)  # fenced after its session: the ISR empties, a and b are eligible
+        cluster.wait_for(lambda: a not in cluster.unfenced_brokers(), timeout=30, what="a fenced")
+        cluster.restart(b)  # shut down cleanly: still eligible, leads alone
+        cluster.wait_for(
+            lambda: (partition(b).state.leader, partition(b).state.isr) == (b, [b]),
+            timeout=30,
+            what="b leading from the ELR",
+        )
+        assert partition(b).eligible_leaders == (a,)
+        cluster.restart(a)  # back from kill -9: it may have lost records, no longer eligible
+        cluster.restart(c)
+        cluster.wait_for(
+            lambda: sorted(partition(b).state.isr) == sorted([a, b, c]),
+            timeout=60,
+            what="every replica back in sync",
+        )
+        assert partition(b).eligible_leaders == ()
+        consumer = Consumer(
+            {
+                "bootstrap.servers": cluster.nodes[b].address,
+                "group.id": name,
+                "auto.offset.reset": "earliest",
+            }
+        )
+        try:
+            consumer.assign([TopicPartition(name, 0, 0)])
+            message = consumer.poll(20)
+            assert message is not None and message.error() is None
+            assert message.value() == b"committed"
+            assert consumer.get_watermark_offsets(TopicPartition(name, 0), timeout=20)[1] == 1
+        finally:
+            consumer.close()
+    finally:
+        _every_broker_back(cluster)
