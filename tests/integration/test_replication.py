@@ -46,8 +46,10 @@ def cluster() -> Iterator[Cluster]:
         yield running
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def admin(cluster: Cluster) -> Iterator[KafkaAdminClient]:
+    """A fresh admin client per test: kafka-python keeps the controller id it first learnt,
+    and an earlier test may have bounced that broker (UnknownBrokerIdError)."""
     client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
     yield client
     client.close()
