@@ -248,6 +248,7 @@ def test_two_replicas_down_refuses_acks_all_and_loses_nothing(
     assert values == list(range(100))
 
 
+@pytest.mark.timeout(360)  # up to four loop runs of 60 s and a 60 s read, as written below
 def test_group_and_transactions_through_a_leader_kill(
     cluster: Cluster, admin: KafkaAdminClient
 ) -> None:
