@@ -174,8 +174,9 @@ class ReplicaFetcher:
                 partition = self._replica_manager.follower(tp, followed.leader_epoch)
             except KafkaError:
                 continue  # the metadata moved it; the manager hears of that too
-            if self._throttled(tp) and self._node_id not in partition.isr:
-                continue  # Kafka's shouldFollowerThrottle: left out while over the quota
+            quota = self._quota
+            if quota is not None and quota.holds_back(tp, in_sync=self._node_id in partition.isr):
+                continue  # left out while over the quota
             partition_log = partition.log
             fetch_offset = partition_log.log_end_offset
             sent[tp] = (followed.leader_epoch, fetch_offset)
@@ -228,10 +229,6 @@ class ReplicaFetcher:
                 if tp in sent:
                     await self._process(tp, *sent[tp], answer)
 
-    def _throttled(self, tp: TopicPartition) -> bool:
-        quota = self._quota
-        return quota is not None and quota.is_throttled(tp) and quota.is_quota_exceeded()
-
     def _failed(self, message: str) -> None:
         """Log a fetch failure once, not on every retry."""
         if message != self._last_failure:
@@ -260,8 +257,8 @@ class ReplicaFetcher:
                     return
                 records = bytes(answer.records or b"")
                 whole = records[: whole_batches_size(records)]
-                if self._quota is not None and self._quota.is_throttled(tp):
-                    self._quota.record(len(whole))
+                if self._quota is not None:
+                    self._quota.record(tp, len(whole))
                 manager.append_as_follower(
                     tp,
                     whole,

@@ -482,9 +482,6 @@ class ReplicaManager:
         is not diverging records the follower's position."""
         try:
             partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
-            quota = self.leader_quota
-            if quota is not None and not quota.is_throttled(tp):
-                quota = None
             if last_fetched_epoch >= 0:
                 end = partition.log.end_offset_for_epoch(last_fetched_epoch)
                 if end.epoch < last_fetched_epoch or end.end_offset < fetch_offset:
@@ -494,8 +491,9 @@ class ReplicaManager:
                         log_start_offset=partition.log_start_offset,
                         diverging_epoch=(end.epoch, end.end_offset),
                     )
-            if quota is not None and replica_id not in partition.isr and quota.is_quota_exceeded():
-                max_bytes = 0  # Kafka's shouldLeaderThrottle: nothing this time
+            quota = self.leader_quota
+            if quota is not None and quota.holds_back(tp, in_sync=replica_id in partition.isr):
+                max_bytes = 0  # nothing this time
             result = partition.log.read(
                 fetch_offset,
                 max_bytes=max_bytes,
@@ -510,7 +508,7 @@ class ReplicaManager:
         except KafkaError as error:
             return ReadResultInfo(error=error.error_code, message=error.message)
         if quota is not None:
-            quota.record(result.size)
+            quota.record(tp, result.size)
         return ReadResultInfo(
             regions=result.regions,
             high_watermark=partition.log.high_watermark,

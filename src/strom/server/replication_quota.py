@@ -100,8 +100,14 @@ class ReplicationQuota:
     def is_quota_exceeded(self) -> bool:
         return self.bound != math.inf and self.rate() > self.bound
 
-    def record(self, size: int) -> None:
-        if size <= 0 or not self._throttled:
+    def holds_back(self, tp: TopicPartition, *, in_sync: bool) -> bool:
+        """Kafka's ``shouldLeaderThrottle`` / ``shouldFollowerThrottle``: a replica out of
+        sync that its topic throttles moves nothing while the quota is exceeded."""
+        return not in_sync and self.is_throttled(tp) and self.is_quota_exceeded()
+
+    def record(self, tp: TopicPartition, size: int) -> None:
+        """Count ``size`` bytes moved for ``tp`` (only a throttled partition's count)."""
+        if size <= 0 or not self.is_throttled(tp):
             return
         now = self._clock.monotonic_ms()
         self._expire(now)
