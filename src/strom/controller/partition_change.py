@@ -78,8 +78,8 @@ def partition_change(
         elr = tuple(b for b in elr if b != elected.leader)
     if elected.unclean and elected.leader != partition.leader:
         target_isr = (elected.leader,)
-    if elected.unclean or not rules.elr_enabled:
-        elr = ()
+    if elected.unclean:
+        elr = ()  # the new leader's log is the truth: no one else is known to hold it all
     if not target_isr and not rules.elr_enabled:
         target_isr = partition.isr  # never an empty ISR without ELR: its last member stays
     leader = elected.leader
