@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "broker": "strom.cli.broker",
     "cluster": "strom.cli.cluster",
     "metadata-quorum": "strom.cli.metadata_quorum",
+    "chaos": "strom.cli.chaos",
 }
 """Subcommand name -> the module defining a click command of that name, in help order."""
 

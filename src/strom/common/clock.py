@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Protocol
 
 
@@ -42,3 +43,47 @@ class ManualClock:
     def advance(self, ms: int) -> None:
         self._now_ms += ms
         self._monotonic_ms += ms
+
+
+CLOCK_OFFSET_FILE_ENV = "STROM_CLOCK_OFFSET_FILE"
+"""Environment variable naming a file of wall-clock offset milliseconds (chaos tests)."""
+
+
+class OffsetFileClock:
+    """The system clock with its wall time moved by the milliseconds written in a file: the
+    clock faults of chaos tests (a skewed or jumping clock), set from outside the process.
+
+    Only wall time moves, as on a real machine whose clock is stepped; monotonic time (every
+    timeout and interval) never jumps. The file is looked at again at most every 100 ms; a
+    missing or unreadable file means no offset.
+    """
+
+    _RECHECK_NS = 100_000_000
+
+    def __init__(self, path: str) -> None:
+        self._path = Path(path)
+        self._offset_ms = 0
+        self._checked_ns = -self._RECHECK_NS
+
+    def _offset(self) -> int:
+        now_ns = time.monotonic_ns()
+        if now_ns - self._checked_ns >= self._RECHECK_NS:
+            self._checked_ns = now_ns
+            try:
+                self._offset_ms = int(self._path.read_text(encoding="ascii").strip() or 0)
+            except (OSError, ValueError):
+                self._offset_ms = 0
+        return self._offset_ms
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000 + self._offset()
+
+    def monotonic_ms(self) -> int:
+        return time.monotonic_ns() // 1_000_000
+
+
+def system_clock(environment: dict[str, str]) -> Clock:
+    """The clock a server runs on: the system's, or an :class:`OffsetFileClock` when the
+    environment names an offset file."""
+    path = environment.get(CLOCK_OFFSET_FILE_ENV)
+    return OffsetFileClock(path) if path else SystemClock()

@@ -24,6 +24,7 @@ client (a leader resigns), then closes the logs: flushed, checkpointed, clean-sh
 from __future__ import annotations
 
 import logging
+import os
 import random
 import time
 from collections.abc import Mapping
@@ -33,7 +34,8 @@ from typing import Final
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from strom.client.async_client import NodeClients
-from strom.common import Clock, SystemClock, TopicPartition
+from strom.common import Clock, TopicPartition
+from strom.common.clock import system_clock
 from strom.config import ConfigError, ServerConfig
 from strom.controller import ControllerSettings, QuorumController
 from strom.metadata import MetadataLoader
@@ -121,7 +123,7 @@ class Node:
         self.config = config
         self.node = NodeConfig.from_config(config)
         self.node_id = self.node.node_id
-        self.clock: Clock = SystemClock()
+        self.clock: Clock = system_clock(dict(os.environ))
         self.data_dir = data_dir_of(config).absolute()
         self.metadata = MetadataLoader()
         self._emulate = emulate_kafka_version

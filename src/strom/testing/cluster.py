@@ -72,6 +72,8 @@ class ClusterNode:
     paused: bool = False
     started_at_line: int = 0
     """Where the current process's output starts in ``lines``."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """Added to the process's environment at each start (a chaos clock file, ...)."""
 
     @property
     def log_path(self) -> Path:
@@ -278,7 +280,7 @@ class Cluster(_ClientConfigs):
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **node.environment},
         )
         node.process = process
         node.paused = False

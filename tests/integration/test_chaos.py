@@ -1,0 +1,79 @@
+"""The reliability suite's bounded subset (docs/reliability.md): scenarios 1, 3, 4, 6, 8 and 12
+on real 3-broker, 3-controller clusters, each checked for Jepsen's anomalies. ``strom chaos
+run`` runs any of them, and the others, for longer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from strom.testing.network import netns_unavailable
+
+from strom.cli.main import cli
+from strom.testing.chaos.runner import run_scenario
+from strom.testing.chaos.scenarios import scenario_named
+
+pytestmark = pytest.mark.xdist_group("cluster")  # one cluster at a time on 2 cores
+
+FAULT_SECONDS = 6.0
+"""Long enough for a fault and its heal; ``strom chaos run --duration`` goes longer."""
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(
+    "name",
+    [
+        "leader-kill",
+        "two-replicas-down",
+        "isolate-leader",
+        "controller-kill-during-creates",
+        "pause-leader",
+        "txn-coordinator-kill",
+    ],
+)
+def test_scenario_keeps_every_guarantee(name: str, tmp_path: Path) -> None:
+    scenario = scenario_named(name)
+    if scenario.network == "netns" and (reason := netns_unavailable()) is not None:
+        pytest.skip(reason)
+    lines: list[str] = []
+    outcome = run_scenario(
+        scenario,
+        duration=FAULT_SECONDS,
+        seed=7,
+        report_dir=tmp_path / "report",
+        progress=lines.append,
+        data_dir=tmp_path / "cluster",
+    )
+    assert outcome.valid, f"{outcome.result.summary()}\n{outcome.report.read_text()}"
+    stats = outcome.result.stats
+    assert stats["faults"] >= 1, lines  # the nemesis struck
+    assert (tmp_path / "report" / "timeline.png").stat().st_size > 1000
+
+
+def test_strom_chaos_run_reports_and_exits_zero(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli,
+        [
+            "chaos",
+            "run",
+            "--scenario",
+            "follower-kill",
+            "--duration",
+            "4s",
+            "--seed",
+            "3",
+            "--report",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "seed 3" in result.output
+    assert "faults for 4 s" in result.output
+    assert (tmp_path / "follower-kill" / "report.md").is_file()
+
+
+def test_strom_chaos_run_refuses_an_unknown_scenario() -> None:
+    result = CliRunner().invoke(cli, ["chaos", "run", "--scenario", "no-such"])
+    assert result.exit_code != 0
+    assert "no scenario 'no-such'" in result.output
