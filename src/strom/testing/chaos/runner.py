@@ -95,7 +95,7 @@ def _create_topics(
     admin: AdminClient, names: tuple[str, ...], *, avoid_leading: int | None = None
 ) -> None:
     assignment = _assignment(avoid_leading)
-    topics = [NewTopic(name, replica_assignment=assignment) for name in names]
+    topics = [NewTopic(name, len(assignment), replica_assignment=assignment) for name in names]
     for future in admin.create_topics(topics).values():
         future.result(timeout=30)
 
