@@ -12,7 +12,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,spark]'
 	touch $(STAMP)
 
-# Debian's kcat is a real client the integration tests drive; install it when we can.
+# Debian's kcat is a real client the integration tests drive; iproute2 and nftables make the
+# network namespaces and network faults of the cluster tests (as root). Install them when we can.
 tools:
 	@command -v kcat >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq kcat >/dev/null 2>&1) || \
@@ -20,6 +21,12 @@ tools:
 	@command -v java >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1) || \
 	  echo "java not installed: the Spark tests will be skipped"; }
+	@command -v ip >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq iproute2 >/dev/null 2>&1) || \
+	  echo "ip not installed: the network-fault tests will be skipped"; }
+	@command -v nft >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq nftables >/dev/null 2>&1) || \
+	  echo "nft not installed: the network-fault tests will be skipped"; }
 
 LISTENER ?= localhost:9092
 DATA_DIR ?= ./data

@@ -1,5 +1,6 @@
 """Real strom brokers for tests (see docs/testing.md): ``Broker``, ``AsyncBroker``, the faults
-they inject, ``Cluster`` (controller and broker processes), and a pytest plugin
+they inject, ``Cluster`` (controller and broker processes, optionally each in a network
+namespace of its own, with network faults between them), and a pytest plugin
 (``strom.testing.pytest_plugin``, loaded by pytest itself).
 
 The names are imported on first use, so that loading the pytest plugin (which imports this
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from strom.server.network.faults import Faults
     from strom.testing.broker import AsyncBroker, Broker, BrokerStartError, unique_topic_name
     from strom.testing.cluster import Cluster, ClusterError, ClusterNode
+    from strom.testing.netns import NamespaceNetwork, NetnsError, netns_unavailable
+    from strom.testing.network import NetworkNemesis
 
 __all__ = [
     "KAFKA_RELEASES",
@@ -28,6 +31,10 @@ __all__ = [
     "ClusterError",
     "ClusterNode",
     "Faults",
+    "NamespaceNetwork",
+    "NetnsError",
+    "NetworkNemesis",
+    "netns_unavailable",
     "unique_topic_name",
 ]
 
@@ -41,6 +48,10 @@ _HOMES = {
     "Cluster": "strom.testing.cluster",
     "ClusterError": "strom.testing.cluster",
     "ClusterNode": "strom.testing.cluster",
+    "NamespaceNetwork": "strom.testing.netns",
+    "NetnsError": "strom.testing.netns",
+    "NetworkNemesis": "strom.testing.network",
+    "netns_unavailable": "strom.testing.netns",
     "unique_topic_name": "strom.testing.broker",
 }
 

@@ -6,7 +6,9 @@ its own (formatted with ``strom storage format``), on ports chosen when the clus
 kept across restarts, so clients' bootstrap lists stay valid. Faults come from outside, as an
 operator's would: :meth:`Cluster.kill` (SIGKILL), :meth:`Cluster.terminate` (SIGTERM, a
 controlled shutdown), :meth:`Cluster.pause` / :meth:`Cluster.resume` (SIGSTOP / SIGCONT),
-:meth:`Cluster.restart`.
+:meth:`Cluster.restart`. With ``network="netns"`` every node runs in a network namespace of
+its own (:mod:`strom.testing.netns`), and :attr:`Cluster.nemesis` partitions them and slows
+their links (:mod:`strom.testing.network`).
 """
 
 from __future__ import annotations
@@ -22,11 +24,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Self
+from typing import Final, Literal, Self
 
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.describe_quorum.v2.request import DescribeQuorumRequest, PartitionData, TopicData
@@ -36,6 +38,8 @@ from kio.static.primitive import i8, i32
 from strom.client.blocking import BrokerConnection
 from strom.server.meta_properties import format_data_dir, random_kafka_uuid
 from strom.testing.broker import TEST_DEFAULTS, _ClientConfigs
+from strom.testing.netns import NamespaceNetwork
+from strom.testing.network import NetworkNemesis
 
 __all__ = ["CLUSTER_TEST_DEFAULTS", "Cluster", "ClusterError", "ClusterNode"]
 
@@ -51,6 +55,8 @@ CLUSTER_TEST_DEFAULTS: Final[Mapping[str, str]] = {
 twice a second and are fenced after 4 s of silence."""
 
 _READY: Final = re.compile(r"ready: listening on (?P<address>\S+),")
+_NETNS_PORTS: Final = (9092, 9093)
+"""The broker and controller ports of a node in a namespace of its own (its own address)."""
 
 
 class ClusterError(RuntimeError):
@@ -118,6 +124,12 @@ class Cluster(_ClientConfigs):
     Controllers get node ids 1001, 1002, ...; brokers 1, 2, .... With ``combined=True`` there are
     ``brokers`` nodes, each broker and controller, ids 1, 2, .... ``config``: settings for every
     node over :data:`CLUSTER_TEST_DEFAULTS`; ``node_config``: per node id.
+
+    ``network="loopback"``: every node listens on ``host``, on ports free when the cluster is
+    made. ``network="netns"``: every node in a network namespace of its own with an address of
+    its own (:class:`~strom.testing.netns.NamespaceNetwork`; root only, else
+    :class:`~strom.testing.netns.NetnsError` says why), listening on 9092 (broker) and 9093
+    (controller); :attr:`nemesis` injects network faults.
     """
 
     def __init__(
@@ -132,38 +144,46 @@ class Cluster(_ClientConfigs):
         host: str = "127.0.0.1",
         start_timeout: float = 60.0,
         defaults: Mapping[str, str] = CLUSTER_TEST_DEFAULTS,
+        network: Literal["loopback", "netns"] = "loopback",
     ) -> None:
         if brokers < (0 if not combined else 1) or (not combined and controllers < 1):
             raise ValueError("a cluster needs at least one controller (and brokers >= 0)")
-        self._temporary = data_dir is None
-        self.base = (
-            Path(tempfile.mkdtemp(prefix="strom-cluster-")) if data_dir is None else Path(data_dir)
-        )
-        self.host = host
-        self.cluster_id = self._stored_cluster_id() or random_kafka_uuid()
-        self.start_timeout = start_timeout
-        settings = {**defaults, **{k: str(v) for k, v in (config or {}).items()}}
         layout: list[tuple[int, tuple[str, ...]]]
         if combined:
             layout = [(i, ("broker", "controller")) for i in range(1, brokers + 1)]
         else:
             layout = [(1000 + i, ("controller",)) for i in range(1, controllers + 1)]
             layout += [(i, ("broker",)) for i in range(1, brokers + 1)]
-        ports = iter(_free_ports(2 * len(layout), host))
+        self.netns = (  # first: it raises where namespaces are not available
+            NamespaceNetwork(node_id for node_id, _ in layout) if network == "netns" else None
+        )
+        self._temporary = data_dir is None
+        self.base = (
+            Path(tempfile.mkdtemp(prefix="strom-cluster-")) if data_dir is None else Path(data_dir)
+        )
+        self.cluster_id = self._stored_cluster_id() or random_kafka_uuid()
+        self.start_timeout = start_timeout
+        settings = {**defaults, **{k: str(v) for k, v in (config or {}).items()}}
+        ports = iter(
+            _NETNS_PORTS * len(layout)
+            if self.netns is not None
+            else _free_ports(2 * len(layout), host)
+        )
         self.nodes: dict[int, ClusterNode] = {}
         for node_id, roles in layout:
             directory = self.base / f"node-{node_id}"
+            broker_port, controller_port = next(ports), next(ports)
             self.nodes[node_id] = ClusterNode(
                 node_id=node_id,
                 roles=roles,
                 data_dir=directory / "data",
                 properties=directory / "server.properties",
-                host=host,
-                broker_port=next(ports) if "broker" in roles else None,
-                controller_port=next(ports) if "controller" in roles else None,
+                host=host if self.netns is None else self.netns.address(node_id),
+                broker_port=broker_port if "broker" in roles else None,
+                controller_port=controller_port if "controller" in roles else None,
             )
         voters = ",".join(
-            f"{node.node_id}@{host}:{node.controller_port}"
+            f"{node.node_id}@{node.host}:{node.controller_port}"
             for node in self.nodes.values()
             if node.is_controller
         )
@@ -197,9 +217,9 @@ class Cluster(_ClientConfigs):
     ) -> None:
         listeners = []
         if node.broker_port is not None:
-            listeners.append(f"PLAINTEXT://{self.host}:{node.broker_port}")
+            listeners.append(f"PLAINTEXT://{node.host}:{node.broker_port}")
         if node.controller_port is not None:
-            listeners.append(f"CONTROLLER://{self.host}:{node.controller_port}")
+            listeners.append(f"CONTROLLER://{node.host}:{node.controller_port}")
         values = {
             **settings,
             "process.roles": ",".join(node.roles),
@@ -221,6 +241,8 @@ class Cluster(_ClientConfigs):
         """Format every node (once), start them all, wait until each is ready and every broker
         is registered and unfenced."""
         try:
+            if self.netns is not None:
+                self.netns.up()
             for node in self.nodes.values():
                 self._format(node)
             for node in self.nodes.values():
@@ -239,8 +261,8 @@ class Cluster(_ClientConfigs):
 
     def stop(self) -> None:
         """Stop every node (SIGTERM, then SIGKILL after 15 s): the brokers first, while the
-        controllers can still answer their controlled shutdowns; remove a temporary
-        directory."""
+        controllers can still answer their controlled shutdowns; remove the network namespaces
+        (with their rules) and a temporary directory."""
         brokers = [node for node in self.nodes.values() if node.is_broker]
         others = [node for node in self.nodes.values() if not node.is_broker]
         for group in (brokers, others):
@@ -254,6 +276,8 @@ class Cluster(_ClientConfigs):
                 self._reap(node, timeout=max(deadline - time.monotonic(), 0.0))
         if self._temporary:
             shutil.rmtree(self.base, ignore_errors=True)
+        if self.netns is not None:
+            self.netns.down()
 
     def __enter__(self) -> Self:
         self.start()
@@ -274,8 +298,11 @@ class Cluster(_ClientConfigs):
         )
 
     def _spawn(self, node: ClusterNode) -> None:
+        argv = [sys.executable, "-m", "strom", "server", str(node.properties)]
+        if self.netns is not None:
+            argv = self.netns.command(node.node_id, argv)  # ip netns exec: execs, same pid
         process = subprocess.Popen(
-            [sys.executable, "-m", "strom", "server", str(node.properties)],
+            argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -355,6 +382,13 @@ class Cluster(_ClientConfigs):
             node.process.send_signal(signal.SIGCONT)
         node.paused = False
 
+    @property
+    def nemesis(self) -> NetworkNemesis:
+        """Partitions and slow links between the nodes (``network="netns"`` only)."""
+        if self.netns is None:
+            raise ClusterError('network faults need Cluster(network="netns")')
+        return NetworkNemesis(self.netns)
+
     # --- what the cluster says -----------------------------------------------------------------
 
     def _ask(
@@ -390,14 +424,16 @@ class Cluster(_ClientConfigs):
         self.wait_for(known, timeout=timeout, what="an active controller")
         return found[-1]
 
-    def unfenced_brokers(self) -> set[int]:
-        """Brokers registered and unfenced, as a live broker's DescribeCluster says."""
+    def unfenced_brokers(self, *, via: Iterable[int] | None = None) -> set[int]:
+        """Brokers registered and unfenced, as the first live broker of ``via`` (default: every
+        broker) to answer DescribeCluster says. Under a partition, ask one that reaches the
+        active controller: a cut-off broker still believes what it last heard."""
         request = DescribeClusterRequest(
             include_cluster_authorized_operations=False,
             endpoint_type=i8(1),
             include_fenced_brokers=True,
         )
-        for answer in self._ask(self.broker_ids, request):
+        for answer in self._ask(self.broker_ids if via is None else list(via), request):
             if answer.error_code == 0:  # type: ignore[attr-defined]
                 return {int(b.broker_id) for b in answer.brokers if not b.is_fenced}  # type: ignore[attr-defined]
         return set()
