@@ -13,8 +13,8 @@ itself in :meth:`Fault.heal`:
 - :class:`ShiftClock`: move a node's wall clock (the ``OffsetFileClock`` it runs on);
 - :class:`Reassign`: move partitions with ``strom partitions reassign`` (not a fault, but the
   operation a fault should not break);
-- :class:`Isolate` and :class:`SlowLink` (network namespaces): see
-  :mod:`strom.testing.chaos.network_faults`.
+- :class:`Isolate` and :class:`SlowLink`: network faults between nodes in network namespaces
+  (:class:`strom.testing.network.NetworkNemesis`).
 """
 
 from __future__ import annotations
@@ -38,12 +38,14 @@ from strom.testing.cluster import Cluster, ClusterError
 __all__ = [
     "Fault",
     "FillDisk",
+    "Isolate",
     "Kill",
     "LoseUnflushed",
     "Nemesis",
     "Pause",
     "Reassign",
     "ShiftClock",
+    "SlowLink",
     "Stop",
     "Target",
     "cut_to_recovery_points",
@@ -134,6 +136,33 @@ class LoseUnflushed(_OnNodes):
         cut_to_recovery_points(cluster.nodes[node_id].data_dir)
 
 
+class Isolate(_OnNodes):
+    """Cut the chosen nodes off from every other node (clients still reach them); the nodes
+    run in network namespaces (``Cluster(network="netns")``)."""
+
+    name = "isolate"
+
+    def strike(self, cluster: Cluster, node_id: int) -> None:
+        cluster.nemesis.isolate(node_id)
+
+    def recover(self, cluster: Cluster, node_id: int) -> None:
+        cluster.nemesis.heal()
+
+
+@dataclass
+class SlowLink(_OnNodes):
+    """Everything to and from the chosen nodes through a ``rate_kbit`` token bucket."""
+
+    rate_kbit: int = 256
+    name = "slow-link"
+
+    def strike(self, cluster: Cluster, node_id: int) -> None:
+        cluster.nemesis.slow(node_id, rate_kbit=self.rate_kbit)
+
+    def recover(self, cluster: Cluster, node_id: int) -> None:
+        cluster.nemesis.fast(node_id)
+
+
 _BALLAST: Final = ".chaos-ballast"
 
 
@@ -146,14 +175,16 @@ class FillDisk(_OnNodes):
 
     def strike(self, cluster: Cluster, node_id: int) -> None:
         ballast = cluster.nodes[node_id].data_dir / _BALLAST
-        chunk = b"\0" * (1 << 20)
-        with ballast.open("ab") as file:
-            while len(chunk) >= 512:
+        descriptor = os.open(ballast, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            size = 1 << 20
+            while size >= 512:  # the last free bytes, in smaller and smaller writes
                 try:
-                    file.write(chunk)
-                    file.flush()
+                    os.write(descriptor, bytes(size))
                 except OSError:
-                    chunk = chunk[: len(chunk) // 2]
+                    size //= 2
+        finally:
+            os.close(descriptor)
 
     def recover(self, cluster: Cluster, node_id: int) -> None:
         (cluster.nodes[node_id].data_dir / _BALLAST).unlink(missing_ok=True)

@@ -139,7 +139,7 @@ def run_scenario(
         controllers=scenario.controllers,
         data_dir=base,
         config=CHAOS_CLUSTER_SETTINGS,
-        # network=scenario.network,
+        network=scenario.network,
     )
     victim_disk = cluster.broker_ids[-1] if scenario.small_disk else None
     try:

@@ -19,6 +19,7 @@ from typing import Final, Literal
 from strom.testing.chaos.nemesis import (
     Fault,
     FillDisk,
+    Isolate,
     Kill,
     LoseUnflushed,
     Nemesis,
@@ -125,6 +126,14 @@ def _two_replicas_down(s: FaultSchedule) -> None:
         return [state.leader, follower]
 
     s.cycle(lambda: Kill(leader_and_follower), on=5, off=5)
+
+
+def _isolate_leader(s: FaultSchedule) -> None:
+    s.cycle(lambda: Isolate(s.leader()), on=6, off=6)
+
+
+def _isolate_controller(s: FaultSchedule) -> None:
+    s.cycle(lambda: Isolate(s.active_controller()), on=6, off=6)
 
 
 def _successive_leaders(s: FaultSchedule) -> None:
@@ -250,6 +259,16 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
         _two_replicas_down,
     ),
     Scenario(
+        4,
+        "isolate-leader",
+        "cut the leader of partition 0 off from every other node (nftables in network "
+        "namespaces; clients still reach it), then heal",
+        _ALWAYS + "; the isolated leader cannot acknowledge acks=all writes alone: it is fenced "
+        "and a replica of the ISR takes over",
+        _isolate_leader,
+        network="netns",
+    ),
+    Scenario(
         5,
         "successive-leader-kills",
         "kill -9 the leader of partition 0, then the replica elected after it, and so on, "
@@ -263,6 +282,14 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
         "kill -9 the active controller while topics are being created",
         _ALWAYS + "; every topic whose creation was acknowledged exists afterwards",
         _controller_kill_while_creating,
+    ),
+    Scenario(
+        7,
+        "isolate-controller",
+        "cut the active controller off from every other node, then heal",
+        _ALWAYS + "; the other controllers elect a leader and the cluster goes on",
+        _isolate_controller,
+        network="netns",
     ),
     Scenario(
         8,
