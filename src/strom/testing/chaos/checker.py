@@ -134,6 +134,8 @@ class Record(NamedTuple):
     process: str
     event_index: int
     """The event that saw it (the poll's, the final read's, the send's ok)."""
+    key: Any
+    """The value, hashable (:func:`_value_key`)."""
 
 
 class Write(NamedTuple):
@@ -152,7 +154,6 @@ class Write(NamedTuple):
     """The completion's index."""
 
 
-_Position = tuple[str, int, int]
 _T = TypeVar("_T")
 
 
@@ -283,8 +284,9 @@ def _count(ops: Iterable[Operation], outcome: str) -> int:
 
 
 def _records(op: Operation) -> Iterator[Record]:
+    process, index = op.process, op.index
     for topic, partition, offset, value in op.value.get("records", ()):
-        yield Record(topic, partition, offset, value, op.process, op.index)
+        yield Record(topic, partition, offset, value, process, index, _value_key(value))
 
 
 def _sent(op: Operation) -> Write:
@@ -308,7 +310,13 @@ def _ack(write: Write) -> Record | None:
     if write.partition is None or write.offset is None:
         return None
     return Record(
-        write.topic, write.partition, write.offset, write.value, write.process, write.event_index
+        write.topic,
+        write.partition,
+        write.offset,
+        write.value,
+        write.process,
+        write.event_index,
+        _value_key(write.value),
     )
 
 
@@ -323,15 +331,18 @@ def _invoked(op: Operation) -> int:
     return op.index if op.invoke is None else op.invoke.index
 
 
+_UNHASHABLE: Final = (list, dict)
+
+
 def _value_key(value: Any) -> Any:
     """A hashable stand-in for a JSON value (lists and objects by their JSON text)."""
-    if isinstance(value, list | dict):
+    if type(value) in _UNHASHABLE:
         return json.dumps(value, sort_keys=True, separators=(",", ":"))
     return value
 
 
 def _lost_writes(run: _Run) -> Iterator[Anomaly]:
-    read = {_value_key(record.value) for record in run.final}
+    read = {record.key for record in run.final}
     for write in run.writes:
         if write.outcome == "ok" and _value_key(write.value) not in read:
             where = f"{write.topic}/{write.partition}"
@@ -354,45 +365,49 @@ def _lost_writes(run: _Run) -> Iterator[Anomaly]:
 
 
 def _duplicates(run: _Run) -> Iterator[Anomaly]:
-    positions: dict[Any, dict[_Position, Record]] = defaultdict(dict)
-    for record in run.observations():
-        positions[_value_key(record.value)].setdefault(record[:3], record)
-    for where in positions.values():
-        if len(where) > 1:
-            records = sorted(where.values())
-            yield Anomaly(
-                "duplicate",
-                f"{records[0].value!r} is at {len(records)} positions: "
-                + ", ".join(f"{r.topic}/{r.partition}@{r.offset}" for r in records[:5]),
-                {
-                    "value": records[0].value,
-                    "positions": [list(r[:3]) for r in records[:_MAX_LISTED]],
-                    "count": len(records),
-                    "indexes": [r.event_index for r in records[:_MAX_LISTED]],
-                },
-            )
+    for records in _conflicts((r.key, r[:3], r) for r in run.observations()):
+        yield Anomaly(
+            "duplicate",
+            f"{records[0].value!r} is at {len(records)} positions: "
+            + ", ".join(f"{r.topic}/{r.partition}@{r.offset}" for r in records[:5]),
+            {
+                "value": records[0].value,
+                "positions": [list(r[:3]) for r in records[:_MAX_LISTED]],
+                "count": len(records),
+                "indexes": [r.event_index for r in records[:_MAX_LISTED]],
+            },
+        )
 
 
 def _inconsistent_offsets(run: _Run) -> Iterator[Anomaly]:
-    values: dict[_Position, dict[Any, Record]] = defaultdict(dict)
-    for record in run.observations():
-        values[record[:3]].setdefault(_value_key(record.value), record)
-    for (topic, partition, offset), seen in sorted(values.items()):
-        if len(seen) > 1:
-            records = sorted(seen.values(), key=lambda r: r.event_index)
-            yield Anomaly(
-                "inconsistent-offsets",
-                f"{topic}/{partition}@{offset} holds {len(records)} values: "
-                + ", ".join(repr(r.value) for r in records[:5]),
-                {
-                    "topic": topic,
-                    "partition": partition,
-                    "offset": offset,
-                    "values": [r.value for r in records[:_MAX_LISTED]],
-                    "processes": [r.process for r in records[:_MAX_LISTED]],
-                    "indexes": [r.event_index for r in records[:_MAX_LISTED]],
-                },
-            )
+    for records in _conflicts((r[:3], r.key, r) for r in run.observations()):
+        topic, partition, offset = records[0][:3]
+        yield Anomaly(
+            "inconsistent-offsets",
+            f"{topic}/{partition}@{offset} holds {len(records)} values: "
+            + ", ".join(repr(r.value) for r in records[:5]),
+            {
+                "topic": topic,
+                "partition": partition,
+                "offset": offset,
+                "values": [r.value for r in records[:_MAX_LISTED]],
+                "processes": [r.process for r in records[:_MAX_LISTED]],
+                "indexes": [r.event_index for r in records[:_MAX_LISTED]],
+            },
+        )
+
+
+def _conflicts(triples: Iterable[tuple[Any, Any, Record]]) -> Iterator[list[Record]]:
+    """Of ``(key, distinct, record)`` triples, the records sharing a key that differ in
+    ``distinct``: the first record seen of each difference, in the order they were seen."""
+    first: dict[Any, tuple[Any, Record]] = {}
+    groups: dict[Any, dict[Any, Record]] = {}
+    for key, distinct, record in triples:
+        seen = first.setdefault(key, (distinct, record))
+        if seen[0] != distinct:
+            groups.setdefault(key, {seen[0]: seen[1]}).setdefault(distinct, record)
+    for group in groups.values():
+        yield sorted(group.values(), key=lambda record: record.event_index)
 
 
 def _nonmonotonic_sends(run: _Run) -> Iterator[Anomaly]:
@@ -407,17 +422,16 @@ def _nonmonotonic_sends(run: _Run) -> Iterator[Anomaly]:
                     f"{process} sent {later.value!r} after {earlier.value!r} but it was "
                     f"acknowledged at {topic}/{partition}@{later.offset}, not after "
                     f"@{earlier.offset}",
-                    _step_details(process, topic, partition, earlier, later),
+                    _step_details(earlier, later),
                 )
 
 
-def _step_details(
-    process: str, topic: str, partition: int, earlier: Record, later: Record
-) -> dict[str, Any]:
+def _step_details(earlier: Record, later: Record) -> dict[str, Any]:
+    """Two records of one process and partition, one after the other."""
     return {
-        "process": process,
-        "topic": topic,
-        "partition": partition,
+        "process": later.process,
+        "topic": later.topic,
+        "partition": later.partition,
         "offsets": [earlier.offset, later.offset],
         "values": [earlier.value, later.value],
         "indexes": [earlier.event_index, later.event_index],
@@ -426,40 +440,46 @@ def _step_details(
 
 def _poll_order(run: _Run) -> Iterator[Anomaly]:
     """``nonmonotonic-poll`` and ``poll-skip``: each consumer's reads of each partition, from
-    one record to the next, until an ``assign`` starts the consumer afresh."""
-    consumer_ops = sorted(run.polls + run.by_f["assign"], key=lambda op: op.index)
-    last: dict[str, dict[tuple[str, int], Record]] = defaultdict(dict)
-    for op in consumer_ops:
-        if op.f == "assign":
-            last[op.process].clear()
+    one record to the next, unless an ``assign`` of that consumer came in between."""
+    assigns: dict[str, list[int]] = defaultdict(list)
+    for op in run.by_f["assign"]:
+        assigns[op.process].append(op.index)
+    last: dict[tuple[str, str, int], Record] = {}
+    for record in run.reads:
+        stream = (record.process, record.topic, record.partition)
+        previous = last.get(stream)
+        last[stream] = record
+        if previous is None or record.offset == previous.offset + 1:
             continue
-        positions = last[op.process]
-        for record in _records(op):
-            previous = positions.get((record.topic, record.partition))
-            positions[record.topic, record.partition] = record
-            if previous is not None:
-                yield from _poll_step(run, previous, record)
+        if not _between(assigns.get(record.process, []), previous, record):
+            yield from _poll_step(run, previous, record)
+
+
+def _between(indexes: list[int], earlier: Record, later: Record) -> bool:
+    """Whether one of the sorted event ``indexes`` falls between two records' events."""
+    after = bisect.bisect_right(indexes, earlier.event_index)
+    return after < len(indexes) and indexes[after] < later.event_index
 
 
 def _poll_step(run: _Run, previous: Record, record: Record) -> Iterator[Anomaly]:
     topic, partition, process = record.topic, record.partition, record.process
-    details = _step_details(process, topic, partition, previous, record)
     if record.offset <= previous.offset:
         yield Anomaly(
             "nonmonotonic-poll",
             f"{process} read {topic}/{partition}@{record.offset} after @{previous.offset}",
-            details,
+            _step_details(previous, record),
         )
         return
     seen = run.seen_offsets[topic, partition]
     low = bisect.bisect_right(seen, previous.offset)
     high = bisect.bisect_left(seen, record.offset)
     if high > low:
+        skipped = {"skipped": seen[low : min(high, low + _MAX_LISTED)], "count": high - low}
         yield Anomaly(
             "poll-skip",
             f"{process} read {topic}/{partition}@{record.offset} after @{previous.offset}, "
             f"skipping {high - low} records seen elsewhere",
-            details | {"skipped": seen[low : min(high, low + _MAX_LISTED)], "count": high - low},
+            _step_details(previous, record) | skipped,
         )
 
 
@@ -482,7 +502,7 @@ def _unexpected(run: _Run) -> Iterator[Anomaly]:
     written = {_value_key(write.value) for write in run.writes}
     unexpected: dict[Any, Any] = {}
     for record in [*run.reads, *run.final]:
-        key = _value_key(record.value)
+        key = record.key
         if key not in written:
             unexpected.setdefault(key, record.value)
     for value, records in _reads_of(run, unexpected).items():
@@ -498,7 +518,7 @@ def _reads_of(run: _Run, values: Mapping[Any, _T]) -> dict[_T, list[Record]]:
     found: dict[_T, list[Record]] = {}
     if values:
         for record in [*run.reads, *run.final]:
-            key = _value_key(record.value)
+            key = record.key
             if key in values:
                 found.setdefault(values[key], []).append(record)
     return found

@@ -114,6 +114,8 @@ def _take_matching(candidates: list[Event] | None, value: Any) -> Event | None:
     all if none does)."""
     if not candidates:
         return None
+    if len(candidates) == 1:
+        return candidates.pop()
     for position, invoke in enumerate(candidates):
         if _agrees(invoke.value, value):
             return candidates.pop(position)
