@@ -353,6 +353,21 @@ def test_wrong_total() -> None:
     assert kinds(result) == {"wrong-total"}
 
 
+def test_a_transfer_retried_under_its_id_is_one_transfer() -> None:
+    b = HistoryBuilder()
+    b.transfer("bank-0", 1, "a1", "a2", 5, outcome="info")
+    b.transfer("bank-0", 1, "a1", "a2", 5)
+    b.final_read(*bank_read("1:a1:-5", "1:a2:5"))
+    assert check(b.events).valid
+
+    twice = HistoryBuilder()
+    twice.transfer("bank-0", 1, "a1", "a2", 5, outcome="info")
+    twice.transfer("bank-0", 1, "a1", "a2", 5)
+    twice.final_read(*bank_read("1:a1:-5", "1:a2:5", "1:a1:-5", "1:a2:5"))
+    details = only(check(twice.events), "duplicate-transfer")
+    assert details["outcomes"] == ["info", "ok"]
+
+
 def test_the_bank_is_not_judged_without_a_complete_final_read() -> None:
     b = HistoryBuilder()
     b.transfer("bank-0", 1, "a1", "a2", 5)

@@ -15,6 +15,20 @@ What it assumes of a history (besides :mod:`strom.testing.chaos.history`'s contr
 - An operation never completed counts as ``info`` (indeterminate), as in Jepsen.
 - A failed (``fail``) send is certain not to have happened, as a failed transaction: reading
   its value is an ``aborted-read``.
+- Consumers read committed data only: a record of an aborted transaction that one reader sees
+  makes another reader's jump over its offset a ``poll-skip``.
+- A consumer records ``assign`` before the poll that returns records from its new assignment
+  (the rebalance callback runs inside that poll), so a rewind or a jump after it is not judged.
+- The bank: a ``txn`` whose value carries ``"transfer": {"id", "from", "to", "amount"}`` is a
+  transfer; its ``writes`` are its legs, ``"<id>:<account>:<delta>"`` (no colon in the id or
+  the account). The legs' topics are the topics transfers wrote to (nothing else should write
+  there); every final-read value of those topics in that format is a leg, and each transfer is
+  judged by its legs visible there. A committed transfer with no leg visible is a
+  ``lost-transfer`` and each leg a ``lost-write``; transactions retrying one transfer id are
+  one transfer (both committing is a ``duplicate-transfer``).
+- ``no-progress`` counts sends and transactions acknowledged after the last ``ok`` of a
+  ``fault`` (all of them if none healed), so a run should heal every fault before its last
+  phase.
 """
 
 from __future__ import annotations

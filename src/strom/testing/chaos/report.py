@@ -160,6 +160,8 @@ def plot_timeline(history: Sequence[Event], windows: Sequence[FaultWindow], path
             window.name,
             xy=(window.start, 1.0),
             xycoords=("data", "axes fraction"),
+            xytext=(2, -2),
+            textcoords="offset points",
             rotation=90,
             va="top",
             fontsize=8,
