@@ -91,3 +91,29 @@ class HistoryBuilder:
 
     def fault_heal(self, name: str, targets: Any = None) -> None:
         self.event("nemesis", "ok", "fault", {"name": name, "targets": targets})
+
+
+def every_anomaly() -> HistoryBuilder:
+    """A history with at least one anomaly of each kind (``no-progress`` when at least one ack
+    after the heal is required)."""
+    b = HistoryBuilder()
+    for offset, value in enumerate("abcd"):
+        b.send("producer-0", "t", 0, value, offset)
+    b.send("producer-0", "t", 0, "e", 2)  # nonmonotonic-send, inconsistent-offsets
+    b.txn("txn-0", [("t", 1, "x")], outcome="fail")
+    b.poll("consumer-0", ("t", 0, 0, "a"), ("t", 0, 2, "c"))  # poll-skip
+    b.poll("consumer-0", ("t", 0, 1, "b"), ("t", 1, 0, "x"))  # nonmonotonic-poll, aborted-read
+    b.poll("consumer-1", ("t", 0, 4, "a"), ("t", 0, 5, "z"))  # duplicate, unexpected
+    b.commit("consumer-0", "g", [("t", 0, 3)])
+    b.commit("consumer-1", "g", [("t", 0, 1)])  # offset-regression
+    b.transfer("bank-0", 1, "a1", "a2", 5)  # non-atomic-transfer, wrong-total
+    b.transfer("bank-0", 2, "a2", "a3", 1)  # duplicate-transfer
+    b.transfer("bank-0", 3, "a3", "a1", 2)  # lost-transfer
+    b.fault_start("partition", ["broker-1"])
+    b.fault_heal("partition", ["broker-1"])
+    legs = ["1:a1:-5", "2:a2:-1", "2:a3:1", "2:a2:-1", "2:a3:1"]
+    b.final_read(
+        *[("t", 0, offset, value) for offset, value in enumerate("acd")],  # lost-write: b
+        *[("bank", 0, offset, leg) for offset, leg in enumerate(legs)],
+    )
+    return b

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from strom.testing.chaos.checker import KINDS, CheckResult, check
 from strom.testing.chaos.operations import fault_windows, operations
 
-from .chaos_histories import HistoryBuilder
+from .chaos_histories import HistoryBuilder, every_anomaly
 
 Row = tuple[str, int, int, Any]
 
@@ -392,7 +392,7 @@ def test_no_progress() -> None:
     b.fault_heal("partition", ["broker-1"])
     b.send("producer-0", "t", 0, "b", outcome="info")
     result = check(b.events, min_acks_after_heal=1)
-    assert only(result, "no-progress") == {"acks": 0, "required": 1, "healed_at": 3}
+    assert only(result, "no-progress") == {"acks": 0, "required": 1, "last_heal_index": 3}
     assert "no-progress" not in result.unchecked
     assert check(b.events).valid
 
@@ -418,6 +418,13 @@ def test_summary_names_each_kind_found_with_its_count() -> None:
     assert summary[0] == "INVALID: 5 anomalies"
     assert summary[1:4] == ["  lost-write: 2", "  poll-skip: 1", "  unexpected: 2"]
     assert list(result.anomalies) == [kind for kind in KINDS if kind in result.anomalies]
+
+
+def test_every_kind_in_one_history() -> None:
+    result = check(every_anomaly().events, min_acks_after_heal=1)
+    assert list(result.anomalies) == list(KINDS)
+    assert result.unchecked == {}
+    assert not result.valid
 
 
 def test_operations_pair_concurrent_invokes_by_value_and_leave_none_pending() -> None:

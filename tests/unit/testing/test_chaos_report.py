@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from strom.testing.chaos.checker import check
+from strom.testing.chaos.checker import KINDS, check
 from strom.testing.chaos.history import read_history
 from strom.testing.chaos.report import write_report
 
-from .chaos_histories import HistoryBuilder
+from .chaos_histories import HistoryBuilder, every_anomaly
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -64,6 +64,16 @@ def test_the_report_holds_the_history_the_verdict_the_tables_and_the_timeline(
     png = (tmp_path / "run" / "timeline.png").read_bytes()
     assert png.startswith(PNG_SIGNATURE)
     assert len(png) > 20_000
+
+
+def test_each_kind_found_has_its_table(tmp_path: Path) -> None:
+    history = every_anomaly().events
+    result = check(history, min_acks_after_heal=1)
+    text = write_report(history, result, tmp_path, title="Everything").read_text()
+    for kind, found in result.anomalies.items():
+        table = text.split(f"\n## {kind} ({len(found)})\n\n| description |", 1)[1]
+        assert len(table.split("\n\n", 1)[0].splitlines()) == 2 + len(found)
+    assert set(json.loads((tmp_path / "result.json").read_text())["anomalies"]) == set(KINDS)
 
 
 def test_a_valid_run_s_report(tmp_path: Path) -> None:

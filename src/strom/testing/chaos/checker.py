@@ -252,11 +252,13 @@ class _Run:
         writes = sorted(self.writes, key=lambda write: write.invoked)
         return [ack for ack in map(_ack, writes) if ack is not None]
 
+    def read_records(self) -> Iterator[Record]:
+        """What the polls and the final read returned."""
+        return itertools.chain(self.reads, self.final)
+
     def observations(self) -> Iterator[Record]:
         """Every position seen: by acks, polls and the final read."""
-        yield from self.acks
-        yield from self.reads
-        yield from self.final
+        return itertools.chain(self.acks, self.reads, self.final)
 
     @cached_property
     def seen_offsets(self) -> dict[tuple[str, int], list[int]]:
@@ -362,9 +364,10 @@ def _lost_writes(run: _Run) -> Iterator[Anomaly]:
             where = f"{write.topic}/{write.partition}"
             if write.offset is not None:
                 where += f"@{write.offset}"
+            how = "acknowledged at" if write.f == "send" else "committed to"
             yield Anomaly(
                 "lost-write",
-                f"{write.value!r} ({write.f} by {write.process}, acknowledged at {where}) "
+                f"{write.value!r} ({write.f} by {write.process}, {how} {where}) "
                 "is not in the final read",
                 {
                     "topic": write.topic,
@@ -492,7 +495,7 @@ def _poll_step(run: _Run, previous: Record, record: Record) -> Iterator[Anomaly]
         yield Anomaly(
             "poll-skip",
             f"{process} read {topic}/{partition}@{record.offset} after @{previous.offset}, "
-            f"skipping {high - low} records seen elsewhere",
+            f"skipping records seen elsewhere at {high - low} offsets",
             _step_details(previous, record) | skipped,
         )
 
@@ -515,7 +518,7 @@ def _aborted_reads(run: _Run) -> Iterator[Anomaly]:
 def _unexpected(run: _Run) -> Iterator[Anomaly]:
     written = {_value_key(write.value) for write in run.writes}
     unexpected: dict[Any, Any] = {}
-    for record in [*run.reads, *run.final]:
+    for record in run.read_records():
         key = record.key
         if key not in written:
             unexpected.setdefault(key, record.value)
@@ -528,10 +531,10 @@ def _unexpected(run: _Run) -> Iterator[Anomaly]:
 
 
 def _reads_of(run: _Run, values: Mapping[Any, _T]) -> dict[_T, list[Record]]:
-    """The polls' and final read's records of each of ``values`` (keyed by :func:`value_key`)."""
+    """The polls' and final read's records of each of ``values`` (keyed by :func:`_value_key`)."""
     found: dict[_T, list[Record]] = {}
     if values:
-        for record in [*run.reads, *run.final]:
+        for record in run.read_records():
             key = record.key
             if key in values:
                 found.setdefault(values[key], []).append(record)
@@ -577,7 +580,7 @@ def _no_progress(run: _Run, required: int) -> Anomaly:
         "no-progress",
         f"{run.acks_after_heal} sends or transactions acknowledged after the last fault "
         f"healed, fewer than {required}",
-        {"acks": run.acks_after_heal, "required": required, "healed_at": run.last_heal},
+        {"acks": run.acks_after_heal, "required": required, "last_heal_index": run.last_heal},
     )
 
 
