@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strom.testing.chaos.checker import KINDS, CheckResult, check
+from strom.testing.chaos.history import EventType
 from strom.testing.chaos.operations import fault_windows, operations
 
 from .chaos_histories import HistoryBuilder, every_anomaly
@@ -544,3 +545,47 @@ def test_two_values_swapped_are_inconsistent_offsets(plan: list[Step], data: st.
 
 def _acked_values(b: HistoryBuilder) -> set[str]:
     return {e.value["value"] for e in b.events if e.f == "send" and e.type == "ok"}
+
+
+# A model of a correct bank: each transfer commits (both legs visible), aborts (neither) or is
+# unknown (both or neither).
+
+OUTCOMES: tuple[EventType, ...] = ("ok", "fail", "info")
+Transfer = tuple[EventType, bool, int]
+transfers = st.lists(
+    st.tuples(st.sampled_from(OUTCOMES), st.booleans(), st.integers(1, 9)),
+    min_size=1,
+    max_size=30,
+)
+
+
+def bank_run(plan: list[Transfer]) -> tuple[HistoryBuilder, list[str]]:
+    """The history of the planned transfers between three accounts, and the visible legs."""
+    b, legs = HistoryBuilder(), []
+    for id_, (outcome, landed, amount) in enumerate(plan):
+        source, target = f"a{id_ % 3}", f"a{(id_ + 1) % 3}"
+        b.transfer(f"bank-{id_ % 2}", id_, source, target, amount, outcome=outcome)
+        if outcome == "ok" or (outcome == "info" and landed):
+            legs += [f"{id_}:{source}:{-amount}", f"{id_}:{target}:{amount}"]
+    return b, legs
+
+
+@settings(max_examples=100, deadline=None)
+@given(transfers)
+def test_a_correct_bank_s_history_is_valid(plan: list[Transfer]) -> None:
+    b, legs = bank_run(plan)
+    b.final_read(*bank_read(*legs))
+    result = check(b.events)
+    assert result.valid, result.summary()
+
+
+@settings(max_examples=100, deadline=None)
+@given(transfers, st.data())
+def test_a_leg_dropped_is_a_non_atomic_transfer(plan: list[Transfer], data: st.DataObject) -> None:
+    b, legs = bank_run([("ok", True, 1), *plan])
+    dropped = legs.pop(data.draw(st.integers(0, len(legs) - 1)))
+    b.final_read(*bank_read(*legs))
+    result = check(b.events)
+    (anomaly,) = result.anomalies["non-atomic-transfer"]
+    assert anomaly.details["missing"] == [dropped]
+    assert "wrong-total" in result.anomalies

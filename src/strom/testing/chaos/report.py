@@ -39,7 +39,7 @@ def write_report(
     with (directory / "anomalies.jsonl").open("w", encoding="utf-8") as file:
         for found in result.anomalies.values():
             file.writelines(json.dumps(_anomaly_json(anomaly)) + "\n" for anomaly in found)
-    plot_timeline(history, windows, directory / "timeline.png")
+    _plot_timeline(history, windows, directory / "timeline.png")
     report = directory / "report.md"
     report.write_text(_markdown(result, windows, title, details), encoding="utf-8")
     return report
@@ -134,7 +134,7 @@ def _escaped(text: str) -> str:
     return text.replace("\n", " ").replace("|", "\\|")
 
 
-def plot_timeline(history: Sequence[Event], windows: Sequence[FaultWindow], path: Path) -> None:
+def _plot_timeline(history: Sequence[Event], windows: Sequence[FaultWindow], path: Path) -> None:
     """Writes a PNG: acknowledged writes and values read per second above, failed and unknown
     operations per second below, each fault window shaded and named on both."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415 (heavy)
