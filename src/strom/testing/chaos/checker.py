@@ -138,7 +138,7 @@ class CheckResult:
         return "\n".join(lines)
 
 
-class Record(NamedTuple):
+class _Record(NamedTuple):
     """One record a read returned, or one acknowledged send's position."""
 
     topic: str
@@ -152,7 +152,7 @@ class Record(NamedTuple):
     """The value, hashable (:func:`_value_key`)."""
 
 
-class Write(NamedTuple):
+class _Write(NamedTuple):
     """One value a send or a transaction wrote (``offset`` only for an acknowledged send)."""
 
     topic: str
@@ -230,7 +230,7 @@ class _Run:
         self.last_heal = max(heals, default=-1)
 
     @cached_property
-    def writes(self) -> list[Write]:
+    def writes(self) -> list[_Write]:
         """Every value sent or written by a transaction, whatever the outcome."""
         found = [_sent(op) for op in self.by_f["send"]]
         found += [write for op in self.by_f["txn"] for write in _txn_writes(op)]
@@ -247,16 +247,16 @@ class _Run:
         return found
 
     @cached_property
-    def acks(self) -> list[Record]:
+    def acks(self) -> list[_Record]:
         """Acknowledged sends, at the position the broker gave them, in invoke order."""
         writes = sorted(self.writes, key=lambda write: write.invoked)
         return [ack for ack in map(_ack, writes) if ack is not None]
 
-    def read_records(self) -> Iterator[Record]:
+    def read_records(self) -> Iterator[_Record]:
         """What the polls and the final read returned."""
         return itertools.chain(self.reads, self.final)
 
-    def observations(self) -> Iterator[Record]:
+    def observations(self) -> Iterator[_Record]:
         """Every position seen: by acks, polls and the final read."""
         return itertools.chain(self.acks, self.reads, self.final)
 
@@ -299,15 +299,15 @@ def _count(ops: Iterable[Operation], outcome: str) -> int:
     return sum(1 for op in ops if op.type == outcome)
 
 
-def _records(op: Operation) -> Iterator[Record]:
+def _records(op: Operation) -> Iterator[_Record]:
     process, index = op.process, op.index
     for topic, partition, offset, value in op.value.get("records", ()):
-        yield Record(topic, partition, offset, value, process, index, _value_key(value))
+        yield _Record(topic, partition, offset, value, process, index, _value_key(value))
 
 
-def _sent(op: Operation) -> Write:
+def _sent(op: Operation) -> _Write:
     value = op.value
-    return Write(
+    return _Write(
         topic=value["topic"],
         partition=value.get("partition"),
         offset=value.get("offset") if op.type == "ok" else None,
@@ -320,12 +320,12 @@ def _sent(op: Operation) -> Write:
     )
 
 
-def _ack(write: Write) -> Record | None:
+def _ack(write: _Write) -> _Record | None:
     if write.f != "send" or write.outcome != "ok":
         return None
     if write.partition is None or write.offset is None:
         return None
-    return Record(
+    return _Record(
         write.topic,
         write.partition,
         write.offset,
@@ -336,9 +336,9 @@ def _ack(write: Write) -> Record | None:
     )
 
 
-def _txn_writes(op: Operation) -> Iterator[Write]:
+def _txn_writes(op: Operation) -> Iterator[_Write]:
     for topic, partition, value in _writes(op):
-        yield Write(
+        yield _Write(
             topic, partition, None, value, op.process, "txn", op.type, _invoked(op), op.index
         )
 
@@ -414,11 +414,11 @@ def _inconsistent_offsets(run: _Run) -> Iterator[Anomaly]:
         )
 
 
-def _conflicts(triples: Iterable[tuple[Any, Any, Record]]) -> Iterator[list[Record]]:
+def _conflicts(triples: Iterable[tuple[Any, Any, _Record]]) -> Iterator[list[_Record]]:
     """Of ``(key, distinct, record)`` triples, the records sharing a key that differ in
     ``distinct``: the first record seen of each difference, in the order they were seen."""
-    first: dict[Any, tuple[Any, Record]] = {}
-    groups: dict[Any, dict[Any, Record]] = {}
+    first: dict[Any, tuple[Any, _Record]] = {}
+    groups: dict[Any, dict[Any, _Record]] = {}
     for key, distinct, record in triples:
         seen = first.setdefault(key, (distinct, record))
         if seen[0] != distinct:
@@ -428,7 +428,7 @@ def _conflicts(triples: Iterable[tuple[Any, Any, Record]]) -> Iterator[list[Reco
 
 
 def _nonmonotonic_sends(run: _Run) -> Iterator[Anomaly]:
-    streams: dict[tuple[str, str, int], list[Record]] = defaultdict(list)
+    streams: dict[tuple[str, str, int], list[_Record]] = defaultdict(list)
     for ack in run.acks:
         streams[ack.process, ack.topic, ack.partition].append(ack)
     for (process, topic, partition), stream in streams.items():
@@ -443,7 +443,7 @@ def _nonmonotonic_sends(run: _Run) -> Iterator[Anomaly]:
                 )
 
 
-def _step_details(earlier: Record, later: Record) -> dict[str, Any]:
+def _step_details(earlier: _Record, later: _Record) -> dict[str, Any]:
     """Two records of one process and partition, one after the other."""
     return {
         "process": later.process,
@@ -461,7 +461,7 @@ def _poll_order(run: _Run) -> Iterator[Anomaly]:
     assigns: dict[str, list[int]] = defaultdict(list)
     for op in run.by_f["assign"]:
         assigns[op.process].append(op.index)
-    last: dict[tuple[str, str, int], Record] = {}
+    last: dict[tuple[str, str, int], _Record] = {}
     for record in run.reads:
         stream = (record.process, record.topic, record.partition)
         previous = last.get(stream)
@@ -472,13 +472,13 @@ def _poll_order(run: _Run) -> Iterator[Anomaly]:
             yield from _poll_step(run, previous, record)
 
 
-def _between(indexes: list[int], earlier: Record, later: Record) -> bool:
+def _between(indexes: list[int], earlier: _Record, later: _Record) -> bool:
     """Whether one of the sorted event ``indexes`` falls between two records' events."""
     after = bisect.bisect_right(indexes, earlier.event_index)
     return after < len(indexes) and indexes[after] < later.event_index
 
 
-def _poll_step(run: _Run, previous: Record, record: Record) -> Iterator[Anomaly]:
+def _poll_step(run: _Run, previous: _Record, record: _Record) -> Iterator[Anomaly]:
     topic, partition, process = record.topic, record.partition, record.process
     if record.offset <= previous.offset:
         yield Anomaly(
@@ -530,9 +530,9 @@ def _unexpected(run: _Run) -> Iterator[Anomaly]:
         )
 
 
-def _reads_of(run: _Run, values: Mapping[Any, _T]) -> dict[_T, list[Record]]:
+def _reads_of(run: _Run, values: Mapping[Any, _T]) -> dict[_T, list[_Record]]:
     """The polls' and final read's records of each of ``values`` (keyed by :func:`_value_key`)."""
-    found: dict[_T, list[Record]] = {}
+    found: dict[_T, list[_Record]] = {}
     if values:
         for record in run.read_records():
             key = record.key
@@ -541,7 +541,7 @@ def _reads_of(run: _Run, values: Mapping[Any, _T]) -> dict[_T, list[Record]]:
     return found
 
 
-def _read_details(value: Any, records: Sequence[Record]) -> dict[str, Any]:
+def _read_details(value: Any, records: Sequence[_Record]) -> dict[str, Any]:
     return {
         "value": value,
         "reads": [[*r[:3], r.process, r.event_index] for r in records[:_MAX_LISTED]],
@@ -593,7 +593,7 @@ def _bank(run: _Run) -> Iterator[Anomaly]:
     if not run.transfers:
         return
     topics = {write[0] for ops in run.transfers.values() for op in ops for write in _writes(op)}
-    legs: dict[str, list[Record]] = defaultdict(list)
+    legs: dict[str, list[_Record]] = defaultdict(list)
     total = 0
     for record in run.final:
         leg = _LEG.fullmatch(record.value) if isinstance(record.value, str) else None
@@ -611,7 +611,7 @@ def _bank(run: _Run) -> Iterator[Anomaly]:
 
 
 def _transfer(
-    transfer_id: str, ops: Sequence[Operation], legs: Sequence[Record]
+    transfer_id: str, ops: Sequence[Operation], legs: Sequence[_Record]
 ) -> Iterator[Anomaly]:
     transfer = ops[0].value["transfer"]
     details = {
