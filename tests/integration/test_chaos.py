@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from strom.testing.network import netns_unavailable
 
 from strom.cli.main import cli
+from strom.testing import netns_unavailable
 from strom.testing.chaos.runner import run_scenario
 from strom.testing.chaos.scenarios import scenario_named
 
@@ -46,8 +46,7 @@ def test_scenario_keeps_every_guarantee(name: str, tmp_path: Path) -> None:
         data_dir=tmp_path / "cluster",
     )
     assert outcome.valid, f"{outcome.result.summary()}\n{outcome.report.read_text()}"
-    stats = outcome.result.stats
-    assert stats["faults"] >= 1, lines  # the nemesis struck
+    assert outcome.result.stats.faults >= 1, lines  # the nemesis struck
     assert (tmp_path / "report" / "timeline.png").stat().st_size > 1000
 
 

@@ -78,9 +78,7 @@ def run(*, names: tuple[str, ...], duration: str, seed: int | None, report_dir: 
 
     seconds = parse_duration(duration)
     try:
-        chosen = (
-            list(SCENARIOS) if "all" in names else [scenario_named(name) for name in names]
-        )
+        chosen = list(SCENARIOS) if "all" in names else [scenario_named(name) for name in names]
     except KeyError as error:
         raise CliError(str(error.args[0])) from None
     run_seed = seed if seed is not None else int(time.time()) % 100_000

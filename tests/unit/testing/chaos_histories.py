@@ -43,6 +43,10 @@ class HistoryBuilder:
     def assign(self, process: str, *partitions: tuple[str, int]) -> None:
         self.event(process, "ok", "assign", {"partitions": [list(p) for p in partitions]})
 
+    def create_topic(self, process: str, topic: str, outcome: EventType = "ok") -> None:
+        self.event(process, "invoke", "create-topic", {"topic": topic})
+        self.event(process, outcome, "create-topic", {"topic": topic})
+
     def final_read(self, *records: tuple[str, int, int, Any], complete: bool = True) -> None:
         value = {"records": [list(r) for r in records], "complete": complete}
         self.event("final-reader", "ok", "final-read", value)
@@ -56,7 +60,7 @@ class HistoryBuilder:
     ) -> None:
         value: dict[str, Any] = {"writes": [list(w) for w in writes]}
         if transfer is not None:
-            value["transfer"] = transfer
+            value["transfers"] = [transfer]
         self.event(process, "invoke", "txn", value)
         self.event(process, outcome, "txn", None)
 
@@ -109,8 +113,11 @@ def every_anomaly() -> HistoryBuilder:
     b.transfer("bank-0", 1, "a1", "a2", 5)  # non-atomic-transfer, wrong-total
     b.transfer("bank-0", 2, "a2", "a3", 1)  # duplicate-transfer
     b.transfer("bank-0", 3, "a3", "a1", 2)  # lost-transfer
+    b.create_topic("creator", "kept")
+    b.create_topic("creator", "vanished")  # lost-topic
     b.fault_start("partition", ["broker-1"])
     b.fault_heal("partition", ["broker-1"])
+    b.event("final-reader", "ok", "final-topics", {"topics": ["t", "bank", "kept"]})
     legs = ["1:a1:-5", "2:a2:-1", "2:a3:1", "2:a2:-1", "2:a3:1"]
     b.final_read(
         *[("t", 0, offset, value) for offset, value in enumerate("acd")],  # lost-write: b

@@ -421,6 +421,24 @@ def test_summary_names_each_kind_found_with_its_count() -> None:
     assert list(result.anomalies) == [kind for kind in KINDS if kind in result.anomalies]
 
 
+def test_lost_topic() -> None:
+    b = HistoryBuilder()
+    b.create_topic("creator", "orders")
+    b.create_topic("creator", "payments")
+    b.create_topic("creator", "unknown", outcome="info")  # may or may not exist: not judged
+    b.event("final-reader", "ok", "final-topics", {"topics": ["orders"]})
+    result = check(b.events)
+    assert only(result, "lost-topic") == {"topic": "payments", "process": "creator", "index": 3}
+
+
+def test_topics_are_not_judged_without_the_final_topics() -> None:
+    b = HistoryBuilder()
+    b.create_topic("creator", "orders")
+    result = check(b.events)
+    assert result.valid
+    assert "lost-topic" in result.unchecked
+
+
 def test_every_kind_in_one_history() -> None:
     result = check(every_anomaly().events, min_acks_after_heal=1)
     assert list(result.anomalies) == list(KINDS)

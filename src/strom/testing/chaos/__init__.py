@@ -1,2 +1,54 @@
-"""Jepsen-style chaos for strom clusters: nemeses that inject faults, workloads that record a
-history of what clients did and saw, and a checker that names the anomalies in it."""
+"""Jepsen-style chaos for strom clusters (docs/reliability.md): nemeses that inject faults into
+a :class:`~strom.testing.Cluster`, workloads of real clients that record a history of what they
+did and saw, a checker that names the anomalies in it, and a report a person can read.
+
+``strom chaos run`` runs the scenarios of :mod:`strom.testing.chaos.scenarios`; the same parts
+put an application of your own under the same faults.
+"""
+
+from strom.testing.chaos.checker import KINDS, Anomaly, CheckResult, check
+from strom.testing.chaos.history import Event, History, Recorder, read_history, write_history
+from strom.testing.chaos.nemesis import (
+    Fault,
+    FillDisk,
+    Isolate,
+    Kill,
+    LoseUnflushed,
+    Nemesis,
+    Pause,
+    Reassign,
+    ShiftClock,
+    SlowLink,
+    Stop,
+    nodes,
+)
+from strom.testing.chaos.report import write_report
+from strom.testing.chaos.workloads import BankWorkload, QueueWorkload, final_read
+
+__all__ = [
+    "KINDS",
+    "Anomaly",
+    "BankWorkload",
+    "CheckResult",
+    "Event",
+    "Fault",
+    "FillDisk",
+    "History",
+    "Isolate",
+    "Kill",
+    "LoseUnflushed",
+    "Nemesis",
+    "Pause",
+    "QueueWorkload",
+    "Reassign",
+    "Recorder",
+    "ShiftClock",
+    "SlowLink",
+    "Stop",
+    "check",
+    "final_read",
+    "nodes",
+    "read_history",
+    "write_history",
+    "write_report",
+]

@@ -19,13 +19,16 @@ What it assumes of a history (besides :mod:`strom.testing.chaos.history`'s contr
   makes another reader's jump over its offset a ``poll-skip``.
 - A consumer records ``assign`` before the poll that returns records from its new assignment
   (the rebalance callback runs inside that poll), so a rewind or a jump after it is not judged.
-- The bank: a ``txn`` whose value carries ``"transfer": {"id", "from", "to", "amount"}`` is a
-  transfer; its ``writes`` are its legs, ``"<id>:<account>:<delta>"`` (no colon in the id or
-  the account). The legs' topics are the topics transfers wrote to (nothing else should write
-  there); every final-read value of those topics in that format is a leg, and each transfer is
-  judged by its legs visible there. A committed transfer with no leg visible is a
-  ``lost-transfer`` and each leg a ``lost-write``; transactions retrying one transfer id are
-  one transfer (both committing is a ``duplicate-transfer``).
+- The bank: a ``txn`` whose value carries ``"transfers": [{"id", "from", "to", "amount"}, ...]``
+  applies those transfers; its ``writes`` are their legs, ``"<id>:<account>:<delta>"`` (no
+  colon in the id or the account). The legs' topics are the topics transfers wrote to
+  (nothing else should write there); every final-read value of those topics in that format
+  is a leg, and each transfer is judged by its legs visible there. A committed transfer with
+  no leg visible is a ``lost-transfer`` and each leg a ``lost-write``; transactions retrying
+  one transfer id are one transfer (both committing is a ``duplicate-transfer``).
+- Topics: a ``create-topic`` acknowledged (``ok``) must be among the ``"topics"`` of the
+  ``final-topics`` event (the cluster's topics after the run), or it is a ``lost-topic``;
+  without that event topics are not judged.
 - ``no-progress`` counts sends and transactions acknowledged after the last ``ok`` of a
   ``fault`` (all of them if none healed), so a run should heal every fault before its last
   phase.
@@ -62,6 +65,7 @@ KINDS: Final[tuple[str, ...]] = (
     "duplicate-transfer",
     "lost-transfer",
     "wrong-total",
+    "lost-topic",
     "no-progress",
 )
 """Every kind the checker names, in the order reports list them."""
@@ -196,6 +200,7 @@ def _anomalies(run: _Run, min_acks_after_heal: int) -> Iterator[Anomaly]:
     yield from _aborted_reads(run)
     yield from _unexpected(run)
     yield from _offset_regressions(run)
+    yield from _lost_topics(run)
     if min_acks_after_heal > 0 and run.acks_after_heal < min_acks_after_heal:
         yield _no_progress(run, min_acks_after_heal)
 
@@ -207,6 +212,8 @@ def _unchecked(run: _Run, min_acks_after_heal: int) -> dict[str, str]:
         unchecked["lost-write"] = why
         if run.transfers:
             unchecked |= dict.fromkeys(_BANK_KINDS, why)
+    if not run.by_f["final-topics"]:
+        unchecked["lost-topic"] = "no final-topics event"
     if min_acks_after_heal <= 0:
         unchecked["no-progress"] = "min_acks_after_heal is 0"
     return unchecked
@@ -237,13 +244,12 @@ class _Run:
         return found
 
     @cached_property
-    def transfers(self) -> dict[str, list[Operation]]:
-        """The bank's transactions by transfer id (a retried transfer has several)."""
-        found: dict[str, list[Operation]] = defaultdict(list)
+    def transfers(self) -> dict[str, list[_Attempt]]:
+        """Each transfer's attempts: the transactions that applied it (a retry is another)."""
+        found: dict[str, list[_Attempt]] = defaultdict(list)
         for op in self.by_f["txn"]:
-            transfer = op.value.get("transfer")
-            if transfer is not None:
-                found[str(transfer["id"])].append(op)
+            for transfer in op.value.get("transfers", ()):
+                found[str(transfer["id"])].append(_Attempt(op, transfer))
         return found
 
     @cached_property
@@ -293,6 +299,18 @@ class _Run:
             faults=sum(1 for op in self.by_f["fault"] if op.invoke is not None),
             acks_after_heal=self.acks_after_heal,
         )
+
+
+class _Attempt(NamedTuple):
+    """One transaction's application of one transfer."""
+
+    op: Operation
+    transfer: Mapping[str, Any]
+
+    def legs(self) -> set[Any]:
+        """The legs this transaction wrote for the transfer."""
+        prefix = f"{self.transfer['id']}:"
+        return {value for *_, value in _writes(self.op) if str(value).startswith(prefix)}
 
 
 def _count(ops: Iterable[Operation], outcome: str) -> int:
@@ -592,7 +610,12 @@ def _bank(run: _Run) -> Iterator[Anomaly]:
     """The bank's checks over the final read of the topics transfers wrote their legs to."""
     if not run.transfers:
         return
-    topics = {write[0] for ops in run.transfers.values() for op in ops for write in _writes(op)}
+    topics = {
+        write[0]
+        for attempts in run.transfers.values()
+        for attempt in attempts
+        for write in _writes(attempt.op)
+    }
     legs: dict[str, list[_Record]] = defaultdict(list)
     total = 0
     for record in run.final:
@@ -600,8 +623,8 @@ def _bank(run: _Run) -> Iterator[Anomaly]:
         if record.topic in topics and leg is not None:
             legs[leg["id"]].append(record)
             total += int(leg["delta"])
-    for transfer_id, ops in run.transfers.items():
-        yield from _transfer(transfer_id, ops, legs.get(transfer_id, []))
+    for transfer_id, attempts in run.transfers.items():
+        yield from _transfer(transfer_id, attempts, legs.get(transfer_id, []))
     if total != 0:
         yield Anomaly(
             "wrong-total",
@@ -611,21 +634,21 @@ def _bank(run: _Run) -> Iterator[Anomaly]:
 
 
 def _transfer(
-    transfer_id: str, ops: Sequence[Operation], legs: Sequence[_Record]
+    transfer_id: str, attempts: Sequence[_Attempt], legs: Sequence[_Record]
 ) -> Iterator[Anomaly]:
-    transfer = ops[0].value["transfer"]
+    transfer = attempts[0].transfer
     details = {
         "transfer": transfer_id,
         "from": transfer.get("from"),
         "to": transfer.get("to"),
         "amount": transfer.get("amount"),
-        "outcomes": [op.type for op in ops],
-        "processes": [op.process for op in ops],
-        "indexes": [op.index for op in ops],
+        "outcomes": [a.op.type for a in attempts],
+        "processes": [a.op.process for a in attempts],
+        "indexes": [a.op.index for a in attempts],
         "legs": [list(leg[:4]) for leg in legs[:_MAX_LISTED]],
     }
     visible = [leg.value for leg in legs]
-    if not visible and any(op.type == "ok" for op in ops):
+    if not visible and any(a.op.type == "ok" for a in attempts):
         yield Anomaly(
             "lost-transfer", f"transfer {transfer_id} committed but no leg is visible", details
         )
@@ -635,13 +658,29 @@ def _transfer(
             f"transfer {transfer_id} is applied more than once ({len(visible)} legs visible)",
             details,
         )
-    missing = {value for op in ops for *_, value in _writes(op)} - set(visible)
+    missing = set().union(*(a.legs() for a in attempts)) - set(visible)
     if visible and missing:
         yield Anomaly(
             "non-atomic-transfer",
             f"transfer {transfer_id} is half-applied: {sorted(missing)} not visible",
             details | {"missing": sorted(missing)},
         )
+
+
+def _lost_topics(run: _Run) -> Iterator[Anomaly]:
+    """Topics whose creation was acknowledged and that the cluster does not have."""
+    finals = [op for op in run.by_f["final-topics"] if op.type == "ok"]
+    if not finals:
+        return
+    existing = {topic for op in finals for topic in op.value["topics"]}
+    for op in run.by_f["create-topic"]:
+        topic = op.value["topic"]
+        if op.type == "ok" and topic not in existing:
+            yield Anomaly(
+                "lost-topic",
+                f"topic {topic!r} was created (acknowledged) and does not exist afterwards",
+                {"topic": topic, "process": op.process, "index": op.index},
+            )
 
 
 def _writes(op: Operation) -> list[list[Any]]:

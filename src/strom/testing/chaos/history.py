@@ -18,12 +18,17 @@ What each operation's ``value`` holds (``f`` names the operation):
     ``ok`` only: ``{"partitions": [[topic, partition], ...]}``.
 ``commit`` (a consumer group's offsets)
     ``{"group", "offsets": [[topic, partition, offset], ...]}``.
-``txn`` (one transaction: what it wrote, and the input offsets it consumed)
-    ``{"writes": [[topic, partition, value], ...]}``; the completion says whether it
-    committed (``ok``), aborted (``fail``) or is unknown (``info``).
+``txn`` (one transaction)
+    ``{"writes": [[topic, partition, value], ...]}`` (``partition`` may be null), and for the
+    bank ``"transfers": [{"id", "from", "to", "amount"}, ...]``; the completion says whether
+    it committed (``ok``), aborted (``fail``) or is unknown (``info``).
+``create-topic``
+    ``{"topic"}``: ``ok`` when the cluster acknowledged the creation.
 ``final-read`` (the read after the faults healed that every check compares with)
     ``ok`` only: as ``poll``; ``{"complete": bool}`` tells whether it reached each partition's
     end.
+``final-topics``
+    ``ok`` only: ``{"topics": [...]}``, every topic the cluster has after the run.
 ``fault`` (the nemesis)
     ``invoke`` when a fault starts, ``ok`` when it is healed: ``{"name", "targets"}``.
 """

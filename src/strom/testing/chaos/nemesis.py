@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from strom.common import TopicPartition
 from strom.common.clock import CLOCK_OFFSET_FILE_ENV
@@ -68,8 +68,12 @@ class Fault(Protocol):
     @property
     def name(self) -> str: ...
 
-    def start(self, cluster: Cluster) -> Sequence[int]:
-        """Inject the fault; return the nodes it hit."""
+    def choose(self, cluster: Cluster) -> Sequence[int]:
+        """The nodes the fault will hit (asked of the cluster now)."""
+        ...
+
+    def start(self, cluster: Cluster) -> None:
+        """Inject the fault into the chosen nodes."""
         ...
 
     def heal(self, cluster: Cluster) -> None:
@@ -84,11 +88,13 @@ class _OnNodes:
     target: Target
     hit: list[int] = field(default_factory=list, init=False)
 
-    def start(self, cluster: Cluster) -> Sequence[int]:
+    def choose(self, cluster: Cluster) -> Sequence[int]:
         self.hit = list(self.target(cluster))
+        return self.hit
+
+    def start(self, cluster: Cluster) -> None:
         for node_id in self.hit:
             self.strike(cluster, node_id)
-        return self.hit
 
     def heal(self, cluster: Cluster) -> None:
         for node_id in self.hit:
@@ -273,11 +279,13 @@ class Reassign:
             timeout=60,
         )
 
-    def start(self, cluster: Cluster) -> Sequence[int]:
+    def choose(self, cluster: Cluster) -> Sequence[int]:
+        return self.replicas
+
+    def start(self, cluster: Cluster) -> None:
         run = self._command(cluster, "--execute")
         if run.returncode != 0:
             raise ClusterError(f"strom partitions reassign --execute: {run.stderr.strip()}")
-        return self.replicas
 
     def heal(self, cluster: Cluster) -> None:
         cluster.wait_for(
@@ -293,14 +301,15 @@ class Nemesis:
     def __init__(self, cluster: Cluster, recorder: Recorder) -> None:
         self.cluster = cluster
         self.recorder = recorder
-        self._active: list[tuple[Fault, dict[str, object]]] = []
+        self._active: list[tuple[Fault, dict[str, Any]]] = []
 
     def start(self, fault: Fault) -> Sequence[int]:
-        value: dict[str, object] = {"name": fault.name, "targets": []}
-        self.recorder.record("nemesis", "invoke", "fault", value)
-        targets = fault.start(self.cluster)
+        """Choose the fault's victims, record it, strike; return the victims."""
+        targets = fault.choose(self.cluster)
         value = {"name": fault.name, "targets": list(targets)}
+        self.recorder.record("nemesis", "invoke", "fault", value)
         self._active.append((fault, value))
+        fault.start(self.cluster)
         return targets
 
     def heal(self, fault: Fault) -> None:

@@ -204,6 +204,8 @@ def _run_on(
         workload.stop()
     progress("final read")
     final_read(cluster.bootstrap_servers, workload.topics, recorder)
+    topics = sorted(admin.list_topics(timeout=30).topics)
+    recorder.record("final-reader", "ok", "final-topics", {"topics": topics})
     history = recorder.history()
     result = check(history, min_acks_after_heal=scenario.min_acks_after_heal)
     details = {

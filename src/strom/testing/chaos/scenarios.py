@@ -327,8 +327,8 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
     Scenario(
         12,
         "txn-coordinator-kill",
-        "a consume-transform-produce bank (read_committed, one transaction per transfer) while "
-        "the transaction coordinator of a worker is killed mid-commit",
+        "a consume-transform-produce bank (read_committed, up to 20 transfers per transaction) "
+        "while the transaction coordinator of a worker is killed mid-commit",
         _ALWAYS + "; every transfer applied exactly once and atomically; the total stays 0",
         _txn_coordinator_kill,
         workload="bank",
