@@ -27,7 +27,13 @@ from strom.testing.chaos.nemesis import (
 )
 from strom.testing.chaos.report import write_report
 from strom.testing.chaos.scenarios import PARTITIONS, FaultSchedule, Scenario
-from strom.testing.chaos.workloads import BankWorkload, QueueWorkload, Workload, final_read
+from strom.testing.chaos.workloads import (
+    CLIENT_LOG,
+    BankWorkload,
+    QueueWorkload,
+    Workload,
+    final_read,
+)
 from strom.testing.cluster import Cluster
 
 __all__ = ["CHAOS_CLUSTER_SETTINGS", "RunResult", "run_scenario"]
@@ -175,7 +181,7 @@ def _run_on(
     avoid_leading: int | None,
 ) -> RunResult:
     topic = f"chaos-{scenario.name}-{seed}"
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "logger": CLIENT_LOG})
     workload = _workload(scenario, topic, seed)
     _create_topics(admin, workload.topics, avoid_leading=avoid_leading)
     recorder = Recorder()

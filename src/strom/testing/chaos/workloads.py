@@ -27,15 +27,15 @@ from confluent_kafka import TopicPartition as KafkaPartition
 
 from strom.testing.chaos.history import EventType, Recorder
 
-__all__ = ["BankWorkload", "QueueWorkload", "Workload", "final_read"]
+__all__ = ["CLIENT_LOG", "BankWorkload", "QueueWorkload", "Workload", "final_read"]
 
-_CLIENT_LOG = logging.getLogger("strom.testing.chaos.clients")
-_CLIENT_LOG.addHandler(logging.NullHandler())
+CLIENT_LOG = logging.getLogger("strom.testing.chaos.clients")
+CLIENT_LOG.addHandler(logging.NullHandler())
 """librdkafka's own log lines (a fault makes many): kept out of the run's output unless the
 application configures logging."""
 
 _CLIENT_TIMEOUTS: Final[dict[str, Any]] = {
-    "logger": _CLIENT_LOG,
+    "logger": CLIENT_LOG,
     # Short enough that a fault shows up in the history within seconds, long enough that a
     # leader election (a few seconds here) does not fail every in-flight request.
     "socket.timeout.ms": 10_000,
@@ -159,7 +159,7 @@ def _producer_loop(
         "message.timeout.ms": 20_000,
         "error_cb": lambda error: fatal.set() if error.fatal() else None,
         "socket.timeout.ms": _CLIENT_TIMEOUTS["socket.timeout.ms"],
-        "logger": _CLIENT_LOG,
+        "logger": CLIENT_LOG,
     }
     producer = Producer(settings)
     number = 0
@@ -419,7 +419,7 @@ class _BankWorker:
                 "transaction.timeout.ms": 15_000,
                 "linger.ms": 2,
                 "socket.timeout.ms": _CLIENT_TIMEOUTS["socket.timeout.ms"],
-                "logger": _CLIENT_LOG,
+                "logger": CLIENT_LOG,
             }
         )
         producer.init_transactions(60)
