@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -181,7 +181,11 @@ def _run_on(
     avoid_leading: int | None,
 ) -> RunResult:
     topic = f"chaos-{scenario.name}-{seed}"
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "logger": CLIENT_LOG})
+    settings: dict[str, Any] = {
+        "bootstrap.servers": cluster.bootstrap_servers,
+        "logger": CLIENT_LOG,
+    }
+    admin = AdminClient(settings)
     workload = _workload(scenario, topic, seed)
     _create_topics(admin, workload.topics, avoid_leading=avoid_leading)
     recorder = Recorder()

@@ -435,9 +435,10 @@ class _BankWorker:
                 continue
             try:
                 self._apply_orders(consumer, producer, stopping)
-            finally:
-                consumer.close()
-                producer.flush(5)
+            except _Stuck:
+                continue  # the stuck clients are left to their thread; new ones take over
+            consumer.close()
+            producer.flush(5)
 
     def _apply_orders(
         self, consumer: Consumer, producer: Producer, stopping: threading.Event
@@ -472,11 +473,18 @@ class _BankWorker:
             producer.begin_transaction()
             for account, leg in legs:
                 producer.produce(self.bank.ledger, leg.encode(), key=account.encode())
-            producer.send_offsets_to_transaction(
-                [KafkaPartition(t, p, o) for (t, p), o in positions.items()],
-                consumer.consumer_group_metadata(),
-                20,
-            )
+            offsets = [KafkaPartition(t, p, o) for (t, p), o in positions.items()]
+            metadata = consumer.consumer_group_metadata()
+            if not _returns_within(
+                lambda: producer.send_offsets_to_transaction(offsets, metadata, 20), 30
+            ):
+                # librdkafka#5456: the call can outlive its timeout when the group coordinator
+                # it cached is gone. Its outcome is unknown; the transactional id is fenced by
+                # the next clients' init_transactions.
+                self.recorder.record(
+                    self.process, "info", "txn", value, error="send_offsets_to_transaction hung"
+                )
+                raise _Stuck
             producer.commit_transaction(20)
         except KafkaException as error:
             return self._after_error(consumer, producer, value, error.args[0])
@@ -501,6 +509,32 @@ class _BankWorker:
         # owns its partition next, from the group's committed offset.
         self.recorder.record(self.process, "info", "txn", value, error=_error_text(error))
         return False
+
+
+class _Stuck(Exception):
+    """A client call did not return in time; its clients are abandoned."""
+
+
+def _returns_within(call: Callable[[], object], seconds: float) -> bool:
+    """Run ``call`` in a thread of its own; False if it has not returned after ``seconds`` (it
+    is left running). Its exception, if any, is raised here."""
+    done = threading.Event()
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as error:
+            raised.append(error)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, daemon=True, name="bounded-client-call").start()
+    if not done.wait(seconds):
+        return False
+    if raised:
+        raise raised[0]
+    return True
 
 
 def _rewind(consumer: Consumer) -> None:
