@@ -5,13 +5,14 @@ and the report (``strom chaos run`` and the reliability tests call :func:`run_sc
 from __future__ import annotations
 
 import random
+import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
@@ -28,7 +29,6 @@ from strom.testing.chaos.nemesis import (
 from strom.testing.chaos.report import write_report
 from strom.testing.chaos.scenarios import PARTITIONS, FaultSchedule, Scenario
 from strom.testing.chaos.workloads import (
-    CLIENT_LOG,
     BankWorkload,
     QueueWorkload,
     Workload,
@@ -138,7 +138,10 @@ def run_scenario(
     data_dir: Path | None = None,
 ) -> RunResult:
     """Run ``scenario`` with faults for ``duration`` seconds; write the report to
-    ``report_dir`` and return the checker's verdict."""
+    ``report_dir`` and return the checker's verdict. The nodes' data and logs go to
+    ``data_dir``, or to a temporary directory removed after a valid run (kept, and named in the
+    progress, after anomalies or an error)."""
+    temporary = data_dir is None
     base = Path(tempfile.mkdtemp(prefix="strom-chaos-")) if data_dir is None else data_dir
     cluster = Cluster(
         brokers=scenario.brokers,
@@ -155,7 +158,7 @@ def run_scenario(
             use_offset_clock(cluster)
         progress(f"starting {len(cluster.nodes)} nodes in {base}")
         cluster.start()
-        return _run_on(
+        outcome = _run_on(
             cluster,
             scenario,
             duration=duration,
@@ -164,10 +167,18 @@ def run_scenario(
             progress=progress,
             avoid_leading=victim_disk,
         )
+    except BaseException:
+        progress(f"kept the nodes' data and logs in {base}")
+        raise
     finally:
         cluster.stop()
         if victim_disk is not None:
             unmount_small_disk(cluster, victim_disk)
+    if temporary and outcome.valid:
+        shutil.rmtree(base, ignore_errors=True)
+    elif not outcome.valid:
+        progress(f"kept the nodes' data and logs in {base}")
+    return outcome
 
 
 def _run_on(
@@ -181,11 +192,9 @@ def _run_on(
     avoid_leading: int | None,
 ) -> RunResult:
     topic = f"chaos-{scenario.name}-{seed}"
-    settings: dict[str, Any] = {
-        "bootstrap.servers": cluster.bootstrap_servers,
-        "logger": CLIENT_LOG,
-    }
-    admin = AdminClient(settings)
+    # No ``logger`` here: an AdminClient that forwards its log would need polling for its
+    # futures to complete. Its log lines are only noise during faults.
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
     workload = _workload(scenario, topic, seed)
     _create_topics(admin, workload.topics, avoid_leading=avoid_leading)
     recorder = Recorder()

@@ -14,6 +14,7 @@ every acknowledged write with.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
@@ -437,8 +438,9 @@ class _BankWorker:
                 self._apply_orders(consumer, producer, stopping)
             except _Stuck:
                 continue  # the stuck clients are left to their thread; new ones take over
-            consumer.close()
-            producer.flush(5)
+            with contextlib.suppress(KafkaException):  # a fenced producer refuses even this
+                consumer.close()
+                producer.flush(5)
 
     def _apply_orders(
         self, consumer: Consumer, producer: Producer, stopping: threading.Event
