@@ -20,8 +20,10 @@ from confluent_kafka import Consumer, Producer
 from kafka import KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 from kafka.errors import NotEnoughReplicasError
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
+from kio.static.primitive import i8
 
 from strom.cli.main import cli
 from strom.cli.quorum_client import connect
@@ -58,7 +60,9 @@ def admin(cluster: Cluster) -> Iterator[KafkaAdminClient]:
 def _partitions(cluster: Cluster, topic: str) -> dict[int, dict[str, Any]]:
     """Partition -> leader, ISR and replicas, as the first live broker's Metadata has them
     (strom's own client: it skips a broker that is down, as an admin client may not)."""
-    live = ",".join(cluster.nodes[b].address for b in BROKERS if cluster.nodes[b].alive)
+    live = ",".join(
+        node.address for node in cluster.nodes.values() if node.is_broker and node.alive
+    )
     request = MetadataRequest(
         topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
         allow_auto_topic_creation=False,
@@ -143,6 +147,35 @@ def _consume_all(servers: str, topic: str, count: int, *, timeout: float = 60) -
     finally:
         consumer.close()
     return messages
+
+
+def test_internal_topics_created_while_a_broker_is_fenced_get_a_replica_on_it() -> None:
+    """The first group and the first transactional id create ``__consumer_offsets`` and
+    ``__transaction_state`` while a broker is registered but fenced (down, or restarting):
+    as Kafka's placement does, that broker gets its replicas, the topics are not created
+    under-replicated for good (with ``min.insync.replicas`` 2, two replicas of three would
+    stop every group write as soon as one more broker is down)."""
+    settings = {
+        "broker.session.timeout.ms": 1500,
+        "offsets.topic.replication.factor": 2,
+        "transaction.state.log.replication.factor": 2,
+    }
+    with Cluster(brokers=2, controllers=1, config=settings) as cluster:
+        cluster.kill(2)
+        cluster.wait_for(
+            lambda: cluster.unfenced_brokers() == {1}, timeout=20, what="broker 2 fenced"
+        )
+        for key_type, topic in ((0, "__consumer_offsets"), (1, "__transaction_state")):
+            request = FindCoordinatorRequest(key_type=i8(key_type), coordinator_keys=("key",))
+
+            def found(request: FindCoordinatorRequest = request) -> bool:
+                with connect(cluster.nodes[1].address) as connection:
+                    response = connection.request(request)
+                return [int(c.error_code) for c in response.coordinators] == [0]
+
+            cluster.wait_for(found, timeout=30, what=f"a coordinator from {topic}")
+            replicas = {p: d["replica_nodes"] for p, d in _partitions(cluster, topic).items()}
+            assert replicas and all(sorted(r) == [1, 2] for r in replicas.values()), replicas
 
 
 def test_leader_killed_during_idempotent_acks_all_produce_loses_nothing(

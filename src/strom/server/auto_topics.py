@@ -9,10 +9,15 @@ configs for it (compacted, ``compression.type=producer``), ``__transaction_state
 leader election).
 
 The internal topics' replication factors default to Kafka's (3, and ``transaction.state.log.
-min.isr`` 2); a cluster with fewer unfenced brokers than that gets one replica per broker (and
-a min ISR no larger than that), with a warning, where Kafka would refuse until enough brokers
+min.isr`` 2); a cluster with fewer usable brokers than that (registered and not shutting down:
+those the controller may place replicas on, fenced or not) gets one replica per broker (and a
+min ISR no larger than that), with a warning, where Kafka would refuse until enough brokers
 joined: a single-node broker works out of the box, a three-broker cluster is replicated as
-Kafka's.
+Kafka's. A broker that is only fenced for now (restarting, or not yet seen unfenced in this
+broker's metadata) still counts, as in Kafka's placement: it gets its replica and catches up.
+Counting only the unfenced brokers would create the topic under-replicated for good, e.g.
+``__consumer_offsets`` with two replicas and ``min.insync.replicas=2``, where the loss of
+either broker stops every group write.
 
 The CreateTopics goes to the active controller inside an Envelope (the
 :class:`~strom.server.controller_channel.ControllerChannel`), as Kafka's brokers send it; then
@@ -33,6 +38,7 @@ from kio.static.primitive import i16, i32, i32Timedelta
 
 from strom.common import ErrorCode
 from strom.controller import ApiError, CreatableTopic
+from strom.controller.placement import usable_brokers
 from strom.controller.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, is_internal
 from strom.server.controller_channel import (
     ControllerChannel,
@@ -134,19 +140,19 @@ class AutoTopicCreator:
         return outcome
 
     def _internal_replicas(self, name: str, configured: int) -> int:
-        """The configured replication factor, at most the unfenced brokers (see the module doc)."""
-        brokers = self._metadata.image.cluster.brokers.values()
-        alive = sum(1 for broker in brokers if not broker.fenced)
-        if 0 < alive < configured:
+        """The configured replication factor, at most the usable brokers, fenced ones included
+        (see the module doc)."""
+        usable = len(usable_brokers(self._metadata.image.cluster))
+        if 0 < usable < configured:
             log.warning(
-                "creating %s with %d replica(s): the cluster has %d unfenced broker(s), fewer "
+                "creating %s with %d replica(s): the cluster has %d usable broker(s), fewer "
                 "than its replication factor %d",
                 name,
-                alive,
-                alive,
+                usable,
+                usable,
                 configured,
             )
-            return alive
+            return usable
         return configured
 
     async def _create(self, topics: list[CreatableTopic]) -> dict[str, ApiError]:
