@@ -18,14 +18,18 @@ and acts on what it answers.
   *maximal* ISR counts for the high watermark and acks: an expansion counts the new replica at
   once, a shrink not until the controller commits it. Out of sync: an ISR follower not caught up
   within the lag time. In sync again: a follower at or past the high watermark and past the
-  start of the current leader epoch.
+  start of the current leader epoch, whose broker is eligible (registered, unfenced, not
+  shutting down: Kafka's ``isReplicaIsrEligible``). A follower's broker that registers anew
+  (a restart: its log may have lost an unflushed tail) is forgotten until it fetches again,
+  so that no fetch of its previous incarnation vouches for it (what KIP-903's broker epochs in
+  AlterPartition guard against).
 * **Acks**: ``min.insync.replicas`` is checked before an acks=all append (NOT_ENOUGH_REPLICAS)
   and again when its offset is committed (NOT_ENOUGH_REPLICAS_AFTER_APPEND), against the ISR.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -150,11 +154,16 @@ class PartitionReplication:
     # --- ISR -------------------------------------------------------------------------------
 
     def isr_change(
-        self, leader_log_end_offset: int, *, high_watermark: int, now_ms: int
+        self,
+        leader_log_end_offset: int,
+        *,
+        high_watermark: int,
+        now_ms: int,
+        eligible: Container[int],
     ) -> IsrChange | None:
         """The AlterPartition to send now, if the ISR should change and none is in flight:
-        a shrink of the followers out of sync, else the first follower back in sync (at
-        ``high_watermark``, the log's)."""
+        a shrink of the followers out of sync, else the first ``eligible`` follower back in
+        sync (at ``high_watermark``, the log's)."""
         if self.pending is not None:
             return None
         out_of_sync = tuple(
@@ -173,7 +182,11 @@ class PartitionReplication:
             return self.pending
         for broker_id in sorted(self.followers):
             follower = self.followers[broker_id]
-            if broker_id not in self.isr and self._in_sync(follower, high_watermark):
+            if (
+                broker_id not in self.isr
+                and broker_id in eligible
+                and self._in_sync(follower, high_watermark)
+            ):
                 joined = tuple(sorted((*self.isr, broker_id)))
                 self.pending = IsrChange(joined, self.partition_epoch, added=(broker_id,))
                 return self.pending
@@ -202,6 +215,12 @@ class PartitionReplication:
                 self.followers[broker_id] = FollowerState(broker_id)
         for broker_id in [b for b in self.followers if b not in replicas]:
             del self.followers[broker_id]
+
+    def forget_follower(self, broker_id: int) -> None:
+        """The follower's broker started a new session: nothing its earlier fetches said
+        holds any more (it rejoins the ISR only from fetches of the new one)."""
+        if broker_id in self.followers:
+            self.followers[broker_id] = FollowerState(broker_id)
 
     def isr_change_failed(self) -> None:
         """The AlterPartition failed (retried from the next check with fresh state)."""

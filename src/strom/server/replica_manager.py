@@ -305,6 +305,7 @@ class ReplicaManager:
         waiting produces answer NOT_LEADER_OR_FOLLOWER) and are to be fetched from their
         leader; partitions gone from this broker are dropped. Waiting operations re-check."""
         changes = LeadershipChanges()
+        self._forget_restarted_followers(delta)
         topics = delta.topics_delta
         for topic in topics.deleted_topics.values():
             for partition_id in topic.partitions:
@@ -334,6 +335,23 @@ class ReplicaManager:
                     changes.stop.add(tp)
                 self._notify(tp, None)
         return changes
+
+    def _forget_restarted_followers(self, delta: MetadataDelta) -> None:
+        """Followers whose broker registered anew (or left) are unknown again to the
+        partitions this broker leads."""
+        old = delta.image.cluster.brokers
+        restarted = [
+            broker_id
+            for broker_id, registration in delta.cluster_delta.changed_brokers.items()
+            if registration is None
+            or (broker_id in old and old[broker_id].epoch != registration.epoch)
+        ]
+        if not restarted:
+            return
+        for partition in self._partitions.values():
+            if partition.replication is not None:
+                for broker_id in restarted:
+                    partition.replication.forget_follower(broker_id)
 
     def _drop(self, tp: TopicPartition, changes: LeadershipChanges) -> None:
         changes.stop.add(tp)
@@ -431,7 +449,10 @@ class ReplicaManager:
         if replication is None or self.isr_change_sender is None:
             return
         change = replication.isr_change(
-            partition.log_end_offset, high_watermark=partition.log.high_watermark, now_ms=now_ms
+            partition.log_end_offset,
+            high_watermark=partition.log.high_watermark,
+            now_ms=now_ms,
+            eligible=self.image.cluster.active_broker_ids(),
         )
         if change is None:
             return

@@ -15,6 +15,8 @@ from strom.common import TopicPartition
 from strom.common.clock import ManualClock
 from strom.config import ServerConfig
 from strom.metadata.image import (
+    BrokerRegistration,
+    ClusterImage,
     ConfigResource,
     ConfigurationsImage,
     MetadataImage,
@@ -65,7 +67,17 @@ def image_of(
     for name, partitions in topics.items():
         topic_id = ids.setdefault(name, uuid.uuid5(uuid.NAMESPACE_DNS, name))
         images[topic_id] = TopicImage(name, topic_id, dict(partitions))
+    replicas = {
+        b for partitions in topics.values() for p in partitions.values() for b in p.replicas
+    }
+    brokers = {
+        b: BrokerRegistration(
+            b, epoch=1, incarnation_id=uuid.UUID(int=b), endpoints=(), fenced=False
+        )
+        for b in replicas
+    }
     return MetadataImage(
+        cluster=ClusterImage(brokers),
         topics=TopicsImage(images),
         configs=ConfigurationsImage(
             {ConfigResource.topic(name): dict(values) for name, values in (configs or {}).items()}

@@ -58,19 +58,22 @@ def test_a_follower_that_keeps_pace_stays_caught_up() -> None:
     assert follower.last_caught_up_ms == 5_000  # not at 25: fell behind
 
 
+ALL = frozenset({1, 2, 3})
+
+
 def test_a_lagging_follower_leaves_the_isr_and_a_caught_up_one_joins() -> None:
     state = leader()
     fetch(state, 2, 50, 50, 40_000)
     assert fetch(state, 3, 10, 50, 40_000) == 10
-    shrink = state.isr_change(50, high_watermark=10, now_ms=40_000)
+    shrink = state.isr_change(50, high_watermark=10, now_ms=40_000, eligible=ALL)
     assert shrink == IsrChange((1, 2), 7, removed=(3,))
     # One AlterPartition at a time.
-    assert state.isr_change(50, high_watermark=10, now_ms=40_000) is None
+    assert state.isr_change(50, high_watermark=10, now_ms=40_000, eligible=ALL) is None
     assert state.maximal_isr == (1, 2, 3)  # a shrink counts once committed
     state.isr_committed((1, 2), partition_epoch=8)
     assert state.high_watermark_candidate(50, now_ms=40_000) == 50
     state.record_fetch(3, fetch_offset=50, leader_log_end_offset=50, now_ms=41_000)
-    expand = state.isr_change(50, high_watermark=50, now_ms=41_000)
+    expand = state.isr_change(50, high_watermark=50, now_ms=41_000, eligible=ALL)
     assert expand == IsrChange((1, 2, 3), 8, added=(3,))
     assert state.maximal_isr == (1, 2, 3)  # an expansion counts at once (KIP-497)
 
@@ -78,16 +81,40 @@ def test_a_lagging_follower_leaves_the_isr_and_a_caught_up_one_joins() -> None:
 def test_a_follower_joins_only_past_the_start_of_the_leaders_epoch() -> None:
     state = leader(isr=(1, 2), leader_epoch_start_offset=40)
     state.record_fetch(3, fetch_offset=35, leader_log_end_offset=50, now_ms=1)
-    assert state.isr_change(50, high_watermark=30, now_ms=1) is None
+    assert state.isr_change(50, high_watermark=30, now_ms=1, eligible=ALL) is None
     state.record_fetch(3, fetch_offset=40, leader_log_end_offset=50, now_ms=2)
-    assert state.isr_change(50, high_watermark=30, now_ms=2) == IsrChange((1, 2, 3), 7, added=(3,))
+    assert state.isr_change(50, high_watermark=30, now_ms=2, eligible=ALL) == IsrChange(
+        (1, 2, 3), 7, added=(3,)
+    )
 
 
 def test_a_follower_joins_only_at_the_high_watermark() -> None:
     state = leader(isr=(1, 2))
     state.record_fetch(3, fetch_offset=40, leader_log_end_offset=50, now_ms=1)
-    assert state.isr_change(50, high_watermark=45, now_ms=1) is None
-    assert state.isr_change(50, high_watermark=40, now_ms=1) == IsrChange((1, 2, 3), 7, added=(3,))
+    assert state.isr_change(50, high_watermark=45, now_ms=1, eligible=ALL) is None
+    assert state.isr_change(50, high_watermark=40, now_ms=1, eligible=ALL) == IsrChange(
+        (1, 2, 3), 7, added=(3,)
+    )
+
+
+def test_only_an_eligible_follower_joins() -> None:
+    state = leader(isr=(1, 2))
+    state.record_fetch(3, fetch_offset=50, leader_log_end_offset=50, now_ms=1)
+    assert state.isr_change(50, high_watermark=50, now_ms=1, eligible={1, 2}) is None
+    assert state.isr_change(50, high_watermark=50, now_ms=1, eligible=ALL) is not None
+
+
+def test_a_restarted_follower_rejoins_only_from_its_new_fetches() -> None:
+    """Its last fetch before the restart said 50; it came back with less (an unflushed tail
+    lost): nothing vouches for it until it fetches again."""
+    state = leader(isr=(1, 2))
+    state.record_fetch(3, fetch_offset=50, leader_log_end_offset=50, now_ms=1)
+    state.forget_follower(3)
+    assert state.isr_change(50, high_watermark=50, now_ms=2, eligible=ALL) is None
+    state.record_fetch(3, fetch_offset=42, leader_log_end_offset=60, now_ms=3)
+    assert state.isr_change(60, high_watermark=50, now_ms=3, eligible=ALL) is None
+    state.record_fetch(3, fetch_offset=60, leader_log_end_offset=60, now_ms=4)
+    assert state.isr_change(60, high_watermark=60, now_ms=4, eligible=ALL) is not None
 
 
 def test_a_caught_up_follower_outside_the_isr_holds_the_high_watermark_back() -> None:
