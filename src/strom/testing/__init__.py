@@ -1,6 +1,6 @@
 """Real strom brokers for tests (see docs/testing.md): ``Broker``, ``AsyncBroker``, the faults
-they inject, ``Cluster`` (controller and broker processes), and a pytest plugin
-(``strom.testing.pytest_plugin``, loaded by pytest itself).
+they inject, ``Cluster`` (controller and broker processes), ``Registry`` (a schema registry
+beside a broker), and a pytest plugin (``strom.testing.pytest_plugin``, loaded by pytest itself).
 
 The names are imported on first use, so that loading the pytest plugin (which imports this
 package) stays cheap and imports no broker code until a fixture needs it.
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from strom.server.network.faults import Faults
     from strom.testing.broker import AsyncBroker, Broker, BrokerStartError, unique_topic_name
     from strom.testing.cluster import Cluster, ClusterError, ClusterNode
+    from strom.testing.registry import Registry
 
 __all__ = [
     "KAFKA_RELEASES",
@@ -28,6 +29,7 @@ __all__ = [
     "ClusterError",
     "ClusterNode",
     "Faults",
+    "Registry",
     "unique_topic_name",
 ]
 
@@ -42,6 +44,7 @@ _HOMES = {
     "ClusterError": "strom.testing.cluster",
     "ClusterNode": "strom.testing.cluster",
     "unique_topic_name": "strom.testing.broker",
+    "Registry": "strom.testing.registry",
 }
 
 
