@@ -65,7 +65,7 @@ class _Api:
         return registry_response(self.service.read(query))
 
     async def _write(self, request: Request, command: Callable[[Writes], Any]) -> Response:
-        primary = self.service.primary.primary_url()
+        primary = await asyncio.to_thread(self.service.primary.primary_url)
         if primary is not None:
             return await self._forward(request, primary)
         return registry_response(await asyncio.to_thread(self.service.write, command))
@@ -283,11 +283,7 @@ class _Api:
     async def health(self, request: Request) -> Response:
         if not self.service.ready.is_set():
             return registry_response({"status": "STARTING"}, status=503)
-        try:
-            primary = self.service.primary.primary_url()
-        except RegistryError:
-            return registry_response({"status": "NO_PRIMARY"}, status=503)
-        return registry_response({"status": "UP", "primary": primary is None})
+        return registry_response({"status": "UP", "primary": self.service.primary.is_primary})
 
     def routes(self) -> list[Route]:
         config: _Endpoints = [

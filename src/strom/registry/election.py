@@ -36,6 +36,7 @@ class GroupElection:
         client_config: dict[str, Any] | None = None,
         session_timeout_ms: int = 6000,
         lookup_interval: float = 0.5,
+        election_wait: float = 15.0,
     ) -> None:
         self.url = url
         self.topic = topic
@@ -43,6 +44,7 @@ class GroupElection:
         self._clients = {"bootstrap.servers": bootstrap_servers, **(client_config or {})}
         self._session_timeout_ms = session_timeout_ms
         self._lookup_interval = lookup_interval
+        self._election_wait = election_wait
         self._is_primary = threading.Event()
         self._stopping = threading.Event()
         self._known: tuple[float, str | None] = (0.0, None)
@@ -61,14 +63,15 @@ class GroupElection:
     def is_primary(self) -> bool:
         return self._is_primary.is_set()
 
-    def wait_for_primary(self, timeout: float) -> str | None:
-        """Wait until some instance is primary; its URL (None: this one)."""
-        deadline = time.monotonic() + timeout
+    def primary_url(self) -> str | None:
+        """None when this instance is primary, else the primary's URL; while the group has
+        none (a rebalance), wait up to ``election_wait``, then fail with 50003."""
+        deadline = time.monotonic() + self._election_wait
         while True:
             try:
-                return self.primary_url()
+                return self._primary_now()
             except RegistryError:
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline or self._stopping.is_set():
                     raise
                 time.sleep(0.1)
 
@@ -104,8 +107,7 @@ class GroupElection:
             self._is_primary.clear()
             consumer.close()
 
-    def primary_url(self) -> str | None:
-        """None when this instance is primary, else the primary's URL; 50003 if none is."""
+    def _primary_now(self) -> str | None:
         if self._is_primary.is_set():
             return None
         checked, known = self._known

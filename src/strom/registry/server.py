@@ -118,7 +118,7 @@ class RegistryServer:
         self.election.start()
         self._thread = threading.Thread(target=self._serve, name="registry-http", daemon=True)
         self._thread.start()
-        self.election.wait_for_primary(self.settings.timeout)
+        self.election.primary_url()  # returns once some instance is primary
 
     def serve_forever(self) -> None:
         """Start and serve in the calling thread until interrupted."""

@@ -21,8 +21,11 @@ T = TypeVar("T")
 
 
 class Primary(Protocol):
-    """Tells who the primary is: ``None`` for this instance, else the primary's URL; raises
-    ``RegistryError`` (50003) while there is none."""
+    """Who the primary is. ``primary_url`` is None for this instance, else the primary's URL;
+    it waits a while for an election in progress, then raises ``RegistryError`` (50003)."""
+
+    @property
+    def is_primary(self) -> bool: ...
 
     def primary_url(self) -> str | None: ...
 
@@ -31,6 +34,8 @@ class Primary(Protocol):
 
 class _Alone:
     """A single instance that is always its own primary."""
+
+    is_primary = True
 
     def primary_url(self) -> str | None:
         return None
@@ -84,7 +89,7 @@ class RegistryService:
 
     def write(self, command: Callable[[Writes], tuple[T, list[Record] | tuple[Record, ...]]]) -> T:
         """Plan a write against the up-to-date state and carry it out (primary only)."""
-        if self.primary.primary_url() is not None:
+        if not self.primary.is_primary:
             raise RegistryError.forwarding("This instance is not the primary")
         with self._write_lock:
             self.store.catch_up()

@@ -77,8 +77,10 @@ class SchemaStore:
             self._reader.join(timeout=10)
         if self._producer is not None:
             self._producer.flush(5)
+            self._producer = None  # librdkafka's handle goes with the last reference
         if self._watermarks is not None:
             self._watermarks.close()
+            self._watermarks = None
 
     def _ensure_topic(self) -> None:
         admin = AdminClient(self._clients)
