@@ -28,6 +28,8 @@ SUBCOMMANDS: dict[str, str] = {
     "broker": "strom.cli.broker",
     "cluster": "strom.cli.cluster",
     "metadata-quorum": "strom.cli.metadata_quorum",
+    "registry": "strom.cli.registry",
+    "schemas": "strom.cli.schemas",
 }
 """Subcommand name -> the module defining a click command of that name, in help order."""
 
