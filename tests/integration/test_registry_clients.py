@@ -11,7 +11,12 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import (
+    Schema,
+    SchemaRegistryClient,
+    record_subject_name_strategy,
+    topic_record_subject_name_strategy,
+)
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
@@ -114,6 +119,21 @@ def test_avro_serializers_through_strom(bootstrap: str, client: SchemaRegistryCl
         {"id": 2, "note": "n"},
     ]
     assert AvroDeserializer(client)(read[0], context) == {"id": 1}
+
+
+def test_record_name_strategy(client: SchemaRegistryClient) -> None:
+    """The serializers' other subject name strategies need nothing of the registry: the
+    subject is the record's full name (or the topic and the record's name)."""
+    context = SerializationContext("any-topic", MessageField.VALUE)
+    for strategy, subject in (
+        (record_subject_name_strategy, "Order"),
+        (topic_record_subject_name_strategy, "any-topic-Order"),
+    ):
+        serializer = AvroSerializer(
+            client, json.dumps(V1), conf={"subject.name.strategy": strategy}
+        )
+        serializer({"id": 1}, context)
+        assert client.get_latest_version(subject).version == 1
 
 
 def test_json_serializer_through_strom(bootstrap: str, client: SchemaRegistryClient) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -65,10 +66,21 @@ class _Api:
         return registry_response(self.service.read(query))
 
     async def _write(self, request: Request, command: Callable[[Writes], Any]) -> Response:
-        primary = await asyncio.to_thread(self.service.primary.primary_url)
-        if primary is not None:
-            return await self._forward(request, primary)
-        return registry_response(await asyncio.to_thread(self.service.write, command))
+        """Carry out a write here if this instance is primary, else forward it. A primary
+        that cannot be reached (it just stopped) is looked up again until the store timeout."""
+        deadline = time.monotonic() + self.service.store.timeout
+        while True:
+            primary = await asyncio.to_thread(self.service.primary.primary_url)
+            if primary is None:
+                return registry_response(await asyncio.to_thread(self.service.write, command))
+            try:
+                return await self._forward(request, primary)
+            except httpx.ConnectError as error:  # not sent: safe to send again
+                if time.monotonic() > deadline:
+                    raise RegistryError.forwarding(
+                        f"Error while forwarding the request to the primary {primary}: {error}"
+                    ) from None
+                await asyncio.sleep(0.5)
 
     async def _forward(self, request: Request, primary: str) -> Response:
         if request.headers.get(_FORWARDED):
@@ -86,6 +98,8 @@ class _Api:
                 content=await request.body(),
                 headers={**headers, _FORWARDED: "1"},
             )
+        except httpx.ConnectError:
+            raise
         except httpx.HTTPError as error:
             raise RegistryError.forwarding(
                 f"Error while forwarding the request to the primary {primary}: {error}"
