@@ -4,6 +4,7 @@ nothing."""
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 import json
@@ -17,6 +18,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from google.protobuf import descriptor_pb2
 
 from strom.testing.registry import Registry
 
@@ -294,3 +296,24 @@ def test_tls_listener(bootstrap: str, tmp_path: Path) -> None:
         assert client.get_subjects() == []
         with pytest.raises(httpx.RemoteProtocolError):  # plain HTTP gets no answer
             httpx.get(secured.url.replace("https://", "http://") + "/subjects")
+
+
+def test_proto_text_schemas(api: Api) -> None:
+    money = 'syntax = "proto3";\npackage common;\nmessage Money { int64 cents = 1; }\n'
+    order = (
+        'syntax = "proto3";\npackage shop;\nimport "common/money.proto";\n'
+        "message Order { string id = 1; common.Money total = 2; }\n"
+    )
+    api.ok("POST", "/subjects/money/versions", {"schema": money, "schemaType": "PROTOBUF"})
+    refs = [{"name": "common/money.proto", "subject": "money", "version": 1}]
+    body = {"schema": order, "schemaType": "PROTOBUF", "references": refs}
+    order_id = api.ok("POST", "/subjects/order/versions", body)["id"]
+    assert api.ok("GET", f"/schemas/ids/{order_id}")["schema"] == order.strip()
+    serialized = api.ok("GET", f"/schemas/ids/{order_id}", format="serialized")["schema"]
+    file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))
+    assert [m.name for m in file.message_type] == ["Order"]
+    assert list(file.dependency) == ["common/money.proto"]
+    changed = {**body, "schema": order.replace("string id = 1", "int32 id = 1")}
+    api.fails(409, 409, "POST", "/subjects/order/versions", changed)
+    broken = {**body, "schema": order.replace("common.Money", "common.Nope")}
+    api.fails(422, 42201, "POST", "/subjects/order/versions", broken)

@@ -22,9 +22,10 @@ from starlette.routing import Route
 from strom.registry.commands import SchemaRequest, Writes
 from strom.registry.errors import RegistryError
 from strom.registry.http import AuthAndLimits, BasicAuth, raw_response, registry_response
+from strom.registry.protobuf_schema import ProtobufSchema
 from strom.registry.schema_types import SchemaType
 from strom.registry.service import RegistryService
-from strom.registry.state import RegistryState
+from strom.registry.state import RegistryState, StoredSchema
 
 __all__ = ["create_app"]
 
@@ -38,6 +39,17 @@ _JSON_TYPES = (
 )
 _FORWARDED = "X-Strom-Registry-Forwarded"
 _Endpoints = list[tuple[str, Callable[[Request], Awaitable[Response]]]]
+
+
+def _in_format(state: RegistryState, stored: StoredSchema, fmt: str | None) -> dict[str, object]:
+    """A schema's body; ``format=serialized`` turns a Protobuf ``.proto`` text into the base64
+    descriptor that confluent-kafka's Python serializers read."""
+    body = stored.to_json()
+    if fmt == "serialized" and stored.schema_type is SchemaType.PROTOBUF:
+        parsed = Writes(state).parsed(stored)
+        assert isinstance(parsed, ProtobufSchema)
+        body["schema"] = parsed.serialized()
+    return body
 
 
 def _flag(request: Request, name: str) -> bool:
@@ -113,8 +125,8 @@ class _Api:
         return registry_response([t.value for t in SchemaType])
 
     async def schema_by_id(self, request: Request) -> Response:
-        schema_id = request.path_params["id"]
-        return await self._read(lambda state: state.schema(schema_id).to_json())
+        schema_id, fmt = request.path_params["id"], request.query_params.get("format")
+        return await self._read(lambda state: _in_format(state, state.schema(schema_id), fmt))
 
     async def raw_schema_by_id(self, request: Request) -> Response:
         schema_id = request.path_params["id"]
@@ -154,10 +166,13 @@ class _Api:
 
     async def version(self, request: Request) -> Response:
         subject, version = request.path_params["subject"], request.path_params["version"]
-        deleted = _flag(request, "deleted")
-        return await self._read(
-            lambda state: state.version(subject, version, deleted=deleted).to_json()
-        )
+        deleted, fmt = _flag(request, "deleted"), request.query_params.get("format")
+
+        def query(state: RegistryState) -> dict[str, object]:
+            stored = state.version(subject, version, deleted=deleted)
+            return {**stored.to_json(), **_in_format(state, stored.schema, fmt)}
+
+        return await self._read(query)
 
     async def raw_version(self, request: Request) -> Response:
         subject, version = request.path_params["subject"], request.path_params["version"]

@@ -92,7 +92,9 @@ class RegistryCodec:
         ordered: list[tuple[str, str]] = []
         for reference in references:
             version = self._request(
-                "GET", f"/subjects/{reference['subject']}/versions/{reference['version']}"
+                "GET",
+                f"/subjects/{reference['subject']}/versions/{reference['version']}"
+                "?format=serialized",
             )
             ordered += self._dependencies(version.get("references") or [])
             ordered.append((reference["name"], version["schema"]))

@@ -1,6 +1,7 @@
-"""Protobuf schemas in the form Confluent's serializers register them: a ``FileDescriptorProto``,
-serialized and base64-encoded (``format=serialized``). ``protobuf``'s descriptor pool checks
-that the file and its imports (references, or the well-known types every pool knows) resolve.
+"""Protobuf schemas, as ``.proto`` text (compiled by ``proto_text``) or in the form Confluent's
+Python serializers register them: a ``FileDescriptorProto``, serialized and base64-encoded
+(``format=serialized``). ``protobuf``'s descriptor pool checks that the file and its imports
+(references, or the well-known types every pool knows) resolve.
 
 Compatibility follows Confluent's Protobuf rules, which are about the wire: fields are matched
 by number; a field may change type only within its wire-type group, and between singular and
@@ -27,6 +28,7 @@ from google.protobuf import (  # the well-known files, registered in the default
 )
 from google.protobuf.message import DecodeError
 
+from strom.registry.proto_text import compile_proto
 from strom.registry.schema_types import (
     Dependency,
     InvalidSchemaError,
@@ -34,7 +36,7 @@ from strom.registry.schema_types import (
     SchemaType,
 )
 
-__all__ = ["ProtobufSchema", "decode_file"]
+__all__ = ["ProtobufSchema", "decode_file", "is_serialized"]
 
 _Field = descriptor_pb2.FieldDescriptorProto  # a class: usable as a type
 _GROUPS: dict[int, str] = {
@@ -54,6 +56,15 @@ _GROUPS: dict[int, str] = {
     _Field.TYPE_BYTES: "length",
 }
 _LENGTH_DELIMITED = frozenset({_Field.TYPE_STRING, _Field.TYPE_BYTES, _Field.TYPE_MESSAGE})
+
+
+def is_serialized(text: str) -> bool:
+    """Whether a schema text is a base64 descriptor rather than ``.proto`` text."""
+    try:
+        base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def decode_file(text: str, name: str) -> descriptor_pb2.FileDescriptorProto:
@@ -86,12 +97,21 @@ class ProtobufSchema(ParsedSchema):
 
     def __init__(self, text: str, dependencies: Sequence[Dependency] = ()) -> None:
         self._text = text.strip()
-        self.file = decode_file(self._text, "schema.proto")
+        serialized = [d for d in dependencies if is_serialized(d.text)]
+        imports = [decode_file(d.text, d.name) for d in serialized]
+        if is_serialized(self._text):
+            self.file = decode_file(self._text, "schema.proto")
+        else:
+            texts = [(d.name, d.text) for d in dependencies if d not in serialized]
+            self.file = compile_proto(self._text, "schema.proto", texts, imports)
         pool = descriptor_pool.DescriptorPool()
         known = {"google/protobuf/descriptor.proto"}
         try:
             for dependency in dependencies:
-                pool.Add(decode_file(dependency.text, dependency.name))
+                if dependency in serialized:
+                    pool.Add(decode_file(dependency.text, dependency.name))
+                else:
+                    pool.Add(compile_proto(dependency.text, dependency.name, [], []))
                 known.add(dependency.name)
             for imported in self.file.dependency:
                 if imported not in known:
@@ -107,6 +127,10 @@ class ProtobufSchema(ParsedSchema):
         return self._text
 
     def normalized(self) -> str:
+        return self.serialized()
+
+    def serialized(self) -> str:
+        """The schema as ``format=serialized`` shows it: the base64 descriptor."""
         return base64.b64encode(self.file.SerializeToString(deterministic=True)).decode()
 
     def read_errors(self, writer: ParsedSchema) -> list[str]:

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from strom.registry.parsing import parse_schema
+from strom.registry.protobuf_schema import ProtobufSchema
 from strom.registry.schema_types import Dependency, InvalidSchemaError, SchemaType
 
 _NAMES = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
@@ -74,7 +75,7 @@ def test_json_canonical_round_trips(schema: dict[str, Any], indent: int) -> None
         ),
         (SchemaType.JSON, "[1]"),
         (SchemaType.JSON, '{"type": 12}'),
-        (SchemaType.PROTOBUF, "syntax = 'proto3'; message M {}"),
+        (SchemaType.PROTOBUF, "syntax = 'proto3'; message M {"),
         (SchemaType.PROTOBUF, "AAAA"),
     ],
 )
@@ -97,3 +98,30 @@ def test_avro_named_types_come_from_references() -> None:
         parse_schema(SchemaType.AVRO, user)
     parsed = parse_schema(SchemaType.AVRO, user, [Dependency("x.Address", address)])
     assert "x.Address" in parsed.canonical
+
+
+PAYMENT = """
+syntax = "proto3";
+package shop;
+import "google/protobuf/timestamp.proto";
+import "common/money.proto";
+message Payment {
+  string id = 1;
+  common.Money amount = 2;
+  google.protobuf.Timestamp at = 3;
+}
+"""
+MONEY = 'syntax = "proto3"; package common; message Money { int64 cents = 1; }'
+
+
+def test_proto_text_compiles_with_its_references() -> None:
+    money = [Dependency("common/money.proto", MONEY)]
+    with pytest.raises(InvalidSchemaError):  # the import is neither a reference nor well known
+        parse_schema(SchemaType.PROTOBUF, PAYMENT)
+    parsed = ProtobufSchema(PAYMENT, money)
+    assert list(parsed.messages) == ["shop.Payment"]
+    # The serialized form is the same schema: it parses, and reads the text's data.
+    serialized = ProtobufSchema(parsed.serialized(), money)
+    assert not serialized.read_errors(parsed) and not parsed.read_errors(serialized)
+    with pytest.raises(InvalidSchemaError, match="does not compile"):
+        parse_schema(SchemaType.PROTOBUF, 'syntax = "proto3"; message M { nope x = 1; }')
