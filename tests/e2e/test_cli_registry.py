@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from google.protobuf import descriptor_pb2
 from strom_harness import StromServer, start_strom_server, strom_command
 
 from strom.testing import unique_topic_name
@@ -27,6 +28,18 @@ ORDER_V2 = {
     "fields": [{"name": "id", "type": "int"}, {"name": "note", "type": "string", "default": ""}],
 }
 ORDER_BAD = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]}
+
+
+def order_descriptor_set() -> bytes:
+    """What ``protoc --descriptor_set_out`` writes for ``message Order {int32 id; string note}``."""
+    field = descriptor_pb2.FieldDescriptorProto
+    message = descriptor_pb2.DescriptorProto(name="Order")
+    message.field.add(name="id", number=1, type=field.TYPE_INT32, label=field.LABEL_OPTIONAL)
+    message.field.add(name="note", number=2, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    file = descriptor_pb2.FileDescriptorProto(
+        name="order.proto", package="shop", syntax="proto3", message_type=[message]
+    )
+    return descriptor_pb2.FileDescriptorSet(file=[file]).SerializeToString()
 
 
 def free_port() -> int:
@@ -79,7 +92,10 @@ def beside(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Beside]:
 
 
 def write(path: Path, document: object) -> Path:
-    path.write_text(json.dumps(document))
+    if isinstance(document, bytes):
+        path.write_bytes(document)
+    else:
+        path.write_text(json.dumps(document))
     return path
 
 
@@ -127,6 +143,7 @@ def test_schemas_commands(beside: Beside, tmp_path: Path) -> None:
                 "properties": {"id": {"type": "integer"}, "note": {"type": "string"}},
             },
         ),
+        ("protobuf", order_descriptor_set()),
     ],
 )
 def test_produce_and_consume_with_a_registry(
