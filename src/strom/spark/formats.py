@@ -147,14 +147,13 @@ def decode_value(
 ) -> Column:
     """Bytes to a column: ``string``, ``json`` (with a Spark schema) or ``avro`` (an Avro
     schema as JSON text). With ``registry`` (a schema registry's URL), values are in Confluent's
-    wire format: ``avro`` decodes into ``schema`` or the latest version of ``subject``;
-    ``json`` and ``protobuf`` decode to JSON text."""
+    wire format: ``avro`` decodes into ``schema`` or the latest version of ``subject``, ``json``
+    into ``schema`` (a Spark schema); without one, and for ``protobuf``, to JSON text."""
     if registry is not None:
         from strom.spark import registry_formats  # noqa: PLC0415 - needs strom[registry]
 
-        reader = schema if isinstance(schema, str) else None
         return registry_formats.decode_registry_value(
-            data, fmt, registry=registry, subject=subject, schema=reader
+            data, fmt, registry=registry, subject=subject, schema=schema
         )
     if fmt == "string":
         return data.cast("string")

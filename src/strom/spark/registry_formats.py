@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, StringType
+from pyspark.sql.types import BinaryType, StringType, StructType
 
 from strom.registry.codec import RegistryCodec
 from strom.registry.schema_types import SchemaType
@@ -23,6 +23,7 @@ from strom.spark.formats import as_plain_data, avro_type
 
 __all__ = ["decode_registry_value", "encode_registry_value"]
 
+_HEADER_BYTES = 5  # the magic byte and the schema id (JSON Schema values have no indexes)
 _TYPES = {"avro": SchemaType.AVRO, "json": SchemaType.JSON, "protobuf": SchemaType.PROTOBUF}
 _codecs: dict[str, RegistryCodec] = {}
 _codecs_lock = threading.Lock()
@@ -38,12 +39,22 @@ def _codec(url: str) -> RegistryCodec:
 
 
 def decode_registry_value(
-    data: Column, fmt: str, *, registry: str, subject: str | None, schema: str | None
+    data: Column,
+    fmt: str,
+    *,
+    registry: str,
+    subject: str | None,
+    schema: str | StructType | None,
 ) -> Column:
-    """Framed values to a typed column (``avro``), or to JSON text (``json``, ``protobuf``:
-    parse it further with ``from_json``)."""
+    """Framed values to a typed column: ``avro`` (into ``schema``, an Avro schema, else the
+    subject's latest), ``json`` with a Spark schema (the JSON after the 5-byte header, parsed
+    by Spark's ``from_json`` in the JVM); else (``json`` without one, ``protobuf``) to JSON
+    text, to parse further with ``from_json``."""
     if fmt not in _TYPES:
         raise ValueError(f"cannot decode {fmt!r} from a registry: use avro, json or protobuf")
+    if fmt == "json" and schema is not None:
+        payload = F.substring(data, _HEADER_BYTES + 1, 2**31 - 1).cast("string")
+        return F.from_json(payload, schema)
     if fmt != "avro":
 
         def to_json(value: bytes | None) -> str | None:
@@ -52,7 +63,7 @@ def decode_registry_value(
             return json.dumps(_codec(registry).decode(value), separators=(",", ":"))
 
         return F.udf(to_json, StringType(), useArrow=False)(data)
-    reader = schema
+    reader = schema if isinstance(schema, str) else None
     if reader is None:
         if subject is None:
             raise ValueError("decoding avro from a registry needs subject= or schema=")

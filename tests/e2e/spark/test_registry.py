@@ -1,6 +1,7 @@
 """Schema-registry values through Spark: Avro values produced by confluent-kafka's serializer
 with two compatible schema versions, decoded by ``strom.spark`` into the latest version,
-aggregated, written back registry-encoded and read by confluent-kafka's deserializer."""
+aggregated, written back registry-encoded and read by confluent-kafka's deserializer; JSON
+Schema values decoded into a Spark schema."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -108,3 +110,30 @@ def test_avro_through_spark_and_back(
     }
     assert got == {"north": (175, 3), "south": (250, 1)}
     assert client.get_latest_version(f"{totals}-value").version == 1
+
+
+def test_json_schema_values(spark: SparkSession, broker: StromServer, registry: Registry) -> None:
+    topic = create_topic(broker.bootstrap, "readings")
+    client = SchemaRegistryClient({"url": registry.url})
+    context = SerializationContext(topic, MessageField.VALUE)
+    reading = {
+        "type": "object",
+        "properties": {"sensor": {"type": "string"}, "value": {"type": "number"}},
+    }
+    serializer = JSONSerializer(json.dumps(reading), client)
+    values = [serializer({"sensor": s, "value": v}, context) for s, v in (("t1", 1.5), ("t2", 3.0))]
+    produce(broker.bootstrap, topic, [Record(v) for v in values])
+    df = (
+        spark.read.format("strom")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("subscribe", topic)
+        .load()
+    )
+    typed = df.select(
+        strom.spark.decode_value(
+            df.value, "json", "sensor STRING, value DOUBLE", registry=registry.url
+        ).alias("r")
+    ).select("r.*")
+    assert sorted(tuple(row) for row in typed.collect()) == [("t1", 1.5), ("t2", 3.0)]
+    text = df.select(strom.spark.decode_value(df.value, "json", registry=registry.url).alias("j"))
+    assert sorted(json.loads(row.j)["sensor"] for row in text.collect()) == ["t1", "t2"]
