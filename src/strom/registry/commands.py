@@ -125,10 +125,12 @@ class Writes:
         if mode is Mode.IMPORT:
             schema_id = self._import_id(request, candidate)
         else:
+            level = self.state.compatibility(subject)
+            history = sorted(live, key=_by_version)
+            checked = [] if level is CompatibilityLevel.NONE else history
+            checked = checked if level.transitive else checked[-1:]  # parse only what is checked
             problems = incompatibilities(
-                self.state.compatibility(subject),
-                self.parsed(candidate),
-                [(v.version, self.parsed(v.schema)) for v in sorted(live, key=_by_version)],
+                level, self.parsed(candidate), [(v.version, self.parsed(v.schema)) for v in checked]
             )
             if problems:
                 raise RegistryError.incompatible(
