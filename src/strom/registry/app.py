@@ -78,21 +78,27 @@ class _Api:
         return registry_response(self.service.read(query))
 
     async def _write(self, request: Request, command: Callable[[Writes], Any]) -> Response:
-        """Carry out a write here if this instance is primary, else forward it. A primary
-        that cannot be reached (it just stopped) is looked up again until the store timeout."""
+        """Carry out a write here if this instance is primary, else forward it and, once it
+        succeeded, read ``_schemas`` up to its end so that this instance shows the write too. A
+        primary that cannot be reached (it just stopped) is looked up again until the store
+        timeout."""
         deadline = time.monotonic() + self.service.store.timeout
         while True:
             primary = await asyncio.to_thread(self.service.primary.primary_url)
             if primary is None:
                 return registry_response(await asyncio.to_thread(self.service.write, command))
             try:
-                return await self._forward(request, primary)
+                answer = await self._forward(request, primary)
             except httpx.ConnectError as error:  # not sent: safe to send again
                 if time.monotonic() > deadline:
                     raise RegistryError.forwarding(
                         f"Error while forwarding the request to the primary {primary}: {error}"
                     ) from None
                 await asyncio.sleep(0.5)
+                continue
+            if answer.status_code == 200:  # read-your-writes here too: wait for the records
+                await asyncio.to_thread(self.service.store.catch_up)
+            return answer
 
     async def _forward(self, request: Request, primary: str) -> Response:
         if request.headers.get(_FORWARDED):
