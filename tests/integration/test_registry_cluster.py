@@ -51,8 +51,13 @@ def test_two_instances_one_primary(bootstrap: str) -> None:
         Registry(bootstrap, topic=topic, group_id=group) as first,
         Registry(bootstrap, topic=topic, group_id=group) as second,
     ):
-        primaries = [httpx.get(f"{r.url}/health").json()["primary"] for r in (first, second)]
-        assert sorted(primaries) == [False, True]
+        deadline = time.monotonic() + 30
+        while True:  # the second member's join rebalances the group once
+            primaries = [httpx.get(f"{r.url}/health").json()["primary"] for r in (first, second)]
+            if sorted(primaries) == [False, True]:
+                break
+            assert time.monotonic() < deadline, f"no single primary: {primaries}"
+            time.sleep(0.2)
         secondary = second if primaries[0] else first
         # A write to the secondary is forwarded; both instances read it.
         schema_id = register(secondary.url, "shared", schema("a"))
