@@ -65,6 +65,24 @@ AVRO_CASES = {
         True,
         False,
     ),
+    "add an enum symbol": (
+        avro({"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["X"]}}),
+        avro({"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["X", "Y"]}}),
+        True,
+        False,
+    ),
+    "rename a field with an alias": (
+        avro(A),
+        avro({"name": "b", "type": "int", "aliases": ["a"]}),
+        True,
+        False,
+    ),
+    "string to bytes": (
+        avro({"name": "a", "type": "string"}),
+        avro({"name": "a", "type": "bytes"}),
+        True,
+        True,
+    ),
 }
 JSON_CASES = {
     "anything to the empty schema": (js({"properties": {}}), js({}), True, False),
@@ -101,6 +119,24 @@ JSON_CASES = {
         False,
     ),
     "add an enum value": (js({"enum": ["a"]}), js({"enum": ["a", "b"]}), True, False),
+    "close the content model": (
+        js({"type": "object", "properties": {"a": {}}}),
+        js({"type": "object", "properties": {"a": {}}, "additionalProperties": False}),
+        False,
+        True,
+    ),
+    "remove a property from an open model": (
+        js({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}),
+        js({"type": "object", "properties": {"a": {"type": "string"}}}),
+        True,
+        False,
+    ),
+    "add a pattern": (
+        js({"type": "string"}),
+        js({"type": "string", "pattern": "^x"}),
+        False,
+        True,
+    ),
 }
 PROTO_CASES = {
     "add a field": (
@@ -142,6 +178,18 @@ PROTO_CASES = {
     "change the package": (
         proto(("a", 1, F.TYPE_INT32, OPT)),
         proto(("a", 1, F.TYPE_INT32, OPT), package="q"),
+        False,
+        False,
+    ),
+    "remove a field": (
+        proto(("a", 1, F.TYPE_INT32, OPT), ("b", 2, F.TYPE_STRING, OPT)),
+        proto(("a", 1, F.TYPE_INT32, OPT)),
+        True,
+        True,
+    ),
+    "sint32 to int32 (another varint encoding)": (
+        proto(("a", 1, F.TYPE_SINT32, OPT)),
+        proto(("a", 1, F.TYPE_INT32, OPT)),
         False,
         False,
     ),
