@@ -311,6 +311,7 @@ def consume(
       strom consume orders --value-format avro --registry http://localhost:8081
     """
     _check_options(group=group, partition=partition, offset=offset, from_beginning=from_beginning)
+    decode = value_decoder(value_format, registry)
     overrides = consumer_settings(
         group=group, from_beginning=from_beginning, isolation_level=isolation_level
     )
@@ -356,7 +357,7 @@ def consume(
             partition=print_partition,
             offset=print_offset,
             separator=key_separator,
-            value=value_decoder(value_format, registry),
+            value=decode,
         )
         count, interrupted = _print_messages(
             consumer,
