@@ -9,6 +9,7 @@ import re
 import signal
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -218,3 +219,59 @@ def test_registry_command(beside: Beside) -> None:
         process.wait_for_line("POST /subjects/own/versions 200", timeout=10)  # the request log
     finally:
         process.stop(signal.SIGTERM)
+
+
+def _registry_process(bootstrap: str, topic: str) -> tuple[StromServer, str]:
+    port = free_port()
+    process = StromServer(
+        [
+            *strom_command(),
+            "registry",
+            "--bootstrap-servers",
+            bootstrap,
+            "--listener",
+            f"127.0.0.1:{port}",
+            "--override",
+            f"kafkastore.topic={topic}",
+            "--override",
+            f"schema.registry.group.id={topic}",
+        ],
+        cwd=Path.cwd(),
+    )
+    process.wait_for_line("ready: schema registry listening on", timeout=60)
+    return process, f"http://127.0.0.1:{port}"
+
+
+def _is_primary(url: str) -> bool | None:
+    try:
+        answer: bool = httpx.get(f"{url}/health", timeout=2).json()["primary"]
+    except httpx.HTTPError:
+        return None
+    return answer
+
+
+def test_a_killed_primary_is_replaced(beside: Beside) -> None:
+    """kill -9 of the primary: its group session expires and the other instance takes over."""
+    topic = unique_topic_name("_schemas")
+    instances = [_registry_process(beside.process.bootstrap, topic) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 30
+        while sorted(str(_is_primary(url)) for _, url in instances) != ["False", "True"]:
+            assert time.monotonic() < deadline, "no single primary"
+            time.sleep(0.2)
+        primary, survivor = sorted(instances, key=lambda instance: not _is_primary(instance[1]))
+        body = {"schema": json.dumps(ORDER_V1)}
+        assert httpx.post(f"{survivor[1]}/subjects/k/versions", json=body).json() == {"id": 1}
+        primary[0].process.send_signal(signal.SIGKILL)
+        primary[0].process.wait(10)
+        # The next write waits out the election, then lands on the survivor.
+        answer = httpx.post(
+            f"{survivor[1]}/subjects/k/versions", json={"schema": json.dumps(ORDER_V2)}, timeout=60
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"id": 2}
+        assert _is_primary(survivor[1]) is True
+    finally:
+        for process, _ in instances:
+            if process.process.poll() is None:
+                process.stop(signal.SIGTERM)
