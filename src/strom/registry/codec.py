@@ -1,12 +1,14 @@
 """Decoding and encoding registry-framed values on the client side (the CLI, Spark executors):
 schemas are fetched from the registry by id once and cached; Avro goes through fastavro, JSON
-through ``json``, Protobuf through messages built from the registered file descriptors.
+through ``json``, Protobuf through messages built from the registered file descriptors (decoded
+to plain data by ``_message_data``).
 
 ``decode`` takes an optional reader schema (Avro): values written with older compatible
 versions are resolved into it, as Avro's schema resolution does."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import threading
@@ -17,6 +19,7 @@ import fastavro
 import httpx
 import jsonschema.validators
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from strom.registry.protobuf_schema import ProtobufSchema, decode_file
@@ -146,7 +149,7 @@ class RegistryCodec:
         indexes, body = read_message_indexes(payload)
         message = self._message_class(schema, indexes)()
         message.ParseFromString(bytes(body))
-        return json_format.MessageToDict(message, preserving_proto_field_name=True)
+        return _message_data(message)
 
     def encode(self, schema_id: int, data: Any) -> bytes:
         """Python data as a framed value of schema ``schema_id``."""
@@ -196,6 +199,38 @@ class RegistryCodec:
         with self._lock:
             self._protobuf[key] = made
         return made
+
+
+def _message_data(message: Message) -> dict[str, Any]:
+    """A message as plain data under its ``.proto`` field names: every field (unset ones with
+    presence as None, others with their defaults), 64-bit integers as numbers, enums by name,
+    bytes in base64. Protobuf's JSON mapping differs only in writing 64-bit integers as strings
+    and leaving defaults out, which typed consumers (Spark's ``from_json``) cannot use."""
+    data: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        if field.has_presence and not message.HasField(field.name):
+            data[field.name] = None
+            continue
+        value = getattr(message, field.name)
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            value_field = field.message_type.fields_by_name["value"]
+            data[field.name] = {key: _field_value(value_field, v) for key, v in value.items()}
+        elif field.is_repeated:
+            data[field.name] = [_field_value(field, item) for item in value]
+        else:
+            data[field.name] = _field_value(field, value)
+    return data
+
+
+def _field_value(field: Any, value: Any) -> Any:  # a FieldDescriptor (Python or upb)
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return _message_data(value)
+    if field.type == FieldDescriptor.TYPE_ENUM and field.enum_type is not None:
+        known = field.enum_type.values_by_number.get(value)
+        return value if known is None else known.name
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return base64.b64encode(value).decode()
+    return value
 
 
 def _well_known(name: str) -> descriptor_pb2.FileDescriptorProto:

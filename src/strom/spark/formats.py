@@ -148,7 +148,7 @@ def decode_value(
     """Bytes to a column: ``string``, ``json`` (with a Spark schema) or ``avro`` (an Avro
     schema as JSON text). With ``registry`` (a schema registry's URL), values are in Confluent's
     wire format: ``avro`` decodes into ``schema`` or the latest version of ``subject``, ``json``
-    into ``schema`` (a Spark schema); without one, and for ``protobuf``, to JSON text."""
+    and ``protobuf`` into ``schema`` (a Spark schema), or without one to JSON text."""
     if registry is not None:
         from strom.spark import registry_formats  # noqa: PLC0415 - needs strom[registry]
 

@@ -47,9 +47,10 @@ def decode_registry_value(
     schema: str | StructType | None,
 ) -> Column:
     """Framed values to a typed column: ``avro`` (into ``schema``, an Avro schema, else the
-    subject's latest), ``json`` with a Spark schema (the JSON after the 5-byte header, parsed
-    by Spark's ``from_json`` in the JVM); else (``json`` without one, ``protobuf``) to JSON
-    text, to parse further with ``from_json``."""
+    subject's latest); ``json`` with a Spark schema (the JSON after the 5-byte header, parsed
+    by Spark's ``from_json`` in the JVM); ``protobuf`` with a Spark schema (each message as
+    Protobuf's JSON mapping, with the proto field names, parsed by ``from_json``). Without a
+    schema, ``json`` and ``protobuf`` decode to JSON text."""
     if fmt not in _TYPES:
         raise ValueError(f"cannot decode {fmt!r} from a registry: use avro, json or protobuf")
     if fmt == "json" and schema is not None:
@@ -62,7 +63,8 @@ def decode_registry_value(
                 return None
             return json.dumps(_codec(registry).decode(value), separators=(",", ":"))
 
-        return F.udf(to_json, StringType(), useArrow=False)(data)
+        text = F.udf(to_json, StringType(), useArrow=False)(data)
+        return text if schema is None else F.from_json(text, schema)
     reader = schema if isinstance(schema, str) else None
     if reader is None:
         if subject is None:

@@ -1,7 +1,7 @@
 """Schema-registry values through Spark: Avro values produced by confluent-kafka's serializer
 with two compatible schema versions, decoded by ``strom.spark`` into the latest version,
 aggregated, written back registry-encoded and read by confluent-kafka's deserializer; JSON
-Schema values decoded into a Spark schema."""
+Schema and Protobuf values decoded into a Spark schema."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from strom_harness import StromServer
@@ -137,3 +139,34 @@ def test_json_schema_values(spark: SparkSession, broker: StromServer, registry: 
     assert sorted(tuple(row) for row in typed.collect()) == [("t1", 1.5), ("t2", 3.0)]
     text = df.select(strom.spark.decode_value(df.value, "json", registry=registry.url).alias("j"))
     assert sorted(json.loads(row.j)["sensor"] for row in text.collect()) == ["t1", "t2"]
+
+
+def test_protobuf_values(spark: SparkSession, broker: StromServer, registry: Registry) -> None:
+    topic = create_topic(broker.bootstrap, "payments")
+    field = descriptor_pb2.FieldDescriptorProto
+    file = descriptor_pb2.FileDescriptorProto(name="pay.proto", package="pay", syntax="proto3")
+    header = file.message_type.add(name="Header")  # the second message: indexes [1]
+    header.field.add(name="trace", number=1, type=field.TYPE_STRING, label=1)
+    payment = file.message_type.add(name="Payment")
+    payment.field.add(name="shop_id", number=1, type=field.TYPE_STRING, label=1)
+    payment.field.add(name="cents", number=2, type=field.TYPE_INT64, label=1)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    Payment = message_factory.GetMessageClass(pool.FindMessageTypeByName("pay.Payment"))
+    client = SchemaRegistryClient({"url": registry.url})
+    serializer = ProtobufSerializer(Payment, client, {"use.deprecated.format": False})
+    context = SerializationContext(topic, MessageField.VALUE)
+    values = [serializer(Payment(shop_id=s, cents=c), context) for s, c in (("n", 5), ("s", 7))]
+    produce(broker.bootstrap, topic, [Record(v) for v in values])
+    df = (
+        spark.read.format("strom")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("subscribe", topic)
+        .load()
+    )
+    typed = df.select(
+        strom.spark.decode_value(
+            df.value, "protobuf", "shop_id STRING, cents BIGINT", registry=registry.url
+        ).alias("p")
+    ).select("p.*")
+    assert sorted(tuple(row) for row in typed.collect()) == [("n", 5), ("s", 7)]
