@@ -5,9 +5,13 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from strom_harness import StartServer, StromServer, start_strom_server
+
+if TYPE_CHECKING:  # the registry's libraries load only for the tests that use one
+    from strom.testing.registry import Registry
 
 
 @pytest.fixture(scope="module")
@@ -37,3 +41,25 @@ def start_server(tmp_path: Path) -> Iterator[StartServer]:
     for server in servers:
         if server.process.poll() is None:
             server.stop(signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A ``strom server`` process per module, for clients that only need its address."""
+    base = tmp_path_factory.mktemp("strom")
+    server = start_strom_server(
+        data_dir=base / "data",
+        cwd=base,
+        overrides={"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3"},
+    )
+    yield server.bootstrap
+    server.stop(signal.SIGTERM)
+
+
+@pytest.fixture
+def registry(bootstrap: str) -> Iterator[Registry]:
+    """A schema registry with a ``_schemas`` topic of its own on the module's server."""
+    from strom.testing.registry import Registry  # noqa: PLC0415 - see the imports above
+
+    with Registry(bootstrap) as started:
+        yield started

@@ -12,9 +12,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka.schema_registry import Schema
+from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 from strom.server.network.faults import Faults
-from strom.testing import Broker
+from strom.testing import Broker, Registry
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,6 +54,14 @@ def test_faults_fixture_is_cleared_after_the_test(
     producer.produce(strom_topic, b"retried")
     assert producer.flush(10) == 0
     assert not strom_faults.active
+
+
+def test_registry_fixture_registers_and_serializes(strom_registry: Registry) -> None:
+    client = strom_registry.client()
+    schema = '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}'
+    schema_id = client.register_schema("r-value", Schema(schema, "AVRO"))
+    value = AvroSerializer(client, schema)({"a": 1}, SerializationContext("r", MessageField.VALUE))
+    assert value[:5] == b"\x00" + schema_id.to_bytes(4, "big")
 
 
 USER_TEST = """

@@ -22,7 +22,7 @@ import select
 import signal
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +50,7 @@ from strom.cli.client_common import (
     property_option,
     wait_for_partitions,
 )
+from strom.cli.value_formats import registry_options, value_decoder
 
 __all__ = [
     "CONSUMER_DEFAULTS",
@@ -79,6 +80,8 @@ class PrintOptions:
     partition: bool = False
     offset: bool = False
     separator: str = "\t"
+    value: Callable[[bytes], str] | None = None
+    """Decodes values (``--value-format``); None prints them as text."""
 
 
 def _text(data: bytes | str | None) -> str:
@@ -119,7 +122,9 @@ def format_message(message: Message, options: PrintOptions) -> str:
         fields.append(_headers(message))
     if options.key:
         fields.append(_text(message.key()))
-    fields.append(_text(message.value()))
+    value = message.value()
+    decode = options.value
+    fields.append(_text(value) if decode is None or value is None else decode(value))
     return options.separator.join(fields)
 
 
@@ -267,6 +272,7 @@ def consumer_settings(
     metavar="SEP",
     help="Separator between the printed fields.  [default: a tab]",
 )
+@registry_options(schema=False)
 @property_option("consumer")
 @client_options
 @handle_errors
@@ -286,6 +292,8 @@ def consume(
     print_partition: bool,
     print_offset: bool,
     key_separator: str,
+    value_format: str,
+    registry: str | None,
     properties: tuple[str, ...],
     bootstrap_server: str | None,
     command_config: Path | None,
@@ -300,8 +308,10 @@ def consume(
       strom consume orders --partition 2 --offset 1500 --timeout-ms 5000
       strom consume orders --group billing --print-headers --print-timestamp
       strom consume orders --isolation-level read_committed --property fetch.min.bytes=1024
+      strom consume orders --value-format avro --registry http://localhost:8081
     """
     _check_options(group=group, partition=partition, offset=offset, from_beginning=from_beginning)
+    decode = value_decoder(value_format, registry)
     overrides = consumer_settings(
         group=group, from_beginning=from_beginning, isolation_level=isolation_level
     )
@@ -347,6 +357,7 @@ def consume(
             partition=print_partition,
             offset=print_offset,
             separator=key_separator,
+            value=decode,
         )
         count, interrupted = _print_messages(
             consumer,

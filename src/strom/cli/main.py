@@ -29,6 +29,8 @@ SUBCOMMANDS: dict[str, str] = {
     "cluster": "strom.cli.cluster",
     "metadata-quorum": "strom.cli.metadata_quorum",
     "chaos": "strom.cli.chaos",
+    "registry": "strom.cli.registry",
+    "schemas": "strom.cli.schemas",
 }
 """Subcommand name -> the module defining a click command of that name, in help order."""
 

@@ -30,6 +30,7 @@ from strom.cli.client_common import (
     wait_for_partitions,
 )
 from strom.cli.configs import describe_configs
+from strom.cli.value_formats import ValueEncoder, registry_options
 
 __all__ = [
     "ACKS",
@@ -189,6 +190,7 @@ class _DeliveryCallback:
     help="Acknowledgements the leader waits for: 0 none, 1 its own write, all (-1) every "
     "in-sync replica.  [default: all]",
 )
+@registry_options(schema=True)
 @property_option("producer")
 @client_options
 @handle_errors
@@ -200,6 +202,9 @@ def produce(
     partition: int | None,
     compression: str | None,
     acks: str | None,
+    value_format: str,
+    schema_file: Path | None,
+    registry: str | None,
     properties: tuple[str, ...],
     bootstrap_server: str | None,
     command_config: Path | None,
@@ -212,6 +217,8 @@ def produce(
       printf 'k1:v1\\nk2:v2\\n' | strom produce orders --key-separator :
       strom produce orders --header source=cli --header v=2 --acks 1 < lines.txt
       strom produce orders --partition 0 --compression zstd --property linger.ms=50 < lines.txt
+      strom produce orders --value-format avro --schema order.avsc \\
+        --registry http://localhost:8081 < orders.jsonl
     """
     if key_separator == "":
         raise click.BadParameter("must not be empty", param_hint="'--key-separator'")
@@ -226,6 +233,7 @@ def produce(
         defaults=PRODUCER_DEFAULTS,
         overrides=overrides,
     )
+    encoder = ValueEncoder(value_format, topic=topic, schema_file=schema_file, registry=registry)
     producer = config.create(Producer)
     partitions = wait_for_partitions(producer, config, topic)
     if partition is not None and partitions and partition not in partitions:
@@ -239,6 +247,7 @@ def produce(
             deliveries.lines = number
             try:
                 line = split_line(strip_eol(raw), number, separator)
+                line = Line(line.number, line.key, encoder.encode(line.value))
             except ValueError as error:
                 deliveries.fail(number, str(error))
                 continue

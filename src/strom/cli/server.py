@@ -12,17 +12,20 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from strom.cli.settings import build_config
+from strom.cli.settings import build_config, registry_section
 from strom.config import ConfigError
 from strom.protocol.kafka_releases import KAFKA_RELEASES
 from strom.server.collector import settle_after_start
 from strom.server.eventloop import run
 from strom.server.meta_properties import MetaPropertiesError
 from strom.server.node import Node, NodeStartError
+
+if TYPE_CHECKING:  # the registry's libraries load only when a registry runs
+    from strom.registry.server import RegistryServer
 
 __all__ = ["server"]
 
@@ -76,7 +79,8 @@ def server(
     emulate_kafka_version: str | None,
 ) -> None:
     """Run a strom node: with no process.roles a standalone one-node cluster (broker and
-    controller); otherwise the roles of PROPERTIES_FILE (see docs/cluster.md)."""
+    controller); otherwise the roles of PROPERTIES_FILE (see docs/cluster.md). Settings named
+    registry.* run a schema registry beside it (see docs/registry.md)."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
     try:
         config = build_config(
@@ -86,10 +90,11 @@ def server(
             listener=listener,
         )
         node = Node(config, emulate_kafka_version=emulate_kafka_version)
+        registry = registry_section(properties_file=properties_file, overrides=overrides)
     except (ConfigError, ValueError) as error:
         _fail(str(error))
     try:
-        run(_serve(node))
+        run(_serve(node, registry))
     except (MetaPropertiesError, NodeStartError) as error:
         _fail(str(error))
     except OSError as error:
@@ -99,7 +104,7 @@ def server(
         sys.exit(130)
 
 
-async def _serve(node: Node) -> None:
+async def _serve(node: Node, registry: dict[str, str]) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     signals = (signal.SIGINT, signal.SIGTERM)
@@ -114,7 +119,21 @@ async def _serve(node: Node) -> None:
         loop.add_signal_handler(number, request_stop, number)
     await node.start()
     settle_after_start()
+    beside = await asyncio.to_thread(_start_registry, node, registry) if registry else None
     try:
         await stop.wait()
     finally:
+        if beside is not None:
+            await asyncio.to_thread(beside.stop)
         await node.stop()
+
+
+def _start_registry(node: Node, values: dict[str, str]) -> RegistryServer:
+    """A schema registry on this node's listener (the ``registry.*`` settings)."""
+    from strom.registry.server import RegistryServer, RegistrySettings  # noqa: PLC0415
+
+    values.setdefault("kafkastore.bootstrap.servers", str(node.bound_address))
+    registry = RegistryServer(RegistrySettings.from_properties(values))
+    registry.start()
+    log.info("ready: schema registry listening on %s", registry.url)
+    return registry

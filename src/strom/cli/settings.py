@@ -7,7 +7,31 @@ from pathlib import Path
 from strom.config import ConfigError, ServerConfig, load_properties
 from strom.server.network.listener import HostPort
 
-__all__ = ["build_config"]
+__all__ = ["REGISTRY_PREFIX", "build_config", "registry_section"]
+
+REGISTRY_PREFIX = "registry."
+"""Settings under this prefix run a schema registry beside the node (``strom server``)."""
+
+
+def _values(properties_file: Path | None, overrides: tuple[str, ...]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    if properties_file is not None:
+        values.update(load_properties(properties_file))
+    for override in overrides:
+        name, sep, value = override.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError("--override", f"expected name=value, got {override!r}")
+        values[name.strip()] = value.strip()
+    return values
+
+
+def registry_section(*, properties_file: Path | None, overrides: tuple[str, ...]) -> dict[str, str]:
+    """The ``registry.*`` settings without their prefix (empty: no registry)."""
+    return {
+        name.removeprefix(REGISTRY_PREFIX): value
+        for name, value in _values(properties_file, overrides).items()
+        if name.startswith(REGISTRY_PREFIX)
+    }
 
 
 def build_config(
@@ -17,15 +41,13 @@ def build_config(
     data_dir: Path | None,
     listener: str | None,
 ) -> ServerConfig:
-    """Merge the sources of settings into a validated ``ServerConfig`` (raises ConfigError)."""
-    values: dict[str, str] = {}
-    if properties_file is not None:
-        values.update(load_properties(properties_file))
-    for override in overrides:
-        name, sep, value = override.partition("=")
-        if not sep or not name.strip():
-            raise ConfigError("--override", f"expected name=value, got {override!r}")
-        values[name.strip()] = value.strip()
+    """Merge the sources of settings into a validated ``ServerConfig`` (raises ConfigError);
+    the ``registry.*`` section is not the node's."""
+    values = {
+        name: value
+        for name, value in _values(properties_file, overrides).items()
+        if not name.startswith(REGISTRY_PREFIX)
+    }
     if data_dir is not None:
         values["log.dirs"] = str(data_dir)
     if listener is not None:

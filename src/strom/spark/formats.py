@@ -120,26 +120,41 @@ def to_avro(data: Column, jsonFormatSchema: str) -> Column:
         if value is None:
             return None
         out = io.BytesIO()
-        fastavro.schemaless_writer(out, parsed, _plain(value))
+        fastavro.schemaless_writer(out, parsed, as_plain_data(value))
         return out.getvalue()
 
     return F.udf(encode, BinaryType(), useArrow=False)(data)
 
 
-def _plain(value: Any) -> Any:
+def as_plain_data(value: Any) -> Any:
     """Rows (structs) as dicts, all the way down, as fastavro wants records."""
     if isinstance(value, Row):
-        return {k: _plain(v) for k, v in value.asDict().items()}
+        return {k: as_plain_data(v) for k, v in value.asDict().items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [as_plain_data(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: as_plain_data(v) for k, v in value.items()}
     return value
 
 
-def decode_value(data: Column, fmt: str, schema: str | StructType | None = None) -> Column:
+def decode_value(
+    data: Column,
+    fmt: str,
+    schema: str | StructType | None = None,
+    *,
+    registry: str | None = None,
+    subject: str | None = None,
+) -> Column:
     """Bytes to a column: ``string``, ``json`` (with a Spark schema) or ``avro`` (an Avro
-    schema as JSON text)."""
+    schema as JSON text). With ``registry`` (a schema registry's URL), values are in Confluent's
+    wire format: ``avro`` decodes into ``schema`` or the latest version of ``subject``, ``json``
+    and ``protobuf`` into ``schema`` (a Spark schema), or without one to JSON text."""
+    if registry is not None:
+        from strom.spark import registry_formats  # noqa: PLC0415 - needs strom[registry]
+
+        return registry_formats.decode_registry_value(
+            data, fmt, registry=registry, subject=subject, schema=schema
+        )
     if fmt == "string":
         return data.cast("string")
     if fmt == "json" and schema is not None:
@@ -151,9 +166,25 @@ def decode_value(data: Column, fmt: str, schema: str | StructType | None = None)
     )
 
 
-def encode_value(data: Column, fmt: str, schema: str | None = None) -> Column:
+def encode_value(
+    data: Column,
+    fmt: str,
+    schema: str | None = None,
+    *,
+    registry: str | None = None,
+    subject: str | None = None,
+) -> Column:
     """A column to bytes or text the sink writes: ``string``, ``json`` or ``avro`` (with an Avro
-    schema as JSON text)."""
+    schema as JSON text). With ``registry`` and ``subject``, ``schema`` is registered there (or
+    found) and values are framed with its id (Confluent's wire format)."""
+    if registry is not None:
+        if subject is None or schema is None:
+            raise ValueError("encoding for a registry needs subject= and schema=")
+        from strom.spark import registry_formats  # noqa: PLC0415 - needs strom[registry]
+
+        return registry_formats.encode_registry_value(
+            data, fmt, registry=registry, subject=subject, schema=schema
+        )
     if fmt == "string":
         return data.cast("string")
     if fmt == "json":

@@ -1,7 +1,8 @@
 """Real strom brokers for tests (see docs/testing.md): ``Broker``, ``AsyncBroker``, the faults
 they inject, ``Cluster`` (controller and broker processes, optionally each in a network
-namespace of its own, with network faults between them), and a pytest plugin
-(``strom.testing.pytest_plugin``, loaded by pytest itself).
+namespace of its own, with network faults between them), ``Registry`` (a schema registry
+beside a broker), and a pytest plugin (``strom.testing.pytest_plugin``, loaded by pytest
+itself).
 
 The names are imported on first use, so that loading the pytest plugin (which imports this
 package) stays cheap and imports no broker code until a fixture needs it.
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from strom.testing.cluster import Cluster, ClusterError, ClusterNode
     from strom.testing.netns import NamespaceNetwork, NetnsError, netns_unavailable
     from strom.testing.network import NetworkNemesis
+    from strom.testing.registry import Registry
 
 __all__ = [
     "KAFKA_RELEASES",
@@ -34,6 +36,7 @@ __all__ = [
     "NamespaceNetwork",
     "NetnsError",
     "NetworkNemesis",
+    "Registry",
     "netns_unavailable",
     "unique_topic_name",
 ]
@@ -53,6 +56,7 @@ _HOMES = {
     "NetworkNemesis": "strom.testing.network",
     "netns_unavailable": "strom.testing.netns",
     "unique_topic_name": "strom.testing.broker",
+    "Registry": "strom.testing.registry",
 }
 
 

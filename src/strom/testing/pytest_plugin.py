@@ -12,6 +12,8 @@ Fixtures (see docs/testing.md):
   flushed or closed after the test; the consumer is assigned every partition of
   ``strom_topic`` from its first offset (no group rebalance to wait for).
 - ``strom_faults``: the session broker's fault injection, cleared after the test.
+- ``strom_registry``: a schema registry (``strom.testing.Registry``) on the session broker, with
+  a ``_schemas`` topic of its own; ``.url`` and ``.client()`` (confluent-kafka's client).
 
 No broker starts unless a test asks for one of these fixtures. ``--strom-kafka-version 3.6``
 (or the ``strom_kafka_version`` ini setting) makes the brokers emulate an Apache Kafka release.
@@ -27,6 +29,7 @@ import pytest
 if TYPE_CHECKING:  # the broker is imported when a fixture first needs it, not at plugin load
     from strom.server.network.faults import Faults
     from strom.testing.broker import Broker
+    from strom.testing.registry import Registry
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -73,6 +76,15 @@ def strom_session_broker(pytestconfig: pytest.Config) -> Iterator[Broker]:
 def strom_broker(pytestconfig: pytest.Config) -> Iterator[Broker]:
     with _broker(pytestconfig) as broker:
         yield broker
+
+
+@pytest.fixture
+def strom_registry(strom_session_broker: Broker) -> Iterator[Registry]:
+    """A schema registry of its own (its own ``_schemas`` topic) on the session broker."""
+    from strom.testing.registry import Registry  # noqa: PLC0415 - see the imports above
+
+    with Registry(strom_session_broker.bootstrap_servers) as registry:
+        yield registry
 
 
 @pytest.fixture
