@@ -4,13 +4,18 @@ run`` runs any of them, and the others, for longer."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from strom.cli.main import cli
-from strom.testing import netns_unavailable
+from strom.testing import Cluster, netns_unavailable
+from strom.testing.chaos import Nemesis, Recorder, ShiftClock, nodes, use_offset_clock
 from strom.testing.chaos.runner import run_scenario
 from strom.testing.chaos.scenarios import scenario_named
 
@@ -76,3 +81,39 @@ def test_strom_chaos_run_refuses_an_unknown_scenario() -> None:
     result = CliRunner().invoke(cli, ["chaos", "run", "--scenario", "no-such"])
     assert result.exit_code != 0
     assert "no scenario 'no-such'" in result.output
+
+
+def test_a_shifted_clock_moves_the_broker_s_time(tmp_path: Path) -> None:
+    """The clock nemesis reaches the code that reads time: LogAppendTime stamps follow it."""
+    hour_ms = 3_600_000
+    cluster = Cluster(brokers=1, controllers=1, data_dir=tmp_path)
+    use_offset_clock(cluster)
+    with cluster:
+        topic = "stamped"
+        admin = AdminClient(cluster.admin_config())
+        stamped = NewTopic(topic, 1, 1, config={"message.timestamp.type": "LogAppendTime"})
+        admin.create_topics([stamped])[topic].result(30)
+        recorder = Recorder()
+        nemesis = Nemesis(cluster, recorder)
+        shift = ShiftClock(nodes(1), offset_ms=hour_ms)
+        nemesis.start(shift)
+        time.sleep(0.3)  # the offset file is looked at every 100 ms
+        shifted = _append_time(cluster, topic)
+        nemesis.heal(shift)
+        time.sleep(0.3)
+        healed = _append_time(cluster, topic)
+    now_ms = time.time() * 1000
+    assert abs(shifted - (now_ms + hour_ms)) < 60_000
+    assert abs(healed - now_ms) < 60_000
+    assert [(e.type, e.value["name"]) for e in recorder.history()] == [
+        ("invoke", "shift-clock"),
+        ("ok", "shift-clock"),
+    ]
+
+
+def _append_time(cluster: Cluster, topic: str) -> int:
+    producer = Producer(cluster.producer_config())
+    stamps: list[int] = []
+    producer.produce(topic, b"v", on_delivery=lambda _, m: stamps.append(m.timestamp()[1]))
+    assert producer.flush(30) == 0
+    return stamps[0]

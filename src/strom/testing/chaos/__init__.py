@@ -20,7 +20,10 @@ from strom.testing.chaos.nemesis import (
     ShiftClock,
     SlowLink,
     Stop,
+    mount_small_disk,
     nodes,
+    unmount_small_disk,
+    use_offset_clock,
 )
 from strom.testing.chaos.report import write_report
 from strom.testing.chaos.workloads import BankWorkload, QueueWorkload, final_read
@@ -47,8 +50,11 @@ __all__ = [
     "Stop",
     "check",
     "final_read",
+    "mount_small_disk",
     "nodes",
     "read_history",
+    "unmount_small_disk",
+    "use_offset_clock",
     "write_history",
     "write_report",
 ]

@@ -130,6 +130,14 @@ class Recorder:
             self._events.append(event)
             return event
 
+    def in_flight(self, f: str, process: str) -> bool:
+        """Whether ``process`` has invoked an ``f`` it has not completed yet."""
+        with self._lock:
+            for event in reversed(self._events):
+                if event.process == process and event.f == f:
+                    return event.type == "invoke"
+        return False
+
     def elapsed(self) -> float:
         return time.monotonic() - self._started
 

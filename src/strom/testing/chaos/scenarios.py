@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -26,6 +26,7 @@ from strom.testing.chaos.nemesis import (
     Pause,
     Reassign,
     ShiftClock,
+    SlowLink,
     Stop,
     Target,
     nodes,
@@ -88,6 +89,21 @@ class FaultSchedule:
 
     def coordinator(self, *, transactional: bool) -> Target:
         return lambda cluster: [coordinator(cluster, self.key, transactional=transactional)]
+
+    def mid_transaction(self, target: Target, process: str, *, timeout: float = 5.0) -> Target:
+        """``target``, chosen once ``process`` is inside a transaction (begun, not yet
+        committed), so that the strike lands mid-commit."""
+
+        def choose(cluster: Cluster) -> Sequence[int]:
+            chosen = target(cluster)
+            deadline = time.monotonic() + timeout
+            while not self.nemesis.recorder.in_flight("txn", process):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.005)
+            return chosen
+
+        return choose
 
     def active_controller(self) -> Target:
         return lambda cluster: [cluster.active_controller()]
@@ -213,7 +229,8 @@ def _reassign_while_bouncing(s: FaultSchedule) -> None:
 
 
 def _txn_coordinator_kill(s: FaultSchedule) -> None:
-    s.cycle(lambda: Kill(s.coordinator(transactional=True)), on=4, off=5)
+    coordinator_of_worker_0 = s.mid_transaction(s.coordinator(transactional=True), "worker-0")
+    s.cycle(lambda: Kill(coordinator_of_worker_0), on=4, off=5)
 
 
 def _group_coordinator_kill(s: FaultSchedule) -> None:
@@ -223,6 +240,10 @@ def _group_coordinator_kill(s: FaultSchedule) -> None:
 def _follower_disk_full(s: FaultSchedule) -> None:
     victim = s.cluster.broker_ids[-1]
     s.cycle(lambda: FillDisk(lambda _: [victim]), on=6, off=6)
+
+
+def _slow_follower(s: FaultSchedule) -> None:
+    s.cycle(lambda: SlowLink(s.followers(1), rate_kbit=64), on=8, off=4)
 
 
 def _clock_jumps(s: FaultSchedule) -> None:
@@ -358,6 +379,15 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
         _ALWAYS,
         _clock_jumps,
         clock=True,
+    ),
+    Scenario(
+        16,
+        "slow-follower-link",
+        "every packet to and from a follower of partition 0 through a 64 kbit/s token bucket "
+        "(tc tbf), then at full speed again",
+        _ALWAYS + "; the slow follower leaves the ISR and acks=all goes on with the others",
+        _slow_follower,
+        network="netns",
     ),
 )
 
