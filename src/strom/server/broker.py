@@ -32,7 +32,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from strom.client.async_client import NodeClients
@@ -100,6 +100,8 @@ from strom.server.handlers.offset_fetch import OffsetFetchHandler
 from strom.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from strom.server.handlers.produce import ProduceHandler
 from strom.server.handlers.registry import HandlerRegistry
+from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
+from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
 from strom.server.handlers.sync_group import SyncGroupHandler
 from strom.server.handlers.txn_offset_commit import TxnOffsetCommitHandler
 from strom.server.handlers.write_txn_markers import WriteTxnMarkersHandler
@@ -108,7 +110,7 @@ from strom.server.log_publisher import LogPublisher
 from strom.server.metadata_view import MetadataWaiter
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.faults import Faults
-from strom.server.network.listener import HostPort, Listener
+from strom.server.network.listener import HostPort, Listener, ListenerSecurity
 from strom.server.node_config import NodeConfig
 from strom.server.producer_ids import ProducerIdManager
 from strom.server.replica_fetcher import FetcherSettings, ReplicaFetcherManager
@@ -166,6 +168,8 @@ class BrokerParts:
     """Logs that are no topic's partitions (the metadata log)."""
     emulate_kafka_version: str | None = None
     faults: Faults | None = None
+    security: Mapping[str, ListenerSecurity] = field(default_factory=dict)
+    """Listener name -> its TLS and SASL (PLAINTEXT when missing)."""
 
 
 class Broker:
@@ -186,6 +190,8 @@ class Broker:
             ceiling=None if version is None else release_versions(version)
         )
         self.registry.register(ApiVersionsHandler(self.registry))
+        self.registry.register(SaslHandshakeHandler())
+        self.registry.register(SaslAuthenticateHandler())
         self.lifecycle = BrokerLifecycleManager(
             LifecycleSettings(
                 node_id=self.node_id,
@@ -505,6 +511,7 @@ class Broker:
                 registry=self.registry,
                 settings=settings,
                 faults=self.parts.faults,
+                security=self.parts.security.get(config.name, ListenerSecurity()),
             )
             await listener.bind()
             self._listeners.append(listener)

@@ -69,6 +69,9 @@ from strom.server.handlers.partition_reassignments import (
     ListPartitionReassignmentsHandler,
 )
 from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
+from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
+from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
+from strom.server.listener_security import listener_security
 from strom.server.log_configs import TopicConfigResolver
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
 from strom.server.metadata_view import MetadataWaiter
@@ -120,6 +123,10 @@ class Node:
         only that Apache Kafka release's API versions; ``faults``: injected by tests."""
         self.config = config
         self.node = NodeConfig.from_config(config)
+        self.security = {
+            listener.name: listener_security(config, listener) for listener in self.node.listeners
+        }
+        """Each listener's TLS and SASL, checked before anything starts."""
         self.node_id = self.node.node_id
         self.clock: Clock = SystemClock()
         self.data_dir = data_dir_of(config).absolute()
@@ -249,6 +256,7 @@ class Node:
                         max_request_size=self.config.get_int("socket.request.max.bytes")
                     ),
                     faults=self._faults,
+                    security=self.security[listener_config.name],
                 )
                 await listener.bind()
                 self._controller_listener = listener
@@ -327,6 +335,8 @@ class Node:
         self.controller = controller
         registry = self.controller_registry
         registry.register(ApiVersionsHandler(registry))
+        registry.register(SaslHandshakeHandler())
+        registry.register(SaslAuthenticateHandler())
         describer = ConfigDescriber(TopicConfigResolver(self.config, node_id=self.node_id))
         handlers: list[Handler] = [
             CreateTopicsHandler(controller, describer),
@@ -403,6 +413,7 @@ class Node:
                 internal_logs=frozenset({METADATA_PARTITION}),
                 emulate_kafka_version=self._emulate,
                 faults=self._faults,
+                security=self.security,
             )
         )
 

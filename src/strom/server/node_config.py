@@ -40,8 +40,6 @@ __all__ = [
 ]
 
 SECURITY_PROTOCOLS: Final = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
-SERVED_PROTOCOLS: Final = frozenset({"PLAINTEXT"})
-"""What strom's listeners speak today (TLS and SASL come with the security work)."""
 
 
 class ProcessRole(enum.StrEnum):
@@ -237,10 +235,6 @@ def _listeners(
         if protocol is None:
             raise ConfigError(
                 "listener.security.protocol.map", f"no security protocol for listener {name}"
-            )
-        if protocol not in SERVED_PROTOCOLS:
-            raise ConfigError(
-                "listeners", f"listener {name} uses {protocol}; strom serves PLAINTEXT only for now"
             )
         out.append(ListenerConfig(name, address, protocol))
     return tuple(out)

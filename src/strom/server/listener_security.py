@@ -1,0 +1,94 @@
+"""Each listener's security from Kafka's settings, checked once at start.
+
+``listener.security.protocol.map`` gives a listener its protocol; the ``ssl.*`` and ``sasl.*``
+settings are read per listener (``listener.name.<listener>.<setting>`` first). SASL mechanisms:
+``sasl.enabled.mechanisms`` (Kafka's default, GSSAPI, is refused with a hint); PLAIN's users are
+the ``user_<name>="<password>"`` options of ``listener.name.<listener>.plain.sasl.jaas.config``
+or ``sasl.jaas.config``. Every problem is one ConfigError line naming the setting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Final
+
+from strom.config import ConfigError, ServerConfig
+from strom.config_types import Value
+from strom.security.jaas import JaasConfigError, parse_jaas_config
+from strom.security.principal_mapping import PrincipalMapper
+from strom.security.sasl import PLAIN, MechanismFactory, PlainServer
+from strom.security.sasl_authenticator import SaslAuthenticator
+from strom.security.tls import server_context
+from strom.server.network.listener import ListenerSecurity
+from strom.server.node_config import ListenerConfig
+
+__all__ = ["SUPPORTED_MECHANISMS", "listener_security"]
+
+SUPPORTED_MECHANISMS: Final = (PLAIN,)
+
+
+def listener_security(config: ServerConfig, listener: ListenerConfig) -> ListenerSecurity:
+    """The security of one listener (PLAINTEXT: nothing)."""
+    protocol = listener.security_protocol
+    if protocol == "PLAINTEXT":
+        return ListenerSecurity()
+
+    def setting(name: str) -> Value:
+        return config.for_listener(listener.name, name)
+
+    ssl_context = server_context(setting) if protocol in ("SSL", "SASL_SSL") else None
+    if protocol == "SSL":
+        return ListenerSecurity(ssl_context=ssl_context, principal_mapper=_mapper(setting))
+    mechanisms = _mechanisms(config, listener.name)
+    max_reauth = setting("connections.max.reauth.ms")
+    return ListenerSecurity(
+        ssl_context=ssl_context,
+        sasl=partial(
+            SaslAuthenticator,
+            mechanisms=mechanisms,
+            max_reauth_ms=max_reauth if isinstance(max_reauth, int) else 0,
+        ),
+    )
+
+
+def _mapper(setting: Callable[[str], Value]) -> PrincipalMapper:
+    rules = setting("ssl.principal.mapping.rules")
+    try:
+        return PrincipalMapper(rules if isinstance(rules, str) else "DEFAULT")
+    except ValueError as error:
+        raise ConfigError("ssl.principal.mapping.rules", str(error)) from None
+
+
+def _mechanisms(config: ServerConfig, listener: str) -> Mapping[str, MechanismFactory]:
+    enabled = config.for_listener(listener, "sasl.enabled.mechanisms")
+    names = (
+        [name.strip().upper() for name in enabled if name.strip()]
+        if isinstance(enabled, tuple)
+        else []
+    )
+    if not names:
+        raise ConfigError("sasl.enabled.mechanisms", f"listener {listener} enables no mechanism")
+    factories: dict[str, MechanismFactory] = {}
+    for name in names:
+        if name not in SUPPORTED_MECHANISMS:
+            raise ConfigError(
+                "sasl.enabled.mechanisms",
+                f"{name} is not supported (listener {listener}); "
+                f"use {', '.join(SUPPORTED_MECHANISMS)}",
+            )
+        users = _plain_users(config, listener)
+        factories[name] = partial(PlainServer, users)
+    return factories
+
+
+def _plain_users(config: ServerConfig, listener: str) -> Mapping[str, str]:
+    name = f"listener.name.{listener.lower()}.plain.sasl.jaas.config"
+    text = config.for_listener(listener, "sasl.jaas.config", mechanism=PLAIN)
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(name, 'PLAIN needs a JAAS config with user_<name>="<password>" options')
+    try:
+        module = parse_jaas_config(text)
+    except JaasConfigError as error:
+        raise ConfigError(name, str(error)) from None
+    return module.users()
