@@ -62,6 +62,7 @@ from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSession
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.handlers import (
     alter_configs,
+    alter_user_scram_credentials,
     create_partitions,
     create_topics,
     delete_topics,
@@ -82,6 +83,9 @@ from strom.server.handlers.describe_groups import DescribeGroupsHandler
 from strom.server.handlers.describe_log_dirs import DescribeLogDirsHandler
 from strom.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from strom.server.handlers.describe_transactions import DescribeTransactionsHandler
+from strom.server.handlers.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsHandler,
+)
 from strom.server.handlers.end_txn import EndTxnHandler
 from strom.server.handlers.fetch import FetchHandler
 from strom.server.handlers.find_coordinator import FindCoordinatorHandler
@@ -141,6 +145,7 @@ FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
     ApiKey.ALTER_CONFIGS: alter_configs.error_response,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.error_response,
     ApiKey.DESCRIBE_QUORUM: describe_quorum.error_response,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.error_response,
 }
 """The admin APIs a broker forwards to the active controller, with each one's answer when the
 controller cannot be reached."""
@@ -317,6 +322,7 @@ class Broker:
                     self.metadata.image, listener, include_fenced=fenced
                 ),
             ),
+            DescribeUserScramCredentialsHandler(lambda: self.metadata.image),
             DescribeLogDirsHandler(
                 self.log_manager,
                 data_dir=self.log_manager.data_dir,

@@ -4,7 +4,8 @@
 settings are read per listener (``listener.name.<listener>.<setting>`` first). SASL mechanisms:
 ``sasl.enabled.mechanisms`` (Kafka's default, GSSAPI, is refused with a hint); PLAIN's users are
 the ``user_<name>="<password>"`` options of ``listener.name.<listener>.plain.sasl.jaas.config``
-or ``sasl.jaas.config``. Every problem is one ConfigError line naming the setting.
+or ``sasl.jaas.config``; SCRAM's credentials are the metadata image's (AlterUserScramCredentials).
+Every problem is one ConfigError line naming the setting.
 """
 
 from __future__ import annotations
@@ -19,16 +20,19 @@ from strom.security.jaas import JaasConfigError, parse_jaas_config
 from strom.security.principal_mapping import PrincipalMapper
 from strom.security.sasl import PLAIN, MechanismFactory, PlainServer
 from strom.security.sasl_authenticator import SaslAuthenticator
+from strom.security.scram import CredentialLookup, ScramMechanism, ScramServer
 from strom.security.tls import server_context
 from strom.server.network.listener import ListenerSecurity
 from strom.server.node_config import ListenerConfig
 
 __all__ = ["SUPPORTED_MECHANISMS", "listener_security"]
 
-SUPPORTED_MECHANISMS: Final = (PLAIN,)
+SUPPORTED_MECHANISMS: Final = (PLAIN, *(m.mechanism_name for m in ScramMechanism))
 
 
-def listener_security(config: ServerConfig, listener: ListenerConfig) -> ListenerSecurity:
+def listener_security(
+    config: ServerConfig, listener: ListenerConfig, *, scram_credentials: CredentialLookup
+) -> ListenerSecurity:
     """The security of one listener (PLAINTEXT: nothing)."""
     protocol = listener.security_protocol
     if protocol == "PLAINTEXT":
@@ -40,7 +44,7 @@ def listener_security(config: ServerConfig, listener: ListenerConfig) -> Listene
     ssl_context = server_context(setting) if protocol in ("SSL", "SASL_SSL") else None
     if protocol == "SSL":
         return ListenerSecurity(ssl_context=ssl_context, principal_mapper=_mapper(setting))
-    mechanisms = _mechanisms(config, listener.name)
+    mechanisms = _mechanisms(config, listener.name, scram_credentials)
     max_reauth = setting("connections.max.reauth.ms")
     return ListenerSecurity(
         ssl_context=ssl_context,
@@ -60,7 +64,9 @@ def _mapper(setting: Callable[[str], Value]) -> PrincipalMapper:
         raise ConfigError("ssl.principal.mapping.rules", str(error)) from None
 
 
-def _mechanisms(config: ServerConfig, listener: str) -> Mapping[str, MechanismFactory]:
+def _mechanisms(
+    config: ServerConfig, listener: str, scram_credentials: CredentialLookup
+) -> Mapping[str, MechanismFactory]:
     enabled = config.for_listener(listener, "sasl.enabled.mechanisms")
     names = (
         [name.strip().upper() for name in enabled if name.strip()]
@@ -77,8 +83,11 @@ def _mechanisms(config: ServerConfig, listener: str) -> Mapping[str, MechanismFa
                 f"{name} is not supported (listener {listener}); "
                 f"use {', '.join(SUPPORTED_MECHANISMS)}",
             )
-        users = _plain_users(config, listener)
-        factories[name] = partial(PlainServer, users)
+        scram = ScramMechanism.from_name(name)
+        if scram is None:
+            factories[name] = partial(PlainServer, _plain_users(config, listener))
+        else:
+            factories[name] = partial(ScramServer, scram, scram_credentials)
     return factories
 
 

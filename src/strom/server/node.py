@@ -44,7 +44,11 @@ from strom.protocol.api import (
     make_request_header,
 )
 from strom.raft import FileQuorumStateStore, RaftClient, RaftConfig
-from strom.server.bootstrap_metadata import read_bootstrap_metadata_version
+from strom.security.scram import ScramCredential, ScramMechanism
+from strom.server.bootstrap_metadata import (
+    read_bootstrap_metadata_version,
+    read_bootstrap_scram,
+)
 from strom.server.broker import Broker, BrokerParts, BrokerStartError
 from strom.server.cleaner_service import CleanerService
 from strom.server.config_entries import ConfigDescriber
@@ -53,6 +57,9 @@ from strom.server.controller_server import ControllerServer
 from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
 from strom.server.handlers.alter_configs import AlterConfigsHandler
 from strom.server.handlers.alter_partition import AlterPartitionHandler
+from strom.server.handlers.alter_user_scram_credentials import (
+    AlterUserScramCredentialsHandler,
+)
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.broker_heartbeat import BrokerHeartbeatHandler
 from strom.server.handlers.broker_registration import BrokerRegistrationHandler
@@ -123,14 +130,17 @@ class Node:
         only that Apache Kafka release's API versions; ``faults``: injected by tests."""
         self.config = config
         self.node = NodeConfig.from_config(config)
-        self.security = {
-            listener.name: listener_security(config, listener) for listener in self.node.listeners
-        }
-        """Each listener's TLS and SASL, checked before anything starts."""
         self.node_id = self.node.node_id
         self.clock: Clock = SystemClock()
         self.data_dir = data_dir_of(config).absolute()
         self.metadata = MetadataLoader()
+        self.security = {
+            listener.name: listener_security(
+                config, listener, scram_credentials=self._scram_credential
+            )
+            for listener in self.node.listeners
+        }
+        """Each listener's TLS and SASL, checked before anything starts."""
         self._emulate = emulate_kafka_version
         self._faults = faults
         self._meta: MetaProperties | None = None
@@ -138,6 +148,9 @@ class Node:
         self._started = False
         self._ready = False
         self._closed = False
+
+    def _scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
+        return self.metadata.image.scram.credential(mechanism, user)
 
     @property
     def cluster_id(self) -> str:
@@ -326,6 +339,7 @@ class Node:
             clock=self.clock,
             session_timeout_ms=self.config.get_int("broker.session.timeout.ms"),
             bootstrap_metadata_version=read_bootstrap_metadata_version(self.data_dir),
+            bootstrap_scram=read_bootstrap_scram(self.data_dir),
             leader_balance_interval_ms=(
                 self.config.get_int("leader.imbalance.check.interval.seconds") * 1000
                 if self.config.get_bool("auto.leader.rebalance.enable")
@@ -352,6 +366,7 @@ class Node:
             BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),
             BrokerHeartbeatHandler(controller),
             AllocateProducerIdsHandler(controller),
+            AlterUserScramCredentialsHandler(controller),
             DescribeClusterHandler(
                 cluster_id=self.cluster_id,
                 controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,

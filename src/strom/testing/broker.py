@@ -154,6 +154,8 @@ class AsyncBroker(_ClientConfigs):
         self._data_dir = _DataDir(data_dir)
         self._security_dir = _DataDir(None) if isinstance(security, Security) else None
         self.security = _security_files(security, self._security_dir, host)
+        if self.security is not None:
+            self.security.bootstrap(self._data_dir.path)
         self.faults = Faults()
         """Inject errors, delays and connection failures (see docs/testing.md)."""
         self.server = ServerNode(
@@ -301,6 +303,8 @@ class Broker(_ClientConfigs):
     # --- child process -----------------------------------------------------------------------
 
     def _start_process(self) -> None:
+        if self.security is not None:
+            self.security.bootstrap(self._data_dir.path)
         args = [
             sys.executable,
             "-m",

@@ -2,8 +2,9 @@
 
 The broker gets a CA, a server certificate for its host and, for mutual TLS, client
 certificates signed by the same CA; its listener speaks ``protocol`` and its SASL users log in
-with their passwords. ``client_config`` gives confluent-kafka (librdkafka) the settings to
-connect as one of the users.
+with their passwords: PLAIN's from ``sasl.jaas.config``, SCRAM's from credentials the new
+cluster starts with (as ``strom storage format --add-scram`` writes them). ``client_config``
+gives confluent-kafka (librdkafka) the settings to connect as one of the users.
 """
 
 from __future__ import annotations
@@ -13,6 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from strom.controller import DEFAULT_METADATA_VERSION
+from strom.security.scram import ScramMechanism, ScramUser
+from strom.server.bootstrap_metadata import (
+    BOOTSTRAP_FILE,
+    scram_records,
+    write_bootstrap_checkpoint,
+)
 from strom.testing.certificates import CertificateAuthority, IssuedCertificate
 
 __all__ = ["Security", "SecurityFiles"]
@@ -66,6 +74,28 @@ class SecurityFiles:
             issued: IssuedCertificate = self.ca.issue(name, client=True)
             self._clients[name] = issued.write_pem(self._directory, f"client-{name}")
         return self._clients[name]
+
+    def bootstrap(self, data_dir: Path) -> None:
+        """Give a new data directory the users' SCRAM credentials (nothing for an existing
+        cluster, or without a SCRAM mechanism)."""
+        mechanisms = [
+            m for name in self.security.mechanisms if (m := ScramMechanism.from_name(name))
+        ]
+        if not mechanisms or (data_dir / "meta.properties").exists():
+            return
+        users = [
+            ScramUser(mechanism, name, password)
+            for mechanism in mechanisms
+            for name, password in self.security.users.items()
+        ]
+        data_dir.mkdir(parents=True, exist_ok=True)
+        if not (data_dir / BOOTSTRAP_FILE).exists():
+            write_bootstrap_checkpoint(
+                data_dir,
+                metadata_version=DEFAULT_METADATA_VERSION,
+                timestamp=0,
+                scram=scram_records(users),
+            )
 
     def server_settings(self) -> dict[str, str]:
         """The broker's settings for a listener named after its protocol."""
