@@ -24,6 +24,7 @@ from strom.security.sasl import SaslAuthenticationError
 
 __all__ = [
     "MAX_ITERATIONS",
+    "ScramClient",
     "ScramCredential",
     "ScramMechanism",
     "ScramServer",
@@ -278,3 +279,58 @@ def parse_scram_user(text: str) -> ScramUser:
     if not mechanism.min_iterations <= iterations <= MAX_ITERATIONS:
         raise ValueError(f"iterations must lie in [4096, {MAX_ITERATIONS}], got {iterations}")
     return ScramUser(mechanism, fields["name"], fields["password"], iterations)
+
+
+class ScramClient:
+    """The client's side of one SCRAM exchange (a broker logging in to another node)."""
+
+    def __init__(
+        self,
+        mechanism: ScramMechanism,
+        username: str,
+        password: str,
+        *,
+        nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24),
+    ) -> None:
+        self._scram = mechanism
+        self._password = password
+        self._nonce = nonce()
+        escaped = username.replace("=", "=3D").replace(",", "=2C")
+        self._client_first_bare = f"n={escaped},r={self._nonce}"
+        self._server_signature: bytes | None = None
+
+    def first_message(self) -> bytes:
+        return f"n,,{self._client_first_bare}".encode()
+
+    def final_message(self, server_first: bytes) -> bytes:
+        """The proof, from the server's salt, iterations and nonce (ValueError if they are
+        unacceptable)."""
+        text = server_first.decode("utf-8")
+        attributes = dict(_attributes(text))
+        nonce, salt_text, iterations = (
+            attributes.get("r", ""),
+            attributes.get("s"),
+            attributes.get("i"),
+        )
+        if not nonce.startswith(self._nonce) or salt_text is None or iterations is None:
+            raise ValueError("invalid SCRAM server-first message")
+        if int(iterations) < self._scram.min_iterations:
+            raise ValueError(f"the server asks for only {iterations} iterations")
+        salted = salted_password(
+            self._scram, self._password, base64.b64decode(salt_text), int(iterations)
+        )
+        client_key = _hmac(self._scram, salted, b"Client Key")
+        without_proof = f"c=biws,r={nonce}"
+        auth_message = f"{self._client_first_bare},{text},{without_proof}".encode()
+        signature = _hmac(self._scram, _hash(self._scram, client_key), auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        server_key = _hmac(self._scram, salted, b"Server Key")
+        self._server_signature = _hmac(self._scram, server_key, auth_message)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        """Check the server's signature (ValueError: the server does not know the password)."""
+        expected = self._server_signature
+        text = server_final.decode("utf-8", "replace")
+        if expected is None or text != "v=" + base64.b64encode(expected).decode():
+            raise ValueError(f"invalid SCRAM server-final message {text!r}")

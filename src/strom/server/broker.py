@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from strom.client.async_client import NodeClients
+from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.common import Clock, TopicPartition
 from strom.config import ServerConfig
 from strom.controller import SUPPORTED_FEATURES
@@ -175,6 +176,8 @@ class BrokerParts:
     faults: Faults | None = None
     security: Mapping[str, ListenerSecurity] = field(default_factory=dict)
     """Listener name -> its TLS and SASL (PLAINTEXT when missing)."""
+    inter_broker_security: ClientSecurity = PLAINTEXT
+    """How this broker logs in to the others (replica fetchers, transaction markers)."""
 
 
 class Broker:
@@ -362,7 +365,9 @@ class Broker:
             auto_topics=self.auto_topics,
             clock=self.clock,
             marker_clients=NodeClients(
-                self._inter_broker_address, client_id=f"strom-txn-markers-{self.node_id}"
+                self._inter_broker_address,
+                client_id=f"strom-txn-markers-{self.node_id}",
+                security=self.parts.inter_broker_security,
             ),
         )
         for handler in (
@@ -412,7 +417,9 @@ class Broker:
             node_id=self.node_id,
             replica_manager=self.replica_manager,
             clients=NodeClients(
-                self._inter_broker_address, client_id=f"strom-replica-fetcher-{self.node_id}"
+                self._inter_broker_address,
+                client_id=f"strom-replica-fetcher-{self.node_id}",
+                security=self.parts.inter_broker_security,
             ),
             settings=FetcherSettings.from_config(self.config),
             clock=self.clock,

@@ -14,18 +14,19 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Final
 
+from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.config import ConfigError, ServerConfig
 from strom.config_types import Value
-from strom.security.jaas import JaasConfigError, parse_jaas_config
+from strom.security.jaas import JaasConfigError, LoginModule, parse_jaas_config
 from strom.security.principal_mapping import PrincipalMapper
 from strom.security.sasl import PLAIN, MechanismFactory, PlainServer
 from strom.security.sasl_authenticator import SaslAuthenticator
 from strom.security.scram import CredentialLookup, ScramMechanism, ScramServer
-from strom.security.tls import server_context
+from strom.security.tls import client_context, server_context
 from strom.server.network.listener import ListenerSecurity
 from strom.server.node_config import ListenerConfig
 
-__all__ = ["SUPPORTED_MECHANISMS", "listener_security"]
+__all__ = ["SUPPORTED_MECHANISMS", "client_security", "listener_security"]
 
 SUPPORTED_MECHANISMS: Final = (PLAIN, *(m.mechanism_name for m in ScramMechanism))
 
@@ -54,6 +55,36 @@ def listener_security(
             max_reauth_ms=max_reauth if isinstance(max_reauth, int) else 0,
         ),
     )
+
+
+def client_security(
+    config: ServerConfig, *, listener: str, protocol: str, mechanism_setting: str
+) -> ClientSecurity:
+    """How this node connects to another's ``listener`` (the inter-broker or the controller
+    one): its TLS truststore (and keystore, for mutual TLS), and the SASL mechanism that
+    ``mechanism_setting`` names with the ``username``/``password`` of that mechanism's
+    ``sasl.jaas.config`` for the listener, as Kafka's brokers log in to each other."""
+    if protocol == "PLAINTEXT":
+        return PLAINTEXT
+
+    def setting(name: str) -> Value:
+        return config.for_listener(listener, name)
+
+    context = client_context(setting) if protocol in ("SSL", "SASL_SSL") else None
+    if protocol == "SSL":
+        return ClientSecurity(ssl_context=context)
+    mechanism = config.get_str(mechanism_setting).upper()
+    if mechanism not in SUPPORTED_MECHANISMS:
+        raise ConfigError(
+            mechanism_setting,
+            f"{mechanism} is not supported (listener {listener}); "
+            f"use {', '.join(SUPPORTED_MECHANISMS)}",
+        )
+    name = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    options = _jaas(config, listener, mechanism, name).options
+    if not options.get("username") or "password" not in options:
+        raise ConfigError(name, f"set username and password for this node's {mechanism} login")
+    return ClientSecurity(context, mechanism, options["username"], options["password"])
 
 
 def _mapper(setting: Callable[[str], Value]) -> PrincipalMapper:
@@ -93,11 +124,15 @@ def _mechanisms(
 
 def _plain_users(config: ServerConfig, listener: str) -> Mapping[str, str]:
     name = f"listener.name.{listener.lower()}.plain.sasl.jaas.config"
-    text = config.for_listener(listener, "sasl.jaas.config", mechanism=PLAIN)
+    return _jaas(config, listener, PLAIN, name).users()
+
+
+def _jaas(config: ServerConfig, listener: str, mechanism: str, name: str) -> LoginModule:
+    """The listener's JAAS login module of ``mechanism`` (``name``: the setting to blame)."""
+    text = config.for_listener(listener, "sasl.jaas.config", mechanism=mechanism)
     if not isinstance(text, str) or not text.strip():
-        raise ConfigError(name, 'PLAIN needs a JAAS config with user_<name>="<password>" options')
+        raise ConfigError(name, f"{mechanism} needs a JAAS login module (or sasl.jaas.config)")
     try:
-        module = parse_jaas_config(text)
+        return parse_jaas_config(text)
     except JaasConfigError as error:
         raise ConfigError(name, str(error)) from None
-    return module.users()

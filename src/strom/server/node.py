@@ -33,6 +33,7 @@ from typing import Final
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from strom.client.async_client import NodeClients
+from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.common import Clock, SystemClock, TopicPartition
 from strom.config import ConfigError, ServerConfig
 from strom.controller import ControllerSettings, QuorumController
@@ -78,7 +79,7 @@ from strom.server.handlers.partition_reassignments import (
 from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
 from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
 from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
-from strom.server.listener_security import listener_security
+from strom.server.listener_security import client_security, listener_security
 from strom.server.log_configs import TopicConfigResolver
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
 from strom.server.metadata_view import MetadataWaiter
@@ -141,6 +142,7 @@ class Node:
             for listener in self.node.listeners
         }
         """Each listener's TLS and SASL, checked before anything starts."""
+        self._controller_client, self._inter_broker_client = self._client_securities()
         self._emulate = emulate_kafka_version
         self._faults = faults
         self._meta: MetaProperties | None = None
@@ -148,6 +150,25 @@ class Node:
         self._started = False
         self._ready = False
         self._closed = False
+
+    def _client_securities(self) -> tuple[ClientSecurity, ClientSecurity]:
+        """How this node logs in to the controllers, and to other brokers."""
+        securities = []
+        for listener, setting in (
+            (next(iter(self.node.controller_listener_names), None), "controller"),
+            (self.node.inter_broker_listener_name, "inter.broker"),
+        ):
+            securities.append(
+                PLAINTEXT
+                if listener is None
+                else client_security(
+                    self.config,
+                    listener=listener,
+                    protocol=self.node.security_protocol(listener),
+                    mechanism_setting=f"sasl.mechanism.{setting}.protocol",
+                )
+            )
+        return securities[0], securities[1]
 
     def _scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
         return self.metadata.image.scram.credential(mechanism, user)
@@ -289,6 +310,7 @@ class Node:
             self._voter_address,
             client_id=f"strom-node-{self.node_id}",
             request_timeout=self.config.get_int("controller.quorum.request.timeout.ms") / 1000,
+            security=self._controller_client,
         )
         config = RaftConfig(
             election_timeout_ms=self.config.get_int("controller.quorum.election.timeout.ms"),
@@ -408,7 +430,11 @@ class Node:
         channel = ControllerChannel(
             node_id=self.node_id,
             leader=lambda: self.raft.client.leader_and_epoch.leader_id,
-            clients=NodeClients(self._voter_address, client_id=f"strom-broker-{self.node_id}"),
+            clients=NodeClients(
+                self._voter_address,
+                client_id=f"strom-broker-{self.node_id}",
+                security=self._controller_client,
+            ),
             local=self._local_controller if self.node.is_controller else None,
             retry_backoff=self.config.get_int("controller.quorum.retry.backoff.ms") / 1000,
         )
@@ -429,6 +455,7 @@ class Node:
                 emulate_kafka_version=self._emulate,
                 faults=self._faults,
                 security=self.security,
+                inter_broker_security=self._inter_broker_client,
             )
         )
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
@@ -121,6 +121,18 @@ class NodeConfig:
     find the voters through ``bootstrap_servers``)."""
     bootstrap_servers: tuple[HostPort, ...]
     rack: str | None
+    protocol_map: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """``listener.security.protocol.map`` as parsed."""
+
+    def security_protocol(self, listener_name: str) -> str:
+        """A listener's security protocol, this node's own or one it only connects to (a
+        broker's controller listener): the map's, else its name's, else PLAINTEXT."""
+        for listener in self.listeners:
+            if listener.name == listener_name:
+                return listener.security_protocol
+        if listener_name in self.protocol_map:
+            return self.protocol_map[listener_name]
+        return listener_name if listener_name in SECURITY_PROTOCOLS else "PLAINTEXT"
 
     @property
     def is_broker(self) -> bool:
@@ -199,6 +211,9 @@ class NodeConfig:
             voters=voters,
             bootstrap_servers=bootstrap,
             rack=rack if isinstance(rack, str) and rack else None,
+            protocol_map=MappingProxyType(
+                _protocol_map(config.get_str("listener.security.protocol.map"))
+            ),
         )
 
 

@@ -120,16 +120,19 @@ class CertificateAuthority:
         client: bool = False,
     ) -> IssuedCertificate:
         """A certificate for ``subject`` (a common name, or a whole name); ``hosts`` go into
-        the subject alternative names (server certificates)."""
+        the subject alternative names. A server certificate serves clients too (a broker
+        presents it when it connects to another node that asks for one)."""
         name = (
             subject
             if isinstance(subject, x509.Name)
             else x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
         )
         key = ec.generate_private_key(ec.SECP256R1())
-        usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
+        usages = [ExtendedKeyUsageOID.CLIENT_AUTH]
+        if not client:
+            usages.append(ExtendedKeyUsageOID.SERVER_AUTH)
         builder = _builder(name, self.certificate.subject, key.public_key()).add_extension(
-            x509.ExtendedKeyUsage([usage]), critical=False
+            x509.ExtendedKeyUsage(usages), critical=False
         )
         if hosts:
             builder = builder.add_extension(

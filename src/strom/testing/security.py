@@ -9,11 +9,13 @@ gives confluent-kafka (librdkafka) the settings to connect as one of the users.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from strom.client.security import ClientSecurity
 from strom.controller import DEFAULT_METADATA_VERSION
 from strom.security.scram import ScramMechanism, ScramUser
 from strom.server.bootstrap_metadata import (
@@ -113,11 +115,31 @@ class SecurityFiles:
             users = " ".join(
                 f'user_{name}="{password}"' for name, password in security.users.items()
             )
+            # the first user is also the one brokers and controllers log in to each other as
+            login, password = next(iter(security.users.items()))
             settings |= {
                 "sasl.enabled.mechanisms": ",".join(security.mechanisms),
-                "sasl.jaas.config": f"{_PLAIN_MODULE} required {users};",
+                "sasl.mechanism.inter.broker.protocol": security.mechanisms[0],
+                "sasl.mechanism.controller.protocol": security.mechanisms[0],
+                "sasl.jaas.config": (
+                    f'{_PLAIN_MODULE} required username="{login}" password="{password}" {users};'
+                ),
             }
         return settings
+
+    def client_security(self) -> ClientSecurity:
+        """strom's own client (``strom.client``) connecting as the first user."""
+        security = self.security
+        context = None
+        if security.tls:
+            context = ssl.create_default_context(cafile=str(self.ca_file))
+            if security.client_auth == "required":
+                key, chain = self.client_certificate(next(iter(security.users), "client"))
+                context.load_cert_chain(chain, key)
+        if not security.sasl:
+            return ClientSecurity(ssl_context=context)
+        user, password = next(iter(security.users.items()))
+        return ClientSecurity(context, security.mechanisms[0], user, password)
 
     def client_config(
         self,

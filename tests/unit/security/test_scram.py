@@ -8,6 +8,7 @@ import pytest
 
 from strom.security.sasl import SaslAuthenticationError
 from strom.security.scram import (
+    ScramClient,
     ScramCredential,
     ScramMechanism,
     ScramServer,
@@ -98,3 +99,14 @@ def test_add_scram_syntax() -> None:
     for text in ("MD5=[name=a,password=b]", "SCRAM-SHA-256=name=a", "SCRAM-SHA-256=[name=a]"):
         with pytest.raises(ValueError, match=r"expected|unknown"):
             parse_scram_user(text)
+
+
+def test_the_client_side_of_the_rfc_7677_exchange() -> None:
+    client = ScramClient(SHA256, "user", "pencil", nonce=lambda: "rOprNGfwEbeRWgbNEkqO")
+    assert client.first_message() == CLIENT_FIRST
+    scram = server()
+    final = client.final_message(scram.evaluate(client.first_message()))
+    assert final == CLIENT_FINAL
+    client.verify(scram.evaluate(final))
+    with pytest.raises(ValueError, match="server-final"):
+        client.verify(b"v=AAAA")
