@@ -23,8 +23,9 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.xdist_group("cluster")]
         Security(protocol="SASL_SSL", mechanisms=("SCRAM-SHA-512", "PLAIN")),
         Security(protocol="SSL", client_auth="required"),
         Security(protocol="SASL_PLAINTEXT", mechanisms=("PLAIN",)),
+        Security(protocol="SASL_PLAINTEXT", mechanisms=("OAUTHBEARER",)),
     ],
-    ids=["sasl_ssl-scram", "mutual-tls", "sasl_plaintext-plain"],
+    ids=["sasl_ssl-scram", "mutual-tls", "sasl_plaintext-plain", "sasl_plaintext-oauthbearer"],
 )
 def test_a_secured_cluster_replicates(security: Security) -> None:
     with Cluster(brokers=2, controllers=1, security=security) as cluster:

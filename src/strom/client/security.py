@@ -3,13 +3,14 @@
 :func:`sasl_exchange` is the SASL login as a generator (sans I/O): it yields each request
 (SaslHandshake v1, then SaslAuthenticate v1 with the mechanism's tokens), is sent each answer,
 and returns the session's lifetime in milliseconds (KIP-368; 0 for none). The async and blocking
-clients run it right after connecting, before any other request. PLAIN, SCRAM-SHA-256 and
-SCRAM-SHA-512.
+clients run it right after connecting, before any other request. PLAIN, SCRAM-SHA-256,
+SCRAM-SHA-512, and OAUTHBEARER with an unsecured token naming ``username``.
 """
 
 from __future__ import annotations
 
 import ssl
+import time
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.static.protocol import RequestPayload
 
+from strom.security.oauthbearer import OAUTHBEARER, oauthbearer_message, unsecured_token
 from strom.security.scram import ScramClient, ScramMechanism
 
 __all__ = ["PLAINTEXT", "AuthenticationFailed", "ClientSecurity", "SaslExchange", "sasl_exchange"]
@@ -28,6 +30,9 @@ class AuthenticationFailed(ConnectionError):
 
 
 SaslExchange = Generator[RequestPayload, Any, int]
+
+_TOKEN_LIFETIME_S = 3600
+"""OAUTHBEARER: the life of this node's unsecured token (``unsecuredLoginLifetimeSeconds``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +72,14 @@ def sasl_exchange(security: ClientSecurity) -> SaslExchange:
             f"(it enables {', '.join(handshake.mechanisms) or 'none'})"
         )
     scram = ScramMechanism.from_name(mechanism)
-    if scram is None:
+    if mechanism == OAUTHBEARER:
+        jwt = unsecured_token(security.username, expiry_s=time.time() + _TOKEN_LIFETIME_S)
+        response = yield SaslAuthenticateRequest(auth_bytes=oauthbearer_message(jwt))
+        if _check(response, "authentication"):  # a JSON error: acknowledge it, then fail
+            response = yield SaslAuthenticateRequest(auth_bytes=b"\x01")
+            _check(response, "authentication")
+            raise AuthenticationFailed("the server refused the OAUTHBEARER token")
+    elif scram is None:
         token = f"\0{security.username}\0{security.password}".encode()
         response = yield SaslAuthenticateRequest(auth_bytes=token)
         _check(response, "authentication")

@@ -4,12 +4,15 @@
 settings are read per listener (``listener.name.<listener>.<setting>`` first). SASL mechanisms:
 ``sasl.enabled.mechanisms`` (Kafka's default, GSSAPI, is refused with a hint); PLAIN's users are
 the ``user_<name>="<password>"`` options of ``listener.name.<listener>.plain.sasl.jaas.config``
-or ``sasl.jaas.config``; SCRAM's credentials are the metadata image's (AlterUserScramCredentials).
+or ``sasl.jaas.config``; SCRAM's credentials are the metadata image's (AlterUserScramCredentials);
+OAUTHBEARER takes unsecured JWTs, its validator's ``unsecuredValidator*`` options from the
+listener's ``oauthbearer.sasl.jaas.config``.
 Every problem is one ConfigError line naming the setting.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Final
@@ -18,6 +21,7 @@ from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.config import ConfigError, ServerConfig
 from strom.config_types import Value
 from strom.security.jaas import JaasConfigError, LoginModule, parse_jaas_config
+from strom.security.oauthbearer import OAUTHBEARER, OAuthBearerServer, UnsecuredValidator
 from strom.security.principal_mapping import PrincipalMapper
 from strom.security.sasl import PLAIN, MechanismFactory, PlainServer
 from strom.security.sasl_authenticator import SaslAuthenticator
@@ -28,7 +32,7 @@ from strom.server.node_config import ListenerConfig
 
 __all__ = ["SUPPORTED_MECHANISMS", "client_security", "listener_security"]
 
-SUPPORTED_MECHANISMS: Final = (PLAIN, *(m.mechanism_name for m in ScramMechanism))
+SUPPORTED_MECHANISMS: Final = (PLAIN, *(m.mechanism_name for m in ScramMechanism), OAUTHBEARER)
 
 
 def listener_security(
@@ -82,6 +86,11 @@ def client_security(
         )
     name = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
     options = _jaas(config, listener, mechanism, name).options
+    if mechanism == OAUTHBEARER:  # an unsecured token naming unsecuredLoginStringClaim_sub
+        subject = options.get("unsecuredLoginStringClaim_sub") or options.get("username")
+        if not subject:
+            raise ConfigError(name, "set unsecuredLoginStringClaim_sub for this node's login")
+        return ClientSecurity(context, mechanism, subject)
     if not options.get("username") or "password" not in options:
         raise ConfigError(name, f"set username and password for this node's {mechanism} login")
     return ClientSecurity(context, mechanism, options["username"], options["password"])
@@ -115,11 +124,32 @@ def _mechanisms(
                 f"use {', '.join(SUPPORTED_MECHANISMS)}",
             )
         scram = ScramMechanism.from_name(name)
-        if scram is None:
-            factories[name] = partial(PlainServer, _plain_users(config, listener))
-        else:
+        if scram is not None:
             factories[name] = partial(ScramServer, scram, scram_credentials)
+        elif name == OAUTHBEARER:
+            factories[name] = partial(OAuthBearerServer, _validator(config, listener), _now_ms)
+        else:
+            factories[name] = partial(PlainServer, _plain_users(config, listener))
     return factories
+
+
+def _validator(config: ServerConfig, listener: str) -> UnsecuredValidator:
+    """OAUTHBEARER's unsecured-JWT validator, its options from the listener's JAAS config."""
+    if config.for_listener(listener, "sasl.oauthbearer.jwks.endpoint.url"):
+        raise ConfigError(
+            "sasl.oauthbearer.jwks.endpoint.url", "JWKS-validated OAUTHBEARER is not supported yet"
+        )
+    name = f"listener.name.{listener.lower()}.oauthbearer.sasl.jaas.config"
+    text = config.for_listener(listener, "sasl.jaas.config", mechanism=OAUTHBEARER)
+    options = _jaas(config, listener, OAUTHBEARER, name).options if text else {}
+    try:
+        return UnsecuredValidator.from_options(options)
+    except ValueError as error:
+        raise ConfigError(name, f"unsecuredValidatorAllowableClockSkewMs: {error}") from None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _plain_users(config: ServerConfig, listener: str) -> Mapping[str, str]:

@@ -160,7 +160,13 @@ class SecurityFiles:
             if certificate is not None or security.client_auth == "required":
                 key, chain = self.client_certificate(name)
                 config |= {"ssl.key.location": str(key), "ssl.certificate.location": str(chain)}
-        if security.sasl:
+        if security.sasl and (mechanism or security.mechanisms[0]) == "OAUTHBEARER":
+            config |= {
+                "sasl.mechanism": "OAUTHBEARER",
+                "enable.sasl.oauthbearer.unsecure.jwt": "true",
+                "sasl.oauthbearer.config": f"principal={user or next(iter(security.users))}",
+            }
+        elif security.sasl:
             name = user or next(iter(security.users))
             config |= {
                 "sasl.mechanism": mechanism or security.mechanisms[0],
