@@ -233,8 +233,11 @@ def _pkcs12_certificates(setting: Lookup, location: str) -> str:
 
 
 def _reason(error: Exception) -> str:
-    if isinstance(error, ssl.SSLError) and error.reason:
-        return str(error.reason).lower().replace("_", " ")
+    """OpenSSL's reason without the source location (``[SSL] PEM lib (_ssl.c:3905)``)."""
+    if isinstance(error, ssl.SSLError):
+        text = str(error.reason or error.strerror or error)
+        text = re.sub(r"^\[\w+\]\s*|\s*\(_ssl\.c:\d+\)$", "", text)
+        return text.lower().replace("_", " ")
     return str(error)
 
 
