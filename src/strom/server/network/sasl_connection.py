@@ -59,6 +59,7 @@ class SaslConnection(Connection):
         if api_key == ApiKey.SASL_AUTHENTICATE:
             token = as_newest(request.body, SaslAuthenticateRequest).auth_bytes
             result = authenticator.authenticate(token, _now_ms())
+            self._take_principal()
             body = authenticate_response(
                 request.api_version,
                 result.error,
@@ -73,10 +74,10 @@ class SaslConnection(Connection):
             return False
         return self._serve(request)
 
-    def _context(self, request: Request) -> RequestContext:
+    def _take_principal(self) -> None:
+        """Later requests come from the authenticated user."""
         if self._authenticator.principal is not None:
             self.principal = self._authenticator.principal
-        return super()._context(request)
 
     def _answer(self, request: Request, body: ResponsePayload, *, close: bool) -> bool:
         frame = encode_response(correlation_id=request.correlation_id, body=body)
@@ -87,6 +88,7 @@ class SaslConnection(Connection):
         """SaslHandshake v0: the token came bare and its challenge goes back bare; a failure
         has no error field to carry, so the connection just closes (as Kafka's does)."""
         outcome = self._authenticator.authenticate(token, _now_ms())
+        self._take_principal()
         if outcome.close:
             self._fail(self._authenticator.failure or "SASL authentication failed")
             return False
