@@ -61,9 +61,10 @@ class TlsConfigError(ConfigError):
     """A TLS setting that cannot be used."""
 
 
-def server_context(setting: Lookup) -> ssl.SSLContext:
+def server_context(setting: Lookup, *, client_auth: str | None = None) -> ssl.SSLContext:
     """The context of one TLS listener: its keystore, and the truststore its clients'
-    certificates are checked against when ``ssl.client.auth`` asks for them."""
+    certificates are checked against when ``ssl.client.auth`` (or ``client_auth``, which
+    overrides it) asks for them."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     _configure(context, setting)
     if not _text(setting, "ssl.keystore.location") and not _text(
@@ -71,7 +72,7 @@ def server_context(setting: Lookup) -> ssl.SSLContext:
     ):
         raise TlsConfigError("ssl.keystore.location", "a TLS listener needs a keystore")
     _load_keystore(context, setting)
-    auth = _text(setting, "ssl.client.auth") or "none"
+    auth = client_auth or _text(setting, "ssl.client.auth") or "none"
     context.verify_mode = _CLIENT_AUTH[auth]
     if auth != "none":
         _load_truststore(context, setting, ssl.Purpose.CLIENT_AUTH)

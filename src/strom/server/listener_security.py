@@ -12,6 +12,7 @@ Every problem is one ConfigError line naming the setting.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -32,6 +33,8 @@ from strom.server.node_config import ListenerConfig
 
 __all__ = ["SUPPORTED_MECHANISMS", "client_security", "listener_security"]
 
+log = logging.getLogger(__name__)
+
 SUPPORTED_MECHANISMS: Final = (PLAIN, *(m.mechanism_name for m in ScramMechanism), OAUTHBEARER)
 
 
@@ -46,7 +49,12 @@ def listener_security(
     def setting(name: str) -> Value:
         return config.for_listener(listener.name, name)
 
-    ssl_context = server_context(setting) if protocol in ("SSL", "SASL_SSL") else None
+    ssl_context = None
+    if protocol == "SASL_SSL":
+        client_auth = _sasl_ssl_client_auth(config, listener.name)
+        ssl_context = server_context(setting, client_auth=client_auth)
+    elif protocol == "SSL":
+        ssl_context = server_context(setting)
     if protocol == "SSL":
         return ListenerSecurity(ssl_context=ssl_context, principal_mapper=_mapper(setting))
     mechanisms = _mechanisms(config, listener.name, scram_credentials)
@@ -94,6 +102,21 @@ def client_security(
     if not options.get("username") or "password" not in options:
         raise ConfigError(name, f"set username and password for this node's {mechanism} login")
     return ClientSecurity(context, mechanism, options["username"], options["password"])
+
+
+def _sasl_ssl_client_auth(config: ServerConfig, listener: str) -> str | None:
+    """Kafka asks SASL_SSL clients for certificates only when the listener-prefixed
+    ``ssl.client.auth`` says so; the broker-wide setting applies to SSL listeners alone."""
+    if config.is_explicit(f"listener.name.{listener.lower()}.ssl.client.auth"):
+        return None
+    if config.get_str("ssl.client.auth") != "none":
+        log.warning(
+            "ssl.client.auth applies to SSL listeners only; set "
+            "listener.name.%s.ssl.client.auth for SASL_SSL listener %s",
+            listener.lower(),
+            listener,
+        )
+    return "none"
 
 
 def _mapper(setting: Callable[[str], Value]) -> PrincipalMapper:

@@ -111,6 +111,11 @@ class SecurityFiles:
                 "ssl.truststore.location": str(self.ca_file),
                 "ssl.client.auth": security.client_auth,
             }
+            if security.sasl:  # Kafka asks SASL_SSL clients only through the listener's setting
+                settings |= {
+                    f"listener.name.{name}.ssl.client.auth": security.client_auth
+                    for name in ("sasl_ssl", "controller")
+                }
         if security.sasl:
             users = " ".join(
                 f'user_{name}="{password}"' for name, password in security.users.items()

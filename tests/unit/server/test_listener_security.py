@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,21 @@ def test_the_inter_broker_login_needs_a_user_and_a_supported_mechanism() -> None
             protocol="SASL_PLAINTEXT",
             mechanism_setting="sasl.mechanism.inter.broker.protocol",
         )
+
+
+def test_sasl_ssl_asks_for_certificates_only_through_the_listener_setting(
+    tmp_path: Path,
+) -> None:
+    keystore = CertificateAuthority().issue("a").write_keystore_pem(tmp_path / "k.pem")
+    base = {
+        "listeners": "SASL_SSL://a:1",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(keystore),
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+        "ssl.client.auth": "required",
+    }
+    wide = security_of(base, "SASL_SSL").ssl_context
+    assert wide is not None and wide.verify_mode == ssl.CERT_NONE
+    prefixed = {**base, "listener.name.sasl_ssl.ssl.client.auth": "required"}
+    own = security_of(prefixed, "SASL_SSL").ssl_context
+    assert own is not None and own.verify_mode == ssl.CERT_REQUIRED
