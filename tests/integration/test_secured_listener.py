@@ -73,6 +73,14 @@ class Recorder:
         return HeartbeatResponse(error_code=ErrorCode.none)
 
 
+listeners: dict[int, Listener] = {}
+"""The listeners ``serve`` runs, by port (for scenarios that look at them)."""
+
+
+def listener_count(address: HostPort) -> int:
+    return listeners[address.port].connection_count
+
+
 def heartbeat(group_id: str = "g") -> HeartbeatRequest:
     return HeartbeatRequest(group_id=GroupId(group_id), generation_id=i32(1), member_id="m")
 
@@ -101,6 +109,7 @@ def serve(
             security=security,
         )
         await listener.start()
+        listeners[listener.bound_address.port] = listener
         try:
             await client(listener.bound_address, recorder)
         finally:
@@ -197,3 +206,30 @@ def test_sasl_names_clients_by_user_and_refuses_others(loop_name: str, tmp_path:
     recorder = serve(loop_name, security, tmp_path / "unused", client)
     assert [str(p) for p in recorder.principals] == ["User:alice"]
     assert outcomes and "Invalid username or password" in outcomes[0]
+
+
+@pytest.mark.parametrize("loop_name", sorted(LOOPS))
+def test_failed_tls_handshakes_leave_nothing_behind(
+    loop_name: str, ca: CertificateAuthority, tmp_path: Path
+) -> None:
+    security = ListenerSecurity(ssl_context=server_tls(ca, tmp_path), handshake_timeout=1.0)
+    counts: list[int] = []
+
+    async def client(address: HostPort, _: Recorder) -> None:
+        for garbage in (b"\x16\x03\x01\x00\x05garbage" * 4, b"\x00\x00\x00\x10plaintext"):
+            reader, writer = await asyncio.open_connection(address.host, address.port)
+            writer.write(garbage)
+            await asyncio.wait_for(reader.read(), 5)  # an alert at most, then closed
+            writer.close()
+        silent = await asyncio.open_connection(address.host, address.port)  # never handshakes
+        await asyncio.sleep(1.5)
+        assert await asyncio.wait_for(silent[0].read(), 5) == b""
+        counts.append(listener_count(address))
+        tls = ClientSecurity(ssl_context=client_tls(ca, tmp_path, None))
+        connection = NodeConnection(address.host, address.port, security=tls)
+        await connection.request(heartbeat())  # the listener still serves
+        await connection.close()
+
+    recorder = serve(loop_name, security, tmp_path / "unused", client)
+    assert counts == [0]
+    assert len(recorder.principals) == 1

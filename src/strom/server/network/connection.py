@@ -74,6 +74,7 @@ class Connection(asyncio.Protocol):
         registry: HandlerRegistry,
         settings: ConnectionSettings,
         index: int,
+        on_started: Callable[[Connection], None],
         on_finished: Callable[[Connection], None],
         faults: Faults | None = None,
         listener_name: str = "PLAINTEXT",
@@ -88,6 +89,7 @@ class Connection(asyncio.Protocol):
         self._settings = settings
         self._index = index
         self._on_finished = on_finished
+        self._on_started = on_started
         self._decoder = FrameDecoder(max_frame_size=settings.max_request_size)
         self._in_flight: deque[_InFlight] = deque()
         self._work: asyncio.Future[None] | None = None
@@ -112,6 +114,7 @@ class Connection(asyncio.Protocol):
             self._write_loop(), name=f"strom-connection-{self.connection_id}"
         )
         log.debug("accepted connection %s", self.connection_id)
+        self._on_started(self)
         if self._principal_mapper is not None:
             self._take_certificate_principal()
 

@@ -170,19 +170,18 @@ class Listener:
         if self._faults is not None and self._faults.refusing:
             return _Refused()
         security = self._security
-        connection = (
-            Connection(principal_mapper=security.principal_mapper, **self._connection_arguments())
-            if security.sasl is None
-            else SaslConnection(authenticator=security.sasl(), **self._connection_arguments())
-        )
-        self._connections.add(connection)
-        return connection
+        arguments = self._connection_arguments()
+        if security.sasl is None:
+            return Connection(principal_mapper=security.principal_mapper, **arguments)
+        return SaslConnection(authenticator=security.sasl(), **arguments)
 
     def _connection_arguments(self) -> dict[str, Any]:
         return {
             "registry": self._registry,
             "settings": self._settings,
             "index": next(self._indexes),
+            # tracked from connection_made: a TLS handshake that fails never gets there
+            "on_started": self._connections.add,
             "on_finished": self._connections.discard,
             "faults": self._faults,
             "listener_name": self.name,
