@@ -3,10 +3,11 @@
 The authentication itself is ``strom.security.sasl_authenticator.SaslAuthenticator``; this class
 only feeds it. SaslHandshake and SaslAuthenticate are answered here, in request order with the
 rest (they go through the same in-flight queue); after SaslHandshake v0 the tokens come as bare
-frames and are answered bare. Before authentication only ApiVersions is served; anything else,
-an expired session, or a failed authentication closes the connection once the answers already
-due are written (the client reads SASL_AUTHENTICATION_FAILED or UNSUPPORTED_SASL_MECHANISM
-first). The principal of every later request is the authenticated user.
+frames and are answered bare. Before authentication only ApiVersions is served: another request,
+or any request once the session has expired, closes the connection at once; a failed
+authentication or an unsupported mechanism closes it once that answer is written (the client
+reads SASL_AUTHENTICATION_FAILED or UNSUPPORTED_SASL_MECHANISM first). The principal of every
+later request is the authenticated user.
 """
 
 from __future__ import annotations
