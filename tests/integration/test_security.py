@@ -364,3 +364,49 @@ def test_tls_wire_carries_fetch_by_copying(mutual_tls: Broker) -> None:
         wire.sock = context.wrap_socket(wire.sock, server_hostname=host)
         assert wire.request(ApiVersionsRequest()).error_code == 0
     serves(mutual_tls)
+
+
+def test_kafka_python_aiokafka_and_kcat_with_client_certificates(mutual_tls: Broker) -> None:
+    assert mutual_tls.security is not None
+    files = mutual_tls.security
+    key, chain = files.client_certificate("alice")
+    topic = mutual_tls.create_topic()
+    producer = KafkaProducer(
+        bootstrap_servers=mutual_tls.bootstrap_servers,
+        security_protocol="SSL",
+        ssl_cafile=str(files.ca_file),
+        ssl_certfile=str(chain),
+        ssl_keyfile=str(key),
+    )
+    producer.send(topic, b"from kafka-python").get(timeout=15)
+    producer.close()
+
+    async def aiokafka_send() -> None:
+        context = create_ssl_context(
+            cafile=str(files.ca_file), certfile=str(chain), keyfile=str(key)
+        )
+        aio = AIOKafkaProducer(
+            bootstrap_servers=mutual_tls.bootstrap_servers,
+            security_protocol="SSL",
+            ssl_context=context,
+        )
+        await aio.start()
+        try:
+            await aio.send_and_wait(topic, b"from aiokafka")
+        finally:
+            await aio.stop()
+
+    asyncio.run(aiokafka_send())
+    if shutil.which("kcat") is not None:
+        options = [
+            arg
+            for name, value in files.client_config("alice").items()
+            for arg in ("-X", f"{name}={value}")
+        ]
+        out = subprocess.run(
+            ["kcat", "-b", mutual_tls.bootstrap_servers, *options, "-t", topic, "-C", "-e"],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+        assert out.stdout.split(b"\n")[:2] == [b"from kafka-python", b"from aiokafka"]

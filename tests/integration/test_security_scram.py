@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import ssl
 import subprocess
 import time
 from collections.abc import Iterator
@@ -20,7 +21,9 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.helpers import create_ssl_context
 from confluent_kafka import KafkaError, Producer
 from kafka import KafkaConsumer, KafkaProducer
-from strom_harness import strom_command
+from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from strom_harness import ConnectionClosed, KafkaWire, strom_command
 
 from strom.testing import Broker
 from strom.testing.security import Security
@@ -206,3 +209,22 @@ def test_strom_users_scram_set_describe_delete(broker: Broker, tmp_path: Path) -
     )
     assert missing.returncode != 0
     assert "does not exist" in missing.stderr
+
+
+def test_scram_messages_out_of_order_or_garbage_close_that_connection_only(
+    broker: Broker,
+) -> None:
+    assert broker.security is not None
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(broker.security.ca_file))
+    for tokens in ([b"c=biws,r=abc,p=AAAA"], [b"\x00garbage"], [b"n,,n=alice,r=abc", b"junk"]):
+        with KafkaWire(host, int(port)) as wire:
+            wire.sock = context.wrap_socket(wire.sock, server_hostname=host)
+            assert wire.request(SaslHandshakeRequest(mechanism="SCRAM-SHA-256")).error_code == 0
+            for token in tokens[:-1]:
+                assert wire.request(SaslAuthenticateRequest(auth_bytes=token)).error_code == 0
+            answer = wire.request(SaslAuthenticateRequest(auth_bytes=tokens[-1]))
+            assert answer.error_code == 58  # SASL_AUTHENTICATION_FAILED
+            with pytest.raises((ConnectionClosed, ConnectionResetError, ssl.SSLError)):
+                wire.read_frame()
+    assert produce(settings(broker), broker.create_topic()) == []
