@@ -777,6 +777,7 @@ _ACTED_ON_AS_CATALOGUED: Final = frozenset(
         "sasl.jaas.config",
         "sasl.mechanism.controller.protocol",
         "sasl.mechanism.inter.broker.protocol",
+        "sasl.server.max.receive.size",
         "ssl.cipher.suites",
         "ssl.client.auth",
         "ssl.enabled.protocols",

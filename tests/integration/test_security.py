@@ -12,6 +12,7 @@ import asyncio
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import time
 from collections.abc import Iterator
@@ -410,3 +411,16 @@ def test_kafka_python_aiokafka_and_kcat_with_client_certificates(mutual_tls: Bro
             timeout=30,
         )
         assert out.stdout.split(b"\n")[:2] == [b"from kafka-python", b"from aiokafka"]
+
+
+def test_frames_before_authentication_are_limited_to_sasl_server_max_receive_size(
+    sasl_plaintext: Broker,
+) -> None:
+    with sasl_wire(sasl_plaintext) as wire:
+        wire.send_raw(struct.pack(">i", 524_289) + b"x" * 100)
+        with pytest.raises((ConnectionClosed, ConnectionResetError)):
+            wire.read_frame()
+    topic = sasl_plaintext.create_topic()
+    producer = Producer(sasl_plaintext.producer_config())
+    producer.produce(topic, b"x" * 700_000)  # larger, once authenticated
+    assert producer.flush(15) == 0

@@ -59,6 +59,7 @@ def listener_security(
         return ListenerSecurity(ssl_context=ssl_context, principal_mapper=_mapper(setting))
     mechanisms = _mechanisms(config, listener.name, scram_credentials)
     max_reauth = setting("connections.max.reauth.ms")
+    max_receive = setting("sasl.server.max.receive.size")
     return ListenerSecurity(
         ssl_context=ssl_context,
         sasl=partial(
@@ -66,6 +67,7 @@ def listener_security(
             mechanisms=mechanisms,
             max_reauth_ms=max_reauth if isinstance(max_reauth, int) else 0,
         ),
+        sasl_max_receive_size=max_receive if isinstance(max_receive, int) else 524288,
     )
 
 

@@ -69,6 +69,9 @@ class ListenerSecurity:
     """SSL: names clients by their certificate's subject (``ssl.principal.mapping.rules``)."""
     sasl: Callable[[], SaslAuthenticator] | None = None
     """SASL_PLAINTEXT and SASL_SSL: a new connection's authenticator."""
+    sasl_max_receive_size: int = 524288
+    """``sasl.server.max.receive.size``: the largest frame a client may send before it has
+    authenticated."""
     handshake_timeout: float = 10.0
     """Seconds a client has to finish the TLS handshake."""
 
@@ -173,7 +176,11 @@ class Listener:
         arguments = self._connection_arguments()
         if security.sasl is None:
             return Connection(principal_mapper=security.principal_mapper, **arguments)
-        return SaslConnection(authenticator=security.sasl(), **arguments)
+        return SaslConnection(
+            authenticator=security.sasl(),
+            max_receive_size=security.sasl_max_receive_size,
+            **arguments,
+        )
 
     def _connection_arguments(self) -> dict[str, Any]:
         return {

@@ -37,9 +37,14 @@ log = logging.getLogger(__name__)
 class SaslConnection(Connection):
     """A :class:`Connection` that authenticates with SASL before it serves."""
 
-    def __init__(self, *, authenticator: SaslAuthenticator, **kwargs: Any) -> None:
+    def __init__(
+        self, *, authenticator: SaslAuthenticator, max_receive_size: int, **kwargs: Any
+    ) -> None:
+        """``max_receive_size``: the largest frame before authentication (Kafka's
+        ``sasl.server.max.receive.size``); ``socket.request.max.bytes`` after it."""
         super().__init__(**kwargs)
         self._authenticator = authenticator
+        self._decoder.max_frame_size = min(max_receive_size, self._settings.max_request_size)
         self._handshake: RequestContext | None = None
         """The last SaslHandshake's context: bare tokens (v0) are queued under it."""
 
@@ -76,9 +81,10 @@ class SaslConnection(Connection):
         return self._serve(request)
 
     def _take_principal(self) -> None:
-        """Later requests come from the authenticated user."""
+        """Later requests come from the authenticated user, and may be as large as any."""
         if self._authenticator.principal is not None:
             self.principal = self._authenticator.principal
+            self._decoder.max_frame_size = self._settings.max_request_size
 
     def _answer(self, request: Request, body: ResponsePayload, *, close: bool) -> bool:
         frame = encode_response(correlation_id=request.correlation_id, body=body)
