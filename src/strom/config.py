@@ -770,8 +770,35 @@ _DEFINED_NOT_ACTED_ON: Final = frozenset(
     }
 )
 
+_ACTED_ON_AS_CATALOGUED: Final = frozenset(
+    {
+        "connections.max.reauth.ms",
+        "sasl.enabled.mechanisms",
+        "sasl.jaas.config",
+        "sasl.mechanism.controller.protocol",
+        "sasl.mechanism.inter.broker.protocol",
+        "sasl.server.max.receive.size",
+        "ssl.cipher.suites",
+        "ssl.client.auth",
+        "ssl.enabled.protocols",
+        "ssl.endpoint.identification.algorithm",
+        "ssl.key.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.type",
+        "ssl.principal.mapping.rules",
+        "ssl.truststore.certificates",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.type",
+    }
+)
+"""Kafka's settings strom acts on with Kafka's own definition (the security settings)."""
+
 RECORDED_ONLY: Final[frozenset[str]] = frozenset(
-    (KAFKA_SETTINGS.broker.keys() - _STROM_SERVER_SETTINGS.keys())
+    (KAFKA_SETTINGS.broker.keys() - _STROM_SERVER_SETTINGS.keys() - _ACTED_ON_AS_CATALOGUED)
     | (KAFKA_SETTINGS.topic.keys() - _STROM_TOPIC_SETTINGS.keys())
     | _DEFINED_NOT_ACTED_ON
 )
@@ -802,20 +829,47 @@ def load_properties(path: Path) -> dict[str, str]:
     return parse_properties(text)
 
 
+_LISTENER_PREFIX: Final = "listener.name."
+_JAAS: Final = "sasl.jaas.config"
+
+
+def _listener_prefixed(name: str) -> Setting | None:
+    """The setting a ``listener.name.<listener>.<setting>`` name overrides for one listener
+    (``<mechanism>.sasl.jaas.config`` included), as Kafka's ``ListenerName.configPrefix``."""
+    listener, sep, rest = name.removeprefix(_LISTENER_PREFIX).partition(".")
+    if not name.startswith(_LISTENER_PREFIX) or not sep or not listener:
+        return None
+    if rest.endswith("." + _JAAS):
+        rest = _JAAS
+    return SERVER_SETTINGS.get(rest)
+
+
 class ServerConfig:
-    """Validated server settings; unknown names and invalid values are refused up front."""
+    """Validated server settings; unknown names and invalid values are refused up front.
+
+    ``listener.name.<listener>.<setting>`` (lower-case listener name) overrides a setting for one
+    listener; ``for_listener`` reads it with the fallback to the plain setting.
+    """
 
     def __init__(self, overrides: Mapping[str, str | Value] | None = None) -> None:
         values: dict[str, Value] = {name: s.default for name, s in SERVER_SETTINGS.items()}
         explicit: set[str] = set()
         for name, raw in (overrides or {}).items():
-            setting = SERVER_SETTINGS.get(name)
+            setting = SERVER_SETTINGS.get(name) or _listener_prefixed(name)
             if setting is None:
                 raise ConfigError(name, "unknown setting")
             values[name] = setting.parse(raw)
             explicit.add(name)
         self._values = values
         self._explicit = frozenset(explicit)
+
+    def for_listener(self, listener: str, name: str, *, mechanism: str | None = None) -> Value:
+        """``name`` for one listener: ``listener.name.<listener>.[<mechanism>.]<name>`` when
+        set, else the plain setting."""
+        prefix = f"{_LISTENER_PREFIX}{listener.lower()}."
+        if mechanism is not None:
+            prefix += f"{mechanism.lower()}."
+        return self._values.get(prefix + name, self._values[name])
 
     def __getitem__(self, name: str) -> Value:
         return self._values[name]

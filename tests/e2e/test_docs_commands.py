@@ -57,6 +57,7 @@ _CLIENT_COMMANDS = (
     "leader-election",
     "partitions",
     "broker",
+    "users",
 )
 _SHAPES = [
     (re.compile(r"TopicId: [A-Za-z0-9_-]{22}"), "TopicId: <id>"),

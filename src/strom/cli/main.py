@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "storage": "strom.cli.storage",
     "topics": "strom.cli.topics",
     "configs": "strom.cli.configs",
+    "users": "strom.cli.users",
     "produce": "strom.cli.produce",
     "consume": "strom.cli.consume",
     "groups": "strom.cli.groups",

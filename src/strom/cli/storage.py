@@ -75,16 +75,27 @@ def random_uuid() -> None:
     "default: the newest strom runs.",
 )
 @click.option(
+    "-S",
+    "--add-scram",
+    "scram_users",
+    metavar="MECHANISM=[name=NAME,password=PASSWORD]",
+    multiple=True,
+    help="A SCRAM credential the new cluster starts with (SCRAM-SHA-256 or SCRAM-SHA-512, "
+    "optionally iterations=N); repeatable.",
+)
+@click.option(
     "-g",
     "--ignore-formatted",
     is_flag=True,
     help="Leave a directory that is already formatted as it is instead of failing.",
 )
 def format_(
+    *,
     cluster_id: str,
     properties_file: Path | None,
     overrides: tuple[str, ...],
     release_version: str | None,
+    scram_users: tuple[str, ...],
     ignore_formatted: bool,
 ) -> None:
     """Format the node's data directory for a cluster.
@@ -93,12 +104,16 @@ def format_(
     Examples:
       strom storage format --cluster-id $(strom storage random-uuid) --config node1.properties
       strom storage format -t q1Sh-9_ISia_zwGINzRvyQ -c node1.properties --release-version 3.6
+      strom storage format -t q1Sh-9_ISia_zwGINzRvyQ -c node1.properties \\
+        --add-scram 'SCRAM-SHA-256=[name=admin,password=admin-secret]'
     """
     from strom.cli.settings import build_config  # noqa: PLC0415
     from strom.controller import DEFAULT_METADATA_VERSION  # noqa: PLC0415
+    from strom.security.scram import parse_scram_user  # noqa: PLC0415
     from strom.server.bootstrap_metadata import (  # noqa: PLC0415
         BootstrapError,
         release_metadata_version,
+        scram_records,
         write_bootstrap_checkpoint,
     )
     from strom.server.node_config import NodeConfig  # noqa: PLC0415
@@ -108,6 +123,10 @@ def format_(
             properties_file=properties_file, overrides=overrides, data_dir=None, listener=None
         )
         node = NodeConfig.from_config(config)
+        try:
+            scram = scram_records([parse_scram_user(text) for text in scram_users])
+        except ValueError as error:
+            raise BootstrapError(f"--add-scram: {error}") from None
         level = (
             DEFAULT_METADATA_VERSION
             if release_version is None
@@ -122,7 +141,10 @@ def format_(
         )
         if meta is not None:
             write_bootstrap_checkpoint(
-                data_dir, metadata_version=level, timestamp=int(time.time() * 1000)
+                data_dir,
+                metadata_version=level,
+                timestamp=int(time.time() * 1000),
+                scram=scram,
             )
     except (ConfigError, MetaPropertiesError, BootstrapError) as error:
         _fail(str(error))

@@ -11,6 +11,10 @@ drops the connection, as Kafka's ``NetworkClient`` does; the next request reconn
 
 :class:`NodeClients` holds a connection per node id, with addresses looked up when connecting, so
 an address learnt later (from metadata or the quorum) is used at the next reconnect.
+
+A secured connection (:class:`~strom.client.security.ClientSecurity`) speaks TLS and logs in
+with SASL before its first request; when the server limits the session (KIP-368) the connection
+is made anew, once idle, before the session ends.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 
 from kio.static.protocol import RequestPayload
 
+from strom.client.security import PLAINTEXT, ClientSecurity, sasl_exchange
 from strom.protocol.api import decode_response, encode_request, make_request_header
 from strom.protocol.framing import frame_prefix
 
@@ -60,8 +65,11 @@ class NodeConnection:
         connect_timeout: float = 5.0,
         request_timeout: float = 30.0,
         reconnect_backoff: float = 0.05,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.host = host
+        self._security = security
+        self._session_ends = float("inf")
         self.port = port
         self._client_id = client_id
         self._connect_timeout = connect_timeout
@@ -129,15 +137,18 @@ class NodeConnection:
             raise RequestFailed(f"{self}: the connection was closed")
         async with self._connecting:  # one connection attempt at a time
             current = self._current_writer()
+            loop = asyncio.get_running_loop()
+            if current is not None and loop.time() >= self._session_ends and not self._pending:
+                self._drop(RequestFailed(f"{self}: the SASL session is ending"))
+                current = None
             if current is not None:
                 return current
-            loop = asyncio.get_running_loop()
             wait = self._last_failed_connect + self._reconnect_backoff - loop.time()
             if wait > 0:
                 await asyncio.sleep(wait)
             try:
                 async with asyncio.timeout(self._connect_timeout):
-                    reader, writer = await asyncio.open_connection(self.host, self.port)
+                    reader, writer = await self._open()
             except (OSError, TimeoutError) as error:
                 self._last_failed_connect = loop.time()
                 reason = str(error) or "timed out"
@@ -147,6 +158,43 @@ class NodeConnection:
                 self._read_loop(reader, writer), name=f"strom-client-{self}"
             )
             return writer
+
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """Connect (TLS when configured) and log in (SASL when configured)."""
+        security = self._security
+        context = security.ssl_context
+        reader, writer = await asyncio.open_connection(
+            self.host, self.port, ssl=context, server_hostname=self.host if context else None
+        )
+        self._session_ends = float("inf")
+        if security.mechanism is None:
+            return reader, writer
+        try:
+            lifetime_ms = await self._login(reader, writer)
+        except (OSError, asyncio.IncompleteReadError) as error:
+            writer.close()
+            raise ConnectionError(f"SASL login failed: {error}") from None
+        if lifetime_ms > 0:
+            self._session_ends = asyncio.get_running_loop().time() + 0.85 * lifetime_ms / 1000
+        return reader, writer
+
+    async def _login(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
+        exchange = sasl_exchange(self._security)
+        body = next(exchange)
+        while True:
+            header = make_request_header(body, correlation_id=0, client_id=self._client_id)
+            payload = encode_request(header=header, body=body)
+            writer.write(frame_prefix(len(payload)) + payload)
+            (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
+            _, response = decode_response(
+                await reader.readexactly(size),
+                api_key=int(body.__api_key__),
+                api_version=int(body.__version__),
+            )
+            try:
+                body = exchange.send(response)
+            except StopIteration as done:
+                return int(done.value)
 
     def _current_writer(self) -> asyncio.StreamWriter | None:
         return self._writer
@@ -205,8 +253,10 @@ class NodeClients:
         *,
         client_id: str = "strom",
         request_timeout: float = 30.0,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self._address_of = address_of
+        self._security = security
         self._client_id = client_id
         self._request_timeout = request_timeout
         self._connections: dict[int, NodeConnection] = {}
@@ -225,7 +275,10 @@ class NodeClients:
         if current is not None:
             asyncio.get_running_loop().create_task(current.close())
         connection = NodeConnection(
-            *address, client_id=self._client_id, request_timeout=self._request_timeout
+            *address,
+            client_id=self._client_id,
+            request_timeout=self._request_timeout,
+            security=self._security,
         )
         self._connections[node_id] = connection
         return connection

@@ -13,6 +13,7 @@ from typing import Any
 
 from kio.static.protocol import RequestPayload
 
+from strom.client.security import PLAINTEXT, ClientSecurity, sasl_exchange
 from strom.protocol.api import decode_response, encode_request, make_request_header
 from strom.protocol.framing import frame_prefix
 
@@ -44,11 +45,38 @@ def parse_servers(servers: str) -> list[tuple[str, int]]:
 class BrokerConnection:
     """One TCP connection to a broker; ``close()`` when done (or use it as a context manager)."""
 
-    def __init__(self, host: str, port: int, *, timeout: float, client_id: str = "strom") -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        timeout: float,
+        client_id: str = "strom",
+        security: ClientSecurity = PLAINTEXT,
+    ) -> None:
+        """``security``: TLS and a SASL login before the first request (ConnectionError when
+        the login fails)."""
         self.address = (host, port)
         self._client_id = client_id
         self._sock = socket.create_connection(self.address, timeout=timeout)
         self._next_correlation_id = 1
+        try:
+            if security.ssl_context is not None:
+                self._sock = security.ssl_context.wrap_socket(self._sock, server_hostname=host)
+            if security.mechanism is not None:
+                self._login(security)
+        except BaseException:
+            self._sock.close()
+            raise
+
+    def _login(self, security: ClientSecurity) -> None:
+        exchange = sasl_exchange(security)
+        body = next(exchange)
+        while True:
+            try:
+                body = exchange.send(self.request(body))
+            except StopIteration:
+                return
 
     def close(self) -> None:
         self._sock.close()

@@ -37,6 +37,7 @@ from strom.metadata import (
     MetadataRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 __all__ = [
@@ -104,7 +105,11 @@ class ClusterControl:
         self._settings = settings
 
     def bootstrap(
-        self, image: MetadataImage, *, metadata_version: int = DEFAULT_METADATA_VERSION
+        self,
+        image: MetadataImage,
+        *,
+        metadata_version: int = DEFAULT_METADATA_VERSION,
+        scram: Sequence[UserScramCredentialRecord] = (),
     ) -> ControllerResult[None]:
         """The records a brand-new cluster starts with (nothing when already bootstrapped)."""
         if image.features.metadata_version is not None:
@@ -114,6 +119,7 @@ class ClusterControl:
                 FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=metadata_version),
                 # New clusters keep eligible leader replicas, as Kafka's from 4.1.
                 FeatureLevelRecord(name=ELIGIBLE_LEADER_REPLICAS_FEATURE, feature_level=1),
+                *scram,
             ],
             None,
         )

@@ -56,7 +56,7 @@ from strom.controller.replication_control import (
 )
 from strom.controller.results import ApiError, ControllerResult, RandomSource
 from strom.controller.settings import DEFAULT_METADATA_VERSION, ControllerSettings
-from strom.metadata import MetadataImage, PartitionRegistration
+from strom.metadata import MetadataImage, PartitionRegistration, UserScramCredentialRecord
 
 __all__ = ["QuorumController"]
 
@@ -69,10 +69,14 @@ class QuorumController:
         self._cluster = ClusterControl(settings)
 
     def bootstrap(
-        self, image: MetadataImage, *, metadata_version: int = DEFAULT_METADATA_VERSION
+        self,
+        image: MetadataImage,
+        *,
+        metadata_version: int = DEFAULT_METADATA_VERSION,
+        scram: Sequence[UserScramCredentialRecord] = (),
     ) -> ControllerResult[None]:
         """The first records of a new cluster's metadata log (none once it has them)."""
-        return self._cluster.bootstrap(image, metadata_version=metadata_version)
+        return self._cluster.bootstrap(image, metadata_version=metadata_version, scram=scram)
 
     def register_broker(
         self, image: MetadataImage, request: BrokerRegistrationRequest, *, alive: bool = False

@@ -28,6 +28,7 @@ from strom.metadata.image import (
     MetadataProvenance,
     PartitionRegistration,
     ProducerIdsImage,
+    ScramImage,
     TopicImage,
     TopicsImage,
 )
@@ -45,10 +46,13 @@ from strom.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
+from strom.security.scram import ScramCredential, ScramMechanism
 
 __all__ = [
     "ClusterDelta",
@@ -58,6 +62,7 @@ __all__ = [
     "MetadataDelta",
     "MetadataReplayError",
     "ProducerIdsDelta",
+    "ScramDelta",
     "TopicDelta",
     "TopicsDelta",
 ]
@@ -401,6 +406,50 @@ class ProducerIdsDelta:
         return self._next or self.image
 
 
+class ScramDelta:
+    def __init__(self, image: ScramImage) -> None:
+        self.image = image
+        self._changes: dict[tuple[ScramMechanism, str], ScramCredential | None] = {}
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self._changes)
+
+    def _key(self, name: str, mechanism: int) -> tuple[ScramMechanism, str]:
+        try:
+            return ScramMechanism(mechanism), name
+        except ValueError:
+            raise MetadataReplayError(f"unknown SCRAM mechanism {mechanism}") from None
+
+    def replay(self, record: UserScramCredentialRecord) -> None:
+        self._changes[self._key(record.name, record.mechanism)] = ScramCredential(
+            salt=record.salt,
+            stored_key=record.stored_key,
+            server_key=record.server_key,
+            iterations=record.iterations,
+        )
+
+    def replay_remove(self, record: RemoveUserScramCredentialRecord) -> None:
+        key = self._key(record.name, record.mechanism)
+        current = self._changes[key] if key in self._changes else self.image.credentials.get(key)
+        if current is None:
+            raise MetadataReplayError(
+                f"no {key[0].mechanism_name} credential of user {record.name} to remove"
+            )
+        self._changes[key] = None
+
+    def apply(self) -> ScramImage:
+        if not self._changes:
+            return self.image
+        credentials = dict(self.image.credentials)
+        for key, credential in self._changes.items():
+            if credential is None:
+                credentials.pop(key, None)
+            else:
+                credentials[key] = credential
+        return ScramImage(credentials)
+
+
 class MetadataDelta:
     """Records replayed on top of ``image``; :meth:`apply` gives the next image."""
 
@@ -411,6 +460,7 @@ class MetadataDelta:
         self.topics_delta = TopicsDelta(image.topics)
         self.configs_delta = ConfigurationsDelta(image.configs)
         self.producer_ids_delta = ProducerIdsDelta(image.producer_ids)
+        self.scram_delta = ScramDelta(image.scram)
 
     @property
     def has_changes(self) -> bool:
@@ -420,6 +470,7 @@ class MetadataDelta:
             or self.topics_delta.has_changes
             or self.configs_delta.has_changes
             or self.producer_ids_delta.has_changes
+            or self.scram_delta.has_changes
         )
 
     def replay(self, record: MetadataRecord) -> None:
@@ -447,6 +498,10 @@ class MetadataDelta:
                 self.features_delta.replay(record)
             case ProducerIdsRecord():
                 self.producer_ids_delta.replay(record)
+            case UserScramCredentialRecord():
+                self.scram_delta.replay(record)
+            case RemoveUserScramCredentialRecord():
+                self.scram_delta.replay_remove(record)
             case NoOpRecord():
                 pass
             case _:  # pragma: no cover - the union above is exhaustive
@@ -461,4 +516,5 @@ class MetadataDelta:
             topics=self.topics_delta.apply(),
             configs=self.configs_delta.apply(),
             producer_ids=self.producer_ids_delta.apply(),
+            scram=self.scram_delta.apply(),
         )

@@ -32,7 +32,9 @@ from strom.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     TopicRecord,
+    UserScramCredentialRecord,
 )
+from strom.security.scram import ScramCredential, ScramMechanism
 
 __all__ = [
     "BrokerRegistration",
@@ -44,6 +46,7 @@ __all__ = [
     "MetadataProvenance",
     "PartitionRegistration",
     "ProducerIdsImage",
+    "ScramImage",
     "TopicImage",
     "TopicsImage",
 ]
@@ -380,6 +383,38 @@ class ProducerIdsImage:
 
 
 @dataclass(frozen=True)
+class ScramImage:
+    """Users' SCRAM credentials, by (mechanism, user name)."""
+
+    credentials: Mapping[tuple[ScramMechanism, str], ScramCredential] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "credentials", readonly(self.credentials))
+
+    def credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
+        return self.credentials.get((mechanism, user))
+
+    def mechanisms_of(self, user: str) -> dict[ScramMechanism, int]:
+        """The user's mechanisms and their iteration counts (empty: no credential)."""
+        return {
+            mechanism: credential.iterations
+            for (mechanism, name), credential in sorted(self.credentials.items())
+            if name == user
+        }
+
+    def records(self) -> Iterator[UserScramCredentialRecord]:
+        for (mechanism, user), credential in sorted(self.credentials.items()):
+            yield UserScramCredentialRecord(
+                name=user,
+                mechanism=mechanism,
+                salt=credential.salt,
+                stored_key=credential.stored_key,
+                server_key=credential.server_key,
+                iterations=credential.iterations,
+            )
+
+
+@dataclass(frozen=True)
 class MetadataImage:
     """Everything the metadata log says, as of ``provenance.offset``."""
 
@@ -389,6 +424,7 @@ class MetadataImage:
     topics: TopicsImage = TopicsImage()
     configs: ConfigurationsImage = ConfigurationsImage()
     producer_ids: ProducerIdsImage = ProducerIdsImage()
+    scram: ScramImage = ScramImage()
 
     @classmethod
     def empty(cls) -> MetadataImage:
@@ -422,6 +458,7 @@ class MetadataImage:
             yield from topic.records()
         yield from self.configs.records()
         yield from self.producer_ids.records()
+        yield from self.scram.records()
 
 
 _EMPTY = MetadataImage()

@@ -23,6 +23,7 @@ from typing import Final
 
 from strom.protocol.schema import (
     BOOL,
+    BYTES,
     INT8,
     INT16,
     INT32,
@@ -63,10 +64,12 @@ __all__ = [
     "RecordType",
     "RegisterBrokerRecord",
     "RemoveTopicRecord",
+    "RemoveUserScramCredentialRecord",
     "SecurityProtocol",
     "TopicRecord",
     "UnfenceBrokerRecord",
     "UnregisterBrokerRecord",
+    "UserScramCredentialRecord",
     "decode_record",
     "encode_record",
     "record_type_of",
@@ -261,6 +264,27 @@ class BrokerRegistrationChangeRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class UserScramCredentialRecord:
+    """A user's SCRAM credential for one mechanism (1: SCRAM-SHA-256, 2: SCRAM-SHA-512)."""
+
+    name: str
+    mechanism: int
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def __repr__(self) -> str:
+        return f"UserScramCredentialRecord(name={self.name!r}, mechanism={self.mechanism})"
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveUserScramCredentialRecord:
+    name: str
+    mechanism: int
+
+
+@dataclass(frozen=True, slots=True)
 class NoOpRecord:
     """Advances the log (and the high watermark) without changing anything."""
 
@@ -278,6 +302,8 @@ MetadataRecord = (
     | FeatureLevelRecord
     | ProducerIdsRecord
     | BrokerRegistrationChangeRecord
+    | UserScramCredentialRecord
+    | RemoveUserScramCredentialRecord
     | NoOpRecord
 )
 
@@ -391,6 +417,17 @@ _RECORD_TYPES: Final = (
     _record_type(7, 0, FenceBrokerRecord, Field("id", INT32), Field("epoch", INT64)),
     _record_type(8, 0, UnfenceBrokerRecord, Field("id", INT32), Field("epoch", INT64)),
     _record_type(9, 0, RemoveTopicRecord, Field("topic_id", UUID)),
+    _record_type(
+        11,
+        0,
+        UserScramCredentialRecord,
+        Field("name", STRING),
+        Field("mechanism", INT8),
+        Field("salt", BYTES),
+        Field("stored_key", BYTES),
+        Field("server_key", BYTES),
+        Field("iterations", INT32),
+    ),
     _record_type(12, 0, FeatureLevelRecord, Field("name", STRING), Field("feature_level", INT16)),
     _record_type(
         15,
@@ -411,6 +448,9 @@ _RECORD_TYPES: Final = (
         Field("log_dirs", _UUIDS, min_version=2, tag=2),
     ),
     _record_type(20, 0, NoOpRecord),
+    _record_type(
+        22, 0, RemoveUserScramCredentialRecord, Field("name", STRING), Field("mechanism", INT8)
+    ),
 )
 
 RECORD_TYPES: Final[Mapping[int, RecordType]] = {rt.api_key: rt for rt in _RECORD_TYPES}

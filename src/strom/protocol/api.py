@@ -288,6 +288,8 @@ KAFKA_CONTROLLER_VERSIONS: Final[Mapping[ApiKey, VersionRange]] = MappingProxyTy
         ApiKey.ELECT_LEADERS: _range(0, 2),
         ApiKey.ALTER_PARTITION_REASSIGNMENTS: _range(0, 0),
         ApiKey.LIST_PARTITION_REASSIGNMENTS: _range(0, 0),
+        ApiKey.SASL_HANDSHAKE: _range(0, 1),
+        ApiKey.SASL_AUTHENTICATE: _range(0, 2),
         ApiKey.DESCRIBE_CLIENT_QUOTAS: _range(0, 1),
         ApiKey.ALTER_CLIENT_QUOTAS: _range(0, 1),
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _range(0, 0),

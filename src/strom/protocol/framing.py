@@ -75,6 +75,18 @@ class FrameDecoder:
         self._error: InvalidFrameSizeError | None = None
 
     @property
+    def max_frame_size(self) -> int:
+        return self._max_frame_size
+
+    @max_frame_size.setter
+    def max_frame_size(self, size: int) -> None:
+        """Applies to the frames whose size prefix is read from now on (a SASL connection
+        raises it once the client has authenticated)."""
+        if size < 0:
+            raise ValueError(f"max_frame_size must not be negative, got {size}")
+        self._max_frame_size = size
+
+    @property
     def buffered(self) -> int:
         """Bytes received that do not yet make a complete frame."""
         if self._missing:

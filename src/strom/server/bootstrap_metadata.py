@@ -2,15 +2,17 @@
 
 As ``kafka-storage.sh format`` does, ``strom storage format`` writes the file into the data
 directory, in the metadata snapshot format (a header, the records, a footer). It holds the
-cluster's ``metadata.version`` (a ``FeatureLevelRecord``). The first active controller of a new
-cluster writes those records as the log's first ones; a directory without the file bootstraps
-at strom's default level.
+cluster's ``metadata.version`` (a ``FeatureLevelRecord``), and the SCRAM credentials of
+``--add-scram`` (``UserScramCredentialRecord``s, so that SASL/SCRAM users can log in to a new
+cluster). The first active controller of a new cluster writes those records as the log's first
+ones; a directory without the file bootstraps at strom's default level.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -18,17 +20,22 @@ from strom.controller import DEFAULT_METADATA_VERSION
 from strom.metadata import (
     METADATA_VERSION_FEATURE,
     FeatureLevelRecord,
+    MetadataRecord,
+    UserScramCredentialRecord,
     decode_record,
     encode_record,
 )
 from strom.raft import OffsetAndEpoch, SnapshotReader, SnapshotWriter
+from strom.security.scram import ScramUser
 
 __all__ = [
     "BOOTSTRAP_FILE",
     "RELEASE_VERSIONS",
     "BootstrapError",
     "read_bootstrap_metadata_version",
+    "read_bootstrap_scram",
     "release_metadata_version",
+    "scram_records",
     "write_bootstrap_checkpoint",
 ]
 
@@ -70,14 +77,39 @@ def release_metadata_version(release: str) -> int:
     )
 
 
-def write_bootstrap_checkpoint(data_dir: Path, *, metadata_version: int, timestamp: int) -> None:
+def scram_records(users: Sequence[ScramUser]) -> list[UserScramCredentialRecord]:
+    """The credential records of ``--add-scram`` users (a fresh random salt each)."""
+    records = []
+    for user in users:
+        credential = user.credential()
+        records.append(
+            UserScramCredentialRecord(
+                name=user.name,
+                mechanism=user.mechanism,
+                salt=credential.salt,
+                stored_key=credential.stored_key,
+                server_key=credential.server_key,
+                iterations=credential.iterations,
+            )
+        )
+    return records
+
+
+def write_bootstrap_checkpoint(
+    data_dir: Path,
+    *,
+    metadata_version: int,
+    timestamp: int,
+    scram: Sequence[UserScramCredentialRecord] = (),
+) -> None:
     """Write ``bootstrap.checkpoint`` atomically (a temporary file, fsync, rename)."""
     frozen: list[bytes] = []
     writer = SnapshotWriter(
         OffsetAndEpoch(0, 0), timestamp=timestamp, on_frozen=lambda _, data: frozen.append(data)
     )
-    record = FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=metadata_version)
-    writer.append([encode_record(record)])
+    version = FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=metadata_version)
+    records: list[MetadataRecord] = [version, *scram]
+    writer.append([encode_record(record) for record in records])
     writer.freeze()
     path = data_dir / BOOTSTRAP_FILE
     temporary = path.with_name(path.name + ".tmp")
@@ -88,17 +120,28 @@ def write_bootstrap_checkpoint(data_dir: Path, *, metadata_version: int, timesta
     temporary.replace(path)
 
 
+def _read(path: Path) -> list[MetadataRecord]:
+    try:
+        snapshot = SnapshotReader(OffsetAndEpoch(0, 0), path.read_bytes())
+        return [decode_record(data) for data in snapshot.records()]
+    except (OSError, ValueError) as error:
+        raise BootstrapError(f"{path}: cannot read the bootstrap metadata: {error}") from None
+
+
 def read_bootstrap_metadata_version(data_dir: Path) -> int:
     """The metadata.version a new cluster starts at: the bootstrap file's, else the default."""
     path = data_dir / BOOTSTRAP_FILE
     if not path.exists():
         return DEFAULT_METADATA_VERSION
-    try:
-        snapshot = SnapshotReader(OffsetAndEpoch(0, 0), path.read_bytes())
-        for data in snapshot.records():
-            record = decode_record(data)
-            if isinstance(record, FeatureLevelRecord) and record.name == METADATA_VERSION_FEATURE:
-                return int(record.feature_level)
-    except (OSError, ValueError) as error:
-        raise BootstrapError(f"{path}: cannot read the bootstrap metadata: {error}") from None
+    for record in _read(path):
+        if isinstance(record, FeatureLevelRecord) and record.name == METADATA_VERSION_FEATURE:
+            return int(record.feature_level)
     raise BootstrapError(f"{path}: holds no metadata.version")
+
+
+def read_bootstrap_scram(data_dir: Path) -> tuple[UserScramCredentialRecord, ...]:
+    """The SCRAM credentials a new cluster starts with (``--add-scram``)."""
+    path = data_dir / BOOTSTRAP_FILE
+    if not path.exists():
+        return ()
+    return tuple(r for r in _read(path) if isinstance(r, UserScramCredentialRecord))

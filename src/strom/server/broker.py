@@ -32,10 +32,11 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from strom.client.async_client import NodeClients
+from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.common import Clock, TopicPartition
 from strom.config import ServerConfig
 from strom.controller import SUPPORTED_FEATURES
@@ -62,6 +63,7 @@ from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSession
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.handlers import (
     alter_configs,
+    alter_user_scram_credentials,
     create_partitions,
     create_topics,
     delete_topics,
@@ -82,6 +84,9 @@ from strom.server.handlers.describe_groups import DescribeGroupsHandler
 from strom.server.handlers.describe_log_dirs import DescribeLogDirsHandler
 from strom.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from strom.server.handlers.describe_transactions import DescribeTransactionsHandler
+from strom.server.handlers.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsHandler,
+)
 from strom.server.handlers.end_txn import EndTxnHandler
 from strom.server.handlers.fetch import FetchHandler
 from strom.server.handlers.find_coordinator import FindCoordinatorHandler
@@ -100,6 +105,8 @@ from strom.server.handlers.offset_fetch import OffsetFetchHandler
 from strom.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from strom.server.handlers.produce import ProduceHandler
 from strom.server.handlers.registry import HandlerRegistry
+from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
+from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
 from strom.server.handlers.sync_group import SyncGroupHandler
 from strom.server.handlers.txn_offset_commit import TxnOffsetCommitHandler
 from strom.server.handlers.write_txn_markers import WriteTxnMarkersHandler
@@ -108,7 +115,7 @@ from strom.server.log_publisher import LogPublisher
 from strom.server.metadata_view import MetadataWaiter
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.faults import Faults
-from strom.server.network.listener import HostPort, Listener
+from strom.server.network.listener import HostPort, Listener, ListenerSecurity
 from strom.server.node_config import NodeConfig
 from strom.server.producer_ids import ProducerIdManager
 from strom.server.replica_fetcher import FetcherSettings, ReplicaFetcherManager
@@ -139,6 +146,7 @@ FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
     ApiKey.ALTER_CONFIGS: alter_configs.error_response,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.error_response,
     ApiKey.DESCRIBE_QUORUM: describe_quorum.error_response,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.error_response,
 }
 """The admin APIs a broker forwards to the active controller, with each one's answer when the
 controller cannot be reached."""
@@ -166,6 +174,10 @@ class BrokerParts:
     """Logs that are no topic's partitions (the metadata log)."""
     emulate_kafka_version: str | None = None
     faults: Faults | None = None
+    security: Mapping[str, ListenerSecurity] = field(default_factory=dict)
+    """Listener name -> its TLS and SASL (PLAINTEXT when missing)."""
+    inter_broker_security: ClientSecurity = PLAINTEXT
+    """How this broker logs in to the others (replica fetchers, transaction markers)."""
 
 
 class Broker:
@@ -186,6 +198,8 @@ class Broker:
             ceiling=None if version is None else release_versions(version)
         )
         self.registry.register(ApiVersionsHandler(self.registry))
+        self.registry.register(SaslHandshakeHandler())
+        self.registry.register(SaslAuthenticateHandler())
         self.lifecycle = BrokerLifecycleManager(
             LifecycleSettings(
                 node_id=self.node_id,
@@ -311,6 +325,7 @@ class Broker:
                     self.metadata.image, listener, include_fenced=fenced
                 ),
             ),
+            DescribeUserScramCredentialsHandler(lambda: self.metadata.image),
             DescribeLogDirsHandler(
                 self.log_manager,
                 data_dir=self.log_manager.data_dir,
@@ -350,7 +365,9 @@ class Broker:
             auto_topics=self.auto_topics,
             clock=self.clock,
             marker_clients=NodeClients(
-                self._inter_broker_address, client_id=f"strom-txn-markers-{self.node_id}"
+                self._inter_broker_address,
+                client_id=f"strom-txn-markers-{self.node_id}",
+                security=self.parts.inter_broker_security,
             ),
         )
         for handler in (
@@ -400,7 +417,9 @@ class Broker:
             node_id=self.node_id,
             replica_manager=self.replica_manager,
             clients=NodeClients(
-                self._inter_broker_address, client_id=f"strom-replica-fetcher-{self.node_id}"
+                self._inter_broker_address,
+                client_id=f"strom-replica-fetcher-{self.node_id}",
+                security=self.parts.inter_broker_security,
             ),
             settings=FetcherSettings.from_config(self.config),
             clock=self.clock,
@@ -505,6 +524,7 @@ class Broker:
                 registry=self.registry,
                 settings=settings,
                 faults=self.parts.faults,
+                security=self.parts.security.get(config.name, ListenerSecurity()),
             )
             await listener.bind()
             self._listeners.append(listener)

@@ -65,6 +65,7 @@ from strom.metadata import (
     MetadataProvenance,
     MetadataRecord,
     PartitionRegistration,
+    UserScramCredentialRecord,
     encode_record,
 )
 from strom.raft import NotLeaderError
@@ -113,14 +114,17 @@ class ControllerServer:
         clock: Clock,
         session_timeout_ms: int,
         bootstrap_metadata_version: int = DEFAULT_METADATA_VERSION,
+        bootstrap_scram: Sequence[UserScramCredentialRecord] = (),
         leader_balance_interval_ms: int | None = None,
     ) -> None:
-        """``bootstrap_metadata_version``: the metadata.version a new cluster starts at (the
-        node's ``bootstrap.checkpoint``); ``leader_balance_interval_ms``: how often preferred
-        replicas get their leadership back (None: never; ``auto.leader.rebalance.enable``)."""
+        """``bootstrap_metadata_version``, ``bootstrap_scram``: the metadata.version and SCRAM
+        credentials a new cluster starts with (the node's ``bootstrap.checkpoint``);
+        ``leader_balance_interval_ms``: how often preferred replicas get their leadership back
+        (None: never; ``auto.leader.rebalance.enable``)."""
         self._balance_interval_ms = leader_balance_interval_ms
         self.controller = controller
         self._bootstrap_version = bootstrap_metadata_version
+        self._bootstrap_scram = tuple(bootstrap_scram)
         self.node_id = node_id
         self._quorum = quorum
         self._committed = committed
@@ -251,7 +255,9 @@ class ControllerServer:
             await self.run(
                 "bootstrap",
                 functools.partial(
-                    self.controller.bootstrap, metadata_version=self._bootstrap_version
+                    self.controller.bootstrap,
+                    metadata_version=self._bootstrap_version,
+                    scram=self._bootstrap_scram,
                 ),
             )
         except NotControllerError:

@@ -34,6 +34,7 @@ from typing import Final
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from strom.client.async_client import NodeClients
+from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.common import Clock, TopicPartition
 from strom.common.clock import system_clock
 from strom.config import ConfigError, ServerConfig
@@ -46,7 +47,11 @@ from strom.protocol.api import (
     make_request_header,
 )
 from strom.raft import FileQuorumStateStore, RaftClient, RaftConfig
-from strom.server.bootstrap_metadata import read_bootstrap_metadata_version
+from strom.security.scram import ScramCredential, ScramMechanism
+from strom.server.bootstrap_metadata import (
+    read_bootstrap_metadata_version,
+    read_bootstrap_scram,
+)
 from strom.server.broker import Broker, BrokerParts, BrokerStartError
 from strom.server.cleaner_service import CleanerService
 from strom.server.config_entries import ConfigDescriber
@@ -55,6 +60,9 @@ from strom.server.controller_server import ControllerServer
 from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
 from strom.server.handlers.alter_configs import AlterConfigsHandler
 from strom.server.handlers.alter_partition import AlterPartitionHandler
+from strom.server.handlers.alter_user_scram_credentials import (
+    AlterUserScramCredentialsHandler,
+)
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.broker_heartbeat import BrokerHeartbeatHandler
 from strom.server.handlers.broker_registration import BrokerRegistrationHandler
@@ -71,6 +79,9 @@ from strom.server.handlers.partition_reassignments import (
     ListPartitionReassignmentsHandler,
 )
 from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
+from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
+from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
+from strom.server.listener_security import client_security, listener_security
 from strom.server.log_configs import TopicConfigResolver
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
 from strom.server.metadata_view import MetadataWaiter
@@ -126,6 +137,14 @@ class Node:
         self.clock: Clock = system_clock(dict(os.environ))
         self.data_dir = data_dir_of(config).absolute()
         self.metadata = MetadataLoader()
+        self.security = {
+            listener.name: listener_security(
+                config, listener, scram_credentials=self._scram_credential
+            )
+            for listener in self.node.listeners
+        }
+        """Each listener's TLS and SASL, checked before anything starts."""
+        self._controller_client, self._inter_broker_client = self._client_securities()
         self._emulate = emulate_kafka_version
         self._faults = faults
         self._meta: MetaProperties | None = None
@@ -133,6 +152,28 @@ class Node:
         self._started = False
         self._ready = False
         self._closed = False
+
+    def _client_securities(self) -> tuple[ClientSecurity, ClientSecurity]:
+        """How this node logs in to the controllers, and to other brokers."""
+        securities = []
+        for listener, setting in (
+            (next(iter(self.node.controller_listener_names), None), "controller"),
+            (self.node.inter_broker_listener_name, "inter.broker"),
+        ):
+            securities.append(
+                PLAINTEXT
+                if listener is None
+                else client_security(
+                    self.config,
+                    listener=listener,
+                    protocol=self.node.security_protocol(listener),
+                    mechanism_setting=f"sasl.mechanism.{setting}.protocol",
+                )
+            )
+        return securities[0], securities[1]
+
+    def _scram_credential(self, mechanism: ScramMechanism, user: str) -> ScramCredential | None:
+        return self.metadata.image.scram.credential(mechanism, user)
 
     @property
     def cluster_id(self) -> str:
@@ -251,6 +292,7 @@ class Node:
                         max_request_size=self.config.get_int("socket.request.max.bytes")
                     ),
                     faults=self._faults,
+                    security=self.security[listener_config.name],
                 )
                 await listener.bind()
                 self._controller_listener = listener
@@ -270,6 +312,7 @@ class Node:
             self._voter_address,
             client_id=f"strom-node-{self.node_id}",
             request_timeout=self.config.get_int("controller.quorum.request.timeout.ms") / 1000,
+            security=self._controller_client,
         )
         config = RaftConfig(
             election_timeout_ms=self.config.get_int("controller.quorum.election.timeout.ms"),
@@ -320,6 +363,7 @@ class Node:
             clock=self.clock,
             session_timeout_ms=self.config.get_int("broker.session.timeout.ms"),
             bootstrap_metadata_version=read_bootstrap_metadata_version(self.data_dir),
+            bootstrap_scram=read_bootstrap_scram(self.data_dir),
             leader_balance_interval_ms=(
                 self.config.get_int("leader.imbalance.check.interval.seconds") * 1000
                 if self.config.get_bool("auto.leader.rebalance.enable")
@@ -329,6 +373,8 @@ class Node:
         self.controller = controller
         registry = self.controller_registry
         registry.register(ApiVersionsHandler(registry))
+        registry.register(SaslHandshakeHandler())
+        registry.register(SaslAuthenticateHandler())
         describer = ConfigDescriber(TopicConfigResolver(self.config, node_id=self.node_id))
         handlers: list[Handler] = [
             CreateTopicsHandler(controller, describer),
@@ -344,6 +390,7 @@ class Node:
             BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),
             BrokerHeartbeatHandler(controller),
             AllocateProducerIdsHandler(controller),
+            AlterUserScramCredentialsHandler(controller),
             DescribeClusterHandler(
                 cluster_id=self.cluster_id,
                 controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,
@@ -385,7 +432,11 @@ class Node:
         channel = ControllerChannel(
             node_id=self.node_id,
             leader=lambda: self.raft.client.leader_and_epoch.leader_id,
-            clients=NodeClients(self._voter_address, client_id=f"strom-broker-{self.node_id}"),
+            clients=NodeClients(
+                self._voter_address,
+                client_id=f"strom-broker-{self.node_id}",
+                security=self._controller_client,
+            ),
             local=self._local_controller if self.node.is_controller else None,
             retry_backoff=self.config.get_int("controller.quorum.retry.backoff.ms") / 1000,
         )
@@ -405,6 +456,8 @@ class Node:
                 internal_logs=frozenset({METADATA_PARTITION}),
                 emulate_kafka_version=self._emulate,
                 faults=self._faults,
+                security=self.security,
+                inter_broker_security=self._inter_broker_client,
             )
         )
 

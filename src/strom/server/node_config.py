@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
@@ -40,8 +40,6 @@ __all__ = [
 ]
 
 SECURITY_PROTOCOLS: Final = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
-SERVED_PROTOCOLS: Final = frozenset({"PLAINTEXT"})
-"""What strom's listeners speak today (TLS and SASL come with the security work)."""
 
 
 class ProcessRole(enum.StrEnum):
@@ -123,6 +121,18 @@ class NodeConfig:
     find the voters through ``bootstrap_servers``)."""
     bootstrap_servers: tuple[HostPort, ...]
     rack: str | None
+    protocol_map: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """``listener.security.protocol.map`` as parsed."""
+
+    def security_protocol(self, listener_name: str) -> str:
+        """A listener's security protocol, this node's own or one it only connects to (a
+        broker's controller listener): the map's, else its name's, else PLAINTEXT."""
+        for listener in self.listeners:
+            if listener.name == listener_name:
+                return listener.security_protocol
+        if listener_name in self.protocol_map:
+            return self.protocol_map[listener_name]
+        return listener_name if listener_name in SECURITY_PROTOCOLS else "PLAINTEXT"
 
     @property
     def is_broker(self) -> bool:
@@ -201,6 +211,9 @@ class NodeConfig:
             voters=voters,
             bootstrap_servers=bootstrap,
             rack=rack if isinstance(rack, str) and rack else None,
+            protocol_map=MappingProxyType(
+                _protocol_map(config.get_str("listener.security.protocol.map"))
+            ),
         )
 
 
@@ -237,10 +250,6 @@ def _listeners(
         if protocol is None:
             raise ConfigError(
                 "listener.security.protocol.map", f"no security protocol for listener {name}"
-            )
-        if protocol not in SERVED_PROTOCOLS:
-            raise ConfigError(
-                "listeners", f"listener {name} uses {protocol}; strom serves PLAINTEXT only for now"
             )
         out.append(ListenerConfig(name, address, protocol))
     return tuple(out)

@@ -25,6 +25,7 @@ from strom.protocol.kafka_releases import release_versions
 from strom.server.eventloop import new_event_loop
 from strom.server.network.faults import Faults
 from strom.server.node import Node as ServerNode
+from strom.testing.security import Security, SecurityFiles
 
 __all__ = ["AsyncBroker", "Broker", "BrokerStartError", "unique_topic_name"]
 
@@ -52,24 +53,31 @@ def unique_topic_name(prefix: str = "test") -> str:
 
 
 class _ClientConfigs:
-    """Client settings pointing at a started broker (confluent-kafka's names)."""
+    """Client settings pointing at a started broker (confluent-kafka's names); a secured
+    broker's include how to connect as its first user."""
 
     bootstrap_servers: str
+    security: SecurityFiles | None = None
+
+    @property
+    def _base(self) -> dict[str, Any]:
+        secured = {} if self.security is None else self.security.client_config()
+        return {"bootstrap.servers": self.bootstrap_servers, **secured}
 
     def producer_config(self, **extra: Any) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap_servers, **extra}
+        return {**self._base, **extra}
 
     def consumer_config(self, group_id: str | None = None, **extra: Any) -> dict[str, Any]:
         """From the earliest offset, in a group of its own unless ``group_id`` is given."""
         return {
-            "bootstrap.servers": self.bootstrap_servers,
+            **self._base,
             "group.id": group_id or unique_topic_name("group"),
             "auto.offset.reset": "earliest",
             **extra,
         }
 
     def admin_config(self, **extra: Any) -> dict[str, Any]:
-        return {"bootstrap.servers": self.bootstrap_servers, **extra}
+        return {**self._base, **extra}
 
     def create_topic(
         self,
@@ -97,10 +105,19 @@ def _settings(config: Mapping[str, object] | None) -> dict[str, str]:
     return {**TEST_DEFAULTS, **{name: str(value) for name, value in (config or {}).items()}}
 
 
-def _server_config(data_dir: Path, host: str, config: Mapping[str, object] | None) -> ServerConfig:
-    values = _settings(config)
+def _listener_settings(host: str, security: SecurityFiles | None) -> dict[str, str]:
+    """One listener on an ephemeral port, named after its security protocol."""
+    if security is None:
+        return {"listeners": f"PLAINTEXT://{host}:0"}
+    protocol = security.security.protocol
+    return {"listeners": f"{protocol}://{host}:0", **security.server_settings()}
+
+
+def _server_config(
+    data_dir: Path, host: str, config: Mapping[str, object] | None, security: SecurityFiles | None
+) -> ServerConfig:
+    values = {**_listener_settings(host, security), **_settings(config)}
     values["log.dirs"] = str(data_dir)
-    values["listeners"] = f"PLAINTEXT://{host}:0"
     return ServerConfig(values)
 
 
@@ -130,12 +147,19 @@ class AsyncBroker(_ClientConfigs):
         config: Mapping[str, object] | None = None,
         kafka_version: str | None = None,
         host: str = "127.0.0.1",
+        security: Security | SecurityFiles | None = None,
     ) -> None:
+        """``security``: a secured listener (generated certificates and users) instead of
+        PLAINTEXT."""
         self._data_dir = _DataDir(data_dir)
+        self._security_dir = _DataDir(None) if isinstance(security, Security) else None
+        self.security = _security_files(security, self._security_dir, host)
+        if self.security is not None:
+            self.security.bootstrap(self._data_dir.path)
         self.faults = Faults()
         """Inject errors, delays and connection failures (see docs/testing.md)."""
         self.server = ServerNode(
-            _server_config(self._data_dir.path, host, config),
+            _server_config(self._data_dir.path, host, config, self.security),
             emulate_kafka_version=kafka_version,
             faults=self.faults,
         )
@@ -154,6 +178,8 @@ class AsyncBroker(_ClientConfigs):
             await self.server.stop()
         finally:
             self._data_dir.cleanup()
+            if self._security_dir is not None:
+                self._security_dir.cleanup()
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -184,10 +210,15 @@ class Broker(_ClientConfigs):
         kafka_version: str | None = None,
         host: str = "127.0.0.1",
         process: bool = False,
+        security: Security | None = None,
     ) -> None:
+        """``security``: a secured listener (generated certificates and users, see
+        ``strom.testing.security``) instead of PLAINTEXT."""
         if kafka_version is not None:
             release_versions(kafka_version)  # an unknown release fails here, not in start
         self._data_dir = _DataDir(data_dir)
+        self._security_dir = None if security is None else _DataDir(None)
+        self.security = _security_files(security, self._security_dir, host)
         self._config = dict(config or {})
         self._kafka_version = kafka_version
         self._host = host
@@ -223,6 +254,8 @@ class Broker(_ClientConfigs):
                 self._stop_thread()
         finally:
             self._data_dir.cleanup()
+            if self._security_dir is not None:
+                self._security_dir.cleanup()
 
     def __enter__(self) -> Self:
         self.start()
@@ -244,6 +277,7 @@ class Broker(_ClientConfigs):
             config=self._config,
             kafka_version=self._kafka_version,
             host=self._host,
+            security=self.security,
         )
         loop = self._loop = new_event_loop()
         self._thread = threading.Thread(target=loop.run_forever, name="strom-broker", daemon=True)
@@ -269,6 +303,8 @@ class Broker(_ClientConfigs):
     # --- child process -----------------------------------------------------------------------
 
     def _start_process(self) -> None:
+        if self.security is not None:
+            self.security.bootstrap(self._data_dir.path)
         args = [
             sys.executable,
             "-m",
@@ -276,10 +312,9 @@ class Broker(_ClientConfigs):
             "server",
             "--data-dir",
             str(self._data_dir.path),
-            "--listener",
-            f"{self._host}:0",
         ]
-        for name, value in _settings(self._config).items():
+        settings = {**_listener_settings(self._host, self.security), **_settings(self._config)}
+        for name, value in settings.items():
             args += ["--override", f"{name}={value}"]
         if self._kafka_version is not None:
             args += ["--emulate-kafka-version", self._kafka_version]
@@ -314,6 +349,15 @@ class Broker(_ClientConfigs):
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+
+
+def _security_files(
+    security: Security | SecurityFiles | None, directory: _DataDir | None, host: str
+) -> SecurityFiles | None:
+    if isinstance(security, Security):
+        assert directory is not None
+        return SecurityFiles(security, directory.path, host)
+    return security
 
 
 def _run_on(loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, None]) -> None:

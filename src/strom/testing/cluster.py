@@ -36,10 +36,12 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i8, i32
 
 from strom.client.blocking import BrokerConnection
+from strom.client.security import PLAINTEXT
 from strom.server.meta_properties import format_data_dir, random_kafka_uuid
 from strom.testing.broker import TEST_DEFAULTS, _ClientConfigs
 from strom.testing.netns import NamespaceNetwork
 from strom.testing.network import NetworkNemesis
+from strom.testing.security import Security, SecurityFiles
 
 __all__ = ["CLUSTER_TEST_DEFAULTS", "Cluster", "ClusterError", "ClusterNode"]
 
@@ -145,7 +147,11 @@ class Cluster(_ClientConfigs):
         start_timeout: float = 60.0,
         defaults: Mapping[str, str] = CLUSTER_TEST_DEFAULTS,
         network: Literal["loopback", "netns"] = "loopback",
+        security: Security | None = None,
     ) -> None:
+        """``security``: every listener (client, inter-broker and controller) speaks its
+        protocol, with generated certificates and users; nodes log in to each other as the
+        first user."""
         if brokers < (0 if not combined else 1) or (not combined and controllers < 1):
             raise ValueError("a cluster needs at least one controller (and brokers >= 0)")
         layout: list[tuple[int, tuple[str, ...]]]
@@ -163,7 +169,19 @@ class Cluster(_ClientConfigs):
         )
         self.cluster_id = self._stored_cluster_id() or random_kafka_uuid()
         self.start_timeout = start_timeout
-        settings = {**defaults, **{k: str(v) for k, v in (config or {}).items()}}
+        if security is not None and self.netns is not None:
+            raise ValueError(
+                "a secured cluster in network namespaces is not supported yet: its certificates "
+                "name one host"
+            )
+        self.security = (
+            None if security is None else SecurityFiles(security, self.base / "security", host)
+        )
+        self._client_security = (
+            PLAINTEXT if self.security is None else self.security.client_security()
+        )
+        secured = {} if self.security is None else self.security.server_settings()
+        settings = {**defaults, **secured, **{k: str(v) for k, v in (config or {}).items()}}
         ports = iter(
             _NETNS_PORTS * len(layout)
             if self.netns is not None
@@ -215,12 +233,14 @@ class Cluster(_ClientConfigs):
     def _write_properties(
         self, node: ClusterNode, settings: Mapping[str, str], voters: str
     ) -> None:
+        protocol = "PLAINTEXT" if self.security is None else self.security.security.protocol
         listeners = []
         if node.broker_port is not None:
-            listeners.append(f"PLAINTEXT://{node.host}:{node.broker_port}")
+            listeners.append(f"{protocol}://{node.host}:{node.broker_port}")
         if node.controller_port is not None:
             listeners.append(f"CONTROLLER://{node.host}:{node.controller_port}")
         values = {
+            "listener.security.protocol.map": f"{protocol}:{protocol},CONTROLLER:{protocol}",
             **settings,
             "process.roles": ",".join(node.roles),
             "node.id": str(node.node_id),
@@ -292,7 +312,10 @@ class Cluster(_ClientConfigs):
         self.stop()
 
     def _format(self, node: ClusterNode) -> None:
-        """What ``strom storage format --ignore-formatted`` does, without a process."""
+        """What ``strom storage format --ignore-formatted`` does, without a process (with
+        ``--add-scram`` for a secured cluster's users)."""
+        if self.security is not None:
+            self.security.bootstrap(node.data_dir)
         format_data_dir(
             node.data_dir, node_id=node.node_id, cluster_id=self.cluster_id, ignore_formatted=True
         )
@@ -403,7 +426,9 @@ class Cluster(_ClientConfigs):
             if node.is_controller and not node.is_broker:
                 port = str(node.controller_port)
             try:
-                with BrokerConnection(host, int(port), timeout=timeout) as connection:
+                with BrokerConnection(
+                    host, int(port), timeout=timeout, security=self._client_security
+                ) as connection:
                     yield connection.request(request)  # type: ignore[arg-type]
             except OSError:
                 continue

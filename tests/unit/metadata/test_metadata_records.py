@@ -25,6 +25,7 @@ from strom.metadata import (
 from strom.metadata.records import RECORD_TYPES, RecordType
 from strom.protocol.schema import (
     BOOL,
+    BYTES,
     UUID,
     ArrayType,
     FieldType,
@@ -45,6 +46,8 @@ def strategy_for(field_type: FieldType) -> st.SearchStrategy[Any]:
         return st.booleans()
     if field_type is UUID:
         return st.uuids()
+    if field_type is BYTES:
+        return st.binary(max_size=40)
     if isinstance(field_type, StringType):
         text = st.text(max_size=40)
         return st.none() | text if field_type.nullable else text

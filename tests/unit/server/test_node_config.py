@@ -93,7 +93,6 @@ def test_a_broker_only_node_with_two_listeners_and_advertised_addresses() -> Non
             "port 1 is used by two listeners",
         ),
         ({"listeners": "INTERNAL://a:1"}, "no security protocol for listener INTERNAL"),
-        ({"listeners": "SSL://a:1"}, "listener SSL uses SSL; strom serves PLAINTEXT only"),
         ({"listeners": "a:1"}, "expected NAME://host:port"),
         ({"listener.security.protocol.map": "X:TLS"}, "expected NAME:PROTOCOL"),
         ({"advertised.listeners": "OTHER://a:1"}, "OTHER is not one of the listeners"),
@@ -113,3 +112,24 @@ def test_inconsistent_settings_are_refused_in_one_line(
         node(**settings)
     assert message in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+def test_each_listener_takes_its_security_protocol() -> None:
+    node = NodeConfig.from_config(
+        ServerConfig(
+            {
+                "listeners": "PLAINTEXT://a:1,SSL://a:2,CLIENTS://a:3,SASL_PLAINTEXT://a:4",
+                "listener.security.protocol.map": (
+                    "PLAINTEXT:PLAINTEXT,SSL:SSL,CLIENTS:SASL_SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+                ),
+                "inter.broker.listener.name": "PLAINTEXT",
+            }
+        )
+    )
+    protocols = {listener.name: listener.security_protocol for listener in node.listeners}
+    assert protocols == {
+        "PLAINTEXT": "PLAINTEXT",
+        "SSL": "SSL",
+        "CLIENTS": "SASL_SSL",
+        "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+    }

@@ -28,6 +28,7 @@ from strom.protocol.api import (
     api_name,
 )
 from strom.protocol.headers import RequestHeader
+from strom.security.principal import ANONYMOUS, KafkaPrincipal
 from strom.server.network.response import Response
 
 __all__ = [
@@ -69,6 +70,8 @@ class RequestContext:
     """``local-remote-index``, as Kafka names connections; unique while the broker runs."""
     listener_name: str = "PLAINTEXT"
     """The listener the request came in on: brokers are described by their endpoint on it."""
+    principal: KafkaPrincipal = ANONYMOUS
+    """Who sent it: the SASL user, the TLS client certificate's mapped subject, or ANONYMOUS."""
 
     @property
     def header(self) -> RequestHeader:

@@ -24,12 +24,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, cast
 
-from strom.protocol.api import InvalidRequestError, decode_request, encode_response
+from strom.protocol.api import InvalidRequestError, Request, decode_request, encode_response
 from strom.protocol.framing import FrameDecoder, InvalidFrameSizeError
+from strom.security.principal import ANONYMOUS, KafkaPrincipal, ssl_principal
+from strom.security.principal_mapping import NoMatchingRule, PrincipalMapper
 from strom.server.handlers.injected_errors import injected_error_response
 from strom.server.handlers.registry import (
     NO_RESPONSE,
@@ -72,16 +74,22 @@ class Connection(asyncio.Protocol):
         registry: HandlerRegistry,
         settings: ConnectionSettings,
         index: int,
+        on_started: Callable[[Connection], None],
         on_finished: Callable[[Connection], None],
         faults: Faults | None = None,
         listener_name: str = "PLAINTEXT",
+        principal_mapper: PrincipalMapper | None = None,
     ) -> None:
+        """``principal_mapper``: an SSL listener's, naming clients by their certificate."""
         self._registry = registry
+        self._principal_mapper = principal_mapper
+        self.principal: KafkaPrincipal = ANONYMOUS
         self._listener_name = listener_name
         self._faults = faults
         self._settings = settings
         self._index = index
         self._on_finished = on_finished
+        self._on_started = on_started
         self._decoder = FrameDecoder(max_frame_size=settings.max_request_size)
         self._in_flight: deque[_InFlight] = deque()
         self._work: asyncio.Future[None] | None = None
@@ -106,6 +114,9 @@ class Connection(asyncio.Protocol):
             self._write_loop(), name=f"strom-connection-{self.connection_id}"
         )
         log.debug("accepted connection %s", self.connection_id)
+        self._on_started(self)
+        if self._principal_mapper is not None:
+            self._take_certificate_principal()
 
     def data_received(self, data: bytes) -> None:
         if self._input_closed:
@@ -128,7 +139,9 @@ class Connection(asyncio.Protocol):
                 self._decoder.buffered,
             )
         self._close_input()
-        return True  # keep writing the answers still due; the write loop closes the transport
+        # keep writing the answers still due (the write loop closes the transport); TLS has no
+        # half-closed state, so there the transport closes now
+        return self._transport is not None and self._transport.get_extra_info("sslcontext") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._broken = True
@@ -144,6 +157,17 @@ class Connection(asyncio.Protocol):
     def resume_writing(self) -> None:
         if self._writer is not None:
             self._writer.resume_writing()
+
+    def _take_certificate_principal(self) -> None:
+        """The TLS client's principal from its certificate; closes the connection when the
+        mapping rules name no one."""
+        assert self._transport is not None and self._principal_mapper is not None
+        ssl_object = self._transport.get_extra_info("ssl_object")
+        certificate = None if ssl_object is None else ssl_object.getpeercert(binary_form=True)
+        try:
+            self.principal = ssl_principal(certificate, self._principal_mapper)
+        except NoMatchingRule as error:
+            self._fail(str(error))
 
     # control from the listener
 
@@ -173,26 +197,42 @@ class Connection(asyncio.Protocol):
 
     def _dispatch(self, frame: bytes) -> bool:
         """Start handling one frame; False when it was bad input and the connection is closing."""
+        request = self._decode(frame)
+        return request is not None and self._serve(request)
+
+    def _serve(self, request: Request) -> bool:
+        """Start the request's handler."""
+        handler = self._registry.get(request.api_key)
+        assert handler is not None, request  # decode_request only accepts registered keys
+        context = self._context(request)
+        self._start(self._handle(handler, context), context)
+        return True
+
+    def _decode(self, frame: bytes) -> Request | None:
+        """The frame's request, or None after closing the connection on bad input."""
         try:
-            request = decode_request(frame, versions=self._registry.versions)
+            return decode_request(frame, versions=self._registry.versions)
         except InvalidRequestError as error:
             reason = str(error)
             if error.correlation_id is not None:
                 reason += f" (correlation id {error.correlation_id})"
             self._fail(reason)
-            return False
-        handler = self._registry.get(request.api_key)
-        assert handler is not None, request  # decode_request only accepts registered keys
-        context = RequestContext(
+            return None
+
+    def _context(self, request: Request) -> RequestContext:
+        return RequestContext(
             request=request,
             client_address=self.client_address,
             connection_id=self.connection_id,
             listener_name=self._listener_name,
+            principal=self.principal,
         )
-        task = asyncio.get_running_loop().create_task(self._handle(handler, context))
+
+    def _start(self, work: Coroutine[Any, Any, Response | None], context: RequestContext) -> None:
+        """Queue the answer to one request behind the earlier ones."""
+        task = asyncio.get_running_loop().create_task(work)
         self._in_flight.append(_InFlight(context, task))
         _wake(self._work)
-        return True
 
     async def _handle(self, handler: Handler, context: RequestContext) -> Response | None:
         faults = self._faults

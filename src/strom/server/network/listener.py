@@ -1,5 +1,9 @@
 """The TCP listener: accepts connections and shuts them down gracefully.
 
+A listener speaks its security protocol (``ListenerSecurity``): TLS through the event loop's
+own TLS transport, SASL through :class:`SaslConnection`; a PLAINTEXT listener has neither and
+its connections pay nothing for them.
+
 ``stop`` stops accepting, lets every connection answer the requests it has already read (no new
 ones are read), closes them, and after ``timeout`` seconds aborts whatever is still running.
 """
@@ -10,13 +14,19 @@ import asyncio
 import itertools
 import logging
 import socket
+import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from strom.security.principal_mapping import PrincipalMapper
+from strom.security.sasl_authenticator import SaslAuthenticator
 from strom.server.handlers.registry import HandlerRegistry
 from strom.server.network.connection import Connection, ConnectionSettings
 from strom.server.network.faults import Faults
+from strom.server.network.sasl_connection import SaslConnection
 
-__all__ = ["HostPort", "Listener"]
+__all__ = ["HostPort", "Listener", "ListenerSecurity"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +59,26 @@ class HostPort:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
+@dataclass(frozen=True, slots=True)
+class ListenerSecurity:
+    """How a listener secures its connections; the default is PLAINTEXT."""
+
+    ssl_context: ssl.SSLContext | None = None
+    """SSL and SASL_SSL: the server side of TLS."""
+    principal_mapper: PrincipalMapper | None = None
+    """SSL: names clients by their certificate's subject (``ssl.principal.mapping.rules``)."""
+    sasl: Callable[[], SaslAuthenticator] | None = None
+    """SASL_PLAINTEXT and SASL_SSL: a new connection's authenticator."""
+    sasl_max_receive_size: int = 524288
+    """``sasl.server.max.receive.size``: the largest frame a client may send before it has
+    authenticated."""
+    handshake_timeout: float = 10.0
+    """Seconds a client has to finish the TLS handshake."""
+
+
+_PLAINTEXT = ListenerSecurity()
+
+
 class Listener:
     """Serves one address with the handlers of one registry."""
 
@@ -61,8 +91,10 @@ class Listener:
         settings: ConnectionSettings,
         backlog: int = 1024,
         faults: Faults | None = None,
+        security: ListenerSecurity = _PLAINTEXT,
     ) -> None:
         self.name = name
+        self._security = security
         self._address = address
         self._faults = faults
         self._registry = registry
@@ -87,6 +119,10 @@ class Listener:
             backlog=self._backlog,
             reuse_address=True,
             start_serving=False,
+            ssl=self._security.ssl_context,
+            ssl_handshake_timeout=(
+                self._security.handshake_timeout if self._security.ssl_context else None
+            ),
         )
         sockname = self._server.sockets[0].getsockname()
         self._bound = HostPort(str(sockname[0]), int(sockname[1]))
@@ -136,16 +172,27 @@ class Listener:
     def _new_connection(self) -> asyncio.Protocol:
         if self._faults is not None and self._faults.refusing:
             return _Refused()
-        connection = Connection(
-            registry=self._registry,
-            settings=self._settings,
-            index=next(self._indexes),
-            on_finished=self._connections.discard,
-            faults=self._faults,
-            listener_name=self.name,
+        security = self._security
+        arguments = self._connection_arguments()
+        if security.sasl is None:
+            return Connection(principal_mapper=security.principal_mapper, **arguments)
+        return SaslConnection(
+            authenticator=security.sasl(),
+            max_receive_size=security.sasl_max_receive_size,
+            **arguments,
         )
-        self._connections.add(connection)
-        return connection
+
+    def _connection_arguments(self) -> dict[str, Any]:
+        return {
+            "registry": self._registry,
+            "settings": self._settings,
+            "index": next(self._indexes),
+            # tracked from connection_made: a TLS handshake that fails never gets there
+            "on_started": self._connections.add,
+            "on_finished": self._connections.discard,
+            "faults": self._faults,
+            "listener_name": self.name,
+        }
 
     def _drop_connections_soon(self) -> None:
         """Any thread: drop every connection from the listener's loop."""
