@@ -3,7 +3,7 @@
 * ``strom chaos list``: the scenarios, what each does and the guarantee it checks.
 * ``strom chaos run --scenario NAME|NUMBER|all --duration 60s --seed N --report DIR``: each
   scenario on a fresh local cluster (``strom.testing.Cluster``), its report in ``DIR/NAME``;
-  exits 1 when any run shows an anomaly.
+  exits 1 when any run shows an anomaly or could not run (a network scenario without root).
 """
 
 from __future__ import annotations
@@ -75,6 +75,8 @@ def run(*, names: tuple[str, ...], duration: str, seed: int | None, report_dir: 
     """
     from strom.testing.chaos.runner import run_scenario  # noqa: PLC0415 - on use only
     from strom.testing.chaos.scenarios import SCENARIOS, scenario_named  # noqa: PLC0415
+    from strom.testing.cluster import ClusterError  # noqa: PLC0415
+    from strom.testing.netns import NetnsError  # noqa: PLC0415
 
     seconds = parse_duration(duration)
     try:
@@ -84,26 +86,34 @@ def run(*, names: tuple[str, ...], duration: str, seed: int | None, report_dir: 
     run_seed = seed if seed is not None else int(time.time()) % 100_000
     console = output_console()
     console.print(f"seed {run_seed}")
-    verdicts: list[tuple[str, bool, Path]] = []
+    verdicts: list[tuple[str, str, str]] = []
     for scenario in chosen:
         started = time.monotonic()
 
         def progress(line: str, *, name: str = scenario.name, at: float = started) -> None:
             console.print(f"[{name} {time.monotonic() - at:5.0f}s] {line}", highlight=False)
 
-        outcome = run_scenario(
-            scenario,
-            duration=seconds,
-            seed=run_seed,
-            report_dir=report_dir / scenario.name,
-            progress=progress,
-        )
+        try:
+            outcome = run_scenario(
+                scenario,
+                duration=seconds,
+                seed=run_seed,
+                report_dir=report_dir / scenario.name,
+                progress=progress,
+            )
+        except (ClusterError, NetnsError, OSError) as error:
+            # The cluster could not be run as the scenario needs: no verdict, never a pass.
+            progress(f"error: {error}")
+            verdicts.append((scenario.name, "ERROR", str(error).splitlines()[0]))
+            continue
         console.print(outcome.result.summary(), highlight=False)
         console.print(f"report: {outcome.report}", highlight=False)
-        verdicts.append((scenario.name, outcome.valid, outcome.report))
+        verdicts.append(
+            (scenario.name, "ok" if outcome.valid else "ANOMALIES", str(outcome.report))
+        )
     table = Table("SCENARIO", "RESULT", "REPORT", box=None)
-    for name, valid, report in verdicts:
-        table.add_row(name, "ok" if valid else "ANOMALIES", str(report))
+    for row in verdicts:
+        table.add_row(*row)
     console.print(table)
-    if not all(valid for _, valid, _ in verdicts):
+    if any(verdict != "ok" for _, verdict, _ in verdicts):
         raise SystemExit(1)
