@@ -18,7 +18,7 @@ every method. See :mod:`strom.storage.file_region` for who closes what a read re
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -44,6 +44,7 @@ from strom.storage.producer_state import AppendOrigin, ProducerStateManager
 from strom.storage.retention import deletable_by_log_start, segments_to_delete
 from strom.storage.segment import LogSegment, OffsetTimestamp
 from strom.storage.txn_index import AbortedTxn
+from strom.storage.txn_recovery import AbortedTxns
 
 __all__ = [
     "EARLIEST_LOCAL_TIMESTAMP",
@@ -347,7 +348,8 @@ class PartitionLog:
         Raises KafkaError INVALID_PRODUCER_EPOCH for an older producer epoch and
         TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch than the producer's last
         marker's. An ABORT of an ongoing transaction adds ``(producer id, first offset, marker
-        offset, last stable offset after it)`` to the active segment's ``.txnindex``. A marker
+        offset, last stable offset after it)`` to the active segment's ``.txnindex``, as every
+        append of a marker does, a follower's too. A marker
         for a producer without an ongoing transaction here is written too (Kafka does), and
         indexes nothing.
         """
@@ -358,7 +360,6 @@ class PartitionLog:
             producer_epoch=producer_epoch,
             coordinator_epoch=coordinator_epoch,
         )
-        first_offset = state.ongoing_transactions().get(producer_id)
         marker = build_control_batch(
             ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
             producer_id=producer_id,
@@ -369,16 +370,6 @@ class PartitionLog:
         )
         info = self.append(marker, leader_epoch=leader_epoch, origin=AppendOrigin.COORDINATOR)
         state.record_coordinator_epoch(producer_id, coordinator_epoch)
-        if not commit and first_offset is not None:
-            stable = state.first_undecided_offset()
-            self._local.active_segment.txn_index.append(
-                AbortedTxn(
-                    producer_id,
-                    first_offset,
-                    info.last_offset,
-                    info.last_offset + 1 if stable is None else stable,
-                )
-            )
         return info
 
     def collect_aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
@@ -429,9 +420,11 @@ class PartitionLog:
         origin: AppendOrigin,
     ) -> AppendInfo:
         headers: list[BatchHeader] = []
+        positions: list[int] = []
         position = 0
         for batch in batches:
             headers.append(BatchHeader.read(data, position))
+            positions.append(position)
             position += batch[1]
         state = self._producer_state
         plan = state.prepare(headers, origin=origin)
@@ -447,8 +440,16 @@ class PartitionLog:
                 log_start_offset=self._log_start_offset,
                 written=b"",
             )
+        tracker = AbortedTxns(state.ongoing_transactions())
+        aborted = [
+            entry
+            for start, header in zip(positions, headers, strict=True)
+            if (entry := tracker.see(header, _slice_of(data, start, header.size))) is not None
+        ]
         info = self._write_batches(data, batches, log_append_time=log_append_time)
         state.commit(plan, headers, now_ms=self.clock.now_ms())
+        for entry in aborted:  # the batches went to the active segment, markers included
+            self._local.active_segment.txn_index.append(entry)
         return info
 
     def _write_batches(
@@ -774,3 +775,8 @@ class PartitionLog:
             f"hw={self._high_watermark}, end={self.log_end_offset}, "
             f"segments={len(self._local.segments)})"
         )
+
+
+def _slice_of(data: bytes | bytearray, start: int, size: int) -> Callable[[], memoryview]:
+    """The bytes of one batch of ``data``, when asked for."""
+    return lambda: memoryview(data)[start : start + size]

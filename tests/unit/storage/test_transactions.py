@@ -173,6 +173,41 @@ def test_an_abort_records_the_last_stable_offset_after_it(open_log: OpenLog) -> 
     assert txn_entries(log) == [AbortedTxn(2, 1, 2, 0), AbortedTxn(1, 0, 3, 4)]
 
 
+@pytest.mark.parametrize("fetches", ["one batch each", "all at once"])
+def test_a_follower_indexes_the_aborts_it_replicates(
+    open_log: OpenLog, tmp_path: Path, clock: ManualClock, fetches: str
+) -> None:
+    """The follower's ``.txnindex`` is the leader's: a fetch of an aborted transaction's records
+    from a new leader (a former follower) lists it, so read_committed consumers skip them."""
+    leader = open_log()
+    a, b = Producer(1), Producer(2)
+    a.send(leader, b"a1")
+    b.send(leader, b"b1")
+    b.end(leader, commit=False)
+    plain(leader)
+    a.end(leader, commit=False)
+    b.send(leader, b"b2")
+    b.end(leader, commit=True)
+    follower = PartitionLog.open(tmp_path / "replica" / "orders-0", config=LogConfig(), clock=clock)
+    data = leader.read_bytes(0, max_bytes=1 << 20)
+    found, _ = scan_batches(data)
+    if fetches == "all at once":
+        follower.append_as_follower(data)
+    else:
+        for position, header in found:
+            follower.append_as_follower(data[position : position + header.size])
+    assert (
+        txn_entries(follower)
+        == txn_entries(leader)
+        == [
+            AbortedTxn(2, 1, 2, 0),
+            AbortedTxn(1, 0, 4, 5),
+        ]
+    )
+    assert follower.collect_aborted_txns(0, 7) == leader.collect_aborted_txns(0, 7)
+    follower.close()
+
+
 def test_marker_epoch_checks(open_log: OpenLog) -> None:
     log = open_log()
     producer = Producer(1, epoch=3)
