@@ -332,7 +332,8 @@ class BankWorkload:
     """Transfers between ``accounts`` accounts: orders ``"<id>:<from>:<to>:<amount>"`` on
     ``<prefix>-orders``, applied by ``workers`` transactional workers as two legs
     ``"<id>:<account>:<delta>"`` on ``<prefix>-ledger``; a read_committed reader polls the
-    ledger meanwhile."""
+    ledger meanwhile. A worker aborts ``abort_ratio`` of its transactions on purpose (and
+    applies their orders again), so that aborted records are always there to be wrongly read."""
 
     prefix: str
     partitions: int = 3
@@ -341,6 +342,7 @@ class BankWorkload:
     rate: float = 50.0
     """Orders per second."""
     seed: int = 0
+    abort_ratio: float = 0.1
     _threads: _Threads = field(default_factory=_Threads, init=False, repr=False)
 
     @property
@@ -401,6 +403,7 @@ class _BankWorker:
         self.recorder = recorder
         self.process = process
         self.bootstrap_servers = bootstrap_servers
+        self.rng = random.Random(f"{bank.seed}-{process}")
 
     def _clients(self) -> tuple[Consumer, Producer]:
         consumer = Consumer(
@@ -487,6 +490,11 @@ class _BankWorker:
                     self.process, "info", "txn", value, error="send_offsets_to_transaction hung"
                 )
                 raise _Stuck
+            if self.rng.random() < self.bank.abort_ratio:
+                producer.abort_transaction(20)
+                self.recorder.record(self.process, "fail", "txn", value, error="aborted on purpose")
+                _rewind(consumer)
+                return True
             producer.commit_transaction(20)
         except KafkaException as error:
             return self._after_error(consumer, producer, value, error.args[0])
