@@ -5,19 +5,11 @@ nothing."""
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
 import json
-import ssl
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from google.protobuf import descriptor_pb2
 
 from strom.testing.registry import Registry
@@ -239,63 +231,6 @@ def test_normalize(api: Api) -> None:
     }
     assert api.ok("POST", "/subjects/n", {"schema": other}, normalize="true")["version"] == 1
     assert api.ok("GET", "/subjects/n/versions") == [1]
-
-
-def test_health_and_basic_auth(bootstrap: str, tmp_path: Any) -> None:
-    users = tmp_path / "users.properties"
-    users.write_text("# user: password,role\nalice: secret,admin\n")
-    with Registry(bootstrap, users_file=str(users)) as secured:
-        anonymous = httpx.get(secured.url + "/subjects")
-        assert anonymous.status_code == 401 and anonymous.json()["error_code"] == 401
-        assert anonymous.headers["www-authenticate"].startswith("Basic realm=")
-        assert httpx.get(secured.url + "/subjects", auth=("alice", "wrong")).status_code == 401
-        assert httpx.get(secured.url + "/subjects", auth=("alice", "secret")).json() == []
-        health = httpx.get(secured.url + "/health")
-        assert health.status_code == 200 and health.json() == {"status": "UP", "primary": True}
-
-
-def _self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 and its key, as PEM files."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = directory / "registry.pem", directory / "registry.key"
-    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
-
-
-def test_tls_listener(bootstrap: str, tmp_path: Path) -> None:
-    cert_file, key_file = _self_signed(tmp_path)
-    with Registry(bootstrap, certfile=str(cert_file), keyfile=str(key_file)) as secured:
-        assert secured.url.startswith("https://")
-        trusted = ssl.create_default_context(cafile=str(cert_file))
-        answer = httpx.get(secured.url + "/subjects", verify=trusted)
-        assert answer.status_code == 200 and answer.json() == []
-        client = secured.client(**{"ssl.ca.location": str(cert_file)})
-        assert client.get_subjects() == []
-        with pytest.raises(httpx.RemoteProtocolError):  # plain HTTP gets no answer
-            httpx.get(secured.url.replace("https://", "http://") + "/subjects")
 
 
 def test_proto_text_schemas(api: Api) -> None:

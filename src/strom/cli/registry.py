@@ -61,7 +61,7 @@ def registry(
     if bootstrap_servers is not None:
         values["kafkastore.bootstrap.servers"] = bootstrap_servers
     if listener is not None:
-        scheme = "https" if values.get("ssl.certificate.location") else "http"
+        scheme = "https" if values.get("ssl.keystore.location") else "http"
         values["listeners"] = f"{scheme}://{listener}"
     if "kafkastore.bootstrap.servers" not in values:
         raise click.UsageError("give --bootstrap-servers (or kafkastore.bootstrap.servers)")

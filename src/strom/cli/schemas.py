@@ -5,6 +5,7 @@ registry's message and error code and exits 1."""
 from __future__ import annotations
 
 import json
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +21,16 @@ _TYPES = ("AVRO", "JSON", "PROTOBUF")
 
 
 class _Registry:
-    def __init__(self, url: str, user: str | None) -> None:
+    def __init__(self, url: str, user: str | None, ca_location: Path | None) -> None:
         self.url = url.rstrip("/")
         auth = None
         if user is not None:
             name, _, password = user.partition(":")
             auth = (name, password)
-        self._http = httpx.Client(headers={"Content-Type": CONTENT_TYPE}, auth=auth, timeout=30)
+        verify = ssl.create_default_context(cafile=ca_location) if ca_location else True
+        self._http = httpx.Client(
+            headers={"Content-Type": CONTENT_TYPE}, auth=auth, verify=verify, timeout=30
+        )
 
     def call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
         query = {name: str(value).lower() for name, value in params.items() if value}
@@ -72,8 +76,15 @@ def _body(schema_file: Path, schema_type: str) -> dict[str, Any]:
     help="The schema registry (or $STROM_REGISTRY).",
 )
 @click.option("--user", metavar="NAME:PASSWORD", default=None, help="HTTP basic credentials.")
+@click.option(
+    "--ca-location",
+    metavar="PEM",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The CA certificates that sign an https registry's certificate.",
+)
 @click.pass_context
-def schemas(ctx: click.Context, registry: str, user: str | None) -> None:
+def schemas(ctx: click.Context, registry: str, user: str | None, ca_location: Path | None) -> None:
     """List, read, register, check and delete schemas in a schema registry.
 
     \b
@@ -85,7 +96,7 @@ def schemas(ctx: click.Context, registry: str, user: str | None) -> None:
       strom schemas config orders-value --set FULL
       strom schemas delete orders-value --permanent
     """
-    ctx.obj = _Registry(registry, user)
+    ctx.obj = _Registry(registry, user, ca_location)
 
 
 _schema_file = click.option(

@@ -1,19 +1,20 @@
 """HTTP plumbing of the REST API: Confluent's response content type, HTTP basic
-authentication against a users file, the request body limit and the request log."""
+authentication (401 and 403 as Confluent's), the request body limit and the request log."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hmac
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from strom.registry.security import User
 
 __all__ = ["CONTENT_TYPE", "AuthAndLimits", "BasicAuth", "raw_response", "registry_response"]
 
@@ -36,33 +37,28 @@ def raw_response(text: str) -> Response:
 
 @dataclass(frozen=True)
 class BasicAuth:
-    """Users and passwords of HTTP basic authentication, from a file in the format of Jetty's
-    ``HashLoginService`` that Confluent's ``authentication.method=BASIC`` reads:
-    ``user: password[,role...]`` per line, ``#`` comments."""
+    """HTTP basic authentication as Confluent's ``authentication.method=BASIC``: users from the
+    JAAS realm's password file, and the roles (``authentication.roles``; ``*`` is any user)
+    a user needs one of."""
 
     realm: str
-    users: dict[str, str]
+    users: Mapping[str, User]
+    roles: frozenset[str] = frozenset({"*"})
 
-    @classmethod
-    def from_file(cls, path: str | Path, realm: str = "SchemaRegistry") -> BasicAuth:
-        users: dict[str, str] = {}
-        for raw in Path(path).read_text().splitlines():
-            line = raw.strip()
-            if not line or line.startswith("#") or ":" not in line:
-                continue
-            user, rest = line.split(":", 1)
-            users[user.strip()] = rest.split(",")[0].strip()
-        return cls(realm, users)
-
-    def allows(self, header: str | None) -> bool:
+    def refusal(self, header: str | None) -> int | None:
+        """401 for missing or wrong credentials, 403 for a user without a role, else None."""
         if header is None or not header.lower().startswith("basic "):
-            return False
+            return 401
         try:
-            user, _, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
+            name, _, password = base64.b64decode(header[6:], validate=True).decode().partition(":")
         except (binascii.Error, UnicodeDecodeError):
-            return False
-        expected = self.users.get(user)
-        return expected is not None and hmac.compare_digest(expected, password)
+            return 401
+        user = self.users.get(name)
+        if user is None or not user.accepts(password):
+            return 401
+        if self.roles & {"*", "**"} or self.roles & user.roles:
+            return None
+        return 403
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -94,13 +90,18 @@ class AuthAndLimits:
 
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
-            if (
-                self.auth is not None
-                and scope["path"] != "/health"
-                and not self.auth.allows(headers.get("authorization"))
-            ):
+            refusal = (
+                self.auth.refusal(headers.get("authorization"))
+                if self.auth is not None and scope["path"] != "/health"
+                else None
+            )
+            if refusal == 401:
+                assert self.auth is not None
                 realm = {"WWW-Authenticate": f'Basic realm="{self.auth.realm}"'}
                 await _error(401, "Unauthorized", realm)(scope, receive, logged_send)
+                return
+            if refusal == 403:
+                await _error(403, "Forbidden")(scope, receive, logged_send)
                 return
             if int(headers.get("content-length") or 0) > self.max_body_bytes:
                 await _error(413, "HTTP 413 Payload Too Large")(scope, receive, logged_send)

@@ -4,8 +4,9 @@ and the HTTP(S) listener (uvicorn), in the calling thread or a thread of its own
 from __future__ import annotations
 
 import logging
+import os
+import shlex
 import socket
-import ssl
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,14 @@ from strom.registry.app import create_app
 from strom.registry.compatibility import CompatibilityLevel
 from strom.registry.election import GroupElection
 from strom.registry.http import BasicAuth
+from strom.registry.security import (
+    ClientAuth,
+    SecurityError,
+    StoreSettings,
+    TlsSettings,
+    jaas_users,
+    server_ssl_context,
+)
 from strom.registry.service import RegistryService
 
 __all__ = ["RegistryServer", "RegistrySettings"]
@@ -34,24 +43,32 @@ class RegistrySettings:
     group_id: str = "schema-registry"
     compatibility: CompatibilityLevel = CompatibilityLevel.BACKWARD
     advertised_url: str | None = None
-    users_file: str | None = None
+    tls: TlsSettings | None = None
+    jaas_config: str | None = None
     realm: str = "SchemaRegistry"
-    certfile: str | None = None
-    keyfile: str | None = None
+    roles: frozenset[str] = frozenset({"*"})
     client_config: Mapping[str, Any] = field(default_factory=dict)
     max_body_bytes: int = 16 << 20
     timeout: float = 30.0
 
     @classmethod
-    def from_properties(cls, values: Mapping[str, str]) -> RegistrySettings:
-        """Settings from ``schema.registry.*``-style properties: ``listeners``,
-        ``kafkastore.bootstrap.servers``, ``kafkastore.topic``, ``schema.registry.group.id``,
-        ``schema.compatibility.level``, ``host.name``, ``authentication.method`` (BASIC) with
-        ``authentication.realm`` and ``authentication.users.file``, ``ssl.certificate.location``
-        and ``ssl.key.location`` (PEM)."""
+    def from_properties(
+        cls, values: Mapping[str, str], environ: Mapping[str, str] = os.environ
+    ) -> RegistrySettings:
+        """Settings from Confluent's ``schema-registry.properties`` names (docs/registry.md);
+        the JAAS file may also come as ``-Djava.security.auth.login.config=`` in
+        ``$SCHEMA_REGISTRY_OPTS``, as Confluent's start script passes it."""
         listener = values.get("listeners", "http://localhost:8081").split(",")[0]
         scheme, _, address = listener.rpartition("://")
-        basic = values.get("authentication.method", "NONE").upper() == "BASIC"
+        method = values.get("authentication.method", "NONE").upper()
+        if method not in ("NONE", "BASIC"):
+            raise SecurityError(f"authentication.method={method} is not supported (NONE, BASIC)")
+        jaas = values.get("java.security.auth.login.config") or _jaas_from_opts(
+            environ.get("SCHEMA_REGISTRY_OPTS", "")
+        )
+        if method == "BASIC" and not jaas:
+            raise SecurityError("authentication.method=BASIC needs java.security.auth.login.config")
+        roles = values.get("authentication.roles", "*")
         return cls(
             bootstrap_servers=values["kafkastore.bootstrap.servers"].replace("PLAINTEXT://", ""),
             listener=address,
@@ -61,11 +78,51 @@ class RegistrySettings:
                 values.get("schema.compatibility.level", "backward").upper()
             ),
             advertised_url=values.get("advertised.url"),
-            users_file=values.get("authentication.users.file") if basic else None,
+            tls=_tls_settings(values) if scheme.lower() == "https" else None,
+            jaas_config=jaas if method == "BASIC" else None,
             realm=values.get("authentication.realm", "SchemaRegistry"),
-            certfile=values.get("ssl.certificate.location") if scheme == "https" else None,
-            keyfile=values.get("ssl.key.location") if scheme == "https" else None,
+            roles=frozenset(role.strip() for role in roles.split(",") if role.strip()),
         )
+
+
+def _jaas_from_opts(opts: str) -> str | None:
+    for option in shlex.split(opts):
+        if option.startswith("-Djava.security.auth.login.config="):
+            return option.partition("=")[2]
+    return None
+
+
+def _store(values: Mapping[str, str], kind: str) -> StoreSettings | None:
+    location = values.get(f"ssl.{kind}.location")
+    if not location:
+        return None
+    return StoreSettings(
+        location,
+        values.get(f"ssl.{kind}.password") or None,
+        values.get(f"ssl.{kind}.type", "JKS"),
+    )
+
+
+def _tls_settings(values: Mapping[str, str]) -> TlsSettings:
+    keystore = _store(values, "keystore")
+    if keystore is None:
+        raise SecurityError("an https:// listener needs ssl.keystore.location")
+    client_auth = values.get("ssl.client.authentication")
+    if client_auth is None:
+        required = values.get("ssl.client.auth", "false").strip().lower() == "true"
+        client_auth = "REQUIRED" if required else "NONE"
+    try:
+        mode = ClientAuth(client_auth.strip().upper())
+    except ValueError as error:
+        raise SecurityError(
+            f"ssl.client.authentication={client_auth}: one of NONE, REQUESTED, REQUIRED"
+        ) from error
+    return TlsSettings(
+        keystore=keystore,
+        key_password=values.get("ssl.key.password") or None,
+        truststore=_store(values, "truststore"),
+        client_auth=mode,
+    )
 
 
 class RegistryServer:
@@ -73,10 +130,18 @@ class RegistryServer:
 
     def __init__(self, settings: RegistrySettings) -> None:
         self.settings = settings
+        auth = (
+            BasicAuth(
+                settings.realm, jaas_users(settings.jaas_config, settings.realm), settings.roles
+            )
+            if settings.jaas_config
+            else None
+        )
+        context = server_ssl_context(settings.tls) if settings.tls else None
         host, _, port = settings.listener.rpartition(":")
         self._socket = socket.create_server((host or "0.0.0.0", int(port)), reuse_port=False)
         bound_port = self._socket.getsockname()[1]
-        scheme = "https" if settings.certfile else "http"
+        scheme = "https" if settings.tls else "http"
         shown_host = "localhost" if host in ("", "0.0.0.0") else host
         self.url = settings.advertised_url or f"{scheme}://{shown_host}:{bound_port}"
         self.service = RegistryService(
@@ -93,20 +158,13 @@ class RegistryServer:
             url=self.url,
             client_config=dict(settings.client_config),
         )
-        auth = (
-            BasicAuth.from_file(settings.users_file, settings.realm)
-            if settings.users_file
-            else None
-        )
         app = create_app(self.service, auth=auth, max_body_bytes=settings.max_body_bytes)
         self._uvicorn = uvicorn.Server(
             uvicorn.Config(
                 app,
                 log_level="warning",
                 access_log=False,
-                ssl_certfile=settings.certfile,
-                ssl_keyfile=settings.keyfile,
-                ssl_version=ssl.PROTOCOL_TLS_SERVER,
+                ssl_context_factory=(lambda _config, _default: context) if context else None,
                 timeout_graceful_shutdown=2,
             )
         )
