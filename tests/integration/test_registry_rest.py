@@ -252,3 +252,16 @@ def test_proto_text_schemas(api: Api) -> None:
     api.fails(409, 409, "POST", "/subjects/order/versions", changed)
     broken = {**body, "schema": order.replace("common.Money", "common.Nope")}
     api.fails(422, 42201, "POST", "/subjects/order/versions", broken)
+
+
+def test_avro_defaults_validated_when_asked(bootstrap: str, api: Api) -> None:
+    bad = {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int", "default": "x"}]}
+    body = {"schema": json.dumps(bad)}
+    api.ok("POST", "/subjects/lenient/versions", body)  # Confluent 7.x's default
+    with Registry(bootstrap, validate_defaults=True) as strict:
+        checked = Api(strict.url)
+        message = checked.fails(422, 42201, "POST", "/subjects/strict/versions", body)
+        assert 'Invalid default for field r.a: "x" not a "int"' in message
+        path = "/compatibility/subjects/strict/versions"
+        checked.fails(422, 42201, "POST", path, body)
+        assert checked.ok("GET", "/subjects") == []

@@ -75,14 +75,19 @@ class Writes:
         self.state = state
 
     # -- schemas ---------------------------------------------------------------------------
-    def parse(self, request: SchemaRequest, *, normalize: bool = False) -> StoredSchema:
+    def parse(
+        self, request: SchemaRequest, *, normalize: bool = False, new: bool = False
+    ) -> StoredSchema:
         """The request's schema as it would be stored (id 0: not known yet); 42201 if it
-        does not parse or a reference is missing."""
+        does not parse or a reference is missing, or if it is ``new`` (registered without an
+        id, or checked for compatibility) and a default does not fit (``validate_defaults``)."""
         dependencies = self.state.dependencies(request.references)
         try:
             parsed = parse_schema(request.schema_type, request.text, dependencies)
         except InvalidSchemaError as error:
             raise RegistryError.invalid_schema(str(error)) from None
+        if new and self.state.validate_defaults and (wrong := parsed.default_errors()):
+            raise RegistryError.invalid_schema(wrong[0])
         text = parsed.normalized() if normalize else parsed.canonical
         candidate = StoredSchema(0, request.schema_type, text, request.references)
         known = self.state.id_for(candidate.content_key)
@@ -117,7 +122,7 @@ class Writes:
             raise RegistryError.not_permitted(
                 f"Subject {subject} is not in import mode: a schema id cannot be given"
             )
-        candidate = self.parse(request, normalize=normalize)
+        candidate = self.parse(request, normalize=normalize, new=request.id is None)
         live = [v for v in self.state.subjects.get(subject, {}).values() if not v.deleted]
         for stored in live:
             if stored.schema.content_key == candidate.content_key:
@@ -164,7 +169,7 @@ class Writes:
     ) -> list[str]:
         """Why the request's schema fails the subject's level against one version (or, with
         ``version`` None, against the versions the level names); empty if it passes."""
-        candidate = self.parse(request, normalize=normalize)
+        candidate = self.parse(request, normalize=normalize, new=True)
         level = self.state.compatibility(subject)
         if version is None:
             live = self.state.subjects.get(subject, {})

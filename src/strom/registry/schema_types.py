@@ -58,6 +58,11 @@ class ParsedSchema(ABC):
     def normalized(self) -> str:
         """Canonical text that also ignores the order of what has no order (``normalize``)."""
 
+    def default_errors(self) -> list[str]:
+        """The default values their types refuse (Avro's field defaults; the other types
+        have none to check)."""
+        return []
+
     @abstractmethod
     def read_errors(self, writer: ParsedSchema) -> list[str]:
         """Why this schema cannot read data written with ``writer`` (empty: it can)."""

@@ -42,6 +42,7 @@ class RegistrySettings:
     topic: str = "_schemas"
     group_id: str = "schema-registry"
     compatibility: CompatibilityLevel = CompatibilityLevel.BACKWARD
+    validate_defaults: bool = False
     advertised_url: str | None = None
     tls: TlsSettings | None = None
     jaas_config: str | None = None
@@ -77,6 +78,10 @@ class RegistrySettings:
             compatibility=CompatibilityLevel(
                 values.get("schema.compatibility.level", "backward").upper()
             ),
+            validate_defaults=values.get("schema.providers.avro.validate.defaults", "false")
+            .strip()
+            .lower()
+            == "true",
             advertised_url=values.get("advertised.url"),
             tls=_tls_settings(values) if scheme.lower() == "https" else None,
             jaas_config=jaas if method == "BASIC" else None,
@@ -148,6 +153,7 @@ class RegistryServer:
             bootstrap_servers=settings.bootstrap_servers,
             topic=settings.topic,
             default_compatibility=settings.compatibility,
+            validate_defaults=settings.validate_defaults,
             client_config=dict(settings.client_config),
             timeout=settings.timeout,
         )

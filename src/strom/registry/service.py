@@ -53,10 +53,13 @@ class RegistryService:
         bootstrap_servers: str,
         topic: str = "_schemas",
         default_compatibility: CompatibilityLevel = CompatibilityLevel.BACKWARD,
+        validate_defaults: bool = False,
         client_config: dict[str, object] | None = None,
         timeout: float = 30.0,
     ) -> None:
-        self.state = RegistryState(default_compatibility=default_compatibility)
+        self.state = RegistryState(
+            default_compatibility=default_compatibility, validate_defaults=validate_defaults
+        )
         self.lock = threading.Lock()
         self._write_lock = threading.Lock()
         self.store = SchemaStore(

@@ -92,6 +92,7 @@ class RegistryState:
     """Subjects, schemas, configs and modes, as the records applied so far made them."""
 
     default_compatibility: CompatibilityLevel = CompatibilityLevel.BACKWARD
+    validate_defaults: bool = False  # schema.providers.avro.validate.defaults
     subjects: dict[str, dict[int, StoredVersion]] = field(default_factory=dict)
     schemas: dict[int, StoredSchema] = field(default_factory=dict)
     configs: dict[str | None, CompatibilityLevel] = field(default_factory=dict)

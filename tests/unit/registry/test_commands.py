@@ -11,7 +11,7 @@ import pytest
 from strom.registry.commands import SchemaRequest, Writes
 from strom.registry.errors import RegistryError
 from strom.registry.records import Record
-from strom.registry.state import RegistryState
+from strom.registry.state import Mode, RegistryState
 
 
 def record_schema(*fields: str) -> str:
@@ -159,3 +159,28 @@ def test_unknown_records_are_skipped() -> None:
     assert bad is not None
     state.apply(bad)
     assert state.subjects == {}
+
+
+def test_avro_defaults_are_checked_only_when_asked_and_only_for_new_schemas() -> None:
+    bad = json.dumps(
+        {"type": "record", "name": "r", "fields": [{"name": "a", "type": "int", "default": None}]}
+    )
+    lenient = (
+        RegistryState()
+    )  # Confluent 7.x's default: schema.providers.avro.validate.defaults=false
+    assert register(lenient, "s", SchemaRequest.from_json({"schema": bad})) == 1
+    strict = RegistryState(validate_defaults=True)
+    with pytest.raises(RegistryError) as refused:
+        Writes(strict).register("s", SchemaRequest.from_json({"schema": bad}), normalize=False)
+    assert code(refused) == 42201 and "Invalid default for field r.a" in refused.value.message
+    with pytest.raises(RegistryError) as refused:
+        Writes(strict).check("s", None, SchemaRequest.from_json({"schema": bad}), normalize=False)
+    assert code(refused) == 42201
+    # not new: an import with its id (a schema that exists elsewhere), and a lookup
+    strict.modes[None] = Mode.IMPORT
+    assert register(strict, "s", SchemaRequest.from_json({"schema": bad, "id": 7})) == 7
+    strict.modes[None] = Mode.READWRITE
+    found = Writes(strict).lookup(
+        "s", SchemaRequest.from_json({"schema": bad}), normalize=False, deleted=False
+    )
+    assert found.version == 1

@@ -125,3 +125,76 @@ def test_proto_text_compiles_with_its_references() -> None:
     assert not serialized.read_errors(parsed) and not parsed.read_errors(serialized)
     with pytest.raises(InvalidSchemaError, match="does not compile"):
         parse_schema(SchemaType.PROTOBUF, 'syntax = "proto3"; message M { nope x = 1; }')
+
+
+def _field(kind: Any, default: Any) -> str:
+    return json.dumps(
+        {"type": "record", "name": "r", "fields": [{"name": "f", "type": kind, "default": default}]}
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "default"),
+    [
+        ("string", "x"),
+        ("int", -(2**31)),
+        ("long", 2**63 - 1),
+        ("double", 1),
+        ("float", 1.5),
+        ("boolean", False),
+        (["null", "string"], None),
+        (["null", "string"], "x"),  # Java Avro takes any branch's value
+        ({"type": "array", "items": "int"}, [1, 2]),
+        ({"type": "map", "values": "boolean"}, {"a": True}),
+        ({"type": "enum", "name": "e", "symbols": ["A"]}, "A"),
+        ({"type": "fixed", "name": "x", "size": 2}, "\u00ff\u0000"),
+        (
+            {"type": "record", "name": "in", "fields": [{"name": "a", "type": "int"}]},
+            {"a": 1},
+        ),
+        (
+            {
+                "type": "record",
+                "name": "in",
+                "fields": [{"name": "a", "type": "int", "default": 0}],
+            },
+            {},
+        ),
+    ],
+)
+def test_avro_defaults_that_fit(kind: Any, default: Any) -> None:
+    assert parse_schema(SchemaType.AVRO, _field(kind, default)).default_errors() == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "default"),
+    [
+        ("string", None),
+        ("int", 2**31),
+        ("int", 1.5),
+        ("int", True),
+        ("long", "1"),
+        ("boolean", 0),
+        ("double", "NaN-ish"),
+        ("null", 0),
+        (["null", "int"], "x"),
+        ({"type": "array", "items": "int"}, None),
+        ({"type": "array", "items": "int"}, [1, "2"]),
+        ({"type": "map", "values": "int"}, {"a": "b"}),
+        ({"type": "record", "name": "in", "fields": [{"name": "a", "type": "int"}]}, {}),
+    ],
+)
+def test_avro_defaults_that_do_not_fit(kind: Any, default: Any) -> None:
+    errors = parse_schema(SchemaType.AVRO, _field(kind, default)).default_errors()
+    assert len(errors) == 1 and errors[0].startswith("Invalid default for field r.f: ")
+
+
+def test_avro_defaults_of_nested_fields_are_checked() -> None:
+    inner = {
+        "type": "record",
+        "name": "in",
+        "fields": [{"name": "a", "type": "int", "default": "x"}],
+    }
+    outer = {"type": "record", "name": "out", "fields": [{"name": "i", "type": ["null", inner]}]}
+    parsed = parse_schema(SchemaType.AVRO, json.dumps(outer))
+    assert parsed.default_errors() == ['Invalid default for field out.i.a: "x" not a "int"']
