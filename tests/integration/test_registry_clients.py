@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 from confluent_kafka.schema_registry import (
     Schema,
+    SchemaReference,
     SchemaRegistryClient,
     record_subject_name_strategy,
     topic_record_subject_name_strategy,
@@ -21,9 +23,10 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
-from confluent_kafka.serialization import MessageField, SerializationContext
+from confluent_kafka.serialization import MessageField, SerializationContext, SerializationError
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+from strom.registry.codec import RegistryCodec
 from strom.testing import unique_topic_name
 from strom.testing.registry import Registry
 
@@ -183,3 +186,52 @@ def test_protobuf_serializer_through_strom(bootstrap: str, client: SchemaRegistr
             changed(id=1), context
         )
     assert refused.value.http_status_code == 409
+
+
+CUSTOMER: dict[str, Any] = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "number"}},
+    "required": ["name"],
+}
+
+
+def test_json_schema_references(
+    bootstrap: str, registry: Registry, client: SchemaRegistryClient
+) -> None:
+    """A ``$ref`` naming a reference reaches the referenced subject's schema, in the
+    serializer's validation and in the registry's compatibility checks."""
+    client.set_compatibility("customer", "NONE")
+    client.register_schema("customer", Schema(json.dumps(CUSTOMER), "JSON"))
+    order = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "buyer": {"$ref": "customer.json"}},
+        "additionalProperties": False,
+    }
+    v1 = [SchemaReference("customer.json", "customer", 1)]
+    schema = Schema(json.dumps(order), "JSON", v1)
+    context = SerializationContext("orders", MessageField.VALUE)
+    serializer = JSONSerializer(schema, client)
+    value = {"id": 1, "buyer": {"name": "ann", "age": 41.5}}
+    read = round_trip(bootstrap, [serializer(value, context)])
+    assert JSONDeserializer(schema, schema_registry_client=client)(read[0], context) == value
+    with pytest.raises(SerializationError):  # the referenced schema requires a name
+        serializer({"id": 2, "buyer": {"age": 3}}, context)
+    registered = client.get_latest_version("orders-value")
+    codec = RegistryCodec(registry.url)  # strom's own client side (CLI, Spark)
+    assert codec.decode(codec.encode(registered.schema_id, value)) == value
+    with pytest.raises(jsonschema.ValidationError, match="'name' is a required property"):
+        codec.encode(registered.schema_id, {"id": 2, "buyer": {"age": 3}})
+    assert [(r.name, r.subject, r.version) for r in registered.schema.references] == [
+        ("customer.json", "customer", 1)
+    ]
+    # customer v2 narrows age to integers: orders reading through it cannot read v1's data
+    narrowed = {**CUSTOMER, "properties": {**CUSTOMER["properties"], "age": {"type": "integer"}}}
+    client.register_schema("customer", Schema(json.dumps(narrowed), "JSON"))
+    v2 = [SchemaReference("customer.json", "customer", 2)]
+    assert not client.test_compatibility("orders-value", Schema(json.dumps(order), "JSON", v2))
+    assert client.test_compatibility("orders-value", Schema(json.dumps(order), "JSON", v1))
+    with pytest.raises(SchemaRegistryError) as refused:
+        client.register_schema("orders-value", Schema(json.dumps(order), "JSON", v2))
+    assert refused.value.error_code == 409

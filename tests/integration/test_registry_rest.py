@@ -265,3 +265,59 @@ def test_avro_defaults_validated_when_asked(bootstrap: str, api: Api) -> None:
         path = "/compatibility/subjects/strict/versions"
         checked.fails(422, 42201, "POST", path, body)
         assert checked.ok("GET", "/subjects") == []
+
+
+def test_json_schema_refs_to_references(api: Api) -> None:
+    address = {
+        "$id": "https://example.com/address.json",
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "additionalProperties": False,
+    }
+    api.ok(
+        "POST", "/subjects/address/versions", {"schema": json.dumps(address), "schemaType": "JSON"}
+    )
+    person = {
+        "$id": "https://example.com/person.json",
+        "type": "object",
+        "properties": {
+            "home": {"$ref": "address.json"},  # a reference's name, resolved from $id's base
+            "work": {"$ref": "https://example.com/address.json#/properties/city"},
+        },
+    }
+    refs = [{"name": "address.json", "subject": "address", "version": 1}]
+    body = {"schema": json.dumps(person), "schemaType": "JSON", "references": refs}
+    api.ok("POST", "/subjects/person/versions", body)
+    # a $ref that is neither in the schema nor a reference is an invalid schema
+    dangling = {**person, "properties": {"home": {"$ref": "nowhere.json"}}}
+    message = api.fails(
+        422,
+        42201,
+        "POST",
+        "/subjects/person/versions",
+        {"schema": json.dumps(dangling), "schemaType": "JSON", "references": refs},
+    )
+    assert "nowhere.json" in message
+    # reading through the reference: a closed address cannot read an added property's data
+    api.ok("PUT", "/config/address", {"compatibility": "NONE"})
+    opened = {**address, "additionalProperties": True}
+    api.ok(
+        "POST", "/subjects/address/versions", {"schema": json.dumps(opened), "schemaType": "JSON"}
+    )
+    later = [{"name": "address.json", "subject": "address", "version": 2}]
+    verdict = api.ok(
+        "POST",
+        "/compatibility/subjects/person/versions/latest",
+        {"schema": json.dumps(person), "schemaType": "JSON", "references": later},
+        verbose="true",
+    )
+    assert verdict["is_compatible"] is True  # the reader opened up: it reads more
+    api.ok("POST", "/subjects/person/versions", {**body, "references": later})
+    closed_again = api.ok("POST", "/compatibility/subjects/person/versions/latest", body)
+    assert closed_again["is_compatible"] is False  # a closed address cannot read open data
+    forward = api.ok(
+        "POST",
+        "/compatibility/subjects/address/versions/1",
+        {"schema": json.dumps(opened), "schemaType": "JSON"},
+    )
+    assert forward["is_compatible"] is True

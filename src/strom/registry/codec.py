@@ -22,6 +22,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, json_format, messag
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
+from strom.registry.json_schema import References
 from strom.registry.protobuf_schema import ProtobufSchema, decode_file
 from strom.registry.schema_types import SchemaType
 from strom.registry.wire import frame, message_indexes, read_message_indexes, unframe
@@ -171,7 +172,9 @@ class RegistryCodec:
             known = self._json.get(schema.id)
         if known is None:
             document = json.loads(schema.text)
-            known = jsonschema.validators.validator_for(document)(document)
+            referenced = [(name, json.loads(text)) for name, text in schema.dependencies]
+            registry = References.of(document, referenced).registry
+            known = jsonschema.validators.validator_for(document)(document, registry=registry)
             with self._lock:
                 self._json[schema.id] = known
         return known

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urljoin
 
 import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
+from referencing._core import Resolved, Resolver  # as referencing.jsonschema imports them
 
 from strom.registry.schema_types import (
     Dependency,
@@ -24,21 +30,90 @@ from strom.registry.schema_types import (
     SchemaType,
 )
 
-__all__ = ["JsonSchema"]
+__all__ = ["JsonSchema", "References"]
 
 _LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
 _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
 _ALL_TYPES = frozenset({"null", "boolean", "object", "array", "number", "integer", "string"})
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})  # values, not schemas
+
+
+@dataclass(frozen=True)
+class References:
+    """Where a document's ``$ref``s lead: its own parts, and the referenced schemas, found by
+    their reference name (a ``$ref`` equal to a name is that schema, as in Confluent's
+    registry) or by the URI their ``$id`` gives, relative to the document's base."""
+
+    registry: referencing.Registry[Any]
+    base: str
+    specification: referencing.Specification[Any]
+
+    @classmethod
+    def of(cls, document: Any, dependencies: Sequence[tuple[str, Any]]) -> References:
+        dialect = document.get("$schema", "") if isinstance(document, dict) else ""
+        specification = referencing.jsonschema.specification_with(
+            dialect, default=referencing.jsonschema.DRAFT202012
+        )
+        root = referencing.Resource.from_contents(document, default_specification=specification)
+        base = root.id() or ""
+        resources: list[tuple[str, referencing.Resource[Any]]] = []
+        for name, contents in dependencies:
+            resource = referencing.Resource.from_contents(
+                contents, default_specification=specification
+            )
+            uris = {name, urljoin(base, name), resource.id() or name}
+            resources += [(uri, resource) for uri in sorted(uris)]
+        registry = referencing.Registry().with_resources([*resources, (base, root)]).crawl()
+        return cls(registry, base, specification)
+
+    def resolver(self) -> Resolver[Any]:
+        return self.registry.resolver(base_uri=self.base)
+
+    def lookup(self, resolver: Resolver[Any], ref: str) -> Resolved[Any]:
+        """``ref`` from where ``resolver`` stands, else as a reference name as it is."""
+        try:
+            return resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable:
+            if ref.startswith("#"):
+                raise
+            return self.registry.resolver().lookup(ref)
+
+    def enter(self, schema: Any, resolver: Resolver[Any]) -> Resolver[Any]:
+        """The resolver inside ``schema``, which may set a base of its own (``$id``)."""
+        if isinstance(schema, dict) and self.specification.id_of(schema):
+            return resolver.in_subresource(self.specification.create_resource(schema))
+        return resolver
+
+    def check(self, schema: Any, resolver: Resolver[Any]) -> None:
+        """Every ``$ref`` under ``schema`` resolves; ``InvalidSchemaError`` names one that
+        does not."""
+        resolver = self.enter(schema, resolver)
+        if isinstance(schema, dict):
+            ref = schema.get("$ref")
+            if isinstance(ref, str):
+                try:
+                    self.lookup(resolver, ref)
+                except referencing.exceptions.Unresolvable as error:
+                    raise InvalidSchemaError(
+                        f"$ref {ref!r} resolves to nothing: not in the schema, nor a reference"
+                    ) from error
+            children = [v for k, v in schema.items() if k not in _DATA_KEYWORDS]
+        else:
+            children = schema if isinstance(schema, list) else []
+        for child in children:
+            self.check(child, resolver)
 
 
 class JsonSchema(ParsedSchema):
-    """A JSON Schema document (an object or a boolean)."""
+    """A JSON Schema document (an object or a boolean); its ``$ref``s may name referenced
+    schemas."""
 
     schema_type = SchemaType.JSON
 
     def __init__(self, text: str, dependencies: Sequence[Dependency] = ()) -> None:
         try:
             self.document: Any = json.loads(text)
+            referenced = [(d.name, json.loads(d.text)) for d in dependencies]
         except ValueError as error:
             raise InvalidSchemaError(f"not JSON: {error}") from error
         if not isinstance(self.document, dict | bool):
@@ -46,10 +121,11 @@ class JsonSchema(ParsedSchema):
         try:
             validator = jsonschema.validators.validator_for(self.document)
             validator.check_schema(self.document)  # type: ignore[arg-type]
-            for dependency in dependencies:
-                json.loads(dependency.text)
-        except (jsonschema.exceptions.SchemaError, ValueError) as error:
+            self.references = References.of(self.document, referenced)
+        except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable) as error:
             raise InvalidSchemaError(str(error).splitlines()[0]) from error
+        for document in [self.document, *(contents for _, contents in referenced)]:
+            self.references.check(document, self.references.resolver())
 
     @property
     def canonical(self) -> str:
@@ -61,7 +137,9 @@ class JsonSchema(ParsedSchema):
     def read_errors(self, writer: ParsedSchema) -> list[str]:
         if not isinstance(writer, JsonSchema):
             return [f"reader is JSON, writer is {writer.schema_type}"]
-        return list(_Diff(self.document, writer.document).errors(self.document, writer.document))
+        diff = _Diff(self.references, writer.references)
+        start = _Scope(self.references.resolver(), writer.references.resolver())
+        return list(diff.errors(self.document, writer.document, start))
 
 
 def _is_empty(schema: Any) -> bool:
@@ -79,27 +157,38 @@ def _is_open(schema: dict[str, Any]) -> bool:
     return _is_empty(schema.get("additionalProperties", True))
 
 
-class _Diff:
-    """Walks a reader and a writer schema side by side, naming what the reader refuses."""
+@dataclass(frozen=True)
+class _Scope:
+    """Where the reader's and the writer's ``$ref``s resolve from, at one point of the walk."""
 
-    def __init__(self, reader_root: Any, writer_root: Any) -> None:
-        self._roots = (reader_root, writer_root)
+    reader: Resolver[Any]
+    writer: Resolver[Any]
+
+
+class _Diff:
+    """Walks a reader and a writer schema side by side, naming what the reader refuses;
+    ``$ref``s are followed on either side, into referenced schemas too."""
+
+    def __init__(self, reader: References, writer: References) -> None:
+        self._references = (reader, writer)
         self._seen: set[tuple[int, int]] = set()
 
-    def _resolve(self, schema: Any, root: Any) -> Any:
+    def _resolve(
+        self, schema: Any, resolver: Resolver[Any], references: References
+    ) -> tuple[Any, Resolver[Any]]:
+        resolver = references.enter(schema, resolver)
         while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
-            ref: str = schema["$ref"]
-            if not ref.startswith("#"):
-                return schema
-            target = root
-            for part in filter(None, ref[1:].split("/")):
-                target = target.get(part.replace("~1", "/").replace("~0", "~"), {})
-            schema = target
-        return schema
+            resolved = references.lookup(resolver, schema["$ref"])
+            schema, resolver = (
+                resolved.contents,
+                references.enter(resolved.contents, resolved.resolver),
+            )
+        return schema, resolver
 
-    def errors(self, reader: Any, writer: Any, path: str = "#") -> Iterator[str]:
-        reader = self._resolve(reader, self._roots[0])
-        writer = self._resolve(writer, self._roots[1])
+    def errors(self, reader: Any, writer: Any, scope: _Scope, path: str = "#") -> Iterator[str]:
+        reader, reader_resolver = self._resolve(reader, scope.reader, self._references[0])
+        writer, writer_resolver = self._resolve(writer, scope.writer, self._references[1])
+        scope = _Scope(reader_resolver, writer_resolver)
         key = (id(reader), id(writer))
         if key in self._seen or _is_empty(reader) or writer is False:
             return
@@ -107,24 +196,26 @@ class _Diff:
         if reader is False or _is_empty(writer):
             yield f"{path}: SCHEMA_ADDED (the reader accepts fewer documents)"
             return
-        yield from self._combined(reader, writer, path)
+        yield from self._combined(reader, writer, scope, path)
         yield from self._scalars(reader, writer, path)
-        yield from self._objects(reader, writer, path)
-        yield from self._arrays(reader, writer, path)
+        yield from self._objects(reader, writer, scope, path)
+        yield from self._arrays(reader, writer, scope, path)
 
-    def _combined(self, reader: dict[str, Any], writer: dict[str, Any], path: str) -> Iterator[str]:
+    def _combined(
+        self, reader: dict[str, Any], writer: dict[str, Any], scope: _Scope, path: str
+    ) -> Iterator[str]:
         for keyword in ("anyOf", "oneOf"):
             if keyword not in reader:
                 continue
             branches = writer.get(keyword) or writer.get("anyOf") or writer.get("oneOf") or [writer]
             for index, branch in enumerate(branches):
                 if not any(
-                    not list(_Diff(*self._roots).errors(option, branch))
+                    not list(_Diff(*self._references).errors(option, branch, scope))
                     for option in reader[keyword]
                 ):
                     yield f"{path}/{keyword}/{index}: COMBINED_TYPE_SUBSCHEMAS_CHANGED"
         for index, part in enumerate(reader.get("allOf", ())):
-            yield from self.errors(part, writer, f"{path}/allOf/{index}")
+            yield from self.errors(part, writer, scope, f"{path}/allOf/{index}")
         if "not" in reader and reader["not"] != writer.get("not"):
             yield f"{path}/not: NOT_TYPE_EXTENDED"
 
@@ -157,7 +248,9 @@ class _Diff:
         if reader.get("uniqueItems") and not writer.get("uniqueItems"):
             yield f"{path}/uniqueItems: UNIQUE_ITEMS_ADDED"
 
-    def _objects(self, reader: dict[str, Any], writer: dict[str, Any], path: str) -> Iterator[str]:
+    def _objects(
+        self, reader: dict[str, Any], writer: dict[str, Any], scope: _Scope, path: str
+    ) -> Iterator[str]:
         reader_props: dict[str, Any] = reader.get("properties", {})
         writer_props: dict[str, Any] = writer.get("properties", {})
         reader_extra = reader.get("additionalProperties", True)
@@ -165,16 +258,16 @@ class _Diff:
         for name in sorted(reader_props.keys() | writer_props.keys()):
             where = f"{path}/properties/{name}"
             if name in reader_props and name in writer_props:
-                yield from self.errors(reader_props[name], writer_props[name], where)
+                yield from self.errors(reader_props[name], writer_props[name], scope, where)
             elif name in writer_props:  # removed by the reader
                 if reader_extra is False:
                     yield f"{where}: PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL"
                 elif not _is_empty(reader_extra):
-                    yield from self.errors(reader_extra, writer_props[name], where)
+                    yield from self.errors(reader_extra, writer_props[name], scope, where)
             elif _is_open(writer):  # added by the reader to an open model
                 yield f"{where}: PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"
             elif writer_extra is not False:
-                yield from self.errors(reader_props[name], writer_extra, where)
+                yield from self.errors(reader_props[name], writer_extra, scope, where)
         for name in sorted(set(reader.get("required", ())) - set(writer.get("required", ()))):
             yield f"{path}/required/{name}: REQUIRED_ATTRIBUTE_ADDED"
         if reader_extra is False and writer_extra is not False:
@@ -182,15 +275,19 @@ class _Diff:
         elif (
             not _is_empty(reader_extra) and reader_extra is not False and writer_extra is not False
         ):
-            yield from self.errors(reader_extra, writer_extra, f"{path}/additionalProperties")
+            yield from self.errors(
+                reader_extra, writer_extra, scope, f"{path}/additionalProperties"
+            )
 
-    def _arrays(self, reader: dict[str, Any], writer: dict[str, Any], path: str) -> Iterator[str]:
+    def _arrays(
+        self, reader: dict[str, Any], writer: dict[str, Any], scope: _Scope, path: str
+    ) -> Iterator[str]:
         reader_items, writer_items = reader.get("items", True), writer.get("items", True)
         if isinstance(reader_items, dict | bool) and isinstance(writer_items, dict | bool):
-            yield from self.errors(reader_items, writer_items, f"{path}/items")
+            yield from self.errors(reader_items, writer_items, scope, f"{path}/items")
         elif isinstance(reader_items, list) and isinstance(writer_items, list):
             for index, (mine, theirs) in enumerate(zip(reader_items, writer_items, strict=False)):
-                yield from self.errors(mine, theirs, f"{path}/items/{index}")
+                yield from self.errors(mine, theirs, scope, f"{path}/items/{index}")
             if len(reader_items) > len(writer_items):
                 yield f"{path}/items: ITEM_ADDED_TO_OPEN_CONTENT_MODEL"
         else:

@@ -12,7 +12,7 @@ from google.protobuf import descriptor_pb2
 
 from strom.registry.compatibility import CompatibilityLevel, incompatibilities
 from strom.registry.parsing import parse_schema
-from strom.registry.schema_types import ParsedSchema, SchemaType
+from strom.registry.schema_types import Dependency, InvalidSchemaError, ParsedSchema, SchemaType
 
 
 def avro(*fields: dict[str, Any], name: str = "r") -> ParsedSchema:
@@ -240,3 +240,55 @@ def test_messages_name_the_version_and_the_level() -> None:
     messages = incompatibilities(CompatibilityLevel.BACKWARD, avro(A, B_REQUIRED), [(7, avro(A))])
     assert messages[0].startswith("version 7: ")
     assert messages[-1] == "{compatibility: 'BACKWARD'}"
+
+
+def _with_refs(document: Any, *dependencies: tuple[str, Any]) -> ParsedSchema:
+    deps = [Dependency(name, json.dumps(contents)) for name, contents in dependencies]
+    return parse_schema(SchemaType.JSON, json.dumps(document), deps)
+
+
+def test_json_refs_reach_referenced_schemas() -> None:
+    """A ``$ref`` equal to a reference's name, a fragment inside it, and a referenced
+    schema's own ``$ref`` to another reference, all followed by the checker."""
+    money = {"type": "object", "properties": {"cents": {"type": "integer"}}}
+    wide_money = {"type": "object", "properties": {"cents": {"type": "number"}}}
+    line = {"type": "object", "properties": {"price": {"$ref": "money.json"}}}
+    order = {
+        "type": "object",
+        "properties": {
+            "lines": {"type": "array", "items": {"$ref": "line.json"}},
+            "cents": {"$ref": "money.json#/properties/cents"},
+        },
+    }
+    narrow = _with_refs(order, ("money.json", money), ("line.json", line))
+    wide = _with_refs(order, ("money.json", wide_money), ("line.json", line))
+    assert wide.read_errors(narrow) == []
+    # the two paths reach one pair of schemas, which is compared (and named) once
+    assert narrow.read_errors(wide) == [
+        "#/properties/cents/type: TYPE_NARROWED ['number']",
+    ]
+    only_lines = {"type": "object", "properties": {"lines": order["properties"]["lines"]}}
+    narrow = _with_refs(only_lines, ("money.json", money), ("line.json", line))
+    wide = _with_refs(only_lines, ("money.json", wide_money), ("line.json", line))
+    assert narrow.read_errors(wide) == [
+        "#/properties/lines/items/properties/price/properties/cents/type: TYPE_NARROWED ['number']",
+    ]
+
+
+def test_json_recursive_refs_end() -> None:
+    node = {
+        "type": "object",
+        "properties": {"next": {"$ref": "node.json"}, "value": {"type": "integer"}},
+    }
+    root = {"$ref": "node.json"}
+    parsed = _with_refs(root, ("node.json", node))
+    assert parsed.read_errors(parsed) == []
+
+
+def test_json_dangling_refs_are_invalid() -> None:
+    with pytest.raises(InvalidSchemaError, match=r"'other\.json' resolves to nothing"):
+        _with_refs({"properties": {"a": {"$ref": "other.json"}}})
+    with pytest.raises(InvalidSchemaError, match="'#/definitions/none' resolves to nothing"):
+        _with_refs({"properties": {"a": {"$ref": "#/definitions/none"}}})
+    # data keywords may hold "$ref" keys that are not references
+    _with_refs({"const": {"$ref": "not-a-ref"}, "default": {"$ref": "x"}})
