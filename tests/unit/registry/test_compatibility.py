@@ -253,10 +253,11 @@ def test_json_refs_reach_referenced_schemas() -> None:
     money = {"type": "object", "properties": {"cents": {"type": "integer"}}}
     wide_money = {"type": "object", "properties": {"cents": {"type": "number"}}}
     line = {"type": "object", "properties": {"price": {"$ref": "money.json"}}}
+    lines = {"type": "array", "items": {"$ref": "line.json"}}
     order = {
         "type": "object",
         "properties": {
-            "lines": {"type": "array", "items": {"$ref": "line.json"}},
+            "lines": lines,
             "cents": {"$ref": "money.json#/properties/cents"},
         },
     }
@@ -267,7 +268,7 @@ def test_json_refs_reach_referenced_schemas() -> None:
     assert narrow.read_errors(wide) == [
         "#/properties/cents/type: TYPE_NARROWED ['number']",
     ]
-    only_lines = {"type": "object", "properties": {"lines": order["properties"]["lines"]}}
+    only_lines = {"type": "object", "properties": {"lines": lines}}
     narrow = _with_refs(only_lines, ("money.json", money), ("line.json", line))
     wide = _with_refs(only_lines, ("money.json", wide_money), ("line.json", line))
     assert narrow.read_errors(wide) == [
