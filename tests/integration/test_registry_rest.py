@@ -243,11 +243,23 @@ def test_proto_text_schemas(api: Api) -> None:
     refs = [{"name": "common/money.proto", "subject": "money", "version": 1}]
     body = {"schema": order, "schemaType": "PROTOBUF", "references": refs}
     order_id = api.ok("POST", "/subjects/order/versions", body)["id"]
-    assert api.ok("GET", f"/schemas/ids/{order_id}")["schema"] == order.strip()
+    served = (  # written from the descriptor, as Confluent serves .proto text
+        'syntax = "proto3";\npackage shop;\n\nimport "common/money.proto";\n\n'
+        "message Order {\n  string id = 1;\n  .common.Money total = 2;\n}\n"
+    )
+    assert api.ok("GET", f"/schemas/ids/{order_id}")["schema"] == served
+    assert api.call("GET", "/subjects/order/versions/1/schema").text == served
     serialized = api.ok("GET", f"/schemas/ids/{order_id}", format="serialized")["schema"]
     file = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))
     assert [m.name for m in file.message_type] == ["Order"]
     assert list(file.dependency) == ["common/money.proto"]
+    # the descriptor form of the same schema is the same schema: same id, served as text
+    as_descriptor = {**body, "schema": serialized}
+    assert api.ok("POST", "/subjects/order", as_descriptor)["id"] == order_id
+    assert api.ok("POST", "/subjects/order-copy/versions", as_descriptor) == {"id": order_id}
+    assert api.ok("GET", "/subjects/order-copy/versions/1")["schema"] == served
+    reformatted = {**body, "schema": order.replace("; ", ";\n  // a comment\n  ")}
+    assert api.ok("POST", "/subjects/order/versions", reformatted) == {"id": order_id}
     changed = {**body, "schema": order.replace("string id = 1", "int32 id = 1")}
     api.fails(409, 409, "POST", "/subjects/order/versions", changed)
     broken = {**body, "schema": order.replace("common.Money", "common.Nope")}

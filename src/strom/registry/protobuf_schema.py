@@ -1,7 +1,9 @@
 """Protobuf schemas, as ``.proto`` text (compiled by ``proto_text``) or in the form Confluent's
 Python serializers register them: a ``FileDescriptorProto``, serialized and base64-encoded
 (``format=serialized``). ``protobuf``'s descriptor pool checks that the file and its imports
-(references, or the well-known types every pool knows) resolve.
+(references, or the well-known types every pool knows) resolve. Either form is stored and
+served as the ``.proto`` text ``proto_render`` writes from the descriptor, so the two forms of
+one schema are one schema, with one id.
 
 Compatibility follows Confluent's Protobuf rules, which are about the wire: fields are matched
 by number; a field may change type only within its wire-type group, and between singular and
@@ -28,6 +30,7 @@ from google.protobuf import (  # the well-known files, registered in the default
 )
 from google.protobuf.message import DecodeError
 
+from strom.registry.proto_render import render_proto
 from strom.registry.proto_text import compile_proto
 from strom.registry.schema_types import (
     Dependency,
@@ -96,14 +99,13 @@ class ProtobufSchema(ParsedSchema):
     schema_type = SchemaType.PROTOBUF
 
     def __init__(self, text: str, dependencies: Sequence[Dependency] = ()) -> None:
-        self._text = text.strip()
         serialized = [d for d in dependencies if is_serialized(d.text)]
         imports = [decode_file(d.text, d.name) for d in serialized]
-        if is_serialized(self._text):
-            self.file = decode_file(self._text, "schema.proto")
+        if is_serialized(text):
+            self.file = decode_file(text, "schema.proto")
         else:
             texts = [(d.name, d.text) for d in dependencies if d not in serialized]
-            self.file = compile_proto(self._text, "schema.proto", texts, imports)
+            self.file = compile_proto(text, "schema.proto", texts, imports)
         pool = descriptor_pool.DescriptorPool()
         known = {"google/protobuf/descriptor.proto"}
         try:
@@ -121,13 +123,16 @@ class ProtobufSchema(ParsedSchema):
         except (TypeError, KeyError) as error:
             raise InvalidSchemaError(str(error)) from error
         self.messages = dict(_messages(self.file.package, self.file.message_type))
+        self._text = render_proto(self.file)
 
     @property
     def canonical(self) -> str:
+        """The ``.proto`` text written from the descriptor, whichever form was registered
+        (Confluent's registry serves every Protobuf schema as ``.proto`` text)."""
         return self._text
 
     def normalized(self) -> str:
-        return self.serialized()
+        return self._text
 
     def serialized(self) -> str:
         """The schema as ``format=serialized`` shows it: the base64 descriptor."""
