@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 from google.protobuf import descriptor_pb2
-from strom_harness import StromServer, start_strom_server, strom_command
+from strom_harness import StromServer, start_strom_server, strom_command, strom_server_args
 
 from strom.testing import unique_topic_name
 
@@ -275,3 +275,24 @@ def test_a_killed_primary_is_replaced(beside: Beside) -> None:
         for process, _ in instances:
             if process.process.poll() is None:
                 process.stop(signal.SIGTERM)
+
+
+def test_registry_settings_refused_at_start(tmp_path: Path) -> None:
+    """A registry.* keystore the registry cannot read stops ``strom server`` with one line."""
+    jks = tmp_path / "registry.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed" + bytes(60))
+    args = strom_server_args(
+        data_dir=tmp_path / "data",
+        overrides={
+            "registry.listeners": f"https://127.0.0.1:{free_port()}",
+            "registry.ssl.keystore.location": str(jks),
+        },
+    )
+    result = subprocess.run(
+        args, check=False, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1, result
+    assert "Traceback" not in result.stderr, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("strom server: schema registry: ssl.keystore.location:"), last
+    assert "keytool -importkeystore" in last

@@ -119,8 +119,10 @@ async def _serve(node: Node, registry: dict[str, str]) -> None:
         loop.add_signal_handler(number, request_stop, number)
     await node.start()
     settle_after_start()
-    beside = await asyncio.to_thread(_start_registry, node, registry) if registry else None
+    beside: RegistryServer | None = None
     try:
+        if registry:
+            beside = await asyncio.to_thread(_start_registry, node, registry)
         await stop.wait()
     finally:
         if beside is not None:
@@ -133,7 +135,10 @@ def _start_registry(node: Node, values: dict[str, str]) -> RegistryServer:
     from strom.registry.server import RegistryServer, RegistrySettings  # noqa: PLC0415
 
     values.setdefault("kafkastore.bootstrap.servers", str(node.bound_address))
-    registry = RegistryServer(RegistrySettings.from_properties(values))
+    try:
+        registry = RegistryServer(RegistrySettings.from_properties(values))
+    except ValueError as error:  # a setting refused: a JKS keystore, a missing JAAS file
+        raise NodeStartError(f"schema registry: {error}") from error
     registry.start()
     log.info("ready: schema registry listening on %s", registry.url)
     return registry
