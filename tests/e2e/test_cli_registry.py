@@ -294,5 +294,5 @@ def test_registry_settings_refused_at_start(tmp_path: Path) -> None:
     assert result.returncode == 1, result
     assert "Traceback" not in result.stderr, result.stderr
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("strom server: schema registry: ssl.keystore.location:"), last
+    assert last.startswith("strom server: schema registry: ssl.keystore.type: JKS"), last
     assert "keytool -importkeystore" in last

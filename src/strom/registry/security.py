@@ -1,6 +1,7 @@
-"""The listener's security under Confluent's settings: TLS from a keystore and a truststore
-(PKCS12, or PEM as Kafka's KIP-651 allows; JKS needs a JVM and is refused with the ``keytool``
-command that converts it), and HTTP basic authentication's users from the JAAS file that
+"""The listener's security under Confluent's settings: TLS from the ``ssl.*`` settings, read by
+``strom.security.tls`` as the broker's listeners are (PKCS12 or PEM stores; JKS refused with the
+``keytool`` command that converts it), with Confluent's ``ssl.client.auth=true`` or
+``ssl.client.authentication``; and HTTP basic authentication's users from the JAAS file that
 ``java.security.auth.login.config`` names (Jetty's ``PropertyFileLoginModule`` and its
 ``user: password[,role...]`` file)."""
 
@@ -9,157 +10,43 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-import secrets
 import ssl
-import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
-__all__ = [
-    "ClientAuth",
-    "SecurityError",
-    "StoreSettings",
-    "TlsSettings",
-    "User",
-    "jaas_users",
-    "server_ssl_context",
-]
+from strom.config_types import Value
+from strom.security.jaas import parse_jaas_config
+from strom.security.tls import server_context
+
+__all__ = ["SecurityError", "User", "jaas_users", "listener_ssl_context"]
 
 PROPERTY_FILE_LOGIN_MODULE = "org.eclipse.jetty.jaas.spi.PropertyFileLoginModule"
-_JAVA_ONLY_MAGIC = {b"\xfe\xed\xfe\xed": "JKS", b"\xce\xce\xce\xce": "JCEKS"}
+_LISTS = {"ssl.enabled.protocols": "TLSv1.2,TLSv1.3", "ssl.cipher.suites": ""}
+_CLIENT_AUTH = {"NONE": "none", "REQUESTED": "requested", "REQUIRED": "required"}
 
 
 class SecurityError(ValueError):
     """A security setting that cannot be used; the message names the setting."""
 
 
-class ClientAuth(StrEnum):
-    """``ssl.client.authentication`` (``ssl.client.auth=true`` is ``REQUIRED``)."""
+def listener_ssl_context(values: Mapping[str, str]) -> ssl.SSLContext:
+    """The https listener's context from Confluent's ``ssl.*`` settings; a ``ValueError``
+    naming the setting when one cannot be used."""
 
-    NONE = "NONE"
-    REQUESTED = "REQUESTED"
-    REQUIRED = "REQUIRED"
+    def setting(name: str) -> Value:
+        if name in _LISTS:
+            return tuple(part.strip() for part in values.get(name, _LISTS[name]).split(","))
+        return values.get(name)
 
-
-@dataclass(frozen=True)
-class StoreSettings:
-    """A key or trust store: ``ssl.<kind>.location``, ``.password`` and ``.type``."""
-
-    location: str
-    password: str | None = None
-    type: str = "JKS"
-
-
-@dataclass(frozen=True)
-class TlsSettings:
-    keystore: StoreSettings
-    key_password: str | None = None
-    truststore: StoreSettings | None = None
-    client_auth: ClientAuth = ClientAuth.NONE
-
-
-def _store_format(store: StoreSettings, setting: str) -> str:
-    """``PKCS12`` or ``PEM``: what the store's file holds, refusing what needs a JVM. A
-    ``JKS`` store that is really PKCS12 is read as Java does (``keystore.type.compat``)."""
-    kind = store.type.upper()
-    try:
-        head = Path(store.location).read_bytes()[:4]
-    except OSError as error:
-        raise SecurityError(f"{setting}: cannot read {store.location}: {error}") from error
-    java_only = _JAVA_ONLY_MAGIC.get(head) or (
-        kind if kind not in ("JKS", "PKCS12", "PEM") else None
-    )
-    if java_only is not None:
+    mode = values.get("ssl.client.authentication")
+    if mode is None:  # Confluent's older boolean
+        mode = "REQUIRED" if values.get("ssl.client.auth", "").strip().lower() == "true" else "NONE"
+    if mode.strip().upper() not in _CLIENT_AUTH:
         raise SecurityError(
-            f"{setting}: {store.location} is a {java_only} store, which strom cannot read without"
-            f" a JVM; convert it with: keytool -importkeystore -srckeystore {store.location}"
-            f" -destkeystore {Path(store.location).with_suffix('.p12')} -deststoretype PKCS12,"
-            " then set the type to PKCS12"
+            f"ssl.client.authentication: expected NONE, REQUESTED or REQUIRED, got {mode}"
         )
-    return "PEM" if kind == "PEM" else "PKCS12"
-
-
-def _load_pkcs12(store: StoreSettings, setting: str) -> object:
-    from cryptography.hazmat.primitives.serialization import pkcs12  # noqa: PLC0415
-
-    password = store.password.encode() if store.password else None
-    try:
-        return pkcs12.load_pkcs12(Path(store.location).read_bytes(), password)
-    except ValueError as error:
-        raise SecurityError(
-            f"{setting}: {store.location} is not a PKCS12 store, or its password is wrong"
-        ) from error
-
-
-def _load_keystore(context: ssl.SSLContext, tls: TlsSettings) -> None:
-    store = tls.keystore
-    if _store_format(store, "ssl.keystore.location") == "PEM":
-        try:
-            context.load_cert_chain(store.location, password=tls.key_password)
-        except (ssl.SSLError, OSError) as error:
-            raise SecurityError(
-                f"ssl.keystore.location: {store.location} is not a PEM private key with its"
-                f" certificate chain, or ssl.key.password is wrong ({error})"
-            ) from error
-        return
-    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
-    from cryptography.hazmat.primitives.serialization import pkcs12  # noqa: PLC0415
-
-    loaded = _load_pkcs12(store, "ssl.keystore.location")
-    assert isinstance(loaded, pkcs12.PKCS12KeyAndCertificates)
-    if loaded.key is None or loaded.cert is None:
-        raise SecurityError(f"ssl.keystore.location: {store.location} holds no private key")
-    # Python's ssl reads keys only from files: a one-time file, encrypted, removed at once
-    one_time = secrets.token_urlsafe(24)
-    with tempfile.TemporaryDirectory(prefix="strom-tls-") as work:
-        pem = Path(work, "keystore.pem")
-        pem.write_bytes(
-            loaded.key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.BestAvailableEncryption(one_time.encode()),
-            )
-            + b"".join(
-                cert.certificate.public_bytes(serialization.Encoding.PEM)
-                for cert in [loaded.cert, *loaded.additional_certs]
-            )
-        )
-        context.load_cert_chain(pem, password=one_time)
-
-
-def _load_truststore(context: ssl.SSLContext, store: StoreSettings) -> None:
-    if _store_format(store, "ssl.truststore.location") == "PEM":
-        context.load_verify_locations(cafile=store.location)
-        return
-    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
-    from cryptography.hazmat.primitives.serialization import pkcs12  # noqa: PLC0415
-
-    loaded = _load_pkcs12(store, "ssl.truststore.location")
-    assert isinstance(loaded, pkcs12.PKCS12KeyAndCertificates)
-    certificates = [*([loaded.cert] if loaded.cert else []), *loaded.additional_certs]
-    if not certificates:
-        raise SecurityError(f"ssl.truststore.location: {store.location} holds no certificate")
-    context.load_verify_locations(
-        cadata="".join(
-            c.certificate.public_bytes(serialization.Encoding.PEM).decode() for c in certificates
-        )
-    )
-
-
-def server_ssl_context(tls: TlsSettings) -> ssl.SSLContext:
-    """The listener's TLS context; ``SecurityError`` when a store cannot be used."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    _load_keystore(context, tls)
-    if tls.truststore is not None:
-        _load_truststore(context, tls.truststore)
-    if tls.client_auth is not ClientAuth.NONE:
-        if tls.truststore is None:
-            raise SecurityError("ssl.client.auth needs ssl.truststore.location")
-        context.verify_mode = (
-            ssl.CERT_REQUIRED if tls.client_auth is ClientAuth.REQUIRED else ssl.CERT_OPTIONAL
-        )
-    return context
+    return server_context(setting, client_auth=_CLIENT_AUTH[mode.strip().upper()])
 
 
 @dataclass(frozen=True)
@@ -212,8 +99,6 @@ def _password_file(path: Path) -> dict[str, User]:
 
 _JAAS_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/|#[^\n]*", re.DOTALL)
 _JAAS_SECTION = re.compile(r"([\w.\-]+)\s*\{(.*?)\}\s*;", re.DOTALL)
-_JAAS_ENTRY = re.compile(r"\s*([\w.$]+)\s+(\w+)((?:\s+[\w.\-]+\s*=\s*(?:\"[^\"]*\"|[^\s;]+))*)\s*;")
-_JAAS_OPTION = re.compile(r"([\w.\-]+)\s*=\s*(?:\"([^\"]*)\"|([^\s;]+))")
 
 
 def jaas_users(config: str | Path, realm: str) -> dict[str, User]:
@@ -229,18 +114,18 @@ def jaas_users(config: str | Path, realm: str) -> dict[str, User]:
             f"java.security.auth.login.config: {config} has no section {realm!r}"
             " (authentication.realm)"
         )
-    for module, _flag, options in _JAAS_ENTRY.findall(sections[realm]):
-        if module != PROPERTY_FILE_LOGIN_MODULE:
-            raise SecurityError(
-                f"{config}: login module {module} is not supported (only"
-                f" {PROPERTY_FILE_LOGIN_MODULE})"
-            )
-        values = {key: quoted or bare for key, quoted, bare in _JAAS_OPTION.findall(options)}
-        if "file" not in values:
-            raise SecurityError(f"{config}: {module} in {realm!r} names no file=")
-        path = Path(values["file"])
-        try:
-            return _password_file(path)
-        except OSError as error:
-            raise SecurityError(f"{config}: the password file: {error}") from error
-    raise SecurityError(f"{config}: section {realm!r} names no login module")
+    try:
+        module = parse_jaas_config(sections[realm])
+    except ValueError as error:
+        raise SecurityError(f"{config}: section {realm!r}: {error}") from error
+    if module.class_name != PROPERTY_FILE_LOGIN_MODULE:
+        raise SecurityError(
+            f"{config}: login module {module.class_name} is not supported (only"
+            f" {PROPERTY_FILE_LOGIN_MODULE})"
+        )
+    if "file" not in module.options:
+        raise SecurityError(f"{config}: {module.class_name} in {realm!r} names no file=")
+    try:
+        return _password_file(Path(module.options["file"]))
+    except OSError as error:
+        raise SecurityError(f"{config}: the password file: {error}") from error

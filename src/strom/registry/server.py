@@ -18,14 +18,7 @@ from strom.registry.app import create_app
 from strom.registry.compatibility import CompatibilityLevel
 from strom.registry.election import GroupElection
 from strom.registry.http import BasicAuth
-from strom.registry.security import (
-    ClientAuth,
-    SecurityError,
-    StoreSettings,
-    TlsSettings,
-    jaas_users,
-    server_ssl_context,
-)
+from strom.registry.security import SecurityError, jaas_users, listener_ssl_context
 from strom.registry.service import RegistryService
 
 __all__ = ["RegistryServer", "RegistrySettings"]
@@ -44,7 +37,7 @@ class RegistrySettings:
     compatibility: CompatibilityLevel = CompatibilityLevel.BACKWARD
     validate_defaults: bool = False
     advertised_url: str | None = None
-    tls: TlsSettings | None = None
+    tls: Mapping[str, str] | None = None  # the https listener's ssl.* settings
     jaas_config: str | None = None
     realm: str = "SchemaRegistry"
     roles: frozenset[str] = frozenset({"*"})
@@ -83,7 +76,9 @@ class RegistrySettings:
             .lower()
             == "true",
             advertised_url=values.get("advertised.url"),
-            tls=_tls_settings(values) if scheme.lower() == "https" else None,
+            tls={k: v for k, v in values.items() if k.startswith("ssl.")}
+            if scheme.lower() == "https"
+            else None,
             jaas_config=jaas if method == "BASIC" else None,
             realm=values.get("authentication.realm", "SchemaRegistry"),
             roles=frozenset(role.strip() for role in roles.split(",") if role.strip()),
@@ -95,39 +90,6 @@ def _jaas_from_opts(opts: str) -> str | None:
         if option.startswith("-Djava.security.auth.login.config="):
             return option.partition("=")[2]
     return None
-
-
-def _store(values: Mapping[str, str], kind: str) -> StoreSettings | None:
-    location = values.get(f"ssl.{kind}.location")
-    if not location:
-        return None
-    return StoreSettings(
-        location,
-        values.get(f"ssl.{kind}.password") or None,
-        values.get(f"ssl.{kind}.type", "JKS"),
-    )
-
-
-def _tls_settings(values: Mapping[str, str]) -> TlsSettings:
-    keystore = _store(values, "keystore")
-    if keystore is None:
-        raise SecurityError("an https:// listener needs ssl.keystore.location")
-    client_auth = values.get("ssl.client.authentication")
-    if client_auth is None:
-        required = values.get("ssl.client.auth", "false").strip().lower() == "true"
-        client_auth = "REQUIRED" if required else "NONE"
-    try:
-        mode = ClientAuth(client_auth.strip().upper())
-    except ValueError as error:
-        raise SecurityError(
-            f"ssl.client.authentication={client_auth}: one of NONE, REQUESTED, REQUIRED"
-        ) from error
-    return TlsSettings(
-        keystore=keystore,
-        key_password=values.get("ssl.key.password") or None,
-        truststore=_store(values, "truststore"),
-        client_auth=mode,
-    )
 
 
 class RegistryServer:
@@ -142,11 +104,11 @@ class RegistryServer:
             if settings.jaas_config
             else None
         )
-        context = server_ssl_context(settings.tls) if settings.tls else None
+        context = listener_ssl_context(settings.tls) if settings.tls is not None else None
         host, _, port = settings.listener.rpartition(":")
         self._socket = socket.create_server((host or "0.0.0.0", int(port)), reuse_port=False)
         bound_port = self._socket.getsockname()[1]
-        scheme = "https" if settings.tls else "http"
+        scheme = "https" if settings.tls is not None else "http"
         shown_host = "localhost" if host in ("", "0.0.0.0") else host
         self.url = settings.advertised_url or f"{scheme}://{shown_host}:{bound_port}"
         self.service = RegistryService(

@@ -3,7 +3,9 @@
 Keystores: ``PEM`` (``ssl.keystore.certificate.chain`` and ``ssl.keystore.key`` as text, or a
 ``.pem`` file at ``ssl.keystore.location`` holding the key and the chain) and ``PKCS12``.
 Truststores: ``PEM`` (``ssl.truststore.certificates`` or a file) and ``PKCS12``; none configured
-means the system's. Java's ``JKS`` is refused with a hint. ``ssl.client.auth``
+means the system's. A store of Kafka's default type ``JKS`` that is a PKCS12 file (what
+``keytool`` writes since Java 9) is read as PKCS12, as Java reads it; a real ``JKS`` (or any
+other Java-only type) is refused with the ``keytool`` command that converts it. ``ssl.client.auth``
 none/requested/required, ``ssl.enabled.protocols``, and ``ssl.cipher.suites`` in IANA names
 (as Java writes them) or OpenSSL's.
 
@@ -152,8 +154,25 @@ def _read(name: str, location: str) -> bytes:
         raise TlsConfigError(name, f"cannot read {location}: {error.strerror}") from None
 
 
+def _store_kind(setting: Lookup, store: str) -> str:
+    """``PEM`` or ``PKCS12``: what the ``store`` (keystore, truststore) holds."""
+    kind = (_text(setting, f"ssl.{store}.type") or "JKS").upper()
+    if kind in ("PEM", "PKCS12"):
+        return kind
+    location = _text(setting, f"ssl.{store}.location")
+    if kind == "JKS" and location and _read(f"ssl.{store}.location", location)[:1] == b"\x30":
+        return "PKCS12"  # a DER sequence: PKCS12 (a JKS file starts with FE ED FE ED)
+    where = location or f"the {store}"
+    raise TlsConfigError(
+        f"ssl.{store}.type",
+        f"{kind} {store}s need a JVM; convert {where} with: keytool -importkeystore"
+        f" -srckeystore {where} -destkeystore {where}.p12 -deststoretype PKCS12,"
+        f" then set ssl.{store}.type=PKCS12",
+    )
+
+
 def _load_keystore(context: ssl.SSLContext, setting: Lookup) -> None:
-    kind = (_text(setting, "ssl.keystore.type") or "JKS").upper()
+    kind = _store_kind(setting, "keystore")
     location = _text(setting, "ssl.keystore.location")
     key_password = _password(setting, "ssl.key.password")
     if kind == "PEM":
@@ -162,12 +181,8 @@ def _load_keystore(context: ssl.SSLContext, setting: Lookup) -> None:
             pem = (_text(setting, "ssl.keystore.key") + "\n" + chain).encode()
         else:
             pem = _read("ssl.keystore.location", location)
-    elif kind == "PKCS12":
-        pem, key_password = _pkcs12_as_pem(setting, location), None
     else:
-        raise TlsConfigError(
-            "ssl.keystore.type", f"{kind} keystores are not supported: use PKCS12 or PEM"
-        )
+        pem, key_password = _pkcs12_as_pem(setting, location), None
     with _private_file(pem) as path:
         try:
             context.load_cert_chain(path, password=key_password)
@@ -194,20 +209,15 @@ def _pkcs12_as_pem(setting: Lookup, location: str) -> bytes:
 
 
 def _load_truststore(context: ssl.SSLContext, setting: Lookup, purpose: ssl.Purpose) -> None:
-    kind = (_text(setting, "ssl.truststore.type") or "JKS").upper()
     location = _text(setting, "ssl.truststore.location")
     certificates = _text(setting, "ssl.truststore.certificates")
     if not location and not certificates:
         context.load_default_certs(purpose)
         return
-    if kind == "PEM":
+    if _store_kind(setting, "truststore") == "PEM":
         pem = certificates or _read("ssl.truststore.location", location).decode("ascii", "replace")
-    elif kind == "PKCS12":
-        pem = _pkcs12_certificates(setting, location)
     else:
-        raise TlsConfigError(
-            "ssl.truststore.type", f"{kind} truststores are not supported: use PKCS12 or PEM"
-        )
+        pem = _pkcs12_certificates(setting, location)
     try:
         context.load_verify_locations(cadata=pem)
     except (ssl.SSLError, ValueError) as error:

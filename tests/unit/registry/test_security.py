@@ -6,13 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from strom.registry.security import (
-    SecurityError,
-    StoreSettings,
-    TlsSettings,
-    jaas_users,
-    server_ssl_context,
-)
+from strom.registry.security import SecurityError, jaas_users, listener_ssl_context
 
 MODULE = "org.eclipse.jetty.jaas.spi.PropertyFileLoginModule"
 
@@ -52,18 +46,27 @@ def test_crypt_passwords_are_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("head", "kind", "named"),
     [
-        (b"\xfe\xed\xfe\xed", "JKS", "JKS"),
+        (b"\xfe\xed\xfe\xed", None, "JKS"),  # Confluent's default type
         (b"\xce\xce\xce\xce", "JCEKS", "JCEKS"),
         (b"0\x82\x01\x00", "BCFKS", "BCFKS"),
     ],
 )
-def test_java_only_stores_name_keytool(tmp_path: Path, head: bytes, kind: str, named: str) -> None:
-    store = _write(tmp_path / "store", "")
+def test_java_only_stores_name_keytool(
+    tmp_path: Path, head: bytes, kind: str | None, named: str
+) -> None:
+    store = tmp_path / "store"
     store.write_bytes(head + bytes(40))
-    with pytest.raises(SecurityError, match=f"is a {named} store.*keytool -importkeystore"):
-        server_ssl_context(TlsSettings(StoreSettings(str(store), "pw", kind)))
+    values = {"ssl.keystore.location": str(store), "ssl.keystore.password": "pw"}
+    if kind:
+        values["ssl.keystore.type"] = kind
+    with pytest.raises(ValueError, match=f"{named} keystores need a JVM.*keytool -importkeystore"):
+        listener_ssl_context(values)
 
 
-def test_missing_store_names_the_setting(tmp_path: Path) -> None:
-    with pytest.raises(SecurityError, match=r"ssl\.keystore\.location: cannot read"):
-        server_ssl_context(TlsSettings(StoreSettings(str(tmp_path / "none.p12"), "pw", "PKCS12")))
+def test_client_authentication_values(tmp_path: Path) -> None:
+    with pytest.raises(SecurityError, match="expected NONE, REQUESTED or REQUIRED, got sometimes"):
+        listener_ssl_context({"ssl.client.authentication": "sometimes"})
+    with pytest.raises(
+        ValueError, match=r"ssl\.keystore\.location: a TLS listener needs a keystore"
+    ):
+        listener_ssl_context({"ssl.client.auth": "true"})

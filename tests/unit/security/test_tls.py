@@ -93,7 +93,8 @@ def test_listener_prefixed_settings_win(ca: CertificateAuthority, tmp_path: Path
     ("settings", "message"),
     [
         ({}, "ssl.keystore.location: a TLS listener needs a keystore"),
-        ({"ssl.keystore.location": "/x.jks"}, "JKS keystores are not supported"),
+        ({"ssl.keystore.location": "/x.jks"}, "ssl.keystore.location: cannot read /x.jks"),
+        ({"ssl.keystore.type": "BCFKS", "ssl.keystore.location": "/x"}, "BCFKS keystores need"),
         ({"ssl.keystore.type": "PEM", "ssl.keystore.location": "/nonexistent"}, "cannot read"),
         ({"ssl.enabled.protocols": "SSLv3"}, "ssl.enabled.protocols"),
         ({"ssl.cipher.suites": "TLS_NOT_A_SUITE"}, "unknown cipher suite TLS_NOT_A_SUITE"),
@@ -141,3 +142,27 @@ def test_the_principal_of_a_client_certificate(ca: CertificateAuthority) -> None
     mapper = PrincipalMapper("RULE:^CN=(.*?),.*$/$1/")
     assert str(ssl_principal(der, mapper)) == "User:alice"
     assert str(ssl_principal(None, mapper)) == "User:ANONYMOUS"
+
+
+def test_java_keystores(ca: CertificateAuthority, tmp_path: Path) -> None:
+    """A real JKS names the keytool command; a PKCS12 file under the default type JKS is read,
+    as Java 9+ reads it."""
+    jks = tmp_path / "server.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed" + bytes(60))
+    with pytest.raises(TlsConfigError) as refused:
+        server_context(lookup({"ssl.keystore.location": str(jks)}))
+    assert str(refused.value) == (
+        f"ssl.keystore.type: JKS keystores need a JVM; convert {jks} with: keytool"
+        f" -importkeystore -srckeystore {jks} -destkeystore {jks}.p12 -deststoretype PKCS12,"
+        " then set ssl.keystore.type=PKCS12"
+    )
+    p12 = ca.issue("localhost").write_pkcs12(tmp_path / "server.p12", "secret")
+    truststore = ca.write_truststore_pkcs12(tmp_path / "trust.p12", "secret")
+    settings = {
+        "ssl.keystore.location": str(p12),
+        "ssl.keystore.password": "secret",
+        "ssl.truststore.location": str(truststore),
+        "ssl.truststore.password": "secret",
+        "ssl.client.auth": "required",
+    }
+    assert server_context(lookup(settings)).verify_mode == ssl.CERT_REQUIRED
