@@ -97,7 +97,7 @@ def _password_file(path: Path) -> dict[str, User]:
     return users
 
 
-_JAAS_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/|#[^\n]*", re.DOTALL)
+_JAAS_COMMENTS = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.DOTALL)  # not in quotes
 _JAAS_SECTION = re.compile(r"([\w.\-]+)\s*\{(.*?)\}\s*;", re.DOTALL)
 
 
@@ -105,7 +105,7 @@ def jaas_users(config: str | Path, realm: str) -> dict[str, User]:
     """The users of the JAAS ``config`` file's section named ``realm``
     (``authentication.realm``), whose login module must be Jetty's property file one."""
     try:
-        text = _JAAS_COMMENTS.sub("", Path(config).read_text())
+        text = _JAAS_COMMENTS.sub(lambda found: found.group(1) or "", Path(config).read_text())
     except OSError as error:
         raise SecurityError(f"java.security.auth.login.config: {error}") from error
     sections = dict(_JAAS_SECTION.findall(text))

@@ -17,14 +17,15 @@ def _write(path: Path, text: str) -> Path:
 
 
 def test_jaas_section_names_the_password_file(tmp_path: Path) -> None:
-    users = _write(
+    _write(
         tmp_path / "users",
         "# comment\n! also\nann: plain, admin , dev\nben: MD5:5ebe2294ecd0e0f08eab7690d2a6ee69\n",
     )
     jaas = _write(
         tmp_path / "jaas.conf",
         f"/* other realms first */\nOther {{ com.example.Nope required; }};\n"
-        f'Realm {{\n  {MODULE} required\n  file="{users}" debug="true";\n}};\n',
+        f"Realm {{\n  {MODULE} required // comments, but not in quotes:\n"
+        f'  file="{tmp_path}//users" debug="true";\n}};\n',
     )
     found = jaas_users(jaas, "Realm")
     assert found["ann"].roles == {"admin", "dev"} and found["ann"].accepts("plain")
