@@ -78,6 +78,7 @@ from strom.server.handlers.partition_reassignments import (
     AlterPartitionReassignmentsHandler,
     ListPartitionReassignmentsHandler,
 )
+from strom.server.authorizer import Authorizer, authorizer_settings
 from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
 from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
 from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
@@ -144,6 +145,13 @@ class Node:
             for listener in self.node.listeners
         }
         """Each listener's TLS and SASL, checked before anything starts."""
+        acl_settings = authorizer_settings(config)
+        self.authorizer = (
+            None
+            if acl_settings is None
+            else Authorizer(acl_settings, lambda: self.metadata.image.acls.index)
+        )
+        """``authorizer.class.name``'s authorizer, shared by every listener."""
         self._controller_client, self._inter_broker_client = self._client_securities()
         self._emulate = emulate_kafka_version
         self._faults = faults
@@ -282,6 +290,7 @@ class Node:
         """Every listener takes its address first: a port in use stops the start at once."""
         if self.node.is_controller:
             self.controller_registry = HandlerRegistry(reference=KAFKA_CONTROLLER_VERSIONS)
+            self.controller_registry.authorizer = self.authorizer
             listener_config = self.node.controller_listener
             if listener_config is not None:  # the standalone node has none
                 listener = Listener(
@@ -298,6 +307,7 @@ class Node:
                 self._controller_listener = listener
         if self.node.is_broker:
             self.broker = self._make_broker()
+            self.broker.registry.authorizer = self.authorizer
             await self.broker.bind()
 
     def _voter_address(self, node_id: int) -> tuple[str, int] | None:
