@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from strom.common import ErrorCode
 from strom.controller.results import NO_ERROR, ApiError, ControllerResult, RandomSource
-from strom.metadata.image import MetadataImage
 from strom.metadata.acls import acl_record
+from strom.metadata.image import MetadataImage
 from strom.metadata.records import MetadataRecord, RemoveAccessControlEntryRecord
 from strom.security.acls import AclBinding, AclBindingFilter
 
@@ -74,4 +74,3 @@ def delete_acls(
         results.append(AclDeleteResult(NO_ERROR, tuple(binding for _, binding in matched)))
     records: list[MetadataRecord] = [RemoveAccessControlEntryRecord(id=i) for i in sorted(removed)]
     return ControllerResult(records, results)
-

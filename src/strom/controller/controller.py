@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from strom.common import TopicPartition
+from strom.controller.acl_control import AclDeleteResult, create_acls, delete_acls
 from strom.controller.cluster_control import (
     BrokerHeartbeat,
     BrokerHeartbeatReply,
@@ -54,7 +55,6 @@ from strom.controller.replication_control import (
     DeleteTopicsRequest,
     ReplicationControl,
 )
-from strom.controller.acl_control import AclDeleteResult, create_acls, delete_acls
 from strom.controller.results import ApiError, ControllerResult, RandomSource
 from strom.controller.settings import DEFAULT_METADATA_VERSION, ControllerSettings
 from strom.metadata import MetadataImage, PartitionRegistration, UserScramCredentialRecord

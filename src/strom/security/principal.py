@@ -63,7 +63,9 @@ _PRINCIPAL_DATA_VERSION: Final = 0
 def serialize_principal(principal: KafkaPrincipal) -> bytes:
     """The principal as a forwarding broker puts it in an Envelope (Kafka's
     ``DefaultKafkaPrincipalBuilder.serialize``: a version, then ``DefaultPrincipalData``)."""
-    data = DefaultPrincipalData(type_=principal.type, name=principal.name, token_authenticated=False)
+    data = DefaultPrincipalData(
+        type_=principal.type, name=principal.name, token_authenticated=False
+    )
     buffer = io.BytesIO()
     buffer.write(struct.pack(">h", _PRINCIPAL_DATA_VERSION))
     entity_writer(DefaultPrincipalData)(buffer, data)

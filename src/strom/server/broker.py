@@ -62,6 +62,7 @@ from strom.server.controller_channel import ControllerChannel
 from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.handlers import (
+    acls,
     alter_configs,
     alter_user_scram_credentials,
     create_partitions,
@@ -147,6 +148,8 @@ FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.error_response,
     ApiKey.DESCRIBE_QUORUM: describe_quorum.error_response,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.error_response,
+    ApiKey.CREATE_ACLS: acls.create_error_response,
+    ApiKey.DELETE_ACLS: acls.delete_error_response,
 }
 """The admin APIs a broker forwards to the active controller, with each one's answer when the
 controller cannot be reached."""
@@ -326,6 +329,7 @@ class Broker:
                 ),
             ),
             DescribeUserScramCredentialsHandler(lambda: self.metadata.image),
+            acls.DescribeAclsHandler(lambda: self.metadata.image),
             DescribeLogDirsHandler(
                 self.log_manager,
                 data_dir=self.log_manager.data_dir,

@@ -48,6 +48,7 @@ from strom.protocol.api import (
 )
 from strom.raft import FileQuorumStateStore, RaftClient, RaftConfig
 from strom.security.scram import ScramCredential, ScramMechanism
+from strom.server.authorizer import Authorizer, authorizer_settings
 from strom.server.bootstrap_metadata import (
     read_bootstrap_metadata_version,
     read_bootstrap_scram,
@@ -57,6 +58,7 @@ from strom.server.cleaner_service import CleanerService
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_channel import ControllerChannel
 from strom.server.controller_server import ControllerServer
+from strom.server.handlers.acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
 from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
 from strom.server.handlers.alter_configs import AlterConfigsHandler
 from strom.server.handlers.alter_partition import AlterPartitionHandler
@@ -78,7 +80,6 @@ from strom.server.handlers.partition_reassignments import (
     AlterPartitionReassignmentsHandler,
     ListPartitionReassignmentsHandler,
 )
-from strom.server.authorizer import Authorizer, authorizer_settings
 from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
 from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
 from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
@@ -401,6 +402,9 @@ class Node:
             BrokerHeartbeatHandler(controller),
             AllocateProducerIdsHandler(controller),
             AlterUserScramCredentialsHandler(controller),
+            CreateAclsHandler(controller),
+            DeleteAclsHandler(controller),
+            DescribeAclsHandler(lambda: self.metadata.image),
             DescribeClusterHandler(
                 cluster_id=self.cluster_id,
                 controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,

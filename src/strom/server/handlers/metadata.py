@@ -16,6 +16,10 @@ Kafka's rules (``KafkaApis.handleTopicMetadataRequest``, ``KRaftMetadataCache``)
   node (Kafka gives clients an alive broker, since controllers are not reachable by them).
 * a partition whose leader has no endpoint gets LEADER_NOT_AVAILABLE and leader -1; replicas on
   brokers that are not alive are listed as offline.
+* with an authorizer (Kafka's rules): an all-topics request lists only the topics the principal
+  may DESCRIBE; a named topic it may not describe is answered TOPIC_AUTHORIZATION_FAILED, and so
+  is an unknown one it may not create (CREATE on the cluster or the topic) when auto-creation
+  would apply.
 * ``*_authorized_operations``: without an authorizer every operation is allowed, so a client
   that asks gets all of a resource's operations; one that does not gets Kafka's "omitted"
   value (-2^31).
@@ -24,7 +28,7 @@ Kafka's rules (``KafkaApis.handleTopicMetadataRequest``, ``KRaftMetadataCache``)
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from typing import Final
 
@@ -38,6 +42,7 @@ from strom.common import ErrorCode
 from strom.controller import CLUSTER_METADATA_TOPIC, ZERO_UUID, invalid_topic_reason, is_internal
 from strom.metadata import MetadataImage, PartitionRegistration, TopicImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.auto_topics import AutoTopicCreator
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import (
@@ -54,6 +59,8 @@ from strom.server.handlers.registry import RequestContext
 from strom.server.metadata_view import MetadataView
 
 __all__ = ["MetadataHandler", "MetadataQuery"]
+
+_UNAUTHORIZED: Final = ErrorCode.topic_authorization_failed
 
 _TOPIC_IDS_FROM: Final = 12
 """The first version whose topic ids Kafka serves."""
@@ -122,6 +129,7 @@ class MetadataHandler:
         if query is None:
             return for_version(_invalid_request(context.body), version)
         image = self._metadata.image
+        denied = _undescribable(context, query.names or ())
         if query.names is not None and query.allow_auto_topic_creation and not query.topic_ids:
             unknown = [
                 name
@@ -129,7 +137,12 @@ class MetadataHandler:
                 if image.topic(name) is None
                 and invalid_topic_reason(name) is None
                 and name != CLUSTER_METADATA_TOPIC
+                and name not in denied
             ]
+            if unknown and self._auto_topics.enabled:
+                uncreatable = _uncreatable(context, unknown)
+                denied |= uncreatable
+                unknown = [name for name in unknown if name not in uncreatable]
             if unknown and self._auto_topics.enabled:
                 await self._auto_topics.create(unknown)
                 image = self._metadata.image
@@ -139,26 +152,35 @@ class MetadataHandler:
             else AUTHORIZED_OPERATIONS_OMITTED
         )
         return for_version(
-            self.build(image, query, context.listener_name),
+            self.build(image, query, context, denied=denied),
             version,
             extra={"cluster_authorized_operations": cluster_operations},  # v8-v10 only
         )
 
     def build(
-        self, image: MetadataImage, query: MetadataQuery, listener_name: str
+        self,
+        image: MetadataImage,
+        query: MetadataQuery,
+        context: RequestContext,
+        *,
+        denied: Set[str] = frozenset(),
     ) -> latest.MetadataResponse:
         """The response (newest version) to ``query`` as of ``image``, brokers as reached on
-        ``listener_name``."""
-        brokers = broker_addresses(image, listener_name)
+        the context's listener; topics the principal may not describe are left out of an
+        all-topics answer, and answered TOPIC_AUTHORIZATION_FAILED when named (``denied``)."""
+        brokers = broker_addresses(image, context.listener_name)
         alive = {address.node_id for address in brokers}
         topics: list[latest.MetadataResponseTopic] = []
         if query.names is None:
             for name in sorted(image.topics.topics_by_name):
-                topics.append(self._topic(image.topics.topics_by_name[name], alive, query))
+                if context.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name, audit=False):
+                    topics.append(self._topic(image.topics.topics_by_name[name], alive, query))
         else:
             for name in query.names:
                 topic = image.topic(name)
-                if topic is None:
+                if name in denied:
+                    topics.append(_missing(_UNAUTHORIZED, name=name, topic_id=None))
+                elif topic is None:
                     code = (
                         ErrorCode.invalid_topic_exception
                         if invalid_topic_reason(name) is not None
@@ -173,6 +195,8 @@ class MetadataHandler:
                     topics.append(
                         _missing(ErrorCode.unknown_topic_id, name=None, topic_id=topic_id)
                     )
+                elif not context.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, by_id.name):
+                    topics.append(_missing(_UNAUTHORIZED, name=None, topic_id=topic_id))
                 else:
                     topics.append(self._topic(by_id, alive, query))
         return latest.MetadataResponse(
@@ -210,6 +234,28 @@ class MetadataHandler:
                 else AUTHORIZED_OPERATIONS_OMITTED
             ),
         )
+
+
+def _undescribable(context: RequestContext, names: Sequence[str]) -> set[str]:
+    """The named topics the principal may not DESCRIBE (none without an authorizer)."""
+    if context.authorizer is None:
+        return set()
+    return {
+        name
+        for name in names
+        if not context.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+    }
+
+
+def _uncreatable(context: RequestContext, names: Sequence[str]) -> set[str]:
+    """The topics the principal may not auto-create: CREATE on the cluster or on the topic."""
+    if context.authorizer is None or context.authorize(AclOperation.CREATE, audit=False):
+        return set()
+    return {
+        name
+        for name in names
+        if not context.authorize(AclOperation.CREATE, ResourceType.TOPIC, name)
+    }
 
 
 def _partition(
