@@ -11,6 +11,7 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._groups import GroupHandler
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import (
@@ -39,7 +40,17 @@ class DescribeGroupsHandler(GroupHandler):
         groups = []
         for described in response.groups:
             group = described
-            if group.error_code is ErrorCode.group_id_not_found and (
+            if not context.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
+                group = dataclasses.replace(
+                    group,
+                    error_code=ErrorCode.group_authorization_failed,
+                    error_message=None,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=(),
+                )
+            elif group.error_code is ErrorCode.group_id_not_found and (
                 context.api_version < GROUP_ID_NOT_FOUND_VERSION
             ):
                 group = dataclasses.replace(group, error_code=ErrorCode.none, error_message=None)

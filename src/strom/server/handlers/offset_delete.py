@@ -9,7 +9,8 @@ from kio.schema.offset_delete.v0 import request as newest
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.handlers._groups import GroupHandler
+from strom.security.acls import AclOperation
+from strom.server.handlers._groups import GroupHandler, group_refused
 from strom.server.handlers.common import as_newest
 from strom.server.handlers.registry import RequestContext
 
@@ -22,6 +23,9 @@ class OffsetDeleteHandler(GroupHandler):
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = as_newest(context.body, newest.OffsetDeleteRequest)
+        refused = group_refused(context, request.group_id, AclOperation.DELETE, topics=())
+        if refused is not None:
+            return refused
         response: ResponsePayload = await self._runtime.call(
             lambda reply: self._coordinator.offset_delete(request, reply=reply)
         )
