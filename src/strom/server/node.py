@@ -47,6 +47,7 @@ from strom.protocol.api import (
     make_request_header,
 )
 from strom.raft import FileQuorumStateStore, RaftClient, RaftConfig
+from strom.security.acls import AclOperation
 from strom.security.scram import ScramCredential, ScramMechanism
 from strom.server.authorizer import Authorizer, authorizer_settings
 from strom.server.bootstrap_metadata import (
@@ -58,6 +59,7 @@ from strom.server.cleaner_service import CleanerService
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_channel import ControllerChannel
 from strom.server.controller_server import ControllerServer
+from strom.server.handlers import alter_user_scram_credentials
 from strom.server.handlers.acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
 from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
 from strom.server.handlers.alter_configs import AlterConfigsHandler
@@ -68,6 +70,7 @@ from strom.server.handlers.alter_user_scram_credentials import (
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.broker_heartbeat import BrokerHeartbeatHandler
 from strom.server.handlers.broker_registration import BrokerRegistrationHandler
+from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress
 from strom.server.handlers.create_partitions import CreatePartitionsHandler
 from strom.server.handlers.create_topics import CreateTopicsHandler
@@ -391,17 +394,24 @@ class Node:
             CreateTopicsHandler(controller, describer),
             DeleteTopicsHandler(controller),
             CreatePartitionsHandler(controller),
-            ElectLeadersHandler(controller),
-            AlterPartitionReassignmentsHandler(controller),
-            ListPartitionReassignmentsHandler(controller),
+            ClusterAuthorized(ElectLeadersHandler(controller), AclOperation.ALTER),
+            ClusterAuthorized(AlterPartitionReassignmentsHandler(controller), AclOperation.ALTER),
+            ClusterAuthorized(ListPartitionReassignmentsHandler(controller), AclOperation.DESCRIBE),
             AlterConfigsHandler(controller),
-            AlterPartitionHandler(controller),
+            ClusterAuthorized(AlterPartitionHandler(controller), AclOperation.CLUSTER_ACTION),
             IncrementalAlterConfigsHandler(controller),
             EnvelopeHandler(registry, controller),
-            BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),
-            BrokerHeartbeatHandler(controller),
-            AllocateProducerIdsHandler(controller),
-            AlterUserScramCredentialsHandler(controller),
+            ClusterAuthorized(
+                BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),
+                AclOperation.CLUSTER_ACTION,
+            ),
+            ClusterAuthorized(BrokerHeartbeatHandler(controller), AclOperation.CLUSTER_ACTION),
+            ClusterAuthorized(AllocateProducerIdsHandler(controller), AclOperation.CLUSTER_ACTION),
+            ClusterAuthorized(
+                AlterUserScramCredentialsHandler(controller),
+                AclOperation.ALTER,
+                refuse=alter_user_scram_credentials.error_response,
+            ),
             CreateAclsHandler(controller),
             DeleteAclsHandler(controller),
             DescribeAclsHandler(lambda: self.metadata.image),
@@ -411,7 +421,15 @@ class Node:
                 nodes=lambda _listener, _fenced: self._controller_addresses(),
                 endpoint_type=CONTROLLERS_ENDPOINT,
             ),
-            *(RaftApiHandler(api_key, self.raft) for api_key in RAFT_APIS),
+            *(
+                ClusterAuthorized(
+                    RaftApiHandler(api_key, self.raft),
+                    AclOperation.DESCRIBE
+                    if api_key == ApiKey.DESCRIBE_QUORUM
+                    else AclOperation.CLUSTER_ACTION,
+                )
+                for api_key in RAFT_APIS
+            ),
         ]
         for handler in handlers:
             registry.register(handler)
