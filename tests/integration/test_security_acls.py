@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import errors as kafka_errors
+from strom_harness import strom_command
 
 from strom.testing import Broker, unique_topic_name
 from strom.testing.security import Security
@@ -304,3 +306,81 @@ def test_kcat_is_refused_without_write(broker: Broker) -> None:
         check=False,
     )
     assert b"Topic authorization failed" in result.stderr
+
+
+def strom_acls(broker: Broker, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``strom acls ...`` as the admin user, its settings in a --command-config file."""
+    config = client(broker, "admin")
+    config.pop("bootstrap.servers")
+    properties = tmp_path / "admin.properties"
+    properties.write_text("".join(f"{name}={value}\n" for name, value in config.items()))
+    return subprocess.run(
+        [
+            *strom_command(),
+            "acls",
+            *args,
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--command-config",
+            str(properties),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_strom_acls_add_list_remove(broker: Broker, tmp_path: Path) -> None:
+    topic = broker.create_topic(unique_topic_name("cli"))
+    group = unique_topic_name("group")
+    added = strom_acls(
+        broker, tmp_path, "add", "--allow-principal", "User:alice", "--consumer",
+        "--topic", topic, "--group", group,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert f"Adding ACLs for resource `ResourcePattern(resourceType=TOPIC, name={topic}, " in (
+        added.stdout
+    )
+    prefixed = strom_acls(
+        broker, tmp_path, "add", "--allow-principal", "User:alice", "--operation", "Write",
+        "--topic", f"{topic}-", "--resource-pattern-type", "prefixed",
+    )  # fmt: skip
+    assert prefixed.returncode == 0, prefixed.stderr
+    listed = strom_acls(broker, tmp_path, "list", "--topic", topic).stdout
+    assert listed == (
+        f"Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name={topic}, "
+        "patternType=LITERAL)`: \n"
+        " \t(principal=User:alice, host=*, operation=DESCRIBE, permissionType=ALLOW)\n"
+        "\t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW) \n\n"
+    )
+    matching = strom_acls(
+        broker, tmp_path, "list", "--topic", f"{topic}-x", "--resource-pattern-type", "match"
+    ).stdout
+    assert "patternType=PREFIXED" in matching
+    assert "operation=WRITE" in matching
+    removed = strom_acls(broker, tmp_path, "remove", "--topic", topic, "--group", group, "--force")
+    assert removed.returncode == 0, removed.stderr
+    assert strom_acls(broker, tmp_path, "list", "--topic", topic).stdout == ""
+    denied = consume(broker, "alice", topic, group)
+    assert isinstance(denied, KafkaError)
+    assert denied.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+
+
+def test_the_authorizer_class_must_be_the_standard_one(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            *strom_command(),
+            "server",
+            "--override",
+            f"log.dirs={tmp_path}",
+            "--override",
+            "authorizer.class.name=kafka.security.authorizer.AclAuthorizer",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "authorizer.class.name" in result.stderr

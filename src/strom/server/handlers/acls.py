@@ -2,8 +2,9 @@
 
 CreateAcls and DeleteAcls are the controller's (``strom.controller.acl_control`` validates and
 writes the records); brokers forward them. Both need ALTER on the cluster (else every entry is
-CLUSTER_AUTHORIZATION_FAILED), DescribeAcls DESCRIBE, as Kafka's. DescribeAcls answers from the
-node's metadata image, grouping the matching ACLs by resource pattern.
+CLUSTER_AUTHORIZATION_FAILED), DescribeAcls DESCRIBE, as Kafka's; without an authorizer all three
+answer SECURITY_DISABLED. DescribeAcls answers from the node's metadata image, grouping the
+matching ACLs by resource pattern.
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _UNAUTHORIZED: Final = ApiError(ErrorCode.cluster_authorization_failed, None)
+_NO_AUTHORIZER: Final = ApiError(ErrorCode.security_disabled, "No Authorizer is configured.")
+
+
+def _refusal(context: RequestContext, operation: AclOperation) -> ApiError | None:
+    """SECURITY_DISABLED without an authorizer (as Kafka), CLUSTER_AUTHORIZATION_FAILED without
+    ``operation`` on the cluster, else None."""
+    if context.authorizer is None:
+        return _NO_AUTHORIZER
+    return None if context.authorize(operation) else _UNAUTHORIZED
 
 
 E = TypeVar("E", bound=enum.IntEnum)
@@ -101,8 +111,9 @@ class CreateAclsHandler:
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = as_newest(context.body, create_request.CreateAclsRequest)
         bindings = [_binding(creation) for creation in request.creations]
-        if not context.authorize(AclOperation.ALTER):
-            return _create_response(context, [_UNAUTHORIZED] * len(bindings))
+        refused = _refusal(context, AclOperation.ALTER)
+        if refused is not None:
+            return _create_response(context, [refused] * len(bindings))
         try:
             results = await self._controller.run(
                 "create ACLs",
@@ -142,8 +153,9 @@ class DeleteAclsHandler:
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = as_newest(context.body, delete_request.DeleteAclsRequest)
         filters = [_filter(wire) for wire in request.filters]
-        if not context.authorize(AclOperation.ALTER):
-            return _delete_response(context, [AclDeleteResult(_UNAUTHORIZED)] * len(filters))
+        refused = _refusal(context, AclOperation.ALTER)
+        if refused is not None:
+            return _delete_response(context, [AclDeleteResult(refused)] * len(filters))
         try:
             controller = self._controller.controller
             results = await self._controller.run(
@@ -199,8 +211,9 @@ class DescribeAclsHandler:
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         acl_filter = _filter(as_newest(context.body, describe_request.DescribeAclsRequest))
-        if not context.authorize(AclOperation.DESCRIBE):
-            return _describe_response(context, ApiError(ErrorCode.cluster_authorization_failed))
+        refused = _refusal(context, AclOperation.DESCRIBE)
+        if refused is not None:
+            return _describe_response(context, refused)
         reason = acl_filter.invalid_reason()
         if reason is not None:
             return _describe_response(context, ApiError(ErrorCode.invalid_request, reason))
