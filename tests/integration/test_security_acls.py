@@ -24,6 +24,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclOperation,
     AclPermissionType,
     AdminClient,
+    ConfigResource,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -384,3 +385,21 @@ def test_the_authorizer_class_must_be_the_standard_one(tmp_path: Path) -> None:
     )
     assert result.returncode != 0
     assert "authorizer.class.name" in result.stderr
+
+
+def test_configs_need_describe_configs_and_alter_configs(broker: Broker) -> None:
+    topic = broker.create_topic(unique_topic_name("acl"))
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    bob = admin(broker, "bob")
+    with pytest.raises(KafkaException) as raised:
+        bob.describe_configs([resource])[resource].result(10)
+    assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    allow(broker, "bob", AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, topic)
+    described = bob.describe_configs([resource])[resource].result(10)  # implied by AlterConfigs
+    assert "retention.ms" in described
+    change = ConfigResource(ResourceType.TOPIC, topic, set_config={"retention.ms": "60000"})
+    bob.alter_configs([change])[change].result(10)
+    broker_resource = ConfigResource(ResourceType.BROKER, "1")
+    with pytest.raises(KafkaException) as raised:
+        bob.describe_configs([broker_resource])[broker_resource].result(10)
+    assert raised.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED

@@ -23,6 +23,8 @@ from strom.controller import (
     IncrementalAlterConfigsResource,
 )
 from strom.metadata import BrokerRegistration, ConfigResourceType, MetadataImage
+from strom.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from strom.server.handlers.registry import RequestContext
 
 __all__ = [
     "ALL_CLUSTER_OPERATIONS",
@@ -34,8 +36,10 @@ __all__ = [
     "alter_configs_results",
     "as_newest",
     "broker_addresses",
+    "config_refusal",
     "log_config_changes",
     "request_field",
+    "split_config_resources",
     "wire_uuid",
 ]
 
@@ -154,6 +158,45 @@ def alter_configs_results(
         )
         for result in results
     )
+
+
+_CONFIG_RESOURCES: Final[Mapping[int, tuple[ResourceType, ErrorCode]]] = {
+    ConfigResourceType.TOPIC: (ResourceType.TOPIC, ErrorCode.topic_authorization_failed),
+    ConfigResourceType.GROUP: (ResourceType.GROUP, ErrorCode.group_authorization_failed),
+}
+
+
+def config_refusal(
+    context: RequestContext, resource_type: int, name: str, operation: AclOperation
+) -> ErrorCode | None:
+    """Kafka's check of a config resource: ``operation`` on the topic or group, or on the
+    cluster for the others (brokers, loggers); the error to answer, None when allowed."""
+    if context.authorizer is None:
+        return None
+    acl_type, error = _CONFIG_RESOURCES.get(
+        resource_type, (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed)
+    )
+    name = name if acl_type is not ResourceType.CLUSTER else CLUSTER_NAME
+    return None if context.authorize(operation, acl_type, name) else error
+
+
+ConfigResourceT = TypeVar("ConfigResourceT", AlterConfigsResource, IncrementalAlterConfigsResource)
+
+
+def split_config_resources(
+    context: RequestContext, resources: Sequence[ConfigResourceT]
+) -> tuple[list[ConfigResourceT], list[AlterConfigsResult]]:
+    """The resources an alter request may change (ALTER_CONFIGS), and the others' refusals."""
+    allowed: list[ConfigResourceT] = []
+    refused: list[AlterConfigsResult] = []
+    for resource in resources:
+        name, kind = resource.resource_name, resource.resource_type
+        error = config_refusal(context, kind, name, AclOperation.ALTER_CONFIGS)
+        if error is None:
+            allowed.append(resource)
+        else:
+            refused.append(AlterConfigsResult(kind, name, ApiError(error)))
+    return allowed, refused
 
 
 def refused_config_results(

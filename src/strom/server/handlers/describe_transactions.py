@@ -18,6 +18,7 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.coordinator.txn import TransactionMetadata
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import for_version
 from strom.server.handlers._txns import TxnHandler, timeout, timestamp
 from strom.server.handlers.common import NO_THROTTLE, as_newest
@@ -34,6 +35,12 @@ class DescribeTransactionsHandler(TxnHandler):
         request = as_newest(context.body, newest.DescribeTransactionsRequest)
         states = []
         for transactional_id in request.transactional_ids:
+            if not context.authorize(
+                AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id
+            ):
+                code = ErrorCode.transactional_id_authorization_failed
+                states.append(_state(transactional_id, code, None))
+                continue
             code, metadata = self._coordinator.describe(str(transactional_id))
             states.append(_state(transactional_id, code, metadata))
         response = latest.DescribeTransactionsResponse(
