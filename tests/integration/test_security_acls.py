@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
     AclBindingFilter,
@@ -221,6 +228,11 @@ def test_metadata_hides_topics_a_principal_may_not_describe(broker: Broker) -> N
     assert named.error is not None
     assert named.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert hidden in admin(broker).list_topics(timeout=10).topics
+    alice = admin(broker, "alice")
+    described = alice.describe_topics(
+        TopicCollection([visible]), include_authorized_operations=True
+    )[visible].result(10)
+    assert described.authorized_operations == [AclOperation.DESCRIBE]
 
 
 def test_admin_apis_answer_kafkas_authorization_errors(broker: Broker) -> None:

@@ -35,6 +35,7 @@ __all__ = [
     "BrokerAddress",
     "alter_configs_results",
     "as_newest",
+    "authorized_operations",
     "broker_addresses",
     "config_refusal",
     "log_config_changes",
@@ -63,6 +64,28 @@ ALL_CLUSTER_OPERATIONS: Final = _operations(5, 7, 8, 9, 10, 11, 12)
 """Every operation Kafka defines on the cluster; with no authorizer, all of them are allowed."""
 ALL_GROUP_OPERATIONS: Final = _operations(3, 6, 8)
 """Every operation Kafka defines on a group (READ, DELETE, DESCRIBE)."""
+
+_ALL_OPERATIONS: Final = {
+    ResourceType.TOPIC: ALL_TOPIC_OPERATIONS,
+    ResourceType.CLUSTER: ALL_CLUSTER_OPERATIONS,
+    ResourceType.GROUP: ALL_GROUP_OPERATIONS,
+}
+
+
+def authorized_operations(
+    context: RequestContext, resource_type: ResourceType, name: str = CLUSTER_NAME
+) -> i32:
+    """The ``*_authorized_operations`` bit set of what the principal may do on the resource
+    (every operation of its type without an authorizer), as Kafka computes it."""
+    every = _ALL_OPERATIONS[resource_type]
+    if context.authorizer is None:
+        return every
+    allowed = [
+        operation
+        for operation in AclOperation
+        if every >> operation & 1 and context.authorize(operation, resource_type, name, audit=False)
+    ]
+    return _operations(*allowed)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -15,9 +15,9 @@ from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._groups import GroupHandler
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import (
-    ALL_GROUP_OPERATIONS,
     AUTHORIZED_OPERATIONS_OMITTED,
     as_newest,
+    authorized_operations,
     request_field,
 )
 from strom.server.handlers.registry import RequestContext
@@ -57,7 +57,9 @@ class DescribeGroupsHandler(GroupHandler):
             groups.append(
                 dataclasses.replace(
                     group,
-                    authorized_operations=ALL_GROUP_OPERATIONS
+                    authorized_operations=authorized_operations(
+                        context, ResourceType.GROUP, group.group_id
+                    )
                     if include_operations
                     else AUTHORIZED_OPERATIONS_OMITTED,
                 )

@@ -20,9 +20,9 @@ Kafka's rules (``KafkaApis.handleTopicMetadataRequest``, ``KRaftMetadataCache``)
   may DESCRIBE; a named topic it may not describe is answered TOPIC_AUTHORIZATION_FAILED, and so
   is an unknown one it may not create (CREATE on the cluster or the topic) when auto-creation
   would apply.
-* ``*_authorized_operations``: without an authorizer every operation is allowed, so a client
-  that asks gets all of a resource's operations; one that does not gets Kafka's "omitted"
-  value (-2^31).
+* ``*_authorized_operations``: a client that asks gets the operations it may do on the
+  resource (all of them without an authorizer); one that does not gets Kafka's "omitted" value
+  (-2^31).
 """
 
 from __future__ import annotations
@@ -46,11 +46,10 @@ from strom.security.acls import AclOperation, ResourceType
 from strom.server.auto_topics import AutoTopicCreator
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import (
-    ALL_CLUSTER_OPERATIONS,
-    ALL_TOPIC_OPERATIONS,
     AUTHORIZED_OPERATIONS_OMITTED,
     NO_THROTTLE,
     as_newest,
+    authorized_operations,
     broker_addresses,
     request_field,
     wire_uuid,
@@ -147,7 +146,7 @@ class MetadataHandler:
                 await self._auto_topics.create(unknown)
                 image = self._metadata.image
         cluster_operations = (
-            ALL_CLUSTER_OPERATIONS
+            authorized_operations(context, ResourceType.CLUSTER)
             if query.include_cluster_authorized_operations
             else AUTHORIZED_OPERATIONS_OMITTED
         )
@@ -174,7 +173,9 @@ class MetadataHandler:
         if query.names is None:
             for name in sorted(image.topics.topics_by_name):
                 if context.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name, audit=False):
-                    topics.append(self._topic(image.topics.topics_by_name[name], alive, query))
+                    topics.append(
+                        self._topic(image.topics.topics_by_name[name], alive, query, context)
+                    )
         else:
             for name in query.names:
                 topic = image.topic(name)
@@ -188,7 +189,7 @@ class MetadataHandler:
                     )
                     topics.append(_missing(code, name=name, topic_id=None))
                 else:
-                    topics.append(self._topic(topic, alive, query))
+                    topics.append(self._topic(topic, alive, query, context))
             for topic_id in query.topic_ids:
                 by_id = image.topics.get_topic_by_id(topic_id)
                 if by_id is None:
@@ -198,7 +199,7 @@ class MetadataHandler:
                 elif not context.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, by_id.name):
                     topics.append(_missing(_UNAUTHORIZED, name=None, topic_id=topic_id))
                 else:
-                    topics.append(self._topic(by_id, alive, query))
+                    topics.append(self._topic(by_id, alive, query, context))
         return latest.MetadataResponse(
             throttle_time=NO_THROTTLE,
             brokers=tuple(
@@ -217,7 +218,7 @@ class MetadataHandler:
         )
 
     def _topic(
-        self, topic: TopicImage, alive: set[int], query: MetadataQuery
+        self, topic: TopicImage, alive: set[int], query: MetadataQuery, context: RequestContext
     ) -> latest.MetadataResponseTopic:
         return latest.MetadataResponseTopic(
             error_code=ErrorCode.none,
@@ -229,7 +230,7 @@ class MetadataHandler:
                 for partition_id in sorted(topic.partitions)
             ),
             topic_authorized_operations=(
-                ALL_TOPIC_OPERATIONS
+                authorized_operations(context, ResourceType.TOPIC, topic.name)
                 if query.include_topic_authorized_operations
                 else AUTHORIZED_OPERATIONS_OMITTED
             ),
