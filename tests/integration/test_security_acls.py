@@ -113,11 +113,16 @@ def consume(broker: Broker, user: str, topic: str, group: str) -> KafkaError | b
         consumer.close()
 
 
-def topic_filter(name: str, pattern: ResourcePatternType) -> AclBindingFilter:
-    """Every ACL of any principal, host and operation on topic patterns ``name`` selects."""
+def acl_filter(
+    name: str | None,
+    pattern: ResourcePatternType = ResourcePatternType.ANY,
+    resource_type: ResourceType = ResourceType.TOPIC,
+) -> AclBindingFilter:
+    """Every ACL of any principal, host and operation on the patterns ``name`` selects (None:
+    any name)."""
     return AclBindingFilter(
-        ResourceType.TOPIC,
-        name,
+        resource_type,
+        name,  # type: ignore[arg-type]  # None matches any name
         pattern,
         None,  # type: ignore[arg-type]  # None matches any principal
         None,  # type: ignore[arg-type]
@@ -137,10 +142,10 @@ def test_acls_round_trip_through_the_admin_api(broker: Broker) -> None:
     binding = allow(
         broker, "alice", AclOperation.READ, ResourceType.TOPIC, topic, ResourcePatternType.PREFIXED
     )
-    any_filter = topic_filter(topic, ResourcePatternType.ANY)
+    any_filter = acl_filter(topic, ResourcePatternType.ANY)
     client_admin = admin(broker)
     assert client_admin.describe_acls(any_filter).result(10) == [binding]
-    match = topic_filter(topic + "-orders", ResourcePatternType.MATCH)
+    match = acl_filter(topic + "-orders", ResourcePatternType.MATCH)
     assert client_admin.describe_acls(match).result(10) == [binding]
     deleted = client_admin.delete_acls([any_filter])[any_filter].result(10)
     assert deleted == [binding]
@@ -415,3 +420,14 @@ def test_configs_need_describe_configs_and_alter_configs(broker: Broker) -> None
     with pytest.raises(KafkaException) as raised:
         bob.describe_configs([broker_resource])[broker_resource].result(10)
     assert raised.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_acls_outlive_a_restart(tmp_path: Path) -> None:
+    security = Security(protocol="SASL_PLAINTEXT", users=USERS)
+    config = {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin"}
+    data_dir = tmp_path / "data"
+    with Broker(security=security, process=True, config=config, data_dir=data_dir) as first:
+        binding = allow(first, "alice", AclOperation.READ, ResourceType.GROUP, "billing")
+    with Broker(security=security, process=True, config=config, data_dir=data_dir) as second:
+        everything = acl_filter(None, resource_type=ResourceType.ANY)
+        assert admin(second).describe_acls(everything).result(10) == [binding]

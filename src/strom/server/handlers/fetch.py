@@ -27,6 +27,9 @@ end offset, answers a ``diverging_epoch`` when the follower's log left the leade
 records the follower's position (which may move the high watermark and the ISR), and
 long-polls it on appends rather than on the high watermark (the follower fetch purgatory).
 
+With an authorizer, a consumer's partitions of topics it may not READ, and every partition of a
+follower without CLUSTER_ACTION, answer TOPIC_AUTHORIZATION_FAILED unread.
+
 Differences from Kafka: no preferred read replica (always -1).
 """
 

@@ -33,6 +33,10 @@ refused with INVALID_RECORD and, from v8, ``record_errors`` naming each of them
 
 Kafka lets only its own admin client (client id ``__admin_client``) write internal topics; the
 coordinators write them through the replica manager directly.
+
+With an authorizer, a partition whose topic the principal may not WRITE answers
+TOPIC_AUTHORIZATION_FAILED, and every partition of a transactional request whose transactional
+id it may not WRITE answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, unappended.
 """
 
 from __future__ import annotations
@@ -205,8 +209,13 @@ class ProduceHandler:
         their index): authorization, the request-level checks and KIP-890 verification."""
         entries: list[tuple[TopicPartition, bytes | None]] = []
         rejected: dict[int, AppendResult] = {}
+        authorizer = context.authorizer
         for topic in body.topic_data:
-            denied = _denied(context, str(topic.name), body.transactional_id)
+            denied = (
+                None
+                if authorizer is None
+                else _denied(context, str(topic.name), body.transactional_id)
+            )
             for partition in topic.partition_data:
                 tp = TopicPartition(str(topic.name), int(partition.index))
                 problem = denied or check_produce_records(context.api_version, partition.records)
@@ -239,8 +248,6 @@ def _denied(
     context: RequestContext, topic: str, transactional_id: str | None
 ) -> tuple[ErrorCode, str] | None:
     """Kafka's produce authorization: WRITE on the transactional id, if any, and the topic."""
-    if context.authorizer is None:
-        return None
     if transactional_id is not None and not context.authorize(
         AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
     ):
