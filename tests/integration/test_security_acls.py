@@ -31,6 +31,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclOperation,
     AclPermissionType,
     AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
     ConfigResource,
     NewTopic,
     ResourcePatternType,
@@ -414,8 +416,9 @@ def test_configs_need_describe_configs_and_alter_configs(broker: Broker) -> None
     allow(broker, "bob", AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, topic)
     described = bob.describe_configs([resource])[resource].result(10)  # implied by AlterConfigs
     assert "retention.ms" in described
-    change = ConfigResource(ResourceType.TOPIC, topic, set_config={"retention.ms": "60000"})
-    bob.alter_configs([change])[change].result(10)
+    retention = ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)
+    change = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[retention])
+    bob.incremental_alter_configs([change])[change].result(10)
     broker_resource = ConfigResource(ResourceType.BROKER, "1")
     with pytest.raises(KafkaException) as raised:
         bob.describe_configs([broker_resource])[broker_resource].result(10)
@@ -431,3 +434,19 @@ def test_acls_outlive_a_restart(tmp_path: Path) -> None:
     with Broker(security=security, process=True, config=config, data_dir=data_dir) as second:
         everything = acl_filter(None, resource_type=ResourceType.ANY)
         assert admin(second).describe_acls(everything).result(10) == [binding]
+
+
+def test_transactions_need_write_on_the_transactional_id(broker: Broker) -> None:
+    topic = broker.create_topic(unique_topic_name("acl"))
+    transactional_id = unique_topic_name("tx")
+    allow(broker, "bob", AclOperation.WRITE, ResourceType.TOPIC, topic)
+    refused = Producer(client(broker, "bob", **{"transactional.id": transactional_id}))
+    with pytest.raises(KafkaException) as raised:
+        refused.init_transactions(20)
+    assert raised.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    allow(broker, "bob", AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+    producer = Producer(client(broker, "bob", **{"transactional.id": transactional_id}))
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    producer.produce(topic, b"in a transaction")
+    producer.commit_transaction(20)
