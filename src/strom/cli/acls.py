@@ -128,10 +128,24 @@ def _resource_options(func: click.decorators.FC) -> click.decorators.FC:
 
 def _entry_options(func: click.decorators.FC) -> click.decorators.FC:
     options = [
-        click.option("--allow-principal", "allow_principals", multiple=True, metavar="TYPE:NAME"),
-        click.option("--deny-principal", "deny_principals", multiple=True, metavar="TYPE:NAME"),
-        click.option("--allow-host", "allow_hosts", multiple=True, help="[default: *]"),
-        click.option("--deny-host", "deny_hosts", multiple=True, help="[default: *]"),
+        click.option(
+            "--allow-principal",
+            "allow_principals",
+            multiple=True,
+            metavar="TYPE:NAME",
+            help="A principal to allow (repeatable), User:alice.",
+        ),
+        click.option(
+            "--deny-principal",
+            "deny_principals",
+            multiple=True,
+            metavar="TYPE:NAME",
+            help="A principal to deny (repeatable).",
+        ),
+        click.option(
+            "--allow-host", "allow_hosts", multiple=True, help="Allowed from.  [default: *]"
+        ),
+        click.option("--deny-host", "deny_hosts", multiple=True, help="Denied from.  [default: *]"),
         click.option(
             "--operation",
             "operations",
@@ -304,11 +318,11 @@ def add(
       strom acls add --allow-principal User:bob --consumer --topic orders --group billing
     """
     selection = _select(options)
+    if not all(selection.entries.get(resource) for resource in selection.resources):
+        raise CliError("give --allow-principal or --deny-principal")
     admin = _connect(bootstrap_server, command_config)
     for resource in selection.resources:
-        entries = selection.entries.get(resource, set())
-        if not entries:
-            raise CliError("give --allow-principal or --deny-principal")
+        entries = selection.entries[resource]
         _print_acls(resource, entries, "Adding ACLs")
         bindings = [_binding(resource, entry) for entry in entries]
         futures = admin.create_acls(bindings, request_timeout=REQUEST_TIMEOUT_S)
