@@ -7,6 +7,7 @@ topic exists NOT_COORDINATOR.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Final
 
 from kio.schema.describe_transactions.v0 import request as newest
@@ -42,7 +43,17 @@ class DescribeTransactionsHandler(TxnHandler):
                 states.append(_state(transactional_id, code, None))
                 continue
             code, metadata = self._coordinator.describe(str(transactional_id))
-            states.append(_state(transactional_id, code, metadata))
+            state = _state(transactional_id, code, metadata)
+            if context.authorizer is not None:  # Kafka leaves out topics it may not describe
+                topics = tuple(
+                    t
+                    for t in state.topics
+                    if context.authorize(
+                        AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic, audit=False
+                    )
+                )
+                state = dataclasses.replace(state, topics=topics)
+            states.append(state)
         response = latest.DescribeTransactionsResponse(
             throttle_time=NO_THROTTLE, transaction_states=tuple(states)
         )
