@@ -27,6 +27,7 @@ from strom.config_types import (
     one_of,
 )
 from strom.kafka_settings import KAFKA_SETTINGS
+from strom.security_settings import ACTED_ON_AS_CATALOGUED, AUTHORIZER_SETTINGS
 
 __all__ = [
     "RECORDED_ONLY",
@@ -577,6 +578,7 @@ _STROM_SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
         ),
         *_CLUSTER_SETTINGS,
         *_REPLICATION_SETTINGS,
+        *AUTHORIZER_SETTINGS,
     ]
 )
 
@@ -770,35 +772,8 @@ _DEFINED_NOT_ACTED_ON: Final = frozenset(
     }
 )
 
-_ACTED_ON_AS_CATALOGUED: Final = frozenset(
-    {
-        "connections.max.reauth.ms",
-        "sasl.enabled.mechanisms",
-        "sasl.jaas.config",
-        "sasl.mechanism.controller.protocol",
-        "sasl.mechanism.inter.broker.protocol",
-        "sasl.server.max.receive.size",
-        "ssl.cipher.suites",
-        "ssl.client.auth",
-        "ssl.enabled.protocols",
-        "ssl.endpoint.identification.algorithm",
-        "ssl.key.password",
-        "ssl.keystore.certificate.chain",
-        "ssl.keystore.key",
-        "ssl.keystore.location",
-        "ssl.keystore.password",
-        "ssl.keystore.type",
-        "ssl.principal.mapping.rules",
-        "ssl.truststore.certificates",
-        "ssl.truststore.location",
-        "ssl.truststore.password",
-        "ssl.truststore.type",
-    }
-)
-"""Kafka's settings strom acts on with Kafka's own definition (the security settings)."""
-
 RECORDED_ONLY: Final[frozenset[str]] = frozenset(
-    (KAFKA_SETTINGS.broker.keys() - _STROM_SERVER_SETTINGS.keys() - _ACTED_ON_AS_CATALOGUED)
+    (KAFKA_SETTINGS.broker.keys() - _STROM_SERVER_SETTINGS.keys() - ACTED_ON_AS_CATALOGUED)
     | (KAFKA_SETTINGS.topic.keys() - _STROM_TOPIC_SETTINGS.keys())
     | _DEFINED_NOT_ACTED_ON
 )

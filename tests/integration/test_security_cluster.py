@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -48,3 +48,34 @@ def test_a_secured_cluster_replicates(security: Security) -> None:
         topic = admin.list_topics("replicated", timeout=10).topics["replicated"]
         for partition in topic.partitions.values():
             assert sorted(partition.isrs) == [1, 2]
+
+
+def test_a_cluster_with_acls_serves_its_own_nodes_and_refuses_others() -> None:
+    """The nodes log in as the first user, a super user: registration, replication and the
+    forwarded CreateTopics pass; another user is refused with Kafka's error."""
+    security = Security(
+        protocol="SASL_PLAINTEXT", users={"admin": "admin-secret", "bob": "bob-secret"}
+    )
+    config = {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin",
+    }
+    with Cluster(brokers=2, controllers=1, security=security, config=config) as cluster:
+        admin = AdminClient(cluster.admin_config())
+        admin.create_topics([NewTopic("guarded", 1, 2)])["guarded"].result(30)
+        producer = Producer(cluster.producer_config(acks="all"))
+        producer.produce("guarded", b"v")
+        assert producer.flush(30) == 0
+        topic = admin.list_topics("guarded", timeout=10).topics["guarded"]
+        assert sorted(topic.partitions[0].isrs) == [1, 2]
+        assert cluster.security is not None
+        bob = AdminClient(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                **cluster.security.client_config("bob"),
+            }
+        )
+        future = bob.create_topics([NewTopic("bobs", 1, 1)], operation_timeout=10)["bobs"]
+        with pytest.raises(KafkaException) as raised:
+            future.result(30)
+        assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED

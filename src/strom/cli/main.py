@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, str] = {
     "topics": "strom.cli.topics",
     "configs": "strom.cli.configs",
     "users": "strom.cli.users",
+    "acls": "strom.cli.acls",
     "produce": "strom.cli.produce",
     "consume": "strom.cli.consume",
     "groups": "strom.cli.groups",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from strom.common import TopicPartition
+from strom.controller.acl_control import AclDeleteResult, create_acls, delete_acls
 from strom.controller.cluster_control import (
     BrokerHeartbeat,
     BrokerHeartbeatReply,
@@ -57,6 +58,7 @@ from strom.controller.replication_control import (
 from strom.controller.results import ApiError, ControllerResult, RandomSource
 from strom.controller.settings import DEFAULT_METADATA_VERSION, ControllerSettings
 from strom.metadata import MetadataImage, PartitionRegistration, UserScramCredentialRecord
+from strom.security.acls import AclBinding, AclBindingFilter
 
 __all__ = ["QuorumController"]
 
@@ -64,6 +66,7 @@ __all__ = ["QuorumController"]
 class QuorumController:
     def __init__(self, settings: ControllerSettings, *, random: RandomSource) -> None:
         self.settings = settings
+        self._random = random
         self._replication = ReplicationControl(settings, random)
         self._configs = ConfigControl(settings)
         self._cluster = ClusterControl(settings)
@@ -104,6 +107,16 @@ class QuorumController:
         return self._cluster.allocate_producer_ids(
             image, broker_id=broker_id, broker_epoch=broker_epoch
         )
+
+    def create_acls(
+        self, image: MetadataImage, bindings: Sequence[AclBinding]
+    ) -> ControllerResult[list[ApiError]]:
+        return create_acls(image, bindings, self._random)
+
+    def delete_acls(
+        self, image: MetadataImage, filters: Sequence[AclBindingFilter]
+    ) -> ControllerResult[list[AclDeleteResult]]:
+        return delete_acls(image, filters)
 
     def create_topics(
         self, image: MetadataImage, request: CreateTopicsRequest

@@ -3,6 +3,7 @@
 See NOTES.md beside this file for the invariants.
 """
 
+from strom.metadata.acls import AclsDelta, AclsImage
 from strom.metadata.delta import (
     ClusterDelta,
     ConfigResourceDelta,
@@ -44,6 +45,7 @@ from strom.metadata.records import (
     METADATA_VERSION_FEATURE,
     NO_LEADER,
     NO_LEADER_CHANGE,
+    AccessControlEntryRecord,
     BrokerEndpoint,
     BrokerFeature,
     BrokerRegistrationChangeRecord,
@@ -60,6 +62,7 @@ from strom.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
     SecurityProtocol,
@@ -76,6 +79,9 @@ __all__ = [
     "METADATA_VERSION_FEATURE",
     "NO_LEADER",
     "NO_LEADER_CHANGE",
+    "AccessControlEntryRecord",
+    "AclsDelta",
+    "AclsImage",
     "BrokerEndpoint",
     "BrokerFeature",
     "BrokerRegistration",
@@ -115,6 +121,7 @@ __all__ = [
     "ProducerIdsImage",
     "ProducerIdsRecord",
     "RegisterBrokerRecord",
+    "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
     "RemoveUserScramCredentialRecord",
     "ScramDelta",

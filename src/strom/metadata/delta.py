@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from strom.metadata.acls import AclsDelta, MetadataAclError
 from strom.metadata.image import (
     BrokerRegistration,
     ClusterImage,
@@ -33,6 +34,7 @@ from strom.metadata.image import (
     TopicsImage,
 )
 from strom.metadata.records import (
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     ConfigResourceType,
@@ -45,6 +47,7 @@ from strom.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
     TopicRecord,
@@ -461,6 +464,7 @@ class MetadataDelta:
         self.configs_delta = ConfigurationsDelta(image.configs)
         self.producer_ids_delta = ProducerIdsDelta(image.producer_ids)
         self.scram_delta = ScramDelta(image.scram)
+        self.acls_delta = AclsDelta(image.acls)
 
     @property
     def has_changes(self) -> bool:
@@ -471,6 +475,7 @@ class MetadataDelta:
             or self.configs_delta.has_changes
             or self.producer_ids_delta.has_changes
             or self.scram_delta.has_changes
+            or self.acls_delta.has_changes
         )
 
     def replay(self, record: MetadataRecord) -> None:
@@ -502,10 +507,23 @@ class MetadataDelta:
                 self.scram_delta.replay(record)
             case RemoveUserScramCredentialRecord():
                 self.scram_delta.replay_remove(record)
+            case AccessControlEntryRecord() | RemoveAccessControlEntryRecord():
+                self._replay_acl(record)
             case NoOpRecord():
                 pass
             case _:  # pragma: no cover - the union above is exhaustive
                 raise MetadataReplayError(f"cannot replay {record!r}")
+
+    def _replay_acl(
+        self, record: AccessControlEntryRecord | RemoveAccessControlEntryRecord
+    ) -> None:
+        try:
+            if isinstance(record, AccessControlEntryRecord):
+                self.acls_delta.replay(record)
+            else:
+                self.acls_delta.replay_remove(record)
+        except MetadataAclError as error:
+            raise MetadataReplayError(str(error)) from None
 
     def apply(self, provenance: MetadataProvenance | None = None) -> MetadataImage:
         """The next image; ``provenance`` defaults to the previous image's."""
@@ -517,4 +535,5 @@ class MetadataDelta:
             configs=self.configs_delta.apply(),
             producer_ids=self.producer_ids_delta.apply(),
             scram=self.scram_delta.apply(),
+            acls=self.acls_delta.apply(),
         )

@@ -46,6 +46,7 @@ __all__ = [
     "METADATA_VERSION_FEATURE",
     "NO_LEADER",
     "NO_LEADER_CHANGE",
+    "AccessControlEntryRecord",
     "BrokerEndpoint",
     "BrokerFeature",
     "BrokerRegistrationChangeRecord",
@@ -63,6 +64,7 @@ __all__ = [
     "ProducerIdsRecord",
     "RecordType",
     "RegisterBrokerRecord",
+    "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
     "RemoveUserScramCredentialRecord",
     "SecurityProtocol",
@@ -285,6 +287,25 @@ class RemoveUserScramCredentialRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord:
+    """One ACL (``strom.security.acls.AclBinding``'s fields as their wire codes) and its id."""
+
+    id: uuid.UUID
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord:
+    id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
 class NoOpRecord:
     """Advances the log (and the high watermark) without changing anything."""
 
@@ -304,6 +325,8 @@ MetadataRecord = (
     | BrokerRegistrationChangeRecord
     | UserScramCredentialRecord
     | RemoveUserScramCredentialRecord
+    | AccessControlEntryRecord
+    | RemoveAccessControlEntryRecord
     | NoOpRecord
 )
 
@@ -447,6 +470,20 @@ _RECORD_TYPES: Final = (
         Field("in_controlled_shutdown", INT8, min_version=1, tag=1),
         Field("log_dirs", _UUIDS, min_version=2, tag=2),
     ),
+    _record_type(
+        18,
+        0,
+        AccessControlEntryRecord,
+        Field("id", UUID),
+        Field("resource_type", INT8),
+        Field("resource_name", STRING),
+        Field("pattern_type", INT8),
+        Field("principal", STRING),
+        Field("host", STRING),
+        Field("operation", INT8),
+        Field("permission_type", INT8),
+    ),
+    _record_type(19, 0, RemoveAccessControlEntryRecord, Field("id", UUID)),
     _record_type(20, 0, NoOpRecord),
     _record_type(
         22, 0, RemoveUserScramCredentialRecord, Field("name", STRING), Field("mechanism", INT8)

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import io
+import struct
 from dataclasses import dataclass
 from typing import Final
 
 from cryptography import x509
+from kio.schema.default_principal_data.v0.data import DefaultPrincipalData
+from kio.serial import entity_reader, entity_writer
 
 from strom.security.principal_mapping import PrincipalMapper
 
-__all__ = ["ANONYMOUS", "KafkaPrincipal", "ssl_principal", "subject_name"]
+__all__ = [
+    "ANONYMOUS",
+    "KafkaPrincipal",
+    "deserialize_principal",
+    "serialize_principal",
+    "ssl_principal",
+    "subject_name",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,3 +55,29 @@ def ssl_principal(der_certificate: bytes | None, mapper: PrincipalMapper) -> Kaf
     if der_certificate is None:
         return ANONYMOUS
     return KafkaPrincipal.user(mapper.name_of(subject_name(der_certificate)))
+
+
+_PRINCIPAL_DATA_VERSION: Final = 0
+
+
+def serialize_principal(principal: KafkaPrincipal) -> bytes:
+    """The principal as a forwarding broker puts it in an Envelope (Kafka's
+    ``DefaultKafkaPrincipalBuilder.serialize``: a version, then ``DefaultPrincipalData``)."""
+    data = DefaultPrincipalData(
+        type_=principal.type, name=principal.name, token_authenticated=False
+    )
+    buffer = io.BytesIO()
+    buffer.write(struct.pack(">h", _PRINCIPAL_DATA_VERSION))
+    entity_writer(DefaultPrincipalData)(buffer, data)
+    return buffer.getvalue()
+
+
+def deserialize_principal(raw: bytes) -> KafkaPrincipal:
+    """The principal of :func:`serialize_principal`'s bytes; ValueError for others."""
+    if len(raw) < 2 or struct.unpack_from(">h", raw)[0] != _PRINCIPAL_DATA_VERSION:
+        raise ValueError("not a version 0 DefaultPrincipalData")
+    try:
+        data, _ = entity_reader(DefaultPrincipalData)(memoryview(raw), 2)
+    except Exception as error:  # kio raises DecodeError, or KeyError for unknown tags
+        raise ValueError(f"not a DefaultPrincipalData: {error}") from None
+    return KafkaPrincipal(data.type_, data.name)

@@ -49,6 +49,7 @@ from strom.metadata import (
 )
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.kafka_releases import release_versions
+from strom.security.acls import AclOperation
 from strom.server.alter_partition_manager import AlterPartitionManager
 from strom.server.auto_topics import AutoTopicCreator
 from strom.server.broker_lifecycle import (
@@ -62,6 +63,7 @@ from strom.server.controller_channel import ControllerChannel
 from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.handlers import (
+    acls,
     alter_configs,
     alter_user_scram_credentials,
     create_partitions,
@@ -75,6 +77,7 @@ from strom.server.handlers import (
 from strom.server.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
 from strom.server.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
 from strom.server.handlers.api_versions import ApiVersionsHandler
+from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress, broker_addresses
 from strom.server.handlers.delete_groups import DeleteGroupsHandler
 from strom.server.handlers.delete_records import DeleteRecordsHandler
@@ -147,6 +150,8 @@ FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.error_response,
     ApiKey.DESCRIBE_QUORUM: describe_quorum.error_response,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.error_response,
+    ApiKey.CREATE_ACLS: acls.create_error_response,
+    ApiKey.DELETE_ACLS: acls.delete_error_response,
 }
 """The admin APIs a broker forwards to the active controller, with each one's answer when the
 controller cannot be reached."""
@@ -325,11 +330,18 @@ class Broker:
                     self.metadata.image, listener, include_fenced=fenced
                 ),
             ),
-            DescribeUserScramCredentialsHandler(lambda: self.metadata.image),
-            DescribeLogDirsHandler(
-                self.log_manager,
-                data_dir=self.log_manager.data_dir,
-                internal_logs=self.parts.internal_logs,
+            ClusterAuthorized(
+                DescribeUserScramCredentialsHandler(lambda: self.metadata.image),
+                AclOperation.DESCRIBE,
+            ),
+            acls.DescribeAclsHandler(lambda: self.metadata.image),
+            ClusterAuthorized(
+                DescribeLogDirsHandler(
+                    self.log_manager,
+                    data_dir=self.log_manager.data_dir,
+                    internal_logs=self.parts.internal_logs,
+                ),
+                AclOperation.DESCRIBE,
             ),
         ):
             self.registry.register(handler)
@@ -378,9 +390,12 @@ class Broker:
             FetchHandler(replica_manager=self.replica_manager, sessions=sessions, clock=self.clock),
             ListOffsetsHandler(replica_manager=self.replica_manager),
             DeleteRecordsHandler(replica_manager=self.replica_manager),
-            WriteTxnMarkersHandler(
-                replica_manager=self.replica_manager,
-                timeout_ms=self.config.get_int("request.timeout.ms"),
+            ClusterAuthorized(
+                WriteTxnMarkersHandler(
+                    replica_manager=self.replica_manager,
+                    timeout_ms=self.config.get_int("request.timeout.ms"),
+                ),
+                AclOperation.CLUSTER_ACTION,
             ),
             OffsetForLeaderEpochHandler(replica_manager=self.replica_manager),
         ):

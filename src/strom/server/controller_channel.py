@@ -26,6 +26,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 from strom.client.async_client import NodeClients, RequestFailed
 from strom.protocol.api import decode_response, encode_request, make_request_header
 from strom.protocol.headers import RequestHeader
+from strom.security.principal import KafkaPrincipal, serialize_principal
 
 __all__ = [
     "ControllerChannel",
@@ -98,6 +99,7 @@ class ControllerChannel:
         *,
         header: RequestHeader | None = None,
         client_address: str = "",
+        principal: KafkaPrincipal | None = None,
         timeout: float,
     ) -> Any:
         """``body`` (with the client's ``header``, or one of this broker's) inside an Envelope
@@ -109,7 +111,7 @@ class ControllerChannel:
             )
         envelope = EnvelopeRequest(
             request_data=encode_request(header=header, body=body),
-            request_principal=None,
+            request_principal=None if principal is None else serialize_principal(principal),
             client_host_address=_packed_host(client_address),
         )
         answer = await self.send(envelope, timeout=timeout)

@@ -47,7 +47,9 @@ from strom.protocol.api import (
     make_request_header,
 )
 from strom.raft import FileQuorumStateStore, RaftClient, RaftConfig
+from strom.security.acls import AclOperation
 from strom.security.scram import ScramCredential, ScramMechanism
+from strom.server.authorizer import Authorizer, authorizer_settings
 from strom.server.bootstrap_metadata import (
     read_bootstrap_metadata_version,
     read_bootstrap_scram,
@@ -57,6 +59,8 @@ from strom.server.cleaner_service import CleanerService
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_channel import ControllerChannel
 from strom.server.controller_server import ControllerServer
+from strom.server.handlers import alter_user_scram_credentials
+from strom.server.handlers.acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
 from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
 from strom.server.handlers.alter_configs import AlterConfigsHandler
 from strom.server.handlers.alter_partition import AlterPartitionHandler
@@ -66,6 +70,7 @@ from strom.server.handlers.alter_user_scram_credentials import (
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.broker_heartbeat import BrokerHeartbeatHandler
 from strom.server.handlers.broker_registration import BrokerRegistrationHandler
+from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress
 from strom.server.handlers.create_partitions import CreatePartitionsHandler
 from strom.server.handlers.create_topics import CreateTopicsHandler
@@ -144,6 +149,13 @@ class Node:
             for listener in self.node.listeners
         }
         """Each listener's TLS and SASL, checked before anything starts."""
+        acl_settings = authorizer_settings(config)
+        self.authorizer = (
+            None
+            if acl_settings is None
+            else Authorizer(acl_settings, lambda: self.metadata.image.acls.index)
+        )
+        """``authorizer.class.name``'s authorizer, shared by every listener."""
         self._controller_client, self._inter_broker_client = self._client_securities()
         self._emulate = emulate_kafka_version
         self._faults = faults
@@ -282,6 +294,7 @@ class Node:
         """Every listener takes its address first: a port in use stops the start at once."""
         if self.node.is_controller:
             self.controller_registry = HandlerRegistry(reference=KAFKA_CONTROLLER_VERSIONS)
+            self.controller_registry.authorizer = self.authorizer
             listener_config = self.node.controller_listener
             if listener_config is not None:  # the standalone node has none
                 listener = Listener(
@@ -298,6 +311,7 @@ class Node:
                 self._controller_listener = listener
         if self.node.is_broker:
             self.broker = self._make_broker()
+            self.broker.registry.authorizer = self.authorizer
             await self.broker.bind()
 
     def _voter_address(self, node_id: int) -> tuple[str, int] | None:
@@ -380,24 +394,42 @@ class Node:
             CreateTopicsHandler(controller, describer),
             DeleteTopicsHandler(controller),
             CreatePartitionsHandler(controller),
-            ElectLeadersHandler(controller),
-            AlterPartitionReassignmentsHandler(controller),
-            ListPartitionReassignmentsHandler(controller),
+            ClusterAuthorized(ElectLeadersHandler(controller), AclOperation.ALTER),
+            ClusterAuthorized(AlterPartitionReassignmentsHandler(controller), AclOperation.ALTER),
+            ClusterAuthorized(ListPartitionReassignmentsHandler(controller), AclOperation.DESCRIBE),
             AlterConfigsHandler(controller),
-            AlterPartitionHandler(controller),
+            ClusterAuthorized(AlterPartitionHandler(controller), AclOperation.CLUSTER_ACTION),
             IncrementalAlterConfigsHandler(controller),
             EnvelopeHandler(registry, controller),
-            BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),
-            BrokerHeartbeatHandler(controller),
-            AllocateProducerIdsHandler(controller),
-            AlterUserScramCredentialsHandler(controller),
+            ClusterAuthorized(
+                BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),
+                AclOperation.CLUSTER_ACTION,
+            ),
+            ClusterAuthorized(BrokerHeartbeatHandler(controller), AclOperation.CLUSTER_ACTION),
+            ClusterAuthorized(AllocateProducerIdsHandler(controller), AclOperation.CLUSTER_ACTION),
+            ClusterAuthorized(
+                AlterUserScramCredentialsHandler(controller),
+                AclOperation.ALTER,
+                refuse=alter_user_scram_credentials.error_response,
+            ),
+            CreateAclsHandler(controller),
+            DeleteAclsHandler(controller),
+            DescribeAclsHandler(lambda: self.metadata.image),
             DescribeClusterHandler(
                 cluster_id=self.cluster_id,
                 controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,
                 nodes=lambda _listener, _fenced: self._controller_addresses(),
                 endpoint_type=CONTROLLERS_ENDPOINT,
             ),
-            *(RaftApiHandler(api_key, self.raft) for api_key in RAFT_APIS),
+            *(
+                ClusterAuthorized(
+                    RaftApiHandler(api_key, self.raft),
+                    AclOperation.DESCRIBE
+                    if api_key == ApiKey.DESCRIBE_QUORUM
+                    else AclOperation.CLUSTER_ACTION,
+                )
+                for api_key in RAFT_APIS
+            ),
         ]
         for handler in handlers:
             registry.register(handler)

@@ -18,6 +18,7 @@ from strom.common import ErrorCode, TopicPartition
 from strom.controller.topic_names import GROUP_METADATA_TOPIC
 from strom.coordinator.group import partition_for
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import for_version
 from strom.server.handlers._txns import TxnHandler, for_client
 from strom.server.handlers.common import NO_THROTTLE, as_newest
@@ -41,6 +42,12 @@ class AddOffsetsToTxnHandler(TxnHandler):
         group_id = str(request.group_id)
         if not group_id:
             return _response(ErrorCode.invalid_group_id, context.api_version)
+        if not context.authorize(
+            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+        ):
+            return _response(ErrorCode.transactional_id_authorization_failed, context.api_version)
+        if not context.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
+            return _response(ErrorCode.group_authorization_failed, context.api_version)
         tp = TopicPartition(GROUP_METADATA_TOPIC, partition_for(group_id, self._offsets_partitions))
         coordinator = self._coordinator
         code: ErrorCode = await self._runtime.call(

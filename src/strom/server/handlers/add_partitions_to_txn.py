@@ -16,6 +16,7 @@ from kio.static.primitive import i32
 
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers._txns import TxnHandler, for_client
 from strom.server.handlers.common import NO_THROTTLE
@@ -37,6 +38,7 @@ class AddPartitionsToTxnHandler(TxnHandler):
         schema = response_module(self.api_key, version)
         if version < BATCHED_VERSION:
             results = await self._one(
+                context,
                 str(body.v3_and_below_transactional_id),
                 int(body.v3_and_below_producer_id),
                 int(body.v3_and_below_producer_epoch),
@@ -49,9 +51,17 @@ class AddPartitionsToTxnHandler(TxnHandler):
                 throttle_time=NO_THROTTLE,
                 results_by_topic_v3_and_below=_topic_results(schema, results),
             )
+        if not context.authorize(AclOperation.CLUSTER_ACTION):  # v4+: brokers only
+            return build(
+                schema.AddPartitionsToTxnResponse,
+                throttle_time=NO_THROTTLE,
+                error_code=ErrorCode.cluster_authorization_failed,
+                results_by_transaction=(),
+            )
         answers = []
         for txn in body.transactions:
             results = await self._one(
+                context,
                 str(txn.transactional_id),
                 int(txn.producer_id),
                 int(txn.producer_epoch),
@@ -75,6 +85,7 @@ class AddPartitionsToTxnHandler(TxnHandler):
 
     async def _one(
         self,
+        context: RequestContext,
         transactional_id: str,
         producer_id: int,
         producer_epoch: int,
@@ -84,6 +95,9 @@ class AddPartitionsToTxnHandler(TxnHandler):
         version: int,
     ) -> dict[TopicPartition, ErrorCode]:
         coordinator = self._coordinator
+        denied = _denied(context, transactional_id, partitions)
+        if denied:
+            return denied
         if verify_only:
             return coordinator.verify_partitions(
                 transactional_id,
@@ -111,6 +125,30 @@ class AddPartitionsToTxnHandler(TxnHandler):
             )
         )
         return dict.fromkeys(partitions, for_client(code, version, fenced_from=FENCED_FROM))
+
+
+def _denied(
+    context: RequestContext, transactional_id: str, partitions: list[TopicPartition]
+) -> dict[TopicPartition, ErrorCode]:
+    """Kafka's checks: WRITE on the transactional id (else every partition
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic (else TOPIC_AUTHORIZATION_FAILED,
+    the others OPERATION_NOT_ATTEMPTED); empty when all is allowed."""
+    if context.authorizer is None:
+        return {}
+    if not context.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return dict.fromkeys(partitions, ErrorCode.transactional_id_authorization_failed)
+    topics = {tp.topic for tp in partitions}
+    refused = {
+        t for t in topics if not context.authorize(AclOperation.WRITE, ResourceType.TOPIC, t)
+    }
+    if not refused:
+        return {}
+    return {
+        tp: ErrorCode.topic_authorization_failed
+        if tp.topic in refused
+        else ErrorCode.operation_not_attempted
+        for tp in partitions
+    }
 
 
 def _partitions(topics: Iterable[Any]) -> list[TopicPartition]:

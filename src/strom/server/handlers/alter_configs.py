@@ -8,6 +8,7 @@ settings to the partition logs at once.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Final
 
@@ -31,6 +32,7 @@ from strom.server.handlers.common import (
     as_newest,
     log_config_changes,
     refused_config_results,
+    split_config_resources,
 )
 from strom.server.handlers.registry import RequestContext
 
@@ -63,7 +65,9 @@ class AlterConfigsHandler:
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = parse_alter_configs(context.body)
-        results = await self._controller.alter_configs(request)
+        allowed, refused = split_config_resources(context, request.resources)
+        request = dataclasses.replace(request, resources=allowed)
+        results = [*await self._controller.alter_configs(request), *refused]
         log_config_changes(
             log,
             api="AlterConfigs",

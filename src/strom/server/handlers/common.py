@@ -23,6 +23,8 @@ from strom.controller import (
     IncrementalAlterConfigsResource,
 )
 from strom.metadata import BrokerRegistration, ConfigResourceType, MetadataImage
+from strom.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from strom.server.handlers.registry import RequestContext
 
 __all__ = [
     "ALL_CLUSTER_OPERATIONS",
@@ -33,9 +35,12 @@ __all__ = [
     "BrokerAddress",
     "alter_configs_results",
     "as_newest",
+    "authorized_operations",
     "broker_addresses",
+    "config_refusal",
     "log_config_changes",
     "request_field",
+    "split_config_resources",
     "wire_uuid",
 ]
 
@@ -59,6 +64,28 @@ ALL_CLUSTER_OPERATIONS: Final = _operations(5, 7, 8, 9, 10, 11, 12)
 """Every operation Kafka defines on the cluster; with no authorizer, all of them are allowed."""
 ALL_GROUP_OPERATIONS: Final = _operations(3, 6, 8)
 """Every operation Kafka defines on a group (READ, DELETE, DESCRIBE)."""
+
+_ALL_OPERATIONS: Final = {
+    ResourceType.TOPIC: ALL_TOPIC_OPERATIONS,
+    ResourceType.CLUSTER: ALL_CLUSTER_OPERATIONS,
+    ResourceType.GROUP: ALL_GROUP_OPERATIONS,
+}
+
+
+def authorized_operations(
+    context: RequestContext, resource_type: ResourceType, name: str = CLUSTER_NAME
+) -> i32:
+    """The ``*_authorized_operations`` bit set of what the principal may do on the resource
+    (every operation of its type without an authorizer), as Kafka computes it."""
+    every = _ALL_OPERATIONS[resource_type]
+    if context.authorizer is None:
+        return every
+    allowed = [
+        operation
+        for operation in AclOperation
+        if every >> operation & 1 and context.authorize(operation, resource_type, name, audit=False)
+    ]
+    return _operations(*allowed)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -154,6 +181,45 @@ def alter_configs_results(
         )
         for result in results
     )
+
+
+_CONFIG_RESOURCES: Final[Mapping[int, tuple[ResourceType, ErrorCode]]] = {
+    ConfigResourceType.TOPIC: (ResourceType.TOPIC, ErrorCode.topic_authorization_failed),
+    ConfigResourceType.GROUP: (ResourceType.GROUP, ErrorCode.group_authorization_failed),
+}
+
+
+def config_refusal(
+    context: RequestContext, resource_type: int, name: str, operation: AclOperation
+) -> ErrorCode | None:
+    """Kafka's check of a config resource: ``operation`` on the topic or group, or on the
+    cluster for the others (brokers, loggers); the error to answer, None when allowed."""
+    if context.authorizer is None:
+        return None
+    acl_type, error = _CONFIG_RESOURCES.get(
+        resource_type, (ResourceType.CLUSTER, ErrorCode.cluster_authorization_failed)
+    )
+    name = name if acl_type is not ResourceType.CLUSTER else CLUSTER_NAME
+    return None if context.authorize(operation, acl_type, name) else error
+
+
+ConfigResourceT = TypeVar("ConfigResourceT", AlterConfigsResource, IncrementalAlterConfigsResource)
+
+
+def split_config_resources(
+    context: RequestContext, resources: Sequence[ConfigResourceT]
+) -> tuple[list[ConfigResourceT], list[AlterConfigsResult]]:
+    """The resources an alter request may change (ALTER_CONFIGS), and the others' refusals."""
+    allowed: list[ConfigResourceT] = []
+    refused: list[AlterConfigsResult] = []
+    for resource in resources:
+        name, kind = resource.resource_name, resource.resource_type
+        error = config_refusal(context, kind, name, AclOperation.ALTER_CONFIGS)
+        if error is None:
+            allowed.append(resource)
+        else:
+            refused.append(AlterConfigsResult(kind, name, ApiError(error)))
+    return allowed, refused
 
 
 def refused_config_results(

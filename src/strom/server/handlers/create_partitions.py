@@ -6,6 +6,7 @@ new partitions; their logs appear when the batch is applied. One result per dist
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Final
 
@@ -22,6 +23,7 @@ from strom.controller import (
     CreatePartitionsTopic,
 )
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.controller_server import ControllerServer
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import NO_THROTTLE, as_newest
@@ -58,7 +60,18 @@ class CreatePartitionsHandler:
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = parse_create_partitions(context.body)
-        results = await self._controller.create_partitions(request)
+        allowed = [
+            topic
+            for topic in request.topics
+            if context.authorize(AclOperation.ALTER, ResourceType.TOPIC, topic.name)
+        ]
+        denied = [
+            CreatePartitionsResult(topic.name, ApiError(ErrorCode.topic_authorization_failed))
+            for topic in request.topics
+            if topic not in allowed
+        ]
+        request = dataclasses.replace(request, topics=allowed)
+        results = [*await self._controller.create_partitions(request), *denied]
         counts = {topic.name: topic.count for topic in request.topics}
         for result in results:
             if result.error.is_failure:

@@ -12,6 +12,7 @@ The request's ``timeout`` is not needed: the single voter commits before answeri
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Final
 
@@ -30,6 +31,7 @@ from strom.controller import (
     ReplicaAssignment,
 )
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_server import ControllerServer
 from strom.server.handlers._schema import for_version
@@ -37,6 +39,8 @@ from strom.server.handlers.common import NO_THROTTLE, as_newest, wire_uuid
 from strom.server.handlers.registry import RequestContext
 
 __all__ = ["CreateTopicsHandler", "error_response", "parse_create_topics"]
+
+_UNAUTHORIZED: Final = ErrorCode.topic_authorization_failed
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +77,17 @@ class CreateTopicsHandler:
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = parse_create_topics(context.body)
-        results = await self._controller.create_topics(request)
+        denied: list[CreateTopicResult] = []
+        if not context.authorize(AclOperation.CREATE, audit=False):
+            # without CREATE on the cluster, CREATE on each topic (Kafka's rule)
+            allowed = []
+            for topic in request.topics:
+                if context.authorize(AclOperation.CREATE, ResourceType.TOPIC, topic.name):
+                    allowed.append(topic)
+                else:
+                    denied.append(CreateTopicResult(topic.name, ApiError(_UNAUTHORIZED)))
+            request = dataclasses.replace(request, topics=allowed)
+        results = [*await self._controller.create_topics(request), *denied]
         for result in results:
             _log_result(result, validate_only=request.validate_only, client=context.client_address)
         return _response(context, [self._result(result) for result in results])

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Final
 
 from kio.schema.delete_groups.v2 import request as newest
 from kio.schema.delete_groups.v2 import response as delete
 from kio.static.protocol import ResponsePayload
 
+from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._groups import GroupHandler
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import as_newest
@@ -24,7 +27,21 @@ class DeleteGroupsHandler(GroupHandler):
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = as_newest(context.body, newest.DeleteGroupsRequest)
-        response: delete.DeleteGroupsResponse = await self._runtime.call(
-            lambda reply: self._coordinator.delete_groups(tuple(request.groups_names), reply=reply)
+        allowed = tuple(
+            name
+            for name in request.groups_names
+            if context.authorize(AclOperation.DELETE, ResourceType.GROUP, name)
         )
+        response: delete.DeleteGroupsResponse = await self._runtime.call(
+            lambda reply: self._coordinator.delete_groups(allowed, reply=reply)
+        )
+        if len(allowed) < len(request.groups_names):
+            denied = tuple(
+                delete.DeletableGroupResult(
+                    group_id=name, error_code=ErrorCode.group_authorization_failed
+                )
+                for name in request.groups_names
+                if name not in allowed
+            )
+            response = dataclasses.replace(response, results=(*response.results, *denied))
         return for_version(response, context.api_version)

@@ -19,6 +19,7 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.common import NO_THROTTLE
 from strom.server.handlers.registry import RequestContext
@@ -44,10 +45,15 @@ class DeleteRecordsHandler:
         topics = []
         for topic in body.topics:
             results = []
+            allowed = context.authorize(AclOperation.DELETE, ResourceType.TOPIC, topic.name)
             for partition in topic.partitions:
                 tp = TopicPartition(str(topic.name), int(partition.partition_index))
                 offset = int(partition.offset)
                 error, low_watermark = ErrorCode.none, -1
+                if not allowed:
+                    error = ErrorCode.topic_authorization_failed
+                    results.append(_result(schema, tp, low_watermark, error))
+                    continue
                 try:
                     low_watermark = self._replica_manager.delete_records(tp, offset)
                 except KafkaError as failure:
@@ -71,14 +77,7 @@ class DeleteRecordsHandler:
                         context.header.client_id,
                         low_watermark,
                     )
-                results.append(
-                    build(
-                        schema.DeleteRecordsPartitionResult,
-                        partition_index=i32(tp.partition),
-                        low_watermark=i64(low_watermark),
-                        error_code=error,
-                    )
-                )
+                results.append(_result(schema, tp, low_watermark, error))
             topics.append(
                 build(schema.DeleteRecordsTopicResult, name=topic.name, partitions=tuple(results))
             )
@@ -86,3 +85,12 @@ class DeleteRecordsHandler:
             schema.DeleteRecordsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics)
         )
         return response
+
+
+def _result(schema: Any, tp: TopicPartition, low_watermark: int, error: ErrorCode) -> Any:
+    return build(
+        schema.DeleteRecordsPartitionResult,
+        partition_index=i32(tp.partition),
+        low_watermark=i64(low_watermark),
+        error_code=error,
+    )

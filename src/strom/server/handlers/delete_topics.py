@@ -25,6 +25,7 @@ from strom.controller import (
     DeleteTopicsRequest,
 )
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.controller_server import ControllerServer
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import NO_THROTTLE, request_field, wire_uuid
@@ -55,10 +56,33 @@ class DeleteTopicsHandler:
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = parse_delete_topics(context.body)
-        results = await self._controller.delete_topics(request)
+        denied: list[DeleteTopicResult] = []
+        if context.authorizer is not None:
+            request, denied = self._authorized(context, request)
+        results = [*await self._controller.delete_topics(request), *denied]
         for result in results:
             _log_result(result, client=context.client_address)
         return _response(context, results)
+
+    def _authorized(
+        self, context: RequestContext, request: DeleteTopicsRequest
+    ) -> tuple[DeleteTopicsRequest, list[DeleteTopicResult]]:
+        """The topics it may DELETE, and the others answered TOPIC_AUTHORIZATION_FAILED (an
+        id no topic has is left to the controller, as Kafka)."""
+        image = self._controller.image
+        allowed: list[DeletableTopic] = []
+        denied: list[DeleteTopicResult] = []
+        for topic in request.topics:
+            name = topic.name
+            if name is None and topic.topic_id is not None:
+                found = image.topics.get_topic_by_id(topic.topic_id)
+                name = None if found is None else found.name
+            if name is None or context.authorize(AclOperation.DELETE, ResourceType.TOPIC, name):
+                allowed.append(topic)
+            else:
+                error = ApiError(ErrorCode.topic_authorization_failed)
+                denied.append(DeleteTopicResult(topic.name, topic.topic_id or ZERO_UUID, error))
+        return DeleteTopicsRequest(allowed), denied
 
 
 def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:

@@ -20,13 +20,14 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import ResourceType
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import (
-    ALL_CLUSTER_OPERATIONS,
     AUTHORIZED_OPERATIONS_OMITTED,
     NO_THROTTLE,
     BrokerAddress,
     as_newest,
+    authorized_operations,
     request_field,
 )
 from strom.server.handlers.registry import RequestContext
@@ -94,7 +95,7 @@ class DescribeClusterHandler:
             controller_id=BrokerId(self._controller_id()),
             brokers=brokers,
             cluster_authorized_operations=(
-                ALL_CLUSTER_OPERATIONS
+                authorized_operations(context, ResourceType.CLUSTER)
                 if request.include_cluster_authorized_operations
                 else AUTHORIZED_OPERATIONS_OMITTED
             ),

@@ -29,9 +29,10 @@ from strom.common import ErrorCode, KafkaError
 from strom.controller import invalid_topic_reason
 from strom.metadata import ConfigResourceType, MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation
 from strom.server.config_entries import ConfigDescriber, DescribedConfig
 from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import NO_THROTTLE, as_newest, request_field
+from strom.server.handlers.common import NO_THROTTLE, as_newest, config_refusal, request_field
 from strom.server.handlers.registry import RequestContext
 from strom.server.metadata_view import MetadataView
 
@@ -53,18 +54,19 @@ class DescribeConfigsHandler:
         image = self._metadata.image
         results: list[latest.DescribeConfigsResult] = []
         for resource in request.resources:
+            refusal = config_refusal(
+                context,
+                resource.resource_type,
+                resource.resource_name,
+                AclOperation.DESCRIBE_CONFIGS,
+            )
+            if refusal is not None:
+                results.append(_failed(resource, refusal, None))
+                continue
             try:
                 entries = self._describe(image, resource)
             except KafkaError as error:
-                results.append(
-                    latest.DescribeConfigsResult(
-                        error_code=error.error_code,
-                        error_message=error.message,
-                        resource_type=resource.resource_type,
-                        resource_name=resource.resource_name,
-                        configs=(),
-                    )
-                )
+                results.append(_failed(resource, error.error_code, error.message))
                 continue
             results.append(
                 latest.DescribeConfigsResult(
@@ -131,4 +133,16 @@ def _entry(
         else (),
         config_type=i8(entry.config_type),
         documentation=entry.documentation if include_documentation else None,
+    )
+
+
+def _failed(
+    resource: newest.DescribeConfigsResource, code: ErrorCode, message: str | None
+) -> latest.DescribeConfigsResult:
+    return latest.DescribeConfigsResult(
+        error_code=code,
+        error_message=message,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        configs=(),
     )

@@ -11,12 +11,13 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._groups import GroupHandler
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import (
-    ALL_GROUP_OPERATIONS,
     AUTHORIZED_OPERATIONS_OMITTED,
     as_newest,
+    authorized_operations,
     request_field,
 )
 from strom.server.handlers.registry import RequestContext
@@ -39,14 +40,26 @@ class DescribeGroupsHandler(GroupHandler):
         groups = []
         for described in response.groups:
             group = described
-            if group.error_code is ErrorCode.group_id_not_found and (
+            if not context.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
+                group = dataclasses.replace(
+                    group,
+                    error_code=ErrorCode.group_authorization_failed,
+                    error_message=None,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=(),
+                )
+            elif group.error_code is ErrorCode.group_id_not_found and (
                 context.api_version < GROUP_ID_NOT_FOUND_VERSION
             ):
                 group = dataclasses.replace(group, error_code=ErrorCode.none, error_message=None)
             groups.append(
                 dataclasses.replace(
                     group,
-                    authorized_operations=ALL_GROUP_OPERATIONS
+                    authorized_operations=authorized_operations(
+                        context, ResourceType.GROUP, group.group_id
+                    )
                     if include_operations
                     else AUTHORIZED_OPERATIONS_OMITTED,
                 )

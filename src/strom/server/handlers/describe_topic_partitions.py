@@ -27,10 +27,11 @@ from strom.common import ErrorCode
 from strom.controller import ZERO_UUID, invalid_topic_reason, is_internal
 from strom.metadata import PartitionRegistration, TopicImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers.common import (
-    ALL_TOPIC_OPERATIONS,
     NO_THROTTLE,
     as_newest,
+    authorized_operations,
     broker_addresses,
 )
 from strom.server.handlers.registry import RequestContext
@@ -75,13 +76,20 @@ class DescribeTopicPartitionsHandler:
                 next_cursor = latest.Cursor(topic_name=TopicName(name), partition_index=i32(0))
                 break
             topic = image.topic(name)
+            if not context.authorize(
+                AclOperation.DESCRIBE, ResourceType.TOPIC, name, audit=not every_topic
+            ):  # as Metadata: left out of an all-topics answer, refused when named
+                if not every_topic:
+                    topics.append(_missing(name, ErrorCode.topic_authorization_failed))
+                continue
             if topic is None:
                 if not every_topic:
                     topics.append(_missing(name))
                 continue
+            operations = authorized_operations(context, ResourceType.TOPIC, name)
             first = cursor.partition_index if cursor is not None and name == start_topic else 0
             end = min(len(topic.partitions), first + limit)
-            topics.append(_topic(topic, range(first, end), alive))
+            topics.append(_topic(topic, range(first, end), alive, operations))
             if end < len(topic.partitions):
                 next_cursor = latest.Cursor(topic_name=TopicName(name), partition_index=i32(end))
                 break
@@ -92,7 +100,7 @@ class DescribeTopicPartitionsHandler:
 
 
 def _topic(
-    topic: TopicImage, partition_ids: range, alive: set[int]
+    topic: TopicImage, partition_ids: range, alive: set[int], operations: i32
 ) -> latest.DescribeTopicPartitionsResponseTopic:
     return latest.DescribeTopicPartitionsResponseTopic(
         error_code=ErrorCode.none,
@@ -104,7 +112,7 @@ def _topic(
             for index in partition_ids
             if index in topic.partitions
         ),
-        topic_authorized_operations=ALL_TOPIC_OPERATIONS,
+        topic_authorized_operations=operations,
     )
 
 
@@ -128,12 +136,15 @@ def _partition(
     )
 
 
-def _missing(name: str) -> latest.DescribeTopicPartitionsResponseTopic:
-    code = (
-        ErrorCode.invalid_topic_exception
-        if invalid_topic_reason(name) is not None
-        else ErrorCode.unknown_topic_or_partition
-    )
+def _missing(
+    name: str, code: ErrorCode | None = None
+) -> latest.DescribeTopicPartitionsResponseTopic:
+    if code is None:
+        code = (
+            ErrorCode.invalid_topic_exception
+            if invalid_topic_reason(name) is not None
+            else ErrorCode.unknown_topic_or_partition
+        )
     return latest.DescribeTopicPartitionsResponseTopic(
         error_code=code,
         name=TopicName(name),

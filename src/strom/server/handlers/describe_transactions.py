@@ -7,6 +7,7 @@ topic exists NOT_COORDINATOR.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Final
 
 from kio.schema.describe_transactions.v0 import request as newest
@@ -18,6 +19,7 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.coordinator.txn import TransactionMetadata
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import for_version
 from strom.server.handlers._txns import TxnHandler, timeout, timestamp
 from strom.server.handlers.common import NO_THROTTLE, as_newest
@@ -34,8 +36,24 @@ class DescribeTransactionsHandler(TxnHandler):
         request = as_newest(context.body, newest.DescribeTransactionsRequest)
         states = []
         for transactional_id in request.transactional_ids:
+            if not context.authorize(
+                AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id
+            ):
+                code = ErrorCode.transactional_id_authorization_failed
+                states.append(_state(transactional_id, code, None))
+                continue
             code, metadata = self._coordinator.describe(str(transactional_id))
-            states.append(_state(transactional_id, code, metadata))
+            state = _state(transactional_id, code, metadata)
+            if context.authorizer is not None:  # Kafka leaves out topics it may not describe
+                topics = tuple(
+                    t
+                    for t in state.topics
+                    if context.authorize(
+                        AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic, audit=False
+                    )
+                )
+                state = dataclasses.replace(state, topics=topics)
+            states.append(state)
         response = latest.DescribeTransactionsResponse(
             throttle_time=NO_THROTTLE, transaction_states=tuple(states)
         )

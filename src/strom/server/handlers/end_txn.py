@@ -18,6 +18,7 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import for_version
 from strom.server.handlers._txns import TxnHandler, for_client
 from strom.server.handlers.common import NO_THROTTLE, as_newest
@@ -33,16 +34,20 @@ class EndTxnHandler(TxnHandler):
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = as_newest(context.body, newest.EndTxnRequest)
         coordinator = self._coordinator
-        code: ErrorCode = await self._runtime.call(
-            lambda reply: coordinator.end_txn(
-                str(request.transactional_id),
-                producer_id=int(request.producer_id),
-                producer_epoch=int(request.producer_epoch),
-                commit=bool(request.committed),
-                now_ms=self._runtime.now_ms(),
-                reply=reply,
+        code: ErrorCode = ErrorCode.transactional_id_authorization_failed
+        if context.authorize(
+            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+        ):
+            code = await self._runtime.call(
+                lambda reply: coordinator.end_txn(
+                    str(request.transactional_id),
+                    producer_id=int(request.producer_id),
+                    producer_epoch=int(request.producer_epoch),
+                    commit=bool(request.committed),
+                    now_ms=self._runtime.now_ms(),
+                    reply=reply,
+                )
             )
-        )
         ok = code is ErrorCode.none
         response = latest.EndTxnResponse(
             throttle_time=NO_THROTTLE,

@@ -1,5 +1,7 @@
 """Envelope (API key 58), v0, on the controller listener: a client's admin request that a broker
-forwarded, with the client's address (and, once security exists, its principal).
+forwarded, with the client's address and principal. The broker needs CLUSTER_ACTION on the
+cluster (``super.users``); the inner request is then authorized as the client's, or as the
+broker's own when it carries no principal (the broker creating an internal topic).
 
 The inner request is decoded with the controller listener's own table and answered by the
 controller's handler of its API, exactly as if the client had sent it; the answer (header and
@@ -26,6 +28,8 @@ from strom.protocol.api import (
     decode_request,
     encode_response,
 )
+from strom.security.acls import AclOperation
+from strom.security.principal import deserialize_principal
 from strom.server.controller_server import ControllerServer, NotControllerError
 from strom.server.handlers.common import as_newest
 from strom.server.handlers.registry import HandlerRegistry, NoResponse, RequestContext
@@ -46,6 +50,8 @@ class EnvelopeHandler:
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         envelope = as_newest(context.body, newest.EnvelopeRequest)
+        if not context.authorize(AclOperation.CLUSTER_ACTION):
+            return _answer(ErrorCode.cluster_authorization_failed)
         if not self._controller.is_active:
             return _answer(ErrorCode.not_controller)
         try:
@@ -56,11 +62,22 @@ class EnvelopeHandler:
         handler = self._registry.get(inner.api_key)
         if handler is None or inner.api_key == ApiKey.ENVELOPE:
             return _answer(ErrorCode.invalid_request)
+        if envelope.request_principal:  # a client's request: authorized as the client
+            try:
+                principal = deserialize_principal(envelope.request_principal)
+            except ValueError as error:
+                log.warning("envelope from %s: %s", context.client_address, error)
+                return _answer(ErrorCode.principal_deserialization_failure)
+            authorizer = self._registry.authorizer
+        else:  # the broker's own request (an internal topic): authorized as the broker
+            principal, authorizer = context.principal, context.authorizer
         inner_context = RequestContext(
             request=inner,
             client_address=_host(envelope.client_host_address) or context.client_address,
             connection_id=context.connection_id,
             listener_name=context.listener_name,
+            principal=principal,
+            authorizer=authorizer,
         )
         try:
             result = await handler.handle(inner_context)

@@ -27,6 +27,9 @@ end offset, answers a ``diverging_epoch`` when the follower's log left the leade
 records the follower's position (which may move the high watermark and the ISR), and
 long-polls it on appends rather than on the high watermark (the follower fetch purgatory).
 
+With an authorizer, a consumer's partitions of topics it may not READ, and every partition of a
+follower without CLUSTER_ACTION, answer TOPIC_AUTHORIZATION_FAILED unread.
+
 Differences from Kafka: no preferred read replica (always -1).
 """
 
@@ -39,9 +42,10 @@ from typing import Any, Final
 
 from kio.static.primitive import i32, i32Timedelta, i64
 
-from strom.common import Clock
+from strom.common import Clock, ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.fetch_response import RecordsSplicer
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.fetch_session import (
     ContextKind,
     FetchContext,
@@ -72,6 +76,7 @@ _SESSIONS_VERSION: Final = 7
 _REPLICA_STATE_VERSION: Final = 15
 
 _Partitions = list[tuple[SessionPartition, PartitionFetch]]
+_DENIED: Final = ReadResultInfo(error=ErrorCode.topic_authorization_failed)
 
 
 def _ms(value: datetime.timedelta) -> int:
@@ -137,7 +142,10 @@ class FetchHandler:
             max_bytes=int(body.max_bytes),
             isolation_level=READ_LOG_END if replica_id >= 0 else int(body.isolation_level),
         )
-        reads = await self._replica_manager.fetch_messages(params, partitions)
+        if context.authorizer is None:
+            reads = await self._replica_manager.fetch_messages(params, partitions)
+        else:
+            reads = await self._authorized_reads(context, params, partitions)
         try:
             return self._respond(
                 context=context,
@@ -151,6 +159,23 @@ class FetchHandler:
             for read in reads:
                 read.close()
             raise
+
+    async def _authorized_reads(
+        self, context: RequestContext, params: FetchParams, partitions: _Partitions
+    ) -> list[ReadResultInfo]:
+        """Kafka's fetch authorization: a follower needs CLUSTER_ACTION on the cluster, a
+        consumer READ on each topic; the others answer TOPIC_AUTHORIZATION_FAILED unread."""
+        if params.replica_id >= 0:
+            follower = context.authorize(AclOperation.CLUSTER_ACTION)
+            allowed = {key.topic: follower for key, _ in partitions}
+        else:
+            allowed = {
+                key.topic: context.authorize(AclOperation.READ, ResourceType.TOPIC, key.topic)
+                for key, _ in partitions
+            }
+        readable = [entry for entry in partitions if allowed[entry[0].topic]]
+        reads = iter(await self._replica_manager.fetch_messages(params, readable))
+        return [next(reads) if allowed[key.topic] else _DENIED for key, _ in partitions]
 
     def _new_context(self, body: Any, version: int) -> FetchContext:
         uses_topic_ids = version >= _TOPIC_IDS_VERSION

@@ -21,6 +21,7 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.coordinator_runtime import CoordinatorRuntime
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.handlers._groups import GroupHandler
@@ -61,7 +62,7 @@ class FindCoordinatorHandler(GroupHandler):
             keys = tuple(request.coordinator_keys)
         else:
             keys = (str(request_field(context.body, "key", "")),)
-        coordinators = [await self._find(key, key_type, context.listener_name) for key in keys]
+        coordinators = [await self._find(context, key, key_type) for key in keys]
         if context.api_version >= BATCHED_VERSION:
             response = latest.FindCoordinatorResponse(
                 throttle_time=NO_THROTTLE, coordinators=tuple(coordinators)
@@ -80,16 +81,20 @@ class FindCoordinatorHandler(GroupHandler):
             },
         )
 
-    async def _find(self, key: str, key_type: int, listener_name: str) -> latest.Coordinator:
+    async def _find(self, context: RequestContext, key: str, key_type: int) -> latest.Coordinator:
         if key_type == TRANSACTION_KEY:
             if not key:
                 return _coordinator(key, ErrorCode.invalid_request, None, "empty transactional id")
+            if not context.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+                return _coordinator(key, ErrorCode.transactional_id_authorization_failed, None)
             error = await self._transactions.ensure_topic()
             runtime: CoordinatorRuntime = self._transactions
             partition: Callable[[str], int] = self._transactions.coordinator.partition_of
         elif key_type == GROUP_KEY:
             if not key:
                 return _coordinator(key, ErrorCode.invalid_request, None, "empty group id")
+            if not context.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+                return _coordinator(key, ErrorCode.group_authorization_failed, None)
             error = await self._runtime.ensure_topic()
             runtime, partition = self._runtime, self._coordinator.partition_of
         else:
@@ -98,7 +103,9 @@ class FindCoordinatorHandler(GroupHandler):
             )
         if error is not ErrorCode.none:
             return _coordinator(key, error, None)
-        address = self._leader_address(TopicPartition(runtime.topic, partition(key)), listener_name)
+        address = self._leader_address(
+            TopicPartition(runtime.topic, partition(key)), context.listener_name
+        )
         if address is None:
             return _coordinator(key, ErrorCode.coordinator_not_available, None)
         return _coordinator(key, ErrorCode.none, address)

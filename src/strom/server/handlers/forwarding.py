@@ -58,6 +58,7 @@ class ForwardingHandler:
                 context.body,
                 header=context.header,
                 client_address=context.client_address,
+                principal=context.principal,
                 timeout=FORWARD_TIMEOUT,
             )
         except ControllerUnavailable as error:

@@ -9,7 +9,7 @@ from kio.schema.heartbeat.v4 import request as newest
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.handlers._groups import GroupHandler, newest_request
+from strom.server.handlers._groups import GroupHandler, group_refused, newest_request
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.registry import RequestContext
 
@@ -22,6 +22,9 @@ class HeartbeatHandler(GroupHandler):
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = newest_request(context, newest.HeartbeatRequest)
+        refused = group_refused(context, request.group_id)
+        if refused is not None:
+            return refused
         response = self._coordinator.heartbeat(request, now_ms=self._runtime.now_ms())
         self._runtime.wake()
         return for_version(response, context.api_version)

@@ -8,6 +8,7 @@ soon as the change is committed.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Final
 
@@ -32,6 +33,7 @@ from strom.server.handlers.common import (
     as_newest,
     log_config_changes,
     refused_config_results,
+    split_config_resources,
 )
 from strom.server.handlers.registry import RequestContext
 
@@ -79,7 +81,9 @@ class IncrementalAlterConfigsHandler:
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = parse_incremental_alter_configs(context.body)
-        results = await self._controller.incremental_alter_configs(request)
+        allowed, refused = split_config_resources(context, request.resources)
+        request = dataclasses.replace(request, resources=allowed)
+        results = [*await self._controller.incremental_alter_configs(request), *refused]
         log_config_changes(
             log,
             api="IncrementalAlterConfigs",

@@ -28,6 +28,7 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.coordinator.txn import InitProducerIdResult
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import for_version
 from strom.server.handlers._txns import for_client
 from strom.server.handlers.common import NO_THROTTLE, as_newest, request_field
@@ -56,7 +57,17 @@ class InitProducerIdHandler:
         if transactional_id is not None:
             if transactional_id == "":
                 return self._error(ErrorCode.invalid_request, context.api_version)
+            if not context.authorize(
+                AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+            ):
+                code = ErrorCode.transactional_id_authorization_failed
+                return self._error(code, context.api_version)
             return await self._transactional(context, request, transactional_id)
+        if not (
+            context.authorize(AclOperation.IDEMPOTENT_WRITE, audit=False)
+            or context.authorize_any(AclOperation.WRITE, ResourceType.TOPIC)
+        ):  # Kafka 4: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic (KIP-679)
+            return self._error(ErrorCode.cluster_authorization_failed, context.api_version)
         outcome = await self._producer_ids.generate()
         if not isinstance(outcome, int):
             return self._error(outcome.code, context.api_version)

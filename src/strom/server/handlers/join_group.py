@@ -15,7 +15,12 @@ from kio.schema.join_group.v9 import response as join
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.handlers._groups import GroupHandler, client_host, newest_request
+from strom.server.handlers._groups import (
+    GroupHandler,
+    client_host,
+    group_refused,
+    newest_request,
+)
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import request_field
 from strom.server.handlers.registry import RequestContext
@@ -39,6 +44,16 @@ class JoinGroupHandler(GroupHandler):
             if version == 0
             else None,
         )
+        refused = group_refused(
+            context,
+            request.group_id,
+            protocol_name=None if version >= NULLABLE_PROTOCOL_NAME_VERSION else "",
+            leader="",
+            member_id=request.member_id,
+            members=(),
+        )
+        if refused is not None:
+            return refused
         response: join.JoinGroupResponse = await self._runtime.call(
             lambda reply: self._coordinator.join_group(
                 request,

@@ -10,7 +10,7 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.handlers._groups import GroupHandler
+from strom.server.handlers._groups import GroupHandler, group_refused
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import as_newest, request_field
 from strom.server.handlers.registry import RequestContext
@@ -27,6 +27,9 @@ class LeaveGroupHandler(GroupHandler):
     async def handle(self, context: RequestContext) -> ResponsePayload:
         version = context.api_version
         body = as_newest(context.body, newest.LeaveGroupRequest)
+        refused = group_refused(context, body.group_id, members=())
+        if refused is not None:
+            return refused
         if version >= BATCHED_VERSION:
             request = newest.LeaveGroupRequest(
                 group_id=body.group_id,

@@ -3,12 +3,14 @@ the states asked for; v5+: of the types asked for)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Final
 
 from kio.schema.list_groups.v5 import request as newest
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._groups import GroupHandler, newest_request
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.registry import RequestContext
@@ -22,4 +24,15 @@ class ListGroupsHandler(GroupHandler):
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = newest_request(context, newest.ListGroupsRequest)
-        return for_version(self._coordinator.list_groups(request), context.api_version)
+        response = self._coordinator.list_groups(request)
+        if not context.authorize(AclOperation.DESCRIBE, audit=False):
+            # without DESCRIBE on the cluster, only the groups it may describe (Kafka's rule)
+            groups = tuple(
+                group
+                for group in response.groups
+                if context.authorize(
+                    AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id, audit=False
+                )
+            )
+            response = dataclasses.replace(response, groups=groups)
+        return for_version(response, context.api_version)

@@ -20,6 +20,7 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.common import NO_THROTTLE
 from strom.server.handlers.registry import RequestContext
@@ -54,10 +55,13 @@ class ListOffsetsHandler:
         topics = []
         for topic in body.topics:
             answers = []
+            described = context.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
             for partition in topic.partitions:
                 tp = TopicPartition(str(topic.name), int(partition.partition_index))
                 error, offset, timestamp, epoch = ErrorCode.none, -1, -1, -1
-                if counts[tp] > 1:
+                if not described:
+                    error = ErrorCode.topic_authorization_failed
+                elif counts[tp] > 1:
                     error = ErrorCode.invalid_request
                 else:
                     try:

@@ -12,6 +12,7 @@ from kio.schema.types import ProducerId, TransactionalId
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import for_version
 from strom.server.handlers._txns import TxnHandler
 from strom.server.handlers.common import NO_THROTTLE, as_newest, request_field
@@ -43,6 +44,12 @@ class ListTransactionsHandler(TxnHandler):
                     transaction_state=metadata.state.value,
                 )
                 for metadata in found
+                if context.authorize(
+                    AclOperation.DESCRIBE,
+                    ResourceType.TRANSACTIONAL_ID,
+                    metadata.transactional_id,
+                    audit=False,
+                )
             ),
         )
         return for_version(response, context.api_version)

@@ -16,15 +16,19 @@ Kafka's rules (``KafkaApis.handleTopicMetadataRequest``, ``KRaftMetadataCache``)
   node (Kafka gives clients an alive broker, since controllers are not reachable by them).
 * a partition whose leader has no endpoint gets LEADER_NOT_AVAILABLE and leader -1; replicas on
   brokers that are not alive are listed as offline.
-* ``*_authorized_operations``: without an authorizer every operation is allowed, so a client
-  that asks gets all of a resource's operations; one that does not gets Kafka's "omitted"
-  value (-2^31).
+* with an authorizer (Kafka's rules): an all-topics request lists only the topics the principal
+  may DESCRIBE; a named topic it may not describe is answered TOPIC_AUTHORIZATION_FAILED, and so
+  is an unknown one it may not create (CREATE on the cluster or the topic) when auto-creation
+  would apply.
+* ``*_authorized_operations``: a client that asks gets the operations it may do on the
+  resource (all of them without an authorizer); one that does not gets Kafka's "omitted" value
+  (-2^31).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from typing import Final
 
@@ -38,14 +42,14 @@ from strom.common import ErrorCode
 from strom.controller import CLUSTER_METADATA_TOPIC, ZERO_UUID, invalid_topic_reason, is_internal
 from strom.metadata import MetadataImage, PartitionRegistration, TopicImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.auto_topics import AutoTopicCreator
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import (
-    ALL_CLUSTER_OPERATIONS,
-    ALL_TOPIC_OPERATIONS,
     AUTHORIZED_OPERATIONS_OMITTED,
     NO_THROTTLE,
     as_newest,
+    authorized_operations,
     broker_addresses,
     request_field,
     wire_uuid,
@@ -54,6 +58,8 @@ from strom.server.handlers.registry import RequestContext
 from strom.server.metadata_view import MetadataView
 
 __all__ = ["MetadataHandler", "MetadataQuery"]
+
+_UNAUTHORIZED: Final = ErrorCode.topic_authorization_failed
 
 _TOPIC_IDS_FROM: Final = 12
 """The first version whose topic ids Kafka serves."""
@@ -122,6 +128,7 @@ class MetadataHandler:
         if query is None:
             return for_version(_invalid_request(context.body), version)
         image = self._metadata.image
+        denied = _undescribable(context, query.names or ())
         if query.names is not None and query.allow_auto_topic_creation and not query.topic_ids:
             unknown = [
                 name
@@ -129,36 +136,52 @@ class MetadataHandler:
                 if image.topic(name) is None
                 and invalid_topic_reason(name) is None
                 and name != CLUSTER_METADATA_TOPIC
+                and name not in denied
             ]
+            if unknown and self._auto_topics.enabled:
+                uncreatable = _uncreatable(context, unknown)
+                denied |= uncreatable
+                unknown = [name for name in unknown if name not in uncreatable]
             if unknown and self._auto_topics.enabled:
                 await self._auto_topics.create(unknown)
                 image = self._metadata.image
         cluster_operations = (
-            ALL_CLUSTER_OPERATIONS
+            authorized_operations(context, ResourceType.CLUSTER)
             if query.include_cluster_authorized_operations
             else AUTHORIZED_OPERATIONS_OMITTED
         )
         return for_version(
-            self.build(image, query, context.listener_name),
+            self.build(image, query, context, denied=denied),
             version,
             extra={"cluster_authorized_operations": cluster_operations},  # v8-v10 only
         )
 
     def build(
-        self, image: MetadataImage, query: MetadataQuery, listener_name: str
+        self,
+        image: MetadataImage,
+        query: MetadataQuery,
+        context: RequestContext,
+        *,
+        denied: Set[str] = frozenset(),
     ) -> latest.MetadataResponse:
         """The response (newest version) to ``query`` as of ``image``, brokers as reached on
-        ``listener_name``."""
-        brokers = broker_addresses(image, listener_name)
+        the context's listener; topics the principal may not describe are left out of an
+        all-topics answer, and answered TOPIC_AUTHORIZATION_FAILED when named (``denied``)."""
+        brokers = broker_addresses(image, context.listener_name)
         alive = {address.node_id for address in brokers}
         topics: list[latest.MetadataResponseTopic] = []
         if query.names is None:
             for name in sorted(image.topics.topics_by_name):
-                topics.append(self._topic(image.topics.topics_by_name[name], alive, query))
+                if context.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name, audit=False):
+                    topics.append(
+                        self._topic(image.topics.topics_by_name[name], alive, query, context)
+                    )
         else:
             for name in query.names:
                 topic = image.topic(name)
-                if topic is None:
+                if name in denied:
+                    topics.append(_missing(_UNAUTHORIZED, name=name, topic_id=None))
+                elif topic is None:
                     code = (
                         ErrorCode.invalid_topic_exception
                         if invalid_topic_reason(name) is not None
@@ -166,15 +189,17 @@ class MetadataHandler:
                     )
                     topics.append(_missing(code, name=name, topic_id=None))
                 else:
-                    topics.append(self._topic(topic, alive, query))
+                    topics.append(self._topic(topic, alive, query, context))
             for topic_id in query.topic_ids:
                 by_id = image.topics.get_topic_by_id(topic_id)
                 if by_id is None:
                     topics.append(
                         _missing(ErrorCode.unknown_topic_id, name=None, topic_id=topic_id)
                     )
+                elif not context.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, by_id.name):
+                    topics.append(_missing(_UNAUTHORIZED, name=None, topic_id=topic_id))
                 else:
-                    topics.append(self._topic(by_id, alive, query))
+                    topics.append(self._topic(by_id, alive, query, context))
         return latest.MetadataResponse(
             throttle_time=NO_THROTTLE,
             brokers=tuple(
@@ -193,7 +218,7 @@ class MetadataHandler:
         )
 
     def _topic(
-        self, topic: TopicImage, alive: set[int], query: MetadataQuery
+        self, topic: TopicImage, alive: set[int], query: MetadataQuery, context: RequestContext
     ) -> latest.MetadataResponseTopic:
         return latest.MetadataResponseTopic(
             error_code=ErrorCode.none,
@@ -205,11 +230,33 @@ class MetadataHandler:
                 for partition_id in sorted(topic.partitions)
             ),
             topic_authorized_operations=(
-                ALL_TOPIC_OPERATIONS
+                authorized_operations(context, ResourceType.TOPIC, topic.name)
                 if query.include_topic_authorized_operations
                 else AUTHORIZED_OPERATIONS_OMITTED
             ),
         )
+
+
+def _undescribable(context: RequestContext, names: Sequence[str]) -> set[str]:
+    """The named topics the principal may not DESCRIBE (none without an authorizer)."""
+    if context.authorizer is None:
+        return set()
+    return {
+        name
+        for name in names
+        if not context.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+    }
+
+
+def _uncreatable(context: RequestContext, names: Sequence[str]) -> set[str]:
+    """The topics the principal may not auto-create: CREATE on the cluster or on the topic."""
+    if context.authorizer is None or context.authorize(AclOperation.CREATE, audit=False):
+        return set()
+    return {
+        name
+        for name in names
+        if not context.authorize(AclOperation.CREATE, ResourceType.TOPIC, name)
+    }
 
 
 def _partition(

@@ -14,11 +14,12 @@ from typing import Final
 
 from kio.schema.offset_commit.v9 import request as newest
 from kio.schema.offset_commit.v9 import response as commit
+from kio.schema.types import TopicName
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.handlers._groups import GroupHandler, newest_request
+from strom.server.handlers._groups import GroupHandler, newest_request, split_commit
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import request_field
 from strom.server.handlers.registry import RequestContext
@@ -40,11 +41,25 @@ class OffsetCommitHandler(GroupHandler):
             if isinstance(retention, datetime.timedelta)
             else -1
         )
+        allowed, denied = split_commit(context, request.group_id, request.topics)
+        request = dataclasses.replace(request, topics=allowed)
         response: commit.OffsetCommitResponse = await self._runtime.call(
             lambda reply: self._coordinator.offset_commit(
                 request, retention_ms=retention_ms, now_ms=self._runtime.now_ms(), reply=reply
             )
         )
+        if denied:
+            refused = tuple(
+                commit.OffsetCommitResponseTopic(
+                    name=TopicName(name),
+                    partitions=tuple(
+                        commit.OffsetCommitResponsePartition(partition_index=index, error_code=code)
+                        for index in indexes
+                    ),
+                )
+                for name, indexes, code in denied
+            )
+            response = dataclasses.replace(response, topics=(*response.topics, *refused))
         if context.api_version < GROUP_ID_NOT_FOUND_VERSION:
             response = _without_group_id_not_found(response)
         return for_version(response, context.api_version)

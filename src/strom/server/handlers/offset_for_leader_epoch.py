@@ -18,6 +18,7 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.common import NO_THROTTLE
 from strom.server.handlers.registry import RequestContext
@@ -39,19 +40,24 @@ class OffsetForLeaderEpochHandler:
         body: Any = context.body
         schema = response_module(ApiKey.OFFSET_FOR_LEADER_EPOCH, context.api_version)
         topics = []
+        follower = int(getattr(body, "replica_id", -1)) >= 0
         for topic in body.topics:
             results = []
+            refusal = _refusal(context, str(topic.topic), follower=follower)
             for partition in topic.partitions:
                 tp = TopicPartition(str(topic.topic), int(partition.partition))
                 error, epoch, end_offset = ErrorCode.none, -1, -1
-                try:
-                    epoch, end_offset = self._replica_manager.end_offset_for_epoch(
-                        tp,
-                        leader_epoch=int(partition.leader_epoch),
-                        current_leader_epoch=int(partition.current_leader_epoch),
-                    )
-                except KafkaError as failure:
-                    error = failure.error_code
+                if refusal is not None:
+                    error = refusal
+                else:
+                    try:
+                        epoch, end_offset = self._replica_manager.end_offset_for_epoch(
+                            tp,
+                            leader_epoch=int(partition.leader_epoch),
+                            current_leader_epoch=int(partition.current_leader_epoch),
+                        )
+                    except KafkaError as failure:
+                        error = failure.error_code
                 results.append(
                     build(
                         schema.EpochEndOffset,
@@ -70,3 +76,12 @@ class OffsetForLeaderEpochHandler:
             schema.OffsetForLeaderEpochResponse, throttle_time=NO_THROTTLE, topics=tuple(topics)
         )
         return response
+
+
+def _refusal(context: RequestContext, topic: str, *, follower: bool) -> ErrorCode | None:
+    """Kafka's check: CLUSTER_ACTION for a follower, DESCRIBE on the topic for a client."""
+    if follower:
+        allowed = context.authorize(AclOperation.CLUSTER_ACTION)
+        return None if allowed else ErrorCode.cluster_authorization_failed
+    allowed = context.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
+    return None if allowed else ErrorCode.topic_authorization_failed

@@ -33,6 +33,10 @@ refused with INVALID_RECORD and, from v8, ``record_errors`` naming each of them
 
 Kafka lets only its own admin client (client id ``__admin_client``) write internal topics; the
 coordinators write them through the replica manager directly.
+
+With an authorizer, a partition whose topic the principal may not WRITE answers
+TOPIC_AUTHORIZATION_FAILED, and every partition of a transactional request whose transactional
+id it may not WRITE answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, unappended.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from strom.protocol.produce_response import (
     pack_produce_response,
     response_header_version,
 )
+from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.registry import (
     NO_RESPONSE,
@@ -159,7 +164,7 @@ class ProduceHandler:
         body: Any = context.body
         version = context.api_version
         acks = int(body.acks)
-        entries, rejected = self._check(body, version)
+        entries, rejected = self._check(context, body)
         # The first await: the replica manager appends before it suspends (request order on a
         # connection), then waits for acks=all.
         appended = iter(
@@ -198,16 +203,22 @@ class ProduceHandler:
         return respond(context.request.correlation_id, version, results)
 
     def _check(
-        self, body: Any, version: int
+        self, context: RequestContext, body: Any
     ) -> tuple[list[tuple[TopicPartition, bytes | None]], dict[int, AppendResult]]:
         """Each partition's records, and the failures of those that may not be appended (by
-        their index): the request-level checks and KIP-890 verification."""
+        their index): authorization, the request-level checks and KIP-890 verification."""
         entries: list[tuple[TopicPartition, bytes | None]] = []
         rejected: dict[int, AppendResult] = {}
+        authorizer = context.authorizer
         for topic in body.topic_data:
+            denied = (
+                None
+                if authorizer is None
+                else _denied(context, str(topic.name), body.transactional_id)
+            )
             for partition in topic.partition_data:
                 tp = TopicPartition(str(topic.name), int(partition.index))
-                problem = check_produce_records(version, partition.records)
+                problem = denied or check_produce_records(context.api_version, partition.records)
                 if problem is None and body.transactional_id is not None:
                     problem = self._check_txn(str(body.transactional_id), tp, partition.records)
                 if problem is not None:
@@ -231,6 +242,19 @@ class ProduceHandler:
             return code, f"{tp} is not in the ongoing transaction of {transactional_id!r}"
         code = _VERIFICATION_ERRORS.get(code, code)
         return code, f"transaction verification of {transactional_id!r}: {code.name.upper()}"
+
+
+def _denied(
+    context: RequestContext, topic: str, transactional_id: str | None
+) -> tuple[ErrorCode, str] | None:
+    """Kafka's produce authorization: WRITE on the transactional id, if any, and the topic."""
+    if transactional_id is not None and not context.authorize(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        return ErrorCode.transactional_id_authorization_failed, "not authorized to write"
+    if not context.authorize(AclOperation.WRITE, ResourceType.TOPIC, topic):
+        return ErrorCode.topic_authorization_failed, f"not authorized to write to {topic}"
+    return None
 
 
 def _timestamp(ms: int) -> datetime.datetime | None:

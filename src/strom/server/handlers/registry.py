@@ -28,7 +28,9 @@ from strom.protocol.api import (
     api_name,
 )
 from strom.protocol.headers import RequestHeader
+from strom.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from strom.security.principal import ANONYMOUS, KafkaPrincipal
+from strom.server.authorizer import Authorizer
 from strom.server.network.response import Response
 
 __all__ = [
@@ -72,6 +74,35 @@ class RequestContext:
     """The listener the request came in on: brokers are described by their endpoint on it."""
     principal: KafkaPrincipal = ANONYMOUS
     """Who sent it: the SASL user, the TLS client certificate's mapped subject, or ANONYMOUS."""
+    authorizer: Authorizer | None = None
+    """The listener's authorizer; None lets everything through (no ``authorizer.class.name``)."""
+
+    @property
+    def client_host(self) -> str:
+        """The client's host, as ACLs name it (``client_address`` without the port)."""
+        return self.client_address.rsplit(":", 1)[0].strip("[]")
+
+    def authorize(
+        self,
+        operation: AclOperation,
+        resource_type: ResourceType = ResourceType.CLUSTER,
+        name: str = CLUSTER_NAME,
+        *,
+        audit: bool = True,
+    ) -> bool:
+        """Whether the principal may do ``operation`` on the resource (the cluster by default);
+        always True without an authorizer."""
+        authorizer = self.authorizer
+        return authorizer is None or authorizer.authorize(
+            self.principal, self.client_host, operation, (resource_type, name), audit=audit
+        )
+
+    def authorize_any(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """Whether the principal may do ``operation`` on some resource of the type."""
+        authorizer = self.authorizer
+        return authorizer is None or authorizer.authorize_any(
+            self.principal, self.client_host, operation, resource_type
+        )
 
     @property
     def header(self) -> RequestHeader:
@@ -124,6 +155,8 @@ class HandlerRegistry:
         self._reference = reference
         self._ceiling = ceiling
         self._versions: Mapping[ApiKey, VersionRange] = MappingProxyType({})
+        self.authorizer: Authorizer | None = None
+        """Handed to every request's context (``authorizer.class.name``)."""
 
     def register(self, handler: Handler) -> None:
         """Add a handler; its versions must be ones the Kafka 4.x listener of this kind serves

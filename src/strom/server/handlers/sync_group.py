@@ -10,7 +10,7 @@ from kio.schema.sync_group.v5 import response as sync
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.handlers._groups import GroupHandler, newest_request
+from strom.server.handlers._groups import GroupHandler, group_refused, newest_request
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.registry import RequestContext
 
@@ -23,6 +23,9 @@ class SyncGroupHandler(GroupHandler):
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = newest_request(context, newest.SyncGroupRequest)
+        refused = group_refused(context, request.group_id, assignment=b"")
+        if refused is not None:
+            return refused
         response: sync.SyncGroupResponse = await self._runtime.call(
             lambda reply: self._coordinator.sync_group(
                 request, now_ms=self._runtime.now_ms(), reply=reply

@@ -12,18 +12,20 @@ check's error (INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH, ...). Errors are per p
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Final, TypeAlias
 
 from kio.schema.txn_offset_commit.v5 import request as newest
 from kio.schema.txn_offset_commit.v5 import response as txn_commit
+from kio.schema.types import TopicName
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, TopicPartition
 from strom.controller.topic_names import GROUP_METADATA_TOPIC
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
-from strom.server.handlers._groups import GroupHandler, newest_request
+from strom.server.handlers._groups import GroupHandler, newest_request, split_commit
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.registry import RequestContext
 
@@ -45,6 +47,10 @@ class TxnOffsetCommitHandler(GroupHandler):
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = newest_request(context, newest.TxnOffsetCommitRequest)
+        allowed, denied = split_commit(
+            context, request.group_id, request.topics, transactional_id=request.transactional_id
+        )
+        request = dataclasses.replace(request, topics=allowed)
         response: txn_commit.TxnOffsetCommitResponse = await self._runtime.call(
             lambda reply: self._coordinator.txn_offset_commit(
                 request,
@@ -53,6 +59,20 @@ class TxnOffsetCommitHandler(GroupHandler):
                 verify=None if self._verify is None else _in_transaction(request, self._verify),
             )
         )
+        if denied:
+            refused = tuple(
+                txn_commit.TxnOffsetCommitResponseTopic(
+                    name=TopicName(name),
+                    partitions=tuple(
+                        txn_commit.TxnOffsetCommitResponsePartition(
+                            partition_index=index, error_code=code
+                        )
+                        for index in indexes
+                    ),
+                )
+                for name, indexes, code in denied
+            )
+            response = dataclasses.replace(response, topics=(*response.topics, *refused))
         return for_version(response, context.api_version)
 
 

@@ -226,6 +226,7 @@ class Connection(asyncio.Protocol):
             connection_id=self.connection_id,
             listener_name=self._listener_name,
             principal=self.principal,
+            authorizer=self._registry.authorizer,
         )
 
     def _start(self, work: Coroutine[Any, Any, Response | None], context: RequestContext) -> None:
