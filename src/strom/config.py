@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Final, TypeVar
 
+from strom.config_catalogued import ACTED_ON_AS_CATALOGUED, DEFINED_NOT_ACTED_ON
 from strom.config_types import (
     INT_MAX,
     LONG_MAX,
@@ -756,51 +757,10 @@ TOPIC_SETTINGS: Final[Mapping[str, TopicSetting]] = {
 }
 """Every topic setting: strom's own, then the rest of Kafka's catalog (recorded only)."""
 
-_DEFINED_NOT_ACTED_ON: Final = frozenset(
-    {
-        "controller.quorum.append.linger.ms",
-        "log.message.timestamp.after.max.ms",
-        "log.message.timestamp.before.max.ms",
-        "message.timestamp.after.max.ms",
-        "message.timestamp.before.max.ms",
-        "metadata.log.segment.bytes",
-        "metadata.max.idle.interval.ms",
-        "num.io.threads",
-        "num.network.threads",
-    }
-)
-
-_ACTED_ON_AS_CATALOGUED: Final = frozenset(
-    {
-        "connections.max.reauth.ms",
-        "sasl.enabled.mechanisms",
-        "sasl.jaas.config",
-        "sasl.mechanism.controller.protocol",
-        "sasl.mechanism.inter.broker.protocol",
-        "sasl.server.max.receive.size",
-        "ssl.cipher.suites",
-        "ssl.client.auth",
-        "ssl.enabled.protocols",
-        "ssl.endpoint.identification.algorithm",
-        "ssl.key.password",
-        "ssl.keystore.certificate.chain",
-        "ssl.keystore.key",
-        "ssl.keystore.location",
-        "ssl.keystore.password",
-        "ssl.keystore.type",
-        "ssl.principal.mapping.rules",
-        "ssl.truststore.certificates",
-        "ssl.truststore.location",
-        "ssl.truststore.password",
-        "ssl.truststore.type",
-    }
-)
-"""Kafka's settings strom acts on with Kafka's own definition (the security settings)."""
-
 RECORDED_ONLY: Final[frozenset[str]] = frozenset(
-    (KAFKA_SETTINGS.broker.keys() - _STROM_SERVER_SETTINGS.keys() - _ACTED_ON_AS_CATALOGUED)
+    (KAFKA_SETTINGS.broker.keys() - _STROM_SERVER_SETTINGS.keys() - ACTED_ON_AS_CATALOGUED)
     | (KAFKA_SETTINGS.topic.keys() - _STROM_TOPIC_SETTINGS.keys())
-    | _DEFINED_NOT_ACTED_ON
+    | DEFINED_NOT_ACTED_ON
 )
 """Kafka's settings strom accepts, validates, stores and describes, and does not act on
 (docs/broker.md lists them)."""

@@ -3,6 +3,12 @@
 See NOTES.md beside this file for the invariants.
 """
 
+from strom.metadata.client_quotas import (
+    ClientQuotaEntity,
+    ClientQuotasDelta,
+    ClientQuotasImage,
+    quota_entity,
+)
 from strom.metadata.delta import (
     ClusterDelta,
     ConfigResourceDelta,
@@ -47,8 +53,10 @@ from strom.metadata.records import (
     BrokerEndpoint,
     BrokerFeature,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     ConfigResourceType,
+    EntityData,
     FeatureLevelRecord,
     FenceBrokerRecord,
     FencingChange,
@@ -80,6 +88,10 @@ __all__ = [
     "BrokerFeature",
     "BrokerRegistration",
     "BrokerRegistrationChangeRecord",
+    "ClientQuotaEntity",
+    "ClientQuotaRecord",
+    "ClientQuotasDelta",
+    "ClientQuotasImage",
     "ClusterDelta",
     "ClusterImage",
     "ConfigRecord",
@@ -89,6 +101,7 @@ __all__ = [
     "ConfigurationsDelta",
     "ConfigurationsImage",
     "EncodedBatch",
+    "EntityData",
     "FeatureLevelRecord",
     "FeaturesDelta",
     "FeaturesImage",
@@ -131,4 +144,5 @@ __all__ = [
     "append_records",
     "decode_record",
     "encode_record",
+    "quota_entity",
 ]

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from strom.metadata.client_quotas import ClientQuotasDelta
 from strom.metadata.image import (
     BrokerRegistration,
     ClusterImage,
@@ -34,6 +35,7 @@ from strom.metadata.image import (
 )
 from strom.metadata.records import (
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     ConfigResourceType,
     FeatureLevelRecord,
@@ -461,6 +463,7 @@ class MetadataDelta:
         self.configs_delta = ConfigurationsDelta(image.configs)
         self.producer_ids_delta = ProducerIdsDelta(image.producer_ids)
         self.scram_delta = ScramDelta(image.scram)
+        self.client_quotas_delta = ClientQuotasDelta(image.client_quotas)
 
     @property
     def has_changes(self) -> bool:
@@ -471,6 +474,7 @@ class MetadataDelta:
             or self.configs_delta.has_changes
             or self.producer_ids_delta.has_changes
             or self.scram_delta.has_changes
+            or self.client_quotas_delta.has_changes
         )
 
     def replay(self, record: MetadataRecord) -> None:
@@ -502,6 +506,8 @@ class MetadataDelta:
                 self.scram_delta.replay(record)
             case RemoveUserScramCredentialRecord():
                 self.scram_delta.replay_remove(record)
+            case ClientQuotaRecord():
+                self.client_quotas_delta.replay(record)
             case NoOpRecord():
                 pass
             case _:  # pragma: no cover - the union above is exhaustive
@@ -517,4 +523,5 @@ class MetadataDelta:
             configs=self.configs_delta.apply(),
             producer_ids=self.producer_ids_delta.apply(),
             scram=self.scram_delta.apply(),
+            client_quotas=self.client_quotas_delta.apply(),
         )

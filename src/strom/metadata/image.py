@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from strom.common import TopicPartition
+from strom.metadata.client_quotas import ClientQuotasImage
 from strom.metadata.records import (
     METADATA_VERSION_FEATURE,
     NO_LEADER,
@@ -425,6 +426,7 @@ class MetadataImage:
     configs: ConfigurationsImage = ConfigurationsImage()
     producer_ids: ProducerIdsImage = ProducerIdsImage()
     scram: ScramImage = ScramImage()
+    client_quotas: ClientQuotasImage = field(default_factory=ClientQuotasImage)
 
     @classmethod
     def empty(cls) -> MetadataImage:
@@ -459,6 +461,7 @@ class MetadataImage:
         yield from self.configs.records()
         yield from self.producer_ids.records()
         yield from self.scram.records()
+        yield from self.client_quotas.records()
 
 
 _EMPTY = MetadataImage()

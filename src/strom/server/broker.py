@@ -57,11 +57,13 @@ from strom.server.broker_lifecycle import (
     RegistrationFailed,
 )
 from strom.server.cleaner_service import CleanerService
+from strom.server.client_quotas import BandwidthQuotas
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_channel import ControllerChannel
 from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.handlers import (
+    alter_client_quotas,
     alter_configs,
     alter_user_scram_credentials,
     create_partitions,
@@ -78,6 +80,7 @@ from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.common import BrokerAddress, broker_addresses
 from strom.server.handlers.delete_groups import DeleteGroupsHandler
 from strom.server.handlers.delete_records import DeleteRecordsHandler
+from strom.server.handlers.describe_client_quotas import DescribeClientQuotasHandler
 from strom.server.handlers.describe_cluster import DescribeClusterHandler
 from strom.server.handlers.describe_configs import DescribeConfigsHandler
 from strom.server.handlers.describe_groups import DescribeGroupsHandler
@@ -147,6 +150,7 @@ FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.error_response,
     ApiKey.DESCRIBE_QUORUM: describe_quorum.error_response,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.error_response,
+    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas.error_response,
 }
 """The admin APIs a broker forwards to the active controller, with each one's answer when the
 controller cannot be reached."""
@@ -326,6 +330,7 @@ class Broker:
                 ),
             ),
             DescribeUserScramCredentialsHandler(lambda: self.metadata.image),
+            DescribeClientQuotasHandler(lambda: self.metadata.image),
             DescribeLogDirsHandler(
                 self.log_manager,
                 data_dir=self.log_manager.data_dir,
@@ -359,6 +364,14 @@ class Broker:
             topic_config=self.topic_configs.topic_config,
         )
         sessions = FetchSessionCache(random=random.Random(), max_slots=DEFAULT_SESSION_CACHE_SLOTS)
+        self.client_quotas = BandwidthQuotas(
+            self.clock,
+            windows=self.config.get_int("quota.window.num"),
+            window_ms=self.config.get_int("quota.window.size.seconds") * 1000,
+        )
+        self.metadata.install_publisher(
+            lambda _delta, image: self.client_quotas.on_image(image.client_quotas)
+        )
         self.txn_coordinator = TxnCoordinatorRuntime(
             config=self.config,
             replica_manager=self.replica_manager,
@@ -374,8 +387,14 @@ class Broker:
             ProduceHandler(
                 replica_manager=self.replica_manager,
                 verify_txn=self.txn_coordinator.verify_produce,
+                quota=self.client_quotas.produce,
             ),
-            FetchHandler(replica_manager=self.replica_manager, sessions=sessions, clock=self.clock),
+            FetchHandler(
+                replica_manager=self.replica_manager,
+                sessions=sessions,
+                clock=self.clock,
+                quota=self.client_quotas.fetch,
+            ),
             ListOffsetsHandler(replica_manager=self.replica_manager),
             DeleteRecordsHandler(replica_manager=self.replica_manager),
             WriteTxnMarkersHandler(

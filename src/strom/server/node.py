@@ -58,6 +58,7 @@ from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_channel import ControllerChannel
 from strom.server.controller_server import ControllerServer
 from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
+from strom.server.handlers.alter_client_quotas import AlterClientQuotasHandler
 from strom.server.handlers.alter_configs import AlterConfigsHandler
 from strom.server.handlers.alter_partition import AlterPartitionHandler
 from strom.server.handlers.alter_user_scram_credentials import (
@@ -391,6 +392,7 @@ class Node:
             BrokerHeartbeatHandler(controller),
             AllocateProducerIdsHandler(controller),
             AlterUserScramCredentialsHandler(controller),
+            AlterClientQuotasHandler(controller),
             DescribeClusterHandler(
                 cluster_id=self.cluster_id,
                 controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,

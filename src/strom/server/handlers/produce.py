@@ -42,7 +42,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
-from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.primitive import i32, i64
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, TopicPartition
@@ -61,7 +61,9 @@ from strom.protocol.produce_response import (
     pack_produce_response,
     response_header_version,
 )
+from strom.server.client_quotas import ClientQuotaManager
 from strom.server.handlers._schema import build, response_module
+from strom.server.handlers.common import throttle_field
 from strom.server.handlers.registry import (
     NO_RESPONSE,
     CloseConnection,
@@ -82,7 +84,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ADMIN_CLIENT_ID: Final = "__admin_client"
-_NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
 _MAGIC_OFFSET: Final = 16
 _ATTRIBUTES_OFFSET: Final = 21
 
@@ -150,10 +151,13 @@ class ProduceHandler:
         *,
         replica_manager: ReplicaManager,
         verify_txn: TxnVerifier | None = None,
+        quota: ClientQuotaManager | None = None,
     ) -> None:
-        """``verify_txn``: the transaction coordinator's KIP-890 check (see the module docs)."""
+        """``verify_txn``: the transaction coordinator's KIP-890 check (see the module docs);
+        ``quota``: the producers' byte rate quotas."""
         self._replica_manager = replica_manager
         self._verify_txn = verify_txn
+        self._quota = quota
 
     async def handle(self, context: RequestContext) -> HandlerResult:
         body: Any = context.body
@@ -188,6 +192,11 @@ class ProduceHandler:
                 result.error.name.upper(),
                 result.message,
             )
+        throttle_ms = 0
+        quota = self._quota
+        if quota is not None and quota.enabled:
+            throttle_ms = quota.record(context.user, context.client_id, context.request.size)
+            context.throttle(throttle_ms)
         if acks == 0:
             if failed:
                 raise AcksZeroProduceError(
@@ -195,7 +204,7 @@ class ProduceHandler:
                     f"partition(s), first {failed[0][0]}: {failed[0][1].error.name.upper()}"
                 )
             return NO_RESPONSE
-        return respond(context.request.correlation_id, version, results)
+        return respond(context.request.correlation_id, version, results, throttle_ms)
 
     def _check(
         self, body: Any, version: int
@@ -279,17 +288,18 @@ def respond(
     correlation_id: int,
     version: int,
     results: list[tuple[TopicPartition, AppendResult]],
+    throttle_ms: int = 0,
 ) -> HandlerResult:
     """The response: packed from plain values (no kio objects) unless a partition has
     per-record errors or the packer declines, then kio's ``build_response``."""
     if any(result.record_errors for _, result in results):
-        return build_response(version, results)
+        return build_response(version, results, throttle_ms)
     topics = [
         (name, [partition for partition, _ in entries]) for name, entries in _answers(results)
     ]
-    body = pack_produce_response(version, topics)
+    body = pack_produce_response(version, topics, throttle_ms=throttle_ms)
     if body is None:
-        return build_response(version, results)
+        return build_response(version, results, throttle_ms)
     header_version = response_header_version(version)
     return Response.of(
         encode_response_header(correlation_id=correlation_id, version=header_version) + body
@@ -297,7 +307,7 @@ def respond(
 
 
 def build_response(
-    version: int, results: list[tuple[TopicPartition, AppendResult]]
+    version: int, results: list[tuple[TopicPartition, AppendResult]], throttle_ms: int = 0
 ) -> ResponsePayload:
     """The ProduceResponse of ``version`` as kio's objects."""
     schema = response_module(ApiKey.PRODUCE, version)
@@ -322,6 +332,6 @@ def build_response(
         for name, entries in _answers(results)
     ]
     response: ResponsePayload = build(
-        schema.ProduceResponse, responses=tuple(topics), throttle_time=_NO_THROTTLE
+        schema.ProduceResponse, responses=tuple(topics), throttle_time=throttle_field(throttle_ms)
     )
     return response

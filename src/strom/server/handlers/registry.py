@@ -13,7 +13,7 @@ right header), a pre-encoded ``Response`` (when the body holds file regions, as 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol, TypeAlias
@@ -59,6 +59,10 @@ class CloseConnection(Exception):
 HandlerResult: TypeAlias = ResponsePayload | Response | NoResponse
 
 
+def _not_throttled(throttle_ms: int) -> None:
+    """Requests made without a connection are not muted."""
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """One decoded request and where it came from (Kafka's ``RequestContext``)."""
@@ -72,6 +76,18 @@ class RequestContext:
     """The listener the request came in on: brokers are described by their endpoint on it."""
     principal: KafkaPrincipal = ANONYMOUS
     """Who sent it: the SASL user, the TLS client certificate's mapped subject, or ANONYMOUS."""
+    throttle: Callable[[int], None] = _not_throttled
+    """Mutes the client's connection for that many ms (KIP-219): a handler whose answer
+    carries a quota's throttle time calls it."""
+
+    @property
+    def user(self) -> str:
+        """The principal's name, as quotas name users."""
+        return self.principal.name
+
+    @property
+    def client_id(self) -> str:
+        return self.request.header.client_id or ""
 
     @property
     def header(self) -> RequestHeader:

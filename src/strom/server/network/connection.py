@@ -96,6 +96,8 @@ class Connection(asyncio.Protocol):
         self._input_closed = False
         self._broken = False
         self._reading_paused = False
+        self._unmute: asyncio.TimerHandle | None = None
+        """Set while the connection is muted for a quota's throttle time."""
         self._transport: asyncio.Transport | None = None
         self._writer: FrameWriter | None = None
         self._write_task: asyncio.Task[None] | None = None
@@ -226,6 +228,7 @@ class Connection(asyncio.Protocol):
             connection_id=self.connection_id,
             listener_name=self._listener_name,
             principal=self.principal,
+            throttle=self.mute,
         )
 
     def _start(self, work: Coroutine[Any, Any, Response | None], context: RequestContext) -> None:
@@ -323,6 +326,24 @@ class Connection(asyncio.Protocol):
         finally:
             self._work = None
 
+    def mute(self, throttle_ms: int) -> None:
+        """Read nothing more from the client for ``throttle_ms`` (KIP-219: its answer carries
+        the throttle time and it is answered at once; a longer mute wins)."""
+        if throttle_ms <= 0 or self._input_closed:
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + throttle_ms / 1000
+        if self._unmute is not None:
+            if self._unmute.when() >= until:
+                return
+            self._unmute.cancel()
+        self._unmute = loop.call_at(until, self._end_mute)
+        self._apply_backpressure()
+
+    def _end_mute(self) -> None:
+        self._unmute = None
+        self._apply_backpressure()
+
     def _fail(self, reason: str) -> None:
         log.warning("closing connection from %s: %s", self.client_address, reason)
         self._broken = True
@@ -334,6 +355,9 @@ class Connection(asyncio.Protocol):
         if self._input_closed:
             return
         self._input_closed = True
+        if self._unmute is not None:
+            self._unmute.cancel()
+            self._unmute = None
         if self._transport is not None and not self._transport.is_closing():
             self._transport.pause_reading()
         _wake(self._work)
@@ -341,11 +365,11 @@ class Connection(asyncio.Protocol):
     def _apply_backpressure(self) -> None:
         if self._input_closed or self._transport is None:
             return
-        full = len(self._in_flight) >= self._settings.max_in_flight
-        if full and not self._reading_paused:
+        pause = len(self._in_flight) >= self._settings.max_in_flight or self._unmute is not None
+        if pause and not self._reading_paused:
             self._transport.pause_reading()
             self._reading_paused = True
-        elif not full and self._reading_paused:
+        elif not pause and self._reading_paused:
             self._transport.resume_reading()
             self._reading_paused = False
 
