@@ -117,6 +117,7 @@ from strom.server.log_configs import TopicConfigResolver
 from strom.server.log_publisher import LogPublisher
 from strom.server.metadata_view import MetadataWaiter
 from strom.server.network.connection import ConnectionSettings
+from strom.server.network.connection_quotas import ConnectionQuotas, connection_limits
 from strom.server.network.faults import Faults
 from strom.server.network.listener import HostPort, Listener, ListenerSecurity
 from strom.server.node_config import NodeConfig
@@ -221,6 +222,12 @@ class Broker:
         )
         self._listeners: list[Listener] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self.client_quotas = BandwidthQuotas(
+            self.clock,
+            windows=self.config.get_int("quota.window.num"),
+            window_ms=self.config.get_int("quota.window.size.seconds") * 1000,
+        )
+        """Producers' and consumers' byte rate quotas (the metadata image's client quotas)."""
 
     @property
     def broker_epoch(self) -> int:
@@ -364,11 +371,6 @@ class Broker:
             topic_config=self.topic_configs.topic_config,
         )
         sessions = FetchSessionCache(random=random.Random(), max_slots=DEFAULT_SESSION_CACHE_SLOTS)
-        self.client_quotas = BandwidthQuotas(
-            self.clock,
-            windows=self.config.get_int("quota.window.num"),
-            window_ms=self.config.get_int("quota.window.size.seconds") * 1000,
-        )
         self.metadata.install_publisher(
             lambda _delta, image: self.client_quotas.on_image(image.client_quotas)
         )
@@ -387,7 +389,6 @@ class Broker:
             ProduceHandler(
                 replica_manager=self.replica_manager,
                 verify_txn=self.txn_coordinator.verify_produce,
-                quota=self.client_quotas.produce,
             ),
             FetchHandler(
                 replica_manager=self.replica_manager,
@@ -534,9 +535,20 @@ class Broker:
         """Take every broker listener's address (OSError when one is in use) before anything
         else starts; connections are accepted once :meth:`start` has the handlers ready."""
         settings = ConnectionSettings(
-            max_request_size=self.config.get_int("socket.request.max.bytes")
+            max_request_size=self.config.get_int("socket.request.max.bytes"),
+            failed_authentication_delay_ms=self.config.get_int(
+                "connection.failed.authentication.delay.ms"
+            ),
         )
-        for config in self.parts.node.broker_listeners:
+        listeners = self.parts.node.broker_listeners
+        connection_quotas = ConnectionQuotas(
+            connection_limits(
+                self.config,
+                [listener.name for listener in listeners],
+                self.parts.node.inter_broker_listener_name,
+            )
+        )
+        for config in listeners:
             listener = Listener(
                 name=config.name,
                 address=config.address,
@@ -544,6 +556,8 @@ class Broker:
                 settings=settings,
                 faults=self.parts.faults,
                 security=self.parts.security.get(config.name, ListenerSecurity()),
+                client_quotas=self.client_quotas,
+                connection_quotas=connection_quotas,
             )
             await listener.bind()
             self._listeners.append(listener)

@@ -61,7 +61,6 @@ from strom.protocol.produce_response import (
     pack_produce_response,
     response_header_version,
 )
-from strom.server.client_quotas import ClientQuotaManager
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.common import throttle_field
 from strom.server.handlers.registry import (
@@ -151,13 +150,10 @@ class ProduceHandler:
         *,
         replica_manager: ReplicaManager,
         verify_txn: TxnVerifier | None = None,
-        quota: ClientQuotaManager | None = None,
     ) -> None:
-        """``verify_txn``: the transaction coordinator's KIP-890 check (see the module docs);
-        ``quota``: the producers' byte rate quotas."""
+        """``verify_txn``: the transaction coordinator's KIP-890 check (see the module docs)."""
         self._replica_manager = replica_manager
         self._verify_txn = verify_txn
-        self._quota = quota
 
     async def handle(self, context: RequestContext) -> HandlerResult:
         body: Any = context.body
@@ -192,11 +188,6 @@ class ProduceHandler:
                 result.error.name.upper(),
                 result.message,
             )
-        throttle_ms = 0
-        quota = self._quota
-        if quota is not None and quota.enabled:
-            throttle_ms = quota.record(context.user, context.client_id, context.request.size)
-            context.throttle(throttle_ms)
         if acks == 0:
             if failed:
                 raise AcksZeroProduceError(
@@ -204,7 +195,8 @@ class ProduceHandler:
                     f"partition(s), first {failed[0][0]}: {failed[0][1].error.name.upper()}"
                 )
             return NO_RESPONSE
-        return respond(context.request.correlation_id, version, results, throttle_ms)
+        # the connection counted the producer's quota and muted itself as it read the request
+        return respond(context.request.correlation_id, version, results, context.throttle_ms)
 
     def _check(
         self, body: Any, version: int

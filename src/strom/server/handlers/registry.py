@@ -79,6 +79,8 @@ class RequestContext:
     throttle: Callable[[int], None] = _not_throttled
     """Mutes the client's connection for that many ms (KIP-219): a handler whose answer
     carries a quota's throttle time calls it."""
+    throttle_ms: int = 0
+    """The throttle time the connection gave the request as it read it (Produce)."""
 
     @property
     def user(self) -> str:
