@@ -82,4 +82,3 @@ def test_read_and_write_over_sasl_ssl(spark: SparkSession, secured: Broker) -> N
     finally:
         consumer.close()
     assert sorted(got) == [b"ONE", b"THREE", b"TWO"]
-
