@@ -9,8 +9,8 @@ An entity is a user, a client id, or both (``--user``/``--client``); ``--entity-
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import f64, i8
 
 from strom.cli.client_common import ClientConfig, CliError
-from strom.client.blocking import BrokerConnection, parse_servers
+from strom.cli.quorum_client import connect
+from strom.client.blocking import BrokerConnection
 from strom.client.security import ClientSecurity
 
 __all__ = ["QuotaEntity", "alter_quotas", "describe_quotas", "quota_entity_of"]
@@ -110,29 +111,16 @@ def _security(settings: Mapping[str, Any]) -> ClientSecurity:
     )
 
 
-@contextmanager
 def _connect(
     bootstrap_server: str | None, command_config: Path | None
-) -> Iterator[BrokerConnection]:
+) -> AbstractContextManager[BrokerConnection]:
+    """A connection to the cluster with the ``--command-config`` security settings."""
     config = ClientConfig.build(bootstrap_server=bootstrap_server, command_config=command_config)
-    try:
-        addresses = parse_servers(config.bootstrap_servers)
-    except ValueError as error:
-        raise CliError(str(error)) from None
-    security = _security(config.settings)
-    failures = []
-    for host, port in addresses:
-        try:
-            connection = BrokerConnection(
-                host, port, timeout=config.connect_timeout_s + 30, security=security
-            )
-        except OSError as error:
-            failures.append(f"{host}:{port} ({error.strerror or error})")
-            continue
-        with connection:
-            yield connection
-        return
-    raise CliError(f"cannot reach {', '.join(failures)}; is the server running?")
+    return connect(
+        config.bootstrap_servers,
+        timeout=config.connect_timeout_s + 30,
+        security=_security(config.settings),
+    )
 
 
 def _check(code: int, message: str | None, action: str) -> None:
