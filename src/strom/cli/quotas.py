@@ -8,7 +8,6 @@ An entity is a user, a client id, or both (``--user``/``--client``); ``--entity-
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -31,7 +30,7 @@ from kio.static.primitive import f64, i8
 from strom.cli.client_common import ClientConfig, CliError
 from strom.cli.quorum_client import connect
 from strom.client.blocking import BrokerConnection
-from strom.client.security import ClientSecurity
+from strom.client.security import librdkafka_security
 
 __all__ = ["QuotaEntity", "alter_quotas", "describe_quotas", "quota_entity_of"]
 
@@ -91,26 +90,6 @@ def alter_label(entity: QuotaEntity) -> str:
     )
 
 
-def _security(settings: Mapping[str, Any]) -> ClientSecurity:
-    """TLS and SASL from librdkafka settings (``--command-config``)."""
-    protocol = str(settings.get("security.protocol", "PLAINTEXT")).upper()
-    context = None
-    if protocol in ("SSL", "SASL_SSL"):
-        context = ssl.create_default_context(cafile=settings.get("ssl.ca.location"))
-        if settings.get("ssl.certificate.location"):
-            context.load_cert_chain(
-                settings["ssl.certificate.location"], settings.get("ssl.key.location")
-            )
-    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
-        return ClientSecurity(ssl_context=context)
-    return ClientSecurity(
-        context,
-        str(settings.get("sasl.mechanism", "PLAIN")).upper(),
-        str(settings.get("sasl.username", "")),
-        str(settings.get("sasl.password", "")),
-    )
-
-
 def _connect(
     bootstrap_server: str | None, command_config: Path | None
 ) -> AbstractContextManager[BrokerConnection]:
@@ -119,7 +98,7 @@ def _connect(
     return connect(
         config.bootstrap_servers,
         timeout=config.connect_timeout_s + 30,
-        security=_security(config.settings),
+        security=librdkafka_security(config.settings),
     )
 
 

@@ -381,12 +381,6 @@ def _check_exactly_once(client: Mapping[str, str]) -> None:
         )
     if client.get("acks", "all").strip().lower() not in ("all", "-1"):
         raise OptionError("exactlyOnce needs 'kafka.acks' = all")
-    protocol = client.get("security.protocol", "plaintext").strip().lower()
-    if protocol != "plaintext":
-        raise OptionError(
-            "exactlyOnce supports PLAINTEXT listeners only: the driver commits the "
-            f"transactions itself and cannot speak 'kafka.security.protocol'={protocol!r}"
-        )
 
 
 def parse_write_options(raw: Mapping[str, str]) -> WriteOptions:

@@ -1,10 +1,12 @@
 """The Spark source and sink over SASL_SSL (SCRAM-SHA-512), with the ``kafka.`` options a
 Spark user of Kafka writes: ``kafka.security.protocol``, ``kafka.sasl.mechanism``,
-``kafka.sasl.jaas.config`` and a PEM truststore (``kafka.ssl.truststore.*``)."""
+``kafka.sasl.jaas.config`` and a PEM truststore (``kafka.ssl.truststore.*``); a batch copy,
+and an exactly-once streaming copy (whose driver ends the transactions over the same options)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -48,14 +50,38 @@ def create_topic(broker: Broker, name: str) -> str:
     return name
 
 
+def read_back(broker: Broker, topic: str, count: int) -> list[bytes]:
+    """``count`` values of ``topic`` as a read_committed consumer sees them."""
+    consumer = Consumer(
+        {**broker.consumer_config(), "group.id": topic, "auto.offset.reset": "earliest",
+         "isolation.level": "read_committed"}
+    )  # fmt: skip
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    try:
+        for _ in range(100):
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                got.append(message.value() or b"")
+            if len(got) == count:
+                break
+    finally:
+        consumer.close()
+    return sorted(got)
+
+
+def fill(broker: Broker, topic: str) -> None:
+    producer = Producer(broker.producer_config())
+    for value in (b"one", b"two", b"three"):
+        producer.produce(topic, value)
+    assert producer.flush(15) == 0
+
+
 def test_read_and_write_over_sasl_ssl(spark: SparkSession, secured: Broker) -> None:
     assert secured.security is not None
     source = create_topic(secured, "spark-secured-in")
     sink = create_topic(secured, "spark-secured-out")
-    producer = Producer(secured.producer_config())
-    for value in (b"one", b"two", b"three"):
-        producer.produce(source, value)
-    assert producer.flush(15) == 0
+    fill(secured, source)
 
     options = spark_options(secured)
     read = (
@@ -67,18 +93,33 @@ def test_read_and_write_over_sasl_ssl(spark: SparkSession, secured: Broker) -> N
     )
     read.write.format("strom").options(**options).option("topic", sink).mode("append").save()
 
-    consumer = Consumer(
-        {**secured.consumer_config(), "group.id": "check", "auto.offset.reset": "earliest"}
+    assert read_back(secured, sink, 3) == [b"ONE", b"THREE", b"TWO"]
+
+
+def test_exactly_once_streaming_over_sasl_ssl(
+    spark: SparkSession, secured: Broker, tmp_path: Path
+) -> None:
+    source = create_topic(secured, "spark-secured-eos-in")
+    sink = create_topic(secured, "spark-secured-eos-out")
+    fill(secured, source)
+    options = spark_options(secured)
+    stream = (
+        spark.readStream.format("strom")
+        .options(**options)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .load()
+        .selectExpr("value")
     )
-    consumer.subscribe([sink])
-    got: list[bytes] = []
-    try:
-        for _ in range(100):
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                got.append(message.value() or b"")
-            if len(got) == 3:
-                break
-    finally:
-        consumer.close()
-    assert sorted(got) == [b"ONE", b"THREE", b"TWO"]
+    query = (
+        stream.writeStream.format("strom")
+        .options(**options)
+        .option("topic", sink)
+        .option("exactlyOnce", "true")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    assert read_back(secured, sink, 3) == [b"one", b"three", b"two"]
