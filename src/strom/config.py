@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Final, TypeVar
 
+from strom.config_catalogued import ACTED_ON_AS_CATALOGUED, DEFINED_NOT_ACTED_ON
 from strom.config_types import (
     INT_MAX,
     LONG_MAX,
@@ -27,7 +28,7 @@ from strom.config_types import (
     one_of,
 )
 from strom.kafka_settings import KAFKA_SETTINGS
-from strom.security_settings import ACTED_ON_AS_CATALOGUED, AUTHORIZER_SETTINGS
+from strom.security_settings import AUTHORIZER_SETTINGS
 
 __all__ = [
     "RECORDED_ONLY",
@@ -758,24 +759,10 @@ TOPIC_SETTINGS: Final[Mapping[str, TopicSetting]] = {
 }
 """Every topic setting: strom's own, then the rest of Kafka's catalog (recorded only)."""
 
-_DEFINED_NOT_ACTED_ON: Final = frozenset(
-    {
-        "controller.quorum.append.linger.ms",
-        "log.message.timestamp.after.max.ms",
-        "log.message.timestamp.before.max.ms",
-        "message.timestamp.after.max.ms",
-        "message.timestamp.before.max.ms",
-        "metadata.log.segment.bytes",
-        "metadata.max.idle.interval.ms",
-        "num.io.threads",
-        "num.network.threads",
-    }
-)
-
 RECORDED_ONLY: Final[frozenset[str]] = frozenset(
     (KAFKA_SETTINGS.broker.keys() - _STROM_SERVER_SETTINGS.keys() - ACTED_ON_AS_CATALOGUED)
     | (KAFKA_SETTINGS.topic.keys() - _STROM_TOPIC_SETTINGS.keys())
-    | _DEFINED_NOT_ACTED_ON
+    | DEFINED_NOT_ACTED_ON
 )
 """Kafka's settings strom accepts, validates, stores and describes, and does not act on
 (docs/broker.md lists them)."""

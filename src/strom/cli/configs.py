@@ -1,4 +1,5 @@
-"""``strom configs describe|alter``: the settings of a topic or a broker (kafka-configs.sh).
+"""``strom configs describe|alter``: the settings of a topic or a broker, and client quotas of
+users and client ids (kafka-configs.sh; the quotas are :mod:`strom.cli.quotas`).
 
 ``describe`` lists every setting with its value and where the value comes from; ``alter`` sets
 and deletes settings with IncrementalAlterConfigs, so the settings it does not name keep their
@@ -32,6 +33,13 @@ from strom.cli.client_common import (
     failure,
     handle_errors,
     output_console,
+)
+from strom.cli.quotas import (
+    alter_label,
+    alter_quotas,
+    describe_quotas,
+    quota_entity_of,
+    quota_options,
 )
 
 __all__ = [
@@ -194,18 +202,27 @@ def _check_broker(entity_type: str, name: str, metadata: Any) -> None:
 
 
 def _entity_options(func: Any) -> Any:
+    func = quota_options(func)
     func = click.option(
         "--entity-name",
-        required=True,
         metavar="NAME",
-        help="The topic name, or the broker id.",
+        help="The topic name, the broker id, the user or the client id.",
     )(func)
     return click.option(
         "--entity-type",
-        required=True,
-        type=click.Choice(sorted(ENTITY_TYPES)),
+        type=click.Choice(sorted([*ENTITY_TYPES, "users", "clients"])),
         help="What to configure.",
     )(func)
+
+
+def _quota_entity(options: Mapping[str, Any]) -> Any:
+    """The quota entity the options name, or None after checking they name a topic or broker."""
+    entity = quota_entity_of(**options)
+    if entity is None and options["entity_type"] is None:
+        raise click.UsageError("Missing option '--entity-type' (or --user, --client).")
+    if entity is None and options["entity_name"] is None:
+        raise click.UsageError("Missing option '--entity-name'.")
+    return entity
 
 
 @click.group("configs", cls=ClientGroup)
@@ -225,12 +242,13 @@ def configs() -> None:
 @handle_errors
 def describe(
     *,
-    entity_type: str,
-    entity_name: str,
+    entity_type: str | None,
+    entity_name: str | None,
     dynamic_only: bool,
     all_: bool,
     bootstrap_server: str | None,
     command_config: Path | None,
+    **quota: Any,
 ) -> None:
     """List every setting of a topic or broker: name, value and source.
 
@@ -241,7 +259,17 @@ def describe(
     Examples:
       strom configs describe --entity-type topics --entity-name orders
       strom configs describe --entity-type brokers --entity-name 1 --dynamic-only
+      strom configs describe --entity-type users --entity-name alice
+      strom configs describe --user alice --client-defaults
     """
+    entity = _quota_entity(dict(quota, entity_type=entity_type, entity_name=entity_name))
+    if entity is not None:
+        for line in describe_quotas(
+            entity, bootstrap_server=bootstrap_server, command_config=command_config
+        ):
+            click.echo(line)
+        return
+    assert entity_type is not None and entity_name is not None  # _quota_entity checked
     name = _resource_name(entity_type, entity_name)
     admin, metadata = connect_admin(
         bootstrap_server=bootstrap_server, command_config=command_config
@@ -280,12 +308,13 @@ def describe(
 @handle_errors
 def alter(
     *,
-    entity_type: str,
-    entity_name: str,
+    entity_type: str | None,
+    entity_name: str | None,
     add_configs: tuple[str, ...],
     delete_configs: tuple[str, ...],
     bootstrap_server: str | None,
     command_config: Path | None,
+    **quota: Any,
 ) -> None:
     """Set or remove settings of a topic or broker; the others keep their values.
 
@@ -294,8 +323,11 @@ def alter(
       strom configs alter --entity-type topics --entity-name orders \\
           --add-config retention.ms=86400000,cleanup.policy=[compact,delete]
       strom configs alter --entity-type topics --entity-name orders --delete-config retention.ms
+      strom configs alter --entity-type users --entity-name alice \\
+          --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152
+      strom configs alter --entity-type clients --entity-default --add-config request_percentage=50
     """
-    name = _resource_name(entity_type, entity_name)
+    entity = _quota_entity(dict(quota, entity_type=entity_type, entity_name=entity_name))
     to_set: dict[str, str] = {}
     for text in add_configs:
         to_set.update(parse_config_list(text, option="'--add-config'"))
@@ -303,6 +335,18 @@ def alter(
     if not to_set and not to_delete:
         raise click.UsageError("nothing to change: give --add-config or --delete-config")
     check_conflicts(to_set, to_delete)
+    if entity is not None:
+        alter_quotas(
+            entity,
+            set_quotas=to_set,
+            delete_quotas=to_delete,
+            bootstrap_server=bootstrap_server,
+            command_config=command_config,
+        )
+        click.echo(f"Completed updating config for {alter_label(entity)}.")
+        return
+    assert entity_type is not None and entity_name is not None  # _quota_entity checked
+    name = _resource_name(entity_type, entity_name)
     admin, metadata = connect_admin(
         bootstrap_server=bootstrap_server, command_config=command_config
     )

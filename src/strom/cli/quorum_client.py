@@ -19,6 +19,7 @@ from kio.static.primitive import i8, i32
 
 from strom.cli.client_common import CliError
 from strom.client.blocking import BrokerConnection, parse_servers
+from strom.client.security import PLAINTEXT, ClientSecurity
 
 __all__ = [
     "BROKERS",
@@ -35,7 +36,9 @@ CONTROLLERS = 2
 
 
 @contextmanager
-def connect(servers: str, *, timeout: float = 10.0) -> Iterator[BrokerConnection]:
+def connect(
+    servers: str, *, timeout: float = 10.0, security: ClientSecurity = PLAINTEXT
+) -> Iterator[BrokerConnection]:
     """A connection to the first of ``servers`` that accepts one (else ``CliError``)."""
     try:
         addresses = parse_servers(servers)
@@ -44,7 +47,9 @@ def connect(servers: str, *, timeout: float = 10.0) -> Iterator[BrokerConnection
     failures: list[str] = []
     for host, port in addresses:
         try:
-            connection = BrokerConnection(host, port, timeout=timeout, client_id="strom-cli")
+            connection = BrokerConnection(
+                host, port, timeout=timeout, client_id="strom-cli", security=security
+            )
         except OSError as error:
             failures.append(f"{host}:{port} ({error.strerror or error})")
             continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,14 @@ from kio.static.protocol import RequestPayload
 from strom.security.oauthbearer import OAUTHBEARER, oauthbearer_message, unsecured_token
 from strom.security.scram import ScramClient, ScramMechanism
 
-__all__ = ["PLAINTEXT", "AuthenticationFailed", "ClientSecurity", "SaslExchange", "sasl_exchange"]
+__all__ = [
+    "PLAINTEXT",
+    "AuthenticationFailed",
+    "ClientSecurity",
+    "SaslExchange",
+    "librdkafka_security",
+    "sasl_exchange",
+]
 
 
 class AuthenticationFailed(ConnectionError):
@@ -52,6 +59,33 @@ class ClientSecurity:
 
 
 PLAINTEXT = ClientSecurity()
+
+
+def librdkafka_security(settings: Mapping[str, Any]) -> ClientSecurity:
+    """The security of librdkafka settings (``security.protocol``, ``ssl.ca.location`` or
+    ``ssl.ca.pem``, ``ssl.certificate.location`` and ``ssl.key.location``,
+    ``ssl.endpoint.identification.algorithm``, ``sasl.mechanism``, ``sasl.username``,
+    ``sasl.password``), for strom's own clients beside a librdkafka one."""
+    protocol = str(settings.get("security.protocol", "PLAINTEXT")).upper()
+    context = None
+    if protocol in ("SSL", "SASL_SSL"):
+        context = ssl.create_default_context(
+            cafile=settings.get("ssl.ca.location"), cadata=settings.get("ssl.ca.pem")
+        )
+        if str(settings.get("ssl.endpoint.identification.algorithm", "https")).lower() == "none":
+            context.check_hostname = False
+        if settings.get("ssl.certificate.location"):
+            context.load_cert_chain(
+                settings["ssl.certificate.location"], settings.get("ssl.key.location")
+            )
+    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return ClientSecurity(ssl_context=context)
+    return ClientSecurity(
+        context,
+        str(settings.get("sasl.mechanism", "PLAIN")).upper(),
+        str(settings.get("sasl.username", "")),
+        str(settings.get("sasl.password", "")),
+    )
 
 
 def _check(response: Any, step: str) -> bytes:

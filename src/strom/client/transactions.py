@@ -22,6 +22,7 @@ from kio.schema.types import ProducerId, TransactionalId
 from kio.static.primitive import i8, i16
 
 from strom.client.blocking import BrokerConnection, parse_servers
+from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.common import ErrorCode, KafkaError
 from strom.protocol.lenient import DescribeTransactionsResponse
 
@@ -55,8 +56,14 @@ class TransactionClient:
     """Blocking DescribeTransactions and EndTxn against a cluster; ``close()`` when done."""
 
     def __init__(
-        self, bootstrap_servers: str, *, timeout_ms: int, client_id: str = "strom"
+        self,
+        bootstrap_servers: str,
+        *,
+        timeout_ms: int,
+        client_id: str = "strom",
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
+        self._security = security
         self._servers = parse_servers(bootstrap_servers)
         self._timeout = timeout_ms / 1000
         self._client_id = client_id
@@ -152,7 +159,9 @@ class TransactionClient:
         raise last or OSError("no broker to ask")
 
     def _connect(self, host: str, port: int) -> BrokerConnection:
-        return BrokerConnection(host, port, timeout=self._timeout, client_id=self._client_id)
+        return BrokerConnection(
+            host, port, timeout=self._timeout, client_id=self._client_id, security=self._security
+        )
 
 
 def _check(code: ErrorCode, what: str) -> None:

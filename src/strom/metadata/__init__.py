@@ -4,6 +4,12 @@ See NOTES.md beside this file for the invariants.
 """
 
 from strom.metadata.acls import AclsDelta, AclsImage
+from strom.metadata.client_quotas import (
+    ClientQuotaEntity,
+    ClientQuotasDelta,
+    ClientQuotasImage,
+    quota_entity,
+)
 from strom.metadata.delta import (
     ClusterDelta,
     ConfigResourceDelta,
@@ -49,8 +55,10 @@ from strom.metadata.records import (
     BrokerEndpoint,
     BrokerFeature,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     ConfigResourceType,
+    EntityData,
     FeatureLevelRecord,
     FenceBrokerRecord,
     FencingChange,
@@ -86,6 +94,10 @@ __all__ = [
     "BrokerFeature",
     "BrokerRegistration",
     "BrokerRegistrationChangeRecord",
+    "ClientQuotaEntity",
+    "ClientQuotaRecord",
+    "ClientQuotasDelta",
+    "ClientQuotasImage",
     "ClusterDelta",
     "ClusterImage",
     "ConfigRecord",
@@ -95,6 +107,7 @@ __all__ = [
     "ConfigurationsDelta",
     "ConfigurationsImage",
     "EncodedBatch",
+    "EntityData",
     "FeatureLevelRecord",
     "FeaturesDelta",
     "FeaturesImage",
@@ -138,4 +151,5 @@ __all__ = [
     "append_records",
     "decode_record",
     "encode_record",
+    "quota_entity",
 ]

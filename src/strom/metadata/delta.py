@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from strom.metadata.acls import AclsDelta, MetadataAclError
+from strom.metadata.client_quotas import ClientQuotasDelta
 from strom.metadata.image import (
     BrokerRegistration,
     ClusterImage,
@@ -36,6 +37,7 @@ from strom.metadata.image import (
 from strom.metadata.records import (
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     ConfigResourceType,
     FeatureLevelRecord,
@@ -465,6 +467,7 @@ class MetadataDelta:
         self.producer_ids_delta = ProducerIdsDelta(image.producer_ids)
         self.scram_delta = ScramDelta(image.scram)
         self.acls_delta = AclsDelta(image.acls)
+        self.client_quotas_delta = ClientQuotasDelta(image.client_quotas)
 
     @property
     def has_changes(self) -> bool:
@@ -476,6 +479,7 @@ class MetadataDelta:
             or self.producer_ids_delta.has_changes
             or self.scram_delta.has_changes
             or self.acls_delta.has_changes
+            or self.client_quotas_delta.has_changes
         )
 
     def replay(self, record: MetadataRecord) -> None:
@@ -509,6 +513,8 @@ class MetadataDelta:
                 self.scram_delta.replay_remove(record)
             case AccessControlEntryRecord() | RemoveAccessControlEntryRecord():
                 self._replay_acl(record)
+            case ClientQuotaRecord():
+                self.client_quotas_delta.replay(record)
             case NoOpRecord():
                 pass
             case _:  # pragma: no cover - the union above is exhaustive
@@ -536,4 +542,5 @@ class MetadataDelta:
             producer_ids=self.producer_ids_delta.apply(),
             scram=self.scram_delta.apply(),
             acls=self.acls_delta.apply(),
+            client_quotas=self.client_quotas_delta.apply(),
         )

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from strom.common import TopicPartition
 from strom.metadata.acls import AclsImage
+from strom.metadata.client_quotas import ClientQuotasImage
 from strom.metadata.records import (
     METADATA_VERSION_FEATURE,
     NO_LEADER,
@@ -427,6 +428,7 @@ class MetadataImage:
     producer_ids: ProducerIdsImage = ProducerIdsImage()
     scram: ScramImage = ScramImage()
     acls: AclsImage = field(default_factory=AclsImage)
+    client_quotas: ClientQuotasImage = field(default_factory=ClientQuotasImage)
 
     @classmethod
     def empty(cls) -> MetadataImage:
@@ -462,6 +464,7 @@ class MetadataImage:
         yield from self.producer_ids.records()
         yield from self.scram.records()
         yield from self.acls.records()
+        yield from self.client_quotas.records()
 
 
 _EMPTY = MetadataImage()

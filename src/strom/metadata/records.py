@@ -24,6 +24,7 @@ from typing import Final
 from strom.protocol.schema import (
     BOOL,
     BYTES,
+    FLOAT64,
     INT8,
     INT16,
     INT32,
@@ -50,8 +51,10 @@ __all__ = [
     "BrokerEndpoint",
     "BrokerFeature",
     "BrokerRegistrationChangeRecord",
+    "ClientQuotaRecord",
     "ConfigRecord",
     "ConfigResourceType",
+    "EntityData",
     "FeatureLevelRecord",
     "FenceBrokerRecord",
     "FencingChange",
@@ -306,6 +309,24 @@ class RemoveAccessControlEntryRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class EntityData:
+    """One part of a quota entity: ``user`` or ``client-id``, and a name (None: the default)."""
+
+    entity_type: str
+    entity_name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientQuotaRecord:
+    """Sets (or, with ``remove``, removes) one quota of one entity."""
+
+    entity: tuple[EntityData, ...]
+    key: str
+    value: float
+    remove: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class NoOpRecord:
     """Advances the log (and the high watermark) without changing anything."""
 
@@ -327,6 +348,7 @@ MetadataRecord = (
     | RemoveUserScramCredentialRecord
     | AccessControlEntryRecord
     | RemoveAccessControlEntryRecord
+    | ClientQuotaRecord
     | NoOpRecord
 )
 
@@ -368,6 +390,10 @@ _FEATURE = StructType(
             Field("max_supported_version", INT16),
         ],
     )
+)
+
+_ENTITY_DATA = StructType(
+    StructSchema(EntityData, [Field("entity_type", STRING), Field("entity_name", NULLABLE_STRING)])
 )
 
 _RECORD_TYPES: Final = (
@@ -452,6 +478,15 @@ _RECORD_TYPES: Final = (
         Field("iterations", INT32),
     ),
     _record_type(12, 0, FeatureLevelRecord, Field("name", STRING), Field("feature_level", INT16)),
+    _record_type(
+        14,
+        0,
+        ClientQuotaRecord,
+        Field("entity", ArrayType(_ENTITY_DATA)),
+        Field("key", STRING),
+        Field("value", FLOAT64),
+        Field("remove", BOOL),
+    ),
     _record_type(
         15,
         0,

@@ -368,6 +368,8 @@ class Request:
     empty ApiVersions v0 request and the answer must be v0 with UNSUPPORTED_VERSION."""
     trailing_bytes: int = 0
     """Bytes after the body, ignored as Kafka ignores them (librdkafka sends some)."""
+    size: int = 0
+    """The frame's size in bytes (what a producer's quota counts)."""
 
     @property
     def api_key(self) -> ApiKey:
@@ -444,7 +446,9 @@ def decode_request(frame: BytesLike, *, versions: Mapping[ApiKey, VersionRange])
         ) from error
     # Bytes after the body are ignored, as Kafka's RequestContext.parseRequest ignores them:
     # librdkafka's all-topics Metadata request (v9+) carries three stray bytes after its body.
-    return Request(header=header, body=body, trailing_bytes=len(frame) - offset - size)
+    return Request(
+        header=header, body=body, trailing_bytes=len(frame) - offset - size, size=len(frame)
+    )
 
 
 def encode_response(*, correlation_id: int, body: ResponsePayload) -> bytes:

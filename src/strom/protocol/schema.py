@@ -27,6 +27,7 @@ from typing import Any, Final, Protocol
 __all__ = [
     "BOOL",
     "BYTES",
+    "FLOAT64",
     "INT8",
     "INT16",
     "INT32",
@@ -55,6 +56,7 @@ _MAX_UVARINT_BYTES: Final = 5
 _MAX_UVARINT: Final = 2**32 - 1
 _INT16: Final = struct.Struct(">h")
 _INT32: Final = struct.Struct(">i")
+_FLOAT64: Final = struct.Struct(">d")
 
 
 class SchemaError(ValueError):
@@ -223,7 +225,22 @@ class _BytesType:
         return bytes(reader.take(length))
 
 
+@dataclass(frozen=True, slots=True)
+class _Float64Type:
+    name: str = "float64"
+
+    def write(self, out: bytearray, value: Any, version: int, flexible: bool) -> None:
+        if isinstance(value, bool) or not isinstance(value, float | int):
+            raise SchemaError(f"expected a number, got {value!r}")
+        out += _FLOAT64.pack(value)
+
+    def read(self, reader: ByteReader, version: int, flexible: bool) -> float:
+        value: float = _FLOAT64.unpack(reader.take(8))[0]
+        return value
+
+
 BOOL: Final = _BoolType()
+FLOAT64: Final = _Float64Type()
 UUID: Final = _UuidType()
 BYTES: Final = _BytesType()
 

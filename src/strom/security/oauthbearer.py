@@ -18,14 +18,18 @@ import binascii
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from strom.security.sasl import SaslAuthenticationError
 
 __all__ = [
     "OAUTHBEARER",
+    "InvalidToken",
     "OAuthBearerServer",
+    "TokenValidator",
     "UnsecuredValidator",
+    "ValidToken",
+    "decode_part",
     "oauthbearer_message",
     "unsecured_token",
 ]
@@ -49,7 +53,7 @@ class ValidToken:
     expiry_ms: int
 
 
-def _decode_part(text: str) -> dict[str, Any]:
+def decode_part(text: str) -> dict[str, Any]:
     try:
         value = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
     except (binascii.Error, ValueError) as error:
@@ -57,6 +61,13 @@ def _decode_part(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidToken("a JWT part is not a JSON object")
     return value
+
+
+class TokenValidator(Protocol):
+    """Checks a token: unsecured JWTs (:class:`UnsecuredValidator`) or signed ones
+    (``strom.security.jwks.JwksValidator``)."""
+
+    def validate(self, token: str, now_ms: int) -> ValidToken: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +93,7 @@ class UnsecuredValidator:
         parts = token.split(".")
         if len(parts) != 3:
             raise InvalidToken("an unsecured JWS has three parts")
-        header, claims = _decode_part(parts[0]), _decode_part(parts[1])
+        header, claims = decode_part(parts[0]), decode_part(parts[1])
         if header.get("alg") != "none" or parts[2]:
             raise InvalidToken("Unsecured JWS must have 'none' for an algorithm")
         principal = claims.get(self.principal_claim)
@@ -128,7 +139,7 @@ class OAuthBearerServer:
 
     mechanism: Final = OAUTHBEARER
 
-    def __init__(self, validator: UnsecuredValidator, now_ms: Callable[[], int]) -> None:
+    def __init__(self, validator: TokenValidator, now_ms: Callable[[], int]) -> None:
         self._validator = validator
         self._now_ms = now_ms
         self._token: ValidToken | None = None

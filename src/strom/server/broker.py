@@ -58,12 +58,14 @@ from strom.server.broker_lifecycle import (
     RegistrationFailed,
 )
 from strom.server.cleaner_service import CleanerService
+from strom.server.client_quotas import BandwidthQuotas
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_channel import ControllerChannel
 from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.handlers import (
     acls,
+    alter_client_quotas,
     alter_configs,
     alter_user_scram_credentials,
     create_partitions,
@@ -81,6 +83,7 @@ from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress, broker_addresses
 from strom.server.handlers.delete_groups import DeleteGroupsHandler
 from strom.server.handlers.delete_records import DeleteRecordsHandler
+from strom.server.handlers.describe_client_quotas import DescribeClientQuotasHandler
 from strom.server.handlers.describe_cluster import DescribeClusterHandler
 from strom.server.handlers.describe_configs import DescribeConfigsHandler
 from strom.server.handlers.describe_groups import DescribeGroupsHandler
@@ -117,6 +120,7 @@ from strom.server.log_configs import TopicConfigResolver
 from strom.server.log_publisher import LogPublisher
 from strom.server.metadata_view import MetadataWaiter
 from strom.server.network.connection import ConnectionSettings
+from strom.server.network.connection_quotas import ConnectionQuotas, connection_limits
 from strom.server.network.faults import Faults
 from strom.server.network.listener import HostPort, Listener, ListenerSecurity
 from strom.server.node_config import NodeConfig
@@ -152,6 +156,7 @@ FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.error_response,
     ApiKey.CREATE_ACLS: acls.create_error_response,
     ApiKey.DELETE_ACLS: acls.delete_error_response,
+    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas.error_response,
 }
 """The admin APIs a broker forwards to the active controller, with each one's answer when the
 controller cannot be reached."""
@@ -222,6 +227,12 @@ class Broker:
         )
         self._listeners: list[Listener] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self.client_quotas = BandwidthQuotas(
+            self.clock,
+            windows=self.config.get_int("quota.window.num"),
+            window_ms=self.config.get_int("quota.window.size.seconds") * 1000,
+        )
+        """Producers' and consumers' byte rate quotas (the metadata image's client quotas)."""
 
     @property
     def broker_epoch(self) -> int:
@@ -336,6 +347,10 @@ class Broker:
             ),
             acls.DescribeAclsHandler(lambda: self.metadata.image),
             ClusterAuthorized(
+                DescribeClientQuotasHandler(lambda: self.metadata.image),
+                AclOperation.DESCRIBE_CONFIGS,
+            ),
+            ClusterAuthorized(
                 DescribeLogDirsHandler(
                     self.log_manager,
                     data_dir=self.log_manager.data_dir,
@@ -371,6 +386,9 @@ class Broker:
             topic_config=self.topic_configs.topic_config,
         )
         sessions = FetchSessionCache(random=random.Random(), max_slots=DEFAULT_SESSION_CACHE_SLOTS)
+        self.metadata.install_publisher(
+            lambda _delta, image: self.client_quotas.on_image(image.client_quotas)
+        )
         self.txn_coordinator = TxnCoordinatorRuntime(
             config=self.config,
             replica_manager=self.replica_manager,
@@ -387,7 +405,12 @@ class Broker:
                 replica_manager=self.replica_manager,
                 verify_txn=self.txn_coordinator.verify_produce,
             ),
-            FetchHandler(replica_manager=self.replica_manager, sessions=sessions, clock=self.clock),
+            FetchHandler(
+                replica_manager=self.replica_manager,
+                sessions=sessions,
+                clock=self.clock,
+                quota=self.client_quotas.fetch,
+            ),
             ListOffsetsHandler(replica_manager=self.replica_manager),
             DeleteRecordsHandler(replica_manager=self.replica_manager),
             ClusterAuthorized(
@@ -530,9 +553,20 @@ class Broker:
         """Take every broker listener's address (OSError when one is in use) before anything
         else starts; connections are accepted once :meth:`start` has the handlers ready."""
         settings = ConnectionSettings(
-            max_request_size=self.config.get_int("socket.request.max.bytes")
+            max_request_size=self.config.get_int("socket.request.max.bytes"),
+            failed_authentication_delay_ms=self.config.get_int(
+                "connection.failed.authentication.delay.ms"
+            ),
         )
-        for config in self.parts.node.broker_listeners:
+        listeners = self.parts.node.broker_listeners
+        connection_quotas = ConnectionQuotas(
+            connection_limits(
+                self.config,
+                [listener.name for listener in listeners],
+                self.parts.node.inter_broker_listener_name,
+            )
+        )
+        for config in listeners:
             listener = Listener(
                 name=config.name,
                 address=config.address,
@@ -540,6 +574,8 @@ class Broker:
                 settings=settings,
                 faults=self.parts.faults,
                 security=self.parts.security.get(config.name, ListenerSecurity()),
+                client_quotas=self.client_quotas,
+                connection_quotas=connection_quotas,
             )
             await listener.bind()
             self._listeners.append(listener)

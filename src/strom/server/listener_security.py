@@ -13,6 +13,7 @@ Every problem is one ConfigError line naming the setting.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -22,7 +23,13 @@ from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.config import ConfigError, ServerConfig
 from strom.config_types import Value
 from strom.security.jaas import JaasConfigError, LoginModule, parse_jaas_config
-from strom.security.oauthbearer import OAUTHBEARER, OAuthBearerServer, UnsecuredValidator
+from strom.security.jwks import JwksError, JwksKeys, JwksValidator, JwtChecks
+from strom.security.oauthbearer import (
+    OAUTHBEARER,
+    OAuthBearerServer,
+    TokenValidator,
+    UnsecuredValidator,
+)
 from strom.security.principal_mapping import PrincipalMapper
 from strom.security.sasl import PLAIN, MechanismFactory, PlainServer
 from strom.security.sasl_authenticator import SaslAuthenticator
@@ -158,12 +165,12 @@ def _mechanisms(
     return factories
 
 
-def _validator(config: ServerConfig, listener: str) -> UnsecuredValidator:
-    """OAUTHBEARER's unsecured-JWT validator, its options from the listener's JAAS config."""
-    if config.for_listener(listener, "sasl.oauthbearer.jwks.endpoint.url"):
-        raise ConfigError(
-            "sasl.oauthbearer.jwks.endpoint.url", "JWKS-validated OAUTHBEARER is not supported yet"
-        )
+def _validator(config: ServerConfig, listener: str) -> TokenValidator:
+    """OAUTHBEARER's validator: against the JWKS of ``sasl.oauthbearer.jwks.endpoint.url``,
+    else of unsecured JWTs, its options from the listener's JAAS config."""
+    url = config.for_listener(listener, "sasl.oauthbearer.jwks.endpoint.url")
+    if isinstance(url, str) and url:
+        return _jwks_validator(config, listener, url)
     name = f"listener.name.{listener.lower()}.oauthbearer.sasl.jaas.config"
     text = config.for_listener(listener, "sasl.jaas.config", mechanism=OAUTHBEARER)
     options = _jaas(config, listener, OAUTHBEARER, name).options if text else {}
@@ -171,6 +178,42 @@ def _validator(config: ServerConfig, listener: str) -> UnsecuredValidator:
         return UnsecuredValidator.from_options(options)
     except ValueError as error:
         raise ConfigError(name, f"unsecuredValidatorAllowableClockSkewMs: {error}") from None
+
+
+def _jwks_validator(config: ServerConfig, listener: str, url: str) -> JwksValidator:
+    """Fetches the key set now (a set that cannot be fetched stops the start) and refreshes
+    it every ``sasl.oauthbearer.jwks.endpoint.refresh.ms`` on a daemon thread."""
+
+    def setting(name: str) -> Value:
+        return config.for_listener(listener, f"sasl.oauthbearer.{name}")
+
+    keys = JwksKeys(url)
+    try:
+        keys.refresh()
+    except JwksError as error:
+        raise ConfigError("sasl.oauthbearer.jwks.endpoint.url", str(error)) from None
+    refresh_ms = setting("jwks.endpoint.refresh.ms")
+    assert isinstance(refresh_ms, int)
+    threading.Thread(
+        target=keys.refresh_every,
+        args=(refresh_ms / 1000,),
+        name=f"strom-jwks-{listener.lower()}",
+        daemon=True,
+    ).start()
+    audiences, issuer, skew = (
+        setting("expected.audience"),
+        setting("expected.issuer"),
+        setting("clock.skew.seconds"),
+    )
+    return JwksValidator(
+        keys,
+        JwtChecks(
+            principal_claim=str(setting("sub.claim.name") or "sub"),
+            audiences=tuple(audiences) if isinstance(audiences, tuple) else (),
+            issuer=issuer if isinstance(issuer, str) and issuer else None,
+            clock_skew_ms=(skew if isinstance(skew, int) else 30) * 1000,
+        ),
+    )
 
 
 def _now_ms() -> int:

@@ -59,9 +59,10 @@ from strom.server.cleaner_service import CleanerService
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_channel import ControllerChannel
 from strom.server.controller_server import ControllerServer
-from strom.server.handlers import alter_user_scram_credentials
+from strom.server.handlers import alter_client_quotas, alter_user_scram_credentials
 from strom.server.handlers.acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
 from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
+from strom.server.handlers.alter_client_quotas import AlterClientQuotasHandler
 from strom.server.handlers.alter_configs import AlterConfigsHandler
 from strom.server.handlers.alter_partition import AlterPartitionHandler
 from strom.server.handlers.alter_user_scram_credentials import (
@@ -411,6 +412,11 @@ class Node:
                 AlterUserScramCredentialsHandler(controller),
                 AclOperation.ALTER,
                 refuse=alter_user_scram_credentials.error_response,
+            ),
+            ClusterAuthorized(
+                AlterClientQuotasHandler(controller),
+                AclOperation.ALTER_CONFIGS,
+                refuse=alter_client_quotas.error_response,
             ),
             CreateAclsHandler(controller),
             DeleteAclsHandler(controller),

@@ -10,8 +10,8 @@ partition does not starve the cluster while the ISR keeps up at full speed.
   entries; a broker throttles the partitions whose entries name it.
   ``strom partitions reassign --throttle`` sets both for a move and ``--verify`` removes them.
 * The rate is measured over ``replication.quota.window.num`` windows of
-  ``replication.quota.window.size.seconds``, as Kafka's sampled rate: the bytes in the windows
-  kept, over the time they span (at least all but one full window).
+  ``replication.quota.window.size.seconds``, as Kafka's sampled rate
+  (``strom.common.sampled_rate``).
 * A leader answers a throttled out-of-sync follower's partition with no records while the
   quota is exceeded; a follower leaves such partitions out of its fetch. Both record the bytes
   of throttled partitions they move.
@@ -20,11 +20,11 @@ partition does not starve the cluster while the ISR keeps up at full speed.
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Final
 
 from strom.common import Clock, TopicPartition
+from strom.common.sampled_rate import SampledRate
 from strom.config import ServerConfig
 from strom.config_types import LONG_MAX
 from strom.metadata import MetadataImage
@@ -76,10 +76,7 @@ class ReplicationQuota:
 
     def __init__(self, clock: Clock, *, windows: int = 11, window_ms: int = 1000) -> None:
         self._clock = clock
-        self._windows = windows
-        self._window_ms = window_ms
-        self._samples: deque[list[int]] = deque()
-        """[window start ms, bytes] of the windows kept, oldest first."""
+        self._rate = SampledRate(windows=windows, window_ms=window_ms)
         self.bound = math.inf
         """Bytes per second."""
         self._throttled: dict[str, frozenset[int] | None] = {}
@@ -109,23 +106,8 @@ class ReplicationQuota:
         """Count ``size`` bytes moved for ``tp`` (only a throttled partition's count)."""
         if size <= 0 or not self.is_throttled(tp):
             return
-        now = self._clock.monotonic_ms()
-        self._expire(now)
-        if self._samples and now < self._samples[-1][0] + self._window_ms:
-            self._samples[-1][1] += size
-        else:
-            self._samples.append([now, size])
+        self._rate.record(size, self._clock.monotonic_ms())
 
     def rate(self) -> float:
         """Bytes per second over the windows kept."""
-        now = self._clock.monotonic_ms()
-        self._expire(now)
-        if not self._samples:
-            return 0.0
-        elapsed = max(now - self._samples[0][0], (self._windows - 1) * self._window_ms, 1)
-        return sum(size for _, size in self._samples) * 1000 / elapsed
-
-    def _expire(self, now: int) -> None:
-        horizon = now - self._windows * self._window_ms
-        while self._samples and self._samples[0][0] <= horizon:
-            self._samples.popleft()
+        return self._rate.rate(self._clock.monotonic_ms())

@@ -25,6 +25,7 @@ from strom.spark.offsets import (
     parse_partitions_json,
     parse_timestamps_json,
 )
+from strom.spark.tls_options import TLS_STORE_SETTINGS, tls_settings
 
 __all__ = [
     "OptionError",
@@ -140,11 +141,6 @@ _SINK_REFUSED = {
     ),
     "interceptor.classes": "is not supported: the sink does not run client interceptors",
 }
-_JVM_ONLY = {
-    "ssl.truststore.location": "use 'kafka.ssl.ca.location' (a PEM file) instead of a JKS store",
-    "ssl.truststore.password": "use 'kafka.ssl.ca.location' (a PEM file) instead of a JKS store",
-    "ssl.truststore.type": "use 'kafka.ssl.ca.location' (a PEM file) instead of a JKS store",
-}
 # Java client names that librdkafka spells differently (for both roles unless noted).
 _RENAMED = {
     "fetch.max.wait.ms": "fetch.wait.max.ms",
@@ -175,16 +171,23 @@ def _client_settings(
 ) -> tuple[dict[str, str], dict[str, str]]:
     """librdkafka settings from the ``kafka.`` options, and the Java-only ones the data source
     reads itself (``max.poll.records``, ``default.api.timeout.ms``)."""
-    settings: dict[str, str] = {}
     own: dict[str, str] = {}
+    tls = {
+        key.removeprefix("kafka."): value
+        for key, value in options.items()
+        if key.removeprefix("kafka.") in TLS_STORE_SETTINGS
+    }
+    settings, problem = tls_settings(tls)
+    if problem is not None:
+        raise OptionError(f"Kafka options {', '.join(sorted(tls))}: {problem}")
     for key, value in options.items():
         if not key.startswith("kafka."):
             continue
         name = key.removeprefix("kafka.")
         if name in refused:
             raise OptionError(f"Kafka option '{name}' {refused[name]}")
-        if name in _JVM_ONLY:
-            raise OptionError(f"Kafka option '{name}' is a Java client setting: {_JVM_ONLY[name]}")
+        if name in TLS_STORE_SETTINGS:
+            continue
         if name in _IGNORED:
             log.warning("ignoring Kafka option '%s' (a Java client setting)", name)
         elif name in ("max.poll.records", "default.api.timeout.ms"):
@@ -378,12 +381,6 @@ def _check_exactly_once(client: Mapping[str, str]) -> None:
         )
     if client.get("acks", "all").strip().lower() not in ("all", "-1"):
         raise OptionError("exactlyOnce needs 'kafka.acks' = all")
-    protocol = client.get("security.protocol", "plaintext").strip().lower()
-    if protocol != "plaintext":
-        raise OptionError(
-            "exactlyOnce supports PLAINTEXT listeners only: the driver commits the "
-            f"transactions itself and cannot speak 'kafka.security.protocol'={protocol!r}"
-        )
 
 
 def parse_write_options(raw: Mapping[str, str]) -> WriteOptions:

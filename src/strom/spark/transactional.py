@@ -28,6 +28,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark import TaskContext
 
+from strom.client.security import librdkafka_security
 from strom.client.transactions import TransactionClient
 from strom.common import KafkaError
 from strom.spark.options import WriteOptions
@@ -93,8 +94,13 @@ def transactional_id(prefix: str | None, task: TaskIdentity) -> str:
 
 
 def _connection_settings(client: Mapping[str, str]) -> dict[str, Any]:
-    """The settings a helper consumer or admin client needs: where the cluster is."""
-    return {k: v for k, v in client.items() if k in ("bootstrap.servers", "client.id")}
+    """The settings a helper consumer or admin client needs: where the cluster is, and how to
+    connect to it securely."""
+    return {
+        k: v
+        for k, v in client.items()
+        if k in ("bootstrap.servers", "client.id") or k.startswith(("security.", "ssl.", "sasl."))
+    }
 
 
 def committed_batch(
@@ -165,7 +171,9 @@ class TaskTransaction:
         finally:
             consumer.close()
         client = TransactionClient(
-            self.options.client["bootstrap.servers"], timeout_ms=self.options.api_timeout_ms
+            self.options.client["bootstrap.servers"],
+            timeout_ms=self.options.api_timeout_ms,
+            security=librdkafka_security(self.options.client),
         )
         try:
             state = client.describe(self.id)
@@ -193,7 +201,9 @@ def _end_all(
     if not transactions:
         return failures
     client = TransactionClient(
-        options.client["bootstrap.servers"], timeout_ms=options.api_timeout_ms
+        options.client["bootstrap.servers"],
+        timeout_ms=options.api_timeout_ms,
+        security=librdkafka_security(options.client),
     )
     try:
         for txn in transactions:

@@ -26,6 +26,7 @@ from strom.metadata.records import RECORD_TYPES, RecordType
 from strom.protocol.schema import (
     BOOL,
     BYTES,
+    FLOAT64,
     UUID,
     ArrayType,
     FieldType,
@@ -48,6 +49,8 @@ def strategy_for(field_type: FieldType) -> st.SearchStrategy[Any]:
         return st.uuids()
     if field_type is BYTES:
         return st.binary(max_size=40)
+    if field_type is FLOAT64:
+        return st.floats(allow_nan=False)
     if isinstance(field_type, StringType):
         text = st.text(max_size=40)
         return st.none() | text if field_type.nullable else text

@@ -42,8 +42,8 @@ def test_the_rate_spans_at_least_all_but_one_window_and_forgets_old_ones() -> No
     assert throttled.rate() == 750  # over two windows at least: a burst is spread
     assert not throttled.is_quota_exceeded()
     clock.advance(500)
-    throttled.record(ORDERS_0, 1000)
-    assert throttled.rate() == 1250
+    throttled.record(ORDERS_0, 1001)
+    assert throttled.rate() == 2501 / 2.5  # all but one window, plus the half passed
     assert throttled.is_quota_exceeded()
     clock.advance(3000)  # every window older than three is gone
     assert throttled.rate() == 0

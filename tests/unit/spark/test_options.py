@@ -111,3 +111,35 @@ def test_the_producer_is_idempotent_unless_acks_conflict() -> None:
     assert "enable.idempotence" not in parse_write_options({**BOOT, "kafka.acks": "1"}).client
     off = parse_write_options({**BOOT, "kafka.enable.idempotence": "false"})
     assert off.client["enable.idempotence"] == "false"
+
+
+def test_java_tls_settings_become_librdkafkas() -> None:
+    client = parse_write_options(
+        {
+            **BOOT,
+            "topic": "t",
+            "kafka.security.protocol": "SASL_SSL",
+            "kafka.sasl.mechanism": "SCRAM-SHA-512",
+            "kafka.sasl.jaas.config": 'x required username="alice" password="secret";',
+            "kafka.ssl.truststore.type": "PEM",
+            "kafka.ssl.truststore.location": "/ca.pem",
+            "kafka.ssl.keystore.type": "PEM",
+            "kafka.ssl.keystore.location": "/client.pem",
+            "kafka.ssl.endpoint.identification.algorithm": "",
+        }
+    ).client
+    assert {k: v for k, v in client.items() if k.startswith(("ssl", "sasl", "security"))} == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "alice",
+        "sasl.password": "secret",
+        "ssl.ca.location": "/ca.pem",
+        "ssl.certificate.location": "/client.pem",
+        "ssl.key.location": "/client.pem",
+        "ssl.endpoint.identification.algorithm": "none",
+    }
+    pkcs12 = {"kafka.ssl.keystore.type": "PKCS12", "kafka.ssl.keystore.location": "/k.p12"}
+    client = parse_write_options({**BOOT, "topic": "t", **pkcs12}).client
+    assert client["ssl.keystore.location"] == "/k.p12"
+    with pytest.raises(OptionError, match="JKS keystore cannot be read outside the JVM"):
+        parse_write_options({**BOOT, "topic": "t", "kafka.ssl.keystore.location": "/k.jks"})

@@ -29,7 +29,6 @@ def test_exactly_once_is_off_by_default_and_takes_a_prefix() -> None:
         ({"kafka.transactional.id": "t"}, "'transactional.id' is not supported"),
         ({"kafka.enable.idempotence": "false"}, "idempotent producer"),
         ({"kafka.acks": "1"}, "'kafka.acks' = all"),
-        ({"kafka.security.protocol": "SSL"}, "PLAINTEXT listeners only"),
     ],
 )
 def test_settings_a_transactional_sink_cannot_honour_are_refused(

@@ -41,12 +41,21 @@ __all__ = [
     "log_config_changes",
     "request_field",
     "split_config_resources",
+    "throttle_field",
     "wire_uuid",
 ]
 
 T = TypeVar("T")
 
 NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
+
+
+def throttle_field(throttle_ms: int) -> i32Timedelta:
+    """A response's ``throttle_time_ms``."""
+    if not throttle_ms:
+        return NO_THROTTLE
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=throttle_ms))
+
 
 AUTHORIZED_OPERATIONS_OMITTED: Final = i32(-(2**31))
 """Kafka's value of an ``*_authorized_operations`` field the client did not ask for."""

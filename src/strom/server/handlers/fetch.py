@@ -40,12 +40,13 @@ import logging
 import uuid
 from typing import Any, Final
 
-from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.primitive import i32, i64
 
 from strom.common import Clock, ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.fetch_response import RecordsSplicer
 from strom.security.acls import AclOperation, ResourceType
+from strom.server.client_quotas import ClientQuotaManager
 from strom.server.fetch_session import (
     ContextKind,
     FetchContext,
@@ -55,6 +56,7 @@ from strom.server.fetch_session import (
     SessionPartition,
 )
 from strom.server.handlers._schema import build, response_module
+from strom.server.handlers.common import throttle_field
 from strom.server.handlers.registry import RequestContext
 from strom.server.network.response import Response
 from strom.server.replica_manager import (
@@ -70,7 +72,6 @@ __all__ = ["FetchHandler"]
 
 log = logging.getLogger(__name__)
 
-_NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
 _TOPIC_IDS_VERSION: Final = 13
 _SESSIONS_VERSION: Final = 7
 _REPLICA_STATE_VERSION: Final = 15
@@ -124,10 +125,13 @@ class FetchHandler:
         replica_manager: ReplicaManager,
         sessions: FetchSessionCache,
         clock: Clock,
+        quota: ClientQuotaManager | None = None,
     ) -> None:
+        """``quota``: the consumers' byte rate quotas (followers are not counted)."""
         self._replica_manager = replica_manager
         self._sessions = sessions
         self._clock = clock
+        self._quota = quota
 
     async def handle(self, context: RequestContext) -> Response:
         body: Any = context.body
@@ -135,17 +139,29 @@ class FetchHandler:
         fetch_context = self._new_context(body, version)
         partitions = fetch_context.partitions()
         replica_id = _replica_id(body, version)
+        quota = self._quota if replica_id < 0 else None
+        if quota is not None and not quota.enabled:
+            quota = None
+        max_bytes = int(body.max_bytes)
+        if quota is not None:  # at most what the quota window holds (Kafka's cap)
+            most = quota.max_value_in_window(context.user, context.client_id)
+            max_bytes = max_bytes if most is None else min(max_bytes, max(int(most), 1))
         params = FetchParams(
             replica_id=replica_id,
             max_wait_ms=_ms(body.max_wait),
             min_bytes=int(body.min_bytes),
-            max_bytes=int(body.max_bytes),
+            max_bytes=max_bytes,
             isolation_level=READ_LOG_END if replica_id >= 0 else int(body.isolation_level),
         )
         if context.authorizer is None:
             reads = await self._replica_manager.fetch_messages(params, partitions)
         else:
             reads = await self._authorized_reads(context, params, partitions)
+        throttle_ms = 0
+        if quota is not None:
+            size = sum(read.size for read in reads)
+            throttle_ms = quota.record(context.user, context.client_id, size)
+            context.throttle(throttle_ms)
         try:
             return self._respond(
                 context=context,
@@ -154,6 +170,7 @@ class FetchHandler:
                 partitions=partitions,
                 reads=reads,
                 isolation_level=params.isolation_level,
+                throttle_ms=throttle_ms,
             )
         except BaseException:
             for read in reads:
@@ -233,6 +250,7 @@ class FetchHandler:
         partitions: _Partitions,
         reads: list[ReadResultInfo],
         isolation_level: int,
+        throttle_ms: int,
     ) -> Response:
         outcomes = [
             (
@@ -283,7 +301,7 @@ class FetchHandler:
                 topics.append((key, [entry]))
         body = build(
             schema.FetchResponse,
-            throttle_time=_NO_THROTTLE,
+            throttle_time=throttle_field(throttle_ms),
             error_code=error,
             session_id=i32(session_id),
             responses=tuple(

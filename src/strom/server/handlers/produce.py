@@ -46,7 +46,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
-from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.primitive import i32, i64
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, TopicPartition
@@ -67,6 +67,7 @@ from strom.protocol.produce_response import (
 )
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import build, response_module
+from strom.server.handlers.common import throttle_field
 from strom.server.handlers.registry import (
     NO_RESPONSE,
     CloseConnection,
@@ -87,7 +88,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ADMIN_CLIENT_ID: Final = "__admin_client"
-_NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
 _MAGIC_OFFSET: Final = 16
 _ATTRIBUTES_OFFSET: Final = 21
 
@@ -200,7 +200,8 @@ class ProduceHandler:
                     f"partition(s), first {failed[0][0]}: {failed[0][1].error.name.upper()}"
                 )
             return NO_RESPONSE
-        return respond(context.request.correlation_id, version, results)
+        # the connection counted the producer's quota and muted itself as it read the request
+        return respond(context.request.correlation_id, version, results, context.throttle_ms)
 
     def _check(
         self, context: RequestContext, body: Any
@@ -303,17 +304,18 @@ def respond(
     correlation_id: int,
     version: int,
     results: list[tuple[TopicPartition, AppendResult]],
+    throttle_ms: int = 0,
 ) -> HandlerResult:
     """The response: packed from plain values (no kio objects) unless a partition has
     per-record errors or the packer declines, then kio's ``build_response``."""
     if any(result.record_errors for _, result in results):
-        return build_response(version, results)
+        return build_response(version, results, throttle_ms)
     topics = [
         (name, [partition for partition, _ in entries]) for name, entries in _answers(results)
     ]
-    body = pack_produce_response(version, topics)
+    body = pack_produce_response(version, topics, throttle_ms=throttle_ms)
     if body is None:
-        return build_response(version, results)
+        return build_response(version, results, throttle_ms)
     header_version = response_header_version(version)
     return Response.of(
         encode_response_header(correlation_id=correlation_id, version=header_version) + body
@@ -321,7 +323,7 @@ def respond(
 
 
 def build_response(
-    version: int, results: list[tuple[TopicPartition, AppendResult]]
+    version: int, results: list[tuple[TopicPartition, AppendResult]], throttle_ms: int = 0
 ) -> ResponsePayload:
     """The ProduceResponse of ``version`` as kio's objects."""
     schema = response_module(ApiKey.PRODUCE, version)
@@ -346,6 +348,6 @@ def build_response(
         for name, entries in _answers(results)
     ]
     response: ResponsePayload = build(
-        schema.ProduceResponse, responses=tuple(topics), throttle_time=_NO_THROTTLE
+        schema.ProduceResponse, responses=tuple(topics), throttle_time=throttle_field(throttle_ms)
     )
     return response

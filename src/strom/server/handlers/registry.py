@@ -13,7 +13,7 @@ right header), a pre-encoded ``Response`` (when the body holds file regions, as 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol, TypeAlias
@@ -61,6 +61,10 @@ class CloseConnection(Exception):
 HandlerResult: TypeAlias = ResponsePayload | Response | NoResponse
 
 
+def _not_throttled(throttle_ms: int) -> None:
+    """Requests made without a connection are not muted."""
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """One decoded request and where it came from (Kafka's ``RequestContext``)."""
@@ -103,6 +107,21 @@ class RequestContext:
         return authorizer is None or authorizer.authorize_any(
             self.principal, self.client_host, operation, resource_type
         )
+
+    throttle: Callable[[int], None] = _not_throttled
+    """Mutes the client's connection for that many ms (KIP-219): a handler whose answer
+    carries a quota's throttle time calls it."""
+    throttle_ms: int = 0
+    """The throttle time the connection gave the request as it read it (Produce)."""
+
+    @property
+    def user(self) -> str:
+        """The principal's name, as quotas name users."""
+        return self.principal.name
+
+    @property
+    def client_id(self) -> str:
+        return self.request.header.client_id or ""
 
     @property
     def header(self) -> RequestHeader:

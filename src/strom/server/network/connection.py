@@ -22,16 +22,24 @@ too (the client reconnects and retries), with the traceback in the log.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, cast
 
-from strom.protocol.api import InvalidRequestError, Request, decode_request, encode_response
+from strom.protocol.api import (
+    ApiKey,
+    InvalidRequestError,
+    Request,
+    decode_request,
+    encode_response,
+)
 from strom.protocol.framing import FrameDecoder, InvalidFrameSizeError
 from strom.security.principal import ANONYMOUS, KafkaPrincipal, ssl_principal
 from strom.security.principal_mapping import NoMatchingRule, PrincipalMapper
+from strom.server.client_quotas import ClientQuotaManager
 from strom.server.handlers.injected_errors import injected_error_response
 from strom.server.handlers.registry import (
     NO_RESPONSE,
@@ -57,6 +65,9 @@ class ConnectionSettings:
     max_in_flight: int = 64
     """Requests read but not yet answered before the connection stops reading."""
     use_sendfile: bool = True
+    failed_authentication_delay_ms: int = 100
+    """``connection.failed.authentication.delay.ms``: a failed login is answered and closed
+    this much later."""
 
 
 @dataclass(slots=True)
@@ -79,9 +90,12 @@ class Connection(asyncio.Protocol):
         faults: Faults | None = None,
         listener_name: str = "PLAINTEXT",
         principal_mapper: PrincipalMapper | None = None,
+        produce_quota: ClientQuotaManager | None = None,
     ) -> None:
-        """``principal_mapper``: an SSL listener's, naming clients by their certificate."""
+        """``principal_mapper``: an SSL listener's, naming clients by their certificate;
+        ``produce_quota``: producers' byte rates, counted as each Produce is read."""
         self._registry = registry
+        self._produce_quota = produce_quota
         self._principal_mapper = principal_mapper
         self.principal: KafkaPrincipal = ANONYMOUS
         self._listener_name = listener_name
@@ -96,10 +110,15 @@ class Connection(asyncio.Protocol):
         self._input_closed = False
         self._broken = False
         self._reading_paused = False
+        self._unmute: asyncio.TimerHandle | None = None
+        """Set while the connection is muted for a quota's throttle time."""
+        self._held: deque[bytes] = deque()
+        """Frames read while muted, served once the mute ends (Kafka reads none meanwhile)."""
         self._transport: asyncio.Transport | None = None
         self._writer: FrameWriter | None = None
         self._write_task: asyncio.Task[None] | None = None
         self.client_address = "unknown"
+        self.client_host = "unknown"
         self.connection_id = f"unknown-{index}"
 
     # asyncio.Protocol
@@ -107,7 +126,9 @@ class Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
         local = format_address(transport.get_extra_info("sockname"))
-        self.client_address = format_address(transport.get_extra_info("peername"))
+        peer = transport.get_extra_info("peername")
+        self.client_address = format_address(peer)
+        self.client_host = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         self.connection_id = f"{local}-{self.client_address}-{self._index}"
         self._writer = FrameWriter(self._transport, use_sendfile=self._settings.use_sendfile)
         self._write_task = asyncio.get_running_loop().create_task(
@@ -127,7 +148,9 @@ class Connection(asyncio.Protocol):
             self._fail(str(error))
             return
         for frame in frames:
-            if not self._dispatch(frame):
+            if self._unmute is not None:
+                self._held.append(frame)
+            elif not self._dispatch(frame):
                 return
         self._apply_backpressure()
 
@@ -205,6 +228,13 @@ class Connection(asyncio.Protocol):
         handler = self._registry.get(request.api_key)
         assert handler is not None, request  # decode_request only accepts registered keys
         context = self._context(request)
+        quota = self._produce_quota
+        if quota is not None and quota.enabled and request.api_key == ApiKey.PRODUCE:
+            # counted as it is read, so that the frames after it wait out its throttle
+            throttle_ms = quota.record(context.user, context.client_id, request.size)
+            if throttle_ms:
+                context = dataclasses.replace(context, throttle_ms=throttle_ms)
+                self.mute(throttle_ms)
         self._start(self._handle(handler, context), context)
         return True
 
@@ -227,6 +257,7 @@ class Connection(asyncio.Protocol):
             listener_name=self._listener_name,
             principal=self.principal,
             authorizer=self._registry.authorizer,
+            throttle=self.mute,
         )
 
     def _start(self, work: Coroutine[Any, Any, Response | None], context: RequestContext) -> None:
@@ -324,8 +355,37 @@ class Connection(asyncio.Protocol):
         finally:
             self._work = None
 
+    def refuse(self, reason: str) -> None:
+        """Close a connection over a connection limit, at once."""
+        log.info("refusing the connection from %s: %s", self.client_address, reason)
+        self._close_now()
+
+    def mute(self, throttle_ms: int) -> None:
+        """Read nothing more from the client for ``throttle_ms`` (KIP-219: its answer carries
+        the throttle time and it is answered at once; a longer mute wins)."""
+        if throttle_ms <= 0 or self._input_closed:
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + throttle_ms / 1000
+        if self._unmute is not None:
+            if self._unmute.when() >= until:
+                return
+            self._unmute.cancel()
+        self._unmute = loop.call_at(until, self._end_mute)
+        self._apply_backpressure()
+
+    def _end_mute(self) -> None:
+        self._unmute = None
+        while self._held and self._unmute is None and not self._input_closed:
+            if not self._dispatch(self._held.popleft()):
+                return
+        self._apply_backpressure()
+
     def _fail(self, reason: str) -> None:
         log.warning("closing connection from %s: %s", self.client_address, reason)
+        self._close_now()
+
+    def _close_now(self) -> None:
         self._broken = True
         self._close_input()
         if self._transport is not None:
@@ -335,6 +395,9 @@ class Connection(asyncio.Protocol):
         if self._input_closed:
             return
         self._input_closed = True
+        if self._unmute is not None:
+            self._unmute.cancel()
+            self._unmute = None
         if self._transport is not None and not self._transport.is_closing():
             self._transport.pause_reading()
         _wake(self._work)
@@ -342,11 +405,11 @@ class Connection(asyncio.Protocol):
     def _apply_backpressure(self) -> None:
         if self._input_closed or self._transport is None:
             return
-        full = len(self._in_flight) >= self._settings.max_in_flight
-        if full and not self._reading_paused:
+        pause = len(self._in_flight) >= self._settings.max_in_flight or self._unmute is not None
+        if pause and not self._reading_paused:
             self._transport.pause_reading()
             self._reading_paused = True
-        elif not full and self._reading_paused:
+        elif not pause and self._reading_paused:
             self._transport.resume_reading()
             self._reading_paused = False
 

@@ -21,8 +21,10 @@ from typing import Any
 
 from strom.security.principal_mapping import PrincipalMapper
 from strom.security.sasl_authenticator import SaslAuthenticator
+from strom.server.client_quotas import BandwidthQuotas
 from strom.server.handlers.registry import HandlerRegistry
 from strom.server.network.connection import Connection, ConnectionSettings
+from strom.server.network.connection_quotas import ConnectionQuotas
 from strom.server.network.faults import Faults
 from strom.server.network.sasl_connection import SaslConnection
 
@@ -92,8 +94,15 @@ class Listener:
         backlog: int = 1024,
         faults: Faults | None = None,
         security: ListenerSecurity = _PLAINTEXT,
+        client_quotas: BandwidthQuotas | None = None,
+        connection_quotas: ConnectionQuotas | None = None,
     ) -> None:
+        """``client_quotas``: producers' byte rates, counted as requests are read;
+        ``connection_quotas``: the broker's connection limits, shared by its listeners."""
         self.name = name
+        self._client_quotas = client_quotas
+        self._connection_quotas = connection_quotas
+        self._admitted: set[Connection] = set()
         self._security = security
         self._address = address
         self._faults = faults
@@ -188,11 +197,30 @@ class Listener:
             "settings": self._settings,
             "index": next(self._indexes),
             # tracked from connection_made: a TLS handshake that fails never gets there
-            "on_started": self._connections.add,
-            "on_finished": self._connections.discard,
+            "on_started": self._started,
+            "on_finished": self._finished,
             "faults": self._faults,
             "listener_name": self.name,
+            "produce_quota": None if self._client_quotas is None else self._client_quotas.produce,
         }
+
+    def _started(self, connection: Connection) -> None:
+        self._connections.add(connection)
+        quotas = self._connection_quotas
+        if quotas is None:
+            return
+        refusal = quotas.admit(self.name, connection.client_host)
+        if refusal is None:
+            self._admitted.add(connection)
+        else:
+            connection.refuse(refusal)
+
+    def _finished(self, connection: Connection) -> None:
+        self._connections.discard(connection)
+        if connection in self._admitted:
+            self._admitted.discard(connection)
+            assert self._connection_quotas is not None
+            self._connection_quotas.release(self.name, connection.client_host)
 
     def _drop_connections_soon(self) -> None:
         """Any thread: drop every connection from the listener's loop."""

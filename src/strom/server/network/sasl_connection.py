@@ -12,6 +12,7 @@ later request is the authenticated user.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -87,19 +88,26 @@ class SaslConnection(Connection):
             self._decoder.max_frame_size = self._settings.max_request_size
 
     def _answer(self, request: Request, body: ResponsePayload, *, close: bool) -> bool:
+        """Queue the answer; a refusal is answered after ``connection.failed.authentication
+        .delay.ms`` (and the connection closed then), as Kafka slows down password guessing."""
         frame = encode_response(correlation_id=request.correlation_id, body=body)
-        self._start(_ready(Response.of(frame)), self._context(request))
+        delay = self._failure_delay_s if close else 0.0
+        self._start(_ready(Response.of(frame), delay), self._context(request))
         return self._close_after_answers(close)
+
+    @property
+    def _failure_delay_s(self) -> float:
+        return self._settings.failed_authentication_delay_ms / 1000
 
     def _raw_token(self, token: bytes) -> bool:
         """SaslHandshake v0: the token came bare and its challenge goes back bare; a failure
         has no error field to carry, so the connection just closes (as Kafka's does)."""
         outcome = self._authenticator.authenticate(token, _now_ms())
         self._take_principal()
-        if outcome.close:
-            self._fail(self._authenticator.failure or "SASL authentication failed")
-            return False
         assert self._handshake is not None  # bare tokens only follow SaslHandshake v0
+        if outcome.close:  # nothing to answer: the connection closes after the delay
+            self._start(_silence(self._failure_delay_s), self._handshake)
+            return self._close_after_answers(True)
         self._start(_ready(Response.of(outcome.token)), self._handshake)
         return True
 
@@ -111,7 +119,13 @@ class SaslConnection(Connection):
         return False
 
 
-async def _ready(response: Response) -> Response:
+async def _silence(delay_s: float) -> None:
+    await asyncio.sleep(delay_s)
+
+
+async def _ready(response: Response, delay_s: float = 0.0) -> Response:
+    if delay_s > 0:
+        await asyncio.sleep(delay_s)
     return response
 
 

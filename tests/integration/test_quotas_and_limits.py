@@ -1,0 +1,205 @@
+"""Client quotas and connection limits against a real ``strom server`` with real clients.
+
+Quotas are set with ``strom configs`` (AlterClientQuotas): a confluent-kafka producer and
+consumer running flat out are held to within 20% of their byte rates. The quota is measured
+over 5 windows of a second: a client may first use at once what the windows hold (Kafka's
+sampled rate lets a burst through), and again when that burst's window expires, so the rate is
+measured after the first burst over a whole number of 5-second periods, with requests small
+against the quota.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from kio.schema.api_versions.v0.request import ApiVersionsRequest
+from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from strom_harness import KafkaWire, strom_command
+
+from strom.testing import Broker
+from strom.testing.security import Security
+
+pytestmark = pytest.mark.timeout(180)
+
+PRODUCE_QUOTA = 200 * 1024
+CONSUME_QUOTA = 100 * 1024
+MEASURED = (3.0, 13.0)
+"""Seconds from the start of a run over which the rate is measured."""
+VALUE = b"x" * 10_000
+SMALL = 65536
+"""Requests and answers of at most this size, so that the rate is even over a few seconds."""
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[Broker]:
+    config = {"quota.window.num": 5, "quota.window.size.seconds": 1}
+    with Broker(process=True, config=config) as started:
+        yield started
+
+
+def configs(broker: Broker, *args: str) -> str:
+    done = subprocess.run(
+        [*strom_command(), "configs", *args, "--bootstrap-server", broker.bootstrap_servers],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def rate(events: list[tuple[float, int]], start: float) -> float:
+    low, high = MEASURED
+    return sum(size for at, size in events if low <= at - start < high) / (high - low)
+
+
+def test_quotas_are_set_described_and_removed_with_strom_configs(broker: Broker) -> None:
+    out = configs(
+        broker, "alter", "--user", "carol", "--client", "app",
+        "--add-config", "producer_byte_rate=1024,request_percentage=50.5",
+    )  # fmt: skip
+    assert out == "Completed updating config for user carol, client app.\n"
+    out = configs(broker, "describe", "--user", "carol", "--client", "app")
+    assert out == (
+        "Quota configs for user-principal 'carol', client-id 'app' are "
+        "producer_byte_rate=1024.0, request_percentage=50.5\n"
+    )
+    configs(broker, "alter", "--user", "carol", "--client", "app", "--delete-config",
+            "producer_byte_rate,request_percentage")  # fmt: skip
+    assert configs(broker, "describe", "--user", "carol", "--client", "app") == ""
+    refused = subprocess.run(
+        [*strom_command(), "configs", "alter", "--entity-type", "clients", "--entity-default",
+         "--add-config", "producer_byte_rate=1.5", "--bootstrap-server", broker.bootstrap_servers],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0
+    assert "INVALID_REQUEST: producer_byte_rate cannot be a fractional value." in refused.stderr
+
+
+def test_a_producer_is_held_to_its_byte_rate(broker: Broker) -> None:
+    topic = broker.create_topic()
+    configs(broker, "alter", "--entity-type", "clients", "--entity-name", "quota-producer",
+            "--add-config", f"producer_byte_rate={PRODUCE_QUOTA}")  # fmt: skip
+    acked: list[tuple[float, int]] = []
+
+    def delivered(error: Any, message: Any) -> None:
+        if error is None:
+            acked.append((time.monotonic(), len(message.value())))
+
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "client.id": "quota-producer",
+         "linger.ms": 5, "batch.size": SMALL, "log_level": 0}
+    )  # fmt: skip
+    start = time.monotonic()
+    while time.monotonic() - start < MEASURED[1]:
+        try:
+            producer.produce(topic, VALUE, on_delivery=delivered)
+        except BufferError:
+            producer.poll(0.05)
+        producer.poll(0)
+    producer.flush(30)
+    assert rate(acked, start) == pytest.approx(PRODUCE_QUOTA, rel=0.2)
+    unthrottled = Producer({"bootstrap.servers": broker.bootstrap_servers, "client.id": "other"})
+    begin = time.monotonic()
+    for _ in range(300):  # 3 MB: ten seconds of the quota, not throttled
+        unthrottled.produce(topic, VALUE)
+        unthrottled.poll(0)
+    assert unthrottled.flush(30) == 0
+    assert time.monotonic() - begin < 5
+
+
+def test_a_consumer_is_held_to_its_byte_rate(broker: Broker) -> None:
+    topic = broker.create_topic()
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5, "batch.size": SMALL}
+    )
+    for _ in range(int(CONSUME_QUOTA * MEASURED[1] * 2 / len(VALUE))):
+        producer.produce(topic, VALUE)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    configs(broker, "alter", "--entity-type", "users", "--entity-default",
+            "--add-config", f"consumer_byte_rate={CONSUME_QUOTA}")  # fmt: skip
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": topic,
+         "auto.offset.reset": "earliest", "log_level": 0}
+    )  # fmt: skip
+    consumer.subscribe([topic])
+    received: list[tuple[float, int]] = []
+    start = time.monotonic()
+    try:
+        while time.monotonic() - start < MEASURED[1]:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                received.append((time.monotonic(), len(message.value() or b"")))
+    finally:
+        consumer.close()
+        configs(broker, "alter", "--entity-type", "users", "--entity-default",
+                "--delete-config", "consumer_byte_rate")  # fmt: skip
+    assert rate(received, start) == pytest.approx(CONSUME_QUOTA, rel=0.2)
+
+
+@dataclass
+class WireFrom(KafkaWire):
+    """A raw client connecting from a source address of its own (127.0.0.x)."""
+
+    source: str = "127.0.0.1"
+
+    def __post_init__(self) -> None:
+        self.sock = socket.create_connection(
+            (self.host, self.port), timeout=self.timeout, source_address=(self.source, 0)
+        )
+        self._next_correlation_id = 1
+
+
+def served(wire: KafkaWire) -> bool:
+    return bool(wire.request(ApiVersionsRequest()).error_code == 0)
+
+
+def test_connections_over_the_limits_are_refused_while_the_others_are_served() -> None:
+    config = {"max.connections.per.ip": 2, "listener.name.plaintext.max.connections": 3}
+    with Broker(process=True, config=config) as broker:
+        host, port = broker.bootstrap_servers.rsplit(":", 1)
+        first, second = (WireFrom(host, int(port)) for _ in range(2))
+        third = WireFrom(host, int(port))  # a third from 127.0.0.1: max.connections.per.ip
+        assert third.is_closed_by_peer()
+        other = WireFrom(host, int(port), source="127.0.0.2")
+        assert served(other)
+        fourth = WireFrom(host, int(port), source="127.0.0.3")  # the listener's max.connections
+        assert fourth.is_closed_by_peer()
+        assert served(first) and served(second) and served(other)
+        first.close()
+        time.sleep(0.5)
+        again = WireFrom(host, int(port))  # a slot was freed
+        assert served(again)
+        for wire in (second, third, other, fourth, again):
+            wire.close()
+
+
+def test_a_failed_login_is_answered_after_the_delay_while_others_are_served() -> None:
+    security = Security(protocol="SASL_PLAINTEXT", mechanisms=("PLAIN",))
+    config = {"connection.failed.authentication.delay.ms": 2000}
+    with Broker(process=True, security=security, config=config) as broker:
+        host, port = broker.bootstrap_servers.rsplit(":", 1)
+        with KafkaWire(host, int(port)) as wire:
+            assert wire.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+            begin = time.monotonic()
+            wire.send(SaslAuthenticateRequest(auth_bytes=b"\0alice\0wrong"))
+            producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
+                                 **broker.security.client_config("alice")})  # type: ignore[union-attr]  # fmt: skip
+            producer.produce(broker.create_topic(), b"served meanwhile")
+            assert producer.flush(10) == 0
+            served_at = time.monotonic() - begin
+            _, answer = wire.read_response(api_key=36, api_version=1)
+            answered_at = time.monotonic() - begin
+            assert answer.error_code == 58  # SASL_AUTHENTICATION_FAILED
+            assert wire.is_closed_by_peer()
+        assert served_at < 2.0 <= answered_at + 0.05
