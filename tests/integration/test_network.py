@@ -148,8 +148,9 @@ def _unknown_api_key(wire: KafkaWire) -> None:
 
 
 def _api_not_served(wire: KafkaWire) -> None:
-    # DescribeAcls v1 with an empty body: Kafka brokers serve it, strom does not (no ACLs)
-    wire.send_frame(struct.pack(">hhih", ApiKey.DESCRIBE_ACLS, 1, 7, -1))
+    # DescribeDelegationToken v1 with an empty body: Kafka brokers serve it, strom does not (no
+    # delegation tokens)
+    wire.send_frame(struct.pack(">hhih", ApiKey.DESCRIBE_DELEGATION_TOKEN, 1, 7, -1))
 
 
 def _undecodable_body(wire: KafkaWire) -> None:
@@ -174,7 +175,7 @@ def _truncated_frame(wire: KafkaWire) -> None:
         (_oversized, r"frame size 104857601 is larger than socket.request.max.bytes"),
         (_negative_size, r"invalid frame size -1 \(negative\)"),
         (_unknown_api_key, r"unknown API key 999 \(correlation id 7\)"),
-        (_api_not_served, r"DescribeAcls \(key 29\) is not served by this broker"),
+        (_api_not_served, r"DescribeDelegationToken \(key 41\) is not served by this broker"),
         (_undecodable_body, r"cannot decode ApiVersions v3 request body"),
         (_short_frame, r"a 2-byte frame is too short for a request header"),
         (_truncated_frame, r"ended in the middle of a frame \(9 bytes of it received\)"),
