@@ -87,7 +87,10 @@ def test_node_id_mismatch_refuses_to_start(start_server: StartServer, tmp_path: 
         (["--override", "num.partitions=zero"], "num.partitions: expected an integer"),
         (["--override", "socket.request.max.bytes"], "--override: expected name=value"),
         (["--listener", "nohostport"], "--listener: expected HOST:PORT"),
-        (["--override", "listeners=SSL://:9093"], "listener SSL uses SSL; strom serves PLAINTEXT"),
+        (
+            ["--override", "listeners=SSL://:9093"],
+            "ssl.keystore.location: a TLS listener needs a keystore",
+        ),
         (
             ["--override", "controller.quorum.voters=1@localhost:9093"],
             "controller.quorum.voters: set process.roles too",
