@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from strom.testing.chaos.checker import CheckResult, check
-from strom.testing.chaos.history import Recorder
+from strom.testing.chaos.history import Event, Recorder
 from strom.testing.chaos.nemesis import (
     Nemesis,
     mount_small_disk,
@@ -249,7 +249,7 @@ def _with_progress(run: Callable[[], None], recorder: Recorder, progress: Progre
     def report() -> None:
         while not done.wait(5.0):
             history = recorder.history()
-            acks = sum(1 for e in history if e.type == "ok" and e.f in ("send", "txn"))
+            acks = _acknowledged_writes(history)
             errors = sum(1 for e in history if e.type in ("fail", "info"))
             progress(f"{recorder.elapsed():6.1f} s: {acks} acknowledged, {errors} errors")
 
@@ -262,13 +262,18 @@ def _with_progress(run: Callable[[], None], recorder: Recorder, progress: Progre
         reporter.join()
 
 
+def _acknowledged_writes(events: Iterable[Event]) -> int:
+    """Sends and transactions acknowledged among ``events``."""
+    return sum(1 for e in events if e.type == "ok" and e.f in ("send", "txn"))
+
+
 def _await_progress(recorder: Recorder, minimum: int) -> None:
     """Until ``minimum`` writes are acknowledged after the heal (the checker judges it)."""
     healed = len(recorder)
     deadline = time.monotonic() + RECOVERY_TIMEOUT
     while time.monotonic() < deadline:
         recent = recorder.history()[healed:]
-        if sum(1 for e in recent if e.type == "ok" and e.f in ("send", "txn")) >= minimum:
+        if _acknowledged_writes(recent) >= minimum:
             time.sleep(1.0)  # and a little more, so consumers catch up with them
             return
         time.sleep(0.2)
