@@ -1,6 +1,7 @@
 """The reliability suite's bounded subset (docs/reliability.md): scenarios 1, 3, 4, 6, 8 and 12
-on real 3-broker, 3-controller clusters, each checked for Jepsen's anomalies. ``strom chaos
-run`` runs any of them, and the others, for longer."""
+on real 3-broker, 3-controller clusters, each checked for Jepsen's anomalies, and 17 (delay and
+loss between nodes) through ``strom chaos run``, which runs any of them, and the others, for
+longer."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def test_strom_chaos_run_reports_and_exits_zero(tmp_path: Path) -> None:
             "chaos",
             "run",
             "--scenario",
-            "follower-kill",
+            "lossy-links",
             "--duration",
             "4s",
             "--seed",
@@ -74,7 +75,7 @@ def test_strom_chaos_run_reports_and_exits_zero(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "seed 3" in result.output
     assert "faults for 4 s" in result.output
-    assert (tmp_path / "follower-kill" / "report.md").is_file()
+    assert (tmp_path / "lossy-links" / "report.md").is_file()
 
 
 def test_strom_chaos_run_refuses_an_unknown_scenario() -> None:

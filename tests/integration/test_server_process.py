@@ -1,17 +1,21 @@
-"""``strom server`` as a process: ready line, meta.properties, settings errors, signals."""
+"""``strom server`` as a process: ready line, meta.properties, settings errors, signals, faults
+set through a file."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient
 from kio.schema.api_versions.v0 import ApiVersionsRequest as ApiVersionsRequestV0
 from kio.schema.errors import ErrorCode
 from strom_harness import StartServer, StromServer, strom_command, strom_server_args
 
 from strom.config import parse_properties
+from strom.server.network.faults_file import FAULTS_FILE_ENV
 
 
 def run_strom(*args: str, cwd: Path, timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
@@ -178,3 +182,31 @@ def test_help_lists_the_server_command(tmp_path: Path) -> None:
     result = run_strom("server", "--help", cwd=tmp_path)
     assert "--data-dir" in result.stdout
     assert "--override" in result.stdout
+
+
+def test_faults_from_the_file_the_environment_names(
+    start_server: StartServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    faults = tmp_path / "faults.json"
+    monkeypatch.setenv(FAULTS_FILE_ENV, str(faults))
+    server = start_server()
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    assert admin.list_topics(timeout=10).brokers  # connected, metadata at full speed
+
+    def metadata_seconds() -> float:
+        started = time.monotonic()
+        admin.list_topics(timeout=10)
+        return time.monotonic() - started
+
+    faults.write_text('{"delays": {"Metadata": 0.4}}', encoding="utf-8")
+    deadline = time.monotonic() + 10
+    while metadata_seconds() < 0.4:
+        assert time.monotonic() < deadline, "the faults file was never applied"
+    faults.write_text("{", encoding="utf-8")  # refused with a log line; the delay stays
+    time.sleep(0.3)
+    assert metadata_seconds() >= 0.4
+    faults.unlink()
+    deadline = time.monotonic() + 10
+    while metadata_seconds() >= 0.4:
+        assert time.monotonic() < deadline, "the faults were never cleared"
+    assert any("ignoring the faults file" in line for line in server.lines)

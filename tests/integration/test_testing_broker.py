@@ -18,6 +18,7 @@ from strom_harness import KafkaWire
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.kafka_releases import KAFKA_RELEASES
+from strom.server.network.faults import LinkFault
 from strom.testing import AsyncBroker, Broker
 from strom.testing.broker import _ClientConfigs
 
@@ -160,6 +161,49 @@ def test_delayed_responses() -> None:
         producer.produce(topic, b"fast")
         assert producer.flush(10) == 0
         assert time.monotonic() - started < 0.5
+
+
+def test_a_degraded_link_delays_only_the_clients_it_names() -> None:
+    with Broker() as broker:
+        topic = broker.create_topic()
+        broker.faults.degrade_link(LinkFault(delay=0.4, client_id_prefix="far-"))
+        for client_id, slow in (("far-app", True), ("near-app", False)):
+            producer = Producer(broker.producer_config(**{"client.id": client_id}))
+            producer.produce(topic, b"warm-up")  # the connection and metadata first
+            assert producer.flush(10) == 0
+            started = time.monotonic()
+            producer.produce(topic, client_id.encode())
+            assert producer.flush(10) == 0
+            assert (time.monotonic() - started >= 0.4) is slow, client_id
+
+
+def test_lost_answers_are_retried_without_duplicates_by_an_idempotent_producer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with Broker() as broker, caplog.at_level(logging.INFO, logger="strom.server.network"):
+        topic = broker.create_topic()
+        lossy = LinkFault(loss=0.3, client_id_prefix="lossy-", apis=frozenset({ApiKey.PRODUCE}))
+        broker.faults.degrade_link(lossy, seed=5)
+        values = [f"value-{n}".encode() for n in range(20)]
+        producer = Producer(
+            broker.producer_config(
+                **{
+                    "client.id": "lossy-app",
+                    "enable.idempotence": True,
+                    "linger.ms": 0,
+                    "retry.backoff.ms": 10,
+                    "reconnect.backoff.ms": 10,
+                    "reconnect.backoff.max.ms": 50,
+                }
+            )
+        )
+        for value in values:  # one at a time: each answer may be lost after the append
+            producer.produce(topic, value)
+            assert producer.flush(20) == 0
+        broker.faults.clear()
+        lost = [r for r in caplog.records if "injected loss of the answer to Produce" in r.message]
+        assert lost, "no Produce answer was lost: the test proves nothing"
+        assert _consume_all(broker, topic, len(values)) == values
 
 
 def test_dropped_connections_reconnect() -> None:

@@ -103,8 +103,8 @@ def run(*, names: tuple[str, ...], duration: str, seed: int | None, report_dir: 
             )
         except (ClusterError, NetnsError, OSError) as error:
             # The cluster could not be run as the scenario needs: no verdict, never a pass.
-            progress(f"error: {error}")
-            verdicts.append((scenario.name, "ERROR", str(error).splitlines()[0]))
+            progress(f"error: {_first_line(error)}")
+            verdicts.append((scenario.name, "ERROR", _first_line(error)))
             continue
         console.print(outcome.result.summary(), highlight=False)
         console.print(f"report: {outcome.report}", highlight=False)
@@ -117,3 +117,9 @@ def run(*, names: tuple[str, ...], duration: str, seed: int | None, report_dir: 
     console.print(table)
     if any(verdict != "ok" for _, verdict, _ in verdicts):
         raise SystemExit(1)
+
+
+def _first_line(error: BaseException) -> str:
+    """An error's first line, or its type when it has no message (a bare ``TimeoutError``)."""
+    lines = str(error).splitlines()
+    return lines[0] if lines else type(error).__name__

@@ -93,6 +93,7 @@ from strom.server.meta_properties import MetaProperties, ensure_meta_properties,
 from strom.server.metadata_view import MetadataWaiter
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.faults import Faults
+from strom.server.network.faults_file import faults_from_environment
 from strom.server.network.listener import HostPort, Listener
 from strom.server.node_config import NodeConfig
 from strom.server.raft_log import METADATA_LOG_CONFIG, METADATA_PARTITION, FileRaftLog
@@ -136,7 +137,8 @@ class Node:
         faults: Faults | None = None,
     ) -> None:
         """Raises ConfigError for inconsistent settings; ``emulate_kafka_version``: advertise
-        only that Apache Kafka release's API versions; ``faults``: injected by tests."""
+        only that Apache Kafka release's API versions; ``faults``: injected by tests (else read
+        from the file ``STROM_FAULTS_FILE`` names, if set)."""
         self.config = config
         self.node = NodeConfig.from_config(config)
         self.node_id = self.node.node_id
@@ -159,7 +161,7 @@ class Node:
         """``authorizer.class.name``'s authorizer, shared by every listener."""
         self._controller_client, self._inter_broker_client = self._client_securities()
         self._emulate = emulate_kafka_version
-        self._faults = faults
+        self._faults = faults if faults is not None else faults_from_environment(os.environ)
         self._meta: MetaProperties | None = None
         self._controller_listener: Listener | None = None
         self._started = False

@@ -416,8 +416,9 @@ class Connection(asyncio.Protocol):
 
 async def _with_faults(faults: Faults, handler: Handler, context: RequestContext) -> HandlerResult:
     """Serve a request under the injected faults: an error instead of the answer, a delay
-    before it is sent."""
+    before it is sent, the answer lost with the connection."""
     api_key = context.api_key
+    link_delay, lost = faults.link_fault(api_key, context.client_id)
     code = faults.take_error(api_key)
     if code is None:
         result = await handler.handle(context)
@@ -429,9 +430,11 @@ async def _with_faults(faults: Faults, handler: Handler, context: RequestContext
             code.name.upper(),
         )
         result = await injected_error_response(handler, context, code)
-    delay = faults.delay_for(api_key)
+    delay = faults.delay_for(api_key) + link_delay
     if delay > 0:
         await asyncio.sleep(delay)
+    if lost:
+        raise CloseConnection(f"injected loss of the answer to {context.request}")
     return result
 
 

@@ -1,5 +1,6 @@
 """Faults a test can inject into a running broker: slow or failing APIs, dropped and refused
-connections (driven through ``strom.testing``).
+connections, and a degraded link from some clients (driven through ``strom.testing``, or for a
+server process through a file, :mod:`strom.server.network.faults_file`).
 
 The network layer consults one ``Faults`` object per listener. With nothing set, the cost is
 one attribute read per request (``active``) and per accepted connection (``refusing``). Every
@@ -9,6 +10,7 @@ and the event loop only ever reads them.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from strom.common import ErrorCode
 from strom.protocol.api import ApiKey, api_name
 
-__all__ = ["Faults", "InjectedError", "api_key_of"]
+__all__ = ["Faults", "InjectedError", "LinkFault", "api_key_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +28,28 @@ class InjectedError:
 
     code: ErrorCode
     remaining: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkFault:
+    """The link from clients whose id starts with ``client_id_prefix`` (every client when
+    empty): each answer (to the ``apis`` named, or all) is held ``delay`` seconds, and lost
+    with probability ``loss``.
+
+    A lost answer closes the connection without it, after the request was served: over TCP a
+    message is never lost alone, so lasting loss ends as a broken connection, and the client
+    must send again without knowing whether the first request took effect."""
+
+    delay: float = 0.0
+    loss: float = 0.0
+    client_id_prefix: str = ""
+    apis: frozenset[ApiKey] | None = None
+
+    def __post_init__(self) -> None:
+        if self.delay < 0:
+            raise ValueError(f"a delay cannot be negative, got {self.delay}")
+        if not 0.0 <= self.loss <= 1.0:
+            raise ValueError(f"loss is a probability from 0 to 1, got {self.loss}")
 
 
 def api_key_of(api: ApiKey | int | str) -> ApiKey:
@@ -47,6 +71,8 @@ class Faults:
         self._delays: dict[ApiKey, float] = {}
         self._errors: dict[ApiKey, InjectedError] = {}
         self._refuse_until = 0.0
+        self._link: LinkFault | None = None
+        self._losses = random.Random()
         self._drop_hooks: list[Callable[[], None]] = []
         self.active = False
         """Whether any API fault is set (the per-request fast path reads only this)."""
@@ -72,6 +98,14 @@ class Faults:
             self._errors = {**self._errors, api_key_of(api): InjectedError(code, count)}
             self._update()
 
+    def degrade_link(self, link: LinkFault | None, *, seed: int | None = None) -> None:
+        """Delay and lose the answers to the clients ``link`` names (None: a healthy link);
+        ``seed`` makes which answers are lost repeatable."""
+        with self._lock:
+            self._link = link
+            self._losses = random.Random(seed)
+            self._update()
+
     def refuse_connections(self, seconds: float | None = None) -> None:
         """Close new connections as soon as they are accepted, for ``seconds`` (None: until
         ``clear``). Connections already open are not affected."""
@@ -88,6 +122,7 @@ class Faults:
             self._delays = {}
             self._errors = {}
             self._refuse_until = 0.0
+            self._link = None
             self._update()
 
     # --- read by the network layer -----------------------------------------------------------
@@ -98,6 +133,18 @@ class Faults:
 
     def delay_for(self, api_key: ApiKey) -> float:
         return self._delays.get(api_key, 0.0)
+
+    def link_fault(self, api_key: ApiKey, client_id: str) -> tuple[float, bool]:
+        """The delay of the answer to a request of ``api_key`` from ``client_id``, and whether
+        it is lost."""
+        link = self._link
+        if (
+            link is None
+            or not client_id.startswith(link.client_id_prefix)
+            or (link.apis is not None and api_key not in link.apis)
+        ):
+            return 0.0, False
+        return link.delay, link.loss > 0 and self._losses.random() < link.loss
 
     def take_error(self, api_key: ApiKey) -> ErrorCode | None:
         """The error to answer this request of ``api_key`` with, if any (and count it)."""
@@ -119,4 +166,4 @@ class Faults:
         self._drop_hooks.append(hook)
 
     def _update(self) -> None:
-        self.active = bool(self._delays or self._errors)
+        self.active = bool(self._delays or self._errors or self._link)

@@ -9,6 +9,7 @@ put an application of your own under the same faults.
 from strom.testing.chaos.checker import KINDS, Anomaly, CheckResult, check
 from strom.testing.chaos.history import Event, History, Recorder, read_history, write_history
 from strom.testing.chaos.nemesis import (
+    DegradeLinks,
     Fault,
     FillDisk,
     Isolate,
@@ -23,6 +24,7 @@ from strom.testing.chaos.nemesis import (
     mount_small_disk,
     nodes,
     unmount_small_disk,
+    use_faults_files,
     use_offset_clock,
 )
 from strom.testing.chaos.report import write_report
@@ -33,6 +35,7 @@ __all__ = [
     "Anomaly",
     "BankWorkload",
     "CheckResult",
+    "DegradeLinks",
     "Event",
     "Fault",
     "FillDisk",
@@ -54,6 +57,7 @@ __all__ = [
     "nodes",
     "read_history",
     "unmount_small_disk",
+    "use_faults_files",
     "use_offset_clock",
     "write_history",
     "write_report",

@@ -14,7 +14,9 @@ itself in :meth:`Fault.heal`:
 - :class:`Reassign`: move partitions with ``strom partitions reassign`` (not a fault, but the
   operation a fault should not break);
 - :class:`Isolate` and :class:`SlowLink`: network faults between nodes in network namespaces
-  (:class:`strom.testing.network.NetworkNemesis`).
+  (:class:`strom.testing.network.NetworkNemesis`);
+- :class:`DegradeLinks`: a fixed delay and random loss of the answers a node gives other nodes,
+  through the fault layer of strom's own network code (this kernel has no ``tc netem``).
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ from typing import Any, Final, Protocol
 
 from strom.common import TopicPartition
 from strom.common.clock import CLOCK_OFFSET_FILE_ENV
+from strom.server.network.faults_file import FAULTS_FILE_ENV
 from strom.storage.checkpoint import RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint
 from strom.testing.chaos.history import Recorder
 from strom.testing.cluster import Cluster, ClusterError
 
 __all__ = [
+    "DegradeLinks",
     "Fault",
     "FillDisk",
     "Isolate",
@@ -52,6 +56,7 @@ __all__ = [
     "mount_small_disk",
     "nodes",
     "unmount_small_disk",
+    "use_faults_files",
     "use_offset_clock",
 ]
 
@@ -222,6 +227,52 @@ def use_offset_clock(cluster: Cluster) -> None:
         path = _offset_file(cluster, node_id)
         path.write_text("0", encoding="ascii")
         node.environment[CLOCK_OFFSET_FILE_ENV] = str(path)
+
+
+NODE_CLIENTS: Final = "strom-"
+"""The client id prefix of every request one strom node sends another (replica fetchers,
+controller channels, Raft, transaction markers)."""
+
+
+@dataclass
+class DegradeLinks(_OnNodes):
+    """Hold each answer the chosen nodes give to clients whose id starts with
+    ``client_id_prefix`` (every other node, by default) ``delay`` seconds, and lose a share
+    ``loss`` of them with the connection (:class:`strom.server.network.faults.LinkFault`); the
+    nodes must run with :func:`use_faults_files`."""
+
+    delay: float = 0.1
+    loss: float = 0.1
+    client_id_prefix: str = NODE_CLIENTS
+    seed: int | None = None
+    name = "degrade-links"
+
+    def strike(self, cluster: Cluster, node_id: int) -> None:
+        link = {"delay": self.delay, "loss": self.loss, "client_id_prefix": self.client_id_prefix}
+        _write_faults(cluster, node_id, {"link": link, "seed": self.seed})
+
+    def recover(self, cluster: Cluster, node_id: int) -> None:
+        _write_faults(cluster, node_id, {})
+
+
+def _faults_file(cluster: Cluster, node_id: int) -> Path:
+    return cluster.nodes[node_id].properties.parent / "faults.json"
+
+
+def _write_faults(cluster: Cluster, node_id: int, faults: dict[str, Any]) -> None:
+    if FAULTS_FILE_ENV not in cluster.nodes[node_id].environment:
+        raise ClusterError(f"node {node_id} does not read a faults file: use_faults_files first")
+    path = _faults_file(cluster, node_id)
+    staged = path.with_suffix(".tmp")
+    staged.write_text(json.dumps(faults), encoding="utf-8")
+    staged.replace(path)  # the node never reads half a file
+
+
+def use_faults_files(cluster: Cluster) -> None:
+    """Let :class:`DegradeLinks` reach every node (before it starts): each node watches a
+    faults file of its own (``STROM_FAULTS_FILE``)."""
+    for node_id, node in cluster.nodes.items():
+        node.environment[FAULTS_FILE_ENV] = str(_faults_file(cluster, node_id))
 
 
 def mount_small_disk(cluster: Cluster, node_id: int, *, megabytes: int) -> None:

@@ -5,6 +5,7 @@ and the report (``strom chaos run`` and the reliability tests call :func:`run_sc
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import tempfile
 import threading
@@ -24,6 +25,7 @@ from strom.testing.chaos.nemesis import (
     Nemesis,
     mount_small_disk,
     unmount_small_disk,
+    use_faults_files,
     use_offset_clock,
 )
 from strom.testing.chaos.report import write_report
@@ -34,7 +36,7 @@ from strom.testing.chaos.workloads import (
     Workload,
     final_read,
 )
-from strom.testing.cluster import Cluster
+from strom.testing.cluster import Cluster, ClusterError
 
 __all__ = ["CHAOS_CLUSTER_SETTINGS", "RunResult", "run_scenario"]
 
@@ -51,6 +53,9 @@ CHAOS_CLUSTER_SETTINGS: Final[Mapping[str, str]] = {
 }
 """The issue's cluster: RF 3 and min ISR 2 everywhere, internal topics included; replicas
 that stop fetching leave the ISR after 3 s."""
+
+_TIMED_OUT: Final = (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT)
+_WARNING: Final = re.compile(r" (WARNING|ERROR|CRITICAL) ")
 
 WARMUP_SECONDS: Final = 2.0
 RECOVERY_TIMEOUT: Final = 30.0
@@ -98,12 +103,49 @@ def _assignment(avoid_leading: int | None) -> list[list[int]]:
 
 
 def _create_topics(
-    admin: AdminClient, names: tuple[str, ...], *, avoid_leading: int | None = None
+    cluster: Cluster,
+    admin: AdminClient,
+    names: tuple[str, ...],
+    *,
+    avoid_leading: int | None = None,
+    progress: Progress,
 ) -> None:
+    """Create the workload's topics before any fault; a creation that times out is asked
+    again once (a repeated creation meets the topic it made), then fails with what the nodes
+    logged."""
     assignment = _assignment(avoid_leading)
-    topics = [NewTopic(name, len(assignment), replica_assignment=assignment) for name in names]
-    for future in admin.create_topics(topics).values():
-        future.result(timeout=30)
+    missing = list(names)
+    for attempt in (1, 2):
+        topics = [
+            NewTopic(name, len(assignment), replica_assignment=assignment) for name in missing
+        ]
+        for name, future in admin.create_topics(topics, request_timeout=30).items():
+            try:
+                future.result(timeout=40)
+            except KafkaException as error:
+                code = error.args[0].code()
+                if code in _TIMED_OUT:
+                    continue
+                if code != KafkaError.TOPIC_ALREADY_EXISTS or attempt == 1:
+                    raise
+            except TimeoutError:
+                continue
+            missing.remove(name)
+        if not missing:
+            return
+        progress(f"creating {', '.join(missing)} timed out (attempt {attempt})")
+    raise ClusterError(
+        f"creating {', '.join(missing)} timed out twice; the nodes logged: {_warnings(cluster)}"
+    )
+
+
+def _warnings(cluster: Cluster, *, per_node: int = 3) -> str:
+    """The last warnings and errors of every node, for an error message."""
+    found = []
+    for node_id, node in cluster.nodes.items():
+        lines = [line.strip() for line in node.lines if _WARNING.search(line)]
+        found += [f"[{node_id}] {line}" for line in lines[-per_node:]]
+    return " | ".join(found) or "no warnings"
 
 
 def _topic_creator(admin: AdminClient, recorder: Recorder) -> Callable[[str], None]:
@@ -156,6 +198,7 @@ def run_scenario(
             mount_small_disk(cluster, victim_disk, megabytes=scenario.small_disk or 64)
         if scenario.clock:
             use_offset_clock(cluster)
+        use_faults_files(cluster)
         progress(f"starting {len(cluster.nodes)} nodes in {base}")
         cluster.start()
         outcome = _run_on(
@@ -196,7 +239,7 @@ def _run_on(
     # futures to complete. Its log lines are only noise during faults.
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 0})
     workload = _workload(scenario, topic, seed)
-    _create_topics(admin, workload.topics, avoid_leading=avoid_leading)
+    _create_topics(cluster, admin, workload.topics, avoid_leading=avoid_leading, progress=progress)
     recorder = Recorder()
     nemesis = Nemesis(cluster, recorder)
     schedule = FaultSchedule(

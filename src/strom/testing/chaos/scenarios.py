@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from strom.testing.chaos.nemesis import (
+    DegradeLinks,
     Fault,
     FillDisk,
     Isolate,
@@ -165,6 +166,20 @@ def _successive_leaders(s: FaultSchedule) -> None:
             break
     if previous is not None:
         s.nemesis.heal(previous)
+
+
+def _lossy_links(s: FaultSchedule) -> None:
+    everyone = nodes(*s.cluster.nodes)
+
+    def degrade() -> Fault:
+        return DegradeLinks(
+            everyone,
+            delay=round(s.rng.uniform(0.05, 0.4), 3),
+            loss=round(s.rng.uniform(0.05, 0.3), 3),
+            seed=s.rng.randrange(1 << 31),
+        )
+
+    s.cycle(degrade, on=6, off=3)
 
 
 def _controller_kill_while_creating(s: FaultSchedule) -> None:
@@ -388,6 +403,15 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
         _ALWAYS + "; the slow follower leaves the ISR and acks=all goes on with the others",
         _slow_follower,
         network="netns",
+    ),
+    Scenario(
+        17,
+        "lossy-links",
+        "every answer one node gives another (replica fetches, heartbeats, Raft, forwarded "
+        "requests) held 50-400 ms and 5-30% of them lost with their connection (strom's "
+        "injectable fault layer), in bursts",
+        _ALWAYS + "; replication, heartbeats and elections retry through the loss",
+        _lossy_links,
     ),
 )
 
