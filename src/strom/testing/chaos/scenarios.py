@@ -174,8 +174,8 @@ def _lossy_links(s: FaultSchedule) -> None:
     def degrade() -> Fault:
         return DegradeLinks(
             everyone,
-            delay=round(s.rng.uniform(0.05, 0.4), 3),
-            loss=round(s.rng.uniform(0.05, 0.3), 3),
+            delay=round(s.rng.uniform(0.1, 1.0), 3),
+            loss=round(s.rng.uniform(0.1, 0.5), 3),
             seed=s.rng.randrange(1 << 31),
         )
 
@@ -408,7 +408,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
         17,
         "lossy-links",
         "every answer one node gives another (replica fetches, heartbeats, Raft, forwarded "
-        "requests) held 50-400 ms and 5-30% of them lost with their connection (strom's "
+        "requests) held 0.1-1 s and 10-50% of them lost with their connection (strom's "
         "injectable fault layer), in bursts",
         _ALWAYS + "; replication, heartbeats and elections retry through the loss",
         _lossy_links,
