@@ -62,9 +62,11 @@ class Recorder:
     def __init__(self, data: Path) -> None:
         self.data = data
         self.principals: list[KafkaPrincipal] = []
+        self.connections: list[str] = []
 
     async def handle(self, context: RequestContext) -> HandlerResult:
         self.principals.append(context.principal)
+        self.connections.append(context.connection_id)
         body = context.body
         assert isinstance(body, HeartbeatRequest)
         if body.group_id == "file":
@@ -206,6 +208,30 @@ def test_sasl_names_clients_by_user_and_refuses_others(loop_name: str, tmp_path:
     recorder = serve(loop_name, security, tmp_path / "unused", client)
     assert [str(p) for p in recorder.principals] == ["User:alice"]
     assert outcomes and "Invalid username or password" in outcomes[0]
+
+
+def test_node_clients_reauthenticate_on_the_same_connection(tmp_path: Path) -> None:
+    """KIP-368: past 85% of the session the server granted (1 s), strom's own client logs in
+    again before its next request; the server would close a connection whose session ended."""
+    security = ListenerSecurity(
+        sasl=partial(
+            SaslAuthenticator,
+            mechanisms={"PLAIN": partial(PlainServer, {"alice": "alice-secret"})},
+            max_reauth_ms=1000,
+        )
+    )
+
+    async def client(address: HostPort, _: Recorder) -> None:
+        alice = ClientSecurity(mechanism="PLAIN", username="alice", password="alice-secret")
+        connection = NodeConnection(address.host, address.port, security=alice)
+        for _ in range(3):
+            await connection.request(heartbeat())
+            await asyncio.sleep(0.6)
+        await connection.close()
+
+    recorder = serve("asyncio", security, tmp_path / "unused", client)
+    assert [str(p) for p in recorder.principals] == ["User:alice"] * 3
+    assert len(set(recorder.connections)) == 1, recorder.connections
 
 
 @pytest.mark.parametrize("loop_name", sorted(LOOPS))

@@ -13,8 +13,9 @@ drops the connection, as Kafka's ``NetworkClient`` does; the next request reconn
 an address learnt later (from metadata or the quorum) is used at the next reconnect.
 
 A secured connection (:class:`~strom.client.security.ClientSecurity`) speaks TLS and logs in
-with SASL before its first request; when the server limits the session (KIP-368) the connection
-is made anew, once idle, before the session ends.
+with SASL before its first request; when the server limits the session (KIP-368) it logs in
+again on the same connection, once idle, before the session ends (and reconnects only if that
+fails), as Kafka's own clients re-authenticate.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ from typing import Any
 
 from kio.static.protocol import RequestPayload
 
-from strom.client.security import PLAINTEXT, ClientSecurity, sasl_exchange
+from strom.client.security import (
+    PLAINTEXT,
+    AuthenticationFailed,
+    ClientSecurity,
+    sasl_exchange,
+)
 from strom.protocol.api import decode_response, encode_request, make_request_header
 from strom.protocol.framing import frame_prefix
 
@@ -99,7 +105,15 @@ class NodeConnection:
     ) -> Any:
         """Send ``body`` and return the response body of the same API and version (kio's class,
         or ``response_type``). Raises :class:`RequestFailed`."""
-        writer = await self._connected()
+        return await self._send(await self._connected(), body, timeout, response_type)
+
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        body: RequestPayload,
+        timeout: float | None,
+        response_type: type[Any] | None = None,
+    ) -> Any:
         self._next_correlation_id = (self._next_correlation_id + 1) & 0x7FFFFFFF
         correlation_id = self._next_correlation_id
         header = make_request_header(body, correlation_id=correlation_id, client_id=self._client_id)
@@ -139,8 +153,11 @@ class NodeConnection:
             current = self._current_writer()
             loop = asyncio.get_running_loop()
             if current is not None and loop.time() >= self._session_ends and not self._pending:
-                self._drop(RequestFailed(f"{self}: the SASL session is ending"))
-                current = None
+                try:
+                    await self._log_in(current)  # KIP-368: again, on the same connection
+                except RequestFailed as error:
+                    log.info("%s; reconnecting", error)
+                    current = None
             if current is not None:
                 return current
             wait = self._last_failed_connect + self._reconnect_backoff - loop.time()
@@ -157,44 +174,40 @@ class NodeConnection:
             self._reader_task = loop.create_task(
                 self._read_loop(reader, writer), name=f"strom-client-{self}"
             )
+            self._session_ends = float("inf")
+            if self._security.mechanism is not None:
+                try:
+                    await self._log_in(writer)
+                except RequestFailed:
+                    self._last_failed_connect = loop.time()
+                    raise
             return writer
 
     async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """Connect (TLS when configured) and log in (SASL when configured)."""
-        security = self._security
-        context = security.ssl_context
-        reader, writer = await asyncio.open_connection(
+        """Connect, with TLS when configured."""
+        context = self._security.ssl_context
+        return await asyncio.open_connection(
             self.host, self.port, ssl=context, server_hostname=self.host if context else None
         )
-        self._session_ends = float("inf")
-        if security.mechanism is None:
-            return reader, writer
-        try:
-            lifetime_ms = await self._login(reader, writer)
-        except (OSError, asyncio.IncompleteReadError) as error:
-            writer.close()
-            raise ConnectionError(f"SASL login failed: {error}") from None
-        if lifetime_ms > 0:
-            self._session_ends = asyncio.get_running_loop().time() + 0.85 * lifetime_ms / 1000
-        return reader, writer
 
-    async def _login(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
+    async def _log_in(self, writer: asyncio.StreamWriter) -> None:
+        """The SASL login on this connection, or a re-authentication once its session is
+        ending; a failed one drops the connection and raises :class:`RequestFailed`."""
         exchange = sasl_exchange(self._security)
-        body = next(exchange)
-        while True:
-            header = make_request_header(body, correlation_id=0, client_id=self._client_id)
-            payload = encode_request(header=header, body=body)
-            writer.write(frame_prefix(len(payload)) + payload)
-            (size,) = _SIZE.unpack(await reader.readexactly(_SIZE.size))
-            _, response = decode_response(
-                await reader.readexactly(size),
-                api_key=int(body.__api_key__),
-                api_version=int(body.__version__),
-            )
-            try:
-                body = exchange.send(response)
-            except StopIteration as done:
-                return int(done.value)
+        try:
+            body = next(exchange)
+            while True:
+                response = await self._send(writer, body, self._connect_timeout)
+                try:
+                    body = exchange.send(response)
+                except StopIteration as done:
+                    lifetime_ms = int(done.value)
+                    break
+        except (RequestFailed, AuthenticationFailed) as error:
+            self._drop(RequestFailed(f"{self}: the SASL login failed"), writer)
+            raise RequestFailed(f"the SASL login to {self} failed: {error}") from None
+        ends = asyncio.get_running_loop().time() + 0.85 * lifetime_ms / 1000
+        self._session_ends = ends if lifetime_ms > 0 else float("inf")
 
     def _current_writer(self) -> asyncio.StreamWriter | None:
         return self._writer
