@@ -224,7 +224,7 @@ def test_node_clients_reauthenticate_on_the_same_connection(tmp_path: Path) -> N
     async def client(address: HostPort, _: Recorder) -> None:
         alice = ClientSecurity(mechanism="PLAIN", username="alice", password="alice-secret")
         connection = NodeConnection(address.host, address.port, security=alice)
-        for _ in range(3):
+        for _round in range(3):
             await connection.request(heartbeat())
             await asyncio.sleep(0.6)
         await connection.close()

@@ -297,6 +297,10 @@ class ClusterImage:
     def active_broker_ids(self) -> tuple[int, ...]:
         return tuple(sorted(b.id for b in self.brokers.values() if b.active))
 
+    def active_broker_epochs(self) -> dict[int, int]:
+        """Each active broker's id and the epoch it is registered in."""
+        return {b.id: b.epoch for b in self.brokers.values() if b.active}
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class ConfigResource:

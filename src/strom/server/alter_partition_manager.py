@@ -2,9 +2,10 @@
 ``AlterPartitionManager``).
 
 The replica manager proposes one change per partition at a time (KIP-497); this module sends
-it as AlterPartition v3 (each ISR member with its broker epoch, KIP-841, and the partition
-epoch the change is based on) and reports the answer back: the committed ISR and partition
-epoch, or a failure, after which the leader proposes again at its next check from fresh state.
+it as AlterPartition v3 (each ISR member with the broker epoch its latest fetch was sent in,
+KIP-903, the leader with its own; and the partition epoch the change is based on) and reports
+the answer back: the committed ISR and partition epoch, or a failure, after which the leader
+proposes again at its next check from fresh state.
 A controller that does not answer within ``timeout`` seconds counts as a failure.
 """
 
@@ -65,10 +66,10 @@ class AlterPartitionManager:
         if topic is None:
             manager.isr_change_done(tp, leader_epoch=leader_epoch, isr=None)
             return
-        brokers = image.cluster.brokers
+        own_epoch = self._broker_epoch()
         request = AlterPartitionRequest(
             broker_id=BrokerId(self._node_id),
-            broker_epoch=i64(self._broker_epoch()),
+            broker_epoch=i64(own_epoch),
             topics=(
                 TopicData(
                     topic_id=topic.topic_id,
@@ -80,10 +81,12 @@ class AlterPartitionManager:
                                 BrokerState(
                                     broker_id=BrokerId(broker_id),
                                     broker_epoch=i64(
-                                        brokers[broker_id].epoch if broker_id in brokers else -1
+                                        own_epoch if broker_id == self._node_id else epoch
                                     ),
                                 )
-                                for broker_id in change.isr
+                                for broker_id, epoch in zip(
+                                    change.isr, change.broker_epochs, strict=True
+                                )
                             ),
                             leader_recovery_state=i8(0),
                             partition_epoch=i32(change.partition_epoch),

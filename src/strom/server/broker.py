@@ -453,6 +453,7 @@ class Broker:
         self.replica_manager.leader_quota = self.quotas["leader"]
         self.fetchers = ReplicaFetcherManager(
             node_id=self.node_id,
+            broker_epoch=lambda: self.broker_epoch,
             replica_manager=self.replica_manager,
             clients=NodeClients(
                 self._inter_broker_address,

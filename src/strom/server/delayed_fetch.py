@@ -164,6 +164,7 @@ def read_from_log(
             read = replica_manager.read_for_follower(
                 tp,
                 replica_id=params.replica_id,
+                replica_epoch=params.replica_epoch,
                 fetch_offset=request.fetch_offset,
                 max_bytes=budget,
                 current_leader_epoch=request.current_leader_epoch,

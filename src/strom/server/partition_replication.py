@@ -19,17 +19,18 @@ and acts on what it answers.
   once, a shrink not until the controller commits it. Out of sync: an ISR follower not caught up
   within the lag time. In sync again: a follower at or past the high watermark and past the
   start of the current leader epoch, whose broker is eligible (registered, unfenced, not
-  shutting down: Kafka's ``isReplicaIsrEligible``). A follower's broker that registers anew
-  (a restart: its log may have lost an unflushed tail) is forgotten until it fetches again,
-  so that no fetch of its previous incarnation vouches for it (what KIP-903's broker epochs in
-  AlterPartition guard against).
+  shutting down) and fetched in the broker epoch it is registered in now (KIP-903: Kafka's
+  ``isReplicaIsrEligible``). The AlterPartition carries each member's broker epoch as its
+  fetches reported it, so the controller refuses a member that registered anew meanwhile. A
+  follower's broker that registers anew (a restart: its log may have lost an unflushed tail)
+  is also forgotten until it fetches again, so that its previous offsets count for nothing.
 * **Acks**: ``min.insync.replicas`` is checked before an acks=all append (NOT_ENOUGH_REPLICAS)
   and again when its offset is committed (NOT_ENOUGH_REPLICAS_AFTER_APPEND), against the ISR.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -51,8 +52,14 @@ class FollowerState:
     last_caught_up_ms: int = NEVER
     last_fetch_ms: int = NEVER
     last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
+    broker_epoch: int | None = None
+    """The broker epoch its last fetch was sent in (-1: a fetch older than v15 does not say;
+    None: no fetch yet)."""
 
-    def update(self, *, fetch_offset: int, leader_log_end_offset: int, now_ms: int) -> None:
+    def update(
+        self, *, fetch_offset: int, leader_log_end_offset: int, now_ms: int, broker_epoch: int
+    ) -> None:
+        self.broker_epoch = broker_epoch
         if fetch_offset >= leader_log_end_offset:
             self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
         elif fetch_offset >= self.last_fetch_leader_log_end_offset >= 0:
@@ -60,6 +67,11 @@ class FollowerState:
         self.log_end_offset = fetch_offset
         self.last_fetch_leader_log_end_offset = leader_log_end_offset
         self.last_fetch_ms = now_ms
+
+    def epoch_eligible(self, registered_epoch: int) -> bool:
+        """Kafka's ``isBrokerEpochIsrEligible``: it fetched, in the epoch its broker is
+        registered in now (or in a fetch version that does not say)."""
+        return self.broker_epoch is not None and self.broker_epoch in (-1, registered_epoch)
 
     def caught_up(self, *, leader_log_end_offset: int, now_ms: int, max_lag_ms: int) -> bool:
         return (
@@ -70,12 +82,15 @@ class FollowerState:
 
 @dataclass(frozen=True, slots=True)
 class IsrChange:
-    """An AlterPartition to send: the new ISR, based on ``partition_epoch``."""
+    """An AlterPartition to send: the new ISR, based on ``partition_epoch``, with the broker
+    epoch each follower in it last fetched in (-1 where unknown, and for the leader, whose
+    sender knows its own)."""
 
     isr: tuple[int, ...]
     partition_epoch: int
     added: tuple[int, ...] = ()
     removed: tuple[int, ...] = ()
+    broker_epochs: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +135,21 @@ class PartitionReplication:
     # --- followers -------------------------------------------------------------------------
 
     def record_fetch(
-        self, broker_id: int, *, fetch_offset: int, leader_log_end_offset: int, now_ms: int
+        self,
+        broker_id: int,
+        *,
+        fetch_offset: int,
+        leader_log_end_offset: int,
+        now_ms: int,
+        broker_epoch: int = -1,
     ) -> None:
-        """A follower fetched from ``fetch_offset``: it has everything below."""
+        """A follower fetched from ``fetch_offset`` (in ``broker_epoch``): it has everything
+        below."""
         self.followers[broker_id].update(
-            fetch_offset=fetch_offset, leader_log_end_offset=leader_log_end_offset, now_ms=now_ms
+            fetch_offset=fetch_offset,
+            leader_log_end_offset=leader_log_end_offset,
+            now_ms=now_ms,
+            broker_epoch=broker_epoch,
         )
 
     def high_watermark_candidate(
@@ -159,11 +184,12 @@ class PartitionReplication:
         *,
         high_watermark: int,
         now_ms: int,
-        eligible: Container[int],
+        eligible: Mapping[int, int],
     ) -> IsrChange | None:
         """The AlterPartition to send now, if the ISR should change and none is in flight:
-        a shrink of the followers out of sync, else the first ``eligible`` follower back in
-        sync (at ``high_watermark``, the log's)."""
+        a shrink of the followers out of sync, else the first follower back in sync (at
+        ``high_watermark``, the log's) whose broker is ``eligible`` (broker id to its
+        registered epoch) in the epoch it fetched in."""
         if self.pending is not None:
             return None
         out_of_sync = tuple(
@@ -178,19 +204,30 @@ class PartitionReplication:
         )
         if out_of_sync:
             kept = tuple(b for b in self.isr if b not in out_of_sync)
-            self.pending = IsrChange(kept, self.partition_epoch, removed=out_of_sync)
+            self.pending = self._change(kept, removed=out_of_sync)
             return self.pending
         for broker_id in sorted(self.followers):
             follower = self.followers[broker_id]
             if (
                 broker_id not in self.isr
                 and broker_id in eligible
+                and follower.epoch_eligible(eligible[broker_id])
                 and self._in_sync(follower, high_watermark)
             ):
                 joined = tuple(sorted((*self.isr, broker_id)))
-                self.pending = IsrChange(joined, self.partition_epoch, added=(broker_id,))
+                self.pending = self._change(joined, added=(broker_id,))
                 return self.pending
         return None
+
+    def _change(
+        self, isr: tuple[int, ...], *, added: tuple[int, ...] = (), removed: tuple[int, ...] = ()
+    ) -> IsrChange:
+        epochs = []
+        for broker_id in isr:
+            follower = self.followers.get(broker_id)
+            known = None if follower is None else follower.broker_epoch
+            epochs.append(-1 if known is None else known)
+        return IsrChange(isr, self.partition_epoch, added, removed, tuple(epochs))
 
     def _in_sync(self, follower: FollowerState, high_watermark: int) -> bool:
         """Kafka's ``isFollowerInSync``: at the high watermark, and into the current epoch."""

@@ -3,8 +3,9 @@
 
 :class:`ReplicaFetcherManager` keeps one :class:`ReplicaFetcher` per leader broker, and moves
 partitions between them as :meth:`ReplicaManager.apply_metadata` says (``LeadershipChanges``).
-A fetcher loops over one request at a time: a Fetch (v12: names, a replica id, no session) of
-every partition it follows from that leader and is not backing off, each from its log's state:
+A fetcher loops over one request at a time: a Fetch (v15: topic ids, this broker's id and the
+broker epoch it is registered in, KIP-903; no session) of every partition it follows from that
+leader and is not backing off, each from its log's state:
 
 * fetch offset: the log end offset; last fetched epoch: the log's latest leader epoch; the
   current leader epoch of the partition's registration (the leader fences stale ones);
@@ -32,11 +33,12 @@ import asyncio
 import datetime
 import functools
 import logging
-from collections.abc import Iterable
+import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.fetch.v15.request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
 from kio.schema.list_offsets.v7.request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -99,16 +101,19 @@ class ReplicaFetcher:
         leader_id: int,
         *,
         node_id: int,
+        broker_epoch: Callable[[], int],
         replica_manager: ReplicaManager,
         clients: NodeClients,
         settings: FetcherSettings,
         clock: Clock,
         quota: ReplicationQuota | None = None,
     ) -> None:
-        """``quota``: ``follower.replication.throttled.rate`` on out-of-sync replicas."""
+        """``broker_epoch``: the epoch this broker is registered in now; ``quota``:
+        ``follower.replication.throttled.rate`` on out-of-sync replicas."""
         self.leader_id = leader_id
         self._quota = quota
         self._node_id = node_id
+        self._broker_epoch = broker_epoch
         self._replica_manager = replica_manager
         self._clients = clients
         self._settings = settings
@@ -168,19 +173,25 @@ class ReplicaFetcher:
 
     async def _fetch_once(self, ready: dict[TopicPartition, _Followed]) -> None:
         sent: dict[TopicPartition, tuple[int, int]] = {}
-        topics: dict[str, list[FetchPartition]] = {}
+        topics: dict[uuid.UUID, list[FetchPartition]] = {}
+        names: dict[uuid.UUID, str] = {}
+        image = self._replica_manager.image
         for tp, followed in ready.items():
+            topic = image.topics.get_topic(tp.topic)
             try:
                 partition = self._replica_manager.follower(tp, followed.leader_epoch)
             except KafkaError:
                 continue  # the metadata moved it; the manager hears of that too
+            if topic is None:
+                continue  # deleted: the manager stops following it
+            names[topic.topic_id] = tp.topic
             quota = self._quota
             if quota is not None and quota.holds_back(tp, in_sync=self._node_id in partition.isr):
                 continue  # left out while over the quota
             partition_log = partition.log
             fetch_offset = partition_log.log_end_offset
             sent[tp] = (followed.leader_epoch, fetch_offset)
-            topics.setdefault(tp.topic, []).append(
+            topics.setdefault(topic.topic_id, []).append(
                 FetchPartition(
                     partition=i32(tp.partition),
                     current_leader_epoch=i32(followed.leader_epoch),
@@ -195,7 +206,9 @@ class ReplicaFetcher:
             return
         request = FetchRequest(
             cluster_id=None,
-            replica_id=BrokerId(self._node_id),
+            replica_state=ReplicaState(
+                replica_id=BrokerId(self._node_id), replica_epoch=i64(self._broker_epoch())
+            ),
             max_wait=i32Timedelta.parse(
                 datetime.timedelta(milliseconds=self._settings.wait_max_ms)
             ),
@@ -205,8 +218,8 @@ class ReplicaFetcher:
             session_id=i32(0),
             session_epoch=i32(-1),
             topics=tuple(
-                FetchTopic(topic=TopicName(name), partitions=tuple(partitions))
-                for name, partitions in topics.items()
+                FetchTopic(topic_id=topic_id, partitions=tuple(partitions))
+                for topic_id, partitions in topics.items()
             ),
             forgotten_topics_data=(),
             rack_id="",
@@ -224,8 +237,11 @@ class ReplicaFetcher:
             return
         self._last_failure = ""
         for topic in response.responses:
+            name = names.get(topic.topic_id)
             for answer in topic.partitions:
-                tp = TopicPartition(str(topic.topic), int(answer.partition_index))
+                if name is None:
+                    continue
+                tp = TopicPartition(name, int(answer.partition_index))
                 if tp in sent:
                     await self._process(tp, *sent[tp], answer)
 
@@ -322,6 +338,7 @@ class ReplicaFetcherManager:
         self,
         *,
         node_id: int,
+        broker_epoch: Callable[[], int],
         replica_manager: ReplicaManager,
         clients: NodeClients,
         settings: FetcherSettings,
@@ -331,6 +348,7 @@ class ReplicaFetcherManager:
         self._new_fetcher = functools.partial(
             ReplicaFetcher,
             node_id=node_id,
+            broker_epoch=broker_epoch,
             replica_manager=replica_manager,
             clients=clients,
             settings=settings,

@@ -413,10 +413,11 @@ class ReplicaManager:
     # --- the leader's side of replication ----------------------------------------------------
 
     def record_follower_fetch(
-        self, tp: TopicPartition, *, replica_id: int, log_end_offset: int
+        self, tp: TopicPartition, *, replica_id: int, log_end_offset: int, replica_epoch: int = -1
     ) -> None:
-        """A follower fetched from ``log_end_offset``: it has everything below. The high
-        watermark may advance; a follower back in sync is proposed for the ISR."""
+        """A follower fetched from ``log_end_offset`` (in its broker epoch ``replica_epoch``):
+        it has everything below. The high watermark may advance; a follower back in sync is
+        proposed for the ISR."""
         partition = self.partition(tp)
         replication = partition.replication
         assert replication is not None
@@ -431,6 +432,7 @@ class ReplicaManager:
             fetch_offset=log_end_offset,
             leader_log_end_offset=partition.log_end_offset,
             now_ms=now,
+            broker_epoch=replica_epoch,
         )
         self.maybe_advance_high_watermark(partition)
         if replica_id not in replication.isr:
@@ -452,7 +454,7 @@ class ReplicaManager:
             partition.log_end_offset,
             high_watermark=partition.log.high_watermark,
             now_ms=now_ms,
-            eligible=self.image.cluster.active_broker_ids(),
+            eligible=self.image.cluster.active_broker_epochs(),
         )
         if change is None:
             return
@@ -492,6 +494,7 @@ class ReplicaManager:
         tp: TopicPartition,
         *,
         replica_id: int,
+        replica_epoch: int = -1,
         fetch_offset: int,
         max_bytes: int,
         current_leader_epoch: int,
@@ -522,7 +525,12 @@ class ReplicaManager:
                 min_one_message=max_bytes > 0,
             )
             try:
-                self.record_follower_fetch(tp, replica_id=replica_id, log_end_offset=fetch_offset)
+                self.record_follower_fetch(
+                    tp,
+                    replica_id=replica_id,
+                    log_end_offset=fetch_offset,
+                    replica_epoch=replica_epoch,
+                )
             except BaseException:
                 result.close()
                 raise

@@ -124,6 +124,8 @@ class FetchParams:
 
     replica_id: int = -1
     """The fetching follower's broker id; -1 for a consumer."""
+    replica_epoch: int = -1
+    """The follower's broker epoch (Fetch v15+, KIP-903); -1 when the request does not say."""
     max_wait_ms: int = 0
     min_bytes: int = 1
     max_bytes: int = 2**31 - 1

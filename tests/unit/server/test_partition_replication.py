@@ -58,7 +58,8 @@ def test_a_follower_that_keeps_pace_stays_caught_up() -> None:
     assert follower.last_caught_up_ms == 5_000  # not at 25: fell behind
 
 
-ALL = frozenset({1, 2, 3})
+ALL = {1: 10, 2: 20, 3: 30}
+"""Every broker eligible: its id and the epoch it is registered in."""
 
 
 def test_a_lagging_follower_leaves_the_isr_and_a_caught_up_one_joins() -> None:
@@ -66,7 +67,7 @@ def test_a_lagging_follower_leaves_the_isr_and_a_caught_up_one_joins() -> None:
     fetch(state, 2, 50, 50, 40_000)
     assert fetch(state, 3, 10, 50, 40_000) == 10
     shrink = state.isr_change(50, high_watermark=10, now_ms=40_000, eligible=ALL)
-    assert shrink == IsrChange((1, 2), 7, removed=(3,))
+    assert shrink == IsrChange((1, 2), 7, removed=(3,), broker_epochs=(-1, -1))
     # One AlterPartition at a time.
     assert state.isr_change(50, high_watermark=10, now_ms=40_000, eligible=ALL) is None
     assert state.maximal_isr == (1, 2, 3)  # a shrink counts once committed
@@ -74,7 +75,7 @@ def test_a_lagging_follower_leaves_the_isr_and_a_caught_up_one_joins() -> None:
     assert state.high_watermark_candidate(50, now_ms=40_000) == 50
     state.record_fetch(3, fetch_offset=50, leader_log_end_offset=50, now_ms=41_000)
     expand = state.isr_change(50, high_watermark=50, now_ms=41_000, eligible=ALL)
-    assert expand == IsrChange((1, 2, 3), 8, added=(3,))
+    assert expand == IsrChange((1, 2, 3), 8, added=(3,), broker_epochs=(-1, -1, -1))
     assert state.maximal_isr == (1, 2, 3)  # an expansion counts at once (KIP-497)
 
 
@@ -84,7 +85,7 @@ def test_a_follower_joins_only_past_the_start_of_the_leaders_epoch() -> None:
     assert state.isr_change(50, high_watermark=30, now_ms=1, eligible=ALL) is None
     state.record_fetch(3, fetch_offset=40, leader_log_end_offset=50, now_ms=2)
     assert state.isr_change(50, high_watermark=30, now_ms=2, eligible=ALL) == IsrChange(
-        (1, 2, 3), 7, added=(3,)
+        (1, 2, 3), 7, added=(3,), broker_epochs=(-1, -1, -1)
     )
 
 
@@ -93,14 +94,14 @@ def test_a_follower_joins_only_at_the_high_watermark() -> None:
     state.record_fetch(3, fetch_offset=40, leader_log_end_offset=50, now_ms=1)
     assert state.isr_change(50, high_watermark=45, now_ms=1, eligible=ALL) is None
     assert state.isr_change(50, high_watermark=40, now_ms=1, eligible=ALL) == IsrChange(
-        (1, 2, 3), 7, added=(3,)
+        (1, 2, 3), 7, added=(3,), broker_epochs=(-1, -1, -1)
     )
 
 
 def test_only_an_eligible_follower_joins() -> None:
     state = leader(isr=(1, 2))
     state.record_fetch(3, fetch_offset=50, leader_log_end_offset=50, now_ms=1)
-    assert state.isr_change(50, high_watermark=50, now_ms=1, eligible={1, 2}) is None
+    assert state.isr_change(50, high_watermark=50, now_ms=1, eligible={1: 10, 2: 20}) is None
     assert state.isr_change(50, high_watermark=50, now_ms=1, eligible=ALL) is not None
 
 
@@ -115,6 +116,28 @@ def test_a_restarted_follower_rejoins_only_from_its_new_fetches() -> None:
     assert state.isr_change(60, high_watermark=50, now_ms=3, eligible=ALL) is None
     state.record_fetch(3, fetch_offset=60, leader_log_end_offset=60, now_ms=4)
     assert state.isr_change(60, high_watermark=60, now_ms=4, eligible=ALL) is not None
+
+
+def test_a_follower_joins_only_from_fetches_in_its_registered_broker_epoch() -> None:
+    """KIP-903: a fetch sent before its broker registered anew (epoch 30 -> 31) does not vouch
+    for it; the AlterPartition carries the epochs the members fetched in."""
+    state = leader(isr=(1, 2))
+    state.record_fetch(2, fetch_offset=50, leader_log_end_offset=50, now_ms=1, broker_epoch=20)
+    state.record_fetch(3, fetch_offset=50, leader_log_end_offset=50, now_ms=1, broker_epoch=30)
+    restarted = {**ALL, 3: 31}
+    assert state.isr_change(50, high_watermark=50, now_ms=1, eligible=restarted) is None
+    state.record_fetch(3, fetch_offset=50, leader_log_end_offset=50, now_ms=2, broker_epoch=31)
+    assert state.isr_change(50, high_watermark=50, now_ms=2, eligible=restarted) == IsrChange(
+        (1, 2, 3), 7, added=(3,), broker_epochs=(-1, 20, 31)
+    )
+
+
+def test_a_fetch_that_names_no_broker_epoch_is_eligible() -> None:
+    """Fetch before v15 has no broker epoch (-1): only the registration is checked."""
+    state = leader(isr=(1, 2))
+    assert state.isr_change(50, high_watermark=0, now_ms=1, eligible=ALL) is None  # no fetch
+    state.record_fetch(3, fetch_offset=50, leader_log_end_offset=50, now_ms=1, broker_epoch=-1)
+    assert state.isr_change(50, high_watermark=50, now_ms=1, eligible=ALL) is not None
 
 
 def test_a_caught_up_follower_outside_the_isr_holds_the_high_watermark_back() -> None:

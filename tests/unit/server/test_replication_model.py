@@ -37,6 +37,8 @@ class Replica:
     epochs: LeaderEpochCache = field(default_factory=LeaderEpochCache)
     high_watermark: int = 0
     alive: bool = True
+    broker_epoch: int = 0
+    """The epoch its broker is registered in: one more at each restart."""
 
     @property
     def log_end_offset(self) -> int:
@@ -168,6 +170,7 @@ class ReplicationMachine(RuleBasedStateMachine):
             fetch_offset=fetch_offset,
             leader_log_end_offset=leader.log_end_offset,
             now_ms=self.now_ms,
+            broker_epoch=follower.broker_epoch,
         )
         self._advance()
         follower.append(leader.log[fetch_offset:])
@@ -182,7 +185,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         leader = self._leader_replica()
         if leader is None or self.state is None:
             return
-        alive = {b for b, replica in self.replicas.items() if replica.alive}
+        alive = {b: r.broker_epoch for b, r in self.replicas.items() if r.alive}
         change = self.state.isr_change(
             leader.log_end_offset,
             high_watermark=leader.high_watermark,
@@ -235,6 +238,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         if replica.alive:
             return
         replica.alive = True
+        replica.broker_epoch += 1
         if self.state is not None:
             self.state.forget_follower(broker_id)
         if self.leader is None and broker_id in self.isr:

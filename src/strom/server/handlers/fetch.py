@@ -98,11 +98,12 @@ def _aborted(schema: Any, read: ReadResultInfo, isolation_level: int) -> tuple[A
     )
 
 
-def _replica_id(body: Any, version: int) -> int:
-    """The fetching replica's broker id; -1 for a consumer."""
+def _replica(body: Any, version: int) -> tuple[int, int]:
+    """The fetching replica's broker id (-1 for a consumer) and broker epoch (-1 before v15)."""
     if version >= _REPLICA_STATE_VERSION:
-        return int(body.replica_state.replica_id)
-    return int(body.replica_id)
+        state = body.replica_state
+        return int(state.replica_id), int(state.replica_epoch)
+    return int(body.replica_id), -1
 
 
 def _diverging_epoch(schema: Any, read: ReadResultInfo) -> Any:
@@ -138,7 +139,7 @@ class FetchHandler:
         version = context.api_version
         fetch_context = self._new_context(body, version)
         partitions = fetch_context.partitions()
-        replica_id = _replica_id(body, version)
+        replica_id, replica_epoch = _replica(body, version)
         quota = self._quota if replica_id < 0 else None
         if quota is not None and not quota.enabled:
             quota = None
@@ -148,6 +149,7 @@ class FetchHandler:
             max_bytes = max_bytes if most is None else min(max_bytes, max(int(most), 1))
         params = FetchParams(
             replica_id=replica_id,
+            replica_epoch=replica_epoch,
             max_wait_ms=_ms(body.max_wait),
             min_bytes=int(body.min_bytes),
             max_bytes=max_bytes,
