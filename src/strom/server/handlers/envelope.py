@@ -8,6 +8,10 @@ controller's handler of its API, exactly as if the client had sent it; the answe
 body) goes back inside the envelope for the broker to hand to its client. A controller that is
 not active answers NOT_CONTROLLER on the envelope itself, and so does one that loses the
 leadership while the request waits, so that the broker retries with the new active controller.
+
+The inner request's handling time counts under the client's ``request_percentage`` here too,
+as Kafka's controller counts it: its throttle goes into the answer's ``throttle_time_ms``, for
+the broker to mute its client with (the envelope's own connection is never muted).
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ from strom.protocol.api import (
 )
 from strom.security.acls import AclOperation
 from strom.security.principal import deserialize_principal
+from strom.server.client_quotas import ClientQuotaManager
 from strom.server.controller_server import ControllerServer, NotControllerError
 from strom.server.handlers.common import as_newest
 from strom.server.handlers.registry import HandlerRegistry, NoResponse, RequestContext
+from strom.server.network.request_time import RequestTime
 from strom.server.network.response import Response
 
 __all__ = ["EnvelopeHandler"]
@@ -44,9 +50,16 @@ class EnvelopeHandler:
     api_key: Final = ApiKey.ENVELOPE
     versions: Final = KAFKA_CONTROLLER_VERSIONS[ApiKey.ENVELOPE]
 
-    def __init__(self, registry: HandlerRegistry, controller: ControllerServer) -> None:
+    def __init__(
+        self,
+        registry: HandlerRegistry,
+        controller: ControllerServer,
+        *,
+        request_quota: ClientQuotaManager,
+    ) -> None:
         self._registry = registry
         self._controller = controller
+        self._request_quota = request_quota
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         envelope = as_newest(context.body, newest.EnvelopeRequest)
@@ -80,7 +93,11 @@ class EnvelopeHandler:
             authorizer=authorizer,
         )
         try:
-            result = await handler.handle(inner_context)
+            if self._request_quota.enabled:
+                timer = RequestTime(self._request_quota, inner_context)
+                result = await timer.serve(handler.handle(timer.context))
+            else:
+                result = await handler.handle(inner_context)
         except NotControllerError:
             return _answer(ErrorCode.not_controller)
         if isinstance(result, Response | NoResponse):

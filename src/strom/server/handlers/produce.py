@@ -200,8 +200,10 @@ class ProduceHandler:
                     f"partition(s), first {failed[0][0]}: {failed[0][1].error.name.upper()}"
                 )
             return NO_RESPONSE
-        # the connection counted the producer's quota and muted itself as it read the request
-        return respond(context.request.correlation_id, version, results, context.throttle_ms)
+        # the connection counted the producer's byte rate and muted itself as it read the
+        # request; the request quota counts the time spent on it up to here
+        throttle_ms = max(context.throttle_ms, context.request_throttle())
+        return respond(context.request.correlation_id, version, results, throttle_ms)
 
     def _check(
         self, context: RequestContext, body: Any

@@ -37,9 +37,10 @@ from strom.protocol.api import (
     encode_response,
 )
 from strom.protocol.framing import FrameDecoder, InvalidFrameSizeError
+from strom.security.acls import AclOperation
 from strom.security.principal import ANONYMOUS, KafkaPrincipal, ssl_principal
 from strom.security.principal_mapping import NoMatchingRule, PrincipalMapper
-from strom.server.client_quotas import ClientQuotaManager
+from strom.server.client_quotas import ClientQuotaManager, ClientQuotas
 from strom.server.handlers.injected_errors import injected_error_response
 from strom.server.handlers.registry import (
     NO_RESPONSE,
@@ -50,6 +51,7 @@ from strom.server.handlers.registry import (
     RequestContext,
 )
 from strom.server.network.faults import Faults
+from strom.server.network.request_time import CLUSTER_ACTIONS, RequestTime
 from strom.server.network.response import Response
 from strom.server.network.writer import FrameWriter
 
@@ -90,12 +92,16 @@ class Connection(asyncio.Protocol):
         faults: Faults | None = None,
         listener_name: str = "PLAINTEXT",
         principal_mapper: PrincipalMapper | None = None,
-        produce_quota: ClientQuotaManager | None = None,
+        quotas: ClientQuotas | None = None,
+        request_exempt: frozenset[ApiKey] = CLUSTER_ACTIONS,
     ) -> None:
         """``principal_mapper``: an SSL listener's, naming clients by their certificate;
-        ``produce_quota``: producers' byte rates, counted as each Produce is read."""
+        ``quotas``: the node's client quotas, producers' byte rates counted as each Produce is
+        read and every request's handling time (but ``request_exempt``'s, from a principal
+        allowed CLUSTER_ACTION) under ``request_percentage``."""
         self._registry = registry
-        self._produce_quota = produce_quota
+        self._quotas = quotas
+        self._request_exempt = request_exempt
         self._principal_mapper = principal_mapper
         self.principal: KafkaPrincipal = ANONYMOUS
         self._listener_name = listener_name
@@ -228,15 +234,34 @@ class Connection(asyncio.Protocol):
         handler = self._registry.get(request.api_key)
         assert handler is not None, request  # decode_request only accepts registered keys
         context = self._context(request)
-        quota = self._produce_quota
-        if quota is not None and quota.enabled and request.api_key == ApiKey.PRODUCE:
-            # counted as it is read, so that the frames after it wait out its throttle
-            throttle_ms = quota.record(context.user, context.client_id, request.size)
-            if throttle_ms:
-                context = dataclasses.replace(context, throttle_ms=throttle_ms)
-                self.mute(throttle_ms)
-        self._start(self._handle(handler, context), context)
+        quotas = self._quotas
+        timer = None
+        if quotas is not None:
+            produce = quotas.produce
+            if produce.enabled and request.api_key == ApiKey.PRODUCE:
+                # counted as it is read, so that the frames after it wait out its throttle
+                throttle_ms = produce.record(context.user, context.client_id, request.size)
+                if throttle_ms:
+                    context = dataclasses.replace(context, throttle_ms=throttle_ms)
+                    self.mute(throttle_ms)
+            timer = self._request_time(quotas.request, context)
+            if timer is not None:
+                context = timer.context
+        self._start(self._handle(handler, context, timer), context)
         return True
+
+    def _request_time(
+        self, quota: ClientQuotaManager, context: RequestContext
+    ) -> RequestTime | None:
+        """The request's handling time, to be counted under ``request_percentage`` (None: no
+        such quota, or an exempt request)."""
+        if not quota.enabled:
+            return None
+        if context.api_key in self._request_exempt and context.authorize(
+            AclOperation.CLUSTER_ACTION, audit=False
+        ):
+            return None
+        return RequestTime(quota, context)
 
     def _decode(self, frame: bytes) -> Request | None:
         """The frame's request, or None after closing the connection on bad input."""
@@ -266,12 +291,15 @@ class Connection(asyncio.Protocol):
         self._in_flight.append(_InFlight(context, task))
         _wake(self._work)
 
-    async def _handle(self, handler: Handler, context: RequestContext) -> Response | None:
+    async def _handle(
+        self, handler: Handler, context: RequestContext, timer: RequestTime | None
+    ) -> Response | None:
         faults = self._faults
         if faults is not None and faults.active:
-            result = await _with_faults(faults, handler, context)
+            work = _with_faults(faults, handler, context)
         else:
-            result = await handler.handle(context)
+            work = handler.handle(context)
+        result = await (work if timer is None else timer.serve(work))
         if result is NO_RESPONSE:
             return None
         if isinstance(result, Response):
