@@ -95,7 +95,7 @@ from strom.server.metadata_view import MetadataWaiter
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.faults import Faults
 from strom.server.network.listener import HostPort, Listener
-from strom.server.network.request_time import CLUSTER_ACTIONS, RAFT_FETCHES
+from strom.server.network.request_time import CONTROLLER_EXEMPT
 from strom.server.node_config import NodeConfig
 from strom.server.raft_log import METADATA_LOG_CONFIG, METADATA_PARTITION, FileRaftLog
 from strom.server.raft_manager import RAFT_APIS, RaftApiHandler, RaftManager, SnapshotPolicy
@@ -316,7 +316,7 @@ class Node:
                     faults=self._faults,
                     security=self.security[listener_config.name],
                     client_quotas=self.controller_quotas,
-                    request_exempt=CLUSTER_ACTIONS | RAFT_FETCHES,
+                    request_exempt=CONTROLLER_EXEMPT,
                 )
                 await listener.bind()
                 self._controller_listener = listener
@@ -412,7 +412,12 @@ class Node:
             AlterConfigsHandler(controller),
             ClusterAuthorized(AlterPartitionHandler(controller), AclOperation.CLUSTER_ACTION),
             IncrementalAlterConfigsHandler(controller),
-            EnvelopeHandler(registry, controller, request_quota=self.controller_quotas.request),
+            EnvelopeHandler(
+                registry,
+                controller,
+                request_quota=self.controller_quotas.request,
+                request_exempt=CONTROLLER_EXEMPT,
+            ),
             ClusterAuthorized(
                 BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),
                 AclOperation.CLUSTER_ACTION,

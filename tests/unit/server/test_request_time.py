@@ -6,22 +6,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 from kio.schema.api_versions.v0.response import ApiVersionsResponse
 from kio.schema.errors import ErrorCode
 from kio.schema.list_groups.v4.request import ListGroupsRequest
 from kio.schema.list_groups.v4.response import ListGroupsResponse
+from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
+from kio.static.protocol import RequestPayload
 
 from strom.common.clock import ManualClock
 from strom.metadata.client_quotas import CLIENT_ID, REQUEST_PERCENTAGE, ClientQuotasImage
 from strom.metadata.client_quotas import quota_entity as entity
 from strom.protocol.api import Request, make_request_header
+from strom.server.authorizer import Authorizer
 from strom.server.client_quotas import ClientQuotaManager
 from strom.server.handlers.common import throttle_field, throttle_of
 from strom.server.handlers.registry import NO_RESPONSE, RequestContext
-from strom.server.network.request_time import RequestTime
+from strom.server.network.request_time import CLUSTER_ACTIONS, RequestTime, request_time
 from strom.server.network.response import Response
 
 T = TypeVar("T")
@@ -42,15 +45,26 @@ def run(scenario: Callable[[], Coroutine[Any, Any, T]]) -> T:
     return asyncio.run(asyncio.wait_for(scenario(), timeout=10))
 
 
-def context(client_id: str, mutes: list[int]) -> RequestContext:
-    body = ListGroupsRequest(states_filter=())
+def context(
+    client_id: str,
+    mutes: list[int],
+    body: RequestPayload | None = None,
+    authorizer: Authorizer | None = None,
+) -> RequestContext:
+    body = ListGroupsRequest(states_filter=()) if body is None else body
     header = make_request_header(body, correlation_id=7, client_id=client_id)
     return RequestContext(
         request=Request(header=header, body=body),
         client_address="127.0.0.1:1",
         connection_id="c",
+        authorizer=authorizer,
         throttle=mutes.append,
     )
+
+
+class DeniesEverything:
+    def authorize(self, *args: object, audit: bool = True) -> bool:
+        return False
 
 
 def request_quota(percent: float) -> ClientQuotaManager:
@@ -65,6 +79,16 @@ def answer(throttle_ms: int = 0) -> ListGroupsResponse:
     return ListGroupsResponse(
         throttle_time=throttle_field(throttle_ms), error_code=ErrorCode.none, groups=()
     )
+
+
+def test_what_is_counted_and_what_is_exempt() -> None:
+    quota, markers = request_quota(1.0), WriteTxnMarkersRequest(markers=())
+    assert request_time(quota, context("busy", []), CLUSTER_ACTIONS) is not None
+    assert request_time(quota, context("busy", [], markers), CLUSTER_ACTIONS) is None
+    refused = cast(Authorizer, DeniesEverything())  # may not CLUSTER_ACTION: counted (Kafka)
+    assert request_time(quota, context("busy", [], markers, refused), CLUSTER_ACTIONS) is not None
+    quota.configure(ClientQuotasImage())  # no request_percentage anywhere
+    assert request_time(quota, context("busy", []), CLUSTER_ACTIONS) is None
 
 
 def test_the_time_a_handler_runs_counts_and_the_time_it_waits_does_not() -> None:

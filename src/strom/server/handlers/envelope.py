@@ -38,7 +38,7 @@ from strom.server.client_quotas import ClientQuotaManager
 from strom.server.controller_server import ControllerServer, NotControllerError
 from strom.server.handlers.common import as_newest
 from strom.server.handlers.registry import HandlerRegistry, NoResponse, RequestContext
-from strom.server.network.request_time import RequestTime
+from strom.server.network.request_time import request_time
 from strom.server.network.response import Response
 
 __all__ = ["EnvelopeHandler"]
@@ -56,10 +56,14 @@ class EnvelopeHandler:
         controller: ControllerServer,
         *,
         request_quota: ClientQuotaManager,
+        request_exempt: frozenset[ApiKey],
     ) -> None:
+        """``request_quota``: the controller's, counting the inner requests but
+        ``request_exempt``'s (as its listener's connections count requests)."""
         self._registry = registry
         self._controller = controller
         self._request_quota = request_quota
+        self._request_exempt = request_exempt
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         envelope = as_newest(context.body, newest.EnvelopeRequest)
@@ -93,8 +97,8 @@ class EnvelopeHandler:
             authorizer=authorizer,
         )
         try:
-            if self._request_quota.enabled:
-                timer = RequestTime(self._request_quota, inner_context)
+            timer = request_time(self._request_quota, inner_context, self._request_exempt)
+            if timer is not None:
                 result = await timer.serve(handler.handle(timer.context))
             else:
                 result = await handler.handle(inner_context)

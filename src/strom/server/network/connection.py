@@ -37,10 +37,9 @@ from strom.protocol.api import (
     encode_response,
 )
 from strom.protocol.framing import FrameDecoder, InvalidFrameSizeError
-from strom.security.acls import AclOperation
 from strom.security.principal import ANONYMOUS, KafkaPrincipal, ssl_principal
 from strom.security.principal_mapping import NoMatchingRule, PrincipalMapper
-from strom.server.client_quotas import ClientQuotaManager, ClientQuotas
+from strom.server.client_quotas import ClientQuotas
 from strom.server.handlers.injected_errors import injected_error_response
 from strom.server.handlers.registry import (
     NO_RESPONSE,
@@ -51,7 +50,7 @@ from strom.server.handlers.registry import (
     RequestContext,
 )
 from strom.server.network.faults import Faults
-from strom.server.network.request_time import CLUSTER_ACTIONS, RequestTime
+from strom.server.network.request_time import CLUSTER_ACTIONS, RequestTime, request_time
 from strom.server.network.response import Response
 from strom.server.network.writer import FrameWriter
 
@@ -244,24 +243,15 @@ class Connection(asyncio.Protocol):
                 if throttle_ms:
                     context = dataclasses.replace(context, throttle_ms=throttle_ms)
                     self.mute(throttle_ms)
-            timer = self._request_time(quotas.request, context)
+            timer = self._counted(quotas, context)
             if timer is not None:
                 context = timer.context
         self._start(self._handle(handler, context, timer), context)
         return True
 
-    def _request_time(
-        self, quota: ClientQuotaManager, context: RequestContext
-    ) -> RequestTime | None:
-        """The request's handling time, to be counted under ``request_percentage`` (None: no
-        such quota, or an exempt request)."""
-        if not quota.enabled:
-            return None
-        if context.api_key in self._request_exempt and context.authorize(
-            AclOperation.CLUSTER_ACTION, audit=False
-        ):
-            return None
-        return RequestTime(quota, context)
+    def _counted(self, quotas: ClientQuotas, context: RequestContext) -> RequestTime | None:
+        """The request's time under the request quota (None: not counted)."""
+        return request_time(quotas.request, context, self._request_exempt)
 
     def _decode(self, frame: bytes) -> Request | None:
         """The frame's request, or None after closing the connection on bad input."""

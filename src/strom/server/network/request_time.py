@@ -19,9 +19,11 @@ built; over the quota, the answer carries the throttle time (at most one quota w
 ``throttle_time_ms`` — the largest of the quotas' throttles when a byte rate or the mutation
 rate throttles it too — and the connection is muted for it (KIP-219).
 
-**Exempt**: the cluster actions (:data:`CLUSTER_ACTIONS`, from a principal allowed
-CLUSTER_ACTION), a controller's Raft fetches, a follower's Fetch, an acks=0 Produce (no answer),
-and the SASL handshake and tokens (answered by the connection before any handler).
+**Exempt** (:func:`request_time`): the cluster actions (:data:`CLUSTER_ACTIONS`, from a
+principal allowed CLUSTER_ACTION), a controller's Raft fetches (:data:`CONTROLLER_EXEMPT`), a
+follower's Fetch, an acks=0
+Produce (no answer), and what a SASL connection serves before its client has authenticated
+(the handshake and tokens, ApiVersions).
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Final, TypeVar
 
 from strom.protocol.api import ApiKey
+from strom.security.acls import AclOperation
 from strom.server.client_quotas import ClientQuotaManager
 from strom.server.handlers.common import throttle_field, throttle_of
 from strom.server.handlers.registry import NO_RESPONSE, HandlerResult, RequestContext
 from strom.server.network.response import Response
 
-__all__ = ["CLUSTER_ACTIONS", "RAFT_FETCHES", "RequestTime"]
+__all__ = ["CLUSTER_ACTIONS", "CONTROLLER_EXEMPT", "RequestTime", "request_time"]
 
 T = TypeVar("T")
 
@@ -58,12 +61,25 @@ CLUSTER_ACTIONS: Final = frozenset(
 )
 """Kafka's ``ApiKeys.clusterAction`` APIs that strom knows, but UpdateFeatures (which Kafka
 throttles): what brokers and controllers send each other."""
-RAFT_FETCHES: Final = frozenset({ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT})
-"""On a controller listener, the quorum's own fetches (exempt as Kafka's ``ControllerApis``
-answers every Raft request)."""
+CONTROLLER_EXEMPT: Final = CLUSTER_ACTIONS | {ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT}
+"""What a controller does not count: the cluster actions and the quorum's own fetches (Kafka's
+``ControllerApis`` answers every Raft request exempt)."""
 
 _NANOS_TO_PERCENT: Final = 100 / 1e9
 """Kafka's ``NanosToPercentagePerSecond``."""
+
+
+def request_time(
+    quota: ClientQuotaManager, context: RequestContext, exempt: frozenset[ApiKey]
+) -> RequestTime | None:
+    """The request's time, to be counted; None when it is not: no ``request_percentage`` in
+    the image, or an API of ``exempt`` from a principal allowed CLUSTER_ACTION (Kafka throttles
+    a cluster action it refuses)."""
+    if not quota.enabled:
+        return None
+    if context.api_key in exempt and context.authorize(AclOperation.CLUSTER_ACTION, audit=False):
+        return None
+    return RequestTime(quota, context)
 
 
 class RequestTime:
