@@ -201,7 +201,7 @@ class ControllerMutationQuota:
         """``bucket``: the client's credits (None: no quota)."""
         self._bucket = bucket
         self._clock = clock
-        self.strict = strict
+        self._strict = strict
         self._throttle_ms = 0
         self._throttled_at_ms = 0
 
@@ -212,17 +212,15 @@ class ControllerMutationQuota:
         if bucket is None:
             return
         now = self._clock.monotonic_ms()
-        if self.strict:
-            throttle_ms = bucket.throttle_time_ms(now)
-            if throttle_ms > 0:
-                self._throttle_ms, self._throttled_at_ms = throttle_ms, now
+        if self._strict:
+            if bucket.tokens(now) < 0:
+                self._throttle_ms, self._throttled_at_ms = bucket.throttle_time_ms(now), now
                 raise KafkaError(ErrorCode.throttling_quota_exceeded, _EXCEEDED)
             bucket.record(partitions, now)
             return
         bucket.record(partitions, now)
-        throttle_ms = bucket.throttle_time_ms(now)
-        if throttle_ms > 0:
-            self._throttle_ms, self._throttled_at_ms = throttle_ms, now
+        if bucket.tokens(now) < 0:
+            self._throttle_ms, self._throttled_at_ms = bucket.throttle_time_ms(now), now
 
     def throttle_time_ms(self) -> int:
         """The throttle for the answer: the last one found, less the time since (the answer

@@ -37,6 +37,10 @@ coordinators write them through the replica manager directly.
 With an authorizer, a partition whose topic the principal may not WRITE answers
 TOPIC_AUTHORIZATION_FAILED, and every partition of a transactional request whose transactional
 id it may not WRITE answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, unappended.
+
+Quotas: the connection counts the request under ``producer_byte_rate`` as it reads it; the
+time spent on it counts under ``request_percentage`` when the answer is built (not for acks=0,
+which has none); the answer carries the larger throttle.
 """
 
 from __future__ import annotations

@@ -243,7 +243,7 @@ class Connection(asyncio.Protocol):
                 if throttle_ms:
                     context = dataclasses.replace(context, throttle_ms=throttle_ms)
                     self.mute(throttle_ms)
-            timer = self._counted(quotas, context)
+            timer = self._counted(quotas, context) if quotas.request.enabled else None
             if timer is not None:
                 context = timer.context
         self._start(self._handle(handler, context, timer), context)
