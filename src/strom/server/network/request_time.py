@@ -7,8 +7,8 @@ network thread's time on it. strom serves every request on one asyncio loop, whe
 wall time is mostly other requests' work while it awaits. So :class:`RequestTime` counts the
 time the handler's coroutine is *running*: each step of it on the loop, from being resumed to
 its next suspension, measured with ``time.perf_counter_ns`` around the coroutine's ``send``.
-That is the loop's time this request took (its decoding, its checks, its reads and appends,
-building its answer), and none of the time it waits (a long poll, an acks=all produce, a
+That is the loop's time this request took (its checks, its reads and appends, building its
+answer), and none of the time it waits (a long poll, an acks=all produce, a
 forwarded request's round trip, the controller's commit). Work the handler hands to other tasks
 is not counted; decoding the frame before the handler starts and writing the answer after it
 are not either.
@@ -21,9 +21,8 @@ rate throttles it too — and the connection is muted for it (KIP-219).
 
 **Exempt** (:func:`request_time`): the cluster actions (:data:`CLUSTER_ACTIONS`, from a
 principal allowed CLUSTER_ACTION), a controller's Raft fetches (:data:`CONTROLLER_EXEMPT`), a
-follower's Fetch, an acks=0
-Produce (no answer), and what a SASL connection serves before its client has authenticated
-(the handshake and tokens, ApiVersions).
+follower's Fetch, an acks=0 Produce (no answer), and what a SASL connection serves before its
+client has authenticated (the handshake and tokens, ApiVersions).
 """
 
 from __future__ import annotations
@@ -56,7 +55,6 @@ CLUSTER_ACTIONS: Final = frozenset(
         ApiKey.BROKER_REGISTRATION,
         ApiKey.BROKER_HEARTBEAT,
         ApiKey.ALLOCATE_PRODUCER_IDS,
-        ApiKey.CONTROLLER_REGISTRATION,
     }
 )
 """Kafka's ``ApiKeys.clusterAction`` APIs that strom knows, but UpdateFeatures (which Kafka
