@@ -91,7 +91,7 @@ def test_a_client_over_its_request_percentage_is_throttled_and_others_are_not(
     broker: Broker,
 ) -> None:
     topic = broker.create_topic()
-    set_quota(broker, "busy-client", "request_percentage", 0.01)  # 0.1 ms of a thread a second
+    set_quota(broker, "busy-client", "request_percentage", 0.001)  # 10 µs of a thread a second
     busy = throttles(produce_until_throttled(broker, "busy-client", topic))
     assert busy and all(0 < seconds <= 1.0 for seconds in busy)  # at most one quota window
     assert throttles(produce_until_throttled(broker, "free-client", topic)) == []
