@@ -26,6 +26,8 @@ ACTED_ON_AS_CATALOGUED: Final = frozenset(
         "authorizer.class.name",
         "connection.failed.authentication.delay.ms",
         "connections.max.reauth.ms",
+        "controller.quota.window.num",
+        "controller.quota.window.size.seconds",
         "max.connections",
         "max.connections.per.ip",
         "quota.window.num",
@@ -58,4 +60,5 @@ ACTED_ON_AS_CATALOGUED: Final = frozenset(
         "ssl.truststore.type",
     }
 )
-"""Kafka's settings strom acts on with Kafka's own definition (the security settings)."""
+"""Kafka's settings strom acts on with Kafka's own definition (the security and quota
+settings)."""

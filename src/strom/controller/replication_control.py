@@ -9,6 +9,11 @@ batch. Checks run in Kafka's order and with Kafka's error codes; where strom dif
 * A request that would need more than ``max_records_per_operation`` records fails only for the
   topics that do not fit (POLICY_VIOLATION); Kafka fails the whole request.
 * Validate-only CreateTopics answers with the zero topic id, since no topic was created.
+
+The controller mutation quota (KIP-599) is charged as Kafka's ``ReplicationControlManager``
+charges it, through the request's ``quota`` (a :class:`PartitionChangeQuota`): once a topic has
+passed every other check, with the partitions it creates, deletes or adds; a refusal
+(THROTTLING_QUOTA_EXCEEDED) is that topic's answer. Validate-only requests are charged too.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import uuid
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from strom.common import ErrorCode, KafkaError
 from strom.controller.config_control import check_topic_configs
@@ -56,9 +62,27 @@ __all__ = [
     "DeletableTopic",
     "DeleteTopicResult",
     "DeleteTopicsRequest",
+    "PartitionChangeQuota",
     "ReplicaAssignment",
     "ReplicationControl",
 ]
+
+
+class PartitionChangeQuota(Protocol):
+    """The controller mutation quota of the client a request came from (Kafka's
+    ``ControllerRequestContext.applyPartitionChangeQuota``)."""
+
+    def record(self, partitions: int) -> None:
+        """Charge ``partitions`` created or deleted; raises KafkaError
+        (THROTTLING_QUOTA_EXCEEDED) to refuse them."""
+
+
+class _Unbounded:
+    def record(self, partitions: int) -> None:
+        pass
+
+
+UNBOUNDED: PartitionChangeQuota = _Unbounded()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +108,7 @@ class CreatableTopic:
 class CreateTopicsRequest:
     topics: Sequence[CreatableTopic]
     validate_only: bool = False
+    quota: PartitionChangeQuota = UNBOUNDED
 
 
 @dataclass(frozen=True)
@@ -109,6 +134,7 @@ class DeletableTopic:
 @dataclass(frozen=True)
 class DeleteTopicsRequest:
     topics: Sequence[DeletableTopic]
+    quota: PartitionChangeQuota = UNBOUNDED
 
     @classmethod
     def of_names(cls, *names: str) -> DeleteTopicsRequest:
@@ -139,6 +165,7 @@ class CreatePartitionsTopic:
 class CreatePartitionsRequest:
     topics: Sequence[CreatePartitionsTopic]
     validate_only: bool = False
+    quota: PartitionChangeQuota = UNBOUNDED
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +205,12 @@ class ReplicationControl:
                     )
                 budget = self._settings.max_records_per_operation - len(records)
                 topic_records, result = self._create_topic(
-                    image, topic, collisions=collisions, taken_ids=taken_ids, budget=budget
+                    image,
+                    topic,
+                    collisions=collisions,
+                    taken_ids=taken_ids,
+                    budget=budget,
+                    quota=request.quota,
                 )
             except KafkaError as error:
                 results[topic.name] = CreateTopicResult(topic.name, ApiError.of(error))
@@ -204,6 +236,7 @@ class ReplicationControl:
         collisions: CollisionIndex,
         taken_ids: set[uuid.UUID],
         budget: int,
+        quota: PartitionChangeQuota,
     ) -> tuple[list[MetadataRecord], CreateTopicResult]:
         name = topic.name
         if name == CLUSTER_METADATA_TOPIC:
@@ -248,6 +281,7 @@ class ReplicationControl:
         if 1 + len(configs) + len(assignments) > budget:
             raise _too_many_records()
         self._check_create_policy(policy_request)
+        quota.record(len(assignments))
         topic_id = new_topic_id(self._random, taken_ids)
         records: list[MetadataRecord] = [TopicRecord(name=name, topic_id=topic_id)]
         records.extend(
@@ -386,8 +420,9 @@ class ReplicationControl:
             elif len(records) >= self._settings.max_records_per_operation:
                 error = ApiError.of(_too_many_records())
             else:
-                records.append(RemoveTopicRecord(topic_id=target.topic_id))
-                error = NO_ERROR
+                error = _charged(request.quota, target.num_partitions)
+                if not error.is_failure:
+                    records.append(RemoveTopicRecord(topic_id=target.topic_id))
             results.append(DeleteTopicResult(target.name, target.topic_id, error))
         return ControllerResult(records, results)
 
@@ -428,7 +463,9 @@ class ReplicationControl:
                         f"topic {topic.name!r} appears more than once in the request",
                     )
                 budget = self._settings.max_records_per_operation - len(records)
-                new_records = self._create_partitions(image, topic, budget=budget)
+                new_records = self._create_partitions(
+                    image, topic, budget=budget, quota=request.quota
+                )
             except KafkaError as error:
                 results[topic.name] = CreatePartitionsResult(topic.name, ApiError.of(error))
                 continue
@@ -437,7 +474,12 @@ class ReplicationControl:
         return ControllerResult([] if request.validate_only else records, list(results.values()))
 
     def _create_partitions(
-        self, image: MetadataImage, request: CreatePartitionsTopic, *, budget: int
+        self,
+        image: MetadataImage,
+        request: CreatePartitionsTopic,
+        *,
+        budget: int,
+        quota: PartitionChangeQuota,
     ) -> list[MetadataRecord]:
         topic = image.topics.get_topic(request.name)
         if topic is None:
@@ -460,13 +502,14 @@ class ReplicationControl:
         if additional > budget:
             raise _too_many_records()
         replication_factor = len(topic.partitions[0].replicas) if current else 1
+        if request.assignments is not None and len(request.assignments) != additional:
+            raise _error(
+                ErrorCode.invalid_replica_assignment,
+                f"{additional} partition(s) are added but {len(request.assignments)} "
+                "assignment(s) were given",
+            )
+        quota.record(additional)
         if request.assignments is not None:
-            if len(request.assignments) != additional:
-                raise _error(
-                    ErrorCode.invalid_replica_assignment,
-                    f"{additional} partition(s) are added but {len(request.assignments)} "
-                    "assignment(s) were given",
-                )
             assignments = [tuple(brokers) for brokers in request.assignments]
             for offset, replicas in enumerate(assignments):
                 _check_manual_replicas(image, current + offset, replicas, replication_factor)
@@ -476,6 +519,15 @@ class ReplicationControl:
             _new_partition(image, topic.topic_id, current + offset, replicas)
             for offset, replicas in enumerate(assignments)
         ]
+
+
+def _charged(quota: PartitionChangeQuota, partitions: int) -> ApiError:
+    """NO_ERROR once ``partitions`` are charged to the quota, or its refusal."""
+    try:
+        quota.record(partitions)
+    except KafkaError as error:
+        return ApiError.of(error)
+    return NO_ERROR
 
 
 def _has_id(entry: DeletableTopic) -> bool:

@@ -58,7 +58,7 @@ from strom.server.broker_lifecycle import (
     RegistrationFailed,
 )
 from strom.server.cleaner_service import CleanerService
-from strom.server.client_quotas import BandwidthQuotas
+from strom.server.client_quotas import ClientQuotas
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_channel import ControllerChannel
 from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache
@@ -227,12 +227,9 @@ class Broker:
         )
         self._listeners: list[Listener] = []
         self._tasks: list[asyncio.Task[None]] = []
-        self.client_quotas = BandwidthQuotas(
-            self.clock,
-            windows=self.config.get_int("quota.window.num"),
-            window_ms=self.config.get_int("quota.window.size.seconds") * 1000,
-        )
-        """Producers' and consumers' byte rate quotas (the metadata image's client quotas)."""
+        self.client_quotas = ClientQuotas.from_config(self.config, self.clock)
+        """Producers' and consumers' byte rates and the request quota (the metadata image's
+        client quotas)."""
 
     @property
     def broker_epoch(self) -> int:

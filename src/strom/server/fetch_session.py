@@ -196,7 +196,8 @@ class FetchContext:
     """One Fetch request's view of the sessions: what to read, and what to answer.
 
     Build with :meth:`FetchSessionCache.new_context`; read the partitions of
-    :meth:`partitions` in that order; then :meth:`respond` with each partition's outcome.
+    :meth:`partitions` in that order; then :meth:`respond` with each partition's outcome (or
+    :meth:`throttled` when the answer is left empty).
     """
 
     kind: ContextKind
@@ -272,6 +273,18 @@ class FetchContext:
                     del session.partitions[key]
                     session.partitions[key] = cached
         return ErrorCode.none, session.id, selected
+
+    def throttled(self) -> tuple[ErrorCode, int]:
+        """The top-level error and session id of an answer a quota leaves empty (Kafka's
+        ``getThrottledResponse``): no session is created (session id 0), and an incremental
+        session answers its id, or INVALID_FETCH_SESSION_EPOCH after a duplicate request; the
+        session's cached partitions are left as they were."""
+        session = self._session
+        if self.kind is not ContextKind.INCREMENTAL or session is None:
+            return ErrorCode.none, INVALID_SESSION_ID
+        if session.epoch != next_epoch(self._request_epoch):
+            return ErrorCode.invalid_fetch_session_epoch, session.id
+        return ErrorCode.none, session.id
 
 
 class FetchSessionCache:

@@ -56,6 +56,7 @@ from strom.server.bootstrap_metadata import (
 )
 from strom.server.broker import Broker, BrokerParts, BrokerStartError
 from strom.server.cleaner_service import CleanerService
+from strom.server.client_quotas import ClientQuotas
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_channel import ControllerChannel
 from strom.server.controller_server import ControllerServer
@@ -95,6 +96,7 @@ from strom.server.network.connection import ConnectionSettings
 from strom.server.network.faults import Faults
 from strom.server.network.faults_file import faults_from_environment
 from strom.server.network.listener import HostPort, Listener
+from strom.server.network.request_time import CONTROLLER_EXEMPT
 from strom.server.node_config import NodeConfig
 from strom.server.raft_log import METADATA_LOG_CONFIG, METADATA_PARTITION, FileRaftLog
 from strom.server.raft_manager import RAFT_APIS, RaftApiHandler, RaftManager, SnapshotPolicy
@@ -160,6 +162,9 @@ class Node:
         )
         """``authorizer.class.name``'s authorizer, shared by every listener."""
         self._controller_client, self._inter_broker_client = self._client_securities()
+        self.controller_quotas = ClientQuotas.from_config(config, self.clock)
+        """The controller role's client quotas: the request quota of the requests it serves and
+        the mutation rate (the broker role has its own, as Kafka's roles do)."""
         self._emulate = emulate_kafka_version
         self._faults = faults if faults is not None else faults_from_environment(os.environ)
         self._meta: MetaProperties | None = None
@@ -298,6 +303,9 @@ class Node:
         if self.node.is_controller:
             self.controller_registry = HandlerRegistry(reference=KAFKA_CONTROLLER_VERSIONS)
             self.controller_registry.authorizer = self.authorizer
+            self.metadata.install_publisher(
+                lambda _delta, image: self.controller_quotas.on_image(image.client_quotas)
+            )
             listener_config = self.node.controller_listener
             if listener_config is not None:  # the standalone node has none
                 listener = Listener(
@@ -309,6 +317,8 @@ class Node:
                     ),
                     faults=self._faults,
                     security=self.security[listener_config.name],
+                    client_quotas=self.controller_quotas,
+                    request_exempt=CONTROLLER_EXEMPT,
                 )
                 await listener.bind()
                 self._controller_listener = listener
@@ -393,17 +403,23 @@ class Node:
         registry.register(SaslHandshakeHandler())
         registry.register(SaslAuthenticateHandler())
         describer = ConfigDescriber(TopicConfigResolver(self.config, node_id=self.node_id))
+        mutations = self.controller_quotas.controller_mutation
         handlers: list[Handler] = [
-            CreateTopicsHandler(controller, describer),
-            DeleteTopicsHandler(controller),
-            CreatePartitionsHandler(controller),
+            CreateTopicsHandler(controller, describer, quotas=mutations),
+            DeleteTopicsHandler(controller, quotas=mutations),
+            CreatePartitionsHandler(controller, quotas=mutations),
             ClusterAuthorized(ElectLeadersHandler(controller), AclOperation.ALTER),
             ClusterAuthorized(AlterPartitionReassignmentsHandler(controller), AclOperation.ALTER),
             ClusterAuthorized(ListPartitionReassignmentsHandler(controller), AclOperation.DESCRIBE),
             AlterConfigsHandler(controller),
             ClusterAuthorized(AlterPartitionHandler(controller), AclOperation.CLUSTER_ACTION),
             IncrementalAlterConfigsHandler(controller),
-            EnvelopeHandler(registry, controller),
+            EnvelopeHandler(
+                registry,
+                controller,
+                request_quota=self.controller_quotas.request,
+                request_exempt=CONTROLLER_EXEMPT,
+            ),
             ClusterAuthorized(
                 BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),
                 AclOperation.CLUSTER_ACTION,

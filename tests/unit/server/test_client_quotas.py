@@ -1,5 +1,6 @@
-"""Client quotas: Kafka's sampled rate and throttle time, entity precedence, the controller's
-validation and DescribeClientQuotas' filters."""
+"""Client quotas: Kafka's sampled rate and throttle time, the token bucket of the mutation
+quota (strict and permissive), entity precedence, the controller's validation and
+DescribeClientQuotas' filters."""
 
 from __future__ import annotations
 
@@ -10,20 +11,27 @@ import pytest
 from strom.common import ErrorCode, KafkaError
 from strom.common.clock import ManualClock
 from strom.common.sampled_rate import SampledRate, throttle_time_ms
+from strom.common.token_bucket import TokenBucket
 from strom.controller.quota_control import QuotaAlteration, alter_client_quotas
 from strom.metadata import MetadataDelta, MetadataImage, MetadataRecord
 from strom.metadata.client_quotas import (
     CLIENT_ID,
+    CONTROLLER_MUTATION_RATE,
     MATCH_DEFAULT,
     MATCH_EXACT,
     MATCH_SPECIFIED,
     PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
     USER,
     ClientQuotasImage,
     describe_client_quotas,
     quota_entity,
 )
-from strom.server.client_quotas import ClientQuotaManager, quota_of
+from strom.server.client_quotas import (
+    ClientQuotaManager,
+    ControllerMutationQuotaManager,
+    quota_of,
+)
 
 
 def image_of(*entries: tuple[dict[str, str | None], dict[str, float]]) -> ClientQuotasImage:
@@ -86,6 +94,75 @@ def test_a_manager_throttles_only_clients_with_a_quota() -> None:
     assert manager.max_value_in_window("alice", "app") == 1000
     manager.unrecord("alice", "app", 1000)
     assert manager.record("alice", "app", 0) == 0
+
+
+def test_the_request_quota_throttles_at_most_one_window() -> None:
+    clock = ManualClock()
+    manager = ClientQuotaManager(
+        REQUEST_PERCENTAGE, clock, windows=11, window_ms=1000, max_throttle_ms=1000
+    )
+    manager.configure(image_of(({CLIENT_ID: "busy"}, {REQUEST_PERCENTAGE: 1.0})))
+    # 1 s of handling in a fresh 10 s window: 10% of a thread, ten times the quota
+    assert manager.record("ANONYMOUS", "busy", 100.0) == 1000  # Kafka: 90 s, bounded
+    assert manager.record("ANONYMOUS", "idle", 100.0) == 0
+
+
+def test_a_token_bucket_starts_full_and_refills_at_its_rate() -> None:
+    bucket = TokenBucket(rate=2.0, windows=5, window_ms=1000)
+    assert bucket.burst == 10.0
+    assert bucket.tokens(0) == 10.0  # full when first used
+    bucket.record(13, 0)
+    assert bucket.tokens(0) == -3.0
+    assert bucket.throttle_time_ms(0) == 1500  # -(-3) / 2 per second
+    assert bucket.throttle_time_ms(1000) == 500
+    assert bucket.tokens(1500) == 0.0
+    assert not bucket.is_full(1500)
+    assert bucket.tokens(60_000) == 10.0  # never more than the burst
+    assert bucket.is_full(60_000)
+    bucket.rate = 1.0  # a new quota applies to what is left
+    assert bucket.burst == 5.0
+    assert bucket.tokens(60_000) == 5.0
+
+
+def test_a_strict_mutation_quota_refuses_once_the_credits_are_gone() -> None:
+    clock = ManualClock()
+    manager = ControllerMutationQuotaManager(
+        CONTROLLER_MUTATION_RATE, clock, windows=2, window_ms=1000
+    )
+    manager.configure(image_of(({CLIENT_ID: "admin"}, {CONTROLLER_MUTATION_RATE: 5.0})))
+    quota = manager.new_quota("ANONYMOUS", "admin", strict=True)
+    quota.record(10)  # the whole burst (2 windows of 1 s at 5/s)
+    quota.record(4)  # still no debt before it: accepted, and now 4 below zero
+    assert quota.throttle_time_ms() == 0  # nothing refused: not throttled
+    with pytest.raises(KafkaError) as refused:
+        quota.record(1)
+    assert refused.value.error_code is ErrorCode.throttling_quota_exceeded
+    assert refused.value.message == "The throttling quota has been exceeded."
+    assert quota.throttle_time_ms() == 800  # 4 credits at 5 per second
+    clock.advance(300)
+    assert quota.throttle_time_ms() == 500  # the time already passed is deducted
+    later = manager.new_quota("ANONYMOUS", "admin", strict=True)
+    with pytest.raises(KafkaError):
+        later.record(1)  # the bucket is the client's, not the request's
+    clock.advance(500)
+    later.record(1)
+    unlimited = manager.new_quota("ANONYMOUS", "other", strict=True)
+    unlimited.record(1000)
+    assert unlimited.throttle_time_ms() == 0
+
+
+def test_a_permissive_mutation_quota_accepts_and_throttles() -> None:
+    clock = ManualClock()
+    manager = ControllerMutationQuotaManager(
+        CONTROLLER_MUTATION_RATE, clock, windows=2, window_ms=1000
+    )
+    manager.configure(image_of(({USER: "alice"}, {CONTROLLER_MUTATION_RATE: 5.0})))
+    quota = manager.new_quota("alice", "any", strict=False)
+    quota.record(10)
+    assert quota.throttle_time_ms() == 0
+    quota.record(5)
+    quota.record(5)  # accepted however far below zero
+    assert quota.throttle_time_ms() == 2000
 
 
 def apply(image: MetadataImage, records: Sequence[MetadataRecord]) -> MetadataImage:

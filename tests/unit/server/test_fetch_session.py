@@ -203,6 +203,24 @@ def test_duplicate_request_loses_the_race() -> None:
     assert (error, answered, selected) == (ErrorCode.invalid_fetch_session_epoch, session_id, [])
 
 
+def test_a_throttled_answer_creates_and_changes_no_session() -> None:
+    """Kafka's ``getThrottledResponse``: a full fetch gets no session, an incremental one its
+    id (or INVALID_FETCH_SESSION_EPOCH after a duplicate), and nothing cached moves."""
+    sessions = cache()
+    full = context(sessions, 0, INITIAL_EPOCH, [(A0, fetch())])
+    assert full.throttled() == (ErrorCode.none, INVALID_SESSION_ID)
+    assert len(sessions) == 0
+    session_id = open_session(sessions, [A0, B0])
+    incremental = context(sessions, session_id, 1)
+    assert incremental.throttled() == (ErrorCode.none, session_id)
+    later = context(sessions, session_id, 2)  # the next request, after the empty answer
+    _, _, selected = respond_all(later, {A0: outcome(), B0: outcome()})
+    assert selected == [], "nothing changed since the session's last full answer"
+    raced = context(sessions, session_id, 3)
+    context(sessions, session_id, 4)
+    assert raced.throttled() == (ErrorCode.invalid_fetch_session_epoch, session_id)
+
+
 def test_topic_id_usage_must_not_change() -> None:
     sessions = cache()
     session_id = open_session(sessions, [A0])

@@ -24,6 +24,7 @@ from strom.controller import (
 )
 from strom.metadata import BrokerRegistration, ConfigResourceType, MetadataImage
 from strom.security.acls import CLUSTER_NAME, AclOperation, ResourceType
+from strom.server.client_quotas import ControllerMutationQuota, ControllerMutationQuotaManager
 from strom.server.handlers.registry import RequestContext
 
 __all__ = [
@@ -39,9 +40,12 @@ __all__ = [
     "broker_addresses",
     "config_refusal",
     "log_config_changes",
+    "mutation_quota",
+    "mutation_throttle",
     "request_field",
     "split_config_resources",
     "throttle_field",
+    "throttle_of",
     "wire_uuid",
 ]
 
@@ -55,6 +59,29 @@ def throttle_field(throttle_ms: int) -> i32Timedelta:
     if not throttle_ms:
         return NO_THROTTLE
     return i32Timedelta.parse(datetime.timedelta(milliseconds=throttle_ms))
+
+
+def mutation_quota(
+    quotas: ControllerMutationQuotaManager, context: RequestContext, *, strict_since: int
+) -> ControllerMutationQuota:
+    """The client's ``controller_mutation_rate`` for this request (KIP-599): strict from
+    version ``strict_since`` on, permissive before."""
+    strict = context.api_version >= strict_since
+    return quotas.new_quota(context.user, context.client_id, strict=strict)
+
+
+def mutation_throttle(quota: ControllerMutationQuota, context: RequestContext) -> i32Timedelta:
+    """The answer's ``throttle_time_ms`` for the quota, the client's connection muted for it
+    (a forwarded request's is muted by the broker that forwarded it)."""
+    throttle_ms = quota.throttle_time_ms()
+    context.throttle(throttle_ms)
+    return throttle_field(throttle_ms)
+
+
+def throttle_of(body: object) -> int:
+    """A response body's ``throttle_time_ms`` (0 when its version has none)."""
+    throttle: datetime.timedelta | None = getattr(body, "throttle_time", None)
+    return 0 if throttle is None else round(throttle.total_seconds() * 1000)
 
 
 AUTHORIZED_OPERATIONS_OMITTED: Final = i32(-(2**31))

@@ -2,6 +2,9 @@
 
 The controller checks each topic (it exists, the count grows, assignments fit) and places the
 new partitions; their logs appear when the batch is applied. One result per distinct topic.
+
+The client's ``controller_mutation_rate`` (KIP-599) is charged the partitions each topic gains:
+strictly from v3 on (THROTTLING_QUOTA_EXCEEDED once exhausted), permissively before.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Final
 from kio.schema.create_partitions.v3 import request as newest
 from kio.schema.create_partitions.v3 import response as latest
 from kio.schema.types import TopicName
+from kio.static.primitive import i32Timedelta
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
@@ -24,14 +28,22 @@ from strom.controller import (
 )
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
+from strom.server.client_quotas import ControllerMutationQuotaManager
 from strom.server.controller_server import ControllerServer
 from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import NO_THROTTLE, as_newest
+from strom.server.handlers.common import (
+    NO_THROTTLE,
+    as_newest,
+    mutation_quota,
+    mutation_throttle,
+)
 from strom.server.handlers.registry import RequestContext
 
 __all__ = ["CreatePartitionsHandler", "error_response", "parse_create_partitions"]
 
 log = logging.getLogger(__name__)
+
+_STRICT_QUOTA_VERSION: Final = 3
 
 
 def parse_create_partitions(body: object) -> CreatePartitionsRequest:
@@ -55,8 +67,11 @@ class CreatePartitionsHandler:
     api_key: Final = ApiKey.CREATE_PARTITIONS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_PARTITIONS]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(
+        self, controller: ControllerServer, *, quotas: ControllerMutationQuotaManager
+    ) -> None:
         self._controller = controller
+        self._quotas = quotas
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = parse_create_partitions(context.body)
@@ -70,7 +85,8 @@ class CreatePartitionsHandler:
             for topic in request.topics
             if topic not in allowed
         ]
-        request = dataclasses.replace(request, topics=allowed)
+        quota = mutation_quota(self._quotas, context, strict_since=_STRICT_QUOTA_VERSION)
+        request = dataclasses.replace(request, topics=allowed, quota=quota)
         results = [*await self._controller.create_partitions(request), *denied]
         counts = {topic.name: topic.count for topic in request.topics}
         for result in results:
@@ -86,20 +102,24 @@ class CreatePartitionsHandler:
                 log.info(
                     "topic %s now has %d partition(s)", result.name, counts.get(result.name, -1)
                 )
-        return _response(context, results)
+        return _response(context, results, mutation_throttle(quota, context))
 
 
 def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
     """Every topic of the request refused with ``code`` (the controller was not reached)."""
     request = parse_create_partitions(context.body)
     return _response(
-        context, [CreatePartitionsResult(topic.name, ApiError(code)) for topic in request.topics]
+        context,
+        [CreatePartitionsResult(topic.name, ApiError(code)) for topic in request.topics],
+        NO_THROTTLE,
     )
 
 
-def _response(context: RequestContext, results: list[CreatePartitionsResult]) -> ResponsePayload:
+def _response(
+    context: RequestContext, results: list[CreatePartitionsResult], throttle_time: i32Timedelta
+) -> ResponsePayload:
     response = latest.CreatePartitionsResponse(
-        throttle_time=NO_THROTTLE,
+        throttle_time=throttle_time,
         results=tuple(
             latest.CreatePartitionsTopicResult(
                 name=TopicName(result.name),

@@ -7,6 +7,10 @@ distinct topic name with an error code and message, and from v5 on the created (
 ``validate_only``, the would-be) topic's partition count, replication factor and every config
 with its source, as Kafka's ``ReplicationControlManager`` fills them; v7 adds the topic id.
 
+The client's ``controller_mutation_rate`` (KIP-599) is charged the partitions of each topic:
+strictly from v6 on (a topic over the quota answers THROTTLING_QUOTA_EXCEEDED), permissively
+before (accepted, then throttled); the answer carries the quota's throttle time.
+
 The request's ``timeout`` is not needed: the single voter commits before answering.
 """
 
@@ -19,7 +23,7 @@ from typing import Final
 from kio.schema.create_topics.v7 import request as newest
 from kio.schema.create_topics.v7 import response as latest
 from kio.schema.types import TopicName
-from kio.static.primitive import i8, i16, i32
+from kio.static.primitive import i8, i16, i32, i32Timedelta
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
@@ -32,15 +36,23 @@ from strom.controller import (
 )
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
+from strom.server.client_quotas import ControllerMutationQuotaManager
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_server import ControllerServer
 from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import NO_THROTTLE, as_newest, wire_uuid
+from strom.server.handlers.common import (
+    NO_THROTTLE,
+    as_newest,
+    mutation_quota,
+    mutation_throttle,
+    wire_uuid,
+)
 from strom.server.handlers.registry import RequestContext
 
 __all__ = ["CreateTopicsHandler", "error_response", "parse_create_topics"]
 
 _UNAUTHORIZED: Final = ErrorCode.topic_authorization_failed
+_STRICT_QUOTA_VERSION: Final = 6
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +83,20 @@ class CreateTopicsHandler:
     api_key: Final = ApiKey.CREATE_TOPICS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_TOPICS]
 
-    def __init__(self, controller: ControllerServer, describer: ConfigDescriber) -> None:
+    def __init__(
+        self,
+        controller: ControllerServer,
+        describer: ConfigDescriber,
+        *,
+        quotas: ControllerMutationQuotaManager,
+    ) -> None:
         self._controller = controller
         self._describer = describer
+        self._quotas = quotas
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
-        request = parse_create_topics(context.body)
+        quota = mutation_quota(self._quotas, context, strict_since=_STRICT_QUOTA_VERSION)
+        request = dataclasses.replace(parse_create_topics(context.body), quota=quota)
         denied: list[CreateTopicResult] = []
         if not context.authorize(AclOperation.CREATE, audit=False):
             # without CREATE on the cluster, CREATE on each topic (Kafka's rule)
@@ -90,7 +110,8 @@ class CreateTopicsHandler:
         results = [*await self._controller.create_topics(request), *denied]
         for result in results:
             _log_result(result, validate_only=request.validate_only, client=context.client_address)
-        return _response(context, [self._result(result) for result in results])
+        answers = [self._result(result) for result in results]
+        return _response(context, answers, mutation_throttle(quota, context))
 
     def _result(self, result: CreateTopicResult) -> latest.CreatableTopicResult:
         if result.error.is_failure:
@@ -124,6 +145,7 @@ def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
     return _response(
         context,
         [_failed(CreateTopicResult(topic.name, ApiError(code))) for topic in request.topics],
+        NO_THROTTLE,
     )
 
 
@@ -138,9 +160,11 @@ def _failed(result: CreateTopicResult) -> latest.CreatableTopicResult:
 
 
 def _response(
-    context: RequestContext, topics: list[latest.CreatableTopicResult]
+    context: RequestContext,
+    topics: list[latest.CreatableTopicResult],
+    throttle_time: i32Timedelta,
 ) -> ResponsePayload:
-    response = latest.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
+    response = latest.CreateTopicsResponse(throttle_time=throttle_time, topics=tuple(topics))
     return for_version(response, context.api_version)
 
 

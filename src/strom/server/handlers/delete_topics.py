@@ -4,16 +4,21 @@ The controller resolves each entry (UNKNOWN_TOPIC_OR_PARTITION for a name, UNKNO
 an id no topic has, INVALID_REQUEST for an entry given twice, TOPIC_DELETION_DISABLED under
 ``delete.topic.enable=false``) and removes the topics in one batch; the log publisher deletes
 their partition logs when the batch is applied. One result per request entry, as Kafka's.
+
+The client's ``controller_mutation_rate`` (KIP-599) is charged the partitions of each topic
+deleted: strictly from v5 on (THROTTLING_QUOTA_EXCEEDED once exhausted), permissively before.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Final
 
 from kio.schema.delete_topics.v6 import request as newest
 from kio.schema.delete_topics.v6 import response as latest
 from kio.schema.types import TopicName
+from kio.static.primitive import i32Timedelta
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
@@ -26,14 +31,23 @@ from strom.controller import (
 )
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
+from strom.server.client_quotas import ControllerMutationQuotaManager
 from strom.server.controller_server import ControllerServer
 from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import NO_THROTTLE, request_field, wire_uuid
+from strom.server.handlers.common import (
+    NO_THROTTLE,
+    mutation_quota,
+    mutation_throttle,
+    request_field,
+    wire_uuid,
+)
 from strom.server.handlers.registry import RequestContext
 
 __all__ = ["DeleteTopicsHandler", "error_response", "parse_delete_topics"]
 
 log = logging.getLogger(__name__)
+
+_STRICT_QUOTA_VERSION: Final = 5
 
 
 def parse_delete_topics(body: object) -> DeleteTopicsRequest:
@@ -51,18 +65,23 @@ class DeleteTopicsHandler:
     api_key: Final = ApiKey.DELETE_TOPICS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.DELETE_TOPICS]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(
+        self, controller: ControllerServer, *, quotas: ControllerMutationQuotaManager
+    ) -> None:
         self._controller = controller
+        self._quotas = quotas
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         request = parse_delete_topics(context.body)
         denied: list[DeleteTopicResult] = []
         if context.authorizer is not None:
             request, denied = self._authorized(context, request)
+        quota = mutation_quota(self._quotas, context, strict_since=_STRICT_QUOTA_VERSION)
+        request = dataclasses.replace(request, quota=quota)
         results = [*await self._controller.delete_topics(request), *denied]
         for result in results:
             _log_result(result, client=context.client_address)
-        return _response(context, results)
+        return _response(context, results, mutation_throttle(quota, context))
 
     def _authorized(
         self, context: RequestContext, request: DeleteTopicsRequest
@@ -94,12 +113,15 @@ def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
             DeleteTopicResult(topic.name, topic.topic_id or ZERO_UUID, ApiError(code))
             for topic in request.topics
         ],
+        NO_THROTTLE,
     )
 
 
-def _response(context: RequestContext, results: list[DeleteTopicResult]) -> ResponsePayload:
+def _response(
+    context: RequestContext, results: list[DeleteTopicResult], throttle_time: i32Timedelta
+) -> ResponsePayload:
     response = latest.DeleteTopicsResponse(
-        throttle_time=NO_THROTTLE,
+        throttle_time=throttle_time,
         responses=tuple(
             latest.DeletableTopicResult(
                 name=None if result.name is None else TopicName(result.name),

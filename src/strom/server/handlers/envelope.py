@@ -8,6 +8,10 @@ controller's handler of its API, exactly as if the client had sent it; the answe
 body) goes back inside the envelope for the broker to hand to its client. A controller that is
 not active answers NOT_CONTROLLER on the envelope itself, and so does one that loses the
 leadership while the request waits, so that the broker retries with the new active controller.
+
+The inner request's handling time counts under the client's ``request_percentage`` here too,
+as Kafka's controller counts it: its throttle goes into the answer's ``throttle_time_ms``, for
+the broker to mute its client with (the envelope's own connection is never muted).
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ from strom.protocol.api import (
 )
 from strom.security.acls import AclOperation
 from strom.security.principal import deserialize_principal
+from strom.server.client_quotas import ClientQuotaManager
 from strom.server.controller_server import ControllerServer, NotControllerError
 from strom.server.handlers.common import as_newest
 from strom.server.handlers.registry import HandlerRegistry, NoResponse, RequestContext
+from strom.server.network.request_time import request_time
 from strom.server.network.response import Response
 
 __all__ = ["EnvelopeHandler"]
@@ -44,9 +50,20 @@ class EnvelopeHandler:
     api_key: Final = ApiKey.ENVELOPE
     versions: Final = KAFKA_CONTROLLER_VERSIONS[ApiKey.ENVELOPE]
 
-    def __init__(self, registry: HandlerRegistry, controller: ControllerServer) -> None:
+    def __init__(
+        self,
+        registry: HandlerRegistry,
+        controller: ControllerServer,
+        *,
+        request_quota: ClientQuotaManager,
+        request_exempt: frozenset[ApiKey],
+    ) -> None:
+        """``request_quota``: the controller's, counting the inner requests but
+        ``request_exempt``'s (as its listener's connections count requests)."""
         self._registry = registry
         self._controller = controller
+        self._request_quota = request_quota
+        self._request_exempt = request_exempt
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         envelope = as_newest(context.body, newest.EnvelopeRequest)
@@ -80,7 +97,11 @@ class EnvelopeHandler:
             authorizer=authorizer,
         )
         try:
-            result = await handler.handle(inner_context)
+            timer = request_time(self._request_quota, inner_context, self._request_exempt)
+            if timer is not None:
+                result = await timer.serve(handler.handle(timer.context))
+            else:
+                result = await handler.handle(inner_context)
         except NotControllerError:
             return _answer(ErrorCode.not_controller)
         if isinstance(result, Response | NoResponse):

@@ -13,7 +13,12 @@ records and encodes the answer (Kafka's ``KafkaApis.handleFetchRequest``):
    and ``max_wait`` > 0, the fetch waits in the replica manager's purgatory (a
    ``DelayedFetch``) and reads again. A topic id the metadata does not know answers
    UNKNOWN_TOPIC_ID.
-3. **Answer**: the context picks the partitions to send (all, or for an incremental session
+3. **Quotas** (a consumer's): the time spent on the request so far counts under its
+   ``request_percentage``, the bytes read under its ``consumer_byte_rate``; when either
+   throttles, the answer is empty (no partitions, the bytes taken back from the byte rate)
+   with the larger throttle time, as Kafka's (``FetchContext.getThrottledResponse``).
+   Followers are exempt from both.
+4. **Answer**: the context picks the partitions to send (all, or for an incremental session
    those that changed) and the response is encoded by ``RecordsSplicer``: kio writes the
    response, each partition's records are file regions of the segments (``Response`` parts).
 
@@ -159,11 +164,7 @@ class FetchHandler:
             reads = await self._replica_manager.fetch_messages(params, partitions)
         else:
             reads = await self._authorized_reads(context, params, partitions)
-        throttle_ms = 0
-        if quota is not None:
-            size = sum(read.size for read in reads)
-            throttle_ms = quota.record(context.user, context.client_id, size)
-            context.throttle(throttle_ms)
+        throttle_ms = 0 if replica_id >= 0 else self._throttle(context, quota, reads)
         try:
             return self._respond(
                 context=context,
@@ -178,6 +179,23 @@ class FetchHandler:
             for read in reads:
                 read.close()
             raise
+
+    @staticmethod
+    def _throttle(
+        context: RequestContext, quota: ClientQuotaManager | None, reads: list[ReadResultInfo]
+    ) -> int:
+        """A consumer's throttle: the larger of its request quota's and its byte rate's (each
+        mutes the connection for its own). When throttled, the answer will be empty, so its
+        bytes are taken back from the byte rate (Kafka's ``unrecordQuotaSensor``)."""
+        request_ms = context.request_throttle()
+        if quota is None:
+            return request_ms
+        size = sum(read.size for read in reads)
+        bandwidth_ms = quota.record(context.user, context.client_id, size)
+        if request_ms or bandwidth_ms:
+            quota.unrecord(context.user, context.client_id, size)
+            context.throttle(bandwidth_ms)
+        return max(request_ms, bandwidth_ms)
 
     async def _authorized_reads(
         self, context: RequestContext, params: FetchParams, partitions: _Partitions
@@ -254,21 +272,25 @@ class FetchHandler:
         isolation_level: int,
         throttle_ms: int,
     ) -> Response:
-        outcomes = [
-            (
-                key,
-                PartitionOutcome(
-                    records_size=read.size,
-                    high_watermark=read.high_watermark,
-                    log_start_offset=read.log_start_offset,
-                    error_code=read.error,
-                ),
+        if throttle_ms:
+            error, session_id = fetch_context.throttled()
+            selected: list[int] = []
+        else:
+            outcomes = [
+                (
+                    key,
+                    PartitionOutcome(
+                        records_size=read.size,
+                        high_watermark=read.high_watermark,
+                        log_start_offset=read.log_start_offset,
+                        error_code=read.error,
+                    ),
+                )
+                for (key, _), read in zip(partitions, reads, strict=True)
+            ]
+            error, session_id, selected = fetch_context.respond(
+                outcomes, now_ms=self._clock.monotonic_ms()
             )
-            for (key, _), read in zip(partitions, reads, strict=True)
-        ]
-        error, session_id, selected = fetch_context.respond(
-            outcomes, now_ms=self._clock.monotonic_ms()
-        )
         chosen = set(selected)
         for index, read in enumerate(reads):
             if index not in chosen:

@@ -4,9 +4,12 @@ IncrementalAlterConfigs, DescribeQuorum.
 
 The client's request goes as it came (header and body) with its address, through the
 :class:`~strom.server.controller_channel.ControllerChannel` (which retries while the active
-controller changes), and the controller's answer is handed back to the client unchanged. If no
-controller takes it in time, the client gets REQUEST_TIMED_OUT (or the envelope's error) in the
-API's own answer (``error_response``).
+controller changes), and the controller's answer is handed back to the client unchanged but for
+its throttle: the client's connection is muted for the controller's ``throttle_time_ms`` (its
+quotas: the request quota and the mutation rate there), or longer when this broker's request
+quota throttles the request more (Kafka's ``sendForwardedResponse``). If no controller takes it
+in time, the client gets REQUEST_TIMED_OUT (or the envelope's error) in the API's own answer
+(``error_response``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from strom.server.controller_channel import (
     ControllerUnavailable,
     EnvelopeRefused,
 )
+from strom.server.handlers.common import throttle_of
 from strom.server.handlers.registry import RequestContext
 
 __all__ = ["FORWARD_TIMEOUT", "ErrorResponse", "ForwardingHandler"]
@@ -67,4 +71,5 @@ class ForwardingHandler:
         except EnvelopeRefused as error:
             log.warning("%s from %s: %s", api_name(self.api_key), context.client_address, error)
             return self._error_response(context, error.error_code)
+        context.throttle(throttle_of(response))
         return response

@@ -37,6 +37,10 @@ coordinators write them through the replica manager directly.
 With an authorizer, a partition whose topic the principal may not WRITE answers
 TOPIC_AUTHORIZATION_FAILED, and every partition of a transactional request whose transactional
 id it may not WRITE answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED, unappended.
+
+Quotas: the connection counts the request under ``producer_byte_rate`` as it reads it; the
+time spent on it counts under ``request_percentage`` when the answer is built (not for acks=0,
+which has none); the answer carries the larger throttle.
 """
 
 from __future__ import annotations
@@ -200,8 +204,10 @@ class ProduceHandler:
                     f"partition(s), first {failed[0][0]}: {failed[0][1].error.name.upper()}"
                 )
             return NO_RESPONSE
-        # the connection counted the producer's quota and muted itself as it read the request
-        return respond(context.request.correlation_id, version, results, context.throttle_ms)
+        # the connection counted the producer's byte rate and muted itself as it read the
+        # request; the request quota counts the time spent on it up to here
+        throttle_ms = max(context.throttle_ms, context.request_throttle())
+        return respond(context.request.correlation_id, version, results, throttle_ms)
 
     def _check(
         self, context: RequestContext, body: Any

@@ -65,6 +65,11 @@ def _not_throttled(throttle_ms: int) -> None:
     """Requests made without a connection are not muted."""
 
 
+def _not_counted() -> int:
+    """Requests exempt from the request quota (or with none) are never throttled by it."""
+    return 0
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """One decoded request and where it came from (Kafka's ``RequestContext``)."""
@@ -113,6 +118,12 @@ class RequestContext:
     carries a quota's throttle time calls it."""
     throttle_ms: int = 0
     """The throttle time the connection gave the request as it read it (Produce)."""
+    request_throttle: Callable[[], int] = _not_counted
+    """Records the time the handler has run so far against the client's
+    ``request_percentage``, mutes the connection for the throttle, and returns it in ms (later
+    calls answer the same; see ``strom.server.network.request_time``). The connection does
+    this for the answers it encodes; a handler answering with a pre-encoded ``Response``
+    (Produce, Fetch) calls it itself and puts the largest of its throttles in the answer."""
 
     @property
     def user(self) -> str:

@@ -39,7 +39,7 @@ from strom.protocol.api import (
 from strom.protocol.framing import FrameDecoder, InvalidFrameSizeError
 from strom.security.principal import ANONYMOUS, KafkaPrincipal, ssl_principal
 from strom.security.principal_mapping import NoMatchingRule, PrincipalMapper
-from strom.server.client_quotas import ClientQuotaManager
+from strom.server.client_quotas import ClientQuotas
 from strom.server.handlers.injected_errors import injected_error_response
 from strom.server.handlers.registry import (
     NO_RESPONSE,
@@ -50,6 +50,7 @@ from strom.server.handlers.registry import (
     RequestContext,
 )
 from strom.server.network.faults import Faults
+from strom.server.network.request_time import CLUSTER_ACTIONS, RequestTime, request_time
 from strom.server.network.response import Response
 from strom.server.network.writer import FrameWriter
 
@@ -90,12 +91,16 @@ class Connection(asyncio.Protocol):
         faults: Faults | None = None,
         listener_name: str = "PLAINTEXT",
         principal_mapper: PrincipalMapper | None = None,
-        produce_quota: ClientQuotaManager | None = None,
+        quotas: ClientQuotas | None = None,
+        request_exempt: frozenset[ApiKey] = CLUSTER_ACTIONS,
     ) -> None:
         """``principal_mapper``: an SSL listener's, naming clients by their certificate;
-        ``produce_quota``: producers' byte rates, counted as each Produce is read."""
+        ``quotas``: the node's client quotas, producers' byte rates counted as each Produce is
+        read and every request's handling time (but ``request_exempt``'s, from a principal
+        allowed CLUSTER_ACTION) under ``request_percentage``."""
         self._registry = registry
-        self._produce_quota = produce_quota
+        self._quotas = quotas
+        self._request_exempt = request_exempt
         self._principal_mapper = principal_mapper
         self.principal: KafkaPrincipal = ANONYMOUS
         self._listener_name = listener_name
@@ -228,15 +233,25 @@ class Connection(asyncio.Protocol):
         handler = self._registry.get(request.api_key)
         assert handler is not None, request  # decode_request only accepts registered keys
         context = self._context(request)
-        quota = self._produce_quota
-        if quota is not None and quota.enabled and request.api_key == ApiKey.PRODUCE:
-            # counted as it is read, so that the frames after it wait out its throttle
-            throttle_ms = quota.record(context.user, context.client_id, request.size)
-            if throttle_ms:
-                context = dataclasses.replace(context, throttle_ms=throttle_ms)
-                self.mute(throttle_ms)
-        self._start(self._handle(handler, context), context)
+        quotas = self._quotas
+        timer = None
+        if quotas is not None:
+            produce = quotas.produce
+            if produce.enabled and request.api_key == ApiKey.PRODUCE:
+                # counted as it is read, so that the frames after it wait out its throttle
+                throttle_ms = produce.record(context.user, context.client_id, request.size)
+                if throttle_ms:
+                    context = dataclasses.replace(context, throttle_ms=throttle_ms)
+                    self.mute(throttle_ms)
+            timer = self._counted(quotas, context) if quotas.request.enabled else None
+            if timer is not None:
+                context = timer.context
+        self._start(self._handle(handler, context, timer), context)
         return True
+
+    def _counted(self, quotas: ClientQuotas, context: RequestContext) -> RequestTime | None:
+        """The request's time under the request quota (None: not counted)."""
+        return request_time(quotas.request, context, self._request_exempt)
 
     def _decode(self, frame: bytes) -> Request | None:
         """The frame's request, or None after closing the connection on bad input."""
@@ -266,12 +281,15 @@ class Connection(asyncio.Protocol):
         self._in_flight.append(_InFlight(context, task))
         _wake(self._work)
 
-    async def _handle(self, handler: Handler, context: RequestContext) -> Response | None:
+    async def _handle(
+        self, handler: Handler, context: RequestContext, timer: RequestTime | None
+    ) -> Response | None:
         faults = self._faults
         if faults is not None and faults.active:
-            result = await _with_faults(faults, handler, context)
+            work = _with_faults(faults, handler, context)
         else:
-            result = await handler.handle(context)
+            work = handler.handle(context)
+        result = await (work if timer is None else timer.serve(work))
         if result is NO_RESPONSE:
             return None
         if isinstance(result, Response):

@@ -19,13 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from strom.protocol.api import ApiKey
 from strom.security.principal_mapping import PrincipalMapper
 from strom.security.sasl_authenticator import SaslAuthenticator
-from strom.server.client_quotas import BandwidthQuotas
+from strom.server.client_quotas import ClientQuotas
 from strom.server.handlers.registry import HandlerRegistry
 from strom.server.network.connection import Connection, ConnectionSettings
 from strom.server.network.connection_quotas import ConnectionQuotas
 from strom.server.network.faults import Faults
+from strom.server.network.request_time import CLUSTER_ACTIONS
 from strom.server.network.sasl_connection import SaslConnection
 
 __all__ = ["HostPort", "Listener", "ListenerSecurity"]
@@ -94,13 +96,16 @@ class Listener:
         backlog: int = 1024,
         faults: Faults | None = None,
         security: ListenerSecurity = _PLAINTEXT,
-        client_quotas: BandwidthQuotas | None = None,
+        client_quotas: ClientQuotas | None = None,
+        request_exempt: frozenset[ApiKey] = CLUSTER_ACTIONS,
         connection_quotas: ConnectionQuotas | None = None,
     ) -> None:
-        """``client_quotas``: producers' byte rates, counted as requests are read;
+        """``client_quotas``: the node's, enforced on each connection (producers' byte rates
+        as requests are read, the request quota but for ``request_exempt``);
         ``connection_quotas``: the broker's connection limits, shared by its listeners."""
         self.name = name
         self._client_quotas = client_quotas
+        self._request_exempt = request_exempt
         self._connection_quotas = connection_quotas
         self._admitted: set[Connection] = set()
         self._security = security
@@ -201,7 +206,8 @@ class Listener:
             "on_finished": self._finished,
             "faults": self._faults,
             "listener_name": self.name,
-            "produce_quota": None if self._client_quotas is None else self._client_quotas.produce,
+            "quotas": self._client_quotas,
+            "request_exempt": self._request_exempt,
         }
 
     def _started(self, connection: Connection) -> None:

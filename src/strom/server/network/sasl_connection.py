@@ -23,11 +23,13 @@ from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import ApiKey, Request, api_name, encode_response
 from strom.security.sasl_authenticator import SaslAuthenticator
+from strom.server.client_quotas import ClientQuotas
 from strom.server.handlers.common import as_newest
 from strom.server.handlers.registry import RequestContext
 from strom.server.handlers.sasl_authenticate import authenticate_response
 from strom.server.handlers.sasl_handshake import handshake_response
 from strom.server.network.connection import Connection
+from strom.server.network.request_time import RequestTime
 from strom.server.network.response import Response
 
 __all__ = ["SaslConnection"]
@@ -80,6 +82,13 @@ class SaslConnection(Connection):
             self._fail(refusal)
             return False
         return self._serve(request)
+
+    def _counted(self, quotas: ClientQuotas, context: RequestContext) -> RequestTime | None:
+        """Nothing before authentication counts under the request quota (Kafka's
+        authenticator answers it before any quota)."""
+        if self._authenticator.principal is None:
+            return None
+        return super()._counted(quotas, context)
 
     def _take_principal(self) -> None:
         """Later requests come from the authenticated user, and may be as large as any."""
