@@ -16,6 +16,7 @@ import struct
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,6 +124,36 @@ def test_wrong_password_and_unknown_user_fail_and_the_broker_serves_others(
     assert error.code() == KafkaError._AUTHENTICATION
     assert "Authentication failed: Invalid username or password" in error.str()
     serves(sasl_ssl)
+
+
+def test_plain_users_from_a_jaas_file_named_in_kafka_opts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JAAS file of ``-Djava.security.auth.login.config`` in ``$KAFKA_OPTS``, as Kafka's
+    start script passes it; no ``sasl.jaas.config`` setting."""
+    jaas = tmp_path / "kafka_server_jaas.conf"
+    jaas.write_text(
+        "KafkaServer {\n"
+        "  org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+        '    username="admin" password="admin-secret"\n'
+        '    user_admin="admin-secret" user_carol="carol-secret";\n'
+        "};\n"
+    )
+    monkeypatch.setenv("KAFKA_OPTS", f"-Djava.security.auth.login.config={jaas}")
+    security = Security(protocol="SASL_PLAINTEXT", users={"admin": "admin-secret"})
+    with Broker(security=security, process=True, config={"sasl.jaas.config": ""}) as broker:
+        assert broker.security is not None
+        carol = {
+            "bootstrap.servers": broker.bootstrap_servers,
+            **broker.security.client_config("carol", password="carol-secret"),
+        }
+        topic = broker.create_topic()
+        group = {"group.id": "carol", "auto.offset.reset": "earliest"}
+        assert round_trip(carol, {**carol, **group}, topic) == [b"m0", b"m1", b"m2"]
+        error = authentication_error({**carol, "sasl.password": "wrong"})
+        assert error.code() == KafkaError._AUTHENTICATION
+        assert "Authentication failed: Invalid username or password" in error.str()
+        serves(broker)
 
 
 def test_an_unsupported_mechanism_is_refused(sasl_plaintext: Broker) -> None:
