@@ -28,6 +28,7 @@ ACTED_ON_AS_CATALOGUED: Final = frozenset(
         "connections.max.reauth.ms",
         "max.connections",
         "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
         "quota.window.num",
         "quota.window.size.seconds",
         "sasl.enabled.mechanisms",
