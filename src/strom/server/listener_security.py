@@ -33,7 +33,7 @@ from strom.security.jaas import (
     read_jaas_file,
     server_section,
 )
-from strom.security.jwks import JwksError, JwksKeys, JwksValidator, JwtChecks
+from strom.security.jwks import Backoff, JwksError, JwksKeys, JwksValidator, JwtChecks
 from strom.security.oauthbearer import (
     OAUTHBEARER,
     OAuthBearerServer,
@@ -192,21 +192,35 @@ def _validator(config: ServerConfig, listener: str) -> TokenValidator:
 
 def _jwks_validator(config: ServerConfig, listener: str, url: str) -> JwksValidator:
     """Fetches the key set now (a set that cannot be fetched stops the start) and refreshes
-    it every ``sasl.oauthbearer.jwks.endpoint.refresh.ms`` on a daemon thread."""
+    it every ``sasl.oauthbearer.jwks.endpoint.refresh.ms``, or sooner for a token naming a key
+    it lacks, on a daemon thread."""
 
     def setting(name: str) -> Value:
         return config.for_listener(listener, f"sasl.oauthbearer.{name}")
 
-    keys = JwksKeys(url)
+    def seconds(name: str, *, least: int) -> float:
+        value = setting(name)
+        assert isinstance(value, int)
+        if value < least:
+            raise ConfigError(f"sasl.oauthbearer.{name}", f"must be at least {least}, got {value}")
+        return value / 1000
+
+    interval = seconds("jwks.endpoint.refresh.ms", least=1)
+    initial = seconds("jwks.endpoint.retry.backoff.ms", least=0)
+    backoff = Backoff(initial, seconds("jwks.endpoint.retry.backoff.max.ms", least=0))
+    if backoff.max_s < initial:
+        raise ConfigError(
+            "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+            "must be at least sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+        )
+    keys = JwksKeys(url, backoff=backoff)
     try:
-        keys.refresh()
+        keys.fetch()
     except JwksError as error:
         raise ConfigError("sasl.oauthbearer.jwks.endpoint.url", str(error)) from None
-    refresh_ms = setting("jwks.endpoint.refresh.ms")
-    assert isinstance(refresh_ms, int)
     threading.Thread(
         target=keys.refresh_every,
-        args=(refresh_ms / 1000,),
+        args=(interval,),
         name=f"strom-jwks-{listener.lower()}",
         daemon=True,
     ).start()
@@ -219,6 +233,7 @@ def _jwks_validator(config: ServerConfig, listener: str, url: str) -> JwksValida
         keys,
         JwtChecks(
             principal_claim=str(setting("sub.claim.name") or "sub"),
+            scope_claim=str(setting("scope.claim.name") or "scope"),
             audiences=tuple(audiences) if isinstance(audiences, tuple) else (),
             issuer=issuer if isinstance(issuer, str) and issuer else None,
             clock_skew_ms=(skew if isinstance(skew, int) else 30) * 1000,

@@ -24,6 +24,10 @@ def security_of(settings: dict[str, str], name: str = "SASL_PLAINTEXT") -> Liste
 
 
 SASL = {"listeners": "SASL_PLAINTEXT://a:1"}
+JWKS = {
+    "sasl.enabled.mechanisms": "OAUTHBEARER",
+    "sasl.oauthbearer.jwks.endpoint.url": "file:///nonexistent/jwks.json",
+}
 
 
 def test_plaintext_has_nothing() -> None:
@@ -59,6 +63,15 @@ def test_plain_users_come_from_the_listeners_jaas_config() -> None:
             "must end with ';'",
         ),
         ({"sasl.enabled.mechanisms": "MAGIC"}, "MAGIC is not supported"),
+        (
+            {**JWKS, "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": "50"},
+            r"retry\.backoff\.max\.ms: must be at least sasl\.oauthbearer\.jwks\.endpoint\.retry",
+        ),
+        (
+            {**JWKS, "sasl.oauthbearer.jwks.endpoint.refresh.ms": "0"},
+            r"jwks\.endpoint\.refresh\.ms: must be at least 1",
+        ),
+        (JWKS, r"jwks\.endpoint\.url: cannot fetch file:///nonexistent/jwks\.json"),
     ],
 )
 def test_bad_sasl_settings_are_one_line(settings: dict[str, str], message: str) -> None:
