@@ -9,6 +9,7 @@ Metadata that hides topics, and kcat where installed.
 
 from __future__ import annotations
 
+import datetime
 import shutil
 import subprocess
 import time
@@ -40,7 +41,17 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import errors as kafka_errors
-from strom_harness import strom_command
+from kio.schema.create_topics.v7.request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from kio.schema.create_topics.v7.response import CreatableTopicResult
+from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
+from strom_harness import KafkaWire, strom_command
 
 from strom.testing import Broker, unique_topic_name
 from strom.testing.security import Security
@@ -423,6 +434,47 @@ def test_configs_need_describe_configs_and_alter_configs(broker: Broker) -> None
     with pytest.raises(KafkaException) as raised:
         bob.describe_configs([broker_resource])[broker_resource].result(10)
     assert raised.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+def created_as(broker: Broker, user: str, topic: str) -> CreatableTopicResult:
+    """The CreateTopics v7 answer to ``user`` creating ``topic`` (2 partitions)."""
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    with KafkaWire(host, int(port)) as wire:
+        assert wire.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+        login = SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{USERS[user]}".encode())
+        assert wire.request(login).error_code == 0
+        creatable = CreatableTopic(
+            name=TopicName(topic),
+            num_partitions=i32(2),
+            replication_factor=i16(1),
+            assignments=(),
+            configs=(CreatableTopicConfig(name="retention.ms", value="60000"),),
+        )
+        request = CreateTopicsRequest(
+            topics=(creatable,), timeout=i32Timedelta.parse(datetime.timedelta(seconds=10))
+        )
+        response = wire.request(request)
+    (result,) = response.topics
+    return result
+
+
+def test_create_topics_answers_the_configs_only_to_who_may_describe_them(broker: Broker) -> None:
+    hidden, shown = unique_topic_name("acl"), unique_topic_name("acl")
+    for topic in (hidden, shown):
+        allow(broker, "bob", AclOperation.CREATE, ResourceType.TOPIC, topic)
+    allow(broker, "bob", AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, shown)
+    refused = created_as(broker, "bob", hidden)
+    assert refused.error_code == 0 and refused.topic_id is not None  # created all the same
+    assert refused.topic_config_error_code == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert (refused.num_partitions, refused.replication_factor, refused.configs) == (-1, -1, ())
+    answered = created_as(broker, "bob", shown)
+    assert answered.error_code == 0 and answered.topic_config_error_code == 0
+    assert (answered.num_partitions, answered.replication_factor) == (2, 1)
+    configs = {config.name: config.value for config in answered.configs or ()}
+    assert configs["retention.ms"] == "60000"
+    operator = admin(broker)
+    topics = operator.describe_topics(TopicCollection([hidden]))
+    assert len(topics[hidden].result(10).partitions) == 2
 
 
 def test_acls_outlive_a_restart(tmp_path: Path) -> None:
