@@ -46,7 +46,7 @@ from kio.schema.create_topics.v7.request import (
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
-from kio.schema.create_topics.v7.response import CreatableTopicResult
+from kio.schema.create_topics.v7.response import CreatableTopicResult, CreateTopicsResponse
 from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.schema.types import TopicName
@@ -398,6 +398,47 @@ def test_strom_acls_add_list_remove(broker: Broker, tmp_path: Path) -> None:
     assert denied.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
 
 
+def test_strom_acls_names_delegation_tokens_and_user_principals(
+    broker: Broker, tmp_path: Path
+) -> None:
+    """Resource types librdkafka does not know go over strom's own client, as kafka-acls.sh's
+    ``--delegation-token`` and ``--user-principal``."""
+    token, user = unique_topic_name("token"), f"User:{unique_topic_name('owner')}"
+    added = strom_acls(
+        broker, tmp_path, "add", "--allow-principal", "User:alice", "--operation", "Describe",
+        "--delegation-token", token,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.startswith(
+        f"Adding ACLs for resource `ResourcePattern(resourceType=DELEGATION_TOKEN, name={token}, "
+        "patternType=LITERAL)`: \n \t(principal=User:alice, host=*, operation=DESCRIBE, "
+        "permissionType=ALLOW) \n"
+    )
+    tokens = strom_acls(
+        broker, tmp_path, "add", "--allow-principal", "User:bob", "--operation", "CreateTokens",
+        "--operation", "DescribeTokens", "--user-principal", user,
+    )  # fmt: skip
+    assert tokens.returncode == 0, tokens.stderr
+    listed = strom_acls(broker, tmp_path, "list", "--delegation-token", token).stdout
+    assert listed == (
+        f"Current ACLs for resource `ResourcePattern(resourceType=DELEGATION_TOKEN, name={token}, "
+        "patternType=LITERAL)`: \n \t(principal=User:alice, host=*, operation=DESCRIBE, "
+        "permissionType=ALLOW) \n\n"
+    )
+    everything = strom_acls(broker, tmp_path, "list", "--principal", "User:bob").stdout
+    assert f"resourceType=USER, name={user}, patternType=LITERAL" in everything
+    assert "operation=CREATE_TOKENS" in everything and "operation=DESCRIBE_TOKENS" in everything
+    assert "resourceType=UNKNOWN" not in strom_acls(broker, tmp_path, "list").stdout
+    removed = strom_acls(broker, tmp_path, "remove", "--delegation-token", token,
+                         "--user-principal", user, "--force")  # fmt: skip
+    assert removed.returncode == 0, removed.stderr
+    assert strom_acls(broker, tmp_path, "list", "--delegation-token", token).stdout == ""
+    assert strom_acls(broker, tmp_path, "list", "--user-principal", user).stdout == ""
+    refused = strom_acls(broker, tmp_path, "add", "--allow-principal", "alice",
+                         "--delegation-token", token)  # fmt: skip
+    assert refused.returncode != 0 and "must be TYPE:NAME" in refused.stderr
+
+
 def test_the_authorizer_class_must_be_the_standard_one(tmp_path: Path) -> None:
     result = subprocess.run(
         [
@@ -453,7 +494,7 @@ def created_as(broker: Broker, user: str, topic: str) -> CreatableTopicResult:
         request = CreateTopicsRequest(
             topics=(creatable,), timeout=i32Timedelta.parse(datetime.timedelta(seconds=10))
         )
-        response = wire.request(request)
+        response: CreateTopicsResponse = wire.request(request)
     (result,) = response.topics
     return result
 
