@@ -28,7 +28,7 @@ from strom.config_types import (
     one_of,
 )
 from strom.kafka_settings import KAFKA_SETTINGS
-from strom.security_settings import AUTHORIZER_SETTINGS
+from strom.security_settings import AUTHORIZER_SETTINGS, LOGIN_CONFIG_SETTING
 
 __all__ = [
     "RECORDED_ONLY",
@@ -580,6 +580,7 @@ _STROM_SERVER_SETTINGS: Final[Mapping[str, Setting]] = _settings(
         *_CLUSTER_SETTINGS,
         *_REPLICATION_SETTINGS,
         *AUTHORIZER_SETTINGS,
+        LOGIN_CONFIG_SETTING,
     ]
 )
 

@@ -1,6 +1,7 @@
-"""The authorizer's own settings (``super.users``, ``allow.everyone.if.no.acl.found``), which
-Kafka defines in ``StandardAuthorizer`` rather than in its broker catalogue; the catalogued
-security settings strom acts on are listed in ``strom.config_catalogued``."""
+"""Security settings Kafka defines outside its broker catalogue: the authorizer's own
+(``super.users``, ``allow.everyone.if.no.acl.found``, from ``StandardAuthorizer``) and the JAAS
+file, a JVM property on Kafka (``java.security.auth.login.config``); the catalogued security
+settings strom acts on are listed in ``strom.config_catalogued``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Final
 
 from strom.config_types import ConfigType, Setting
 
-__all__ = ["AUTHORIZER_SETTINGS", "STANDARD_AUTHORIZER"]
+__all__ = ["AUTHORIZER_SETTINGS", "LOGIN_CONFIG_SETTING", "STANDARD_AUTHORIZER"]
 
 STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 """The one ``authorizer.class.name`` strom serves: ACLs from the metadata log."""
@@ -28,4 +29,13 @@ AUTHORIZER_SETTINGS: Final = (
         "Allow an operation on a resource no ACL names.",
         read_only=True,
     ),
+)
+
+LOGIN_CONFIG_SETTING: Final = Setting(
+    "java.security.auth.login.config",
+    ConfigType.STRING,
+    None,
+    "The JAAS file of the listeners' SASL logins (KafkaServer sections), when their "
+    "sasl.jaas.config is not set; also read from -D... in KAFKA_OPTS.",
+    read_only=True,
 )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from data_clients import produce_v3, records_batch
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
@@ -177,24 +177,71 @@ def served(wire: KafkaWire) -> bool:
     return bool(wire.request(ApiVersionsRequest()).error_code == 0)
 
 
-def test_connections_over_the_limits_are_refused_while_the_others_are_served() -> None:
-    config = {"max.connections.per.ip": 2, "listener.name.plaintext.max.connections": 3}
+def test_connections_over_max_connections_per_ip_are_refused_while_the_others_are_served() -> None:
+    config = {"max.connections.per.ip": 2, "max.connections.per.ip.overrides": "127.0.0.2:3"}
     with Broker(process=True, config=config) as broker:
         host, port = broker.bootstrap_servers.rsplit(":", 1)
         first, second = (WireFrom(host, int(port)) for _ in range(2))
         third = WireFrom(host, int(port))  # a third from 127.0.0.1: max.connections.per.ip
         assert third.is_closed_by_peer()
-        other = WireFrom(host, int(port), source="127.0.0.2")
-        assert served(other)
-        fourth = WireFrom(host, int(port), source="127.0.0.3")  # the listener's max.connections
-        assert fourth.is_closed_by_peer()
-        assert served(first) and served(second) and served(other)
+        overridden = [WireFrom(host, int(port), source="127.0.0.2") for _ in range(4)]
+        assert overridden[3].is_closed_by_peer()  # 127.0.0.2 may have 3
+        assert served(first) and served(second) and all(served(w) for w in overridden[:3])
         first.close()
         time.sleep(0.5)
         again = WireFrom(host, int(port))  # a slot was freed
         assert served(again)
-        for wire in (second, third, other, fourth, again):
+        for wire in (second, third, *overridden, again):
             wire.close()
+
+
+def test_a_client_over_max_connections_waits_for_a_slot_without_an_error() -> None:
+    """Kafka's acceptor stops accepting at max.connections: the client's connection waits (its
+    TCP connection is made, nothing is read) until another closes."""
+    with Broker(process=True, config={"max.connections": 3}) as broker:
+        host, port = broker.bootstrap_servers.rsplit(":", 1)
+        held = [WireFrom(host, int(port)) for _ in range(3)]
+        assert all(served(wire) for wire in held)
+        errors: list[KafkaError] = []
+        producer = Producer(
+            {"bootstrap.servers": broker.bootstrap_servers, "error_cb": errors.append}
+        )
+        producer.produce("waited-for-a-slot", b"x")
+        assert producer.flush(2) == 1  # waiting
+        for wire in held[:2]:  # librdkafka connects twice: to the bootstrap server, to broker 1
+            wire.close()
+        assert producer.flush(15) == 0
+        assert errors == []
+        assert served(held[2])
+        held[2].close()
+
+
+def test_an_inter_broker_connection_over_max_connections_closes_a_clients() -> None:
+    """The inter-broker listener is not held to max.connections; the client listener closes its
+    least recently active connection instead."""
+    plain, internal = free_port(), free_port()
+    config = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},INTERNAL://127.0.0.1:{internal}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+        "max.connections": 2,
+    }
+    with Broker(process=True, config=config):
+        idle, busy = WireFrom("127.0.0.1", plain), WireFrom("127.0.0.1", plain)
+        assert served(idle)
+        assert served(busy)  # after idle's last request
+        broker_to_broker = WireFrom("127.0.0.1", internal)
+        assert served(broker_to_broker)
+        assert idle.is_closed_by_peer()
+        assert served(busy)
+        for wire in (idle, busy, broker_to_broker):
+            wire.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def test_a_failed_login_is_answered_after_the_delay_while_others_are_served() -> None:

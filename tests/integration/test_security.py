@@ -16,6 +16,7 @@ import struct
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -123,6 +124,36 @@ def test_wrong_password_and_unknown_user_fail_and_the_broker_serves_others(
     assert error.code() == KafkaError._AUTHENTICATION
     assert "Authentication failed: Invalid username or password" in error.str()
     serves(sasl_ssl)
+
+
+def test_plain_users_from_a_jaas_file_named_in_kafka_opts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JAAS file of ``-Djava.security.auth.login.config`` in ``$KAFKA_OPTS``, as Kafka's
+    start script passes it; no ``sasl.jaas.config`` setting."""
+    jaas = tmp_path / "kafka_server_jaas.conf"
+    jaas.write_text(
+        "KafkaServer {\n"
+        "  org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+        '    username="admin" password="admin-secret"\n'
+        '    user_admin="admin-secret" user_carol="carol-secret";\n'
+        "};\n"
+    )
+    monkeypatch.setenv("KAFKA_OPTS", f"-Djava.security.auth.login.config={jaas}")
+    security = Security(protocol="SASL_PLAINTEXT", users={"admin": "admin-secret"})
+    with Broker(security=security, process=True, config={"sasl.jaas.config": ""}) as broker:
+        assert broker.security is not None
+        carol = {
+            "bootstrap.servers": broker.bootstrap_servers,
+            **broker.security.client_config("carol", password="carol-secret"),
+        }
+        topic = broker.create_topic()
+        group = {"group.id": "carol", "auto.offset.reset": "earliest"}
+        assert round_trip(carol, {**carol, **group}, topic) == [b"m0", b"m1", b"m2"]
+        error = authentication_error({**carol, "sasl.password": "wrong"})
+        assert error.code() == KafkaError._AUTHENTICATION
+        assert "Authentication failed: Invalid username or password" in error.str()
+        serves(broker)
 
 
 def test_an_unsupported_mechanism_is_refused(sasl_plaintext: Broker) -> None:
@@ -279,9 +310,17 @@ def kafka_python_settings(broker: Broker, password: str | None = None) -> dict[s
     }
 
 
+KAFKA_PYTHON_BOOTSTRAP_MS = 3000
+"""kafka-python 3 drops an answer read together with the connection's end (its transport's
+``_sock_recv`` returns the end and discards the bytes), so it never sees the
+SASL_AUTHENTICATION_FAILED the broker answers before closing (as Kafka's does) and retries the
+bootstrap until ``bootstrap_timeout_ms`` (30 s by default). Both producers get this instead."""
+
+
 def test_kafka_python_over_sasl_ssl(sasl_ssl: Broker) -> None:
     topic = sasl_ssl.create_topic()
-    producer = KafkaProducer(**kafka_python_settings(sasl_ssl))
+    settings = kafka_python_settings(sasl_ssl)
+    producer = KafkaProducer(bootstrap_timeout_ms=KAFKA_PYTHON_BOOTSTRAP_MS, **settings)
     producer.send(topic, b"from kafka-python").get(timeout=15)
     producer.close()
     consumer = KafkaConsumer(
@@ -289,12 +328,15 @@ def test_kafka_python_over_sasl_ssl(sasl_ssl: Broker) -> None:
         group_id="kafka-python-sasl",
         auto_offset_reset="earliest",
         consumer_timeout_ms=10000,
-        **kafka_python_settings(sasl_ssl),
+        **settings,
     )
-    assert [record.value for record in consumer][:1] == [b"from kafka-python"]
+    assert next(consumer).value == b"from kafka-python"  # not waiting out consumer_timeout_ms
     consumer.close()
     with pytest.raises(PythonKafkaError):
-        KafkaProducer(**kafka_python_settings(sasl_ssl, password="wrong"))
+        KafkaProducer(
+            bootstrap_timeout_ms=KAFKA_PYTHON_BOOTSTRAP_MS,
+            **kafka_python_settings(sasl_ssl, password="wrong"),
+        )
 
 
 def test_aiokafka_over_sasl_ssl(sasl_ssl: Broker) -> None:

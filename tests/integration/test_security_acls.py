@@ -9,6 +9,7 @@ Metadata that hides topics, and kcat where installed.
 
 from __future__ import annotations
 
+import datetime
 import shutil
 import subprocess
 import time
@@ -40,7 +41,17 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import errors as kafka_errors
-from strom_harness import strom_command
+from kio.schema.create_topics.v7.request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from kio.schema.create_topics.v7.response import CreatableTopicResult, CreateTopicsResponse
+from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
+from strom_harness import KafkaWire, strom_command
 
 from strom.testing import Broker, unique_topic_name
 from strom.testing.security import Security
@@ -387,6 +398,47 @@ def test_strom_acls_add_list_remove(broker: Broker, tmp_path: Path) -> None:
     assert denied.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
 
 
+def test_strom_acls_names_delegation_tokens_and_user_principals(
+    broker: Broker, tmp_path: Path
+) -> None:
+    """Resource types librdkafka does not know go over strom's own client, as kafka-acls.sh's
+    ``--delegation-token`` and ``--user-principal``."""
+    token, user = unique_topic_name("token"), f"User:{unique_topic_name('owner')}"
+    added = strom_acls(
+        broker, tmp_path, "add", "--allow-principal", "User:alice", "--operation", "Describe",
+        "--delegation-token", token,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.startswith(
+        f"Adding ACLs for resource `ResourcePattern(resourceType=DELEGATION_TOKEN, name={token}, "
+        "patternType=LITERAL)`: \n \t(principal=User:alice, host=*, operation=DESCRIBE, "
+        "permissionType=ALLOW) \n"
+    )
+    tokens = strom_acls(
+        broker, tmp_path, "add", "--allow-principal", "User:bob", "--operation", "CreateTokens",
+        "--operation", "DescribeTokens", "--user-principal", user,
+    )  # fmt: skip
+    assert tokens.returncode == 0, tokens.stderr
+    listed = strom_acls(broker, tmp_path, "list", "--delegation-token", token).stdout
+    assert listed == (
+        f"Current ACLs for resource `ResourcePattern(resourceType=DELEGATION_TOKEN, name={token}, "
+        "patternType=LITERAL)`: \n \t(principal=User:alice, host=*, operation=DESCRIBE, "
+        "permissionType=ALLOW) \n\n"
+    )
+    everything = strom_acls(broker, tmp_path, "list", "--principal", "User:bob").stdout
+    assert f"resourceType=USER, name={user}, patternType=LITERAL" in everything
+    assert "operation=CREATE_TOKENS" in everything and "operation=DESCRIBE_TOKENS" in everything
+    assert "resourceType=UNKNOWN" not in strom_acls(broker, tmp_path, "list").stdout
+    removed = strom_acls(broker, tmp_path, "remove", "--delegation-token", token,
+                         "--user-principal", user, "--force")  # fmt: skip
+    assert removed.returncode == 0, removed.stderr
+    assert strom_acls(broker, tmp_path, "list", "--delegation-token", token).stdout == ""
+    assert strom_acls(broker, tmp_path, "list", "--user-principal", user).stdout == ""
+    refused = strom_acls(broker, tmp_path, "add", "--allow-principal", "alice",
+                         "--delegation-token", token)  # fmt: skip
+    assert refused.returncode != 0 and "must be TYPE:NAME" in refused.stderr
+
+
 def test_the_authorizer_class_must_be_the_standard_one(tmp_path: Path) -> None:
     result = subprocess.run(
         [
@@ -423,6 +475,47 @@ def test_configs_need_describe_configs_and_alter_configs(broker: Broker) -> None
     with pytest.raises(KafkaException) as raised:
         bob.describe_configs([broker_resource])[broker_resource].result(10)
     assert raised.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+def created_as(broker: Broker, user: str, topic: str) -> CreatableTopicResult:
+    """The CreateTopics v7 answer to ``user`` creating ``topic`` (2 partitions)."""
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    with KafkaWire(host, int(port)) as wire:
+        assert wire.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+        login = SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{USERS[user]}".encode())
+        assert wire.request(login).error_code == 0
+        creatable = CreatableTopic(
+            name=TopicName(topic),
+            num_partitions=i32(2),
+            replication_factor=i16(1),
+            assignments=(),
+            configs=(CreatableTopicConfig(name="retention.ms", value="60000"),),
+        )
+        request = CreateTopicsRequest(
+            topics=(creatable,), timeout=i32Timedelta.parse(datetime.timedelta(seconds=10))
+        )
+        response: CreateTopicsResponse = wire.request(request)
+    (result,) = response.topics
+    return result
+
+
+def test_create_topics_answers_the_configs_only_to_who_may_describe_them(broker: Broker) -> None:
+    hidden, shown = unique_topic_name("acl"), unique_topic_name("acl")
+    for topic in (hidden, shown):
+        allow(broker, "bob", AclOperation.CREATE, ResourceType.TOPIC, topic)
+    allow(broker, "bob", AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, shown)
+    refused = created_as(broker, "bob", hidden)
+    assert refused.error_code == 0 and refused.topic_id is not None  # created all the same
+    assert refused.topic_config_error_code == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert (refused.num_partitions, refused.replication_factor, refused.configs) == (-1, -1, ())
+    answered = created_as(broker, "bob", shown)
+    assert answered.error_code == 0 and answered.topic_config_error_code == 0
+    assert (answered.num_partitions, answered.replication_factor) == (2, 1)
+    configs = {config.name: config.value for config in answered.configs or ()}
+    assert configs["retention.ms"] == "60000"
+    operator = admin(broker)
+    topics = operator.describe_topics(TopicCollection([hidden]))
+    assert len(topics[hidden].result(10).partitions) == 2
 
 
 def test_acls_outlive_a_restart(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""SASL/OAUTHBEARER with RS256 tokens checked against a JSON Web Key Set the test serves over
-HTTP (``sasl.oauthbearer.jwks.endpoint.url``), with the expected audience and issuer, and a
-key rotated in the set picked up after ``sasl.oauthbearer.jwks.endpoint.refresh.ms``.
+"""SASL/OAUTHBEARER with RS256 and ES256 tokens checked against a JSON Web Key Set the test
+serves over HTTP (``sasl.oauthbearer.jwks.endpoint.url``), with the expected audience and
+issuer; a key rotated into the set is fetched when a token names it, and one taken out of it is
+dropped at the next refresh (``sasl.oauthbearer.jwks.endpoint.refresh.ms``).
 
 The broker's own logins use PLAIN (the first mechanism); clients use OAUTHBEARER with tokens
 from an ``oauth_cb``."""
@@ -18,7 +19,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Producer
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 from strom.testing import Broker
 from strom.testing.security import Security
@@ -32,38 +34,54 @@ def b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def number(value: int) -> str:
-    return b64(value.to_bytes((value.bit_length() + 7) // 8, "big"))
+def number(value: int, size: int | None = None) -> str:
+    return b64(value.to_bytes(size or (value.bit_length() + 7) // 8, "big"))
 
 
 class KeySet:
-    """RSA keys by kid, served as a JWKS document."""
+    """RSA keys (EC P-256 keys for kids starting ``ec``) by kid, served as a JWKS document."""
 
     def __init__(self) -> None:
-        self.keys: dict[str, rsa.RSAPrivateKey] = {}
+        self.keys: dict[str, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey] = {}
         self.add("one")
+        self.add("ec-one")
 
     def add(self, kid: str) -> None:
-        self.keys[kid] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.keys[kid] = (
+            ec.generate_private_key(ec.SECP256R1())
+            if kid.startswith("ec")
+            else rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        )
 
     def document(self) -> bytes:
         keys = []
         for kid, key in self.keys.items():
-            numbers = key.public_key().public_numbers()
-            keys.append({"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256",
-                         "n": number(numbers.n), "e": number(numbers.e)})  # fmt: skip
+            if isinstance(key, rsa.RSAPrivateKey):
+                numbers = key.public_key().public_numbers()
+                keys.append({"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256",
+                             "n": number(numbers.n), "e": number(numbers.e)})  # fmt: skip
+            else:
+                point = key.public_key().public_numbers()
+                keys.append({"kty": "EC", "kid": kid, "use": "sig", "alg": "ES256", "crv": "P-256",
+                             "x": number(point.x, 32), "y": number(point.y, 32)})  # fmt: skip
         return json.dumps({"keys": keys}).encode()
 
     def token(self, kid: str, **claims: Any) -> str:
         now = int(time.time())
         body = {"sub": "alice", "aud": AUDIENCE, "iss": ISSUER, "iat": now, "exp": now + 600}
         body.update(claims)
+        key = self.keys[kid]
+        algorithm = "RS256" if isinstance(key, rsa.RSAPrivateKey) else "ES256"
         signed = ".".join(
             b64(json.dumps(part).encode())
-            for part in ({"alg": "RS256", "kid": kid, "typ": "JWT"}, body)
-        )
-        signature = self.keys[kid].sign(signed.encode(), padding.PKCS1v15(), hashes.SHA256())
-        return f"{signed}.{b64(signature)}"
+            for part in ({"alg": algorithm, "kid": kid, "typ": "JWT"}, body)
+        ).encode()
+        if isinstance(key, rsa.RSAPrivateKey):
+            signature = key.sign(signed, padding.PKCS1v15(), hashes.SHA256())
+        else:
+            r, s = decode_dss_signature(key.sign(signed, ec.ECDSA(hashes.SHA256())))
+            signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")
+        return f"{signed.decode()}.{b64(signature)}"
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +119,9 @@ def broker(key_set: tuple[KeySet, str]) -> Iterator[Broker]:
         yield started
 
 
-def produce(broker: Broker, token: str) -> list[KafkaError]:
+def produce(broker: Broker, token: str, *, retry_refusals: bool = False) -> list[KafkaError]:
+    """[] once a record is delivered with ``token``, else the client's errors: the first
+    refusal, unless ``retry_refusals`` (the client keeps trying for 10 s)."""
     errors: list[KafkaError] = []
     producer = Producer(
         {
@@ -114,19 +134,22 @@ def produce(broker: Broker, token: str) -> list[KafkaError]:
         }
     )
     producer.produce(broker.create_topic(), b"x")
-    if producer.flush(10) == 0:
-        return []
-    assert errors, "the record was neither delivered nor failed"
-    return errors
+    deadline = time.monotonic() + 10
+    while producer.flush(0.1):
+        if (refused(errors) and not retry_refusals) or time.monotonic() > deadline:
+            assert errors, "the record was neither delivered nor failed"
+            return errors
+    return []
 
 
 def refused(errors: list[KafkaError]) -> bool:
     return any(e.code() == KafkaError._AUTHENTICATION for e in errors)
 
 
-def test_a_signed_token_of_the_set_logs_in(broker: Broker, key_set: tuple[KeySet, str]) -> None:
+def test_signed_tokens_of_the_set_log_in(broker: Broker, key_set: tuple[KeySet, str]) -> None:
     keys, _ = key_set
     assert produce(broker, keys.token("one")) == []
+    assert produce(broker, keys.token("ec-one")) == []
 
 
 @pytest.mark.parametrize(
@@ -146,10 +169,23 @@ def test_a_token_signed_by_another_key_is_refused(broker: Broker) -> None:
     assert refused(produce(broker, stranger.token("one")))
 
 
-def test_a_key_added_to_the_set_is_used_after_a_refresh(
+def test_a_key_rotated_in_is_fetched_when_a_token_names_it(
+    broker: Broker, key_set: tuple[KeySet, str]
+) -> None:
+    """The first login with the new kid is refused and the set fetched again at once; the
+    client's next attempt logs in (refresh.ms would be a second here, the retry is sooner)."""
+    keys, _ = key_set
+    keys.add("two")
+    assert produce(broker, keys.token("two"), retry_refusals=True) == []
+
+
+def test_a_key_taken_out_of_the_set_is_dropped_at_the_next_refresh(
     broker: Broker, key_set: tuple[KeySet, str]
 ) -> None:
     keys, _ = key_set
-    keys.add("two")
+    keys.add("ec-gone")
+    token = keys.token("ec-gone")
+    assert produce(broker, token) == []
+    del keys.keys["ec-gone"]
     time.sleep(2.5)  # sasl.oauthbearer.jwks.endpoint.refresh.ms is a second
-    assert produce(broker, keys.token("two")) == []
+    assert refused(produce(broker, token))

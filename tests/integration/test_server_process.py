@@ -137,6 +137,17 @@ def test_node_id_mismatch_refuses_to_start(start_server: StartServer, tmp_path: 
             "is not formatted: run strom storage format --cluster-id",
         ),
         (["missing.properties"], "cannot read properties file"),
+        (
+            [
+                "--override",
+                "listeners=SASL_PLAINTEXT://localhost:0",
+                "--override",
+                "sasl.enabled.mechanisms=PLAIN",
+                "--override",
+                "java.security.auth.login.config=missing_jaas.conf",
+            ],
+            "java.security.auth.login.config: missing_jaas.conf: No such file or directory",
+        ),
     ],
 )
 def test_bad_settings_give_one_line_and_exit_1(

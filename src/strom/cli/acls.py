@@ -1,14 +1,15 @@
 """``strom acls add|remove|list``: ACLs, as ``kafka-acls.sh --add|--remove|--list`` manages them
 (CreateAcls, DeleteAcls, DescribeAcls).
 
-Resources: ``--topic``, ``--group``, ``--transactional-id`` (each repeatable) and
-``--cluster`` (not delegation tokens: confluent-kafka has no such resource type), with
-``--resource-pattern-type`` (literal by default; prefixed; any and match select ACLs to list
-or remove). Entries: ``--allow-principal`` and ``--deny-principal`` with ``--allow-host`` /
-``--deny-host`` (``*`` by default) and ``--operation`` (All by default). ``--producer`` grants
+Resources: ``--topic``, ``--group``, ``--transactional-id``, ``--delegation-token``,
+``--user-principal`` (each repeatable) and ``--cluster``, with ``--resource-pattern-type``
+(literal by default; prefixed; any and match select ACLs to list or remove). Entries:
+``--allow-principal`` and ``--deny-principal`` with ``--allow-host`` / ``--deny-host`` (``*``
+by default) and ``--operation`` (All by default). ``--producer`` grants
 WRITE, DESCRIBE and CREATE on the topics (WRITE and DESCRIBE on the transactional ids,
 IDEMPOTENT_WRITE on the cluster with ``--idempotent``); ``--consumer`` READ and DESCRIBE on the
-topics and READ on the groups. The output is kafka-acls.sh's.
+topics and READ on the groups. The output is kafka-acls.sh's. ``strom.cli.acl_clients`` says
+which client carries the requests.
 """
 
 from __future__ import annotations
@@ -20,30 +21,21 @@ from pathlib import Path
 from typing import Final
 
 import click
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
+
+from strom.cli.acl_clients import acl_client
+from strom.cli.client_common import ClientGroup, CliError, client_options, handle_errors
+from strom.security.acls import (
+    CLUSTER_NAME,
     AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
-    AdminClient,
-    ResourcePatternType,
+    PatternType,
     ResourceType,
-)
-
-from strom.cli.client_common import (
-    REQUEST_TIMEOUT_S,
-    ClientGroup,
-    CliError,
-    client_options,
-    connect_admin,
-    failure,
-    handle_errors,
 )
 
 __all__ = ["acls"]
 
-_CLUSTER_NAME: Final = "kafka-cluster"
 _OPERATIONS: Final = {
     "All": AclOperation.ALL,
     "Read": AclOperation.READ,
@@ -56,15 +48,15 @@ _OPERATIONS: Final = {
     "DescribeConfigs": AclOperation.DESCRIBE_CONFIGS,
     "AlterConfigs": AclOperation.ALTER_CONFIGS,
     "IdempotentWrite": AclOperation.IDEMPOTENT_WRITE,
+    "CreateTokens": AclOperation.CREATE_TOKENS,
+    "DescribeTokens": AclOperation.DESCRIBE_TOKENS,
 }
 _BY_LOWER_NAME: Final = {name.lower(): operation for name, operation in _OPERATIONS.items()}
-_TYPE_NAMES: Final = {ResourceType.BROKER: "CLUSTER"}
-"""Kafka's names where confluent-kafka's differ (its BROKER is Kafka's CLUSTER, code 4)."""
 _PATTERNS: Final = {
-    "literal": ResourcePatternType.LITERAL,
-    "prefixed": ResourcePatternType.PREFIXED,
-    "any": ResourcePatternType.ANY,
-    "match": ResourcePatternType.MATCH,
+    "literal": PatternType.LITERAL,
+    "prefixed": PatternType.PREFIXED,
+    "any": PatternType.ANY,
+    "match": PatternType.MATCH,
 }
 
 
@@ -72,12 +64,11 @@ _PATTERNS: Final = {
 class _Resource:
     type: ResourceType
     name: str
-    pattern: ResourcePatternType
+    pattern: PatternType
 
     def __str__(self) -> str:
         return (
-            f"ResourcePattern(resourceType={_TYPE_NAMES.get(self.type, self.type.name)}, "
-            f"name={self.name}, "
+            f"ResourcePattern(resourceType={self.type.name}, name={self.name}, "
             f"patternType={self.pattern.name})"
         )
 
@@ -111,6 +102,20 @@ def _resource_options(func: click.decorators.FC) -> click.decorators.FC:
         click.option("--cluster", is_flag=True, help="The cluster."),
         click.option(
             "--transactional-id", "transactional_ids", multiple=True, help="A transactional id."
+        ),
+        click.option(
+            "--delegation-token",
+            "delegation_tokens",
+            multiple=True,
+            metavar="TOKEN",
+            help="A delegation token (repeatable; its token id).",
+        ),
+        click.option(
+            "--user-principal",
+            "user_principals",
+            multiple=True,
+            metavar="TYPE:NAME",
+            help="A user principal, for CreateTokens and DescribeTokens (repeatable).",
         ),
         click.option(
             "--resource-pattern-type",
@@ -168,6 +173,8 @@ def _resources(
     groups: Iterable[str],
     cluster: bool,
     transactional_ids: Iterable[str],
+    delegation_tokens: Iterable[str],
+    user_principals: Iterable[str],
     pattern: str,
 ) -> list[_Resource]:
     kind = _PATTERNS[pattern.lower()]
@@ -175,9 +182,11 @@ def _resources(
         *((ResourceType.TOPIC, name) for name in topics),
         *((ResourceType.GROUP, name) for name in groups),
         *((ResourceType.TRANSACTIONAL_ID, name) for name in transactional_ids),
+        *((ResourceType.DELEGATION_TOKEN, name) for name in delegation_tokens),
+        *((ResourceType.USER, name) for name in user_principals),
     ]
     if cluster:
-        named.append((ResourceType.BROKER, _CLUSTER_NAME))
+        named.append((ResourceType.CLUSTER, CLUSTER_NAME))
     return [_Resource(resource_type, name, kind) for resource_type, name in named]
 
 
@@ -226,7 +235,7 @@ def _selection(
         return _Selection(resources, dict(entries))
     wanted = _shortcut_operations(resources, producer=producer, consumer=consumer)
     if idempotent:
-        cluster = _Resource(ResourceType.BROKER, _CLUSTER_NAME, ResourcePatternType.LITERAL)
+        cluster = _Resource(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL)
         resources = [*resources, cluster]
         wanted[cluster] = [AclOperation.IDEMPOTENT_WRITE]
     for resource, chosen in wanted.items():
@@ -270,25 +279,24 @@ def _binding(resource: _Resource, entry: _Entry) -> AclBinding:
 
 def _filter(resource: _Resource | None, entry: _Entry | None = None) -> AclBindingFilter:
     """ACLs of ``resource`` (any without one) with ``entry``'s values (any without one)."""
+    if resource is None:
+        return AclBindingFilter()
+    if entry is None:
+        return AclBindingFilter(resource.type, resource.name, resource.pattern)
     return AclBindingFilter(
-        ResourceType.ANY if resource is None else resource.type,
-        None if resource is None else resource.name,  # type: ignore[arg-type]  # None: any
-        ResourcePatternType.ANY if resource is None else resource.pattern,
-        None if entry is None else entry.principal,  # type: ignore[arg-type]
-        None if entry is None else entry.host,  # type: ignore[arg-type]
-        AclOperation.ANY if entry is None else entry.operation,
-        AclPermissionType.ANY if entry is None else entry.permission,
+        resource.type,
+        resource.name,
+        resource.pattern,
+        entry.principal,
+        entry.host,
+        entry.operation,
+        entry.permission,
     )
 
 
 def _print_acls(resource: _Resource | str, entries: Iterable[_Entry], heading: str) -> None:
     lines = "\n".join(f"\t{entry}" for entry in sorted(entries, key=str))
     click.echo(f"{heading} for resource `{resource}`: \n {lines} \n")
-
-
-def _connect(bootstrap_server: str | None, command_config: Path | None) -> AdminClient:
-    admin, _ = connect_admin(bootstrap_server=bootstrap_server, command_config=command_config)
-    return admin
 
 
 @click.group("acls", cls=ClientGroup)
@@ -320,17 +328,15 @@ def add(
     selection = _select(options)
     if not all(selection.entries.get(resource) for resource in selection.resources):
         raise CliError("give --allow-principal or --deny-principal")
-    admin = _connect(bootstrap_server, command_config)
-    for resource in selection.resources:
-        entries = selection.entries[resource]
-        _print_acls(resource, entries, "Adding ACLs")
-        bindings = [_binding(resource, entry) for entry in entries]
-        futures = admin.create_acls(bindings, request_timeout=REQUEST_TIMEOUT_S)
-        for future in futures.values():
-            try:
-                future.result()
-            except KafkaException as error:
-                raise failure(f"adding ACLs for {resource}", error) from None
+    types = {resource.type for resource in selection.resources}
+    with acl_client(
+        types, bootstrap_server=bootstrap_server, command_config=command_config
+    ) as client:
+        for resource in selection.resources:
+            entries = selection.entries[resource]
+            _print_acls(resource, entries, "Adding ACLs")
+            bindings = [_binding(resource, entry) for entry in entries]
+            client.create(bindings, f"adding ACLs for {resource}")
 
 
 @acls.command("remove")
@@ -354,23 +360,21 @@ def remove(
       strom acls remove --topic orders --force
     """
     selection = _select(options)
-    admin = _connect(bootstrap_server, command_config)
-    for resource in selection.resources:
-        entries = selection.entries.get(resource, set())
-        question = (
-            f"Are you sure you want to delete all ACLs for resource filter `{resource}`?"
-            if not entries
-            else f"Are you sure you want to remove ACLs from resource filter `{resource}`?"
-        )
-        if not force and not click.confirm(question):
-            continue
-        filters = [_filter(resource, entry) for entry in entries] or [_filter(resource)]
-        futures = admin.delete_acls(filters, request_timeout=REQUEST_TIMEOUT_S)
-        for future in futures.values():
-            try:
-                future.result()
-            except KafkaException as error:
-                raise failure(f"removing ACLs of {resource}", error) from None
+    types = {resource.type for resource in selection.resources}
+    with acl_client(
+        types, bootstrap_server=bootstrap_server, command_config=command_config
+    ) as client:
+        for resource in selection.resources:
+            entries = selection.entries.get(resource, set())
+            question = (
+                f"Are you sure you want to delete all ACLs for resource filter `{resource}`?"
+                if not entries
+                else f"Are you sure you want to remove ACLs from resource filter `{resource}`?"
+            )
+            if not force and not click.confirm(question):
+                continue
+            filters = [_filter(resource, entry) for entry in entries] or [_filter(resource)]
+            client.delete(filters, f"removing ACLs of {resource}")
 
 
 @acls.command("list")
@@ -395,18 +399,24 @@ def list_(
       strom acls list --principal User:alice
     """
     resources = _resources(**options)  # type: ignore[arg-type]  # click's values
-    admin = _connect(bootstrap_server, command_config)
     found: dict[_Resource, set[_Entry]] = defaultdict(set)
-    for acl_filter in [_filter(resource) for resource in resources] or [_filter(None)]:
-        try:
-            bindings = admin.describe_acls(acl_filter, request_timeout=REQUEST_TIMEOUT_S).result()
-        except KafkaException as error:
-            raise failure("listing ACLs", error) from None
-        for binding in bindings:
-            resource = _Resource(binding.restype, binding.name, binding.resource_pattern_type)
-            found[resource].add(
-                _Entry(binding.principal, binding.host, binding.operation, binding.permission_type)
-            )
+    types = {resource.type for resource in resources} or {ResourceType.ANY}
+    with acl_client(
+        types, bootstrap_server=bootstrap_server, command_config=command_config
+    ) as client:
+        for acl_filter in [_filter(resource) for resource in resources] or [_filter(None)]:
+            for binding in client.describe(acl_filter, "listing ACLs"):
+                resource = _Resource(
+                    binding.resource_type, binding.resource_name, binding.pattern_type
+                )
+                found[resource].add(
+                    _Entry(
+                        binding.principal,
+                        binding.host,
+                        binding.operation,
+                        binding.permission_type,
+                    )
+                )
     for principal in principals or (None,):
         if principal is not None:
             click.echo(f"ACLs for principal `{principal}`")
@@ -426,10 +436,15 @@ def _select(options: dict[str, object]) -> _Selection:
         "groups",
         "cluster",
         "transactional_ids",
+        "delegation_tokens",
+        "user_principals",
         "pattern",
     )
     resources = _resources(**{name: options[name] for name in resource_names})  # type: ignore[arg-type]
     if not resources:
-        raise CliError("name a resource: --topic, --group, --cluster, --transactional-id, ...")
+        raise CliError(
+            "name a resource: --topic, --group, --cluster, --transactional-id, "
+            "--delegation-token, --user-principal"
+        )
     entry_options = {name: value for name, value in options.items() if name not in resource_names}
     return _selection(resources, **entry_options)  # type: ignore[arg-type]

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
@@ -17,14 +18,15 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i32
 
-from strom.cli.client_common import CliError
+from strom.cli.client_common import ClientConfig, CliError
 from strom.client.blocking import BrokerConnection, parse_servers
-from strom.client.security import PLAINTEXT, ClientSecurity
+from strom.client.security import PLAINTEXT, ClientSecurity, librdkafka_security
 
 __all__ = [
     "BROKERS",
     "CONTROLLERS",
     "ask_quorum",
+    "command_config_connection",
     "connect",
     "describe_cluster",
     "describe_quorum",
@@ -57,6 +59,19 @@ def connect(
             yield connection
         return
     raise CliError(f"cannot reach {', '.join(failures)}; is the server running?")
+
+
+def command_config_connection(
+    bootstrap_server: str | None, command_config: Path | None
+) -> AbstractContextManager[BrokerConnection]:
+    """A connection to the cluster with the security settings of ``--command-config``
+    (librdkafka's names, see ``librdkafka_security``)."""
+    config = ClientConfig.build(bootstrap_server=bootstrap_server, command_config=command_config)
+    return connect(
+        config.bootstrap_servers,
+        timeout=config.connect_timeout_s + 30,
+        security=librdkafka_security(config.settings),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,6 @@ An entity is a user, a client id, or both (``--user``/``--client``); ``--entity-
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +26,8 @@ from kio.schema.describe_client_quotas.v1.request import (
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import f64, i8
 
-from strom.cli.client_common import ClientConfig, CliError
-from strom.cli.quorum_client import connect
-from strom.client.blocking import BrokerConnection
-from strom.client.security import librdkafka_security
+from strom.cli.client_common import CliError
+from strom.cli.quorum_client import command_config_connection
 
 __all__ = ["QuotaEntity", "alter_quotas", "describe_quotas", "quota_entity_of"]
 
@@ -90,18 +87,6 @@ def alter_label(entity: QuotaEntity) -> str:
     )
 
 
-def _connect(
-    bootstrap_server: str | None, command_config: Path | None
-) -> AbstractContextManager[BrokerConnection]:
-    """A connection to the cluster with the ``--command-config`` security settings."""
-    config = ClientConfig.build(bootstrap_server=bootstrap_server, command_config=command_config)
-    return connect(
-        config.bootstrap_servers,
-        timeout=config.connect_timeout_s + 30,
-        security=librdkafka_security(config.settings),
-    )
-
-
 def _check(code: int, message: str | None, action: str) -> None:
     if code != 0:
         raise CliError(f"{action}: {ErrorCode(code).name.upper()}: {message or ''}".rstrip(": "))
@@ -119,7 +104,7 @@ def describe_quotas(
         )
         for kind, name in entity
     )
-    with _connect(bootstrap_server, command_config) as connection:
+    with command_config_connection(bootstrap_server, command_config) as connection:
         try:
             response: Any = connection.request(
                 DescribeClientQuotasRequest(components=components, strict=True)
@@ -163,7 +148,7 @@ def alter_quotas(
         ),
         validate_only=False,
     )
-    with _connect(bootstrap_server, command_config) as connection:
+    with command_config_connection(bootstrap_server, command_config) as connection:
         try:
             response: Any = connection.request(request)
         except OSError as error:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from strom.config import ConfigError, ServerConfig, load_properties
+from strom.security.jaas import LOGIN_CONFIG, login_config_from_jvm_options
 from strom.server.network.listener import HostPort
 
 __all__ = ["REGISTRY_PREFIX", "build_config", "registry_section"]
@@ -40,14 +43,21 @@ def build_config(
     overrides: tuple[str, ...],
     data_dir: Path | None,
     listener: str | None,
+    environ: Mapping[str, str] = os.environ,
 ) -> ServerConfig:
     """Merge the sources of settings into a validated ``ServerConfig`` (raises ConfigError);
-    the ``registry.*`` section is not the node's."""
+    the ``registry.*`` section is not the node's. Without a ``java.security.auth.login.config``
+    setting, the JAAS file is the ``-Djava.security.auth.login.config=`` of ``$KAFKA_OPTS``, as
+    Kafka's start script hands it to the JVM."""
     values = {
         name: value
         for name, value in _values(properties_file, overrides).items()
         if not name.startswith(REGISTRY_PREFIX)
     }
+    if LOGIN_CONFIG not in values:
+        jaas_file = login_config_from_jvm_options(environ.get("KAFKA_OPTS", ""))
+        if jaas_file:
+            values[LOGIN_CONFIG] = jaas_file
     if data_dir is not None:
         values["log.dirs"] = str(data_dir)
     if listener is not None:

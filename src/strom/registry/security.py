@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from strom.config_types import Value
-from strom.security.jaas import parse_jaas_config
+from strom.security.jaas import LOGIN_CONFIG, JaasConfigError, read_jaas_file
 from strom.security.tls import server_context
 
 __all__ = ["SecurityError", "User", "jaas_users", "listener_ssl_context"]
@@ -97,27 +96,23 @@ def _password_file(path: Path) -> dict[str, User]:
     return users
 
 
-_JAAS_COMMENTS = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', re.DOTALL)  # not in quotes
-_JAAS_SECTION = re.compile(r"([\w.\-]+)\s*\{(.*?)\}\s*;", re.DOTALL)
-
-
 def jaas_users(config: str | Path, realm: str) -> dict[str, User]:
     """The users of the JAAS ``config`` file's section named ``realm``
     (``authentication.realm``), whose login module must be Jetty's property file one."""
     try:
-        text = _JAAS_COMMENTS.sub(lambda found: found.group(1) or "", Path(config).read_text())
-    except OSError as error:
-        raise SecurityError(f"java.security.auth.login.config: {error}") from error
-    sections = dict(_JAAS_SECTION.findall(text))
+        sections = read_jaas_file(config)
+    except JaasConfigError as error:
+        raise SecurityError(f"{LOGIN_CONFIG}: {error}") from error
     if realm not in sections:
         raise SecurityError(
-            f"java.security.auth.login.config: {config} has no section {realm!r}"
-            " (authentication.realm)"
+            f"{LOGIN_CONFIG}: {config} has no section {realm!r} (authentication.realm)"
         )
-    try:
-        module = parse_jaas_config(sections[realm])
-    except ValueError as error:
-        raise SecurityError(f"{config}: section {realm!r}: {error}") from error
+    modules = sections[realm]
+    if len(modules) != 1:
+        raise SecurityError(
+            f"{config}: section {realm!r}: expected one login module, got {len(modules)}"
+        )
+    module = modules[0]
     if module.class_name != PROPERTY_FILE_LOGIN_MODULE:
         raise SecurityError(
             f"{config}: login module {module.class_name} is not supported (only"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shlex
 import socket
 import threading
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from strom.registry.election import GroupElection
 from strom.registry.http import BasicAuth
 from strom.registry.security import SecurityError, jaas_users, listener_ssl_context
 from strom.registry.service import RegistryService
+from strom.security.jaas import LOGIN_CONFIG, login_config_from_jvm_options
 
 __all__ = ["RegistryServer", "RegistrySettings"]
 
@@ -57,7 +57,7 @@ class RegistrySettings:
         method = values.get("authentication.method", "NONE").upper()
         if method not in ("NONE", "BASIC"):
             raise SecurityError(f"authentication.method={method} is not supported (NONE, BASIC)")
-        jaas = values.get("java.security.auth.login.config") or _jaas_from_opts(
+        jaas = values.get(LOGIN_CONFIG) or login_config_from_jvm_options(
             environ.get("SCHEMA_REGISTRY_OPTS", "")
         )
         if method == "BASIC" and not jaas:
@@ -83,13 +83,6 @@ class RegistrySettings:
             realm=values.get("authentication.realm", "SchemaRegistry"),
             roles=frozenset(role.strip() for role in roles.split(",") if role.strip()),
         )
-
-
-def _jaas_from_opts(opts: str) -> str | None:
-    for option in shlex.split(opts):
-        if option.startswith("-Djava.security.auth.login.config="):
-            return option.partition("=")[2]
-    return None
 
 
 class RegistryServer:

@@ -120,7 +120,7 @@ from strom.server.log_configs import TopicConfigResolver
 from strom.server.log_publisher import LogPublisher
 from strom.server.metadata_view import MetadataWaiter
 from strom.server.network.connection import ConnectionSettings
-from strom.server.network.connection_quotas import ConnectionQuotas, connection_limits
+from strom.server.network.connection_quotas import ConnectionLimits, ConnectionQuotas
 from strom.server.network.faults import Faults
 from strom.server.network.listener import HostPort, Listener, ListenerSecurity
 from strom.server.node_config import NodeConfig
@@ -188,6 +188,8 @@ class BrokerParts:
     """Listener name -> its TLS and SASL (PLAINTEXT when missing)."""
     inter_broker_security: ClientSecurity = PLAINTEXT
     """How this broker logs in to the others (replica fetchers, transaction markers)."""
+    connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
+    """``max.connections`` and the rest, for the broker's listeners."""
 
 
 class Broker:
@@ -557,13 +559,7 @@ class Broker:
             ),
         )
         listeners = self.parts.node.broker_listeners
-        connection_quotas = ConnectionQuotas(
-            connection_limits(
-                self.config,
-                [listener.name for listener in listeners],
-                self.parts.node.inter_broker_listener_name,
-            )
-        )
+        connection_quotas = ConnectionQuotas(self.parts.connection_limits)
         for config in listeners:
             listener = Listener(
                 name=config.name,

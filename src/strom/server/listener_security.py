@@ -2,11 +2,13 @@
 
 ``listener.security.protocol.map`` gives a listener its protocol; the ``ssl.*`` and ``sasl.*``
 settings are read per listener (``listener.name.<listener>.<setting>`` first). SASL mechanisms:
-``sasl.enabled.mechanisms`` (Kafka's default, GSSAPI, is refused with a hint); PLAIN's users are
-the ``user_<name>="<password>"`` options of ``listener.name.<listener>.plain.sasl.jaas.config``
-or ``sasl.jaas.config``; SCRAM's credentials are the metadata image's (AlterUserScramCredentials);
-OAUTHBEARER takes unsecured JWTs, its validator's ``unsecuredValidator*`` options from the
-listener's ``oauthbearer.sasl.jaas.config``.
+``sasl.enabled.mechanisms`` (Kafka's default, GSSAPI, is refused with a hint). A mechanism's JAAS
+login module is ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` or
+``sasl.jaas.config``, else its class's entry in the JAAS file of
+``java.security.auth.login.config`` (section ``<listener>.KafkaServer`` or ``KafkaServer``).
+PLAIN's users are its ``user_<name>="<password>"`` options; SCRAM's credentials are the
+metadata image's (AlterUserScramCredentials); OAUTHBEARER checks JWTs against a JWKS, or takes
+unsecured ones, its validator's ``unsecuredValidator*`` options from the JAAS module.
 Every problem is one ConfigError line naming the setting.
 """
 
@@ -22,8 +24,16 @@ from typing import Final
 from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.config import ConfigError, ServerConfig
 from strom.config_types import Value
-from strom.security.jaas import JaasConfigError, LoginModule, parse_jaas_config
-from strom.security.jwks import JwksError, JwksKeys, JwksValidator, JwtChecks
+from strom.security.jaas import (
+    LOGIN_CONFIG,
+    JaasConfigError,
+    LoginModule,
+    login_module_class,
+    parse_jaas_config,
+    read_jaas_file,
+    server_section,
+)
+from strom.security.jwks import Backoff, JwksError, JwksKeys, JwksValidator, JwtChecks
 from strom.security.oauthbearer import (
     OAUTHBEARER,
     OAuthBearerServer,
@@ -172,8 +182,8 @@ def _validator(config: ServerConfig, listener: str) -> TokenValidator:
     if isinstance(url, str) and url:
         return _jwks_validator(config, listener, url)
     name = f"listener.name.{listener.lower()}.oauthbearer.sasl.jaas.config"
-    text = config.for_listener(listener, "sasl.jaas.config", mechanism=OAUTHBEARER)
-    options = _jaas(config, listener, OAUTHBEARER, name).options if text else {}
+    module = _login_module(config, listener, OAUTHBEARER, name)
+    options = module.options if module is not None else {}
     try:
         return UnsecuredValidator.from_options(options)
     except ValueError as error:
@@ -182,21 +192,35 @@ def _validator(config: ServerConfig, listener: str) -> TokenValidator:
 
 def _jwks_validator(config: ServerConfig, listener: str, url: str) -> JwksValidator:
     """Fetches the key set now (a set that cannot be fetched stops the start) and refreshes
-    it every ``sasl.oauthbearer.jwks.endpoint.refresh.ms`` on a daemon thread."""
+    it every ``sasl.oauthbearer.jwks.endpoint.refresh.ms``, or sooner for a token naming a key
+    it lacks, on a daemon thread."""
 
     def setting(name: str) -> Value:
         return config.for_listener(listener, f"sasl.oauthbearer.{name}")
 
-    keys = JwksKeys(url)
+    def seconds(name: str, *, least: int) -> float:
+        value = setting(name)
+        assert isinstance(value, int)
+        if value < least:
+            raise ConfigError(f"sasl.oauthbearer.{name}", f"must be at least {least}, got {value}")
+        return value / 1000
+
+    interval = seconds("jwks.endpoint.refresh.ms", least=1)
+    initial = seconds("jwks.endpoint.retry.backoff.ms", least=0)
+    backoff = Backoff(initial, seconds("jwks.endpoint.retry.backoff.max.ms", least=0))
+    if backoff.max_s < initial:
+        raise ConfigError(
+            "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+            "must be at least sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+        )
+    keys = JwksKeys(url, backoff=backoff)
     try:
-        keys.refresh()
+        keys.fetch()
     except JwksError as error:
         raise ConfigError("sasl.oauthbearer.jwks.endpoint.url", str(error)) from None
-    refresh_ms = setting("jwks.endpoint.refresh.ms")
-    assert isinstance(refresh_ms, int)
     threading.Thread(
         target=keys.refresh_every,
-        args=(refresh_ms / 1000,),
+        args=(interval,),
         name=f"strom-jwks-{listener.lower()}",
         daemon=True,
     ).start()
@@ -209,6 +233,7 @@ def _jwks_validator(config: ServerConfig, listener: str, url: str) -> JwksValida
         keys,
         JwtChecks(
             principal_claim=str(setting("sub.claim.name") or "sub"),
+            scope_claim=str(setting("scope.claim.name") or "scope"),
             audiences=tuple(audiences) if isinstance(audiences, tuple) else (),
             issuer=issuer if isinstance(issuer, str) and issuer else None,
             clock_skew_ms=(skew if isinstance(skew, int) else 30) * 1000,
@@ -227,10 +252,40 @@ def _plain_users(config: ServerConfig, listener: str) -> Mapping[str, str]:
 
 def _jaas(config: ServerConfig, listener: str, mechanism: str, name: str) -> LoginModule:
     """The listener's JAAS login module of ``mechanism`` (``name``: the setting to blame)."""
+    module = _login_module(config, listener, mechanism, name)
+    if module is not None:
+        return module
+    path = config[LOGIN_CONFIG]
+    if isinstance(path, str) and path:
+        raise ConfigError(
+            LOGIN_CONFIG,
+            f"{path} has no {login_module_class(mechanism)} entry in section "
+            f"'{listener.lower()}.KafkaServer' or 'KafkaServer' ({mechanism} on listener "
+            f"{listener})",
+        )
+    raise ConfigError(
+        name, f"{mechanism} needs a JAAS login module (or sasl.jaas.config, or {LOGIN_CONFIG})"
+    )
+
+
+def _login_module(
+    config: ServerConfig, listener: str, mechanism: str, name: str
+) -> LoginModule | None:
+    """As Kafka's ``JaasContext.loadServerContext``: the listener's ``sasl.jaas.config``,
+    else the entry of the mechanism's login module class in the JAAS file's section for the
+    listener (``<listener>.KafkaServer``, else ``KafkaServer``); None when neither has one."""
     text = config.for_listener(listener, "sasl.jaas.config", mechanism=mechanism)
-    if not isinstance(text, str) or not text.strip():
-        raise ConfigError(name, f"{mechanism} needs a JAAS login module (or sasl.jaas.config)")
+    if isinstance(text, str) and text.strip():
+        try:
+            return parse_jaas_config(text)
+        except JaasConfigError as error:
+            raise ConfigError(name, str(error)) from None
+    path = config[LOGIN_CONFIG]
+    if not isinstance(path, str) or not path:
+        return None
     try:
-        return parse_jaas_config(text)
+        modules = server_section(read_jaas_file(path), listener) or ()
     except JaasConfigError as error:
-        raise ConfigError(name, str(error)) from None
+        raise ConfigError(LOGIN_CONFIG, str(error)) from None
+    wanted = login_module_class(mechanism)
+    return next((module for module in modules if module.class_name == wanted), None)

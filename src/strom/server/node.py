@@ -93,6 +93,7 @@ from strom.server.log_configs import TopicConfigResolver
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
 from strom.server.metadata_view import MetadataWaiter
 from strom.server.network.connection import ConnectionSettings
+from strom.server.network.connection_quotas import connection_limits
 from strom.server.network.faults import Faults
 from strom.server.network.faults_file import faults_from_environment
 from strom.server.network.listener import HostPort, Listener
@@ -154,6 +155,11 @@ class Node:
             for listener in self.node.listeners
         }
         """Each listener's TLS and SASL, checked before anything starts."""
+        self.connection_limits = connection_limits(
+            config,
+            [listener.name for listener in self.node.broker_listeners],
+            self.node.inter_broker_listener_name,
+        )
         acl_settings = authorizer_settings(config)
         self.authorizer = (
             None
@@ -514,6 +520,7 @@ class Node:
                 faults=self._faults,
                 security=self.security,
                 inter_broker_security=self._inter_broker_client,
+                connection_limits=self.connection_limits,
             )
         )
 

@@ -6,6 +6,9 @@ configs, ``validate_only``); this handler turns its results into Kafka's answer:
 distinct topic name with an error code and message, and from v5 on the created (or, with
 ``validate_only``, the would-be) topic's partition count, replication factor and every config
 with its source, as Kafka's ``ReplicationControlManager`` fills them; v7 adds the topic id.
+Those details are answered only to a principal that may DescribeConfigs the topic; to another,
+the topic's ``topic_config_error_code`` is TOPIC_AUTHORIZATION_FAILED and they are left out
+(Kafka's ``ControllerApis.createTopics``).
 
 The client's ``controller_mutation_rate`` (KIP-599) is charged the partitions of each topic:
 strictly from v6 on (a topic over the quota answers THROTTLING_QUOTA_EXCEEDED), permissively
@@ -110,12 +113,27 @@ class CreateTopicsHandler:
         results = [*await self._controller.create_topics(request), *denied]
         for result in results:
             _log_result(result, validate_only=request.validate_only, client=context.client_address)
-        answers = [self._result(result) for result in results]
+        answers = [
+            self._result(result, may_describe=_may_describe_configs(context, result.name))
+            for result in results
+        ]
         return _response(context, answers, mutation_throttle(quota, context))
 
-    def _result(self, result: CreateTopicResult) -> latest.CreatableTopicResult:
+    def _result(
+        self, result: CreateTopicResult, *, may_describe: bool
+    ) -> latest.CreatableTopicResult:
+        """``may_describe``: may the principal see the topic's partitions and configs?"""
         if result.error.is_failure:
             return _failed(result)
+        if not may_describe:
+            return latest.CreatableTopicResult(
+                name=TopicName(result.name),
+                topic_id=wire_uuid(result.topic_id),
+                error_code=result.error.code,
+                error_message=None,
+                topic_config_error_code=i16(_UNAUTHORIZED),
+                configs=(),
+            )
         described = self._describer.topic(
             self._controller.image, result.name, overrides=result.configs
         )
@@ -137,6 +155,10 @@ class CreateTopicsHandler:
                 for entry in described
             ),
         )
+
+
+def _may_describe_configs(context: RequestContext, topic: str) -> bool:
+    return context.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, topic, audit=False)
 
 
 def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -125,6 +126,9 @@ class Connection(asyncio.Protocol):
         self.client_address = "unknown"
         self.client_host = "unknown"
         self.connection_id = f"unknown-{index}"
+        self.last_active = time.monotonic()
+        """When the client last sent something (the least recently active connection is the
+        one closed when an inter-broker connection takes the broker over its limit)."""
 
     # asyncio.Protocol
 
@@ -147,6 +151,7 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._input_closed:
             return
+        self.last_active = time.monotonic()
         try:
             frames = self._decoder.feed(data)
         except InvalidFrameSizeError as error:
@@ -372,11 +377,6 @@ class Connection(asyncio.Protocol):
             await waiter
         finally:
             self._work = None
-
-    def refuse(self, reason: str) -> None:
-        """Close a connection over a connection limit, at once."""
-        log.info("refusing the connection from %s: %s", self.client_address, reason)
-        self._close_now()
 
     def mute(self, throttle_ms: int) -> None:
         """Read nothing more from the client for ``throttle_ms`` (KIP-219: its answer carries
