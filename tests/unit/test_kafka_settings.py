@@ -17,7 +17,7 @@ from strom.config import (
     ServerConfig,
     TopicConfig,
 )
-from strom.kafka_settings import KAFKA_SETTINGS
+from strom.config.kafka_settings import KAFKA_SETTINGS
 
 BROKER_DOC = Path(__file__).parents[2] / "docs" / "broker.md"
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from strom.config_types import Value
+from strom.config.setting import Value
 from strom.security.jaas import LOGIN_CONFIG, JaasConfigError, read_jaas_file
 from strom.security.tls import server_context
 

@@ -26,7 +26,7 @@ from typing import Final
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from strom.config_types import ConfigError, Value
+from strom.config.setting import ConfigError, Value
 
 __all__ = ["TlsConfigError", "client_context", "server_context"]
 

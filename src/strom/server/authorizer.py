@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Final
 
 from strom.config import ConfigError, ServerConfig
+from strom.config.security import STANDARD_AUTHORIZER
 from strom.security.acls import (
     AclIndex,
     AclOperation,
@@ -24,7 +25,6 @@ from strom.security.acls import (
     ResourceType,
 )
 from strom.security.principal import KafkaPrincipal
-from strom.security_settings import STANDARD_AUTHORIZER
 
 __all__ = ["AUDIT_INTERVAL", "Authorizer", "authorizer_settings"]
 

@@ -23,7 +23,7 @@ from typing import Final
 
 from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.config import ConfigError, ServerConfig
-from strom.config_types import Value
+from strom.config.setting import Value
 from strom.security.jaas import (
     LOGIN_CONFIG,
     JaasConfigError,

@@ -26,7 +26,7 @@ from typing import Final
 from strom.common import Clock, TopicPartition
 from strom.common.sampled_rate import SampledRate
 from strom.config import ServerConfig
-from strom.config_types import LONG_MAX
+from strom.config.setting import LONG_MAX
 from strom.metadata import MetadataImage
 
 __all__ = [

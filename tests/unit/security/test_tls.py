@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
 from strom.config import ServerConfig
-from strom.config_types import Value
+from strom.config.setting import Value
 from strom.security.principal import ssl_principal, subject_name
 from strom.security.principal_mapping import PrincipalMapper
 from strom.security.tls import TlsConfigError, _openssl_name, client_context, server_context

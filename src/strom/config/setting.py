@@ -1,7 +1,7 @@
 """What a setting is: Kafka's config types, values, validators, and ``Setting`` itself.
 
-``strom.config`` defines the settings strom acts on; ``strom.kafka_settings`` the rest of
-Apache Kafka's catalog. Both build on this module.
+The setting tables of ``strom.config`` define the settings strom acts on;
+``strom.config.kafka_settings`` the rest of Apache Kafka's catalog. Both build on this module.
 """
 
 from __future__ import annotations

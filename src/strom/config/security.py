@@ -1,13 +1,13 @@
 """Security settings Kafka defines outside its broker catalogue: the authorizer's own
 (``super.users``, ``allow.everyone.if.no.acl.found``, from ``StandardAuthorizer``) and the JAAS
 file, a JVM property on Kafka (``java.security.auth.login.config``); the catalogued security
-settings strom acts on are listed in ``strom.config_catalogued``."""
+settings strom acts on are listed in ``strom.config.catalogued``."""
 
 from __future__ import annotations
 
 from typing import Final
 
-from strom.config_types import ConfigType, Setting
+from strom.config.setting import ConfigType, Setting
 
 __all__ = ["AUTHORIZER_SETTINGS", "LOGIN_CONFIG_SETTING", "STANDARD_AUTHORIZER"]
 

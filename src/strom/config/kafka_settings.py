@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Final
 
-from strom.config_types import (
+from strom.config.setting import (
     ConfigType,
     Setting,
     TopicSetting,
@@ -89,8 +89,8 @@ def _setting(entry: Mapping[str, Any]) -> Setting:
 
 
 def _load() -> KafkaSettings:
-    text = resources.files("strom").joinpath("kafka_settings.json").read_text(encoding="utf-8")
-    catalog = json.loads(text)
+    catalog_file = resources.files("strom.config").joinpath("kafka_settings.json")
+    catalog = json.loads(catalog_file.read_text(encoding="utf-8"))
     broker = {entry["name"]: _setting(entry) for entry in catalog["broker"]}
     topic = {}
     for entry in catalog["topic"]:

@@ -1,11 +1,15 @@
 """Kafka's settings whose definition strom takes from the catalog (``kafka_settings.json``) as
-it is, split by whether strom acts on them; ``strom.config`` builds ``RECORDED_ONLY`` from them."""
+it is, split by whether strom acts on them, and ``RECORDED_ONLY``, built from them."""
 
 from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ACTED_ON_AS_CATALOGUED", "DEFINED_NOT_ACTED_ON"]
+from strom.config.kafka_settings import KAFKA_SETTINGS
+from strom.config.server_settings import STROM_SERVER_SETTINGS
+from strom.config.topic_settings import STROM_TOPIC_SETTINGS
+
+__all__ = ["ACTED_ON_AS_CATALOGUED", "DEFINED_NOT_ACTED_ON", "RECORDED_ONLY"]
 
 DEFINED_NOT_ACTED_ON: Final = frozenset(
     {
@@ -66,3 +70,11 @@ ACTED_ON_AS_CATALOGUED: Final = frozenset(
 )
 """Kafka's settings strom acts on with Kafka's own definition (the security and quota
 settings)."""
+
+RECORDED_ONLY: Final[frozenset[str]] = frozenset(
+    (KAFKA_SETTINGS.broker.keys() - STROM_SERVER_SETTINGS.keys() - ACTED_ON_AS_CATALOGUED)
+    | (KAFKA_SETTINGS.topic.keys() - STROM_TOPIC_SETTINGS.keys())
+    | DEFINED_NOT_ACTED_ON
+)
+"""Kafka's settings strom accepts, validates, stores and describes, and does not act on
+(docs/broker.md lists them)."""

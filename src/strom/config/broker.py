@@ -1,0 +1,63 @@
+"""The broker's own settings: its id, data directory, listeners and cluster id, auto-created and
+deleted topics, and the limits and threads of its requests."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from strom.config.setting import Setting, at_least
+from strom.config.shorthands import BOOLEAN, INT, STRING
+
+__all__ = ["BROKER_SETTINGS"]
+
+BROKER_SETTINGS: Final = (
+    Setting("node.id", INT, 1, "This node's id in the cluster.", at_least(0), read_only=True),
+    Setting("log.dirs", STRING, "./data", "Directory holding the partition logs.", read_only=True),
+    Setting("listeners", STRING, "PLAINTEXT://localhost:9092", "Listener address.", read_only=True),
+    Setting(
+        "advertised.listeners",
+        STRING,
+        None,
+        "Address given to clients, when it differs from the listener.",
+        read_only=True,
+    ),
+    Setting("cluster.id", STRING, None, "Cluster id; generated on first start.", read_only=True),
+    Setting("num.partitions", INT, 1, "Partitions of an auto-created topic.", at_least(1)),
+    Setting(
+        "default.replication.factor",
+        INT,
+        1,
+        "Replication factor of auto-created topics.",
+        at_least(1),
+    ),
+    Setting("auto.create.topics.enable", BOOLEAN, True, "Create unknown topics on metadata."),
+    Setting("delete.topic.enable", BOOLEAN, True, "Allow DeleteTopics."),
+    Setting(
+        "message.max.bytes",
+        INT,
+        1048588,
+        "Largest record batch the broker accepts.",
+        at_least(0),
+    ),
+    Setting(
+        "socket.request.max.bytes",
+        INT,
+        104857600,
+        "Largest request frame accepted.",
+        at_least(1),
+    ),
+    Setting(
+        "num.io.threads",
+        INT,
+        8,
+        "Accepted for compatibility; strom is single-threaded.",
+        at_least(1),
+    ),
+    Setting(
+        "num.network.threads",
+        INT,
+        3,
+        "Accepted for compatibility; asyncio serves all.",
+        at_least(1),
+    ),
+)
