@@ -10,7 +10,6 @@ Metadata that hides topics, and kcat where installed.
 from __future__ import annotations
 
 import datetime
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -51,7 +50,8 @@ from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
-from strom_harness import KafkaWire, strom_command
+from secured_clients import client_config, kafka_python_config, kcat, requires_kcat, strom_as, wire
+from strom_harness import strom_command
 
 from strom.testing import Broker, unique_topic_name
 from strom.testing.security import Security
@@ -70,17 +70,8 @@ def broker() -> Iterator[Broker]:
         yield broker
 
 
-def client(broker: Broker, user: str, **extra: Any) -> dict[str, Any]:
-    assert broker.security is not None
-    return {
-        "bootstrap.servers": broker.bootstrap_servers,
-        **broker.security.client_config(user),
-        **extra,
-    }
-
-
 def admin(broker: Broker, user: str = "admin") -> AdminClient:
-    return AdminClient(client(broker, user))
+    return AdminClient(client_config(broker, user))
 
 
 def allow(
@@ -101,7 +92,7 @@ def allow(
 
 def produce_errors(broker: Broker, user: str, topic: str, **extra: Any) -> list[KafkaError | None]:
     errors: list[KafkaError | None] = []
-    producer = Producer(client(broker, user, **{"message.timeout.ms": 5000, **extra}))
+    producer = Producer(client_config(broker, user, **{"message.timeout.ms": 5000, **extra}))
     producer.produce(topic, b"value", on_delivery=lambda error, _message: errors.append(error))
     producer.flush(15)
     return errors
@@ -110,7 +101,7 @@ def produce_errors(broker: Broker, user: str, topic: str, **extra: Any) -> list[
 def consume(broker: Broker, user: str, topic: str, group: str) -> KafkaError | bytes | None:
     """The first message or the first error a consumer of ``group`` gets."""
     consumer = Consumer(
-        client(broker, user, **{"group.id": group, "auto.offset.reset": "earliest"})
+        client_config(broker, user, **{"group.id": group, "auto.offset.reset": "earliest"})
     )
     consumer.subscribe([topic])
     try:
@@ -270,13 +261,7 @@ def test_admin_apis_answer_kafkas_authorization_errors(broker: Broker) -> None:
 
 def test_kafka_python_gets_the_authorization_errors(broker: Broker) -> None:
     topic = broker.create_topic(unique_topic_name("acl"))
-    sasl = {
-        "bootstrap_servers": broker.bootstrap_servers,
-        "security_protocol": "SASL_PLAINTEXT",
-        "sasl_mechanism": "PLAIN",
-        "sasl_plain_username": "bob",
-        "sasl_plain_password": USERS["bob"],
-    }
+    sasl = kafka_python_config(client_config(broker, "bob"))
     producer = KafkaProducer(**sasl, max_block_ms=10000)
     try:
         with pytest.raises(kafka_errors.TopicAuthorizationFailedError):
@@ -297,7 +282,7 @@ def test_committed_offsets_need_describe_on_the_topic(broker: Broker) -> None:
     topic = broker.create_topic(unique_topic_name("acl"))
     group = unique_topic_name("group")
     allow(broker, "bob", AclOperation.DESCRIBE, ResourceType.GROUP, group)
-    consumer = Consumer(client(broker, "bob", **{"group.id": group}))
+    consumer = Consumer(client_config(broker, "bob", **{"group.id": group}))
     try:
         [committed] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
         assert committed.error is not None
@@ -309,57 +294,17 @@ def test_committed_offsets_need_describe_on_the_topic(broker: Broker) -> None:
         consumer.close()
 
 
-@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
+@requires_kcat
 def test_kcat_is_refused_without_write(broker: Broker) -> None:
     topic = broker.create_topic(unique_topic_name("acl"))
-    result = subprocess.run(
-        [
-            "kcat",
-            "-P",
-            "-b",
-            broker.bootstrap_servers,
-            "-t",
-            topic,
-            "-X",
-            "security.protocol=SASL_PLAINTEXT",
-            "-X",
-            "sasl.mechanism=PLAIN",
-            "-X",
-            "sasl.username=bob",
-            "-X",
-            f"sasl.password={USERS['bob']}",
-            "-X",
-            "message.timeout.ms=5000",
-        ],
-        input=b"value\n",
-        capture_output=True,
-        timeout=30,
-        check=False,
-    )
+    bob = client_config(broker, "bob", **{"message.timeout.ms": "5000"})
+    result = kcat(bob, "-P", "-t", topic, input=b"value\n", check=False)
     assert b"Topic authorization failed" in result.stderr
 
 
 def strom_acls(broker: Broker, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``strom acls ...`` as the admin user, its settings in a --command-config file."""
-    config = client(broker, "admin")
-    config.pop("bootstrap.servers")
-    properties = tmp_path / "admin.properties"
-    properties.write_text("".join(f"{name}={value}\n" for name, value in config.items()))
-    return subprocess.run(
-        [
-            *strom_command(),
-            "acls",
-            *args,
-            "--bootstrap-server",
-            broker.bootstrap_servers,
-            "--command-config",
-            str(properties),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    """``strom acls ...`` as the admin user."""
+    return strom_as(broker, tmp_path, "acls", *args)
 
 
 def test_strom_acls_add_list_remove(broker: Broker, tmp_path: Path) -> None:
@@ -479,11 +424,10 @@ def test_configs_need_describe_configs_and_alter_configs(broker: Broker) -> None
 
 def created_as(broker: Broker, user: str, topic: str) -> CreatableTopicResult:
     """The CreateTopics v7 answer to ``user`` creating ``topic`` (2 partitions)."""
-    host, port = broker.bootstrap_servers.rsplit(":", 1)
-    with KafkaWire(host, int(port)) as wire:
-        assert wire.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+    with wire(broker) as connection:
+        assert connection.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
         login = SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{USERS[user]}".encode())
-        assert wire.request(login).error_code == 0
+        assert connection.request(login).error_code == 0
         creatable = CreatableTopic(
             name=TopicName(topic),
             num_partitions=i32(2),
@@ -494,7 +438,7 @@ def created_as(broker: Broker, user: str, topic: str) -> CreatableTopicResult:
         request = CreateTopicsRequest(
             topics=(creatable,), timeout=i32Timedelta.parse(datetime.timedelta(seconds=10))
         )
-        response: CreateTopicsResponse = wire.request(request)
+        response: CreateTopicsResponse = connection.request(request)
     (result,) = response.topics
     return result
 
@@ -533,12 +477,12 @@ def test_transactions_need_write_on_the_transactional_id(broker: Broker) -> None
     topic = broker.create_topic(unique_topic_name("acl"))
     transactional_id = unique_topic_name("tx")
     allow(broker, "bob", AclOperation.WRITE, ResourceType.TOPIC, topic)
-    refused = Producer(client(broker, "bob", **{"transactional.id": transactional_id}))
+    refused = Producer(client_config(broker, "bob", **{"transactional.id": transactional_id}))
     with pytest.raises(KafkaException) as raised:
         refused.init_transactions(20)
     assert raised.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     allow(broker, "bob", AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
-    producer = Producer(client(broker, "bob", **{"transactional.id": transactional_id}))
+    producer = Producer(client_config(broker, "bob", **{"transactional.id": transactional_id}))
     producer.init_transactions(20)
     producer.begin_transaction()
     producer.produce(topic, b"in a transaction")
