@@ -47,7 +47,10 @@ class RequestManager:
         self._backoff_until[node] = now_ms + self._backoff
 
     def expire(self, now_ms: int) -> list[int]:
-        """The nodes whose request timed out (each now backing off)."""
+        """The nodes whose request timed out (each now backing off). Backoffs that ran out are
+        forgotten: a past one is no deadline to wake for (the poll loop would spin on it)."""
+        for node in [node for node, until in self._backoff_until.items() if until <= now_ms]:
+            del self._backoff_until[node]
         expired = [node for node, item in self._in_flight.items() if item.deadline_ms <= now_ms]
         for node in expired:
             del self._in_flight[node]

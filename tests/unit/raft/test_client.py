@@ -253,6 +253,21 @@ def test_a_lone_voter_leads_on_and_its_poll_sleeps() -> None:
     assert node.client.poll() > 0
 
 
+def test_a_backoff_that_ran_out_is_no_deadline_to_wake_for() -> None:
+    """An observer whose fetch failed backs off, then fetches again: while that fetch is in
+    flight the poll sleeps until its timeout (the past backoff once made every broker of a
+    cluster spin, polling every loop turn)."""
+    node = Harness(node_id=4)
+    node.client.poll()
+    [first] = node.sent(1)
+    node.client.handle_response(
+        InboundResponse(source=first.destination, request=first.body, body=None)
+    )
+    node.run_for(CONFIG.retry_backoff_ms * 2)
+    assert len(node.sent(1)) == 2  # fetching again, after the backoff
+    assert node.client.poll() > 0
+
+
 def test_a_leader_restarts_resigned_in_its_epoch() -> None:
     node = Harness()
     node.elect()
