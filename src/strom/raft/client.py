@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 _NO_TIMEOUT: Final = 2**62
 _IDLE_POLL_MS: Final = 1000
+_ELECTION_TIMER_ROLES: Final = frozenset({Role.UNATTACHED, Role.CANDIDATE, Role.RESIGNED})
+"""The roles whose poll acts on the election deadline (a voter's): the only ones it wakes."""
 
 
 class NotLeaderError(Exception):
@@ -217,6 +219,11 @@ class RaftClient:
         self._backoff_deadline = None
         self._fetch_deadline = _NO_TIMEOUT
         self._election_deadline = _NO_TIMEOUT
+        if self._parked and role is not Role.LEADER:
+            # A leader's parked fetches are answered when it stops leading (not the leader, and
+            # who is), as Kafka's purgatory completes them: left parked, their fetchers would
+            # wait out their timeouts, and their passed deadlines would keep the poll awake.
+            self._complete_parked(self._clock.monotonic_ms())
         log.debug(
             "node %d: %s -> %s (%s), epoch %d, leader %s",
             self.node_id,
@@ -346,7 +353,11 @@ class RaftClient:
             self._poll_unattached(now)
 
     def _until_next(self, now: int) -> int:
-        deadlines = [self._election_deadline, self._fetch_deadline]
+        deadlines = [self._fetch_deadline]
+        if self.is_voter and self._role in _ELECTION_TIMER_ROLES:
+            # Only they act on it: a follower started with one (a restart) that has passed
+            # must not keep the poll awake while it goes on following.
+            deadlines.append(self._election_deadline)
         if self._backoff_deadline is not None:
             deadlines.append(self._backoff_deadline)
         if self._leader is not None and self._leader.check_quorum_due_ms is not None:

@@ -268,6 +268,49 @@ def test_a_backoff_that_ran_out_is_no_deadline_to_wake_for() -> None:
     assert node.client.poll() > 0
 
 
+def test_a_leader_that_steps_down_answers_its_parked_fetches() -> None:
+    """A long-poll fetch parked on the leader is answered when a newer leader takes over (not
+    the leader, naming the new one), and leaves no passed deadline for the poll to wake for (a
+    resumed, paused leader once spun there)."""
+    node = Harness()
+    node.elect()
+    epoch, end = node.client.epoch, node.log.end_offset
+    position = messages.FetchPosition(end, epoch, 0)
+    body = messages.fetch(CLUSTER, 2, epoch, position, max_bytes=1 << 20, max_wait_ms=500)
+    before = len(node.channel.answers)
+    node.client.handle_request(InboundRequest(ref=object(), source=None, body=body))
+    assert len(node.channel.answers) == before  # parked: nothing new to send
+    begin = messages.begin_quorum_epoch(CLUSTER, 3, epoch + 1)
+    node.client.handle_request(InboundRequest(ref=object(), source=None, body=begin))
+    assert node.role() is Role.FOLLOWER
+    answered = partition(node.channel.answers[before])
+    assert answered.error_code == ErrorCode.not_leader_or_follower
+    assert (answered.current_leader.leader_id, answered.current_leader.leader_epoch) == (
+        3,
+        epoch + 1,
+    )
+    assert node.client.poll() > 0
+
+
+def test_a_follower_restarted_as_one_keeps_following_and_its_poll_sleeps() -> None:
+    """A node restarted as the follower of a known leader starts with an election deadline it
+    never acts on; once passed, it must not keep the poll awake (restarted brokers once spun)."""
+    node = Harness(node_id=4)
+    node.store.state = ElectionState(3, 1, None)
+    node.start()
+    assert node.role() is Role.FOLLOWER
+    answer = messages.fetch_answer(messages.FetchAnswer(messages.LeaderAndEpoch(1, 3), 0, 0))
+    answered = 0
+    for _ in range(CONFIG.election_timeout_ms * 3):
+        node.clock.advance(1)
+        node.client.poll()
+        for request in node.sent(1)[answered:]:
+            node.answer(request, answer)
+            answered += 1
+    assert node.role() is Role.FOLLOWER and answered > 1
+    assert node.client.poll() > 0
+
+
 def test_a_leader_restarts_resigned_in_its_epoch() -> None:
     node = Harness()
     node.elect()
