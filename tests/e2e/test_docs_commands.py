@@ -4,13 +4,13 @@ output checked against the one the document shows.
 
 The examples run in a shell in a scratch directory, ``strom`` pointed at the test's broker (a
 wrapper adds ``--bootstrap-server`` where the example gives none; a document without a client
-command gets no broker). ``strom consume``, which runs until Ctrl-C, gets Ctrl-C as the reader
-would press it: once it printed the messages the document shows and ``GRACE_S`` passed without
-another, or, where the document shows none, after ``INTERRUPT_AFTER_S``. Values that
-differ on every run (topic ids, member ids, timestamps, the figures of perf lines) are compared
-by their shape, and a command whose output does not match yet is tried again for a few seconds
-(a group takes a moment to settle). Examples that cannot run here are listed in ``NOT_RUN``
-with the reason.
+command gets no broker), ``pkill`` confined to the processes of that directory. ``strom
+consume``, which runs until Ctrl-C, gets Ctrl-C as the reader would press it: once it printed
+the messages the document shows and ``GRACE_S`` passed without another, or, where the document
+shows none, after ``INTERRUPT_AFTER_S``. Values that differ on every run (topic ids, member
+ids, timestamps, the figures of perf lines) are compared by their shape, and a command whose
+output does not match yet is tried again for a few seconds (a group takes a moment to settle).
+Examples that cannot run here are listed in ``NOT_RUN`` with the reason.
 """
 
 from __future__ import annotations
@@ -117,6 +117,20 @@ def session(
         f'exec {sys.executable} -c "from strom.cli.main import main; main()" "$@"\n'
     )
     wrapper.chmod(0o755)
+    # The document's ``pkill -f PATTERN``, confined to this run's processes (the ones in its
+    # work directory): another checkout's run of the same examples on the machine is not hit.
+    pkill = bin_dir / "pkill"
+    pkill.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = -f ] && [ $# -eq 2 ] || { echo "pkill shim: only -f PATTERN" >&2; exit 2; }\n'
+        "found=1\n"
+        'for pid in $(pgrep -f "$2"); do\n'
+        '  [ "$pid" != $$ ] && [ "$(readlink /proc/$pid/cwd)" = "$PWD" ] || continue\n'
+        '  kill "$pid" && found=0\n'
+        "done\n"
+        'exit "$found"\n'
+    )
+    pkill.chmod(0o755)
     work = base / "work"
     work.mkdir()
     for name, text in FILES[document].items():
