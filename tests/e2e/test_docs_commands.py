@@ -3,12 +3,14 @@ against a ``strom server`` of its own per document, in the order a reader meets 
 output checked against the one the document shows.
 
 The examples run in a shell in a scratch directory, ``strom`` pointed at the test's broker (a
-wrapper adds ``--bootstrap-server`` where the example gives none). ``strom consume``, which runs
-until Ctrl-C, gets Ctrl-C after ``INTERRUPT_AFTER_S``, as the reader would press it. Values that
-differ on every run (topic ids, member ids, timestamps, the figures of perf lines) are compared
-by their shape, and a command whose output does not match yet is tried again for a few seconds
-(a group takes a moment to settle). Examples that cannot run here are listed in ``NOT_RUN``
-with the reason.
+wrapper adds ``--bootstrap-server`` where the example gives none; a document without a client
+command gets no broker), ``pkill`` confined to the processes of that directory. ``strom
+consume``, which runs until Ctrl-C, gets Ctrl-C as the reader would press it: once it printed
+the messages the document shows and ``GRACE_S`` passed without another, or, where the document
+shows none, after ``INTERRUPT_AFTER_S``. Values that differ on every run (topic ids, member
+ids, timestamps, the figures of perf lines) are compared by their shape, and a command whose
+output does not match yet is tried again for a few seconds (a group takes a moment to settle).
+Examples that cannot run here are listed in ``NOT_RUN`` with the reason.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +32,10 @@ from e2e.doc_session import Example, examples, matches
 
 DOCS = Path(__file__).parents[2] / "docs"
 INTERRUPT_AFTER_S = 2.0
+GRACE_S = 0.5
+"""After the last message a consume example shows, how long it may print more (it reads logs
+already written: more would come in the same fetch)."""
+_PROCESSED = re.compile(r"^Processed a total of (\d+) messages$")
 SETTLE_S = float(os.environ.get("DOCS_SETTLE_S", "20"))
 NOT_RUN = {
     "cat client.properties": "the reader's own client settings",
@@ -71,6 +78,9 @@ _SHAPES = [
 ]
 
 
+_CLIENT_COMMAND = re.compile(rf"\bstrom ({'|'.join(_CLIENT_COMMANDS)})\b")
+
+
 def _shape(line: str) -> str:
     for pattern, replacement in _SHAPES:
         line = pattern.sub(replacement, line)
@@ -80,33 +90,57 @@ def _shape(line: str) -> str:
 @pytest.fixture(params=sorted(FILES))
 def session(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, StromServer, Path]]:
+) -> Iterator[tuple[str, StromServer | None, Path]]:
     document = str(request.param)
     base = tmp_path_factory.mktemp("docs")
-    server = start_strom_server(
-        data_dir=base / "data", cwd=base, overrides={"group.initial.rebalance.delay.ms": "0"}
-    )
+    server = None
+    if any(_CLIENT_COMMAND.search(example.command) for example in _examples(document)):
+        server = start_strom_server(
+            data_dir=base / "data", cwd=base, overrides={"group.initial.rebalance.delay.ms": "0"}
+        )
     bin_dir = base / "bin"
     bin_dir.mkdir()
     wrapper = bin_dir / "strom"
+    bootstrap = (
+        ""
+        if server is None
+        else (
+            f'case "$1" in {"|".join(_CLIENT_COMMANDS)})\n'
+            '  case " $* " in *" --bootstrap-server "*) ;; '
+            f'*) set -- "$@" --bootstrap-server {server.bootstrap} ;; esac ;;\n'
+            "esac\n"
+        )
+    )
     wrapper.write_text(
         "#!/bin/sh\n"
-        f'case "$1" in {"|".join(_CLIENT_COMMANDS)})\n'
-        '  case " $* " in *" --bootstrap-server "*) ;; '
-        f'*) set -- "$@" --bootstrap-server {server.bootstrap} ;; esac ;;\n'
-        "esac\n"
+        f"{bootstrap}"
         f'exec {sys.executable} -c "from strom.cli.main import main; main()" "$@"\n'
     )
     wrapper.chmod(0o755)
+    # The document's ``pkill -f PATTERN``, confined to this run's processes (the ones in its
+    # work directory): another checkout's run of the same examples on the machine is not hit.
+    pkill = bin_dir / "pkill"
+    pkill.write_text(
+        "#!/bin/sh\n"
+        '[ "$1" = -f ] && [ $# -eq 2 ] || { echo "pkill shim: only -f PATTERN" >&2; exit 2; }\n'
+        "found=1\n"
+        'for pid in $(pgrep -f "$2"); do\n'
+        '  [ "$pid" != $$ ] && [ "$(readlink /proc/$pid/cwd)" = "$PWD" ] || continue\n'
+        '  kill "$pid" && found=0\n'
+        "done\n"
+        'exit "$found"\n'
+    )
+    pkill.chmod(0o755)
     work = base / "work"
     work.mkdir()
     for name, text in FILES[document].items():
         (work / name).write_text(text)
     yield document, server, work
-    server.stop(signal.SIGTERM)
+    if server is not None:
+        server.stop(signal.SIGTERM)
 
 
-def _run(example: Example, work: Path, address: str) -> list[str]:
+def _run(example: Example, work: Path, address: str | None, expected: list[str]) -> list[str]:
     env = {**os.environ, "PATH": f"{work.parent / 'bin'}:{os.environ['PATH']}"}
     process = subprocess.Popen(
         ["bash", "-c", example.command],
@@ -117,13 +151,37 @@ def _run(example: Example, work: Path, address: str) -> list[str]:
         text=True,
         start_new_session=True,
     )
-    until_ctrl_c = example.command.startswith("strom consume ")
-    try:
-        output, _ = process.communicate(timeout=INTERRUPT_AFTER_S if until_ctrl_c else 120)
-    except subprocess.TimeoutExpired:
+
+    def shaped(lines: list[str]) -> list[str]:
+        if address is not None:
+            lines = [line.replace(address, "localhost:9092") for line in lines]
+        return [_shape(line) for line in lines]
+
+    if not example.command.startswith("strom consume "):
+        output, _ = process.communicate(timeout=120)
+        return shaped(output.splitlines())
+    printed: list[str] = []  # until Ctrl-C: read as it comes
+
+    def read() -> None:
+        for line in process.stdout or ():
+            printed.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    # What it prints before Ctrl-C, and whether that holds messages: "Processed ... N" last.
+    shown, total = expected[:-1], _PROCESSED.match(expected[-1]) if expected else None
+    some = total is not None and int(total.group(1)) > 0
+    interrupt_at = time.monotonic() + INTERRUPT_AFTER_S
+    while time.monotonic() < interrupt_at and process.poll() is None:
+        if some and matches(shown, shaped(printed[:])):
+            time.sleep(GRACE_S)  # every message shown is printed: now only look for more
+            break
+        time.sleep(0.05)
+    if process.poll() is None:
         os.killpg(process.pid, signal.SIGINT)
-        output, _ = process.communicate(timeout=30)
-    return [_shape(line.replace(address, "localhost:9092")) for line in output.splitlines()]
+    process.wait(30)
+    reader.join(30)
+    return shaped("".join(printed).splitlines())
 
 
 def _examples(document: str) -> list[Example]:
@@ -136,16 +194,17 @@ def test_every_example_not_run_is_still_in_a_document() -> None:
 
 
 def test_the_documented_commands_print_what_the_document_shows(
-    session: tuple[str, StromServer, Path],
+    session: tuple[str, StromServer | None, Path],
 ) -> None:
     document, server, work = session
+    address = None if server is None else server.bootstrap
     for example in _examples(document):
         if example.command in NOT_RUN:
             continue
         expected = [_shape(line) for line in example.output]
         deadline = time.monotonic() + SETTLE_S
         while True:
-            actual = _run(example, work, server.bootstrap)
+            actual = _run(example, work, address, expected)
             if matches(expected, actual) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer, TopicPartition
 from data_clients import consumer, create_topic, unique_topic
 from strom_harness import StromServer
 from txn_loop import STEPS
@@ -55,18 +55,25 @@ def _fill(bootstrap: str, topic: str) -> None:
 
 
 def _read_all(bootstrap: str, topic: str, isolation: str) -> list[Any]:
-    """Everything ``topic`` holds for a consumer in ``isolation``, read until idle."""
-    reader = consumer(bootstrap, **{"isolation.level": isolation})
+    """Everything ``topic`` holds for a consumer in ``isolation``: read until every partition's
+    end (its end of partition event: the high watermark, or read_committed's last stable
+    offset; no loop runs any more, so no transaction is open)."""
+    reader = consumer(bootstrap, **{"isolation.level": isolation, "enable.partition.eof": True})
     try:
         reader.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         messages: list[Any] = []
-        idle_since = time.monotonic()
-        while time.monotonic() - idle_since < 3:
+        ended: set[int] = set()
+        deadline = time.monotonic() + 60
+        while len(ended) < PARTITIONS:
+            assert time.monotonic() < deadline, f"no end of {topic} within 60 s"
             message = reader.poll(0.2)
-            if message is None or message.error():
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    ended.add(message.partition())
                 continue
             messages.append(message)
-            idle_since = time.monotonic()
         return messages
     finally:
         reader.close()

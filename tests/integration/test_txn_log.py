@@ -115,6 +115,9 @@ def stable_end(bootstrap: str, topic: str) -> int:
 
 
 def kafka_python_values(bootstrap: str, topic: str) -> list[bytes]:
+    """What a read_committed kafka-python consumer reads from the start: until its position is
+    the last stable offset, then one more poll for anything handed out past it."""
+    stable = stable_end(bootstrap, topic)
     reader = KafkaConsumer(
         bootstrap_servers=bootstrap, isolation_level="read_committed", enable_auto_commit=False
     )
@@ -123,9 +126,14 @@ def kafka_python_values(bootstrap: str, topic: str) -> list[bytes]:
         reader.assign([tp])
         reader.seek(tp, 0)
         got: list[bytes] = []
+        polls_after_stable = 0
         for _ in range(10):
             for batch in reader.poll(timeout_ms=500).values():
                 got.extend(record.value for record in batch)
+            if reader.position(tp) >= stable:
+                polls_after_stable += 1
+                if polls_after_stable == 2:
+                    break
         return got
     finally:
         reader.close()

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.decorators import FC
@@ -45,13 +45,9 @@ from strom.cli.configs import (
     parse_key_list,
 )
 from strom.cli.partition_reports import Report
-from strom.cli.quorum_client import connect
-from strom.cli.topic_partitions import (
-    PartitionDescription,
-    TopicPartitions,
-    describe_topic_partitions,
-)
-from strom.controller.topic_names import INTERNAL_TOPICS
+
+if TYPE_CHECKING:
+    from strom.cli.topic_partitions import PartitionDescription, TopicPartitions
 
 __all__ = [
     "PartitionOffsets",
@@ -165,6 +161,8 @@ def list_(
 def topic_names(metadata: ClusterMetadata, *, exclude_internal: bool) -> list[str]:
     names = sorted(metadata.topics)
     if exclude_internal:
+        from strom.controller.topic_names import INTERNAL_TOPICS  # noqa: PLC0415 - on use only
+
         names = [name for name in names if name not in INTERNAL_TOPICS]
     return names
 
@@ -220,6 +218,10 @@ def describe(
     wanted = list(names) or topic_names(metadata, exclude_internal=exclude_internal)
     if not wanted:
         return
+    # Strom's own client (kio): imported on use, so the other commands start faster.
+    from strom.cli.quorum_client import connect  # noqa: PLC0415
+    from strom.cli.topic_partitions import describe_topic_partitions  # noqa: PLC0415
+
     with connect(str(config.settings["bootstrap.servers"])) as connection:
         descriptions = describe_topic_partitions(connection, wanted)
     live = {broker.id for broker in metadata.brokers.values()}
