@@ -259,7 +259,7 @@ class Cluster(_ClientConfigs):
 
     def start(self) -> None:
         """Format every node (once), start them all, wait until each is ready and every broker
-        is registered and unfenced."""
+        is registered and unfenced in every broker's metadata."""
         try:
             if self.netns is not None:
                 self.netns.up()
@@ -271,9 +271,9 @@ class Cluster(_ClientConfigs):
             for node in self.nodes.values():
                 self._wait_ready(node, deadline)
             self.wait_for(
-                lambda: self.unfenced_brokers() == set(self.broker_ids),
+                self._every_broker_sees_every_broker,
                 timeout=max(deadline - time.monotonic(), 1.0),
-                what="every broker registered and unfenced",
+                what="every broker registered and unfenced, as each broker sees it",
             )
         except BaseException:
             self.stop()
@@ -462,6 +462,13 @@ class Cluster(_ClientConfigs):
             if answer.error_code == 0:  # type: ignore[attr-defined]
                 return {int(b.broker_id) for b in answer.brokers if not b.is_fenced}  # type: ignore[attr-defined]
         return set()
+
+    def _every_broker_sees_every_broker(self) -> bool:
+        """Each broker's metadata has every broker unfenced: a client's first answers, from
+        whichever broker, name the same brokers (one that lags could leave out the broker
+        another named as the controller)."""
+        everyone = set(self.broker_ids)
+        return all(self.unfenced_brokers(via=[b]) == everyone for b in self.broker_ids)
 
     def wait_for(self, condition: Callable[[], bool], *, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
