@@ -8,18 +8,14 @@ from an ``oauth_cb``."""
 
 from __future__ import annotations
 
-import base64
-import json
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import jwks_keys
 import pytest
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from secured_clients import oauthbearer_config, produce_one, refused
 
 from strom.testing import Broker
@@ -30,58 +26,20 @@ pytestmark = pytest.mark.timeout(120)
 AUDIENCE, ISSUER = "strom", "https://issuer.example"
 
 
-def b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def number(value: int, size: int | None = None) -> str:
-    return b64(value.to_bytes(size or (value.bit_length() + 7) // 8, "big"))
-
-
-class KeySet:
-    """RSA keys (EC P-256 keys for kids starting ``ec``) by kid, served as a JWKS document."""
+class KeySet(jwks_keys.KeySet):
+    """RSA keys, and EC P-256 keys for kids starting ``ec``; tokens for the broker's audience
+    and issuer."""
 
     def __init__(self) -> None:
-        self.keys: dict[str, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey] = {}
+        super().__init__()
         self.add("one")
         self.add("ec-one")
 
-    def add(self, kid: str) -> None:
-        self.keys[kid] = (
-            ec.generate_private_key(ec.SECP256R1())
-            if kid.startswith("ec")
-            else rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        )
+    def add(self, kid: str, algorithm: str | None = None) -> None:
+        super().add(kid, algorithm or ("ES256" if kid.startswith("ec") else "RS256"))
 
-    def document(self) -> bytes:
-        keys = []
-        for kid, key in self.keys.items():
-            if isinstance(key, rsa.RSAPrivateKey):
-                numbers = key.public_key().public_numbers()
-                keys.append({"kty": "RSA", "kid": kid, "use": "sig", "alg": "RS256",
-                             "n": number(numbers.n), "e": number(numbers.e)})  # fmt: skip
-            else:
-                point = key.public_key().public_numbers()
-                keys.append({"kty": "EC", "kid": kid, "use": "sig", "alg": "ES256", "crv": "P-256",
-                             "x": number(point.x, 32), "y": number(point.y, 32)})  # fmt: skip
-        return json.dumps({"keys": keys}).encode()
-
-    def token(self, kid: str, **claims: Any) -> str:
-        now = int(time.time())
-        body = {"sub": "alice", "aud": AUDIENCE, "iss": ISSUER, "iat": now, "exp": now + 600}
-        body.update(claims)
-        key = self.keys[kid]
-        algorithm = "RS256" if isinstance(key, rsa.RSAPrivateKey) else "ES256"
-        signed = ".".join(
-            b64(json.dumps(part).encode())
-            for part in ({"alg": algorithm, "kid": kid, "typ": "JWT"}, body)
-        ).encode()
-        if isinstance(key, rsa.RSAPrivateKey):
-            signature = key.sign(signed, padding.PKCS1v15(), hashes.SHA256())
-        else:
-            r, s = decode_dss_signature(key.sign(signed, ec.ECDSA(hashes.SHA256())))
-            signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")
-        return f"{signed.decode()}.{b64(signature)}"
+    def token(self, kid: str, algorithm: str | None = None, **claims: Any) -> str:
+        return super().token(kid, algorithm, **{"aud": AUDIENCE, "iss": ISSUER, **claims})
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ or, after a failure, with Kafka's retry backoff."""
 from __future__ import annotations
 
 import base64
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -13,71 +12,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+from jwks_keys import KeySet, b64
 
 from strom.security.jwks import Backoff, JwksError, JwksKeys, JwksValidator, JwtChecks
 from strom.security.oauthbearer import InvalidToken
 
 NOW = int(time.time())
-CURVES = {"ES256": ec.SECP256R1(), "ES384": ec.SECP384R1(), "ES512": ec.SECP521R1()}
-CURVE_NAMES = {"secp256r1": "P-256", "secp384r1": "P-384", "secp521r1": "P-521"}
-HASHES = {"256": hashes.SHA256(), "384": hashes.SHA384(), "512": hashes.SHA512()}
-
-
-def b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def number(value: int, size: int | None = None) -> str:
-    return b64(value.to_bytes(size or (value.bit_length() + 7) // 8, "big"))
-
-
-class KeySet:
-    """Private keys by kid (RSA, or EC for an ES algorithm), served as a JWKS document."""
-
-    def __init__(self) -> None:
-        self.keys: dict[str, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey] = {}
-
-    def add(self, kid: str, algorithm: str = "RS256") -> None:
-        curve = CURVES.get(algorithm)
-        self.keys[kid] = (
-            rsa.generate_private_key(public_exponent=65537, key_size=2048)
-            if curve is None
-            else ec.generate_private_key(curve)
-        )
-
-    def document(self) -> bytes:
-        keys: list[dict[str, str]] = [{"kty": "oct", "kid": "symmetric", "k": "c2VjcmV0"}]
-        for kid, key in self.keys.items():
-            if isinstance(key, rsa.RSAPrivateKey):
-                numbers = key.public_key().public_numbers()
-                keys.append({"kty": "RSA", "kid": kid, "n": number(numbers.n),
-                             "e": number(numbers.e)})  # fmt: skip
-            else:
-                point = key.public_key().public_numbers()
-                size = (key.curve.key_size + 7) // 8
-                crv = CURVE_NAMES[key.curve.name]
-                keys.append({"kty": "EC", "kid": kid, "use": "sig", "crv": crv,
-                             "x": number(point.x, size), "y": number(point.y, size)})  # fmt: skip
-        return json.dumps({"keys": keys}).encode()
-
-    def token(self, kid: str, algorithm: str = "RS256", **claims: Any) -> str:
-        body = {"sub": "alice", "iat": NOW, "exp": NOW + 600, **claims}
-        header = {"alg": algorithm, "kid": kid, "typ": "JWT"}
-        signed = ".".join(b64(json.dumps(part).encode()) for part in (header, body)).encode()
-        key, digest = self.keys[kid], HASHES[algorithm[2:]]
-        if isinstance(key, ec.EllipticCurvePrivateKey):
-            r, s = decode_dss_signature(key.sign(signed, ec.ECDSA(digest)))
-            size = (key.curve.key_size + 7) // 8
-            signature = r.to_bytes(size, "big") + s.to_bytes(size, "big")
-        elif algorithm.startswith("PS"):
-            pss = padding.PSS(mgf=padding.MGF1(digest), salt_length=digest.digest_size)
-            signature = key.sign(signed, pss, digest)
-        else:
-            signature = key.sign(signed, padding.PKCS1v15(), digest)
-        return f"{signed.decode()}.{b64(signature)}"
 
 
 class Endpoint:
@@ -92,7 +32,7 @@ class Endpoint:
 
 @pytest.fixture
 def endpoint() -> Iterator[Endpoint]:
-    keys = KeySet()
+    keys = KeySet(now=NOW)
     keys.add("rsa")
     served = Endpoint(keys)
 
