@@ -37,6 +37,7 @@ from strom.client.async_client import NodeClients
 from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.common import Clock, TopicPartition
 from strom.common.clock import system_clock
+from strom.common.dir_lock import DirectoryInUseError, DirectoryLock
 from strom.config import ConfigError, ServerConfig
 from strom.controller import ControllerSettings, QuorumController
 from strom.metadata import MetadataLoader
@@ -101,6 +102,7 @@ from strom.server.network.request_time import CONTROLLER_EXEMPT
 from strom.server.node_config import NodeConfig
 from strom.server.raft_log import METADATA_LOG_CONFIG, METADATA_PARTITION, FileRaftLog
 from strom.server.raft_manager import RAFT_APIS, RaftApiHandler, RaftManager, SnapshotPolicy
+from strom.storage.corrupt_segment import CorruptSegmentError
 from strom.storage.log_config import LogConfig
 from strom.storage.log_manager import LogManager
 
@@ -232,8 +234,13 @@ class Node:
             raise RuntimeError("the node is already started")
         self._started = True
         started = time.monotonic()
-        self._meta = self._check_data_dir()
-        self._load_logs()
+        self._lock_data_dir()
+        try:
+            self._meta = self._check_data_dir()
+            self._load_logs()
+        except BaseException:
+            self._dir_lock.release()
+            raise
         try:
             await self._bind()
             self._build_quorum()
@@ -272,6 +279,14 @@ class Node:
         )
         self._ready = True
 
+    def _lock_data_dir(self) -> None:
+        """Own the data directory (the metadata log's too) for the process's life, or stop the
+        start: a second process writing beside this one corrupts both (Kafka's ``.lock``)."""
+        try:
+            self._dir_lock = DirectoryLock.acquire(self.data_dir, what="data directory")
+        except DirectoryInUseError as error:
+            raise NodeStartError(str(error)) from None
+
     def _check_data_dir(self) -> MetaProperties:
         if self.node.standalone:
             cluster_id = self.config["cluster.id"]
@@ -291,12 +306,15 @@ class Node:
             return metadata_config if tp == METADATA_PARTITION else default
 
         self.log_cleaner = CleanerService(clock=self.clock)
-        self.log_manager = LogManager(
-            self.data_dir,
-            self.clock,
-            config_for=initial_config,
-            on_delete=self.log_cleaner.forget,
-        )
+        try:
+            self.log_manager = LogManager(
+                self.data_dir,
+                self.clock,
+                config_for=initial_config,
+                on_delete=self.log_cleaner.forget,
+            )
+        except CorruptSegmentError as error:
+            raise NodeStartError(error.message) from None
         logs = self.log_manager.all()
         if logs and not self.log_manager.had_clean_shutdown:
             log.warning(
@@ -543,3 +561,5 @@ class Node:
             self.log_manager.close(broker_epoch=broker_epoch)
             if self._ready:
                 log.info("logs flushed and checkpointed; stopped")
+        if hasattr(self, "_dir_lock"):
+            self._dir_lock.release()

@@ -124,7 +124,7 @@ def _complete_swap(
     """Replace the segments a ``.swap`` covers with it; the swap (recovered), or None when
     it was dropped."""
     swap = LogSegment.open(directory, base_offset, config=config, now_ms=now_ms, suffix=SWAP_SUFFIX)
-    truncated = swap.recover()
+    truncated = swap.recover(strict=False)  # the no-loss rule decides about a bad swap
     if truncated and base_offset in segments:
         swap.delete()
         return None

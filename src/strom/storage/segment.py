@@ -38,6 +38,7 @@ from strom.protocol.batch import (
     scan_batches,
 )
 from strom.protocol.records import iter_records
+from strom.storage.corrupt_segment import CorruptSegmentError, valid_batch_follows
 from strom.storage.file_region import FileRegion
 from strom.storage.log_config import LogConfig
 from strom.storage.offset_index import CorruptIndexError, OffsetIndex
@@ -383,7 +384,9 @@ class LogSegment:
                 or batch_length < HEADER_SIZE - LOG_OVERHEAD
                 or position + size > stop
             ):
-                raise _storage_error(f"{self._log_path}: invalid batch at position {position}")
+                raise CorruptSegmentError(
+                    self._log_path, position, offset=None, reason="not a valid batch there"
+                )
             yield position, span, window, at
             position += size
             # Small batches: read several headers at a time; large ones: just the next header.
@@ -520,11 +523,14 @@ class LogSegment:
 
     # --- recovery and truncation -----------------------------------------------------------
 
-    def recover(self) -> int:
+    def recover(self, *, strict: bool = True) -> int:
         """Rescan the file: keep the valid batches, cut at the first invalid or torn one.
 
         Every batch's CRC is checked (``scan_batches``) and offsets must increase within the
-        segment. The indexes are rebuilt from scratch and left appendable (call
+        segment. With ``strict``, damage in the middle (valid batches after the bad one, or
+        offsets that do not follow) is not cut but raises
+        :class:`~strom.storage.corrupt_segment.CorruptSegmentError`: only a torn tail is cut.
+        The indexes are rebuilt from scratch and left appendable (call
         :meth:`on_become_inactive` for a segment that is not the last). The ``.txnindex`` is
         emptied: its entries need the producers' state before the segment, which the partition
         log has (:func:`strom.storage.txn_recovery.rebuild_txn_indexes`). Returns how many
@@ -544,13 +550,14 @@ class LogSegment:
                 mmap.mmap(self._fd, file_size, access=mmap.ACCESS_READ) as data,
                 memoryview(data) as view,
             ):
-                valid_end = self._rescan(view, file_size)
+                valid_end = self._rescan(view, file_size, strict=strict)
         if valid_end < file_size:
             os.ftruncate(self._fd, valid_end)
         return file_size - valid_end
 
-    def _rescan(self, data: memoryview, file_size: int) -> int:
+    def _rescan(self, data: memoryview, file_size: int, *, strict: bool) -> int:
         position = 0
+        out_of_order = False
         while position < file_size:
             found, _ = scan_batches(data, position, min(file_size, position + _RECOVERY_CHUNK))
             if not found and file_size - position >= LOG_OVERHEAD:
@@ -572,7 +579,20 @@ class LogSegment:
             if accepted:
                 self._account(accepted)
             if len(accepted) < len(found):
+                out_of_order = True
                 break
+        if strict and position < file_size and valid_batch_follows(data, position, file_size):
+            reason = (
+                "a batch whose offsets do not follow the ones before it"
+                if out_of_order
+                else "an invalid batch"
+            )
+            raise CorruptSegmentError(
+                self._log_path,
+                position,
+                offset=self.next_offset,
+                reason=f"{reason}, with valid batches after it",
+            )
         return position
 
     def _account(self, batches: Sequence[BatchSummary]) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from strom.common.clock import ManualClock
+from strom.storage.corrupt_segment import CorruptSegmentError
 from strom.storage.loader import load_log
 from strom.storage.log_config import LogConfig
 from strom.storage.partition_log import PartitionLog
@@ -86,7 +87,15 @@ def test_unclean_shutdown_then_append_continues(open_log: OpenLog, log_dir: Path
     assert offsets_of(log.read_bytes(12, max_bytes=10**6)) == [(12, 14), (15, 16)]
 
 
-def test_corruption_in_an_earlier_segment_drops_later_ones(
+def _flip_byte(path: Path, position: int) -> None:
+    with path.open("r+b") as file:
+        file.seek(position)
+        byte = file.read(1)
+        file.seek(position)
+        file.write(bytes([byte[0] ^ 0xFF]))
+
+
+def test_a_torn_tail_in_an_earlier_segment_drops_later_ones(
     open_log: OpenLog, log_dir: Path
 ) -> None:
     log = open_log(SMALL)
@@ -94,19 +103,44 @@ def test_corruption_in_an_earlier_segment_drops_later_ones(
     bases = [s.base_offset for s in log.segments]
     assert len(bases) >= 4
     second = log.segments[1]
-    batch_size = headers_of(log.read_bytes(bases[1], max_bytes=1))[0].size
+    sizes = [h.size for h in headers_of(log.read_bytes(bases[1], max_bytes=10**6))]
+    batches = (bases[2] - bases[1]) // 3
     log.close_without_flush()
-    with second.log_path.open("r+b") as file:  # flip a byte in its second batch
-        file.seek(batch_size + 70)
-        byte = file.read(1)
-        file.seek(batch_size + 70)
-        file.write(bytes([byte[0] ^ 0xFF]))
+    _flip_byte(second.log_path, sum(sizes[: batches - 1]) + 70)  # in its last batch
     log = open_log(SMALL, recovery_point=bases[1])
-    assert log.log_end_offset == bases[1] + 3
+    assert log.log_end_offset == bases[2] - 3
     assert [s.base_offset for s in log.segments] == bases[:2]
     assert sorted(p.name for p in log_dir.iterdir() if p.suffix == ".log") == [
         f"{b:020d}.log" for b in bases[:2]
     ]
+
+
+@pytest.mark.parametrize("damage", ["crc", "length", "offsets-back"])
+def test_a_corrupt_middle_is_the_operators_decision(
+    open_log: OpenLog, log_dir: Path, damage: str
+) -> None:
+    """Valid batches after a bad one: recovery refuses to cut them and names the place."""
+    log = open_log(SMALL)
+    _fill(log, 3)
+    first = headers_of(log.read_bytes(0, max_bytes=10**6))[0]
+    log.close_without_flush()
+    path = _last_log(log_dir)
+    if damage == "crc":
+        _flip_byte(path, first.size + 70)
+    elif damage == "length":
+        _flip_byte(path, first.size + 16)  # the magic byte: no batch there at all
+    else:
+        data = bytearray(path.read_bytes())
+        data[first.size : first.size + 8] = (0).to_bytes(8, "big")  # base offset 0 again
+        path.write_bytes(data)
+    before = path.read_bytes()
+    with pytest.raises(CorruptSegmentError) as caught:
+        open_log(SMALL)
+    error = caught.value
+    assert (error.path, error.position, error.offset) == (path, first.size, 3)
+    assert f"truncate -s {first.size} {path}" in error.message
+    assert "\n" not in error.message
+    assert path.read_bytes() == before  # nothing cut
 
 
 def test_recovery_starts_at_the_recovery_point(
