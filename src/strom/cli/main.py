@@ -33,6 +33,9 @@ SUBCOMMANDS: dict[str, str] = {
     "chaos": "strom.cli.chaos",
     "registry": "strom.cli.registry",
     "schemas": "strom.cli.schemas",
+    "get-offsets": "strom.cli.get_offsets",
+    "delete-records": "strom.cli.delete_records",
+    "log-dirs": "strom.cli.log_dirs",
 }
 """Subcommand name -> the module defining a click command of that name, in help order."""
 
