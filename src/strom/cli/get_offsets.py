@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -81,7 +83,6 @@ def get_offsets(
       strom get-offsets --topic orders --time 1700000000000
     """
     from confluent_kafka import KafkaException, TopicPartition  # noqa: PLC0415
-    from confluent_kafka.admin import OffsetSpec  # noqa: PLC0415
 
     if topic_partitions is not None and (topic is not None or partitions is not None):
         raise click.UsageError("--topic-partitions cannot be used with --topic or --partitions")
@@ -91,7 +92,9 @@ def get_offsets(
         if topic_partitions is not None
         else [(_topic_regex(topic or ".*"), _partition_set(partitions))]
     )
-    admin, metadata = connect_admin(bootstrap_server=bootstrap_server, command_config=command_config)
+    admin, metadata = connect_admin(
+        bootstrap_server=bootstrap_server, command_config=command_config
+    )
     internal: frozenset[str] = frozenset()
     if exclude_internal_topics:
         from strom.controller.topic_names import INTERNAL_TOPICS  # noqa: PLC0415
@@ -106,14 +109,7 @@ def get_offsets(
     ]
     if not wanted:
         raise CliError("Could not match any topic-partitions with the specified filters")
-    if timestamp == -1:
-        spec = OffsetSpec.latest()
-    elif timestamp == -2:
-        spec = OffsetSpec.earliest()
-    elif timestamp == -3:
-        spec = OffsetSpec.max_timestamp()
-    else:
-        spec = OffsetSpec.for_timestamp(timestamp)
+    spec = _offset_spec(timestamp)
     futures = admin.list_offsets(dict.fromkeys(wanted, spec), request_timeout=REQUEST_TIMEOUT_S)
     for tp in sorted(futures, key=lambda tp: f"{tp.topic}-{tp.partition}"):
         try:
@@ -146,6 +142,20 @@ def parse_time(text: str) -> int:
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class _Partitions:
+    """Partition ids in ``[low, high)`` (``high`` None: no bound), or exactly ``ids``."""
+
+    low: int = 0
+    high: int | None = None
+    ids: frozenset[int] | None = None
+
+    def __call__(self, partition: int) -> bool:
+        if self.ids is not None:
+            return partition in self.ids
+        return partition >= self.low and (self.high is None or partition < self.high)
+
+
 def parse_topic_partitions(text: str) -> list[tuple[re.Pattern[str], PartitionFilter]]:
     """``--topic-partitions``: Kafka's ``TOPIC_REGEX(:N | :N-M | :N- | :-M)?`` rules."""
     rules: list[tuple[re.Pattern[str], PartitionFilter]] = []
@@ -154,17 +164,24 @@ def parse_topic_partitions(text: str) -> list[tuple[re.Pattern[str], PartitionFi
         if match is None or not spec:
             raise click.BadParameter(f"invalid pattern {spec!r}", param_hint="--topic-partitions")
         topic, single, low, high = match.groups()
-        regex = _topic_regex(topic or ".*")
         if single:
-            rules.append((regex, lambda p, n=int(single): p == n))
-        elif low or high:
-            lower, upper = int(low or 0), int(high) if high else None
-            rules.append(
-                (regex, lambda p, lo=lower, up=upper: p >= lo and (up is None or p < up))
-            )
+            partitions = _Partitions(ids=frozenset({int(single)}))
         else:
-            rules.append((regex, lambda _p: True))
+            partitions = _Partitions(int(low or 0), int(high) if high else None)
+        rules.append((_topic_regex(topic or ".*"), partitions))
     return rules
+
+
+def _offset_spec(timestamp: int) -> Any:
+    """confluent-kafka's ``OffsetSpec`` for a ``--time`` value."""
+    from confluent_kafka.admin._listoffsets import OffsetSpec  # noqa: PLC0415
+
+    named: dict[int, Callable[[], Any]] = {
+        -1: OffsetSpec.latest,
+        -2: OffsetSpec.earliest,
+        -3: OffsetSpec.max_timestamp,
+    }
+    return named[timestamp]() if timestamp in named else OffsetSpec.for_timestamp(timestamp)
 
 
 def _topic_regex(text: str) -> re.Pattern[str]:
@@ -176,11 +193,11 @@ def _topic_regex(text: str) -> re.Pattern[str]:
 
 def _partition_set(text: str | None) -> PartitionFilter:
     if not text:
-        return lambda _p: True
+        return _Partitions()
     try:
-        ids = {int(part) for part in text.split(",")}
+        ids = frozenset(int(part) for part in text.split(","))
     except ValueError:
         raise click.BadParameter(
             f"{text!r}: expected comma-separated partition ids", param_hint="--partitions"
         ) from None
-    return ids.__contains__
+    return _Partitions(ids=ids)
