@@ -36,6 +36,7 @@ SUBCOMMANDS: dict[str, str] = {
     "get-offsets": "strom.cli.get_offsets",
     "delete-records": "strom.cli.delete_records",
     "log-dirs": "strom.cli.log_dirs",
+    "transactions": "strom.cli.transactions",
 }
 """Subcommand name -> the module defining a click command of that name, in help order."""
 

@@ -88,6 +88,7 @@ from strom.server.handlers.describe_cluster import DescribeClusterHandler
 from strom.server.handlers.describe_configs import DescribeConfigsHandler
 from strom.server.handlers.describe_groups import DescribeGroupsHandler
 from strom.server.handlers.describe_log_dirs import DescribeLogDirsHandler
+from strom.server.handlers.describe_producers import DescribeProducersHandler
 from strom.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from strom.server.handlers.describe_transactions import DescribeTransactionsHandler
 from strom.server.handlers.describe_user_scram_credentials import (
@@ -412,6 +413,7 @@ class Broker:
             ),
             ListOffsetsHandler(replica_manager=self.replica_manager),
             DeleteRecordsHandler(replica_manager=self.replica_manager),
+            DescribeProducersHandler(replica_manager=self.replica_manager),
             ClusterAuthorized(
                 WriteTxnMarkersHandler(
                     replica_manager=self.replica_manager,
