@@ -37,6 +37,7 @@ SUBCOMMANDS: dict[str, str] = {
     "delete-records": "strom.cli.delete_records",
     "log-dirs": "strom.cli.log_dirs",
     "transactions": "strom.cli.transactions",
+    "features": "strom.cli.features",
     "dump-log": "strom.cli.dump_log",
 }
 """Subcommand name -> the module defining a click command of that name, in help order."""

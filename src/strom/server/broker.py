@@ -78,7 +78,7 @@ from strom.server.handlers import (
 )
 from strom.server.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
 from strom.server.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
-from strom.server.handlers.api_versions import ApiVersionsHandler
+from strom.server.handlers.api_versions import ApiVersionsHandler, Features
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress, broker_addresses
 from strom.server.handlers.delete_groups import DeleteGroupsHandler
@@ -210,7 +210,7 @@ class Broker:
         self.registry = HandlerRegistry(
             ceiling=None if version is None else release_versions(version)
         )
-        self.registry.register(ApiVersionsHandler(self.registry))
+        self.registry.register(ApiVersionsHandler(self.registry, features=self._features))
         self.registry.register(SaslHandshakeHandler())
         self.registry.register(SaslAuthenticateHandler())
         self.lifecycle = BrokerLifecycleManager(
@@ -424,6 +424,19 @@ class Broker:
             OffsetForLeaderEpochHandler(replica_manager=self.replica_manager),
         ):
             self.registry.register(handler)
+
+    def _features(self) -> Features:
+        """ApiVersions' features: the ranges this broker registers with, the finalized levels."""
+        image = self.metadata.image
+        finalized = image.features.finalized_levels
+        return Features(
+            supported={
+                f.name: (f.min_supported_version, f.max_supported_version)
+                for f in SUPPORTED_FEATURES
+            },
+            finalized=finalized,
+            epoch=image.highest_offset if finalized else -1,
+        )
 
     # --- replication ------------------------------------------------------------------------
 
