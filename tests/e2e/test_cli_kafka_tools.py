@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 from confluent_kafka import Producer
+from strom_harness import strom_command
 
-from .conftest import Server
+from .conftest import Result, Server
 
 TIMEOUT = 30.0
 
@@ -280,3 +281,104 @@ def test_transactions_errors_are_one_line(server: Server) -> None:
     )
     assert unidentified.returncode == 1 and len(unidentified.error_lines) == 1
     assert "--start-offset" in unidentified.stderr
+
+
+# --- features ---------------------------------------------------------------------------------
+
+
+def test_features_describe_from_api_versions(server: Server) -> None:
+    result = server.run("features", "describe")
+    lines = [dict(cell.split(": ", 1) for cell in line.split("\t")) for line in result.lines]
+    by_name = {line["Feature"]: line for line in lines}
+    assert sorted(by_name) == ["eligible.leader.replicas.version", "metadata.version"]
+    metadata = by_name["metadata.version"]
+    assert metadata["SupportedMinVersion"] == "3.3-IV3"
+    assert metadata["FinalizedVersionLevel"] == metadata["SupportedMaxVersion"] == "3.6-IV2"
+    assert int(metadata["Epoch"]) > 0
+    # Kafka's order: the connection options before the verb.
+    before = server.run("features", "--bootstrap-server", server.bootstrap, "describe")
+    assert len(before.lines) == 2
+
+
+def test_features_changes_are_checked_then_refused_in_one_line(server: Server) -> None:
+    unknown = server.run("features", "upgrade", "--feature", "nope.version=1", ok=False)
+    assert unknown.error_lines == ["Error: the cluster does not know the feature 'nope.version'"]
+    outside = server.run(
+        "features", "upgrade", "--feature", "eligible.leader.replicas.version=9", ok=False
+    )
+    assert outside.error_lines == [
+        "Error: eligible.leader.replicas.version level 9 is outside the supported range 0-1"
+    ]
+    valid = server.run("features", "downgrade", "--metadata", "3.5", "--dry-run", ok=False)
+    assert valid.returncode == 1
+    assert valid.error_lines == [
+        "Error: the change is valid, but strom's controller does not serve UpdateFeatures: "
+        "feature levels are set when the cluster is formatted "
+        "(strom storage format --release-version)"
+    ]
+
+
+# --- dump-log ---------------------------------------------------------------------------------
+
+
+def dump_log(*args: str, ok: bool = True) -> Result:
+    """``strom dump-log ARGS``: offline, no broker."""
+    completed = subprocess.run(
+        [*strom_command(), "dump-log", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    result = Result(completed.returncode, completed.stdout, completed.stderr)
+    if ok:
+        assert result.returncode == 0 and "Traceback" not in result.stderr, result
+    return result
+
+
+def test_dump_log_prints_kafkas_lines(server: Server, tmp_path: Path) -> None:
+    create(server, "dl-orders", 1)
+    producer = Producer({"bootstrap.servers": server.bootstrap, "linger.ms": 0})
+    producer.produce("dl-orders", key=b"k1", value=b"hello", headers=[("h", b"1")], timestamp=1234)
+    assert producer.flush(TIMEOUT) == 0
+    segment = server.process.data_dir / "dl-orders-0" / "00000000000000000000.log"
+
+    dumped = dump_log("--files", str(segment), "--print-data-log").lines
+    assert dumped[:2] == [f"Dumping {segment}", "Log starting offset: 0"]
+    batch, record = dumped[2:]
+    assert batch.startswith("baseOffset: 0 lastOffset: 0 count: 1 baseSequence: ")
+    assert " isControl: false deleteHorizonMs: OptionalLong.empty position: 0 " in batch
+    assert " CreateTime: 1234 " in batch and batch.endswith(" isvalid: true")
+    assert record.startswith("| offset: 0 CreateTime: 1234 keySize: 2 valueSize: 5 sequence: ")
+    assert record.endswith(" headerKeys: [h] key: k1 payload: hello")
+    shallow = dump_log("--files", str(segment)).lines
+    assert shallow == dumped[:3]
+
+    torn = tmp_path / "00000000000000000000.log"
+    torn.write_bytes(segment.read_bytes() + b"\x00" * 7)
+    assert dump_log("--files", str(torn)).lines[-1] == (
+        "Found 7 invalid bytes at the end of 00000000000000000000.log"
+    )
+
+
+def test_dump_log_decodes_the_cluster_metadata(server: Server) -> None:
+    create(server, "dl-decoded", 1)
+    metadata = server.process.data_dir / "__cluster_metadata-0"
+    segments = sorted(str(p) for p in metadata.glob("*.log"))
+    dumped = dump_log("--files", ",".join(segments), "--cluster-metadata-decoder").stdout
+    records = [
+        json.loads(line.split(" payload: ", 1)[1])
+        for line in dumped.splitlines()
+        if " payload: " in line
+    ]
+    topics = [r["data"]["name"] for r in records if r["type"] == "TOPIC_RECORD"]
+    assert "dl-decoded" in topics
+    assert {"type": "FEATURE_LEVEL_RECORD", "version": 0}.items() <= records[0].items()
+
+
+def test_dump_log_errors_are_one_line(server: Server, tmp_path: Path) -> None:
+    missing = dump_log("--files", str(tmp_path / "nope.log"), ok=False)
+    assert missing.returncode == 1
+    assert missing.error_lines == [
+        f"Error: cannot read {tmp_path / 'nope.log'}: No such file or directory"
+    ]
