@@ -65,6 +65,11 @@ _CLIENT_COMMANDS = (
     "partitions",
     "broker",
     "users",
+    "get-offsets",
+    "delete-records",
+    "log-dirs",
+    "transactions",
+    "features",
 )
 _SHAPES = [
     (re.compile(r"TopicId: [A-Za-z0-9_-]{22}"), "TopicId: <id>"),
@@ -73,6 +78,7 @@ _SHAPES = [
         r"\1-<uuid>",
     ),
     (re.compile(r"CreateTime:\d{13}"), "CreateTime:<ms>"),
+    (re.compile(r"\tEpoch: \d+$"), "\tEpoch: <offset>"),
     (re.compile(r"^\d+ records sent, (?=.* max latency\.$)"), "<n> records sent, "),
     (re.compile(r"\d+(\.\d+)? (records/sec|MB/sec|ms)"), r"<n> \2"),
 ]
