@@ -36,10 +36,9 @@ _NOT_SERVED = (
 
 @click.group("features", cls=ClientGroup)
 @client_options
-@click.pass_context
-def features(ctx: click.Context, bootstrap_server: str | None, command_config: Path | None) -> None:
+def features(bootstrap_server: str | None, command_config: Path | None) -> None:
     """Describe the cluster's feature flags (as kafka-features.sh)."""
-    ctx.obj = (bootstrap_server, command_config)
+    # The subcommands read these (ctx.parent.params) unless given after the verb.
 
 
 @features.command("describe", cls=ClientCommand)
@@ -170,7 +169,8 @@ def _features(
     from strom.cli.quorum_client import connect  # noqa: PLC0415
     from strom.client.security import librdkafka_security  # noqa: PLC0415
 
-    before_server, before_config = ctx.obj or (None, None)
+    before = ctx.parent.params if ctx.parent is not None else {}
+    before_server, before_config = before.get("bootstrap_server"), before.get("command_config")
     config = ClientConfig.build(
         bootstrap_server=bootstrap_server or before_server or DEFAULT_BOOTSTRAP_SERVER,
         command_config=command_config or before_config,

@@ -33,12 +33,9 @@ __all__ = ["transactions"]
 
 @click.group("transactions", cls=ClientGroup)
 @client_options
-@click.pass_context
-def transactions(
-    ctx: click.Context, bootstrap_server: str | None, command_config: Path | None
-) -> None:
+def transactions(bootstrap_server: str | None, command_config: Path | None) -> None:
     """List, describe and abort transactions (as kafka-transactions.sh)."""
-    ctx.obj = (bootstrap_server, command_config)
+    # The subcommands read these (ctx.parent.params) unless given after the verb.
 
 
 def _cluster(
@@ -47,7 +44,8 @@ def _cluster(
     """The cluster, by the connection options after the verb, else those before it."""
     from strom.cli.txn_requests import Cluster  # noqa: PLC0415
 
-    before_server, before_config = ctx.obj or (None, None)
+    before = ctx.parent.params if ctx.parent is not None else {}
+    before_server, before_config = before.get("bootstrap_server"), before.get("command_config")
     return Cluster.build(bootstrap_server or before_server, command_config or before_config)
 
 
