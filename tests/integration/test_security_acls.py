@@ -487,3 +487,30 @@ def test_transactions_need_write_on_the_transactional_id(broker: Broker) -> None
     producer.begin_transaction()
     producer.produce(topic, b"in a transaction")
     producer.commit_transaction(20)
+
+
+def test_the_kafka_tool_commands_take_the_command_config(broker: Broker, tmp_path: Path) -> None:
+    """Through SASL with --command-config: strom's own client as librdkafka; DescribeProducers
+    needs Read on the topic."""
+    topic = broker.create_topic(unique_topic_name("tools"))
+    produce_errors(broker, "admin", topic)
+    partition = ["--topic", topic, "--partition", "0"]
+    for args in (
+        ["get-offsets", "--topic", topic],
+        ["log-dirs", "--describe", "--topic-list", topic],
+        ["transactions", "list"],
+        ["transactions", "describe-producers", *partition],
+        ["features", "describe"],
+    ):
+        result = strom_as(broker, tmp_path, *args)
+        assert result.returncode == 0, (args, result.stderr)
+    assert strom_as(broker, tmp_path, "get-offsets", "--topic", topic).stdout == f"{topic}:0:1\n"
+    allow(broker, "bob", AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
+    refused = strom_as(
+        broker, tmp_path, "transactions", "describe-producers", *partition, user="bob"
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines() == [
+        f"Error: Failed to describe producers for partition {topic}-0 on leader: "
+        "TOPIC_AUTHORIZATION_FAILED"
+    ]

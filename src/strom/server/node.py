@@ -132,6 +132,7 @@ class Node:
     log_manager: LogManager
     raft: RaftManager
     controller: ControllerServer | None = None
+    _dir_lock: DirectoryLock | None = None
     broker: Broker | None = None
 
     def __init__(
@@ -239,7 +240,8 @@ class Node:
             self._meta = self._check_data_dir()
             self._load_logs()
         except BaseException:
-            self._dir_lock.release()
+            if self._dir_lock is not None:
+                self._dir_lock.release()
             raise
         try:
             await self._bind()
@@ -281,7 +283,11 @@ class Node:
 
     def _lock_data_dir(self) -> None:
         """Own the data directory (the metadata log's too) for the process's life, or stop the
-        start: a second process writing beside this one corrupts both (Kafka's ``.lock``)."""
+        start: a second process writing beside this one corrupts both (Kafka's ``.lock``).
+        A missing directory of a quorum node is left alone: ``_check_data_dir`` says it is not
+        formatted, and nothing is written."""
+        if not self.node.standalone and not self.data_dir.is_dir():
+            return
         try:
             self._dir_lock = DirectoryLock.acquire(self.data_dir, what="data directory")
         except DirectoryInUseError as error:
@@ -561,5 +567,5 @@ class Node:
             self.log_manager.close(broker_epoch=broker_epoch)
             if self._ready:
                 log.info("logs flushed and checkpointed; stopped")
-        if hasattr(self, "_dir_lock"):
+        if self._dir_lock is not None:
             self._dir_lock.release()
