@@ -253,6 +253,11 @@ def test_transactions_list_describe_and_abort_an_open_one(server: Server) -> Non
         "read_committed",
     )
     assert consumed.lines == ["before"]
+    txn_index = server.process.data_dir / "tx-orders-0" / "00000000000000000000.txnindex"
+    assert dump_log("--files", str(txn_index)).lines == [
+        f"Dumping {txn_index}",
+        f"version: 0 producerId: {producer_id} firstOffset: 1 lastOffset: 2 lastStableOffset: 3",
+    ]
 
 
 def test_transactions_errors_are_one_line(server: Server) -> None:

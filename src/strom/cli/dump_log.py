@@ -5,7 +5,8 @@
 ``--deep-iteration`` or ``--print-data-log`` a ``| offset: ...`` line per record (and its key and
 payload with ``--print-data-log``; control records say their marker), and ``Found N invalid
 bytes at the end of F`` for what is not a whole batch. ``.index``: ``offset: O position: P``;
-``.timeindex``: ``timestamp: T offset: O``; ``.txnindex``: Kafka's aborted-transaction lines.
+``.timeindex``: ``timestamp: T offset: O``; ``.txnindex`` and a producer ``.snapshot``: Kafka's
+aborted-transaction and producer lines.
 The decoders print the records of ``__consumer_offsets``, ``__transaction_state`` and
 ``__cluster_metadata`` as JSON. Nothing here needs a broker: it reads the files as they are,
 and may run beside a server that has them open.
@@ -50,7 +51,7 @@ Decoder = Callable[[bytes | None, bytes | None], tuple[str | None, str | None]]
     "--files",
     required=True,
     metavar="FILE[,FILE...]",
-    help="Comma-separated .log, .index, .timeindex or .txnindex files to dump.",
+    help="Comma-separated .log, .index, .timeindex, .txnindex or .snapshot files to dump.",
 )
 @click.option("--print-data-log", is_flag=True, help="Print each record's key and payload.")
 @click.option("--deep-iteration", is_flag=True, help="Print each record, not only the batches.")
@@ -109,6 +110,8 @@ def dump_log(
             _dump_entries(path, data, _INDEX_ENTRY, "offset: {0} position: {1}")
         elif suffix == ".timeindex":
             _dump_entries(path, data, _TIME_INDEX_ENTRY, "timestamp: {0} offset: {1}", offset_at=1)
+        elif suffix == ".snapshot":
+            _dump_producer_snapshot(path, data)
         elif suffix == ".txnindex":
             for entry in _TXN_INDEX_ENTRY.iter_unpack(data[: len(data) // 34 * 34]):
                 click.echo(
@@ -117,6 +120,35 @@ def dump_log(
                 )
         else:
             click.echo(f"Ignoring unknown file {path}", err=True)
+
+
+def _dump_producer_snapshot(path: Path, data: bytes) -> None:
+    """A producer-state ``.snapshot``: one line per producer, as Kafka's tool prints it."""
+    from strom.storage.producer_snapshot import (  # noqa: PLC0415
+        CorruptSnapshotError,
+        decode_snapshot,
+    )
+
+    try:
+        entries = decode_snapshot(data)
+    except CorruptSnapshotError as error:
+        click.echo(f"{path}: {error}", err=True)
+        return
+    for entry in entries:
+        first_offset = entry.current_txn_first_offset
+        line = (
+            f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
+            f"coordinatorEpoch: {entry.coordinator_epoch} currentTxnFirstOffset: "
+            + (f"OptionalLong[{first_offset}]" if first_offset >= 0 else "OptionalLong.empty")
+            + f" lastTimestamp: {entry.timestamp}"
+        )
+        if entry.last_offset >= 0:
+            line += (
+                f" firstSequence: {entry.last_sequence - entry.offset_delta} "
+                f"lastSequence: {entry.last_sequence} lastOffset: {entry.last_offset} "
+                f"offsetDelta: {entry.offset_delta} timestamp: {entry.timestamp}"
+            )
+        click.echo(line)
 
 
 def _read(path: Path) -> bytes:
