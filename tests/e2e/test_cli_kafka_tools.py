@@ -305,22 +305,40 @@ def test_features_describe_from_api_versions(server: Server) -> None:
     assert len(before.lines) == 2
 
 
-def test_features_changes_are_checked_then_refused_in_one_line(server: Server) -> None:
+def finalized(server: Server, feature: str) -> str:
+    for line in server.run("features", "describe").lines:
+        cells = dict(cell.split(": ", 1) for cell in line.split("\t"))
+        if cells["Feature"] == feature:
+            return cells["FinalizedVersionLevel"]
+    raise AssertionError(f"no {feature}")
+
+
+def test_features_downgrade_and_upgrade_through_the_controller(server: Server) -> None:
+    elr = "eligible.leader.replicas.version"
+    dry = server.run("features", "downgrade", "--feature", f"{elr}=0", "--dry-run")
+    assert dry.lines == [f"{elr} can be downgraded to 0."]
+    assert finalized(server, elr) == "1"
+    assert server.run("features", "disable", "--feature", elr).lines == [f"{elr} was disabled."]
+    assert finalized(server, elr) == "0"
+    upgraded = server.run("features", "upgrade", "--feature", f"{elr}=1")
+    assert upgraded.lines == [f"{elr} was upgraded to 1."]
+    assert finalized(server, elr) == "1"
+
+
+def test_features_refusals_are_kafkas_lines(server: Server) -> None:
+    refused = server.run("features", "downgrade", "--metadata", "3.5", ok=False)
+    assert refused.returncode == 1
+    assert refused.lines == [
+        "Could not downgrade metadata.version to 3.5-IV2. INVALID_UPDATE_VERSION: "
+        "metadata.version cannot be downgraded"
+    ]
+    assert refused.error_lines == ["Error: 1 out of 1 operation(s) failed."]
     unknown = server.run("features", "upgrade", "--feature", "nope.version=1", ok=False)
-    assert unknown.error_lines == ["Error: the cluster does not know the feature 'nope.version'"]
-    outside = server.run(
-        "features", "upgrade", "--feature", "eligible.leader.replicas.version=9", ok=False
-    )
-    assert outside.error_lines == [
-        "Error: eligible.leader.replicas.version level 9 is outside the supported range 0-1"
+    assert unknown.lines == [
+        "Could not upgrade nope.version to 1. INVALID_UPDATE_VERSION: "
+        "the controller does not support nope.version level 1"
     ]
-    valid = server.run("features", "downgrade", "--metadata", "3.5", "--dry-run", ok=False)
-    assert valid.returncode == 1
-    assert valid.error_lines == [
-        "Error: the change is valid, but strom's controller does not serve UpdateFeatures: "
-        "feature levels are set when the cluster is formatted "
-        "(strom storage format --release-version)"
-    ]
+    assert finalized(server, "metadata.version") == "3.6-IV2"
 
 
 # --- dump-log ---------------------------------------------------------------------------------

@@ -1,15 +1,15 @@
-"""``strom features describe``: the cluster's feature flags (KIP-584), as ``kafka-features.sh
-describe`` prints them: per feature, the range the broker supports, the finalized level and the
-metadata offset it is as of. ``metadata.version`` levels print as Kafka's release names.
+"""``strom features``: the cluster's feature flags (KIP-584), as ``kafka-features.sh``.
 
-They come from ApiVersions (v3 on), over strom's own blocking client. ``upgrade``, ``downgrade``
-and ``disable`` take Kafka's options, but strom's controller does not serve UpdateFeatures: a
-cluster's levels are set when it is formatted (``strom storage format --release-version``).
-They check the change against what the cluster supports and then say so in one line.
+``describe`` prints per feature the range the broker supports, the finalized level and the
+metadata offset it is as of (ApiVersions v3+); ``upgrade``, ``downgrade`` and ``disable`` send
+UpdateFeatures (a broker forwards it to the controller; ``--dry-run``: validate only) and print
+one line per feature. ``metadata.version`` levels print as Kafka's release names. Both over
+strom's own blocking client, which no client library's admin API covers here.
 """
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +28,8 @@ from strom.cli.client_common import (
 __all__ = ["features"]
 
 METADATA_VERSION = "metadata.version"
-_NOT_SERVED = (
-    "strom's controller does not serve UpdateFeatures: feature levels are set when the "
-    "cluster is formatted (strom storage format --release-version)"
-)
+_UPGRADE, _SAFE_DOWNGRADE, _UNSAFE_DOWNGRADE = 1, 2, 3
+"""UpdateFeatures' upgrade types."""
 
 
 @click.group("features", cls=ClientGroup)
@@ -64,7 +62,7 @@ def describe(ctx: click.Context, bootstrap_server: str | None, command_config: P
 
 
 def _change(verb: str) -> click.Command:
-    """``upgrade``, ``downgrade`` or ``disable``: Kafka's options, checked, then refused."""
+    """``upgrade``, ``downgrade`` or ``disable``, with Kafka's options and lines."""
 
     @features.command(verb, cls=ClientCommand)
     @click.option(
@@ -97,32 +95,36 @@ def _change(verb: str) -> click.Command:
         command_config: Path | None,
     ) -> None:
         wanted = _parse_changes(changes, metadata, disable=verb == "disable")
-        supported, finalized, _ = _features(ctx, bootstrap_server, command_config)
+        if verb == "upgrade":
+            upgrade_type = _UPGRADE
+        else:
+            upgrade_type = _UNSAFE_DOWNGRADE if unsafe else _SAFE_DOWNGRADE
+        outcome = _update(
+            ctx, bootstrap_server, command_config, wanted, upgrade_type, validate_only=dry_run
+        )
+        done = {"upgrade": "upgraded", "downgrade": "downgraded", "disable": "disabled"}[verb]
+        failed = 0
         for name, level in wanted.items():
-            if name not in supported:
-                raise CliError(f"the cluster does not know the feature {name!r}")
-            low, high = supported[name]
-            if level != 0 and not low <= level <= high:
-                raise CliError(
-                    f"{name} level {_level(name, level)} is outside the supported range "
-                    f"{_level(name, low)}-{_level(name, high)}"
-                )
-            current = finalized.get(name, 0)
-            if (verb == "upgrade" and level < current) or (verb != "upgrade" and level > current):
-                raise CliError(
-                    f"cannot {verb} {name} from {_level(name, current)} to {_level(name, level)}"
-                )
-        # --dry-run and --unsafe change nothing here: no change can be applied.
-        raise CliError(f"the change is valid, but {_NOT_SERVED}")
+            target = "" if verb == "disable" else f" to {_level(name, level)}"
+            error = outcome.get(name)
+            if error is None:
+                click.echo(f"{name} {'can be' if dry_run else 'was'} {done}{target}.")
+            else:
+                failed += 1
+                click.echo(f"Could not {verb} {name}{target}. {error}")
+        if failed:
+            raise CliError(f"{failed} out of {len(wanted)} operation(s) failed.")
 
     change.help = (
-        f"{verb.capitalize()} feature levels (UpdateFeatures): not served by strom, see "
-        "docs/cli.md.\n\n\b\nExample:\n  strom features --bootstrap-server localhost:9092 "
+        f"{verb.capitalize()} feature levels (UpdateFeatures), as kafka-features.sh {verb}."
+        "\n\n\b\nExamples:\n  strom features --bootstrap-server localhost:9092 "
         + (
             "disable --feature eligible.leader.replicas.version"
             if verb == "disable"
-            else f"{verb} --feature eligible.leader.replicas.version=1 --dry-run"
+            else f"{verb} --feature eligible.leader.replicas.version={int(verb == 'upgrade')}"
+            " --dry-run"
         )
+        + ("\n  strom features upgrade --metadata 3.6-IV2" if verb == "upgrade" else "")
     )
     return change
 
@@ -166,31 +168,75 @@ def _features(
     """Supported ranges, finalized levels and their epoch, from a broker's ApiVersions."""
     from kio.schema.api_versions.v3.request import ApiVersionsRequest  # noqa: PLC0415
 
-    from strom.cli.quorum_client import connect  # noqa: PLC0415
-    from strom.client.security import librdkafka_security  # noqa: PLC0415
-
-    before = ctx.parent.params if ctx.parent is not None else {}
-    before_server, before_config = before.get("bootstrap_server"), before.get("command_config")
-    config = ClientConfig.build(
-        bootstrap_server=bootstrap_server or before_server or DEFAULT_BOOTSTRAP_SERVER,
-        command_config=command_config or before_config,
-    )
-    with connect(
-        config.bootstrap_servers,
-        timeout=config.connect_timeout_s + 30,
-        security=librdkafka_security(config.settings),
-    ) as connection:
-        try:
-            response: Any = connection.request(
-                ApiVersionsRequest(client_software_name="strom", client_software_version="1")
-            )
-        except OSError as error:
-            raise CliError(f"ApiVersions failed: {error}") from None
+    request = ApiVersionsRequest(client_software_name="strom", client_software_version="1")
+    response = _ask(ctx, bootstrap_server, command_config, request)
     return (
         {f.name: (int(f.min_version), int(f.max_version)) for f in response.supported_features},
         {f.name: int(f.max_version_level) for f in response.finalized_features},
         int(response.finalized_features_epoch),
     )
+
+
+def _ask(
+    ctx: click.Context, bootstrap_server: str | None, command_config: Path | None, request: Any
+) -> Any:
+    """``request``'s response from a bootstrap server, by the connection options after the
+    verb, else those before it."""
+    from strom.cli.quorum_client import connect  # noqa: PLC0415
+    from strom.client.security import librdkafka_security  # noqa: PLC0415
+
+    before = ctx.parent.params if ctx.parent is not None else {}
+    config = ClientConfig.build(
+        bootstrap_server=bootstrap_server
+        or before.get("bootstrap_server")
+        or DEFAULT_BOOTSTRAP_SERVER,
+        command_config=command_config or before.get("command_config"),
+    )
+    with connect(
+        config.bootstrap_servers,
+        timeout=config.connect_timeout_s + 60,
+        security=librdkafka_security(config.settings),
+    ) as connection:
+        try:
+            return connection.request(request)
+        except OSError as error:
+            raise CliError(f"{type(request).__name__[:-7]} failed: {error}") from None
+
+
+def _update(
+    ctx: click.Context,
+    bootstrap_server: str | None,
+    command_config: Path | None,
+    wanted: dict[str, int],
+    upgrade_type: int,
+    *,
+    validate_only: bool,
+) -> dict[str, str]:
+    """Send UpdateFeatures (a broker forwards it to the controller); each refused feature's
+    error, ``NAME: message``."""
+    from kio.schema.errors import ErrorCode  # noqa: PLC0415
+    from kio.schema.update_features.v1.request import (  # noqa: PLC0415
+        FeatureUpdateKey,
+        UpdateFeaturesRequest,
+    )
+    from kio.static.primitive import i8, i16, i32Timedelta  # noqa: PLC0415
+
+    request = UpdateFeaturesRequest(
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=60)),
+        feature_updates=tuple(
+            FeatureUpdateKey(
+                feature=name, max_version_level=i16(level), upgrade_type=i8(upgrade_type)
+            )
+            for name, level in wanted.items()
+        ),
+        validate_only=validate_only,
+    )
+    response = _ask(ctx, bootstrap_server, command_config, request)
+    return {
+        result.feature: f"{ErrorCode(result.error_code).name.upper()}: {result.error_message}"
+        for result in response.results
+        if result.error_code != ErrorCode.none
+    }
 
 
 def _level(name: str, level: int) -> str:

@@ -21,6 +21,7 @@ from strom.controller.config_control import (
     IncrementalAlterConfigsResource,
 )
 from strom.controller.controller import QuorumController
+from strom.controller.features import FeatureUpdate, UpgradeType
 from strom.controller.heartbeats import BrokerSessions
 from strom.controller.isr_changes import (
     AlterPartitionItem,
@@ -109,6 +110,7 @@ __all__ = [
     "ElectLeadersRequest",
     "ElectionResult",
     "ElectionType",
+    "FeatureUpdate",
     "IncrementalAlterConfigsRequest",
     "IncrementalAlterConfigsResource",
     "IsrChangeResult",
@@ -119,6 +121,7 @@ __all__ = [
     "ReassignmentRequest",
     "ReassignmentResult",
     "ReplicaAssignment",
+    "UpgradeType",
     "UsableBroker",
     "invalid_topic_reason",
     "is_internal",

@@ -29,6 +29,7 @@ from strom.controller.config_control import (
     ConfigControl,
     IncrementalAlterConfigsRequest,
 )
+from strom.controller.features import FeatureUpdate, update_features
 from strom.controller.isr_changes import (
     AlterPartitionReply,
     AlterPartitionRequest,
@@ -147,6 +148,11 @@ class QuorumController:
         self, image: MetadataImage, request: ElectLeadersRequest
     ) -> ControllerResult[list[ElectionResult]]:
         return elect_leaders(image, self.settings.server_config, request)
+
+    def update_features(
+        self, image: MetadataImage, updates: Sequence[FeatureUpdate], *, validate_only: bool
+    ) -> ControllerResult[ApiError]:
+        return update_features(image, updates, validate_only=validate_only)
 
     def alter_reassignments(
         self, image: MetadataImage, requests: Sequence[ReassignmentRequest]

@@ -75,6 +75,7 @@ from strom.server.handlers import (
     elect_leaders,
     incremental_alter_configs,
     partition_reassignments,
+    update_features,
 )
 from strom.server.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
 from strom.server.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
@@ -149,6 +150,7 @@ FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
     ApiKey.DELETE_TOPICS: delete_topics.error_response,
     ApiKey.CREATE_PARTITIONS: create_partitions.error_response,
     ApiKey.ELECT_LEADERS: elect_leaders.error_response,
+    ApiKey.UPDATE_FEATURES: update_features.error_response,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_reassignments.alter_error_response,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_reassignments.list_error_response,
     ApiKey.ALTER_CONFIGS: alter_configs.error_response,

@@ -39,6 +39,7 @@ from strom.controller import (
     AlterConfigsResult,
     AlterPartitionReply,
     AlterPartitionRequest,
+    ApiError,
     BrokerHeartbeat,
     BrokerHeartbeatReply,
     BrokerRegistrationReply,
@@ -53,6 +54,7 @@ from strom.controller import (
     DeleteTopicsRequest,
     ElectionResult,
     ElectLeadersRequest,
+    FeatureUpdate,
     IncrementalAlterConfigsRequest,
     ProducerIdsBlock,
     QuorumController,
@@ -378,6 +380,16 @@ class ControllerServer:
     async def elect_leaders(self, request: ElectLeadersRequest) -> list[ElectionResult]:
         return await self.run(
             "elect leaders", lambda image: self.controller.elect_leaders(image, request)
+        )
+
+    async def update_features(
+        self, updates: Sequence[FeatureUpdate], *, validate_only: bool
+    ) -> ApiError:
+        return await self.run(
+            "update features",
+            lambda image: self.controller.update_features(
+                image, updates, validate_only=validate_only
+            ),
         )
 
     async def alter_reassignments(

@@ -89,6 +89,7 @@ from strom.server.handlers.partition_reassignments import (
 from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
 from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
 from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
+from strom.server.handlers.update_features import UpdateFeaturesHandler
 from strom.server.listener_security import client_security, listener_security
 from strom.server.log_configs import TopicConfigResolver
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
@@ -439,6 +440,7 @@ class Node:
             DeleteTopicsHandler(controller, quotas=mutations),
             CreatePartitionsHandler(controller, quotas=mutations),
             ClusterAuthorized(ElectLeadersHandler(controller), AclOperation.ALTER),
+            ClusterAuthorized(UpdateFeaturesHandler(controller), AclOperation.ALTER),
             ClusterAuthorized(AlterPartitionReassignmentsHandler(controller), AclOperation.ALTER),
             ClusterAuthorized(ListPartitionReassignmentsHandler(controller), AclOperation.DESCRIBE),
             AlterConfigsHandler(controller),
