@@ -28,7 +28,11 @@ def parser(
     """The options every example takes, plus its input (and output) topic."""
     cli = argparse.ArgumentParser(description=description)
     cli.add_argument(
-        "--bootstrap", default="localhost:9092", help="the broker to use (default: %(default)s)"
+        "--bootstrap-server",
+        "--bootstrap",
+        dest="bootstrap",
+        default="localhost:9092",
+        help="the broker to use (default: %(default)s)",
     )
     cli.add_argument("--input", default=input_topic, help="topic to read (default: %(default)s)")
     where = "print them" if output_topic is None else "%(default)s"

@@ -1,46 +1,70 @@
 """The ``strom`` command: one click group; each subcommand lives in its own module.
 
-A subcommand's module is imported only when that subcommand runs (or help lists it): ``strom
-server`` never loads the client libraries the other commands use, which keeps the broker's
-start short.
+A subcommand's module is imported only when that subcommand runs: ``strom --help`` lists the
+short help of ``SUBCOMMANDS`` without importing any of them, and ``strom server`` never loads
+the client libraries the other commands use. A command whose optional dependencies (an extra)
+are not installed says in one line which extra to install.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+from typing import Any
 
 import click
 
 from strom import __version__
 
-SUBCOMMANDS: dict[str, str] = {
-    "server": "strom.cli.server",
-    "storage": "strom.cli.storage",
-    "topics": "strom.cli.topics",
-    "configs": "strom.cli.configs",
-    "users": "strom.cli.users",
-    "acls": "strom.cli.acls",
-    "produce": "strom.cli.produce",
-    "consume": "strom.cli.consume",
-    "groups": "strom.cli.groups",
-    "perf": "strom.cli.perf",
-    "leader-election": "strom.cli.leader_election",
-    "partitions": "strom.cli.partitions",
-    "broker": "strom.cli.broker",
-    "cluster": "strom.cli.cluster",
-    "metadata-quorum": "strom.cli.metadata_quorum",
-    "chaos": "strom.cli.chaos",
-    "registry": "strom.cli.registry",
-    "schemas": "strom.cli.schemas",
-    "get-offsets": "strom.cli.get_offsets",
-    "delete-records": "strom.cli.delete_records",
-    "log-dirs": "strom.cli.log_dirs",
-    "transactions": "strom.cli.transactions",
-    "features": "strom.cli.features",
-    "dump-log": "strom.cli.dump_log",
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "server": (".server:server", "Run a strom node (broker, controller or both)."),
+    "storage": (".storage:storage", "Format data directories, as kafka-storage.sh."),
+    "topics": (".topics:topics", "Create, list, describe, alter and delete topics."),
+    "configs": (".configs:configs", "Describe and change topic and broker settings."),
+    "users": (".users:users", "Users' SCRAM credentials."),
+    "acls": (".acls:acls", "Add, remove and list ACLs, as kafka-acls.sh."),
+    "produce": (".produce:produce", "Send each line of stdin to a topic as one message."),
+    "consume": (".consume:consume", "Print the messages of a topic, one per line."),
+    "groups": (".groups:groups", "List, describe, delete and reset consumer groups."),
+    "perf": (".perf:perf", "Measure producer and consumer throughput and latency."),
+    "leader-election": (".leader_election:leader_election", "Elect partition leaders."),
+    "partitions": (".partitions:partitions", "Move partition replicas between brokers."),
+    "broker": (".broker:broker", "Operate on one broker of the cluster."),
+    "cluster": (".cluster:cluster", "Run a local cluster, or describe a cluster's brokers."),
+    "metadata-quorum": (".metadata_quorum:metadata_quorum", "Describe the controller quorum."),
+    "chaos": (".chaos:chaos", "Fault scenarios on a local cluster, checked for lost data."),
+    "registry": (".registry:registry", "Run a Confluent-compatible schema registry."),
+    "schemas": (".schemas:schemas", "List, read, register and delete registry schemas."),
+    "get-offsets": (".get_offsets:get_offsets", "Print each partition's offset at a time."),
+    "delete-records": (".delete_records:delete_records", "Delete records below offsets."),
+    "log-dirs": (".log_dirs:log_dirs", "Describe the brokers' log directories."),
+    "transactions": (".transactions:transactions", "List, describe and abort transactions."),
+    "features": (".features:features", "Describe and change the cluster's feature levels."),
+    "dump-log": (".dump_log:dump_log", "Print what segment files hold, offline."),
 }
-"""Subcommand name -> the module defining a click command of that name, in help order."""
+"""Subcommand name -> (``module:attribute`` of its click command, relative to ``strom.cli``;
+its short help for ``strom --help``), in help order."""
+
+EXTRAS: dict[str, str] = {
+    **dict.fromkeys(
+        ["starlette", "uvicorn", "httpx", "httpx2", "avro", "fastavro", "jsonschema"], "registry"
+    ),
+    **dict.fromkeys(["referencing", "google", "grpc_tools", "authlib", "cachetools"], "registry"),
+    "matplotlib": "chaos",
+    **dict.fromkeys(["pyspark", "pyarrow"], "spark"),
+}
+"""Top-level module -> the extra of pyproject.toml that installs it."""
+
+
+def missing_extra(error: ModuleNotFoundError) -> click.ClickException | None:
+    """The one-line error for a module of an extra that is not installed, else None."""
+    extra = EXTRAS.get((error.name or "").partition(".")[0])
+    if extra is None:
+        return None
+    return click.ClickException(
+        f"this needs the {extra!r} extra ({error.name} is not installed): "
+        f"pip install 'strom[{extra}]'"
+    )
 
 
 class LazyGroup(click.Group):
@@ -50,10 +74,14 @@ class LazyGroup(click.Group):
         return list(SUBCOMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        module = SUBCOMMANDS.get(cmd_name)
-        if module is None:
+        entry = SUBCOMMANDS.get(cmd_name)
+        if entry is None:
             return None
-        command = getattr(importlib.import_module(module), cmd_name.replace("-", "_"))
+        module, _, attribute = entry[0].partition(":")
+        try:
+            command = getattr(importlib.import_module(module, "strom.cli"), attribute)
+        except ModuleNotFoundError as error:
+            raise missing_extra(error) or error from None
         assert isinstance(command, click.Command)
         return command
 
@@ -67,15 +95,17 @@ class LazyGroup(click.Group):
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand; a module it imports late from a missing extra is one line."""
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as error:
+            raise missing_extra(error) or error from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Each command with its whole first sentence (click cuts them to fit one line)."""
-        rows = []
-        for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is not None:
-                rows.append((name, command.get_short_help_str(limit=500)))
+        """Each command with its short help from ``SUBCOMMANDS`` (nothing is imported)."""
         with formatter.section("Commands"):
-            formatter.write_dl(rows)
+            formatter.write_dl([(name, text) for name, (_, text) in SUBCOMMANDS.items()])
 
 
 @click.group(

@@ -1,7 +1,7 @@
 """``strom registry``: run a schema registry instance (Confluent's REST API) whose state is the
-``_schemas`` topic of the strom cluster at ``--bootstrap-servers``. Start several with the same
-topic and group for a highly available registry: one is elected primary, the others forward
-writes to it."""
+``_schemas`` topic of the strom cluster at ``--bootstrap-server`` (or ``--bootstrap-servers``).
+Start several with the same topic and group for a highly available registry: one is elected
+primary, the others forward writes to it."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 @click.command("registry")
 @click.argument("properties_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
+    "--bootstrap-server",
     "--bootstrap-servers",
+    "bootstrap_servers",
     metavar="HOST:PORT",
     default=None,
     help="The strom cluster holding _schemas (kafkastore.bootstrap.servers).",
@@ -64,7 +66,7 @@ def registry(
         scheme = "https" if values.get("ssl.keystore.location") else "http"
         values["listeners"] = f"{scheme}://{listener}"
     if "kafkastore.bootstrap.servers" not in values:
-        raise click.UsageError("give --bootstrap-servers (or kafkastore.bootstrap.servers)")
+        raise click.UsageError("give --bootstrap-server (or kafkastore.bootstrap.servers)")
     try:
         settings = RegistrySettings.from_properties(values)
         server = RegistryServer(settings)

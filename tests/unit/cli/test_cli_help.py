@@ -84,12 +84,6 @@ def test_produce_help_documents_its_options(invoke: Invoke) -> None:
         assert option in text
 
 
-def test_top_level_help_shows_each_commands_whole_first_sentence(invoke: Invoke) -> None:
-    text = " ".join(invoke(["--help"]).stdout.split())
-    assert "List, describe and delete consumer groups, and reset their committed offsets" in text
-    assert "Measure throughput and latency (like" in text
-
-
 @pytest.mark.parametrize(("typed", "hint"), [("topic", "topics"), ("group", "groups")])
 def test_a_mistyped_command_gets_a_suggestion(invoke: Invoke, typed: str, hint: str) -> None:
     result = invoke([typed, "list"])
