@@ -4,6 +4,8 @@ Prints the median and the spread over ``--runs`` starts of ``strom.testing.Broke
 loop thread in this process; the goal is under 0.5 s) and of ``Broker(process=True)`` (a
 ``strom server`` child: a new interpreter importing strom). Each start is timed until the
 broker answers a Metadata request from confluent-kafka, so "ready" means usable by a client.
+Then the same for ``strom --help`` (a new interpreter each run; goal under 0.3 s) beside
+``python -c pass``, with the number of modules each imports.
 Run: ``.venv/bin/python -m bench.startup [--runs 10]``.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import time
 
 from confluent_kafka.admin import AdminClient
@@ -18,6 +22,7 @@ from confluent_kafka.admin import AdminClient
 from strom.testing import Broker
 
 GOAL_IN_PROCESS_S = 0.5
+GOAL_HELP_S = 0.3
 
 
 def time_start(*, process: bool) -> tuple[float, float]:
@@ -45,6 +50,30 @@ def main() -> None:
             f"{max(ready):>7.3f} {statistics.median(served):>17.3f}"
         )
     print(f"goal: in-process ready < {GOAL_IN_PROCESS_S} s")
+    print(f"\n{'command':<22} {'s (median)':>11} {'min':>7} {'max':>7} {'modules':>8}")
+    for label, argv in COMMANDS.items():
+        results = [time_command(argv) for _ in range(runs)]
+        times = [t for t, _ in results]
+        print(
+            f"{label:<22} {statistics.median(times):>11.3f} {min(times):>7.3f} "
+            f"{max(times):>7.3f} {results[0][1]:>8}"
+        )
+    print(f"goal: strom --help < {GOAL_HELP_S} s")
+
+
+COMMANDS = {"python -c pass": ["-c", "pass"], "strom --help": ["-m", "strom", "--help"]}
+"""What each new interpreter runs: ``python -c pass`` is the floor."""
+
+
+def time_command(argv: list[str]) -> tuple[float, int]:
+    """Seconds a new interpreter takes to run ``argv``, and how many modules it imports
+    (``python -X importtime`` lines)."""
+    started = time.monotonic()
+    subprocess.run([sys.executable, *argv], check=True, capture_output=True)
+    elapsed = time.monotonic() - started
+    traced = [sys.executable, "-X", "importtime", *argv]
+    result = subprocess.run(traced, check=True, capture_output=True, text=True)
+    return elapsed, result.stderr.count("import time:") - 1  # less the header line
 
 
 if __name__ == "__main__":
