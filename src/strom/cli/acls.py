@@ -23,7 +23,7 @@ from typing import Final
 import click
 
 from strom.cli.acl_clients import acl_client
-from strom.cli.client_common import ClientGroup, CliError, client_options, handle_errors
+from strom.cli.client_common import CliError, ToolGroup, client_options, handle_errors
 from strom.security.acls import (
     CLUSTER_NAME,
     AclBinding,
@@ -299,7 +299,7 @@ def _print_acls(resource: _Resource | str, entries: Iterable[_Entry], heading: s
     click.echo(f"{heading} for resource `{resource}`: \n {lines} \n")
 
 
-@click.group("acls", cls=ClientGroup)
+@click.group("acls", cls=ToolGroup)
 def acls() -> None:
     """ACLs (with authorizer.class.name set), as kafka-acls.sh manages them."""
 

@@ -40,6 +40,7 @@ __all__ = [
     "ClientConfig",
     "ClientErrors",
     "ClientGroup",
+    "ToolGroup",
     "client_options",
     "connect_admin",
     "error_code",
@@ -99,15 +100,29 @@ def _one_line(error: click.UsageError) -> _UsageLine:
     return _UsageLine(" ".join(error.format_message().split()), error.ctx)
 
 
+_CONNECTION = "strom.connection"
+"""``ctx.meta`` key: the connection options a ``ToolGroup`` was given before its verb."""
+
+_CONNECTION_PARAMS = ("bootstrap_server", "command_config", "bootstrap_controller")
+
+
 class ClientCommand(click.Command):
     """A command whose usage errors (a bad option value, a missing argument) are one line;
-    they keep click's exit status 2, other failures exit with 1."""
+    they keep click's exit status 2, other failures exit with 1. Connection options it is not
+    given are those given before its verb (``ToolGroup``)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
-            return super().parse_args(ctx, args)
+            rest = super().parse_args(ctx, args)
         except click.UsageError as error:
             raise _one_line(error) from None
+        for name, value in ctx.meta.get(_CONNECTION, {}).items():
+            if name not in ctx.params:
+                option = "--" + name.replace("_", "-")
+                raise _UsageLine(f"{ctx.command_path} does not take {option}", ctx)
+            if ctx.params[name] is None:
+                ctx.params[name] = value
+        return rest
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -128,6 +143,26 @@ class ClientGroup(click.Group):
             return super().resolve_command(ctx, args)
         except click.UsageError as error:
             raise _one_line(error) from None
+
+
+class ToolGroup(ClientGroup):
+    """The verbs of a Kafka tool: ``--bootstrap-server`` and ``--command-config`` (and
+    ``--bootstrap-controller`` where the group has it) go before the verb, as in
+    ``kafka-metadata-quorum.sh --bootstrap-server X describe``, or after it (which wins)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        client_options(self)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            rest = super().parse_args(ctx, args)
+        except click.UsageError as error:
+            raise _one_line(error) from None
+        given = {name: ctx.params.pop(name) for name in _CONNECTION_PARAMS if name in ctx.params}
+        before = ctx.meta.setdefault(_CONNECTION, {})
+        before.update({name: value for name, value in given.items() if value is not None})
+        return rest
 
 
 def kafka_error_message(error: KafkaError) -> str:

@@ -26,8 +26,8 @@ from rich.table import Table
 
 from strom.cli.client_common import (
     REQUEST_TIMEOUT_S,
-    ClientGroup,
     CliError,
+    ToolGroup,
     client_options,
     connect_admin,
     failure,
@@ -225,7 +225,7 @@ def _quota_entity(options: Mapping[str, Any]) -> Any:
     return entity
 
 
-@click.group("configs", cls=ClientGroup)
+@click.group("configs", cls=ToolGroup)
 def configs() -> None:
     """Describe and change the settings of topics and brokers (like kafka-configs.sh)."""
 

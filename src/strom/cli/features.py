@@ -19,8 +19,8 @@ from strom.cli.client_common import (
     DEFAULT_BOOTSTRAP_SERVER,
     ClientCommand,
     ClientConfig,
-    ClientGroup,
     CliError,
+    ToolGroup,
     client_options,
     handle_errors,
 )
@@ -32,25 +32,22 @@ _UPGRADE, _SAFE_DOWNGRADE, _UNSAFE_DOWNGRADE = 1, 2, 3
 """UpdateFeatures' upgrade types."""
 
 
-@click.group("features", cls=ClientGroup)
-@client_options
-def features(bootstrap_server: str | None, command_config: Path | None) -> None:
+@click.group("features", cls=ToolGroup)
+def features() -> None:
     """Describe the cluster's feature flags (as kafka-features.sh)."""
-    # The subcommands read these (ctx.parent.params) unless given after the verb.
 
 
 @features.command("describe", cls=ClientCommand)
 @client_options
-@click.pass_context
 @handle_errors
-def describe(ctx: click.Context, bootstrap_server: str | None, command_config: Path | None) -> None:
+def describe(bootstrap_server: str | None, command_config: Path | None) -> None:
     """Print each feature's supported range, finalized level and epoch.
 
     \b
     Example:
       strom features --bootstrap-server localhost:9092 describe
     """
-    supported, finalized, epoch = _features(ctx, bootstrap_server, command_config)
+    supported, finalized, epoch = _features(bootstrap_server, command_config)
     for name in sorted(supported):
         low, high = supported[name]
         click.echo(
@@ -82,10 +79,8 @@ def _change(verb: str) -> click.Command:
         "--unsafe", is_flag=True, hidden=verb == "upgrade", help="Allow lossy downgrades."
     )
     @client_options
-    @click.pass_context
     @handle_errors
     def change(
-        ctx: click.Context,
         *,
         changes: tuple[str, ...],
         metadata: str | None,
@@ -100,7 +95,7 @@ def _change(verb: str) -> click.Command:
         else:
             upgrade_type = _UNSAFE_DOWNGRADE if unsafe else _SAFE_DOWNGRADE
         outcome = _update(
-            ctx, bootstrap_server, command_config, wanted, upgrade_type, validate_only=dry_run
+            bootstrap_server, command_config, wanted, upgrade_type, validate_only=dry_run
         )
         done = {"upgrade": "upgraded", "downgrade": "downgraded", "disable": "disabled"}[verb]
         failed = 0
@@ -163,13 +158,13 @@ def _parse_changes(
 
 
 def _features(
-    ctx: click.Context, bootstrap_server: str | None, command_config: Path | None
+    bootstrap_server: str | None, command_config: Path | None
 ) -> tuple[dict[str, tuple[int, int]], dict[str, int], int]:
     """Supported ranges, finalized levels and their epoch, from a broker's ApiVersions."""
     from kio.schema.api_versions.v3.request import ApiVersionsRequest  # noqa: PLC0415
 
     request = ApiVersionsRequest(client_software_name="strom", client_software_version="1")
-    response = _ask(ctx, bootstrap_server, command_config, request)
+    response = _ask(bootstrap_server, command_config, request)
     return (
         {f.name: (int(f.min_version), int(f.max_version)) for f in response.supported_features},
         {f.name: int(f.max_version_level) for f in response.finalized_features},
@@ -177,20 +172,14 @@ def _features(
     )
 
 
-def _ask(
-    ctx: click.Context, bootstrap_server: str | None, command_config: Path | None, request: Any
-) -> Any:
-    """``request``'s response from a bootstrap server, by the connection options after the
-    verb, else those before it."""
+def _ask(bootstrap_server: str | None, command_config: Path | None, request: Any) -> Any:
+    """``request``'s response from a bootstrap server."""
     from strom.cli.quorum_client import connect  # noqa: PLC0415
     from strom.client.security import librdkafka_security  # noqa: PLC0415
 
-    before = ctx.parent.params if ctx.parent is not None else {}
     config = ClientConfig.build(
-        bootstrap_server=bootstrap_server
-        or before.get("bootstrap_server")
-        or DEFAULT_BOOTSTRAP_SERVER,
-        command_config=command_config or before.get("command_config"),
+        bootstrap_server=bootstrap_server or DEFAULT_BOOTSTRAP_SERVER,
+        command_config=command_config,
     )
     with connect(
         config.bootstrap_servers,
@@ -204,7 +193,6 @@ def _ask(
 
 
 def _update(
-    ctx: click.Context,
     bootstrap_server: str | None,
     command_config: Path | None,
     wanted: dict[str, int],
@@ -231,7 +219,7 @@ def _update(
         ),
         validate_only=validate_only,
     )
-    response = _ask(ctx, bootstrap_server, command_config, request)
+    response = _ask(bootstrap_server, command_config, request)
     return {
         result.feature: f"{ErrorCode(result.error_code).name.upper()}: {result.error_message}"
         for result in response.results

@@ -32,8 +32,8 @@ from rich.table import Table
 
 from strom.cli.client_common import (
     REQUEST_TIMEOUT_S,
-    ClientGroup,
     CliError,
+    ToolGroup,
     client_options,
     connect_admin,
     exception_message,
@@ -76,7 +76,7 @@ def _state_name(state: Any) -> str:
     return STATE_NAMES.get(state, "Unknown")
 
 
-@click.group("groups", cls=ClientGroup)
+@click.group("groups", cls=ToolGroup)
 def groups() -> None:
     """List, describe and delete consumer groups, and reset their committed offsets
     (like kafka-consumer-groups.sh)."""

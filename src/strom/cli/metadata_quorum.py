@@ -13,7 +13,7 @@ from rich.table import Table
 
 from strom.cli.client_common import (
     DEFAULT_BOOTSTRAP_SERVER,
-    ClientGroup,
+    ToolGroup,
     output_console,
 )
 from strom.cli.quorum_client import QuorumState, ask_quorum
@@ -21,7 +21,10 @@ from strom.cli.quorum_client import QuorumState, ask_quorum
 __all__ = ["metadata_quorum"]
 
 
-@click.group("metadata-quorum", cls=ClientGroup)
+@click.group("metadata-quorum", cls=ToolGroup)
+@click.option(
+    "--bootstrap-controller", default=None, metavar="HOST:PORT[,...]", help="Controller(s) to ask."
+)
 def metadata_quorum() -> None:
     """Describe the controller quorum (as kafka-metadata-quorum.sh)."""
 

@@ -24,8 +24,8 @@ from rich.table import Table
 from strom.cli.client_common import (
     REQUEST_TIMEOUT_S,
     ClientConfig,
-    ClientGroup,
     CliError,
+    ToolGroup,
     client_options,
     connect_admin,
     error_code,
@@ -68,7 +68,7 @@ _TIMEOUTS: Mapping[str, float] = {
 }
 
 
-@click.group("topics", cls=ClientGroup)
+@click.group("topics", cls=ToolGroup)
 def topics() -> None:
     """Create, list, describe, alter and delete topics (like kafka-topics.sh)."""
 

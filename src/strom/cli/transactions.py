@@ -19,8 +19,8 @@ import click
 
 from strom.cli.client_common import (
     ClientCommand,
-    ClientGroup,
     CliError,
+    ToolGroup,
     client_options,
     handle_errors,
 )
@@ -31,30 +31,22 @@ if TYPE_CHECKING:
 __all__ = ["transactions"]
 
 
-@click.group("transactions", cls=ClientGroup)
-@client_options
-def transactions(bootstrap_server: str | None, command_config: Path | None) -> None:
+@click.group("transactions", cls=ToolGroup)
+def transactions() -> None:
     """List, describe and abort transactions (as kafka-transactions.sh)."""
-    # The subcommands read these (ctx.parent.params) unless given after the verb.
 
 
-def _cluster(
-    ctx: click.Context, bootstrap_server: str | None, command_config: Path | None
-) -> Cluster:
-    """The cluster, by the connection options after the verb, else those before it."""
+def _cluster(bootstrap_server: str | None, command_config: Path | None) -> Cluster:
+    """The cluster at the connection options."""
     from strom.cli.txn_requests import Cluster  # noqa: PLC0415
 
-    before = ctx.parent.params if ctx.parent is not None else {}
-    before_server, before_config = before.get("bootstrap_server"), before.get("command_config")
-    return Cluster.build(bootstrap_server or before_server, command_config or before_config)
+    return Cluster.build(bootstrap_server, command_config)
 
 
 @transactions.command("list", cls=ClientCommand)
 @client_options
-@click.pass_context
 @handle_errors
 def _list(
-    ctx: click.Context,
     *,
     bootstrap_server: str | None,
     command_config: Path | None,
@@ -65,7 +57,7 @@ def _list(
     Example:
       strom transactions --bootstrap-server localhost:9092 list
     """
-    cluster = _cluster(ctx, bootstrap_server, command_config)
+    cluster = _cluster(bootstrap_server, command_config)
     rows = [
         [txn.transactional_id, str(broker), str(txn.producer_id), txn.transaction_state]
         for broker, listing in cluster.list_transactions()
@@ -77,10 +69,8 @@ def _list(
 @transactions.command("describe", cls=ClientCommand)
 @click.option("--transactional-id", required=True, metavar="ID", help="The transactional id.")
 @client_options
-@click.pass_context
 @handle_errors
 def _describe(
-    ctx: click.Context,
     *,
     transactional_id: str,
     bootstrap_server: str | None,
@@ -92,7 +82,7 @@ def _describe(
     Example:
       strom transactions --bootstrap-server localhost:9092 describe --transactional-id orders-app
     """
-    cluster = _cluster(ctx, bootstrap_server, command_config)
+    cluster = _cluster(bootstrap_server, command_config)
     coordinator, state = cluster.describe_transaction(transactional_id)
     started = int(state.transaction_start_time)
     now = int(time.time() * 1000)
@@ -132,10 +122,8 @@ def _describe(
 @click.option("--partition", required=True, type=click.IntRange(min=0), help="Partition number.")
 @click.option("--broker-id", type=int, default=None, help="Ask this broker (default: the leader).")
 @client_options
-@click.pass_context
 @handle_errors
 def _describe_producers(
-    ctx: click.Context,
     *,
     topic: str,
     partition: int,
@@ -150,7 +138,7 @@ def _describe_producers(
       strom transactions --bootstrap-server localhost:9092 describe-producers \\
         --topic orders --partition 0
     """
-    cluster = _cluster(ctx, bootstrap_server, command_config)
+    cluster = _cluster(bootstrap_server, command_config)
     producers = cluster.describe_producers(topic, partition, broker_id=broker_id)
     _table(
         [
@@ -187,10 +175,8 @@ def _describe_producers(
     "--coordinator-epoch", type=int, default=None, help="Coordinator epoch (with --producer-id)."
 )
 @client_options
-@click.pass_context
 @handle_errors
 def _abort(
-    ctx: click.Context,
     *,
     topic: str,
     partition: int,
@@ -211,7 +197,7 @@ def _abort(
       strom transactions abort --topic orders --partition 0 --producer-id 1000 \\
         --producer-epoch 3 --coordinator-epoch 0
     """
-    cluster = _cluster(ctx, bootstrap_server, command_config)
+    cluster = _cluster(bootstrap_server, command_config)
     if start_offset is None and producer_id is None:
         raise CliError(
             "The transaction to abort must be identified either with --start-offset or with "
@@ -264,10 +250,8 @@ def _abort(
     help="Minutes after which an open transaction may be hanging.",
 )
 @client_options
-@click.pass_context
 @handle_errors
 def _find_hanging(
-    ctx: click.Context,
     *,
     broker_id: int | None,
     topic: str | None,
@@ -285,7 +269,7 @@ def _find_hanging(
       strom transactions --bootstrap-server localhost:9092 find-hanging --broker-id 1
       strom transactions find-hanging --topic orders --max-transaction-timeout 5
     """
-    cluster = _cluster(ctx, bootstrap_server, command_config)
+    cluster = _cluster(bootstrap_server, command_config)
     if (broker_id is None) == (topic is None):
         raise CliError("give --broker-id or --topic")
     if partition is not None and topic is None:

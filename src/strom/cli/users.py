@@ -23,6 +23,7 @@ from strom.cli.client_common import (
     REQUEST_TIMEOUT_S,
     ClientGroup,
     CliError,
+    ToolGroup,
     client_options,
     connect_admin,
     failure,
@@ -43,7 +44,7 @@ _mechanism_option = click.option(
 )
 
 
-@click.group("users", cls=ClientGroup)
+@click.group("users", cls=ToolGroup)
 def users() -> None:
     """Users' SCRAM credentials, as kafka-configs.sh --entity-type users manages them."""
 

@@ -84,6 +84,11 @@ USAGE_ERRORS = [
     (["consume", "t", "--isolation-level", "serializable"], "'--isolation-level'"),
     (["consume", "t", "--property", "fetch.min.bytes"], "'--property'"),
     (["consume", "t", "--command-config", "/nonexistent/client.properties"], "--command-config"),
+    (
+        ["metadata-quorum", "--command-config", __file__, "describe", "--status"],
+        "metadata-quorum describe does not take --command-config",
+    ),
+    (["transactions", "--bootstrap-server", "127.0.0.1:1", "nope"], "No such command 'nope'"),
 ]
 
 
