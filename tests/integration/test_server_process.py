@@ -87,8 +87,11 @@ def test_node_id_mismatch_refuses_to_start(start_server: StartServer, tmp_path: 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--override", "no.such.setting=1"], "no.such.setting: unknown setting"),
         (["--override", "num.partitions=zero"], "num.partitions: expected an integer"),
+        (
+            ["--override", "num.partitions=zero", "--override", "message.max.bytes=big"],
+            "num.partitions: expected an integer, got 'zero'; message.max.bytes: expected an",
+        ),
         (["--override", "socket.request.max.bytes"], "--override: expected name=value"),
         (["--listener", "nohostport"], "--listener: expected HOST:PORT"),
         (
@@ -164,10 +167,29 @@ def test_bad_settings_give_one_line_and_exit_1(
 
 def test_properties_file_and_overrides(tmp_path: Path) -> None:
     properties = tmp_path / "server.properties"
-    properties.write_text("# test\nnum.partitions=3\nbogus.setting=1\n")
-    result = run_strom("server", str(properties), cwd=tmp_path)
+    properties.write_text("# test\nnum.partitions=3\nlog.segment.bytes=many\n")
+    result = run_strom("server", str(properties), "--override", "num.partitions=x", cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stderr.strip() == "strom server: bogus.setting: unknown setting"
+    assert result.stderr.strip() == (
+        "strom server: num.partitions: expected an integer, got 'x'; "
+        "log.segment.bytes: expected an integer, got 'many'"
+    )
+
+
+def test_unknown_settings_are_named_in_one_warning_and_the_server_starts(
+    start_server: StartServer,
+) -> None:
+    server = start_server(
+        overrides={"confluent.support.metrics.enable": "false", "num.partitons": "3"}
+    )
+    warnings = [line for line in server.lines if "unknown setting" in line]
+    assert len(warnings) == 1, server.lines
+    assert "WARNING" in warnings[0]
+    assert "confluent.support.metrics.enable" in warnings[0]
+    assert "num.partitons (did you mean num.partitions?)" in warnings[0]
+    with server.connect() as wire:
+        assert wire.request(ApiVersionsRequestV0()).error_code == ErrorCode.none
+    assert server.stop(signal.SIGTERM) == 0
 
 
 def test_port_in_use(start_server: StartServer, tmp_path: Path) -> None:

@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from strom.config import ConfigError, ServerConfig, TopicConfig, parse_properties
+from strom.config import (
+    ConfigError,
+    ServerConfig,
+    TopicConfig,
+    parse_properties,
+    unknown_settings,
+)
 
 
 def test_defaults_are_kafkas() -> None:
@@ -33,6 +39,24 @@ def test_retention_precedence_ms_over_minutes_over_hours() -> None:
 def test_invalid_settings_name_the_setting(overrides: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ServerConfig(overrides)
+
+
+def test_every_invalid_setting_is_named_at_once() -> None:
+    with pytest.raises(ConfigError) as raised:
+        ServerConfig({"num.partitions": "zero", "no.such.setting": "1", "log.segment.bytes": "x"})
+    assert str(raised.value) == (
+        "num.partitions: expected an integer, got 'zero'; no.such.setting: unknown setting; "
+        "log.segment.bytes: expected an integer, got 'x'"
+    )
+
+
+def test_unknown_settings_with_their_likely_typo() -> None:
+    names = ["num.partitons", "confluent.support.metrics.enable", "num.partitions"]
+    names.append("listener.name.sasl_ssl.ssl.keystore.location")
+    assert unknown_settings(names) == {
+        "num.partitons": "num.partitions",
+        "confluent.support.metrics.enable": None,
+    }
 
 
 def test_topic_config_falls_back_to_server_and_reports_source() -> None:

@@ -1,8 +1,8 @@
 """``strom server``: run a node (a standalone one-node cluster by default) until SIGINT or SIGTERM.
 
 Settings, lowest precedence first: Kafka's defaults, the properties file, ``--override``, then
-``--data-dir`` and ``--listener`` (which set ``log.dirs`` and ``listeners``). An unknown or invalid
-setting stops the start with one line naming it and exit code 1.
+``--data-dir`` and ``--listener`` (which set ``log.dirs`` and ``listeners``). Invalid values stop
+the start with one line naming them all and exit code 1; unknown names get one warning.
 """
 
 from __future__ import annotations

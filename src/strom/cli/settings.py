@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from strom.config import ConfigError, ServerConfig, load_properties
+from strom.config import ConfigError, ServerConfig, load_properties, unknown_settings
 from strom.security.jaas import LOGIN_CONFIG, login_config_from_jvm_options
 from strom.server.network.listener import HostPort
 
 __all__ = ["REGISTRY_PREFIX", "build_config", "registry_section"]
+
+log = logging.getLogger("strom.config")
 
 REGISTRY_PREFIX = "registry."
 """Settings under this prefix run a schema registry beside the node (``strom server``)."""
@@ -45,10 +48,12 @@ def build_config(
     listener: str | None,
     environ: Mapping[str, str] = os.environ,
 ) -> ServerConfig:
-    """Merge the sources of settings into a validated ``ServerConfig`` (raises ConfigError);
-    the ``registry.*`` section is not the node's. Without a ``java.security.auth.login.config``
-    setting, the JAAS file is the ``-Djava.security.auth.login.config=`` of ``$KAFKA_OPTS``, as
-    Kafka's start script hands it to the JVM."""
+    """Merge the sources of settings into a validated ``ServerConfig`` (raises ConfigError,
+    naming every invalid value); the ``registry.*`` section is not the node's. Unknown names
+    are left out with one warning naming them all, as Kafka warns about them and starts.
+    Without a ``java.security.auth.login.config`` setting, the JAAS file is the
+    ``-Djava.security.auth.login.config=`` of ``$KAFKA_OPTS``, as Kafka's start script hands
+    it to the JVM."""
     values = {
         name: value
         for name, value in _values(properties_file, overrides).items()
@@ -66,4 +71,13 @@ def build_config(
         except ValueError as error:
             raise ConfigError("--listener", str(error)) from None
         values["listeners"] = f"PLAINTEXT://{address}"
-    return ServerConfig(values)
+    unknown = unknown_settings(values)
+    if unknown:
+        log.warning(
+            "ignoring unknown setting(s), as Kafka does: %s",
+            ", ".join(
+                name if typo_of is None else f"{name} (did you mean {typo_of}?)"
+                for name, typo_of in unknown.items()
+            ),
+        )
+    return ServerConfig({name: v for name, v in values.items() if name not in unknown})

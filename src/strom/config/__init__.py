@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from strom.config.catalogued import RECORDED_ONLY
 from strom.config.properties import load_properties, parse_properties
-from strom.config.server_config import ServerConfig
+from strom.config.server_config import ServerConfig, unknown_settings
 from strom.config.server_settings import SERVER_SETTINGS
 from strom.config.setting import ConfigError, ConfigType, Setting
 from strom.config.topic_config import TopicConfig, validate_topic_configs
@@ -33,5 +33,6 @@ __all__ = [
     "TopicConfig",
     "load_properties",
     "parse_properties",
+    "unknown_settings",
     "validate_topic_configs",
 ]

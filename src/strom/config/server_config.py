@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from strom.config.server_settings import SERVER_SETTINGS
 from strom.config.setting import LONG_MAX, ConfigError, Setting, Value
 from strom.config.topic_settings import TOPIC_SETTINGS
 
-__all__ = ["ServerConfig"]
+__all__ = ["ServerConfig", "unknown_settings"]
 
 _LISTENER_PREFIX: Final = "listener.name."
 _JAAS: Final = "sasl.jaas.config"
@@ -26,8 +27,19 @@ def _listener_prefixed(name: str) -> Setting | None:
     return SERVER_SETTINGS.get(rest)
 
 
+def unknown_settings(names: Iterable[str]) -> dict[str, str | None]:
+    """Each name that is neither a server setting nor a listener's override of one, with the
+    setting it is likely a typo of (or None)."""
+    unknown = [n for n in names if n not in SERVER_SETTINGS and _listener_prefixed(n) is None]
+    return {
+        name: next(iter(difflib.get_close_matches(name, SERVER_SETTINGS, n=1, cutoff=0.85)), None)
+        for name in unknown
+    }
+
+
 class ServerConfig:
-    """Validated server settings; unknown names and invalid values are refused up front.
+    """Validated server settings; unknown names and invalid values are refused up front, all
+    named in one ``ConfigError`` (``unknown_settings`` finds the names to leave out first).
 
     ``listener.name.<listener>.<setting>`` (lower-case listener name) overrides a setting for one
     listener; ``for_listener`` reads it with the fallback to the plain setting.
@@ -36,12 +48,18 @@ class ServerConfig:
     def __init__(self, overrides: Mapping[str, str | Value] | None = None) -> None:
         values: dict[str, Value] = {name: s.default for name, s in SERVER_SETTINGS.items()}
         explicit: set[str] = set()
+        errors: list[ConfigError] = []
         for name, raw in (overrides or {}).items():
             setting = SERVER_SETTINGS.get(name) or _listener_prefixed(name)
-            if setting is None:
-                raise ConfigError(name, "unknown setting")
-            values[name] = setting.parse(raw)
+            try:
+                if setting is None:
+                    raise ConfigError(name, "unknown setting")
+                values[name] = setting.parse(raw)
+            except ConfigError as error:
+                errors.append(error)
             explicit.add(name)
+        if errors:
+            raise ConfigError.of_all(errors)
         self._values = values
         self._explicit = frozenset(explicit)
 

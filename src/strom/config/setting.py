@@ -7,7 +7,7 @@ The setting tables of ``strom.config`` define the settings strom acts on;
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -39,6 +39,15 @@ class ConfigError(ValueError):
         super().__init__(f"{name}: {reason}")
         self.name = name
         self.reason = reason
+
+    @classmethod
+    def of_all(cls, errors: Sequence[ConfigError]) -> ConfigError:
+        """One error naming every setting of ``errors`` (the error itself when alone)."""
+        if len(errors) == 1:
+            return errors[0]
+        error = cls(", ".join(e.name for e in errors), "; ".join(e.reason for e in errors))
+        error.args = ("; ".join(str(e) for e in errors),)
+        return error
 
 
 class ConfigType(enum.IntEnum):
