@@ -44,7 +44,7 @@ def list_scenarios() -> None:
     table = Table("#", "NAME", "FAULT", "GUARANTEE", box=None, show_lines=False)
     for scenario in SCENARIOS:
         table.add_row(str(scenario.number), scenario.name, scenario.description, scenario.guarantee)
-    output_console().print(table)
+    output_console(wrap=True).print(table)
 
 
 @chaos.command("run")

@@ -34,6 +34,7 @@ from strom.config import ConfigError, parse_properties
 
 __all__ = [
     "DEFAULT_BOOTSTRAP_SERVER",
+    "PIPED_WIDTH",
     "REQUEST_TIMEOUT_S",
     "CliError",
     "ClientCommand",
@@ -450,10 +451,17 @@ def client_options(func: F) -> F:
     )(func)
 
 
-def output_console() -> Console:
-    """A rich console for command output: no markup (values may hold brackets), no wrapping
-    of table cells into the next line when the output is a pipe or a file."""
-    width = None if sys.stdout.isatty() else 4096
+PIPED_WIDTH = 100
+"""Columns of wrapped text written to a pipe or a file (``$COLUMNS`` when set)."""
+
+
+def output_console(*, wrap: bool = False) -> Console:
+    """A rich console for command output: no markup (values may hold brackets). Written to a
+    pipe or a file, table cells do not wrap into the next line (one line per row, for tools);
+    with ``wrap`` (prose cells) they wrap at ``$COLUMNS``, else ``PIPED_WIDTH``."""
+    width = None
+    if not sys.stdout.isatty():
+        width = int(os.environ.get("COLUMNS") or PIPED_WIDTH) if wrap else 4096
     return Console(markup=False, highlight=False, emoji=False, width=width, soft_wrap=False)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from strom.cli.chaos import parse_duration
-from strom.cli.client_common import CliError
+from strom.cli.client_common import PIPED_WIDTH, CliError
 from strom.testing.chaos.scenarios import SCENARIOS
 
 from .conftest import Invoke
@@ -30,6 +30,16 @@ def test_list_shows_every_scenario(invoke: Invoke) -> None:
     assert result.exit_code == 0
     for scenario in SCENARIOS:
         assert scenario.name in result.stdout
+
+
+@pytest.mark.parametrize(("columns", "width"), [("", PIPED_WIDTH), ("120", 120)])
+def test_list_to_a_pipe_wraps_at_a_readable_width(
+    invoke: Invoke, monkeypatch: pytest.MonkeyPatch, columns: str, width: int
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    lines = invoke(["chaos", "list"]).stdout.splitlines()
+    assert max(len(line) for line in lines) <= width
+    assert "leader-kill" in lines[1]
 
 
 def test_the_issue_s_scenarios_are_all_there() -> None:
