@@ -189,6 +189,23 @@ def test_produce_and_consume_need_write_and_read(broker: Broker) -> None:
     assert produce_errors(broker, "alice", topic) == [None]
 
 
+def test_strom_consume_names_the_group_principal_and_the_acl_to_add(
+    broker: Broker, tmp_path: Path
+) -> None:
+    topic = broker.create_topic(unique_topic_name("acl"))
+    group = unique_topic_name("group")
+    allow(broker, "bob", AclOperation.READ, ResourceType.TOPIC, topic)
+    args = ["consume", topic, "--group", group, "--from-beginning", "--timeout-ms", "20000"]
+    result = strom_as(broker, tmp_path, *args, user="bob")
+    assert result.returncode == 1
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("Error: GROUP_AUTHORIZATION_FAILED"), result.stderr
+    assert error.endswith(
+        f"User:bob may not read group {group!r}; an admin can allow it with: "
+        f"strom acls add --allow-principal User:bob --operation Read --group {group}"
+    )
+
+
 def test_idempotent_producers_need_write_on_some_topic(broker: Broker) -> None:
     topic = broker.create_topic(unique_topic_name("acl"))
     allow(broker, "alice", AclOperation.WRITE, ResourceType.TOPIC, topic)

@@ -34,6 +34,7 @@ from strom.config import ConfigError, parse_properties
 
 __all__ = [
     "DEFAULT_BOOTSTRAP_SERVER",
+    "GROUP_DENIED",
     "PIPED_WIDTH",
     "REQUEST_TIMEOUT_S",
     "CliError",
@@ -49,6 +50,7 @@ __all__ = [
     "exception_message",
     "failure",
     "fetch_metadata",
+    "group_denied",
     "handle_errors",
     "kafka_error_message",
     "load_command_config",
@@ -185,6 +187,26 @@ def error_of(exc: KafkaException) -> KafkaError | None:
 def error_code(exc: KafkaException) -> int | None:
     error = error_of(exc)
     return None if error is None else error.code()
+
+
+GROUP_DENIED = "GROUP_AUTHORIZATION_FAILED"
+
+
+def group_denied(message: str, group: str, operation: str, settings: Mapping[str, Any]) -> str:
+    """A ``GROUP_AUTHORIZATION_FAILED`` message with the group, the client's principal (as its
+    settings tell it) and the ``strom acls add`` that would allow it."""
+    user = settings.get("sasl.username")
+    if user:
+        principal = f"User:{user}"
+    elif str(settings.get("security.protocol", "")).upper() in ("SSL", "SASL_SSL"):
+        principal = "User:<your certificate's subject>"
+    else:
+        principal = "User:ANONYMOUS"
+    return (
+        f"{message}: {principal} may not {operation.lower()} group {group!r}; an admin can "
+        f"allow it with: strom acls add --allow-principal {principal} --operation {operation} "
+        f"--group {group}"
+    )
 
 
 def exception_message(exc: KafkaException) -> str:

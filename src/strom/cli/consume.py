@@ -40,10 +40,12 @@ from confluent_kafka import (
 )
 
 from strom.cli.client_common import (
+    GROUP_DENIED,
     ClientCommand,
     ClientConfig,
     CliError,
     client_options,
+    group_denied,
     handle_errors,
     kafka_error_message,
     parse_assignments,
@@ -366,6 +368,10 @@ def consume(
             max_messages=max_messages,
             idle_s=None if timeout_ms is None else timeout_ms / 1000,
         )
+    except CliError as error:
+        if group is None or GROUP_DENIED not in error.message:
+            raise
+        raise CliError(group_denied(error.message, group, "Read", config.settings)) from None
     finally:
         consumer.close()
         signal.signal(signal.SIGTERM, previous)
