@@ -192,6 +192,30 @@ def test_produce_and_consume_with_a_registry(
     assert refused.returncode == 1 and "line 1" in refused.stderr
 
 
+def test_produce_avro_names_a_field_the_schema_lacks(beside: Beside, tmp_path: Path) -> None:
+    topic = unique_topic_name("cli-avro-extra")
+    bootstrap = ["--bootstrap-server", beside.process.bootstrap]
+    beside.run("topics", "create", topic, "--partitions", "1", *bootstrap)
+    schema = ["--schema", str(write(tmp_path / "v1.avsc", ORDER_V1))]
+    formats = ["--value-format", "avro", "--registry", beside.url, *schema, *bootstrap]
+    lines = '{"id": 1, "colour": "red"}\n{"id": 2, "colour": "blue"}\n'
+    warned = beside.run("produce", topic, *formats, input=lines)
+    assert warned.error_lines == [
+        "Warning: field(s) not in the Avro schema, left out of the message: colour "
+        "(--strict refuses such lines)"
+    ]
+    strict = beside.run("produce", topic, *formats, "--strict", input=lines, ok=False)
+    assert strict.returncode == 1
+    assert (
+        "line 1" in strict.stderr and "not in the Avro schema: colour (--strict)" in strict.stderr
+    )
+    consumed = beside.run(
+        "consume", topic, "--from-beginning", "--max-messages", "3", "--timeout-ms", "5000",
+        "--value-format", "avro", "--registry", beside.url, *bootstrap,
+    )  # fmt: skip
+    assert [json.loads(line) for line in consumed.lines] == [{"id": 1}, {"id": 2}]
+
+
 def test_registry_command(beside: Beside) -> None:
     port = free_port()
     topic = unique_topic_name("_schemas")

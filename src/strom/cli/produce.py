@@ -204,6 +204,7 @@ def produce(
     acks: str | None,
     value_format: str,
     schema_file: Path | None,
+    strict: bool,
     registry: str | None,
     properties: tuple[str, ...],
     bootstrap_server: str | None,
@@ -233,7 +234,9 @@ def produce(
         defaults=PRODUCER_DEFAULTS,
         overrides=overrides,
     )
-    encoder = ValueEncoder(value_format, topic=topic, schema_file=schema_file, registry=registry)
+    encoder = ValueEncoder(
+        value_format, topic=topic, schema_file=schema_file, registry=registry, strict=strict
+    )
     producer = config.create(Producer)
     partitions = wait_for_partitions(producer, config, topic)
     if partition is not None and partitions and partition not in partitions:

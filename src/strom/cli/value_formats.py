@@ -28,6 +28,12 @@ def registry_options(*, schema: bool) -> Callable[[F], F]:
     def decorate(command: F) -> F:
         if schema:
             command = click.option(
+                "--strict",
+                is_flag=True,
+                help="Refuse a line with a field its Avro schema does not have (without: send "
+                "it without the field, and warn).",
+            )(command)
+            command = click.option(
                 "--schema",
                 "schema_file",
                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -77,9 +83,17 @@ class ValueEncoder:
     """Encodes JSON lines as values of one schema, registered (or found) at start."""
 
     def __init__(
-        self, value_format: str, *, topic: str, schema_file: Path | None, registry: str | None
+        self,
+        value_format: str,
+        *,
+        topic: str,
+        schema_file: Path | None,
+        registry: str | None,
+        strict: bool = False,
     ) -> None:
         self.value_format = value_format
+        self.strict = strict
+        self._warned: set[str] = set()
         if value_format == "string":
             return
         if schema_file is None:
@@ -91,16 +105,52 @@ class ValueEncoder:
         self._schema_id = self._codec.register(
             f"{topic}-value", SchemaType(_TYPES[value_format]), text
         )
+        self._avro = json.loads(text) if value_format == "avro" else None
 
     def encode(self, value: bytes) -> bytes:
-        """A line as the value to send; ValueError when it is not valid for the schema."""
+        """A line as the value to send; ValueError when it is not valid for the schema (or,
+        with ``strict``, has a field an Avro schema lacks)."""
         if self.value_format == "string":
             return value
         try:
-            encoded: bytes = self._codec.encode(self._schema_id, json.loads(value))
+            data = json.loads(value)
+        except ValueError as error:
+            raise ValueError(f"cannot encode as {self.value_format}: {error}") from None
+        if self._avro is not None:
+            self._check_fields(data)
+        try:
+            encoded: bytes = self._codec.encode(self._schema_id, data)
         except Exception as error:  # the value does not fit the schema
             raise ValueError(f"cannot encode as {self.value_format}: {error}") from None
         return encoded
+
+    def _check_fields(self, data: object) -> None:
+        """Fields the Avro record schema lacks (which fastavro would drop): refused with
+        ``strict``, else one warning per field."""
+        extra = [name for name in extra_avro_fields(self._avro, data) if name not in self._warned]
+        if not extra:
+            return
+        names = ", ".join(extra)
+        if self.strict:
+            raise ValueError(f"field(s) not in the Avro schema: {names} (--strict)")
+        self._warned.update(extra)
+        click.echo(
+            f"Warning: field(s) not in the Avro schema, left out of the message: {names} "
+            "(--strict refuses such lines)",
+            err=True,
+        )
+
+
+def extra_avro_fields(schema: object, data: object, prefix: str = "") -> list[str]:
+    """The dotted names of ``data``'s fields that its Avro record ``schema`` (and the records
+    nested in it) do not have."""
+    if not isinstance(schema, dict) or schema.get("type") != "record" or not isinstance(data, dict):
+        return []
+    fields = {field["name"]: field["type"] for field in schema.get("fields", [])}
+    extra = [f"{prefix}{name}" for name in data if name not in fields]
+    for name, field_type in fields.items():
+        extra += extra_avro_fields(field_type, data.get(name), f"{prefix}{name}.")
+    return extra
 
 
 def value_decoder(value_format: str, registry: str | None) -> Callable[[bytes], str] | None:
