@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -521,45 +522,62 @@ def test_the_cli_describes_the_cluster_and_its_quorum(cluster: Cluster) -> None:
         assert {n for n, s in statuses.items() if s == "Observer"} == set(cluster.broker_ids)
 
 
-def test_cluster_up_starts_a_cluster_and_ctrl_c_stops_it(tmp_path: Path) -> None:
+def _cluster_up(data_dir: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    """``strom cluster up`` (one controller, one broker unless ``args`` say otherwise) and the
+    bootstrap servers it printed once up."""
     process = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "strom",
-            "cluster",
-            "up",
-            "--brokers",
-            "1",
-            "--controllers",
-            "1",
-            "--data-dir",
-            str(tmp_path),
-            "--override",
-            "broker.heartbeat.interval.ms=500",
+            sys.executable, "-m", "strom", "cluster", "up", "--brokers", "1", "--controllers", "1",
+            "--data-dir", str(data_dir), "--override", "broker.heartbeat.interval.ms=500", *args,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-    )
+    )  # fmt: skip
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("bootstrap servers: "):
+            return process, line.split(": ", 1)[1].strip()
+    process.kill()
+    raise AssertionError(f"no bootstrap servers printed: {process.communicate()[0]}")
+
+
+def _interrupt(process: subprocess.Popen[str]) -> str:
+    """Ctrl-C, and the rest of the output once every node stopped."""
     try:
-        assert process.stdout is not None
-        servers = None
-        for line in process.stdout:
-            if line.startswith("bootstrap servers: "):
-                servers = line.split(": ", 1)[1].strip()
-                break
-        assert servers is not None, "no bootstrap servers printed"
-        name = unique_topic_name("cluster-up")
-        _create(_admin(servers), name)
         process.send_signal(signal.SIGINT)
         output = process.communicate(timeout=60)[0]
     finally:
         process.kill()
     assert process.returncode == 0, output
+    return output
+
+
+def test_cluster_up_starts_a_cluster_and_ctrl_c_stops_it(tmp_path: Path) -> None:
+    process, servers = _cluster_up(tmp_path)
+    try:
+        name = unique_topic_name("cluster-up")
+        _create(_admin(servers), name)
+    finally:
+        output = _interrupt(process)
     assert "stopping every node" in output
     assert _strom_servers_under(tmp_path) == []
     assert (tmp_path / "node-1" / "server.log").exists()
+
+
+def test_cluster_up_takes_a_base_port_and_keeps_its_ports(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a free port; the three after it are most likely free too
+        probe.bind(("127.0.0.1", 0))
+        base = probe.getsockname()[1]
+    process, servers = _cluster_up(tmp_path, "--base-port", str(base))
+    _interrupt(process)
+    assert servers == f"127.0.0.1:{base + 2}"  # controller 1001 first: base, base + 1
+    process, again = _cluster_up(tmp_path)
+    try:
+        assert again == servers
+        _create(_admin(again), unique_topic_name("cluster-up-again"))
+    finally:
+        _interrupt(process)
 
 
 def _strom_servers_under(base: Path) -> list[str]:

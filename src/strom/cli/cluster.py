@@ -56,6 +56,13 @@ def cluster() -> None:
     help="A server setting for every node, by its Kafka name; repeatable.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--base-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Listen on this port and the ones after it (two a node).  [default: the ports the "
+    "--data-dir had, else free ones]",
+)
 def up(
     *,
     brokers: int,
@@ -64,12 +71,14 @@ def up(
     data_dir: Path,
     overrides: tuple[str, ...],
     host: str,
+    base_port: int | None,
 ) -> None:
     """Start a cluster of strom processes on this machine until Ctrl-C.
 
     \b
     Examples:
       strom cluster up --brokers 3 --controllers 3 --data-dir ./cluster
+      strom cluster up --brokers 3 --data-dir ./cluster --base-port 19090
       strom cluster up --combined --brokers 3 --data-dir ./cluster \\
           --override controller.quorum.election.timeout.ms=500
     """
@@ -84,6 +93,7 @@ def up(
         config=config,
         host=host,
         defaults={},
+        base_port=base_port,
     )
     stop = threading.Event()
 

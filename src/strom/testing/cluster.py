@@ -120,6 +120,21 @@ def _free_ports(count: int, host: str) -> list[int]:
             sock.close()
 
 
+def _stored_ports(properties: Path) -> dict[str, int]:
+    """The broker and controller ports in a node's ``listeners`` of an earlier start (none
+    when the file is not there)."""
+    if not properties.exists():
+        return {}
+    ports: dict[str, int] = {}
+    for line in properties.read_text(encoding="utf-8").splitlines():
+        if line.startswith("listeners="):
+            for listener in line.removeprefix("listeners=").split(","):
+                name, _, address = listener.partition("://")
+                role = "controller" if name == "CONTROLLER" else "broker"
+                ports[role] = int(address.rpartition(":")[2])
+    return ports
+
+
 class Cluster(_ClientConfigs):
     """``with Cluster(brokers=3, controllers=3) as cluster: cluster.bootstrap_servers``.
 
@@ -148,10 +163,13 @@ class Cluster(_ClientConfigs):
         defaults: Mapping[str, str] = CLUSTER_TEST_DEFAULTS,
         network: Literal["loopback", "netns"] = "loopback",
         security: Security | None = None,
+        base_port: int | None = None,
     ) -> None:
         """``security``: every listener (client, inter-broker and controller) speaks its
         protocol, with generated certificates and users; nodes log in to each other as the
-        first user."""
+        first user. ``base_port``: the nodes listen on it and the ports after it (broker, then
+        controller port of each node in id order: controllers first); without it, a node of
+        an existing ``data_dir`` keeps the ports it had, and new nodes get free ones."""
         if brokers < (0 if not combined else 1) or (not combined and controllers < 1):
             raise ValueError("a cluster needs at least one controller (and brokers >= 0)")
         layout: list[tuple[int, tuple[str, ...]]]
@@ -182,15 +200,22 @@ class Cluster(_ClientConfigs):
         )
         secured = {} if self.security is None else self.security.server_settings()
         settings = {**defaults, **secured, **{k: str(v) for k, v in (config or {}).items()}}
-        ports = iter(
-            _NETNS_PORTS * len(layout)
-            if self.netns is not None
-            else _free_ports(2 * len(layout), host)
-        )
+        if self.netns is not None:
+            ports = iter(_NETNS_PORTS * len(layout))
+        elif base_port is not None:
+            ports = iter(range(base_port, base_port + 2 * len(layout)))
+        else:
+            ports = iter(_free_ports(2 * len(layout), host))
         self.nodes: dict[int, ClusterNode] = {}
         for node_id, roles in layout:
             directory = self.base / f"node-{node_id}"
             broker_port, controller_port = next(ports), next(ports)
+            if self.netns is None and base_port is None:
+                stored = _stored_ports(directory / "server.properties")
+                broker_port, controller_port = (
+                    stored.get("broker", broker_port),
+                    stored.get("controller", controller_port),
+                )
             self.nodes[node_id] = ClusterNode(
                 node_id=node_id,
                 roles=roles,
