@@ -5,6 +5,7 @@ longer."""
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 
@@ -57,6 +58,9 @@ def test_scenario_keeps_every_guarantee(name: str, tmp_path: Path) -> None:
 
 
 def test_strom_chaos_run_reports_and_exits_zero(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a free port; the eleven after it are most likely free too
+        probe.bind(("127.0.0.1", 0))
+        base = probe.getsockname()[1]
     result = CliRunner().invoke(
         cli,
         [
@@ -70,9 +74,13 @@ def test_strom_chaos_run_reports_and_exits_zero(tmp_path: Path) -> None:
             "3",
             "--report",
             str(tmp_path),
+            "--base-port",
+            str(base),
         ],
     )
     assert result.exit_code == 0, result.output
+    brokers = ",".join(f"127.0.0.1:{base + 2 * n}" for n in (3, 4, 5))  # after 3 controllers
+    assert f"({brokers})" in result.output
     assert "seed 3" in result.output
     assert "faults for 4 s" in result.output
     assert (tmp_path / "lossy-links" / "report.md").is_file()

@@ -65,7 +65,20 @@ def list_scenarios() -> None:
     show_default=True,
     help="Directory for the reports (one subdirectory per scenario).",
 )
-def run(*, names: tuple[str, ...], duration: str, seed: int | None, report_dir: Path) -> None:
+@click.option(
+    "--base-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="The nodes listen on this port and the ones after it (two a node).  [default: free ports]",
+)
+def run(
+    *,
+    names: tuple[str, ...],
+    duration: str,
+    seed: int | None,
+    report_dir: Path,
+    base_port: int | None,
+) -> None:
     """Run scenarios and check their histories; exit 1 on any anomaly.
 
     \b
@@ -100,6 +113,7 @@ def run(*, names: tuple[str, ...], duration: str, seed: int | None, report_dir: 
                 seed=run_seed,
                 report_dir=report_dir / scenario.name,
                 progress=progress,
+                base_port=base_port,
             )
         except (ClusterError, NetnsError, OSError) as error:
             # The cluster could not be run as the scenario needs: no verdict, never a pass.

@@ -178,11 +178,13 @@ def run_scenario(
     report_dir: Path,
     progress: Progress = lambda _: None,
     data_dir: Path | None = None,
+    base_port: int | None = None,
 ) -> RunResult:
     """Run ``scenario`` with faults for ``duration`` seconds; write the report to
     ``report_dir`` and return the checker's verdict. The nodes' data and logs go to
     ``data_dir``, or to a temporary directory removed after a valid run (kept, and named in the
-    progress, after anomalies or an error)."""
+    progress, after anomalies or an error). ``base_port``: the nodes' first port (see
+    ``Cluster``; a scenario in network namespaces has its own addresses)."""
     temporary = data_dir is None
     base = Path(tempfile.mkdtemp(prefix="strom-chaos-")) if data_dir is None else data_dir
     cluster = Cluster(
@@ -191,6 +193,7 @@ def run_scenario(
         data_dir=base,
         config=CHAOS_CLUSTER_SETTINGS,
         network=scenario.network,
+        base_port=base_port,
     )
     victim_disk = cluster.broker_ids[-1] if scenario.small_disk else None
     try:
@@ -199,7 +202,7 @@ def run_scenario(
         if scenario.clock:
             use_offset_clock(cluster)
         use_faults_files(cluster)
-        progress(f"starting {len(cluster.nodes)} nodes in {base}")
+        progress(f"starting {len(cluster.nodes)} nodes in {base} ({cluster.bootstrap_servers})")
         cluster.start()
         outcome = _run_on(
             cluster,
