@@ -56,13 +56,13 @@ EXTRAS: dict[str, str] = {
 """Top-level module -> the extra of pyproject.toml that installs it."""
 
 
-def missing_extra(error: ModuleNotFoundError) -> click.ClickException | None:
+def missing_extra(error: ModuleNotFoundError, what: str) -> click.ClickException | None:
     """The one-line error for a module of an extra that is not installed, else None."""
     extra = EXTRAS.get((error.name or "").partition(".")[0])
     if extra is None:
         return None
     return click.ClickException(
-        f"this needs the {extra!r} extra ({error.name} is not installed): "
+        f"{what} needs the {extra!r} extra ({error.name} is not installed): "
         f"pip install 'strom[{extra}]'"
     )
 
@@ -81,7 +81,7 @@ class LazyGroup(click.Group):
         try:
             command = getattr(importlib.import_module(module, "strom.cli"), attribute)
         except ModuleNotFoundError as error:
-            raise missing_extra(error) or error from None
+            raise missing_extra(error, f"strom {cmd_name}") or error from None
         assert isinstance(command, click.Command)
         return command
 
@@ -100,7 +100,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ModuleNotFoundError as error:
-            raise missing_extra(error) or error from None
+            raise missing_extra(error, "this command") or error from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Each command with its short help from ``SUBCOMMANDS`` (nothing is imported)."""
