@@ -167,3 +167,12 @@ def test_a_refused_command_config_setting_is_named_as_typed(invoke: Invoke, tmp_
     result = invoke(["topics", "list", "--command-config", str(config), *UNREACHABLE])
     assert result.exit_code == 1
     assert error_lines(result) == ["Error: invalid value 'zip' for compression.type"]
+
+
+@pytest.mark.parametrize("option", ["--bootstrap-server", "--bootstrap-controller"])
+def test_metadata_quorum_takes_its_connection_before_the_verb(invoke: Invoke, option: str) -> None:
+    result = invoke(["metadata-quorum", option, "127.0.0.1:1", "describe", "--status"])
+    assert result.exit_code == 1, result.output
+    assert error_lines(result) == [
+        "Error: cannot reach 127.0.0.1:1 (Connection refused); is the server running?"
+    ]
