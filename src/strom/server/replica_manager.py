@@ -203,6 +203,8 @@ class ReplicaManager:
         self._marker_listeners: list[TxnMarkerListener] = []
         self._min_isr_image: MetadataImage | None = None
         self._min_isr: dict[str, int] = {}
+        self._eligible_cluster: object = None
+        self._eligible: Mapping[int, int] = {}
         self.isr_change_sender: IsrChangeSender | None = None
         """Where ISR changes go (the AlterPartition manager); None: they are not proposed."""
         self.leader_quota: ReplicationQuota | None = None
@@ -382,10 +384,12 @@ class ReplicaManager:
         replication = partition.replication
         if replication is None:
             return None
+        followers = bool(replication.followers)
         candidate = replication.high_watermark_candidate(
             partition.log_end_offset,
             now_ms=self._clock.monotonic_ms(),
-            min_isr=self._min_insync_replicas(partition.tp.topic) if replication.followers else 1,
+            min_isr=self._min_insync_replicas(partition.tp.topic) if followers else 1,
+            eligible=self._eligible_brokers() if followers else None,
         )
         if candidate is None:
             return None
@@ -454,7 +458,7 @@ class ReplicaManager:
             partition.log_end_offset,
             high_watermark=partition.log.high_watermark,
             now_ms=now_ms,
-            eligible=self.image.cluster.active_broker_epochs(),
+            eligible=self._eligible_brokers(),
         )
         if change is None:
             return
@@ -789,6 +793,14 @@ class ReplicaManager:
         """The log end offset of a partition led here (after a marker: the offset an acks=all
         wait for it needs); raises KafkaError."""
         return self.partition(tp).log_end_offset
+
+    def _eligible_brokers(self) -> Mapping[int, int]:
+        """Active broker id -> registered epoch, computed once per cluster image."""
+        cluster = self.image.cluster
+        if cluster is not self._eligible_cluster:
+            self._eligible_cluster = cluster
+            self._eligible = cluster.active_broker_epochs()
+        return self._eligible
 
     def _min_insync_replicas(self, topic: str) -> int:
         image = self.image
