@@ -200,6 +200,11 @@ class ReplicaManager:
         self._log_end_listeners: list[HighWatermarkListener] = [
             self.follower_fetch_purgatory.check_and_complete
         ]
+        self._purgatories: tuple[Purgatory[DelayedProduce] | Purgatory[DelayedFetch], ...] = (
+            self.produce_purgatory,
+            self.fetch_purgatory,
+            self.follower_fetch_purgatory,
+        )
         self._marker_listeners: list[TxnMarkerListener] = []
         self._min_isr_image: MetadataImage | None = None
         self._min_isr: dict[str, int] = {}
@@ -303,27 +308,33 @@ class ReplicaManager:
 
     def apply_metadata(self, delta: MetadataDelta, image: MetadataImage) -> LeadershipChanges:
         """This broker's part of a metadata change (Kafka's ``ReplicaManager.applyDelta``):
-        partitions it leads now take their leader state, partitions it follows lose it (their
-        waiting produces answer NOT_LEADER_OR_FOLLOWER) and are to be fetched from their
-        leader; partitions gone from this broker are dropped. Waiting operations re-check."""
+        partitions it leads now take their leader state, partitions it follows lose it and are
+        to be fetched from their leader; partitions gone from this broker are dropped. The
+        operations waiting on a partition that is no longer led here (produce, consumer and
+        follower fetches) are answered at once with its error (``_left``); others re-check."""
         changes = LeadershipChanges()
         self._forget_restarted_followers(delta)
         topics = delta.topics_delta
         for topic in topics.deleted_topics.values():
             for partition_id in topic.partitions:
-                self._drop(TopicPartition(topic.name, partition_id), changes)
+                self._drop(
+                    TopicPartition(topic.name, partition_id),
+                    changes,
+                    ErrorCode.unknown_topic_or_partition,
+                )
         for topic_delta in topics.changed_topics.values():
             for partition_id in sorted(topic_delta.changed_partitions | topic_delta.new_partitions):
                 registration = topic_delta.partition(partition_id)
                 tp = TopicPartition(topic_delta.name, partition_id)
                 if registration is None or self.node_id not in registration.replicas:
-                    self._drop(tp, changes)
+                    self._drop(tp, changes, ErrorCode.not_leader_or_follower)
                     continue
                 try:
                     if registration.leader == self.node_id:
                         self.partition(tp)
                         changes.stop.add(tp)
                     else:
+                        self._left(tp, ErrorCode.not_leader_or_follower)
                         partition = self._local(tp, registration)
                         partition.replication = None
                         if registration.has_leader:
@@ -334,6 +345,7 @@ class ReplicaManager:
                             changes.stop.add(tp)
                 except KafkaError as error:
                     log.warning("cannot take up the replica of %s: %s", tp, error.message)
+                    self._left(tp, error.error_code)
                     changes.stop.add(tp)
                 self._notify(tp, None)
         return changes
@@ -355,14 +367,23 @@ class ReplicaManager:
                 for broker_id in restarted:
                     partition.replication.forget_follower(broker_id)
 
-    def _drop(self, tp: TopicPartition, changes: LeadershipChanges) -> None:
+    def _drop(self, tp: TopicPartition, changes: LeadershipChanges, error: ErrorCode) -> None:
         changes.stop.add(tp)
+        self._left(tp, error)
         if self._partitions.pop(tp, None) is not None:
             self._notify(tp, None)
+
+    def _left(self, tp: TopicPartition, error: ErrorCode) -> None:
+        """``tp`` is not led here any more: what waits on it answers ``error`` now, whatever
+        the image holds under its name (Kafka's ``completeDelayedFetchOrProduceRequests``)."""
+        for purgatory in self._purgatories:
+            purgatory.complete_left(tp, error)
 
     def _notify(self, tp: TopicPartition, update: HighWatermarkUpdate | None) -> None:
         for listener in self._listeners:
             listener(tp, update)
+        if update is None:  # a leadership or ISR change: followers' long polls re-check too
+            self.follower_fetch_purgatory.check_and_complete(tp)
 
     def high_watermarks(self) -> dict[TopicPartition, int]:
         """The high watermark of each partition with state here, leader or follower
@@ -848,11 +869,7 @@ class ReplicaManager:
     def shutdown_purgatories(self) -> None:
         """Complete every waiting produce and fetch now, and later ones on arrival (a stopping
         broker answers its long polls rather than leaving them to their max wait)."""
-        for purgatory in (
-            self.fetch_purgatory,
-            self.produce_purgatory,
-            self.follower_fetch_purgatory,
-        ):
+        for purgatory in self._purgatories:
             purgatory.shutdown()
 
     def read(
