@@ -85,7 +85,7 @@ class DelayedFetch(DelayedOperation):
         self.partitions = partitions
         self.isolation_level = isolation_level
         self._replica_manager = replica_manager
-        self._left: set[TopicPartition] = set()
+        self._partition_left = False
 
     @property
     def readable(self) -> int:
@@ -103,10 +103,10 @@ class DelayedFetch(DelayedOperation):
         status.readable = min(status.max_bytes, status.readable + update.size)
 
     def on_partition_left(self, key: TopicPartition, error: ErrorCode) -> None:
-        self._left.add(key)  # the answer's read says which error
+        self._partition_left = True  # the answer's read says which error
 
     def try_complete(self) -> bool:
-        if self._left:
+        if self._partition_left:
             return self.force_complete()
         for tp, status in self.partitions.items():
             if self._must_answer(tp, status):

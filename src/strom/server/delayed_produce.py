@@ -1,18 +1,21 @@
 """acks=all: writes that wait until every in-sync replica has them (Kafka's ``DelayedProduce``).
 
 A write is *acknowledged* once its partition's high watermark reaches the offset after its last
-record (``ReplicaManager.is_acknowledged``); it fails with NOT_ENOUGH_REPLICAS_AFTER_APPEND when
-the ISR shrank below ``min.insync.replicas`` meanwhile, or with the partition's error when it is
-gone or led elsewhere (the replica manager wakes the purgatory on leadership and ISR changes too,
-and answers a partition that leaves this broker's leadership at once with its error,
-``Purgatory.complete_left``). :func:`delay_produce` is the one way to wait for that, used by
-everything the replica manager appends with acks=all: producers (``ReplicaManager.append_records``,
-whose body is :func:`append_records` here), the coordinators' writes and the transaction markers
+record (``ReplicaManager.is_acknowledged``); it fails with NOT_ENOUGH_REPLICAS_AFTER_APPEND
+when the ISR shrank below ``min.insync.replicas`` meanwhile, or with the partition's error when
+it is gone or led elsewhere (the replica manager wakes the purgatory on leadership and ISR
+changes too). :func:`delay_produce` is the one way to wait for that, used by everything the
+replica manager appends with acks=all: producers (``ReplicaManager.append_records``, whose body
+is :func:`append_records` here), the coordinators' writes and the transaction markers
 (``ReplicaManager.when_acknowledged`` and ``wait_for_acks``). When every partition is decided
-already (on one node, as soon as the append is done) the outcome is given at once and no operation
-is built; otherwise a ``DelayedProduce`` waits in the replica manager's produce purgatory, and the
-partitions still undecided at its timeout answer REQUEST_TIMED_OUT (the batch stays in the leader's
-log).
+already (on one node, as soon as the append is done) the outcome is given at once and no
+operation is built; otherwise a ``DelayedProduce`` waits in the replica manager's produce
+purgatory, and the partitions still undecided at its timeout answer REQUEST_TIMED_OUT (the
+batch stays in the leader's log).
+
+A partition that leaves this broker's leadership (deleted, moved away, followed now) is answered
+at once with its error (``Purgatory.complete_left``), whatever the image holds under its name by
+then.
 """
 
 from __future__ import annotations

@@ -50,7 +50,8 @@ most its own log end. Truncation lowers it and a rising log start raises it (the
 both). Listeners hear of every advance with the bytes that became readable, and of leadership
 and ISR changes (``None``); log end listeners hear of every append. The replica manager's own
 purgatories are among them: produce (acks=all) and consumer fetch on the high watermark,
-follower fetch on the log end (``shutdown_purgatories`` completes them all).
+follower fetch on the log end and on leadership and ISR changes (``shutdown_purgatories``
+completes them all; a partition that is no longer led here answers what waits on it at once).
 
 Errors are Kafka's: UNKNOWN_TOPIC_OR_PARTITION for a partition the image lacks,
 NOT_LEADER_OR_FOLLOWER when another broker leads it (or its log is not open yet),
