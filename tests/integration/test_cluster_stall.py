@@ -10,7 +10,7 @@ are set far beyond the producers' delivery timeout, so waiting for either fails 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -56,7 +56,7 @@ def _topic_with_leaders(cluster: Cluster) -> tuple[str, dict[int, int]]:
     return topic, {p.id: p.leader for p in metadata.partitions.values()}
 
 
-def _produce(cluster: Cluster, topic: str, partitions: Iterator[int] | range) -> dict[int, str]:
+def _produce(cluster: Cluster, topic: str, partitions: Iterable[int]) -> dict[int, str]:
     """One acks=all write to each partition; partition -> error of the writes not acknowledged
     within the delivery timeout."""
     failed: dict[int, str] = {}
@@ -88,7 +88,7 @@ def _writes_go_on_without(
     move to another leader)."""
     others = [p for p, leader in sorted(leaders.items()) if leader != faulted]
     assert others, leaders
-    assert _produce(cluster, topic, iter(others)) == {}
+    assert _produce(cluster, topic, others) == {}
     assert _produce(cluster, topic, range(_PARTITIONS)) == {}
 
 
