@@ -12,8 +12,10 @@ and acts on what it answers.
   previous fetch (the follower kept pace); it stays caught up for ``replica.lag.time.max.ms``.
 * **High watermark candidate** (``maybeIncrementLeaderHW``): the smallest log end offset among
   the leader and the replicas of the maximal ISR, plus followers that are caught up and eligible
-  but not in the ISR yet (so that a joining replica is not left behind). The log takes it only
-  when it is higher (``PartitionLog.maybe_increment_high_watermark``): it never goes back.
+  but not in the ISR yet (so that a joining replica is not left behind); a follower the
+  controller fenced and took out of the ISR is not eligible, so it holds nothing back. The log
+  takes it only when it is higher (``PartitionLog.maybe_increment_high_watermark``): it never
+  goes back.
 * **ISR changes** go to the controller as AlterPartition, one at a time (KIP-497). Meanwhile the
   *maximal* ISR counts for the high watermark and acks: an expansion counts the new replica at
   once, a shrink not until the controller commits it. Out of sync: an ISR follower not caught up
@@ -153,9 +155,19 @@ class PartitionReplication:
         )
 
     def high_watermark_candidate(
-        self, leader_log_end_offset: int, *, now_ms: int, min_isr: int = 1
+        self,
+        leader_log_end_offset: int,
+        *,
+        now_ms: int,
+        min_isr: int = 1,
+        eligible: Mapping[int, int] | None = None,
     ) -> int | None:
         """What every counted replica has: where the high watermark may move up to.
+
+        A caught-up follower outside the maximal ISR counts only while its broker is
+        ``eligible`` (broker id to its registered epoch, as for :meth:`isr_change`; None: every
+        broker is): a fenced broker, which the controller took out of the ISR, holds nothing
+        back (Kafka's ``shouldWaitForReplicaToJoinIsr``).
 
         None while the ISR is smaller than ``min_isr`` (the topic's ``min.insync.replicas``, at
         most the replica count): KIP-966's strict min ISR, which is what lets a replica that
@@ -167,10 +179,13 @@ class PartitionReplication:
             return None
         maximal = set(self.maximal_isr)
         for follower in self.followers.values():
-            counted = follower.broker_id in maximal or follower.caught_up(
-                leader_log_end_offset=leader_log_end_offset,
-                now_ms=now_ms,
-                max_lag_ms=self.max_lag_ms,
+            counted = follower.broker_id in maximal or (
+                follower.caught_up(
+                    leader_log_end_offset=leader_log_end_offset,
+                    now_ms=now_ms,
+                    max_lag_ms=self.max_lag_ms,
+                )
+                and (eligible is None or self._eligible(follower, eligible))
             )
             if counted:
                 candidate = min(candidate, max(follower.log_end_offset, 0))
@@ -210,8 +225,7 @@ class PartitionReplication:
             follower = self.followers[broker_id]
             if (
                 broker_id not in self.isr
-                and broker_id in eligible
-                and follower.epoch_eligible(eligible[broker_id])
+                and self._eligible(follower, eligible)
                 and self._in_sync(follower, high_watermark)
             ):
                 joined = tuple(sorted((*self.isr, broker_id)))
@@ -228,6 +242,13 @@ class PartitionReplication:
             known = None if follower is None else follower.broker_epoch
             epochs.append(-1 if known is None else known)
         return IsrChange(isr, self.partition_epoch, added, removed, tuple(epochs))
+
+    @staticmethod
+    def _eligible(follower: FollowerState, eligible: Mapping[int, int]) -> bool:
+        """Kafka's ``isReplicaIsrEligible``: its broker is registered, unfenced and not
+        shutting down, and the follower fetched in the epoch it is registered in now."""
+        epoch = eligible.get(follower.broker_id)
+        return epoch is not None and follower.epoch_eligible(epoch)
 
     def _in_sync(self, follower: FollowerState, high_watermark: int) -> bool:
         """Kafka's ``isFollowerInSync``: at the high watermark, and into the current epoch."""

@@ -13,8 +13,9 @@ produce (``delayed_produce.DelayedProduce``, acks=all: woken by high watermark m
 consumer fetch and follower fetch (``delayed_fetch.DelayedFetch``, long polls: woken by high
 watermark moves and by appends respectively); their modules say when each completes.
 
-``Purgatory.shutdown`` completes everything at once (so that long polls answer before the
-listener stops) and completes later operations on arrival.
+``Purgatory.complete_left`` answers the operations watching a partition that left this broker's
+leadership with that partition's error. ``Purgatory.shutdown`` completes everything at once (so
+that long polls answer before the listener stops) and completes later operations on arrival.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import logging
 from collections.abc import Iterable
 from typing import Generic, TypeVar
 
-from strom.common import TopicPartition
+from strom.common import ErrorCode, TopicPartition
 from strom.server.replica_results import HighWatermarkUpdate
 
 __all__ = ["DelayedOperation", "Purgatory"]
@@ -56,6 +57,10 @@ class DelayedOperation:
 
     def on_event(self, key: TopicPartition, update: HighWatermarkUpdate | None) -> None:
         """Something happened on a watched key, before ``try_complete`` looks (default: no-op)."""
+
+    def on_partition_left(self, key: TopicPartition, error: ErrorCode) -> None:
+        """A watched partition left this broker's leadership (deleted, moved away, followed
+        now), before ``try_complete`` looks: its part of the answer is ``error``."""
 
     def on_complete(self) -> None:
         """Called once, when the operation completes (either way), before waiters wake."""
@@ -142,6 +147,23 @@ class Purgatory(Generic[Op]):
             if operation.completed:
                 continue
             operation.on_event(key, update)
+            if operation.try_complete():
+                completed += 1
+        return completed
+
+    def complete_left(self, key: TopicPartition, error: ErrorCode) -> int:
+        """``key`` left this broker's leadership: the operations watching it take ``error``
+        for it and re-check (Kafka's ``completeDelayedOperationsWhenNotPartitionLeader``),
+        without looking the partition up again (a topic deleted and made again in one metadata
+        change has a new partition under the same name); returns how many completed."""
+        watchers = self._watchers.get(key)
+        if not watchers:
+            return 0
+        completed = 0
+        for operation in list(watchers):
+            if operation.completed:
+                continue
+            operation.on_partition_left(key, error)
             if operation.try_complete():
                 completed += 1
         return completed

@@ -5,6 +5,7 @@ shrink and expansion, leadership changes from metadata, and the high watermark c
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.common.clock import ManualClock
 from strom.config import ServerConfig
 from strom.metadata import MetadataDelta, MetadataImage
-from strom.metadata.image import PartitionRegistration
+from strom.metadata.image import ClusterImage, PartitionRegistration
 from strom.protocol.batch import scan_batches
 from strom.protocol.records import iter_records
 from strom.server.partition_replication import IsrChange
@@ -251,3 +252,42 @@ def test_the_high_watermark_checkpoint_is_read_back(tmp_path: Path) -> None:
     second.set(registration(leader=2, epoch=1, partition_epoch=1))
     assert second.replica_manager.high_watermarks() == {TP: 4}
     second.log_manager.close_without_flush()
+
+
+def test_a_fenced_follower_does_not_hold_back_the_acks_of_the_others(tmp_path: Path) -> None:
+    """Issue 25: broker 3 goes silent and the controller fences it and takes it out of the ISR.
+    Broker 2's next fetch must acknowledge the leader's acks=all write at once, not after 3
+    has been out of sync for the lag time (a hung fetch to 3 stalled every partition)."""
+    clock = ManualClock()
+    leader = Broker(1, tmp_path, clock)
+    three = PartitionRegistration(
+        replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, leader_epoch=0, partition_epoch=0
+    )
+    leader.set(three)
+    manager = leader.replica_manager
+
+    def follower_fetch(replica_id: int, offset: int) -> None:
+        read = manager.read_for_follower(
+            TP,
+            replica_id=replica_id,
+            replica_epoch=1,
+            fetch_offset=offset,
+            max_bytes=1 << 20,
+            current_leader_epoch=0,
+            last_fetched_epoch=-1,
+        )
+        assert read.error == ErrorCode.none
+        read.close()
+
+    for replica_id in (2, 3):
+        follower_fetch(replica_id, 0)
+    leader.produce(1, b"a")
+    assert manager.is_acknowledged(TP, 1) is None
+    image = image_of({"orders": {0: dataclasses.replace(three, isr=(1, 2), partition_epoch=1)}})
+    brokers = dict(image.cluster.brokers)
+    brokers[3] = dataclasses.replace(brokers[3], fenced=True)
+    leader.metadata.image = dataclasses.replace(image, cluster=ClusterImage(brokers))
+    clock.advance(LAG_MS // 2)  # 3 is still caught up by the lag time, but fenced
+    follower_fetch(2, 1)
+    assert manager.partition(TP).log.high_watermark == 1
+    assert manager.is_acknowledged(TP, 1) == ErrorCode.none
