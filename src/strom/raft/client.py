@@ -145,7 +145,17 @@ class RaftClient:
 
     @property
     def is_voter(self) -> bool:
-        return self.node_id in self.voters
+        """This node takes part in elections: a voter of the latest set, or one that a change
+        not yet committed removes (it may still be needed to elect the leader that commits it,
+        as Raft's single-server changes say; it does not count its own vote then)."""
+        if self.node_id in self.voters:
+            return True
+        last = self.voter_history.last_change_offset
+        return (
+            last is not None
+            and (self._high_watermark is None or self._high_watermark <= last)
+            and self.node_id in self._voter_ids(self.voter_history.at(last))
+        )
 
     @property
     def epoch_start_offset(self) -> int | None:
@@ -340,13 +350,13 @@ class RaftClient:
         if not self.is_voter:
             return
         self._transition(trigger, ElectionState(self.epoch + 1, None, self.node_id))
-        self._votes = {self.node_id: True}
+        self._votes = {self.node_id: True} if self.node_id in self.voters else {}
         self._election_deadline = now + self._election_timeout()
         log.info("node %d stands for election in epoch %d", self.node_id, self.epoch)
         self._maybe_won(now)
 
     def _maybe_won(self, now: int) -> None:
-        granted = sum(1 for vote in self._votes.values() if vote)
+        granted = sum(1 for node, vote in self._votes.items() if vote and node in self.voters)
         if granted >= len(self.voters) // 2 + 1:
             self._become_leader(now)
 
@@ -643,11 +653,10 @@ class RaftClient:
     def _on_vote(self, body: Any, now: int) -> ResponsePayload:
         part = body.topics[0].partitions[0]
         candidate, epoch = int(part.replica_id), int(part.replica_epoch)
-        if candidate not in self.voters:
-            if epoch > self.epoch and self.voter_history.dynamic:
-                # A removed voter that missed its removal stands: the quorum moves to its
-                # epoch (without it), so that it hears of the next leader and catches up.
-                self._become_unattached(epoch, now)
+        if candidate not in self.voters and not self.voter_history.dynamic:
+            # With dynamic voters (KIP-853) any candidate is heard: this node's set may lag
+            # behind the candidate's, or the candidate is a removed voter whose removal is not
+            # committed yet and that may be needed to commit it; the log check below decides.
             return messages.vote_answer(
                 ErrorCode.inconsistent_voter_set, self.leader_and_epoch, granted=False
             )
@@ -848,7 +857,8 @@ class RaftClient:
                 ErrorCode.request_timed_out, "the voter change was not committed in time"
             )
         last_change = self.voter_history.last_change_offset
-        if not self.is_voter and last_change is not None and committed > last_change:
+        removed = self.node_id not in self.voters
+        if removed and last_change is not None and committed > last_change:
             log.info("node %d: its removal from the voters is committed", self.node_id)
             self._resign()
 
@@ -910,7 +920,7 @@ class RaftClient:
             self._requests.back_off(source, now)
             return
         self._votes[source] = bool(part.vote_granted)
-        rejected = sum(1 for vote in self._votes.values() if not vote)
+        rejected = sum(1 for node, vote in self._votes.items() if not vote and node in self.voters)
         if rejected > len(self.voters) - (len(self.voters) // 2 + 1):
             self._lost_election(now)
         else:

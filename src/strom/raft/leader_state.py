@@ -108,7 +108,8 @@ class LeaderState:
     def check_quorum_due_ms(self) -> int | None:
         """When a majority must have fetched again; None for a lone voter, which has no one
         to hear from (its poll must not wake for a deadline that never moves)."""
-        return self.check_quorum_deadline_ms if len(self.voters) > 1 else None
+        alone = self.voters.keys() == {self.node_id}
+        return None if alone else self.check_quorum_deadline_ms
 
     def check_quorum_failed(self, now_ms: int) -> bool:
         due = self.check_quorum_due_ms

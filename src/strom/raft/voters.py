@@ -138,7 +138,7 @@ class VoterSetHistory:
     def __init__(self, static: VoterSet) -> None:
         self._static = static
         self._base = static
-        self._dynamic = False
+        self._dynamic = not static.nodes  # no static voters: they come from the log
         self._changes: list[tuple[int, VoterSet]] = []
 
     @property
@@ -178,4 +178,4 @@ class VoterSetHistory:
         """The log restarts from a snapshot holding ``voters`` (None: a static quorum's)."""
         self._changes = []
         self._base = voters if voters is not None else self._static
-        self._dynamic = voters is not None
+        self._dynamic = voters is not None or not self._static.nodes
