@@ -241,12 +241,12 @@ class RaftClient:
             log.info("node %d: the voters are now %s", self.node_id, sorted(voters))
             self.voters = voters
 
-    def _leader_voters(self, leader: LeaderState) -> None:
+    def _leader_voters(self, leader: LeaderState, now: int) -> None:
         """The leader counts the voter set of its flushed log towards the high watermark (as
         Kafka's leader does: a set whose record could still be lost in a crash decides
         nothing)."""
         voters = self._voter_ids(self.voter_history.at(self.log.flushed_end_offset))
-        if voters != leader.voters.keys() and leader.set_voters(voters):
+        if voters != leader.voters.keys() and leader.set_voters(voters, now):
             self._high_watermark = leader.high_watermark
 
     def _append_voters(self, voters: VoterSet, now: int) -> int:
@@ -542,7 +542,7 @@ class RaftClient:
             )
             self._resign()
             return
-        self._leader_voters(leader)
+        self._leader_voters(leader, now)
         if leader.update_local(self.log.flushed_end_offset, self._clock.now_ms()):
             self._high_watermark = leader.high_watermark
         self._poll_voter_change(now)
@@ -949,8 +949,9 @@ class RaftClient:
             self._on_epoch(leader_epoch, leader_id, now)
             self._requests.back_off(source, now)
             return
-        # A fetch answered without error comes from the leader of ``leader_epoch``.
-        self._on_epoch(leader_epoch, source, now)
+        # A fetch answered without error comes from the leader of ``leader_epoch`` (a bootstrap
+        # server, which has a negative id here, is the leader its answer names).
+        self._on_epoch(leader_epoch, source if source >= 0 else leader_id, now)
         if (
             self._role is not Role.FOLLOWER
             or self._election.leader_id != source

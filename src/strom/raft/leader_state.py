@@ -58,11 +58,11 @@ class LeaderState:
         self._check_quorum_ms = check_quorum_ms
         self.check_quorum_deadline_ms = now_ms + check_quorum_ms
         self._fetched_since_check: set[int] = set()
-        self.set_voters(voters)
+        self.set_voters(voters, now_ms)
 
-    def set_voters(self, voters: frozenset[int]) -> bool:
+    def set_voters(self, voters: frozenset[int], now_ms: int) -> bool:
         """The voter set changed: replicas move between voters and observers, keeping what
-        they fetched; the high watermark may move (never back)."""
+        they fetched; the high watermark may move (never back); check quorum starts over."""
         everyone = {**self.observers, **self.voters, self.node_id: self.local}
         self.voters = {v: everyone.get(v) or ReplicaState(v) for v in sorted(voters)}
         self.observers = {
@@ -70,6 +70,7 @@ class LeaderState:
         }
         self.acknowledged &= voters | {self.node_id}
         self._fetched_since_check = {self.node_id} & voters
+        self.check_quorum_deadline_ms = now_ms + self._check_quorum_ms
         return self._advance()
 
     @property

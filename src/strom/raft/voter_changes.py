@@ -99,27 +99,37 @@ def _voter(voters: VoterSet, node_id: int, directory_id: uuid.UUID | None) -> Vo
 
 
 def plan_change(api_key: int, body: Any, context: ChangeContext) -> VoterSet:
-    """The voter set the request asks for, or :class:`VoterChangeError`."""
+    """The voter set the request asks for, or :class:`VoterChangeError` (Kafka's checks in
+    Kafka's order: the request itself, a change in flight, ``kraft.version``, the voter)."""
+    voter_id = int(body.voter_id)
+    directory_id = body.voter_directory_id
+    if api_key != REMOVE_VOTER:
+        if directory_id is None or directory_id.int == 0:
+            raise VoterChangeError(
+                ErrorCode.invalid_request, f"voter {voter_id} needs its directory id"
+            )
+        if not body.listeners:
+            raise VoterChangeError(ErrorCode.invalid_request, f"voter {voter_id} has no listeners")
+    leader = context.leader
+    if (
+        context.change_pending
+        or context.high_watermark is None
+        or context.high_watermark <= leader.epoch_start_offset
+        or (
+            context.last_change_offset is not None
+            and context.last_change_offset >= context.high_watermark
+        )
+    ):
+        raise VoterChangeError(
+            ErrorCode.request_timed_out,
+            "the previous voter change (or the leader's first commit) is not committed yet",
+        )
     if not context.dynamic:
         raise VoterChangeError(
             ErrorCode.unsupported_version,
             "the voters are static (controller.quorum.voters, kraft.version 0); format the "
             "controllers with --standalone or --initial-controllers to change them",
         )
-    leader = context.leader
-    if context.high_watermark is None or context.high_watermark <= leader.epoch_start_offset:
-        raise VoterChangeError(
-            ErrorCode.request_timed_out, "the leader has not committed a record of its epoch yet"
-        )
-    if context.change_pending or (
-        context.last_change_offset is not None
-        and context.last_change_offset >= context.high_watermark
-    ):
-        raise VoterChangeError(
-            ErrorCode.request_timed_out, "the previous voter change is not committed yet"
-        )
-    voter_id = int(body.voter_id)
-    directory_id = body.voter_directory_id
     voters = context.voters
     if api_key == REMOVE_VOTER:
         _voter(voters, voter_id, directory_id)
@@ -129,8 +139,6 @@ def plan_change(api_key: int, body: Any, context: ChangeContext) -> VoterSet:
             )
         return voters.without(voter_id)
     endpoints = _endpoints(body.listeners)
-    if not endpoints:
-        raise VoterChangeError(ErrorCode.invalid_request, f"voter {voter_id} has no listeners")
     if api_key == UPDATE_VOTER:
         _voter(voters, voter_id, directory_id)
         return voters.with_endpoints(voter_id, endpoints)
