@@ -158,7 +158,8 @@ def test_the_quorum_grows_to_three_controllers_and_shrinks_while_a_client_writes
         deadline = time.monotonic() + TIMEOUT
         while not set(writer.acknowledged) <= seen and time.monotonic() < deadline:
             message = consumer.poll(1.0)
-            if message is not None and message.error() is None:
-                seen.add(message.value())
+            value = message.value() if message is not None and message.error() is None else None
+            if value is not None:
+                seen.add(value)
         consumer.close()
         assert set(writer.acknowledged) <= seen
