@@ -1,5 +1,5 @@
-"""AddRaftVoter and RemoveRaftVoter on one leader, message by message (KIP-853); the simulation
-checks the quorum as a whole."""
+"""AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter on one leader, message by message
+(KIP-853); the simulation checks the quorum as a whole."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from kio.schema.add_raft_voter.v0.request import AddRaftVoterRequest, Listener
 from kio.schema.add_raft_voter.v0.response import AddRaftVoterResponse
 from kio.schema.errors import ErrorCode
 from kio.schema.remove_raft_voter.v0.request import RemoveRaftVoterRequest
-from kio.static.primitive import i32, i32Timedelta, u16
+from kio.schema.update_raft_voter.v0.request import KRaftVersionFeature, UpdateRaftVoterRequest
+from kio.schema.update_raft_voter.v0.request import Listener as UpdateListener
+from kio.static.primitive import i16, i32, i32Timedelta, u16
 from kio.static.protocol import ResponsePayload
 
 from strom.common.clock import ManualClock
@@ -187,3 +189,24 @@ def test_a_static_quorum_refuses_changes() -> None:
         static.poll()
     static.handle_request(InboundRequest(ref=object(), source=None, body=add(2)))
     assert leader.channel.answers[-1].error_code == ErrorCode.unsupported_version
+
+
+def test_a_voter_updates_its_endpoints() -> None:
+    leader = Leader()
+    leader.poll()
+    update = UpdateRaftVoterRequest(
+        cluster_id="c",
+        current_leader_epoch=i32(leader.client.epoch),
+        voter_id=i32(1),
+        voter_directory_id=ONE.directory_id,
+        listeners=(UpdateListener(name="CONTROLLER", host="new-c1", port=u16(19093)),),
+        k_raft_version_feature=KRaftVersionFeature(
+            min_supported_version=i16(0), max_supported_version=i16(1)
+        ),
+    )
+    leader.ask(update)
+    leader.poll()
+    assert leader.channel.answers[-1].error_code == ErrorCode.none
+    voter = leader.client.voter_history.latest().get(1)
+    assert voter is not None
+    assert voter.endpoints == (Endpoint("CONTROLLER", "new-c1", 19093),)
