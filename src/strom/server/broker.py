@@ -75,6 +75,7 @@ from strom.server.handlers import (
     elect_leaders,
     incremental_alter_configs,
     partition_reassignments,
+    raft_voters,
     update_features,
 )
 from strom.server.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
@@ -160,6 +161,8 @@ FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
     ApiKey.CREATE_ACLS: acls.create_error_response,
     ApiKey.DELETE_ACLS: acls.delete_error_response,
     ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas.error_response,
+    ApiKey.ADD_RAFT_VOTER: raft_voters.add_error_response,
+    ApiKey.REMOVE_RAFT_VOTER: raft_voters.remove_error_response,
 }
 """The admin APIs a broker forwards to the active controller, with each one's answer when the
 controller cannot be reached."""
