@@ -7,16 +7,26 @@ broker in most fresh starts and librdkafka's create_topics then hung ("Partial r
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.metadata.v12.request import MetadataRequest
 from strom_harness import KafkaWire, StromServer, strom_server_args
+
+from strom.common import ErrorCode
+from strom.config import ServerConfig
+from strom.metadata import MetadataDelta, MetadataImage
+from strom.server.coordinator_runtime import CoordinatorRuntime
+from strom.server.node import Node
+from strom.server.replica_manager import ReplicaManager
 
 STARTS = int(os.environ.get("STROM_TEST_FRESH_STARTS", "6"))
 """Fresh starts per test (the defect showed in most starts; more with the variable)."""
@@ -77,3 +87,66 @@ def test_create_topics_right_after_start(tmp_path: Path) -> None:
         )
         futures["orders"].result(timeout=TIMEOUT)
         assert "orders" in admin.list_topics(timeout=TIMEOUT).topics, server.output
+
+
+def test_a_restarted_broker_acts_only_on_metadata_past_its_registration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Leadership and the coordinators are handed no image older than this start's own
+    registration: before the fix a restarted broker applied its pre-restart image at once
+    (leading what it led before, loading coordinators from it)."""
+    config = ServerConfig(
+        {
+            "log.dirs": str(tmp_path / "data"),
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "offsets.topic.num.partitions": "2",
+            "transaction.state.log.num.partitions": "2",
+        }
+    )
+
+    async def first_life() -> int:
+        node = Node(config)
+        await node.start()
+        assert node.broker is not None
+        assert await node.broker.group_coordinator.ensure_topic() is ErrorCode.none
+        assert await node.broker.txn_coordinator.ensure_topic() is ErrorCode.none
+        await node.broker.auto_topics.create(["orders"])
+        epoch = node.broker.broker_epoch
+        await node.stop()
+        return epoch
+
+    seen: list[tuple[str, int | None]] = []
+    """(who was handed an image, that image's epoch of broker 1)."""
+
+    def epoch_of(image: MetadataImage) -> int | None:
+        broker = image.cluster.brokers.get(1)
+        return None if broker is None else broker.epoch
+
+    apply_metadata = ReplicaManager.apply_metadata
+    on_metadata = CoordinatorRuntime.on_metadata
+
+    def leadership(self: ReplicaManager, delta: MetadataDelta, image: MetadataImage) -> Any:
+        seen.append(("leadership", epoch_of(image)))
+        return apply_metadata(self, delta, image)
+
+    def coordinator(
+        self: CoordinatorRuntime, delta: MetadataDelta | None, image: MetadataImage
+    ) -> None:
+        seen.append((self.topic, epoch_of(image)))
+        on_metadata(self, delta, image)
+
+    async def second_life() -> int:
+        monkeypatch.setattr(ReplicaManager, "apply_metadata", leadership)
+        monkeypatch.setattr(CoordinatorRuntime, "on_metadata", coordinator)
+        node = Node(config)
+        await node.start()
+        assert node.broker is not None
+        epoch = node.broker.broker_epoch
+        await node.stop()
+        return epoch
+
+    before = asyncio.run(first_life())
+    after = asyncio.run(second_life())
+    assert after > before
+    assert {who for who, _ in seen} == {"leadership", "__consumer_offsets", "__transaction_state"}
+    assert [(who, epoch) for who, epoch in seen if epoch != after] == []
