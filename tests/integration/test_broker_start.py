@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 from kio.schema.metadata.v12.request import MetadataRequest
 from strom_harness import KafkaWire, StromServer, strom_server_args
 
