@@ -302,10 +302,10 @@ class Broker:
     def _install_publishers(self, *, remove_strays: bool) -> None:
         """From the image that holds this broker's registration on: the logs (strays of topics
         deleted while it was down go, unless the metadata log was empty at start), the client
-        quotas, leadership (in that order: the logs
-        exist before it leads or follows them), then the group and transaction coordinators
-        (the groups first, so that markers the transaction coordinator writes for unfinished
-        transactions reach loaded groups)."""
+        quotas, leadership (after the logs: they exist before it leads or follows them), then
+        the group and transaction coordinators. A marker the transaction coordinator writes to
+        a ``__consumer_offsets`` partition still loading is replayed by that load (it reads to
+        the log's end)."""
         publisher = LogPublisher(
             self.log_manager,
             self.topic_configs,
@@ -513,7 +513,8 @@ class Broker:
     """The group coordinator and its ``__consumer_offsets`` partitions."""
 
     def _register_group_handlers(self) -> None:
-        """The group coordinator (loading ``__consumer_offsets``) and the group APIs."""
+        """The group coordinator (on ``__consumer_offsets``; its timer task starts now, its
+        loads once its publisher is installed) and the group APIs."""
         self.group_coordinator = GroupCoordinatorRuntime(
             config=self.config,
             replica_manager=self.replica_manager,
@@ -546,8 +547,8 @@ class Broker:
     """The transaction coordinator and its ``__transaction_state`` partitions."""
 
     def _register_txn_handlers(self) -> None:
-        """The transaction coordinator (loading ``__transaction_state`` after the groups, so
-        that markers it writes for unfinished transactions reach loaded groups) and its APIs."""
+        """The transaction coordinator (on ``__transaction_state``; its timer task starts now,
+        its loads once its publisher is installed) and its APIs."""
         runtime = self.txn_coordinator
         runtime.start()
         offsets_partitions = self.group_coordinator.coordinator.partition_count
