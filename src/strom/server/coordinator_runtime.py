@@ -76,7 +76,7 @@ class CoordinatorCore(Protocol):
 class CoordinatorRuntime(ABC):
     """The I/O shell around one coordinator core and its internal ``topic``."""
 
-    load_chunk_bytes = 256 << 10
+    load_chunk_bytes = 64 << 10
     """How much of a partition's log one step of a load reads and replays."""
 
     def __init__(
