@@ -40,37 +40,50 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_accepting(port: int, server: StromServer) -> KafkaWire:
+class PortTaken(Exception):
+    """Another process took the chosen port before the server bound it."""
+
+
+def first_connection(port: int, server: StromServer) -> KafkaWire:
     """The first connection the port accepts (the listener binds early; it may answer later)."""
     deadline = time.monotonic() + TIMEOUT
     while True:
         try:
             return KafkaWire("127.0.0.1", port, timeout=TIMEOUT)
         except ConnectionRefusedError:
+            if server.process.poll() is not None and "in use" in server.output:
+                raise PortTaken from None
             if time.monotonic() > deadline or server.process.poll() is not None:
                 raise AssertionError(f"the port never accepted; output: {server.output}") from None
             time.sleep(0.005)
 
 
-def fresh_starts(tmp_path: Path) -> Iterator[tuple[StromServer, int]]:
+def fresh_starts(tmp_path: Path) -> Iterator[tuple[StromServer, int, KafkaWire]]:
+    """``STARTS`` fresh servers, each with its first accepted connection."""
     for index in range(STARTS):
-        port = free_port()
-        server = StromServer(
-            strom_server_args(data_dir=tmp_path / f"data-{index}", listener=f"127.0.0.1:{port}"),
-            cwd=tmp_path,
-        )
-        try:
-            yield server, port
-        finally:
-            server.stop(signal.SIGKILL if server.process.poll() is None else signal.SIGTERM)
+        for attempt in range(3):
+            port = free_port()
+            server = StromServer(
+                strom_server_args(
+                    data_dir=tmp_path / f"data-{index}-{attempt}", listener=f"127.0.0.1:{port}"
+                ),
+                cwd=tmp_path,
+            )
+            try:
+                with first_connection(port, server) as wire:
+                    yield server, port, wire
+                break
+            except PortTaken:
+                continue
+            finally:
+                server.stop(signal.SIGKILL if server.process.poll() is None else signal.SIGTERM)
 
 
 def test_the_first_metadata_answer_lists_the_broker(tmp_path: Path) -> None:
-    for server, port in fresh_starts(tmp_path):
-        with wait_accepting(port, server) as wire:
-            response = wire.request(
-                MetadataRequest(topics=None, include_topic_authorized_operations=False)
-            )
+    for server, port, wire in fresh_starts(tmp_path):
+        response = wire.request(
+            MetadataRequest(topics=None, include_topic_authorized_operations=False)
+        )
         assert [(b.node_id, b.host, b.port) for b in response.brokers] == [
             (1, "127.0.0.1", port)
         ], server.output
@@ -78,8 +91,8 @@ def test_the_first_metadata_answer_lists_the_broker(tmp_path: Path) -> None:
 
 
 def test_create_topics_right_after_start(tmp_path: Path) -> None:
-    for server, port in fresh_starts(tmp_path):
-        wait_accepting(port, server).close()
+    for server, port, wire in fresh_starts(tmp_path):
+        wire.close()
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
         futures = admin.create_topics(
             [NewTopic("orders", num_partitions=3, replication_factor=1)],
