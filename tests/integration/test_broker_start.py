@@ -11,8 +11,10 @@ import asyncio
 import os
 import signal
 import socket
+import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from strom.metadata import MetadataDelta, MetadataImage
 from strom.server.coordinator_runtime import CoordinatorRuntime
 from strom.server.node import Node
 from strom.server.replica_manager import ReplicaManager
+from strom.testing import Cluster
 
 STARTS = int(os.environ.get("STROM_TEST_FRESH_STARTS", "6"))
 """Fresh starts per test (the defect showed in most starts; more with the variable)."""
@@ -44,17 +47,19 @@ class PortTaken(Exception):
     """Another process took the chosen port before the server bound it."""
 
 
-def first_connection(port: int, server: StromServer) -> KafkaWire:
+def first_connection(
+    port: int, process: subprocess.Popen[str], output: Callable[[], str]
+) -> KafkaWire:
     """The first connection the port accepts (the listener binds early; it may answer later)."""
     deadline = time.monotonic() + TIMEOUT
     while True:
         try:
             return KafkaWire("127.0.0.1", port, timeout=TIMEOUT)
         except ConnectionRefusedError:
-            if server.process.poll() is not None and "in use" in server.output:
+            if process.poll() is not None and "in use" in output():
                 raise PortTaken from None
-            if time.monotonic() > deadline or server.process.poll() is not None:
-                raise AssertionError(f"the port never accepted; output: {server.output}") from None
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise AssertionError(f"the port never accepted; output: {output()}") from None
             time.sleep(0.005)
 
 
@@ -70,7 +75,8 @@ def fresh_starts(tmp_path: Path) -> Iterator[tuple[StromServer, int, KafkaWire]]
                 cwd=tmp_path,
             )
             try:
-                with first_connection(port, server) as wire:
+                output = partial(getattr, server, "output")
+                with first_connection(port, server.process, output) as wire:
                     yield server, port, wire
                 break
             except PortTaken:
@@ -164,3 +170,32 @@ def test_a_restarted_broker_acts_only_on_metadata_past_its_registration(
     assert after > before
     assert {who for who, _ in seen} == {"leadership", "__consumer_offsets", "__transaction_state"}
     assert [(who, epoch) for who, epoch in seen if epoch != after] == []
+
+
+@pytest.mark.parametrize("combined", [False, True], ids=["broker-only", "combined"])
+def test_a_restarted_cluster_broker_answers_first_with_itself(
+    tmp_path: Path, combined: bool
+) -> None:
+    """A broker of a cluster, stopped (so fenced) and started again: its first answer, at the
+    first connection its port accepts, lists it. Before the fix it answered from the image it
+    caught up with, in which it was still fenced."""
+    with Cluster(brokers=2, controllers=1, combined=combined, data_dir=tmp_path) as cluster:
+        broker = cluster.broker_ids[-1]
+        node = cluster.nodes[broker]
+        assert node.broker_port is not None
+        for _ in range(2):
+            cluster.terminate(broker)
+            cluster.restart(broker, wait=False)
+            assert node.process is not None
+            with first_connection(
+                node.broker_port, node.process, lambda: "\n".join(node.lines)
+            ) as wire:
+                response = wire.request(
+                    MetadataRequest(topics=None, include_topic_authorized_operations=False)
+                )
+            assert broker in {b.node_id for b in response.brokers}, "\n".join(node.lines)
+            cluster.wait_for(
+                lambda: cluster.unfenced_brokers() == set(cluster.broker_ids),
+                timeout=TIMEOUT,
+                what="every broker unfenced",
+            )
