@@ -32,7 +32,7 @@ from strom.server.node import Node
 from strom.server.replica_manager import ReplicaManager
 from strom.testing import Cluster
 
-STARTS = int(os.environ.get("STROM_TEST_FRESH_STARTS", "6"))
+STARTS = int(os.environ.get("STROM_TEST_FRESH_STARTS", "5"))
 """Fresh starts per test (the defect showed in most starts; more with the variable)."""
 TIMEOUT = float(os.environ.get("STROM_TEST_START_TIMEOUT", "15"))
 
