@@ -102,6 +102,7 @@ class CoordinatorRuntime(ABC):
         self._loads_pending = asyncio.Event()
         self._idle = asyncio.Event()
         self._loader: asyncio.Task[None] | None = None
+        self._stopped = False
 
     @property
     @abstractmethod
@@ -246,7 +247,7 @@ class CoordinatorRuntime(ABC):
         """A metadata publisher: once the topic exists, whichever broker created it, follow its
         partitions' leadership (the loads run in a task of their own)."""
         topic = image.topics.get_topic(self.topic)
-        if topic is None:
+        if topic is None or self._stopped:
             return
         if self.core.partition_count is None:
             self.core.begin_loading(len(topic.partitions), frozenset())
@@ -254,6 +255,7 @@ class CoordinatorRuntime(ABC):
             self.wake()
 
     async def stop(self) -> None:
+        self._stopped = True
         tasks = [task for task in (self._task, self._loader) if task is not None]
         self._task = self._loader = None
         for task in tasks:
