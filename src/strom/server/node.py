@@ -14,8 +14,9 @@ What ``start`` does, in order:
    whenever this node leads the quorum.
 4. **Catch-up**: the node waits until its committed image holds everything the quorum had
    committed when it first heard of it.
-5. **Broker** (broker nodes): ``Broker.start`` (handlers, listeners, registration with the
-   active controller, unfenced); then the ready line.
+5. **Broker** (broker nodes): ``Broker.start`` (handlers, registration with the active
+   controller, catch-up past it, publishers, unfenced, then its listeners accept connections);
+   then the ready line.
 
 ``stop`` stops the broker (controlled shutdown), the controller and its listener, the quorum
 client (a leader resigns), then closes the logs: flushed, checkpointed, clean-shutdown marker.
