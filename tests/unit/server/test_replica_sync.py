@@ -347,7 +347,9 @@ def test_only_a_not_applied_answer_drops_a_pending_change(
     change = expansion_proposed(a, b)
     manager = a.replica_manager
     again = manager.isr_change_done(TP, leader_epoch=0, change=change, isr=None, error=error)
-    assert (again, manager.partition(TP).replication.pending is change) == (sent_again, kept)
+    replication = manager.partition(TP).replication
+    assert replication is not None
+    assert (again, replication.pending is change) == (sent_again, kept)
 
 
 def test_the_metadata_settles_a_change_whose_answer_never_came(
@@ -361,6 +363,7 @@ def test_the_metadata_settles_a_change_whose_answer_never_came(
     )
     a.set(registration(leader=1, epoch=0, isr=(1, 2), partition_epoch=1))
     partition = manager.partition(TP)
+    assert partition.replication is not None
     assert (partition.isr, partition.replication.pending) == ((1, 2), None)
     # a retry still under way learns that it is settled
     assert not manager.isr_change_done(TP, leader_epoch=0, change=change, isr=None, error=None)
