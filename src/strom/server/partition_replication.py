@@ -26,6 +26,10 @@ and acts on what it answers.
   fetches reported it, so the controller refuses a member that registered anew meanwhile. A
   follower's broker that registers anew (a restart: its log may have lost an unflushed tail)
   is also forgotten until it fetches again, so that its previous offsets count for nothing.
+  A change the controller may have committed (no answer came, or an answer other than
+  "not applied") stays pending and is sent again, so that the replica it adds keeps counting
+  for the high watermark: dropping it would let a leader cut off from the controllers
+  acknowledge writes below an ISR that no longer holds (Kafka's ``handleAlterPartitionError``).
 * **Acks**: ``min.insync.replicas`` is checked before an acks=all append (NOT_ENOUGH_REPLICAS)
   and again when its offset is committed (NOT_ENOUGH_REPLICAS_AFTER_APPEND), against the ISR.
 """
@@ -39,6 +43,17 @@ from typing import Final
 from strom.common import ErrorCode
 
 __all__ = ["AckState", "FollowerState", "IsrChange", "PartitionReplication"]
+
+NOT_APPLIED: Final = frozenset({ErrorCode.ineligible_replica, ErrorCode.operation_not_attempted})
+"""AlterPartition errors after which the controller has certainly not applied the change."""
+AWAIT_METADATA: Final = frozenset(
+    {
+        ErrorCode.invalid_update_version,
+        ErrorCode.fenced_leader_epoch,
+        ErrorCode.unknown_topic_or_partition,
+    }
+)
+"""AlterPartition errors that say the partition's state moved on: wait for the metadata."""
 
 UNKNOWN_OFFSET: Final = -1
 NEVER: Final = -(2**62)
@@ -280,9 +295,21 @@ class PartitionReplication:
         if broker_id in self.followers:
             self.followers[broker_id] = FollowerState(broker_id)
 
-    def isr_change_failed(self) -> None:
-        """The AlterPartition failed (retried from the next check with fresh state)."""
-        self.pending = None
+    def isr_change_failed(self, change: IsrChange, error: ErrorCode | None) -> bool:
+        """The AlterPartition of ``change`` got no answer (``error`` None: a timeout, a lost
+        connection) or was refused with ``error``. Whether to send it again.
+
+        Only an answer that says the change was not applied (:data:`NOT_APPLIED`) drops it:
+        after any other the controller may have committed it, so the maximal ISR must keep
+        counting the replica it adds (Kafka's ``handleAlterPartitionError``). It is sent again
+        until an answer comes, except after :data:`AWAIT_METADATA` errors, which say that the
+        partition moved on: the metadata then brings its new state (:meth:`isr_committed`)."""
+        if self.pending is not change:
+            return False  # resolved meanwhile (the metadata showed a newer partition state)
+        if error in NOT_APPLIED:
+            self.pending = None
+            return False
+        return error not in AWAIT_METADATA
 
     # --- acks ------------------------------------------------------------------------------
 

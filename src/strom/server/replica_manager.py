@@ -498,22 +498,25 @@ class ReplicaManager:
         tp: TopicPartition,
         *,
         leader_epoch: int,
+        change: IsrChange,
         isr: tuple[int, ...] | None,
         partition_epoch: int = -1,
-    ) -> None:
-        """The controller answered an ISR change: the committed ISR, or None when it failed
-        (proposed again at the next check)."""
+        error: ErrorCode | None = None,
+    ) -> bool:
+        """The controller answered ``change`` with the committed ISR, or it failed (``isr``
+        None) with ``error`` (None: no answer came). Whether the sender should send it again
+        (:meth:`PartitionReplication.isr_change_failed`)."""
         partition = self._partitions.get(tp)
         replication = None if partition is None else partition.replication
         if partition is None or replication is None or replication.leader_epoch != leader_epoch:
-            return
+            return False
         if isr is None:
-            replication.isr_change_failed()
-            return
+            return replication.isr_change_failed(change, error)
         if partition_epoch >= replication.partition_epoch:
             replication.isr_committed(isr, partition_epoch)
         self.maybe_advance_high_watermark(partition)
         self._notify(tp, None)
+        return False
 
     def read_for_follower(
         self,

@@ -192,7 +192,9 @@ def test_a_lagging_follower_is_proposed_out_of_the_isr_then_back(
     a.replica_manager.check_isr()
     [(epoch, change)] = a.proposed
     assert (epoch, change.isr, change.removed) == (0, (1,), (2,))
-    a.replica_manager.isr_change_done(TP, leader_epoch=0, isr=(1,), partition_epoch=1)
+    a.replica_manager.isr_change_done(
+        TP, leader_epoch=0, change=change, isr=(1,), partition_epoch=1
+    )
     assert a.replica_manager.partition(TP).isr == (1,)
     assert a.replica_manager.partition(TP).log.high_watermark == 2  # the ISR is the leader alone
     fetch(a, b, 0)
@@ -211,7 +213,11 @@ def test_min_isr_refuses_acks_all_before_and_after_the_append(
     [(_, result)] = a.replica_manager.append_to_local_log([(TP, batch())], required_acks=-1)
     assert result.error == ErrorCode.none
     a.clock.advance(LAG_MS + 1)  # the follower fell behind, and is removed
-    a.replica_manager.isr_change_done(TP, leader_epoch=0, isr=(1,), partition_epoch=1)
+    a.replica_manager.check_isr()
+    [(_, change)] = a.proposed
+    a.replica_manager.isr_change_done(
+        TP, leader_epoch=0, change=change, isr=(1,), partition_epoch=1
+    )
     outcome = a.replica_manager.is_acknowledged(TP, 1)
     assert outcome == ErrorCode.not_enough_replicas_after_append
     [(_, refused)] = a.replica_manager.append_to_local_log([(TP, batch())], required_acks=-1)
@@ -291,3 +297,73 @@ def test_a_fenced_follower_does_not_hold_back_the_acks_of_the_others(tmp_path: P
     follower_fetch(2, 1)
     assert manager.partition(TP).log.high_watermark == 1
     assert manager.is_acknowledged(TP, 1) == ErrorCode.none
+
+
+def expansion_proposed(a: Broker, b: Broker) -> IsrChange:
+    """Leader 1 alone in the ISR, 10 records; follower 2 catches up and is proposed back."""
+    a.set(registration(leader=1, epoch=0, isr=(1,)))
+    b.set(registration(leader=1, epoch=0, isr=(1,)))
+    a.produce(10, b"a")
+    fetch(a, b, 0)
+    fetch(a, b, 0)
+    [(_, change)] = a.proposed
+    assert change.added == (2,)
+    return change
+
+
+def test_a_lost_answer_keeps_the_expansion_counting(brokers: tuple[Broker, Broker]) -> None:
+    """The controller committed ISR {1, 2} but its answer was lost, and leader 1 is cut off
+    while 2 is elected: 1 must not acknowledge acks=all writes that only it has (issue 25's
+    reproduction; Kafka's handleAlterPartitionError keeps the maximal ISR)."""
+    a, b = brokers
+    change = expansion_proposed(a, b)
+    manager = a.replica_manager
+    assert manager.isr_change_done(TP, leader_epoch=0, change=change, isr=None, error=None)
+    a.clock.advance(LAG_MS + 1)  # follower 2 now follows leader 2: it never fetches again
+    [(_, result)] = manager.append_to_local_log([(TP, batch(10))], required_acks=-1)
+    assert result.error == ErrorCode.none
+    manager.check_isr()
+    assert manager.is_acknowledged(TP, 20) is None
+    assert a.log.high_watermark == 10
+    assert a.proposed == [(0, change)]  # nothing else proposed while it is unsettled
+
+
+@pytest.mark.parametrize(
+    ("error", "sent_again", "kept"),
+    [
+        (None, True, True),
+        (ErrorCode.request_timed_out, True, True),
+        (ErrorCode.not_controller, True, True),
+        (ErrorCode.invalid_update_version, False, True),
+        (ErrorCode.fenced_leader_epoch, False, True),
+        (ErrorCode.ineligible_replica, False, False),
+        (ErrorCode.operation_not_attempted, False, False),
+    ],
+)
+def test_only_a_not_applied_answer_drops_a_pending_change(
+    brokers: tuple[Broker, Broker], error: ErrorCode | None, sent_again: bool, kept: bool
+) -> None:
+    a, b = brokers
+    change = expansion_proposed(a, b)
+    manager = a.replica_manager
+    again = manager.isr_change_done(TP, leader_epoch=0, change=change, isr=None, error=error)
+    replication = manager.partition(TP).replication
+    assert replication is not None
+    assert (again, replication.pending is change) == (sent_again, kept)
+
+
+def test_the_metadata_settles_a_change_whose_answer_never_came(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    a, b = brokers
+    change = expansion_proposed(a, b)
+    manager = a.replica_manager
+    manager.isr_change_done(
+        TP, leader_epoch=0, change=change, isr=None, error=ErrorCode.invalid_update_version
+    )
+    a.set(registration(leader=1, epoch=0, isr=(1, 2), partition_epoch=1))
+    partition = manager.partition(TP)
+    assert partition.replication is not None
+    assert (partition.isr, partition.replication.pending) == ((1, 2), None)
+    # a retry still under way learns that it is settled
+    assert not manager.isr_change_done(TP, leader_epoch=0, change=change, isr=None, error=None)
