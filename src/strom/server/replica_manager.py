@@ -734,14 +734,7 @@ class ReplicaManager:
                 )
             partition = self.partition(tp)
             if required_acks == -1:
-                min_isr = self._min_insync_replicas(tp.topic)
-                replication = partition.replication
-                if replication is not None and replication.under_min_isr(min_isr):
-                    raise KafkaError(
-                        ErrorCode.not_enough_replicas,
-                        f"{tp} has {len(partition.isr)} in-sync replica(s) "
-                        f"{list(partition.isr)}, fewer than min.insync.replicas {min_isr}",
-                    )
+                self._check_min_isr(partition)
             info = partition.log.append(
                 records or b"", leader_epoch=partition.leader_epoch, origin=origin
             )
@@ -786,11 +779,13 @@ class ReplicaManager:
         topics included), move the high watermark, then tell the marker listeners.
 
         Errors: the partition's (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER),
+        NOT_ENOUGH_REPLICAS (before anything is appended) below min.insync.replicas,
         INVALID_PRODUCER_EPOCH for an older producer epoch, TRANSACTION_COORDINATOR_FENCED for
         an older coordinator epoch than the producer's last marker's, storage errors.
         """
         try:
             partition = self.partition(tp)
+            self._check_min_isr(partition)  # written as acks=all: nothing appended below it
             info = partition.log.append_txn_marker(
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
@@ -813,6 +808,18 @@ class ReplicaManager:
         for listener in self._marker_listeners:
             listener(tp, producer_id, producer_epoch, commit)
         return ErrorCode.none
+
+    def _check_min_isr(self, partition: Partition) -> None:
+        """Refuse an acks=all write before it is appended (NOT_ENOUGH_REPLICAS) while the ISR
+        is smaller than ``min.insync.replicas``, as Kafka's ``appendRecordsToLeader``."""
+        min_isr = self._min_insync_replicas(partition.tp.topic)
+        replication = partition.replication
+        if replication is not None and replication.under_min_isr(min_isr):
+            raise KafkaError(
+                ErrorCode.not_enough_replicas,
+                f"{partition.tp} has {len(partition.isr)} in-sync replica(s) "
+                f"{list(partition.isr)}, fewer than min.insync.replicas {min_isr}",
+            )
 
     def log_end_offset(self, tp: TopicPartition) -> int:
         """The log end offset of a partition led here (after a marker: the offset an acks=all

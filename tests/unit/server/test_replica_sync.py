@@ -224,6 +224,23 @@ def test_min_isr_refuses_acks_all_before_and_after_the_append(
     assert refused.error == ErrorCode.not_enough_replicas
 
 
+def test_a_marker_below_min_isr_is_refused_before_it_is_appended(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    """WriteTxnMarkers writes as acks=all: below min ISR nothing is appended, so a
+    coordinator's retries cannot pile up markers in the log."""
+    a, _ = brokers
+    a.metadata.image = image_of(
+        {"orders": {0: registration(leader=1, epoch=0, isr=(1,))}},
+        {"orders": {"min.insync.replicas": "2"}},
+    )
+    a.log_manager.get_or_create(TP)
+    code = a.replica_manager.write_txn_marker(
+        TP, producer_id=7, producer_epoch=0, commit=True, coordinator_epoch=0
+    )
+    assert (code, a.log.log_end_offset) == (ErrorCode.not_enough_replicas, 0)
+
+
 def test_becoming_a_follower_fails_waiting_produces(brokers: tuple[Broker, Broker]) -> None:
     a, _ = brokers
     a.set(registration(leader=1, epoch=0))
