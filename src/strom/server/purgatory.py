@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 from strom.common import ErrorCode, TopicPartition
@@ -139,23 +139,17 @@ class Purgatory(Generic[Op]):
         self, key: TopicPartition, update: HighWatermarkUpdate | None = None
     ) -> int:
         """Re-check the operations watching ``key``; returns how many completed."""
-        watchers = self._watchers.get(key)
-        if not watchers:
-            return 0
-        completed = 0
-        for operation in list(watchers):
-            if operation.completed:
-                continue
-            operation.on_event(key, update)
-            if operation.try_complete():
-                completed += 1
-        return completed
+        return self._recheck(key, lambda operation: operation.on_event(key, update))
 
     def complete_left(self, key: TopicPartition, error: ErrorCode) -> int:
         """``key`` left this broker's leadership: the operations watching it take ``error``
         for it and re-check (Kafka's ``completeDelayedOperationsWhenNotPartitionLeader``),
         without looking the partition up again (a topic deleted and made again in one metadata
         change has a new partition under the same name); returns how many completed."""
+        return self._recheck(key, lambda operation: operation.on_partition_left(key, error))
+
+    def _recheck(self, key: TopicPartition, tell: Callable[[Op], None]) -> int:
+        """``tell`` each waiting operation watching ``key`` what happened, then try it."""
         watchers = self._watchers.get(key)
         if not watchers:
             return 0
@@ -163,7 +157,7 @@ class Purgatory(Generic[Op]):
         for operation in list(watchers):
             if operation.completed:
                 continue
-            operation.on_partition_left(key, error)
+            tell(operation)
             if operation.try_complete():
                 completed += 1
         return completed
