@@ -249,6 +249,23 @@ def test_configs_alter_a_topic(server: Server) -> None:
     assert table["cleanup.policy"] == ("compact,delete", "topic")
 
 
+def test_configs_of_a_group(server: Server) -> None:
+    """Kafka 4.0's group configs (--entity-type groups); the group need not exist."""
+    entity = ["--entity-type", "groups", "--entity-name", "cfg-group"]
+    table = config_table(server.run("configs", "describe", *entity))
+    assert table["consumer.session.timeout.ms"] == ("45000", "default")
+    added = server.run(
+        "configs", "alter", *entity, "--add-config", "consumer.session.timeout.ms=50000"
+    )
+    assert added.lines == ["Completed updating config for group cfg-group."]
+    dynamic = config_table(server.run("configs", "describe", *entity, "--dynamic-only"))
+    assert dynamic == {"consumer.session.timeout.ms": ("50000", "group")}
+    refused = server.run(
+        "configs", "alter", *entity, "--add-config", "consumer.session.timeout.ms=1", ok=False
+    )
+    assert "INVALID_CONFIG" in one_error(refused)
+
+
 def test_configs_alter_refuses_an_invalid_value(server: Server) -> None:
     server.run("topics", "create", "cfg-strict", "--partitions", "1")
     result = server.run(

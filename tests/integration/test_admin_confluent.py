@@ -219,6 +219,49 @@ def test_legacy_alter_configs_replaces_every_override(admin: AdminClient) -> Non
     assert error is not None and error.code() == KafkaError.INVALID_CONFIG
 
 
+def test_group_configs_are_altered_and_described(admin: AdminClient) -> None:
+    """Kafka 4.0's group configs (ConfigResource type GROUP, KIP-848): the broker's value by
+    default, the group's own once set; validated against the broker's bounds."""
+    group = f"tuned-{uuid.uuid4().hex[:8]}"  # need not exist
+
+    def group_configs() -> Mapping[str, ConfigEntry]:
+        resource = ConfigResource(ResourceType.GROUP, group)
+        result: Mapping[str, ConfigEntry] = admin.describe_configs([resource])[resource].result(
+            timeout=TIMEOUT
+        )
+        return result
+
+    def alter(*entries: ConfigEntry) -> KafkaError | None:
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=list(entries))
+        return error_of(admin.incremental_alter_configs([resource])[resource])
+
+    before = group_configs()
+    assert before["consumer.session.timeout.ms"].value == "45000"
+    assert source(before["consumer.session.timeout.ms"]) == ConfigSource.DEFAULT_CONFIG
+    assert before["share.auto.offset.reset"].value == "latest"
+    set_ = AlterConfigOpType.SET
+    assert (
+        alter(ConfigEntry("consumer.session.timeout.ms", "50000", incremental_operation=set_))
+        is None
+    )
+    after = group_configs()
+    assert after["consumer.session.timeout.ms"].value == "50000"
+    assert source(after["consumer.session.timeout.ms"]) == ConfigSource.GROUP_CONFIG
+    for name, value in (
+        ("consumer.session.timeout.ms", "1000"),  # below group.consumer.min.session.timeout.ms
+        ("consumer.heartbeat.interval.ms", "soon"),
+        ("no.such.group.config", "1"),
+    ):
+        error = alter(ConfigEntry(name, value, incremental_operation=set_))
+        assert error is not None and error.code() == KafkaError.INVALID_CONFIG, (name, error)
+    delete = AlterConfigOpType.DELETE
+    assert (
+        alter(ConfigEntry("consumer.session.timeout.ms", None, incremental_operation=delete))
+        is None
+    )
+    assert source(group_configs()["consumer.session.timeout.ms"]) == ConfigSource.DEFAULT_CONFIG
+
+
 def test_describe_broker_configs(admin: AdminClient, strom_server: StromServer) -> None:
     resource = ConfigResource(ResourceType.BROKER, "1")
     configs = admin.describe_configs([resource])[resource].result(timeout=TIMEOUT)

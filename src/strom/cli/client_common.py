@@ -115,17 +115,18 @@ class ClientCommand(click.Command):
     given are those given before its verb (``ToolGroup``)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            rest = super().parse_args(ctx, args)
-        except click.UsageError as error:
-            raise _one_line(error) from None
+        # Those before the verb go first: one given again after it wins (click keeps the last).
+        before: list[str] = []
+        options = {param.name: param for param in self.params if isinstance(param, click.Option)}
         for name, value in ctx.meta.get(_CONNECTION, {}).items():
-            if name not in ctx.params:
+            if name not in options:
                 option = "--" + name.replace("_", "-")
                 raise _UsageLine(f"{ctx.command_path} does not take {option}", ctx)
-            if ctx.params[name] is None:
-                ctx.params[name] = value
-        return rest
+            before += [options[name].opts[0], str(value)]
+        try:
+            return super().parse_args(ctx, [*before, *args])
+        except click.UsageError as error:
+            raise _one_line(error) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

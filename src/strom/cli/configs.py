@@ -1,5 +1,5 @@
-"""``strom configs describe|alter``: the settings of a topic or a broker, and client quotas of
-users and client ids (kafka-configs.sh; the quotas are :mod:`strom.cli.quotas`).
+"""``strom configs describe|alter``: the settings of a topic, a broker or a group, and client
+quotas of users and client ids (kafka-configs.sh; the quotas are :mod:`strom.cli.quotas`).
 
 ``describe`` lists every setting with its value and where the value comes from; ``alter`` sets
 and deletes settings with IncrementalAlterConfigs, so the settings it does not name keep their
@@ -57,6 +57,7 @@ __all__ = [
 ENTITY_TYPES: Mapping[str, ResourceType] = {
     "topics": ResourceType.TOPIC,
     "brokers": ResourceType.BROKER,
+    "groups": ResourceType.GROUP,
 }
 
 _SOURCE_NAMES: Mapping[ConfigSource, str] = {
@@ -74,6 +75,7 @@ _DYNAMIC_SOURCES = frozenset(
         ConfigSource.DYNAMIC_TOPIC_CONFIG,
         ConfigSource.DYNAMIC_BROKER_CONFIG,
         ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+        ConfigSource.GROUP_CONFIG,
     }
 )
 
@@ -206,7 +208,7 @@ def _entity_options(func: Any) -> Any:
     func = click.option(
         "--entity-name",
         metavar="NAME",
-        help="The topic name, the broker id, the user or the client id.",
+        help="The topic name, the broker id, the group id, the user or the client id.",
     )(func)
     return click.option(
         "--entity-type",
@@ -227,7 +229,7 @@ def _quota_entity(options: Mapping[str, Any]) -> Any:
 
 @click.group("configs", cls=ToolGroup)
 def configs() -> None:
-    """Describe and change the settings of topics and brokers (like kafka-configs.sh)."""
+    """Describe and change the settings of topics, brokers and groups (like kafka-configs.sh)."""
 
 
 @configs.command("describe")
@@ -250,15 +252,17 @@ def describe(
     command_config: Path | None,
     **quota: Any,
 ) -> None:
-    """List every setting of a topic or broker: name, value and source.
+    """List every setting of a topic, broker or group: name, value and source.
 
-    The source says where the value comes from: default (Kafka's default), static (the
-    server's properties file or --override), topic (set on the topic), dynamic-broker.
+    The source says where the value comes from: default (Kafka's default, or for a group the
+    broker's), static (the server's properties file or --override), topic (set on the topic),
+    dynamic-broker, group (set on the group).
 
     \b
     Examples:
       strom configs describe --entity-type topics --entity-name orders
       strom configs describe --entity-type brokers --entity-name 1 --dynamic-only
+      strom configs describe --entity-type groups --entity-name orders-app
       strom configs describe --entity-type users --entity-name alice
       strom configs describe --user alice --client-defaults
     """
@@ -316,13 +320,15 @@ def alter(
     command_config: Path | None,
     **quota: Any,
 ) -> None:
-    """Set or remove settings of a topic or broker; the others keep their values.
+    """Set or remove settings of a topic, broker or group; the others keep their values.
 
     \b
     Examples:
       strom configs alter --entity-type topics --entity-name orders \\
           --add-config retention.ms=86400000,cleanup.policy=[compact,delete]
       strom configs alter --entity-type topics --entity-name orders --delete-config retention.ms
+      strom configs alter --entity-type groups --entity-name orders-app \\
+          --add-config consumer.session.timeout.ms=50000
       strom configs alter --entity-type users --entity-name alice \\
           --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152
       strom configs alter --entity-type clients --entity-default --add-config request_percentage=50

@@ -4,6 +4,8 @@ registered brokers."""
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -17,6 +19,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i32
+from kio.static.protocol import RequestPayload
 
 from strom.cli.client_common import ClientConfig, CliError
 from strom.client.blocking import BrokerConnection, parse_servers
@@ -26,6 +29,7 @@ __all__ = [
     "BROKERS",
     "CONTROLLERS",
     "ask_quorum",
+    "change_voters",
     "command_config_connection",
     "connect",
     "describe_cluster",
@@ -81,6 +85,8 @@ class Replica:
     last_fetch_timestamp: int
     last_caught_up_timestamp: int
     voter: bool
+    directory_id: str | None = None
+    """Kafka's base64 form (DescribeQuorum v2), None when the quorum does not know it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,8 @@ class QuorumState:
     leader_epoch: int
     high_watermark: int
     replicas: tuple[Replica, ...]
+    endpoints: dict[int, list[str]]
+    """The voters' listeners, ``NAME://host:port`` (DescribeQuorum v2's nodes)."""
 
 
 def describe_quorum(connection: BrokerConnection) -> QuorumState:
@@ -117,6 +125,7 @@ def describe_quorum(connection: BrokerConnection) -> QuorumState:
                 int(state.last_fetch_timestamp),
                 int(state.last_caught_up_timestamp),
                 voter,
+                _kafka_uuid(state.replica_directory_id),
             )
             for state in states
         ]
@@ -129,6 +138,10 @@ def describe_quorum(connection: BrokerConnection) -> QuorumState:
             replicas(partition.current_voters, voter=True)
             + replicas(partition.observers, voter=False)
         ),
+        endpoints={
+            int(node.node_id): [f"{e.name}://{e.host}:{e.port}" for e in node.listeners]
+            for node in response.nodes
+        },
     )
 
 
@@ -204,6 +217,33 @@ def ask_quorum(servers: str, *, controllers: bool) -> tuple[QuorumState, str]:
             raise CliError("the quorum has no active controller right now; try again shortly")
     with connect(f"{active.host}:{active.port}") as connection:
         return describe_quorum(connection), cluster.cluster_id
+
+
+def change_voters(servers: str, *, controllers: bool, request: RequestPayload) -> None:
+    """Send AddRaftVoter or RemoveRaftVoter (KIP-853) to the quorum's leader: through a broker
+    (it forwards), or to the active controller found through a controller; a ``CliError`` names
+    what the leader refused."""
+    if controllers:
+        with connect(servers) as connection:
+            cluster = describe_cluster(connection, endpoint_type=CONTROLLERS)
+        active = next((n for n in cluster.nodes if n.node_id == cluster.controller_id), None)
+        if active is None:
+            raise CliError("the quorum has no active controller right now; try again shortly")
+        servers = f"{active.host}:{active.port}"
+    with connect(servers, timeout=60.0) as connection:
+        try:
+            response: Any = connection.request(request)
+        except OSError as error:
+            raise CliError(
+                f"{type(request).__name__.removesuffix('Request')} failed: {error}"
+            ) from None
+    _check(ErrorCode(response.error_code), response.error_message)
+
+
+def _kafka_uuid(value: uuid.UUID | None) -> str | None:
+    if value is None or value.int == 0:
+        return None
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
 
 
 def _check(code: ErrorCode, message: str | None) -> None:

@@ -6,6 +6,10 @@
   ``metadata.version``, ``--release-version``) into the node's data directory. Every node of a
   cluster is formatted with the same cluster id; a node with ``process.roles`` set refuses to
   start on a directory that is not formatted, or that belongs to another node or cluster.
+  A controller of a dynamic quorum (KIP-853, ``controller.quorum.bootstrap.servers``) is
+  formatted with ``--standalone`` (it is the first and only voter), ``--initial-controllers``
+  (the first voters, ``id@host:port:directory-id``), or ``--no-initial-controllers`` (it joins
+  later, ``strom metadata-quorum add-controller``).
 """
 
 from __future__ import annotations
@@ -84,6 +88,25 @@ def random_uuid() -> None:
     "optionally iterations=N); repeatable.",
 )
 @click.option(
+    "-s",
+    "--standalone",
+    is_flag=True,
+    help="This controller is the dynamic quorum's first and only voter (KIP-853).",
+)
+@click.option(
+    "-I",
+    "--initial-controllers",
+    default=None,
+    metavar="ID@HOST:PORT:DIRECTORY-ID,...",
+    help="The dynamic quorum's first voters; this node's directory id is the one listed for it.",
+)
+@click.option(
+    "-N",
+    "--no-initial-controllers",
+    is_flag=True,
+    help="A controller that joins a dynamic quorum later (strom metadata-quorum add-controller).",
+)
+@click.option(
     "-g",
     "--ignore-formatted",
     is_flag=True,
@@ -96,6 +119,9 @@ def format_(
     overrides: tuple[str, ...],
     release_version: str | None,
     scram_users: tuple[str, ...],
+    standalone: bool,
+    initial_controllers: str | None,
+    no_initial_controllers: bool,
     ignore_formatted: bool,
 ) -> None:
     """Format the node's data directory for a cluster.
@@ -106,6 +132,7 @@ def format_(
       strom storage format -t q1Sh-9_ISia_zwGINzRvyQ -c node1.properties --release-version 3.6
       strom storage format -t q1Sh-9_ISia_zwGINzRvyQ -c node1.properties \\
         --add-scram 'SCRAM-SHA-256=[name=admin,password=admin-secret]'
+      strom storage format -t q1Sh-9_ISia_zwGINzRvyQ -c controller1.properties --standalone
     """
     from strom.cli.settings import build_config  # noqa: PLC0415
     from strom.controller import DEFAULT_METADATA_VERSION  # noqa: PLC0415
@@ -117,6 +144,12 @@ def format_(
         write_bootstrap_checkpoint,
     )
     from strom.server.node_config import NodeConfig  # noqa: PLC0415
+    from strom.server.quorum_voters import (  # noqa: PLC0415
+        initial_voters,
+        kafka_uuid,
+        standalone_voters,
+        write_bootstrap_voters,
+    )
 
     try:
         config = build_config(
@@ -133,12 +166,26 @@ def format_(
             else release_metadata_version(release_version)
         )
         data_dir = Path(config.get_str("log.dirs"))
+        voters = initial_voters(
+            node,
+            standalone=standalone,
+            initial_controllers=initial_controllers,
+            none=no_initial_controllers,
+        )
+        listed = voters.get(node.node_id) if voters is not None else None
         meta = format_data_dir(
             data_dir,
             node_id=node.node_id,
             cluster_id=cluster_id,
             ignore_formatted=ignore_formatted,
+            directory_id=kafka_uuid(listed.directory_id)
+            if listed is not None and listed.directory_id is not None
+            else None,
         )
+        if meta is not None and voters is not None:
+            if standalone:
+                voters = standalone_voters(node, meta.directory_id)
+            write_bootstrap_voters(data_dir, voters)
         if meta is not None:
             write_bootstrap_checkpoint(
                 data_dir,

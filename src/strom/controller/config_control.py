@@ -1,8 +1,11 @@
-"""Dynamic configs of topics and brokers: IncrementalAlterConfigs and (legacy) AlterConfigs.
+"""Dynamic configs of topics, brokers and groups: IncrementalAlterConfigs and (legacy)
+AlterConfigs.
 
 Overrides are kept as the strings clients sent, one ConfigRecord per changed key (a None value
 deletes it); the image then holds each resource's overrides. Validation looks at the whole
-resulting set of a resource, so a change is accepted only when the resource ends up valid.
+resulting set of a resource, so a change is accepted only when the resource ends up valid. A
+group's settings (``strom.config.group_config``) are checked against the broker's bounds; the
+group need not exist (Kafka keeps them by group id).
 
 Error codes as Kafka uses them: malformed requests (a resource or a key twice, a missing value,
 an unknown operation or resource type, a broker name that is not an id) are INVALID_REQUEST;
@@ -23,6 +26,7 @@ from functools import partial
 from strom.common import ErrorCode, KafkaError
 from strom.config import SERVER_SETTINGS, TOPIC_SETTINGS, ConfigError, ConfigType, Setting
 from strom.config import validate_topic_configs as _validate_topic_configs
+from strom.config.group_config import GROUP_SETTINGS, validate_group_configs
 from strom.controller.results import NO_ERROR, ApiError, ControllerResult
 from strom.controller.settings import AlterConfigPolicyRequest, ControllerSettings
 from strom.controller.topic_names import invalid_topic_reason
@@ -213,6 +217,10 @@ class ConfigControl:
                     ErrorCode.broker_id_not_registered, f"no broker with id {broker_id}"
                 )
             return ConfigResource.broker(broker_id)
+        if resource_type == ConfigResourceType.GROUP:
+            if not name:
+                raise _invalid_request("a group config resource needs a group id")
+            return ConfigResource.group(name)
         raise _invalid_request(f"configs of resource type {resource_type} cannot be altered")
 
     def _incremental(
@@ -281,6 +289,11 @@ class ConfigControl:
             if topic_setting is None:
                 raise _invalid_config(f"{name}: unknown topic setting")
             return topic_setting
+        if resource.type is ConfigResourceType.GROUP:
+            group_setting = GROUP_SETTINGS.get(name)
+            if group_setting is None:
+                raise _invalid_config(f"{name}: unknown group config name")
+            return group_setting
         setting = SERVER_SETTINGS.get(name)
         if setting is None:
             raise _invalid_config(f"{name}: unknown broker setting")
@@ -297,6 +310,12 @@ class ConfigControl:
     ) -> None:
         if resource.type is ConfigResourceType.TOPIC:
             check_topic_configs(new)
+            return
+        if resource.type is ConfigResourceType.GROUP:
+            try:
+                validate_group_configs(new, self._settings.server_config)
+            except ConfigError as error:
+                raise _invalid_config(str(error)) from None
             return
         for name, value in changed.items():
             if value is None:

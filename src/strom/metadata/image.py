@@ -304,7 +304,8 @@ class ClusterImage:
 
 @dataclass(frozen=True, slots=True, order=True)
 class ConfigResource:
-    """A resource with configs: a topic (by name) or a broker (its id, "" for the cluster)."""
+    """A resource with configs: a topic (by name), a broker (its id, "" for the cluster) or a
+    group (by id)."""
 
     type: ConfigResourceType
     name: str
@@ -317,6 +318,10 @@ class ConfigResource:
     def broker(cls, broker_id: int | None = None) -> ConfigResource:
         """A broker's own configs, or with no id the cluster-wide broker defaults."""
         return cls(ConfigResourceType.BROKER, "" if broker_id is None else str(broker_id))
+
+    @classmethod
+    def group(cls, group_id: str) -> ConfigResource:
+        return cls(ConfigResourceType.GROUP, group_id)
 
 
 @dataclass(frozen=True)

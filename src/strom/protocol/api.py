@@ -267,6 +267,8 @@ KAFKA_BROKER_VERSIONS: Final[Mapping[ApiKey, VersionRange]] = MappingProxyType(
         ApiKey.PUSH_TELEMETRY: _range(0, 0),
         ApiKey.LIST_CONFIG_RESOURCES: _range(0, 0),
         ApiKey.DESCRIBE_TOPIC_PARTITIONS: _range(0, 0),
+        ApiKey.ADD_RAFT_VOTER: _range(0, 0),
+        ApiKey.REMOVE_RAFT_VOTER: _range(0, 0),
     }
 )
 """What an Apache Kafka 4.0 broker listener advertises (controller-only and early-access APIs
@@ -307,6 +309,9 @@ KAFKA_CONTROLLER_VERSIONS: Final[Mapping[ApiKey, VersionRange]] = MappingProxyTy
         ApiKey.ALLOCATE_PRODUCER_IDS: _range(0, 0),
         ApiKey.UPDATE_FEATURES: _range(0, 1),
         ApiKey.CONTROLLER_REGISTRATION: _range(0, 0),
+        ApiKey.ADD_RAFT_VOTER: _range(0, 0),
+        ApiKey.REMOVE_RAFT_VOTER: _range(0, 0),
+        ApiKey.UPDATE_RAFT_VOTER: _range(0, 0),
     }
 )
 """What an Apache Kafka 4.0 controller listener serves: the quorum's own APIs, what brokers send

@@ -4,7 +4,8 @@ leader epoch is the quorum epoch that wrote them.
 * data batches: one record per metadata record, null key, the record's bytes as value;
 * control batches of one record: key ``(version 0, type)``, value the control message in its
   flexible encoding: LeaderChangeMessage (type 2, first in every leader's epoch),
-  SnapshotHeader (3) and SnapshotFooter (4) around a snapshot's data.
+  SnapshotHeader (3) and SnapshotFooter (4) around a snapshot's data, KRaftVersion (5) and
+  Voters (6) where the voters live in the log (KIP-853, see ``voters.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class ControlType(enum.IntEnum):
     LEADER_CHANGE = 2
     SNAPSHOT_HEADER = 3
     SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +59,8 @@ class RaftBatch:
     epoch: int
     timestamp: int
     control: int | None
-    """The control record's type (a ``ControlType`` or one strom does not write: Kafka's
-    KRaftVersion and Voters records); None for a data batch."""
+    """The control record's type (a ``ControlType``, or one strom does not know); None for a
+    data batch."""
     records: tuple[bytes, ...]
     """The values: metadata records, or the one control message."""
     size: int
@@ -81,16 +84,23 @@ ControlMessage = LeaderChangeMessage | SnapshotHeaderRecord | SnapshotFooterReco
 
 
 def control_batch(
-    kind: ControlType, message: ControlMessage, *, base_offset: int, epoch: int, timestamp: int
+    kind: ControlType,
+    message: ControlMessage | bytes,
+    *,
+    base_offset: int,
+    epoch: int,
+    timestamp: int,
 ) -> bytes:
-    buffer = io.BytesIO()
-    write: Any = entity_writer(type(message))
-    write(buffer, message)
+    """A batch of one control record: ``message`` as a kio entity, or already encoded."""
+    if isinstance(message, bytes):
+        value = message
+    else:
+        buffer = io.BytesIO()
+        write: Any = entity_writer(type(message))
+        write(buffer, message)
+        value = buffer.getvalue()
     record = Record(
-        offset=base_offset,
-        timestamp=timestamp,
-        key=_CONTROL_KEY.pack(0, kind),
-        value=buffer.getvalue(),
+        offset=base_offset, timestamp=timestamp, key=_CONTROL_KEY.pack(0, kind), value=value
     )
     return build_batch([record], is_control=True, partition_leader_epoch=epoch)
 

@@ -7,12 +7,15 @@ machine above. Outputs: requests and answers handed to the ``Channel``, writes t
 leader changes. Nothing here blocks, sleeps or flushes: see NOTES.md for the shell's part.
 
 The RPCs are Kafka's: Vote, BeginQuorumEpoch, EndQuorumEpoch (v0), Fetch (v12) and
-FetchSnapshot (v0) on partition ``__cluster_metadata-0``, and DescribeQuorum (answered as v2).
+FetchSnapshot (v0) on partition ``__cluster_metadata-0``, DescribeQuorum (answered as v2), and
+KIP-853's AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter (``voter_changes``): the voter set
+is the static one, or the latest Voters record in the log (``voters``).
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -22,8 +25,15 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from strom.common import Clock
 from strom.common.randomness import RandomSource
-from strom.raft import messages
-from strom.raft.batches import ControlType, control_batch, data_batch, iter_batches, leader_change
+from strom.raft import messages, voter_changes
+from strom.raft.batches import (
+    ControlType,
+    RaftBatch,
+    control_batch,
+    data_batch,
+    iter_batches,
+    leader_change,
+)
 from strom.raft.channel import Channel, InboundRequest, InboundResponse, OutboundRequest
 from strom.raft.config import RaftConfig
 from strom.raft.leader_state import LeaderState
@@ -34,6 +44,8 @@ from strom.raft.quorum_state import ElectionState, QuorumStateStore, Role, Trigg
 from strom.raft.requests import RequestManager
 from strom.raft.snapshot_transfer import SnapshotDownload, serve_snapshot_chunk
 from strom.raft.snapshots import SnapshotReader, SnapshotWriter
+from strom.raft.voter_changes import PendingChange, VoterChangeError
+from strom.raft.voters import VoterSet, VoterSetHistory, kraft_version_record, read_voters_record
 
 __all__ = ["NotLeaderError", "RaftClient"]
 
@@ -74,9 +86,17 @@ class RaftClient:
         clock: Clock,
         random: RandomSource,
         config: RaftConfig,
+        directory_id: uuid.UUID | None = None,
+        bootstrap: Collection[int] = (),
     ) -> None:
+        """``voters``: the static voters (``kraft.version`` 0; a Voters record in the log or its
+        snapshot overrides them); ``bootstrap``: whom to ask who leads while this node knows of
+        no voter (``controller.quorum.bootstrap.servers``)."""
         self.node_id = node_id
-        self.voters = frozenset(voters)
+        self.directory_id = directory_id
+        self.voter_history = VoterSetHistory(VoterSet.of_ids(voters))
+        self.voters: frozenset[int] = frozenset()
+        self._bootstrap = frozenset(bootstrap)
         self.cluster_id = cluster_id
         self.log = log
         self._store = state_store
@@ -101,6 +121,8 @@ class RaftClient:
         self._snapshot_fetch: SnapshotDownload | None = None
         self._failed_elections = 0
         self._shutting_down = False
+        self._pending_change: PendingChange | None = None
+        self._load_voters()
         self._initialize()
 
     # --- what the shell and the state machine see ---------------------------------------------
@@ -123,7 +145,17 @@ class RaftClient:
 
     @property
     def is_voter(self) -> bool:
-        return self.node_id in self.voters
+        """This node takes part in elections: a voter of the latest set, or one that a change
+        not yet committed removes (it may still be needed to elect the leader that commits it,
+        as Raft's single-server changes say; it does not count its own vote then)."""
+        if self.node_id in self.voters:
+            return True
+        last = self.voter_history.last_change_offset
+        return (
+            last is not None
+            and (self._high_watermark is None or self._high_watermark <= last)
+            and self.node_id in self._voter_ids(self.voter_history.at(last))
+        )
 
     @property
     def epoch_start_offset(self) -> int | None:
@@ -153,8 +185,12 @@ class RaftClient:
         latest = self.log.latest_snapshot()
         if latest is not None and latest.offset >= offset:
             return None
+        history = self.voter_history
         return SnapshotWriter(
-            OffsetAndEpoch(offset, epoch), timestamp=self._clock.now_ms(), on_frozen=self._frozen
+            OffsetAndEpoch(offset, epoch),
+            timestamp=self._clock.now_ms(),
+            on_frozen=self._frozen,
+            voters=history.at(offset) if history.dynamic else None,
         )
 
     def _frozen(self, snapshot: OffsetAndEpoch, data: bytes) -> None:
@@ -170,6 +206,64 @@ class RaftClient:
         self._shutting_down = True
         if self._role is Role.LEADER:
             self._resign()
+
+    # --- the voter set (KIP-853) ---------------------------------------------------------------
+
+    def _load_voters(self) -> None:
+        """The voter set of the latest snapshot, then of every Voters record in the log."""
+        snapshot = self.log.latest_snapshot()
+        data = self.log.read_snapshot(snapshot) if snapshot is not None else None
+        if snapshot is not None and data is not None:
+            self.voter_history.reset(SnapshotReader(snapshot, data).voters)
+        start = snapshot.offset if snapshot is not None else self.log.start_offset
+        for batch in self.log.batches(start, self.log.end_offset):
+            self._note_batch(batch)
+        self._refresh_voters()
+
+    def _note_batch(self, batch: RaftBatch) -> None:
+        if batch.control == ControlType.KRAFT_VOTERS:
+            self.voter_history.add(batch.base_offset, read_voters_record(batch.records[0]))
+
+    def _voter_ids(self, voters: VoterSet) -> frozenset[int]:
+        own = voters.get(self.node_id)
+        if (
+            own is not None
+            and None not in (own.directory_id, self.directory_id)
+            and own.directory_id != self.directory_id
+        ):
+            return voters.ids - {self.node_id}  # another directory of this node id votes
+        return voters.ids
+
+    def _refresh_voters(self) -> None:
+        """Act on the latest voter set (a Voters record appended, truncated or loaded)."""
+        voters = self._voter_ids(self.voter_history.latest())
+        if voters != self.voters:
+            log.info("node %d: the voters are now %s", self.node_id, sorted(voters))
+            self.voters = voters
+
+    def _leader_voters(self, leader: LeaderState, now: int) -> None:
+        """The leader counts the voter set of its flushed log towards the high watermark (as
+        Kafka's leader does: a set whose record could still be lost in a crash decides
+        nothing)."""
+        voters = self._voter_ids(self.voter_history.at(self.log.flushed_end_offset))
+        if voters != leader.voters.keys() and leader.set_voters(voters, now):
+            self._high_watermark = leader.high_watermark
+
+    def _append_voters(self, voters: VoterSet, now: int) -> int:
+        """The leader appends a new voter set; it takes effect at once."""
+        offset = self.log.end_offset
+        self.log.append(
+            control_batch(
+                ControlType.KRAFT_VOTERS,
+                voters.encode(),
+                base_offset=offset,
+                epoch=self.epoch,
+                timestamp=self._clock.now_ms(),
+            )
+        )
+        self.voter_history.add(offset, voters)
+        self._refresh_voters()
+        return offset
 
     # --- start ---------------------------------------------------------------------------------
 
@@ -219,6 +313,8 @@ class RaftClient:
         self._backoff_deadline = None
         self._fetch_deadline = _NO_TIMEOUT
         self._election_deadline = _NO_TIMEOUT
+        if self._pending_change is not None and role is not Role.LEADER:
+            self._answer_change(ErrorCode.not_leader_or_follower, "the leader changed")
         if self._parked and role is not Role.LEADER:
             # A leader's parked fetches are answered when it stops leading (not the leader, and
             # who is), as Kafka's purgatory completes them: left parked, their fetchers would
@@ -254,13 +350,13 @@ class RaftClient:
         if not self.is_voter:
             return
         self._transition(trigger, ElectionState(self.epoch + 1, None, self.node_id))
-        self._votes = {self.node_id: True}
+        self._votes = {self.node_id: True} if self.node_id in self.voters else {}
         self._election_deadline = now + self._election_timeout()
         log.info("node %d stands for election in epoch %d", self.node_id, self.epoch)
         self._maybe_won(now)
 
     def _maybe_won(self, now: int) -> None:
-        granted = sum(1 for vote in self._votes.values() if vote)
+        granted = sum(1 for node, vote in self._votes.items() if vote and node in self.voters)
         if granted >= len(self.voters) // 2 + 1:
             self._become_leader(now)
 
@@ -284,11 +380,25 @@ class RaftClient:
             node_id=self.node_id,
             epoch=self.epoch,
             epoch_start_offset=start,
-            voters=self.voters,
+            voters=self._voter_ids(self.voter_history.at(self.log.flushed_end_offset)),
             high_watermark=self._high_watermark,
             now_ms=now,
             check_quorum_ms=self.config.fetch_timeout_ms * 3 // 2,
         )
+        history = self.voter_history
+        if history.dynamic and history.last_change_offset is None and self.log.start_offset == 0:
+            # The voters come from the bootstrap snapshot only: put them in the log, where
+            # observers replicating from the start find them (Kafka does the same).
+            self.log.append(
+                control_batch(
+                    ControlType.KRAFT_VERSION,
+                    kraft_version_record(1),
+                    base_offset=self.log.end_offset,
+                    epoch=self.epoch,
+                    timestamp=self._clock.now_ms(),
+                )
+            )
+            self._append_voters(history.latest(), now)
         log.info("node %d leads epoch %d from offset %d", self.node_id, self.epoch, start)
 
     def _resign(self) -> None:
@@ -363,6 +473,8 @@ class RaftClient:
         if self._leader is not None and self._leader.check_quorum_due_ms is not None:
             deadlines.append(self._leader.check_quorum_due_ms)
         deadlines += [parked.deadline_ms for parked in self._parked]
+        if self._pending_change is not None:
+            deadlines.append(self._pending_change.deadline_ms)
         requests = self._requests.next_deadline_ms()
         if requests is not None:
             deadlines.append(requests)
@@ -384,8 +496,9 @@ class RaftClient:
                 self._become_candidate(now, trigger=Trigger.ELECTION_TIMEOUT)
             return
         # An observer asks a voter to find out who leads (a fetch answered with the leader).
-        candidates = sorted(v for v in self.voters if self._requests.ready(v, now))
-        if candidates and not any(not self._requests.ready(v, now) for v in self.voters):
+        targets = self.voters or self._bootstrap
+        candidates = sorted(v for v in targets if self._requests.ready(v, now))
+        if candidates and not any(not self._requests.ready(v, now) for v in targets):
             target = candidates[self._random.randrange(len(candidates))]
             self._send(target, self._fetch_request(), now)
 
@@ -429,8 +542,12 @@ class RaftClient:
             )
             self._resign()
             return
+        self._leader_voters(leader, now)
         if leader.update_local(self.log.flushed_end_offset, self._clock.now_ms()):
             self._high_watermark = leader.high_watermark
+        self._poll_voter_change(now)
+        if self._role is not Role.LEADER:
+            return
         for voter in sorted(self.voters - leader.acknowledged):
             if self._requests.ready(voter, now):
                 self._send(
@@ -470,7 +587,10 @@ class RaftClient:
 
     def _poll_resigned(self, now: int) -> None:
         if now >= self._election_deadline and not self._shutting_down:
-            self._become_candidate(now, trigger=Trigger.ELECTION_TIMEOUT)
+            if self.is_voter:
+                self._become_candidate(now, trigger=Trigger.ELECTION_TIMEOUT)
+            else:  # removed from the voters: an observer now, which looks for the leader
+                self._transition(Trigger.LEFT_VOTERS, ElectionState(self.epoch))
             return
         for voter in sorted(self.voters - self._acknowledged):
             if self._requests.ready(voter, now):
@@ -519,6 +639,12 @@ class RaftClient:
             )
         elif api_key == 55:
             answer = self._describe_quorum()
+        elif api_key in (
+            voter_changes.ADD_VOTER,
+            voter_changes.REMOVE_VOTER,
+            voter_changes.UPDATE_VOTER,
+        ):
+            answer = self._on_voter_change(request, api_key, body, now)
         else:
             raise ValueError(f"the quorum does not serve API key {api_key}")
         if answer is not None:
@@ -527,7 +653,10 @@ class RaftClient:
     def _on_vote(self, body: Any, now: int) -> ResponsePayload:
         part = body.topics[0].partitions[0]
         candidate, epoch = int(part.replica_id), int(part.replica_epoch)
-        if candidate not in self.voters:
+        if candidate not in self.voters and not self.voter_history.dynamic:
+            # With dynamic voters (KIP-853) any candidate is heard: this node's set may lag
+            # behind the candidate's, or the candidate is a removed voter whose removal is not
+            # committed yet and that may be needed to commit it; the log check below decides.
             return messages.vote_answer(
                 ErrorCode.inconsistent_voter_set, self.leader_and_epoch, granted=False
             )
@@ -538,7 +667,9 @@ class RaftClient:
         if epoch > self.epoch:
             self._become_unattached(epoch, now)
         granted = False
-        if self._role is Role.UNATTACHED and self.is_voter:
+        # A node that is not a voter by its own log grants votes too (KIP-853): the candidate
+        # may hold the record that makes it the voter whose vote elects the next leader.
+        if self._role is Role.UNATTACHED:
             voted = self._election.voted_id
             ours = OffsetAndEpoch(self.log.end_offset, self.log.last_epoch)
             theirs = OffsetAndEpoch(int(part.last_offset), int(part.last_offset_epoch))
@@ -556,7 +687,10 @@ class RaftClient:
         error = ErrorCode.none
         if epoch < self.epoch:
             error = ErrorCode.fenced_leader_epoch
-        elif leader_id not in self.voters or leader_id == self.node_id:
+        elif leader_id == self.node_id or (
+            leader_id not in self.voters and not self.voter_history.dynamic
+        ):
+            # With dynamic voters this node may not have the record that added the leader yet.
             error = ErrorCode.inconsistent_voter_set
         elif not (self._role is Role.FOLLOWER and self._election.leader_id == leader_id):
             if epoch == self.epoch and self._role in (Role.LEADER, Role.RESIGNED):
@@ -667,6 +801,73 @@ class RaftClient:
             self._channel.respond(parked.request.ref, answer)
         self._parked = keep
 
+    # --- voter changes, leader side (KIP-853) -------------------------------------------------
+
+    def _on_voter_change(
+        self, request: InboundRequest, api_key: int, body: Any, now: int
+    ) -> ResponsePayload | None:
+        if body.cluster_id not in (None, self.cluster_id):
+            return voter_changes.answer(
+                api_key, ErrorCode.inconsistent_cluster_id, None, self.leader_and_epoch
+            )
+        leader = self._leader
+        if self._role is not Role.LEADER or leader is None or self._shutting_down:
+            return voter_changes.answer(
+                api_key,
+                ErrorCode.not_leader_or_follower,
+                f"node {self.node_id} does not lead the quorum",
+                self.leader_and_epoch,
+            )
+        history = self.voter_history
+        context = voter_changes.ChangeContext(
+            leader=leader,
+            voters=history.latest(),
+            dynamic=history.dynamic,
+            high_watermark=self._high_watermark,
+            last_change_offset=history.last_change_offset,
+            change_pending=self._pending_change is not None,
+            wall_ms=self._clock.now_ms(),
+            caught_up_ms=self.config.fetch_timeout_ms,
+        )
+        try:
+            voters = voter_changes.plan_change(api_key, body, context)
+        except VoterChangeError as error:
+            return voter_changes.answer(api_key, error.code, str(error), self.leader_and_epoch)
+        timeout = getattr(body, "timeout", None)
+        wait_ms = int(timeout.total_seconds() * 1000) if timeout is not None else 0
+        offset = self._append_voters(voters, now)
+        log.info("node %d: voters %s from offset %d", self.node_id, sorted(voters.ids), offset)
+        self._pending_change = PendingChange(
+            ref=request.ref,
+            api_key=api_key,
+            offset=offset,
+            deadline_ms=now + (wait_ms if wait_ms > 0 else self.config.request_timeout_ms),
+        )
+        return None
+
+    def _poll_voter_change(self, now: int) -> None:
+        """Answer a committed (or timed-out) change; a leader whose removal is committed
+        resigns."""
+        committed = self._high_watermark if self._high_watermark is not None else 0
+        pending = self._pending_change
+        if pending is not None and committed > pending.offset:
+            self._answer_change(ErrorCode.none, None)
+        elif pending is not None and now >= pending.deadline_ms:
+            self._answer_change(
+                ErrorCode.request_timed_out, "the voter change was not committed in time"
+            )
+        last_change = self.voter_history.last_change_offset
+        removed = self.node_id not in self.voters
+        if removed and last_change is not None and committed > last_change:
+            log.info("node %d: its removal from the voters is committed", self.node_id)
+            self._resign()
+
+    def _answer_change(self, error: ErrorCode, message: str | None) -> None:
+        pending, self._pending_change = self._pending_change, None
+        if pending is not None:
+            answer = voter_changes.answer(pending.api_key, error, message, self.leader_and_epoch)
+            self._channel.respond(pending.ref, answer)
+
     def _describe_quorum(self) -> ResponsePayload:
         leader = self._leader
         if self._role is not Role.LEADER or leader is None:
@@ -681,6 +882,7 @@ class RaftClient:
             high_watermark=self._high_watermark,
             voters=leader.voters.values(),
             observers=leader.observers.values(),
+            voter_set=self.voter_history.latest(),
         )
 
     # --- responses -----------------------------------------------------------------------------
@@ -718,7 +920,7 @@ class RaftClient:
             self._requests.back_off(source, now)
             return
         self._votes[source] = bool(part.vote_granted)
-        rejected = sum(1 for vote in self._votes.values() if not vote)
+        rejected = sum(1 for node, vote in self._votes.items() if not vote and node in self.voters)
         if rejected > len(self.voters) - (len(self.voters) // 2 + 1):
             self._lost_election(now)
         else:
@@ -747,8 +949,9 @@ class RaftClient:
             self._on_epoch(leader_epoch, leader_id, now)
             self._requests.back_off(source, now)
             return
-        # A fetch answered without error comes from the leader of ``leader_epoch``.
-        self._on_epoch(leader_epoch, source, now)
+        # A fetch answered without error comes from the leader of ``leader_epoch`` (a bootstrap
+        # server, which has a negative id here, is the leader its answer names).
+        self._on_epoch(leader_epoch, source if source >= 0 else leader_id, now)
         if (
             self._role is not Role.FOLLOWER
             or self._election.leader_id != source
@@ -787,6 +990,8 @@ class RaftClient:
             diverging.epoch,
         )
         self.log.truncate_to(offset)
+        self.voter_history.truncate_to(self.log.end_offset)
+        self._refresh_voters()
 
     def _append_fetched(self, data: bytes) -> None:
         view = memoryview(data)
@@ -794,10 +999,11 @@ class RaftClient:
         for batch in iter_batches(view):
             end = position + batch.size
             if batch.base_offset == self.log.end_offset:
-                self.log.append(bytes(view[position:end]))
+                self._note_batch(self.log.append(bytes(view[position:end])))
             elif batch.base_offset > self.log.end_offset:
-                return  # a gap: a stale answer; the next fetch asks from the log end again
+                break  # a gap: a stale answer; the next fetch asks from the log end again
             position = end
+        self._refresh_voters()
 
     def _on_snapshot_answer(self, source: int, body: Any, now: int) -> None:
         part = body.topics[0].partitions[0]
@@ -819,9 +1025,11 @@ class RaftClient:
             return
         snapshot = fetching.snapshot
         self._snapshot_fetch = None
-        SnapshotReader(snapshot, bytes(fetching.data))  # refuses an incomplete one
+        reader = SnapshotReader(snapshot, bytes(fetching.data))  # refuses an incomplete one
         self.log.store_snapshot(snapshot, bytes(fetching.data))
         self.log.reset_to_snapshot(snapshot)
+        self.voter_history.reset(reader.voters)
+        self._refresh_voters()
         if self._high_watermark is None or self._high_watermark < snapshot.offset:
             self._high_watermark = snapshot.offset
         log.info(

@@ -24,11 +24,12 @@ from kio.schema.fetch_snapshot.v0 import response as snapshot_response
 from kio.schema.types import BrokerId, TopicName
 from kio.schema.vote.v0 import request as vote_request
 from kio.schema.vote.v0 import response as vote_response
-from kio.static.primitive import Records, i32, i32Timedelta, i64
+from kio.static.primitive import Records, i32, i32Timedelta, i64, u16
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from strom.raft.leader_state import ReplicaState
 from strom.raft.log import OffsetAndEpoch
+from strom.raft.voters import VoterSet
 
 METADATA_TOPIC: Final = "__cluster_metadata"
 _TOPIC: Final = TopicName(METADATA_TOPIC)
@@ -282,15 +283,20 @@ def describe_quorum_answer(
     high_watermark: int | None,
     voters: Iterable[ReplicaState] = (),
     observers: Iterable[ReplicaState] = (),
+    voter_set: VoterSet | None = None,
     error_message: str | None = None,
 ) -> ResponsePayload:
-    """The quorum's state as its leader sees it; ``error_message`` when this node does not lead."""
+    """The quorum's state as its leader sees it; ``error_message`` when this node does not lead.
+    ``voter_set`` gives the voters' directory ids and listeners (v2's ``nodes``)."""
+    known = voter_set if voter_set is not None else VoterSet(())
 
     def states(replicas: Iterable[ReplicaState]) -> tuple[describe_response.ReplicaState, ...]:
         return tuple(
             describe_response.ReplicaState(
                 replica_id=BrokerId(r.node_id),
-                replica_directory_id=None,
+                replica_directory_id=node.directory_id
+                if (node := known.get(r.node_id)) is not None
+                else None,
                 log_end_offset=i64(r.end_offset),
                 last_fetch_timestamp=i64(r.last_fetch_ms),
                 last_caught_up_timestamp=i64(r.last_caught_up_ms),
@@ -312,5 +318,15 @@ def describe_quorum_answer(
         error_code=ErrorCode.none,
         error_message=None,
         topics=(describe_response.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
-        nodes=(),
+        nodes=tuple(
+            describe_response.Node(
+                node_id=BrokerId(node.node_id),
+                listeners=tuple(
+                    describe_response.Listener(name=e.name, host=e.host, port=u16(e.port))
+                    for e in node.endpoints
+                ),
+            )
+            for node in known.nodes
+            if node.endpoints
+        ),
     )

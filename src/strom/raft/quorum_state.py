@@ -13,7 +13,8 @@ The roles, and what each does:
   fetch timeout stands for election, an observer goes back to Unattached.
 * **Resigned**: a leader that gave up (shutdown, failed check quorum, or a restart: a node that
   was leader restarts Resigned in its epoch, since it cannot know what it committed); it tells the
-  others (EndQuorumEpoch) and stands for election when its timer runs out.
+  others (EndQuorumEpoch) and stands for election when its timer runs out (or, removed from the
+  voters, goes back to Unattached as an observer).
 
 Every transition is a row of :data:`TRANSITIONS`, named by what triggers it, and the new
 election state (epoch, leader, vote) is persisted through the :class:`QuorumStateStore` before the
@@ -58,7 +59,8 @@ class Trigger(enum.Enum):
     ELECTION_TIMEOUT = "the election timer runs out"
     FETCH_TIMEOUT = "the leader has not answered fetches for the fetch timeout"
     WON_ELECTION = "a majority of voters granted their votes"
-    RESIGN = "the leader gives up (shutdown or a failed check quorum)"
+    RESIGN = "the leader gives up (shutdown, a failed check quorum, or its removal committed)"
+    LEFT_VOTERS = "a resigned node's timer runs out and it is no longer a voter (KIP-853)"
 
 
 TRANSITIONS: Final[dict[tuple[Role, Trigger], Role]] = {
@@ -80,6 +82,7 @@ TRANSITIONS: Final[dict[tuple[Role, Trigger], Role]] = {
     (Role.RESIGNED, Trigger.HIGHER_EPOCH): Role.UNATTACHED,
     (Role.RESIGNED, Trigger.LEADER_KNOWN): Role.FOLLOWER,
     (Role.RESIGNED, Trigger.ELECTION_TIMEOUT): Role.CANDIDATE,
+    (Role.RESIGNED, Trigger.LEFT_VOTERS): Role.UNATTACHED,
 }
 """(role, trigger) -> the next role. Observers never become candidates: an observer's fetch
 timeout is ``FOLLOWER, ELECTION_TIMEOUT`` (back to Unattached, to find the leader anew)."""

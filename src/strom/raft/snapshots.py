@@ -1,7 +1,9 @@
 """Snapshots of the replicated state, in Kafka's format: v2 batches, a SnapshotHeader control
 record first, the state's records in data batches, a SnapshotFooter last; named by
 ``(end_offset, epoch)``: the state after every record below ``end_offset``, whose last record
-was written in ``epoch``. A file on disk is ``<20-digit offset>-<10-digit epoch>.checkpoint``.
+was written in ``epoch``. Where the voters live in the log (KIP-853), a KRaftVersion and a Voters
+control record follow the header: the voter set in effect at the end offset. A file on disk
+is ``<20-digit offset>-<10-digit epoch>.checkpoint``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from strom.raft.batches import (
     snapshot_header,
 )
 from strom.raft.log import OffsetAndEpoch
+from strom.raft.voters import VoterSet, kraft_version_record, read_voters_record
 
 __all__ = [
     "SnapshotReader",
@@ -51,8 +54,11 @@ class SnapshotWriter:
         *,
         timestamp: int,
         on_frozen: Callable[[OffsetAndEpoch, bytes], None],
+        voters: VoterSet | None = None,
     ) -> None:
+        """``voters``: the voter set to carry (None with static voters, ``kraft.version`` 0)."""
         self.snapshot = snapshot
+        self._voters = voters
         self._timestamp = timestamp
         self._on_frozen = on_frozen
         self._records: list[bytes] = []
@@ -78,6 +84,17 @@ class SnapshotWriter:
             )
         ]
         offset = 1
+        if self._voters is not None:
+            for kind, value in (
+                (ControlType.KRAFT_VERSION, kraft_version_record(1)),
+                (ControlType.KRAFT_VOTERS, self._voters.encode()),
+            ):
+                parts.append(
+                    control_batch(
+                        kind, value, base_offset=offset, epoch=epoch, timestamp=self._timestamp
+                    )
+                )
+                offset += 1
         for start in range(0, len(self._records), RECORDS_PER_BATCH):
             chunk = self._records[start : start + RECORDS_PER_BATCH]
             parts.append(
@@ -118,6 +135,14 @@ class SnapshotReader:
     @property
     def epoch(self) -> int:
         return self.snapshot.epoch
+
+    @property
+    def voters(self) -> VoterSet | None:
+        """The voter set the snapshot carries (None: a static quorum's)."""
+        for batch in self._batches:
+            if batch.control == ControlType.KRAFT_VOTERS:
+                return read_voters_record(batch.records[0])
+        return None
 
     def records(self) -> Iterator[bytes]:
         for batch in self._batches:

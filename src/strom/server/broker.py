@@ -2,20 +2,28 @@
 
 The node (``strom.server.node``) hands it what every role shares (settings, the logs, the
 committed metadata image, the channel to the active controller) once the metadata has caught up
-with the quorum. What ``start`` does, in order:
+with the quorum, and after its listeners have taken their addresses (``bind``: a port in use
+stops the start at once). What ``start`` does, in Kafka's order (``BrokerServer.startup``):
 
-1. **Logs and metadata**: logs of partitions the image does not have are deleted (strays of a
-   topic deleted while this node was down), and the log publisher is installed: from now on every
-   committed metadata change creates, deletes or reconfigures this broker's logs.
-2. **Handlers** are registered (``self.registry``); ApiVersions advertises exactly them. Admin
-   requests (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-   IncrementalAlterConfigs, DescribeQuorum) are forwarded to the active controller. The group
-   coordinator loads ``__consumer_offsets``, then the transaction coordinator
-   ``__transaction_state`` (finishing transactions a crash left half done).
-3. **Listeners**: every broker listener starts serving.
-4. **Lifecycle**: the broker registers with the active controller under its advertised
-   listeners (a new broker epoch every start), heartbeats, and waits until it is unfenced.
-5. Background tasks: retention every ``log.retention.check.interval.ms``, the recovery-point
+1. **Handlers** are built and registered (``self.registry``); ApiVersions advertises exactly
+   them. Admin requests (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+   IncrementalAlterConfigs, DescribeQuorum) are forwarded to the active controller. Nothing
+   reads the metadata yet.
+2. **Registration**: the broker registers with the active controller under its advertised
+   listeners (a new broker epoch every start) and heartbeats, asking to stay fenced.
+3. **Catch-up**: it waits until its metadata image holds that registration (Kafka's
+   ``initialCatchUpFuture``), so what it acts on next is the cluster's metadata as of now, not
+   what it had before a crash.
+4. **Publishers**, handed that image: the log publisher (logs of partitions the image does not
+   have are deleted: strays of a topic deleted while this node was down; from now on every
+   committed metadata change creates, deletes or reconfigures this broker's logs), the client
+   quotas, leadership (leader or follower of its partitions), then the group coordinator on
+   ``__consumer_offsets`` and the transaction coordinator on ``__transaction_state`` (their
+   partitions load in the background: COORDINATOR_LOAD_IN_PROGRESS meanwhile).
+5. **Unfenced**: the broker asks to be unfenced and waits until the controller has done so and
+   its own image shows it unfenced.
+6. **Listeners** accept connections: a client's first Metadata answer lists this broker.
+7. Background tasks: retention every ``log.retention.check.interval.ms``, the recovery-point
    checkpoint every ``log.flush.offset.checkpoint.interval.ms`` (and ``log.flush.scheduler.
    interval.ms`` when set), idle idempotent producers forgotten every ``producer.id.expiration.
    check.interval.ms``; the log cleaner (compacted topics, every ``log.cleaner.backoff.ms``)
@@ -42,6 +50,7 @@ from strom.config import ServerConfig
 from strom.controller import SUPPORTED_FEATURES
 from strom.metadata import (
     BrokerEndpoint,
+    BrokerRegistration,
     MetadataDelta,
     MetadataImage,
     MetadataLoader,
@@ -75,6 +84,7 @@ from strom.server.handlers import (
     elect_leaders,
     incremental_alter_configs,
     partition_reassignments,
+    raft_voters,
     update_features,
 )
 from strom.server.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
@@ -160,6 +170,8 @@ FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
     ApiKey.CREATE_ACLS: acls.create_error_response,
     ApiKey.DELETE_ACLS: acls.delete_error_response,
     ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas.error_response,
+    ApiKey.ADD_RAFT_VOTER: raft_voters.add_error_response,
+    ApiKey.REMOVE_RAFT_VOTER: raft_voters.remove_error_response,
 }
 """The admin APIs a broker forwards to the active controller, with each one's answer when the
 controller cannot be reached."""
@@ -266,41 +278,64 @@ class Broker:
     # --- start -----------------------------------------------------------------------------
 
     async def start(self, *, unfence_timeout: float) -> None:
-        """Metadata publishers, handlers, listeners, then register and wait to be unfenced.
+        """Handlers; register and catch up with the metadata log past the registration; the
+        publishers; unfenced; then the listeners accept connections (see the module doc).
 
-        Raises ``OSError`` when an address cannot be bound, ``BrokerStartError`` when the
-        controller refuses the registration or does not unfence the broker in time.
+        Raises ``BrokerStartError`` when the controller refuses the registration, or when the
+        broker is not caught up and unfenced within ``unfence_timeout`` seconds.
         """
-        self._install_log_publisher()
+        deadline = asyncio.get_running_loop().time() + unfence_timeout
+        had_metadata = not self.metadata.image.is_empty
+        self.metadata.install_publisher(self.parts.waiter)
         self._register_handlers()
         self._register_data_handlers()
         self._start_replication()
         self._register_group_handlers()
         self._register_txn_handlers()
+        await self._register()
+        await self._wait_for_image(
+            deadline,
+            lambda broker: broker.epoch == self.broker_epoch,
+            f"broker {self.node_id} did not read its own registration (broker epoch "
+            f"{self.broker_epoch}) from the metadata log within {unfence_timeout:g} s",
+        )
+        self._install_publishers(remove_strays=had_metadata)
+        self.lifecycle.ready_to_unfence()
+        await self._wait_unfenced(deadline, unfence_timeout)
         await self._start_listeners()
-        await self._join_cluster(unfence_timeout)
         self._start_background_tasks()
 
-    def _install_log_publisher(self) -> None:
+    def _install_publishers(self, *, remove_strays: bool) -> None:
+        """From the image that holds this broker's registration on: the logs (strays of topics
+        deleted while it was down go, unless the metadata log was empty at start), the client
+        quotas, leadership (after the logs: they exist before it leads or follows them), then
+        the group and transaction coordinators. A marker the transaction coordinator writes to
+        a ``__consumer_offsets`` partition still loading is replayed by that load (it reads to
+        the log's end)."""
         publisher = LogPublisher(
             self.log_manager,
             self.topic_configs,
             node_id=self.node_id,
             internal_logs=self.parts.internal_logs,
         )
-        image = self.metadata.image
-        if image.is_empty:
+        if remove_strays:
+            publisher.remove_strays(self.metadata.image)
+        else:
             unknown = [tp for tp in self.log_manager.all() if tp not in self.parts.internal_logs]
             if unknown:
                 log.warning(
-                    "the metadata log is empty but %d partition directories exist; they are "
+                    "the metadata log was empty but %d partition directories exist; they are "
                     "left alone and belong to no topic",
                     len(unknown),
                 )
-        else:
-            publisher.remove_strays(image)
-        self.metadata.install_publisher(publisher)
-        self.metadata.install_publisher(self.parts.waiter)
+        for installed in (
+            publisher,
+            lambda _delta, image: self.client_quotas.on_image(image.client_quotas),
+            self._apply_leadership,
+            self.group_coordinator.on_metadata,
+            self.txn_coordinator.on_metadata,
+        ):
+            self.metadata.install_publisher(installed)
 
     def _controller_id(self) -> int:
         """What Metadata and DescribeCluster name as the controller: clients cannot reach the
@@ -388,9 +423,6 @@ class Broker:
             topic_config=self.topic_configs.topic_config,
         )
         sessions = FetchSessionCache(random=random.Random(), max_slots=DEFAULT_SESSION_CACHE_SLOTS)
-        self.metadata.install_publisher(
-            lambda _delta, image: self.client_quotas.on_image(image.client_quotas)
-        )
         self.txn_coordinator = TxnCoordinatorRuntime(
             config=self.config,
             replica_manager=self.replica_manager,
@@ -480,7 +512,6 @@ class Broker:
             clock=self.clock,
             quota=self.quotas["follower"],
         )
-        self.metadata.install_publisher(self._apply_leadership)
 
     def _apply_leadership(self, delta: MetadataDelta, image: MetadataImage) -> None:
         if image.configs is not self._quota_configs:  # settings changed: the throttles too
@@ -502,7 +533,8 @@ class Broker:
     """The group coordinator and its ``__consumer_offsets`` partitions."""
 
     def _register_group_handlers(self) -> None:
-        """The group coordinator (loading ``__consumer_offsets``) and the group APIs."""
+        """The group coordinator (on ``__consumer_offsets``; its timer task starts now, its
+        loads once its publisher is installed) and the group APIs."""
         self.group_coordinator = GroupCoordinatorRuntime(
             config=self.config,
             replica_manager=self.replica_manager,
@@ -510,7 +542,6 @@ class Broker:
             clock=self.clock,
         )
         self.group_coordinator.start()
-        self.metadata.install_publisher(self.group_coordinator.on_metadata)
         runtime = self.group_coordinator
         for handler in (
             FindCoordinatorHandler(
@@ -536,11 +567,10 @@ class Broker:
     """The transaction coordinator and its ``__transaction_state`` partitions."""
 
     def _register_txn_handlers(self) -> None:
-        """The transaction coordinator (loading ``__transaction_state`` after the groups, so
-        that markers it writes for unfinished transactions reach loaded groups) and its APIs."""
+        """The transaction coordinator (on ``__transaction_state``; its timer task starts now,
+        its loads once its publisher is installed) and its APIs."""
         runtime = self.txn_coordinator
         runtime.start()
-        self.metadata.install_publisher(runtime.on_metadata)
         offsets_partitions = self.group_coordinator.coordinator.partition_count
         for handler in (
             InitProducerIdHandler(self.producer_ids, runtime),
@@ -595,8 +625,9 @@ class Broker:
         for listener in self._listeners:
             await listener.start()
 
-    async def _join_cluster(self, unfence_timeout: float) -> None:
-        """Register under the advertised listeners (a new broker epoch) and get unfenced."""
+    async def _register(self) -> None:
+        """Register under the advertised listeners (a new broker epoch), and heartbeat from now
+        on (asking to stay fenced until :meth:`start` is ready)."""
         self.lifecycle.endpoints = tuple(
             BrokerEndpoint(
                 listener.name,
@@ -613,13 +644,35 @@ class Broker:
         except RegistrationFailed as error:
             raise BrokerStartError(str(error)) from None
         self.lifecycle.start()
-        self.lifecycle.ready_to_unfence()
+
+    async def _wait_unfenced(self, deadline: float, timeout: float) -> None:
+        """Until the controller has unfenced this broker and the image says so (what Metadata
+        answers from: its first answer lists this broker)."""
+        message = f"the controller did not unfence broker {self.node_id} within {timeout:g} s"
         try:
-            await self.lifecycle.wait_unfenced(unfence_timeout)
+            async with asyncio.timeout_at(deadline):
+                await self.lifecycle.wait_unfenced(timeout)
         except TimeoutError:
-            raise BrokerStartError(
-                f"the controller did not unfence broker {self.node_id} within {unfence_timeout:g} s"
-            ) from None
+            raise BrokerStartError(message) from None
+        await self._wait_for_image(
+            deadline,
+            lambda broker: broker.epoch == self.broker_epoch and not broker.fenced,
+            message,
+        )
+
+    async def _wait_for_image(
+        self, deadline: float, condition: Callable[[BrokerRegistration], bool], message: str
+    ) -> None:
+        """Until the image's registration of this broker satisfies ``condition``
+        (``BrokerStartError(message)`` at ``deadline``)."""
+
+        def holds(image: MetadataImage) -> bool:
+            broker = image.cluster.brokers.get(self.node_id)
+            return broker is not None and condition(broker)
+
+        remaining = deadline - asyncio.get_running_loop().time()
+        if not await self.parts.waiter.wait_for(holds, max(remaining, 0.0)):
+            raise BrokerStartError(message)
 
     # --- background work ---------------------------------------------------------------------
 

@@ -9,7 +9,11 @@ DYNAMIC_BROKER_CONFIG           2  a dynamic setting of this broker (``ConfigRec
 DYNAMIC_DEFAULT_BROKER_CONFIG   3  a dynamic cluster-wide broker default (``ConfigRecord``, "")
 STATIC_BROKER_CONFIG            4  the properties file or ``--override``
 DEFAULT_CONFIG                  5  Kafka's default
+GROUP_CONFIG                    8  the group's override (groups only)
 =============================  ==  ==========================================================
+
+A group setting is the group's override, else (DEFAULT_CONFIG) the broker's value of the setting
+it defaults to (``strom.config.group_config``), as Kafka's ``ConfigHelper`` describes a group.
 
 The synonyms of a setting list, layer by layer, every broker setting it can come from (Kafka's
 ``ConfigHelper.configSynonyms``): a topic's ``retention.ms`` comes from ``log.retention.ms``,
@@ -37,7 +41,8 @@ from strom.config import (
     Setting,
     TopicConfig,
 )
-from strom.metadata import MetadataImage
+from strom.config.group_config import GROUP_SETTINGS, group_config
+from strom.metadata import ConfigResource, MetadataImage
 from strom.server.log_configs import TopicConfigResolver
 
 __all__ = [
@@ -60,6 +65,7 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    GROUP_CONFIG = 8
 
 
 _RETENTION: Final = ("log.retention.ms", "log.retention.minutes", "log.retention.hours")
@@ -146,7 +152,7 @@ _DEFAULTS: Final = _render_defaults()
 
 
 class ConfigDescriber:
-    """Describes topic and broker configs as of a metadata image."""
+    """Describes topic, broker and group configs as of a metadata image."""
 
     def __init__(self, resolver: TopicConfigResolver) -> None:
         self._resolver = resolver
@@ -235,6 +241,35 @@ class ConfigDescriber:
                 if synonym.source is ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             ]
             entries.append(self._broker_entry(setting, dynamic[name], synonyms))
+        return entries
+
+    def group(
+        self, image: MetadataImage, group_id: str, *, names: Sequence[str] | None = None
+    ) -> list[DescribedConfig]:
+        """Every group setting of ``group_id`` (or those of ``names``), sorted by name."""
+        overrides = image.configs.configs(ConfigResource.group(group_id))
+        values = group_config(self._resolver.server_config(image), overrides)
+        entries: list[DescribedConfig] = []
+        for name in _select(GROUP_SETTINGS, names):
+            setting = GROUP_SETTINGS[name]
+            value = setting.render(values[name])
+            synonyms = (
+                (ConfigSynonym(name, value, ConfigSource.GROUP_CONFIG),)
+                if name in overrides
+                else ()
+            )
+            entries.append(
+                DescribedConfig(
+                    name=name,
+                    value=value,
+                    source=synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG,
+                    read_only=False,
+                    is_sensitive=False,
+                    synonyms=synonyms,
+                    config_type=setting.type,
+                    documentation=setting.doc,
+                )
+            )
         return entries
 
     @staticmethod

@@ -5,11 +5,17 @@ A coordinator keeps its state in the partitions of one internal topic:
 
 * the topic is created on the first FindCoordinator that needs it
   (:meth:`CoordinatorRuntime.ensure_topic`, through the controller, as ``AutoTopicCreator``
-  does it); once it exists, at start or when the metadata shows it
-  (:meth:`CoordinatorRuntime.on_metadata`), every batch of every partition this broker leads
-  goes to the subclass's :meth:`~CoordinatorRuntime._replay_batch`: this broker coordinates
-  the keys of those partitions, and answers NOT_COORDINATOR for the others; afterwards each
-  metadata change loads the partitions this broker has come to lead and unloads those it lost;
+  does it); once the metadata shows it (:meth:`CoordinatorRuntime.on_metadata`, a metadata
+  publisher), this broker coordinates the keys of the partitions it leads, and answers
+  NOT_COORDINATOR for the others;
+* loading follows (partition, leader epoch), as Kafka's ``onElection`` / ``onResignation``: a
+  partition led here at a new epoch is unloaded and loaded again, even when the metadata
+  change that shows it skipped the steps between. A load does not run in the publisher: it is
+  scheduled, and one task per coordinator replays the scheduled partitions' batches
+  (:meth:`~CoordinatorRuntime._replay_batch`) a chunk at a time, yielding to the event loop
+  between chunks, so the Raft poll and the heartbeats on the same loop go on. Requests for a
+  loading partition are answered COORDINATOR_LOAD_IN_PROGRESS; a load whose epoch is gone
+  before it ends is abandoned;
 * the core's records become one batch appended to a partition with acks=all
   (:meth:`CoordinatorRuntime._append`), and the core hears the outcome once the high watermark
   passes the batch (every in-sync replica has it: Kafka's deferred event queue), or the ISR
@@ -26,8 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 from strom.common import Clock, ErrorCode, TopicPartition
@@ -45,8 +53,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_READ_CHUNK = 1 << 20
-
 KeyValue = tuple[bytes | None, bytes | None]
 
 
@@ -56,8 +62,7 @@ class CoordinatorCore(Protocol):
     @property
     def partition_count(self) -> int | None: ...
 
-    @property
-    def owned_partitions(self) -> frozenset[int]: ...
+    def begin_loading(self, partitions: int, owned: Collection[int] | None = None) -> None: ...
 
     def begin_loading_partition(self, partition: int) -> None: ...
 
@@ -70,6 +75,9 @@ class CoordinatorCore(Protocol):
 
 class CoordinatorRuntime(ABC):
     """The I/O shell around one coordinator core and its internal ``topic``."""
+
+    load_chunk_bytes = 64 << 10
+    """How much of a partition's log one step of a load reads and replays."""
 
     def __init__(
         self,
@@ -88,6 +96,13 @@ class CoordinatorRuntime(ABC):
         self._create_lock = asyncio.Lock()
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._epochs: dict[int, int] = {}
+        """Partition -> the leader epoch it is loading or loaded at (coordinated here)."""
+        self._to_load: deque[tuple[int, int]] = deque()
+        self._loads_pending = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._loader: asyncio.Task[None] | None = None
+        self._stopped = False
 
     @property
     @abstractmethod
@@ -96,111 +111,163 @@ class CoordinatorRuntime(ABC):
     def now_ms(self) -> int:
         return self._clock.now_ms()
 
-    # --- loading ------------------------------------------------------------------------------
-
-    @abstractmethod
-    def _begin_loading(self, partitions: int, owned: frozenset[int]) -> None: ...
+    # --- loading (Kafka's onElection / onResignation, by leader epoch) -----------------------
 
     @abstractmethod
     def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
         """Apply one batch of ``partition`` to the core; the number of records it applied."""
 
     @abstractmethod
-    def _finish_loading(self, partition: int) -> None: ...
+    def _finish_loading(self, partition: int, leader_epoch: int) -> None:
+        """``partition`` is replayed (loaded as leader at ``leader_epoch``): it serves now."""
 
-    @abstractmethod
-    def _loaded(self, records: int) -> None:
-        """Log what loading found."""
+    def _follow_leadership(self, image: MetadataImage, partitions: int) -> bool:
+        """Unload every partition whose leader epoch here is gone (led elsewhere now, or led here
+        at a newer epoch), then schedule a load of each partition led here at an epoch not loaded
+        yet; whether anything changed. A coalesced change (a snapshot) that skipped an
+        unload and a reload still shows the new epoch, so it reloads."""
+        led = self._led(image, partitions)
+        changed = False
+        for partition, epoch in sorted(self._epochs.items()):
+            if led.get(partition) != epoch:
+                del self._epochs[partition]
+                self.core.unload_partition(partition)
+                changed = True
+                log.info(
+                    "%s-%d: resigned as coordinator of leader epoch %d",
+                    self.topic,
+                    partition,
+                    epoch,
+                )
+        for partition, epoch in sorted(led.items()):
+            if partition not in self._epochs:
+                self._epochs[partition] = epoch
+                self.core.begin_loading_partition(partition)
+                self._to_load.append((partition, epoch))
+                changed = True
+        if self._to_load:
+            self._idle.clear()
+            self._loads_pending.set()
+            self._ensure_loader()
+        return changed
 
-    def _load(self, partitions: int) -> None:
-        """Replay the partitions this broker leads; it coordinates their keys."""
-        owned = frozenset(p for p in range(partitions) if self._leads(p))
-        self._begin_loading(partitions, owned)
-        self._loaded(sum(self._replay(partition) for partition in sorted(owned)))
+    def _led(self, image: MetadataImage, partitions: int) -> dict[int, int]:
+        """Partition -> leader epoch, of the topic's partitions this broker leads."""
+        node_id = self._replica_manager.node_id
+        led: dict[int, int] = {}
+        for partition in range(partitions):
+            registration = image.topics.get_partition(TopicPartition(self.topic, partition))
+            if registration is not None and registration.leader == node_id:
+                led[partition] = registration.leader_epoch
+        return led
 
-    def _replay(self, partition: int) -> int:
-        loaded = 0
-        for header, batch in self._batches(TopicPartition(self.topic, partition)):
-            loaded += self._replay_batch(partition, header, batch)
-        self._finish_loading(partition)
-        return loaded
-
-    def _follow_leadership(self, partitions: int) -> bool:
-        """Load the partitions this broker has come to lead, unload those it no longer leads
-        (Kafka's coordinator ``onElection`` / ``onResignation``); whether any changed."""
-        owned = self.core.owned_partitions
-        led = frozenset(p for p in range(partitions) if self._leads(p))
-        for partition in sorted(owned - led):
-            self.core.unload_partition(partition)
-            log.info(
-                "%s-%d is led elsewhere now: its keys are no longer coordinated here",
-                self.topic,
-                partition,
+    def _ensure_loader(self) -> None:
+        if self._loader is None:
+            self._loader = asyncio.get_running_loop().create_task(
+                self._load_scheduled(), name=f"strom-{self.topic}-loader"
             )
-        for partition in sorted(led - owned):
-            self.core.begin_loading_partition(partition)
-            loaded = self._replay(partition)
-            log.info("leads %s-%d now: loaded %d record(s)", self.topic, partition, loaded)
-        return led != owned
 
-    def _leads(self, partition: int) -> bool:
+    async def _load_scheduled(self) -> None:
+        """Load the scheduled partitions one after another, off the metadata publisher."""
+        while True:
+            while self._to_load:
+                partition, epoch = self._to_load.popleft()
+                try:
+                    await self._load(partition, epoch)
+                except Exception:
+                    log.exception("loading %s-%d failed", self.topic, partition)
+            self._loads_pending.clear()
+            self._idle.set()
+            await self._loads_pending.wait()
+            self._idle.clear()
+
+    async def _load(self, partition: int, epoch: int) -> None:
+        """Replay ``partition`` in chunks, yielding to the event loop after each; abandoned as
+        soon as this broker no longer coordinates it at ``epoch`` (the unload dropped what was
+        replayed)."""
+        started = time.monotonic()
         tp = TopicPartition(self.topic, partition)
-        registration = self._replica_manager.image.topics.get_partition(tp)
-        return registration is not None and registration.leader == self._replica_manager.node_id
+        loaded = 0
+        for chunk in self._chunks(tp):
+            if self._epochs.get(partition) != epoch:
+                return
+            for header, batch in chunk:
+                loaded += self._replay_batch(partition, header, batch)
+            await asyncio.sleep(0)
+        if self._epochs.get(partition) != epoch:
+            return
+        self._finish_loading(partition, epoch)
+        self.wake()
+        log.info(
+            "%s-%d loaded as coordinator of leader epoch %d: %d record(s) in %.0f ms",
+            self.topic,
+            partition,
+            epoch,
+            loaded,
+            (time.monotonic() - started) * 1000,
+        )
 
-    def _batches(self, tp: TopicPartition) -> Iterator[tuple[BatchHeader, bytes]]:
-        """Every whole batch of the partition's log, oldest first."""
+    def _chunks(self, tp: TopicPartition) -> Iterator[list[tuple[BatchHeader, bytes]]]:
+        """The whole batches of the partition's log, oldest first, one read at a time (the log
+        end is read anew before each, so batches appended while loading are replayed too)."""
         partition_log = self._replica_manager.log_manager.get(tp)
         if partition_log is None:
             return
         offset = partition_log.log_start_offset
         while offset < partition_log.log_end_offset:
-            data = partition_log.read_bytes(offset, max_bytes=_READ_CHUNK)
+            data = partition_log.read_bytes(offset, max_bytes=self.load_chunk_bytes)
+            chunk: list[tuple[BatchHeader, bytes]] = []
             position = 0
             while position + HEADER_SIZE <= len(data):
                 header = BatchHeader.read(data, position)
                 if position + header.size > len(data):
                     break
-                yield header, data[position : position + header.size]
+                chunk.append((header, data[position : position + header.size]))
                 position += header.size
                 offset = header.base_offset + header.last_offset_delta + 1
-            if position == 0:
+            if not chunk:
                 return
+            yield chunk
+
+    async def wait_loaded(self) -> None:
+        """Until every scheduled load has finished or been abandoned."""
+        if self._loader is not None:
+            await self._idle.wait()
 
     # --- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Load an existing topic and start the timer task."""
-        self.on_metadata(None, self._replica_manager.image)
+        """Start the timer task; the broker then installs :meth:`on_metadata` as a publisher,
+        which schedules the loads."""
         self._task = asyncio.get_running_loop().create_task(
             self._drive(), name=f"strom-{self.topic}"
         )
 
     def on_metadata(self, delta: MetadataDelta | None, image: MetadataImage) -> None:
-        """A metadata publisher: load the topic once it exists, whichever broker created it,
-        then follow its partitions' leadership."""
+        """A metadata publisher: once the topic exists, whichever broker created it, follow its
+        partitions' leadership (the loads run in a task of their own)."""
         topic = image.topics.get_topic(self.topic)
-        if topic is None:
+        if topic is None or self._stopped:
             return
         if self.core.partition_count is None:
-            self._load(len(topic.partitions))
-            self.wake()
-        elif self._follow_leadership(len(topic.partitions)):
+            self.core.begin_loading(len(topic.partitions), frozenset())
+        if self._follow_leadership(image, len(topic.partitions)):
             self.wake()
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
+        self._stopped = True
+        tasks = [task for task in (self._task, self._loader) if task is not None]
+        self._task = self._loader = None
+        for task in tasks:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def ensure_topic(self) -> ErrorCode:
-        """Create the topic if it does not exist yet and load it; NONE once it does."""
+        """Create the topic if it does not exist yet; NONE once it does (its partitions led here
+        are then loading)."""
         if self.core.partition_count is not None:
             return ErrorCode.none
         async with self._create_lock:
-            if self.core.partition_count is not None:  # type: ignore[redundant-expr,unused-ignore]
-                return ErrorCode.none  # type: ignore[unreachable,unused-ignore]
             if self._replica_manager.image.topics.get_topic(self.topic) is None:
                 outcome = await self._auto_topics.create([self.topic])
                 error = outcome.get(self.topic)
@@ -210,11 +277,10 @@ class CoordinatorRuntime(ABC):
                     and error.code != ErrorCode.topic_already_exists
                 ):
                     return ErrorCode.coordinator_not_available
-            topic = self._replica_manager.image.topics.get_topic(self.topic)
-            if topic is None:
+            image = self._replica_manager.image
+            if image.topics.get_topic(self.topic) is None:
                 return ErrorCode.coordinator_not_available
-            self._load(len(topic.partitions))
-            self.wake()
+            self.on_metadata(None, image)
             return ErrorCode.none
 
     # --- requests and timers ------------------------------------------------------------------

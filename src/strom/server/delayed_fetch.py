@@ -85,6 +85,7 @@ class DelayedFetch(DelayedOperation):
         self.partitions = partitions
         self.isolation_level = isolation_level
         self._replica_manager = replica_manager
+        self._partition_left = False
 
     @property
     def readable(self) -> int:
@@ -101,7 +102,12 @@ class DelayedFetch(DelayedOperation):
         # offset is inside the new range, some of it does (an estimate: the answer re-reads).
         status.readable = min(status.max_bytes, status.readable + update.size)
 
+    def on_partition_left(self, key: TopicPartition, error: ErrorCode) -> None:
+        self._partition_left = True  # the answer's read says which error
+
     def try_complete(self) -> bool:
+        if self._partition_left:
+            return self.force_complete()
         for tp, status in self.partitions.items():
             if self._must_answer(tp, status):
                 return self.force_complete()

@@ -12,6 +12,10 @@ already (on one node, as soon as the append is done) the outcome is given at onc
 operation is built; otherwise a ``DelayedProduce`` waits in the replica manager's produce
 purgatory, and the partitions still undecided at its timeout answer REQUEST_TIMED_OUT (the
 batch stays in the leader's log).
+
+A partition that leaves this broker's leadership (deleted, moved away, followed now) is answered
+at once with its error (``Purgatory.complete_left``), whatever the image holds under its name by
+then.
 """
 
 from __future__ import annotations
@@ -66,6 +70,11 @@ class DelayedProduce(DelayedOperation):
         self._pending = set(required_offsets)
         self._replica_manager = replica_manager
         self._callback = callback
+
+    def on_partition_left(self, key: TopicPartition, error: ErrorCode) -> None:
+        if key in self._pending:
+            self.errors[key] = error
+            self._pending.discard(key)
 
     def try_complete(self) -> bool:
         for tp in list(self._pending):

@@ -84,19 +84,8 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
 
     # --- loading ------------------------------------------------------------------------------
 
-    def _begin_loading(self, partitions: int, owned: frozenset[int]) -> None:
-        self.coordinator.begin_loading(partitions, owned)
-
-    def _finish_loading(self, partition: int) -> None:
+    def _finish_loading(self, partition: int, leader_epoch: int) -> None:
         self.coordinator.finish_loading(partition, self.now_ms())
-
-    def _loaded(self, records: int) -> None:
-        log.info(
-            "loaded %d record(s) of %s: %d group(s)",
-            records,
-            GROUP_METADATA_TOPIC,
-            len(self.coordinator.groups),
-        )
 
     def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
         if header.is_control:

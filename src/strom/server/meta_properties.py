@@ -158,11 +158,17 @@ FORMAT_HINT: Final = (
 
 
 def format_data_dir(
-    data_dir: Path, *, node_id: int, cluster_id: str, ignore_formatted: bool = False
+    data_dir: Path,
+    *,
+    node_id: int,
+    cluster_id: str,
+    ignore_formatted: bool = False,
+    directory_id: str | None = None,
 ) -> MetaProperties | None:
     """Write ``meta.properties`` into a new (or empty) data directory, as ``kafka-storage.sh
     format``; returns it, or None when the directory was already formatted and
-    ``ignore_formatted`` says to leave it."""
+    ``ignore_formatted`` says to leave it. ``directory_id``: the one ``--initial-controllers``
+    names for this node (else a new one)."""
     if reason := validate_kafka_uuid(cluster_id):
         raise MetaPropertiesError(f"--cluster-id: {reason}")
     path = data_dir / META_PROPERTIES
@@ -176,7 +182,9 @@ def format_data_dir(
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         meta = MetaProperties(
-            cluster_id=cluster_id, node_id=node_id, directory_id=random_kafka_uuid()
+            cluster_id=cluster_id,
+            node_id=node_id,
+            directory_id=directory_id or random_kafka_uuid(),
         )
         write_meta_properties(path, meta)
     except OSError as error:

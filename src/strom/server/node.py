@@ -14,8 +14,9 @@ What ``start`` does, in order:
    whenever this node leads the quorum.
 4. **Catch-up**: the node waits until its committed image holds everything the quorum had
    committed when it first heard of it.
-5. **Broker** (broker nodes): ``Broker.start`` (handlers, listeners, registration with the
-   active controller, unfenced); then the ready line.
+5. **Broker** (broker nodes): ``Broker.start`` (handlers, registration with the active
+   controller, catch-up past it, publishers, unfenced, then its listeners accept connections);
+   then the ready line.
 
 ``stop`` stops the broker (controlled shutdown), the controller and its listener, the quorum
 client (a leader resigns), then closes the logs: flushed, checkpointed, clean-shutdown marker.
@@ -48,6 +49,7 @@ from strom.protocol.api import (
     make_request_header,
 )
 from strom.raft import FileQuorumStateStore, RaftClient, RaftConfig
+from strom.raft.voters import VoterSet
 from strom.security.acls import AclOperation
 from strom.security.scram import ScramCredential, ScramMechanism
 from strom.server.authorizer import Authorizer, authorizer_settings
@@ -101,8 +103,15 @@ from strom.server.network.faults_file import faults_from_environment
 from strom.server.network.listener import HostPort, Listener
 from strom.server.network.request_time import CONTROLLER_EXEMPT
 from strom.server.node_config import NodeConfig
+from strom.server.quorum_voters import QuorumAddresses, directory_uuid
 from strom.server.raft_log import METADATA_LOG_CONFIG, METADATA_PARTITION, FileRaftLog
-from strom.server.raft_manager import RAFT_APIS, RaftApiHandler, RaftManager, SnapshotPolicy
+from strom.server.raft_manager import (
+    RAFT_API_OPERATIONS,
+    RAFT_APIS,
+    RaftApiHandler,
+    RaftManager,
+    SnapshotPolicy,
+)
 from strom.storage.corrupt_segment import CorruptSegmentError
 from strom.storage.log_config import LogConfig
 from strom.storage.log_manager import LogManager
@@ -178,6 +187,12 @@ class Node:
         self._emulate = emulate_kafka_version
         self._faults = faults if faults is not None else faults_from_environment(os.environ)
         self._meta: MetaProperties | None = None
+        self._quorum_addresses = QuorumAddresses(
+            voters=self.node.voters,
+            bootstrap=self.node.bootstrap_servers,
+            listener_name=(self.node.controller_listener_names or ("CONTROLLER",))[0],
+            voter_set=self._latest_voters,
+        )
         self._controller_listener: Listener | None = None
         self._started = False
         self._ready = False
@@ -358,16 +373,16 @@ class Node:
             self.broker.registry.authorizer = self.authorizer
             await self.broker.bind()
 
-    def _voter_address(self, node_id: int) -> tuple[str, int] | None:
-        """Where a voter's controller listener is (None: not a voter)."""
-        address = self.node.voters.get(node_id)
-        return None if address is None else (address.host, address.port)
+    def _latest_voters(self) -> VoterSet:
+        raft: RaftManager | None = getattr(self, "raft", None)
+        return raft.client.voter_history.latest() if raft is not None else VoterSet(())
 
     def _build_quorum(self) -> None:
         partition = self.log_manager.get_or_create(METADATA_PARTITION, METADATA_LOG_CONFIG)
         raft_log = FileRaftLog(partition, clock=self.clock)
+        addresses = self._quorum_addresses
         clients = NodeClients(
-            self._voter_address,
+            addresses.address_of,
             client_id=f"strom-node-{self.node_id}",
             request_timeout=self.config.get_int("controller.quorum.request.timeout.ms") / 1000,
             security=self._controller_client,
@@ -394,12 +409,15 @@ class Node:
                 clock=self.clock,
                 random=random.Random(),
                 config=config,
+                directory_id=directory_uuid(self._meta.directory_id if self._meta else None),
+                bootstrap=addresses.bootstrap_ids,
             )
 
         self.raft = RaftManager(
             node_id=self.node_id,
             make_client=make_client,
             clients=clients,
+            on_response=addresses.learn,
             loader=self.metadata,
             clock=self.clock,
             snapshots=SnapshotPolicy(
@@ -480,9 +498,7 @@ class Node:
             *(
                 ClusterAuthorized(
                     RaftApiHandler(api_key, self.raft),
-                    AclOperation.DESCRIBE
-                    if api_key == ApiKey.DESCRIBE_QUORUM
-                    else AclOperation.CLUSTER_ACTION,
+                    RAFT_API_OPERATIONS.get(api_key, AclOperation.CLUSTER_ACTION),
                 )
                 for api_key in RAFT_APIS
             ),
@@ -494,11 +510,14 @@ class Node:
             await self._controller_listener.start()
 
     def _controller_addresses(self) -> list[BrokerAddress]:
-        """The voters as other nodes reach them (``controller.quorum.voters``)."""
-        return [
-            BrokerAddress(node_id, address.host, address.port, None, False)
-            for node_id, address in sorted(self.node.voters.items())
-        ]
+        """The voters as other nodes reach them (``controller.quorum.voters``, or the latest
+        voter set of a dynamic quorum)."""
+        found = []
+        for node_id in sorted(self.raft.client.voters):
+            address = self._quorum_addresses.address_of(node_id)
+            if address is not None:
+                found.append(BrokerAddress(node_id, *address, None, False))
+        return found
 
     async def _local_controller(self, body: RequestPayload) -> ResponsePayload:
         """A request to this process's controller, handled without a connection."""
@@ -521,7 +540,7 @@ class Node:
             node_id=self.node_id,
             leader=lambda: self.raft.client.leader_and_epoch.leader_id,
             clients=NodeClients(
-                self._voter_address,
+                self._quorum_addresses.address_of,
                 client_id=f"strom-broker-{self.node_id}",
                 security=self._controller_client,
             ),

@@ -117,8 +117,8 @@ class NodeConfig:
     controller_listener_names: tuple[str, ...]
     inter_broker_listener_name: str | None
     voters: Mapping[int, HostPort]
-    """Voter id -> its controller listener (empty for the standalone node and for brokers that
-    find the voters through ``bootstrap_servers``)."""
+    """Voter id -> its controller listener (empty for the standalone node and for nodes that
+    find the voters through ``bootstrap_servers``: a dynamic quorum's, KIP-853)."""
     bootstrap_servers: tuple[HostPort, ...]
     rack: str | None
     protocol_map: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -310,8 +310,6 @@ def _check_quorum(
                 f"node.id {node_id} is not one of the voters "
                 f"({', '.join(map(str, sorted(voters)))})",
             )
-        if not voters:
-            raise ConfigError("controller.quorum.voters", "controllers need the static voter list")
     else:
         clash = sorted(names & set(controller_names))
         if clash:

@@ -12,8 +12,10 @@ and acts on what it answers.
   previous fetch (the follower kept pace); it stays caught up for ``replica.lag.time.max.ms``.
 * **High watermark candidate** (``maybeIncrementLeaderHW``): the smallest log end offset among
   the leader and the replicas of the maximal ISR, plus followers that are caught up and eligible
-  but not in the ISR yet (so that a joining replica is not left behind). The log takes it only
-  when it is higher (``PartitionLog.maybe_increment_high_watermark``): it never goes back.
+  but not in the ISR yet (so that a joining replica is not left behind); a follower the
+  controller fenced and took out of the ISR is not eligible, so it holds nothing back. The log
+  takes it only when it is higher (``PartitionLog.maybe_increment_high_watermark``): it never
+  goes back.
 * **ISR changes** go to the controller as AlterPartition, one at a time (KIP-497). Meanwhile the
   *maximal* ISR counts for the high watermark and acks: an expansion counts the new replica at
   once, a shrink not until the controller commits it. Out of sync: an ISR follower not caught up
@@ -24,6 +26,10 @@ and acts on what it answers.
   fetches reported it, so the controller refuses a member that registered anew meanwhile. A
   follower's broker that registers anew (a restart: its log may have lost an unflushed tail)
   is also forgotten until it fetches again, so that its previous offsets count for nothing.
+  A change the controller may have committed (no answer came, or an answer other than
+  "not applied") stays pending and is sent again, so that the replica it adds keeps counting
+  for the high watermark: dropping it would let a leader cut off from the controllers
+  acknowledge writes below an ISR that no longer holds (Kafka's ``handleAlterPartitionError``).
 * **Acks**: ``min.insync.replicas`` is checked before an acks=all append (NOT_ENOUGH_REPLICAS)
   and again when its offset is committed (NOT_ENOUGH_REPLICAS_AFTER_APPEND), against the ISR.
 """
@@ -37,6 +43,17 @@ from typing import Final
 from strom.common import ErrorCode
 
 __all__ = ["AckState", "FollowerState", "IsrChange", "PartitionReplication"]
+
+NOT_APPLIED: Final = frozenset({ErrorCode.ineligible_replica, ErrorCode.operation_not_attempted})
+"""AlterPartition errors after which the controller has certainly not applied the change."""
+AWAIT_METADATA: Final = frozenset(
+    {
+        ErrorCode.invalid_update_version,
+        ErrorCode.fenced_leader_epoch,
+        ErrorCode.unknown_topic_or_partition,
+    }
+)
+"""AlterPartition errors that say the partition's state moved on: wait for the metadata."""
 
 UNKNOWN_OFFSET: Final = -1
 NEVER: Final = -(2**62)
@@ -153,9 +170,19 @@ class PartitionReplication:
         )
 
     def high_watermark_candidate(
-        self, leader_log_end_offset: int, *, now_ms: int, min_isr: int = 1
+        self,
+        leader_log_end_offset: int,
+        *,
+        now_ms: int,
+        min_isr: int = 1,
+        eligible: Mapping[int, int] | None = None,
     ) -> int | None:
         """What every counted replica has: where the high watermark may move up to.
+
+        A caught-up follower outside the maximal ISR counts only while its broker is
+        ``eligible`` (broker id to its registered epoch, as for :meth:`isr_change`; None: every
+        broker is): a fenced broker, which the controller took out of the ISR, holds nothing
+        back (Kafka's ``shouldWaitForReplicaToJoinIsr``).
 
         None while the ISR is smaller than ``min_isr`` (the topic's ``min.insync.replicas``, at
         most the replica count): KIP-966's strict min ISR, which is what lets a replica that
@@ -167,10 +194,13 @@ class PartitionReplication:
             return None
         maximal = set(self.maximal_isr)
         for follower in self.followers.values():
-            counted = follower.broker_id in maximal or follower.caught_up(
-                leader_log_end_offset=leader_log_end_offset,
-                now_ms=now_ms,
-                max_lag_ms=self.max_lag_ms,
+            counted = follower.broker_id in maximal or (
+                follower.caught_up(
+                    leader_log_end_offset=leader_log_end_offset,
+                    now_ms=now_ms,
+                    max_lag_ms=self.max_lag_ms,
+                )
+                and (eligible is None or self._eligible(follower, eligible))
             )
             if counted:
                 candidate = min(candidate, max(follower.log_end_offset, 0))
@@ -210,8 +240,7 @@ class PartitionReplication:
             follower = self.followers[broker_id]
             if (
                 broker_id not in self.isr
-                and broker_id in eligible
-                and follower.epoch_eligible(eligible[broker_id])
+                and self._eligible(follower, eligible)
                 and self._in_sync(follower, high_watermark)
             ):
                 joined = tuple(sorted((*self.isr, broker_id)))
@@ -228,6 +257,13 @@ class PartitionReplication:
             known = None if follower is None else follower.broker_epoch
             epochs.append(-1 if known is None else known)
         return IsrChange(isr, self.partition_epoch, added, removed, tuple(epochs))
+
+    @staticmethod
+    def _eligible(follower: FollowerState, eligible: Mapping[int, int]) -> bool:
+        """Kafka's ``isReplicaIsrEligible``: its broker is registered, unfenced and not
+        shutting down, and the follower fetched in the epoch it is registered in now."""
+        epoch = eligible.get(follower.broker_id)
+        return epoch is not None and follower.epoch_eligible(epoch)
 
     def _in_sync(self, follower: FollowerState, high_watermark: int) -> bool:
         """Kafka's ``isFollowerInSync``: at the high watermark, and into the current epoch."""
@@ -259,9 +295,21 @@ class PartitionReplication:
         if broker_id in self.followers:
             self.followers[broker_id] = FollowerState(broker_id)
 
-    def isr_change_failed(self) -> None:
-        """The AlterPartition failed (retried from the next check with fresh state)."""
-        self.pending = None
+    def isr_change_failed(self, change: IsrChange, error: ErrorCode | None) -> bool:
+        """The AlterPartition of ``change`` got no answer (``error`` None: a timeout, a lost
+        connection) or was refused with ``error``. Whether to send it again.
+
+        Only an answer that says the change was not applied (:data:`NOT_APPLIED`) drops it:
+        after any other the controller may have committed it, so the maximal ISR must keep
+        counting the replica it adds (Kafka's ``handleAlterPartitionError``). It is sent again
+        until an answer comes, except after :data:`AWAIT_METADATA` errors, which say that the
+        partition moved on: the metadata then brings its new state (:meth:`isr_committed`)."""
+        if self.pending is not change:
+            return False  # resolved meanwhile (the metadata showed a newer partition state)
+        if error in NOT_APPLIED:
+            self.pending = None
+            return False
+        return error not in AWAIT_METADATA
 
     # --- acks ------------------------------------------------------------------------------
 

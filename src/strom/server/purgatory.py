@@ -13,18 +13,19 @@ produce (``delayed_produce.DelayedProduce``, acks=all: woken by high watermark m
 consumer fetch and follower fetch (``delayed_fetch.DelayedFetch``, long polls: woken by high
 watermark moves and by appends respectively); their modules say when each completes.
 
-``Purgatory.shutdown`` completes everything at once (so that long polls answer before the
-listener stops) and completes later operations on arrival.
+``Purgatory.complete_left`` answers the operations watching a partition that left this broker's
+leadership with that partition's error. ``Purgatory.shutdown`` completes everything at once (so
+that long polls answer before the listener stops) and completes later operations on arrival.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
-from strom.common import TopicPartition
+from strom.common import ErrorCode, TopicPartition
 from strom.server.replica_results import HighWatermarkUpdate
 
 __all__ = ["DelayedOperation", "Purgatory"]
@@ -56,6 +57,10 @@ class DelayedOperation:
 
     def on_event(self, key: TopicPartition, update: HighWatermarkUpdate | None) -> None:
         """Something happened on a watched key, before ``try_complete`` looks (default: no-op)."""
+
+    def on_partition_left(self, key: TopicPartition, error: ErrorCode) -> None:
+        """A watched partition left this broker's leadership (deleted, moved away, followed
+        now), before ``try_complete`` looks: its part of the answer is ``error``."""
 
     def on_complete(self) -> None:
         """Called once, when the operation completes (either way), before waiters wake."""
@@ -134,6 +139,17 @@ class Purgatory(Generic[Op]):
         self, key: TopicPartition, update: HighWatermarkUpdate | None = None
     ) -> int:
         """Re-check the operations watching ``key``; returns how many completed."""
+        return self._recheck(key, lambda operation: operation.on_event(key, update))
+
+    def complete_left(self, key: TopicPartition, error: ErrorCode) -> int:
+        """``key`` left this broker's leadership: the operations watching it take ``error``
+        for it and re-check (Kafka's ``completeDelayedOperationsWhenNotPartitionLeader``),
+        without looking the partition up again (a topic deleted and made again in one metadata
+        change has a new partition under the same name); returns how many completed."""
+        return self._recheck(key, lambda operation: operation.on_partition_left(key, error))
+
+    def _recheck(self, key: TopicPartition, tell: Callable[[Op], None]) -> int:
+        """``tell`` each waiting operation watching ``key`` what happened, then try it."""
         watchers = self._watchers.get(key)
         if not watchers:
             return 0
@@ -141,7 +157,7 @@ class Purgatory(Generic[Op]):
         for operation in list(watchers):
             if operation.completed:
                 continue
-            operation.on_event(key, update)
+            tell(operation)
             if operation.try_complete():
                 completed += 1
         return completed

@@ -24,7 +24,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from kio.static.protocol import ResponsePayload
 
@@ -42,6 +42,7 @@ from strom.raft import (
     RaftClient,
     SnapshotReader,
 )
+from strom.security.acls import AclOperation
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.registry import RequestContext
 
@@ -56,9 +57,19 @@ RAFT_APIS: Final[dict[ApiKey, VersionRange]] = {
     ApiKey.FETCH: VersionRange(12, 12),
     ApiKey.FETCH_SNAPSHOT: VersionRange(0, 0),
     ApiKey.DESCRIBE_QUORUM: VersionRange(0, 2),
+    ApiKey.ADD_RAFT_VOTER: VersionRange(0, 0),
+    ApiKey.REMOVE_RAFT_VOTER: VersionRange(0, 0),
+    ApiKey.UPDATE_RAFT_VOTER: VersionRange(0, 0),
 }
 """The APIs the quorum answers on the controller listener, at the versions its core speaks
 (DescribeQuorum's answer is converted to the version asked)."""
+
+RAFT_API_OPERATIONS: Final[dict[ApiKey, AclOperation]] = {
+    ApiKey.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
+    ApiKey.ADD_RAFT_VOTER: AclOperation.ALTER,
+    ApiKey.REMOVE_RAFT_VOTER: AclOperation.ALTER,
+}
+"""The CLUSTER operation each quorum API needs where it is not CLUSTER_ACTION (Kafka's)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,13 +103,16 @@ class RaftManager:
         loader: MetadataLoader,
         clock: Clock,
         snapshots: SnapshotPolicy,
+        on_response: Callable[[int, Any], None] | None = None,
     ) -> None:
-        """``make_client(self)``: the core, built with this manager as its ``Channel``."""
+        """``make_client(self)``: the core, built with this manager as its ``Channel``;
+        ``on_response(node, body)``: sees every answer (where the quorum's nodes are)."""
         self.node_id = node_id
         self._clients = clients
         self._loader = loader
         self._clock = clock
         self._snapshots = snapshots
+        self._on_response = on_response
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._sends: set[asyncio.Task[None]] = set()
@@ -185,6 +199,8 @@ class RaftManager:
         except RequestFailed as error:
             log.debug("quorum request to node %d failed: %s", request.destination, error)
             body = None
+        if self._on_response is not None:
+            self._on_response(request.destination, body)
         self.client.handle_response(
             InboundResponse(source=request.destination, request=request.body, body=body)
         )

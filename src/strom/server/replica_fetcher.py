@@ -3,7 +3,10 @@
 
 :class:`ReplicaFetcherManager` keeps one :class:`ReplicaFetcher` per leader broker, and moves
 partitions between them as :meth:`ReplicaManager.apply_metadata` says (``LeadershipChanges``).
-A fetcher loops over one request at a time: a Fetch (v15: topic ids, this broker's id and the
+A fetcher loops over one request at a time, on its own: nothing else waits for it, so a leader
+that does not answer delays only the partitions fetched from it, and a fetcher left with no
+partition (they moved to other leaders) is cancelled at once, its fetch in flight with it.
+Each fetch is a Fetch (v15: topic ids, this broker's id and the
 broker epoch it is registered in, KIP-903; no session) of every partition it follows from that
 leader and is not backing off, each from its log's state:
 
@@ -134,10 +137,17 @@ class ReplicaFetcher:
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
 
-    async def stop(self) -> None:
+    def abandon(self) -> asyncio.Task[None] | None:
+        """Cancel the fetch loop without waiting for it (a fetch to a hung leader may not end
+        for ``replica.socket.timeout.ms``); the cancelled task, if any."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
+        return task
+
+    async def stop(self) -> None:
+        task = self.abandon()
+        if task is not None:
             await asyncio.gather(task, return_exceptions=True)
 
     async def _run(self) -> None:
@@ -383,11 +393,16 @@ class ReplicaFetcherManager:
             self._targets[tp] = target
 
     def _remove(self, tp: TopicPartition) -> None:
+        """Stop fetching ``tp``; a fetcher left with nothing to fetch is abandoned at once,
+        with the fetch it may have in flight (Kafka's ``shutdownIdleFetcherThreads``)."""
         target = self._targets.pop(tp, None)
         if target is not None:
             fetcher = self._fetchers.get(target.leader_id)
             if fetcher is not None:
                 fetcher.remove(tp)
+                if not fetcher.partitions:
+                    del self._fetchers[target.leader_id]
+                    fetcher.abandon()
 
     async def stop(self) -> None:
         self._stopped = True

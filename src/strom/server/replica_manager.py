@@ -50,7 +50,8 @@ most its own log end. Truncation lowers it and a rising log start raises it (the
 both). Listeners hear of every advance with the bytes that became readable, and of leadership
 and ISR changes (``None``); log end listeners hear of every append. The replica manager's own
 purgatories are among them: produce (acks=all) and consumer fetch on the high watermark,
-follower fetch on the log end (``shutdown_purgatories`` completes them all).
+follower fetch on the log end and on leadership and ISR changes (``shutdown_purgatories``
+completes them all; a partition that is no longer led here answers what waits on it at once).
 
 Errors are Kafka's: UNKNOWN_TOPIC_OR_PARTITION for a partition the image lacks,
 NOT_LEADER_OR_FOLLOWER when another broker leads it (or its log is not open yet),
@@ -200,9 +201,16 @@ class ReplicaManager:
         self._log_end_listeners: list[HighWatermarkListener] = [
             self.follower_fetch_purgatory.check_and_complete
         ]
+        self._purgatories: tuple[Purgatory[DelayedProduce] | Purgatory[DelayedFetch], ...] = (
+            self.produce_purgatory,
+            self.fetch_purgatory,
+            self.follower_fetch_purgatory,
+        )
         self._marker_listeners: list[TxnMarkerListener] = []
         self._min_isr_image: MetadataImage | None = None
         self._min_isr: dict[str, int] = {}
+        self._eligible_cluster: object = None
+        self._eligible: Mapping[int, int] = {}
         self.isr_change_sender: IsrChangeSender | None = None
         """Where ISR changes go (the AlterPartition manager); None: they are not proposed."""
         self.leader_quota: ReplicationQuota | None = None
@@ -301,27 +309,33 @@ class ReplicaManager:
 
     def apply_metadata(self, delta: MetadataDelta, image: MetadataImage) -> LeadershipChanges:
         """This broker's part of a metadata change (Kafka's ``ReplicaManager.applyDelta``):
-        partitions it leads now take their leader state, partitions it follows lose it (their
-        waiting produces answer NOT_LEADER_OR_FOLLOWER) and are to be fetched from their
-        leader; partitions gone from this broker are dropped. Waiting operations re-check."""
+        partitions it leads now take their leader state, partitions it follows lose it and are
+        to be fetched from their leader; partitions gone from this broker are dropped. The
+        operations waiting on a partition that is no longer led here (produce, consumer and
+        follower fetches) are answered at once with its error (``_left``); others re-check."""
         changes = LeadershipChanges()
         self._forget_restarted_followers(delta)
         topics = delta.topics_delta
         for topic in topics.deleted_topics.values():
             for partition_id in topic.partitions:
-                self._drop(TopicPartition(topic.name, partition_id), changes)
+                self._drop(
+                    TopicPartition(topic.name, partition_id),
+                    changes,
+                    ErrorCode.unknown_topic_or_partition,
+                )
         for topic_delta in topics.changed_topics.values():
             for partition_id in sorted(topic_delta.changed_partitions | topic_delta.new_partitions):
                 registration = topic_delta.partition(partition_id)
                 tp = TopicPartition(topic_delta.name, partition_id)
                 if registration is None or self.node_id not in registration.replicas:
-                    self._drop(tp, changes)
+                    self._drop(tp, changes, ErrorCode.not_leader_or_follower)
                     continue
                 try:
                     if registration.leader == self.node_id:
                         self.partition(tp)
                         changes.stop.add(tp)
                     else:
+                        self._left(tp, ErrorCode.not_leader_or_follower)
                         partition = self._local(tp, registration)
                         partition.replication = None
                         if registration.has_leader:
@@ -332,6 +346,7 @@ class ReplicaManager:
                             changes.stop.add(tp)
                 except KafkaError as error:
                     log.warning("cannot take up the replica of %s: %s", tp, error.message)
+                    self._left(tp, error.error_code)
                     changes.stop.add(tp)
                 self._notify(tp, None)
         return changes
@@ -353,14 +368,23 @@ class ReplicaManager:
                 for broker_id in restarted:
                     partition.replication.forget_follower(broker_id)
 
-    def _drop(self, tp: TopicPartition, changes: LeadershipChanges) -> None:
+    def _drop(self, tp: TopicPartition, changes: LeadershipChanges, error: ErrorCode) -> None:
         changes.stop.add(tp)
+        self._left(tp, error)
         if self._partitions.pop(tp, None) is not None:
             self._notify(tp, None)
+
+    def _left(self, tp: TopicPartition, error: ErrorCode) -> None:
+        """``tp`` is not led here any more: what waits on it answers ``error`` now, whatever
+        the image holds under its name (Kafka's ``completeDelayedFetchOrProduceRequests``)."""
+        for purgatory in self._purgatories:
+            purgatory.complete_left(tp, error)
 
     def _notify(self, tp: TopicPartition, update: HighWatermarkUpdate | None) -> None:
         for listener in self._listeners:
             listener(tp, update)
+        if update is None:  # a leadership or ISR change: followers' long polls re-check too
+            self.follower_fetch_purgatory.check_and_complete(tp)
 
     def high_watermarks(self) -> dict[TopicPartition, int]:
         """The high watermark of each partition with state here, leader or follower
@@ -382,10 +406,12 @@ class ReplicaManager:
         replication = partition.replication
         if replication is None:
             return None
+        followers = bool(replication.followers)
         candidate = replication.high_watermark_candidate(
             partition.log_end_offset,
             now_ms=self._clock.monotonic_ms(),
-            min_isr=self._min_insync_replicas(partition.tp.topic) if replication.followers else 1,
+            min_isr=self._min_insync_replicas(partition.tp.topic) if followers else 1,
+            eligible=self._eligible_brokers() if followers else None,
         )
         if candidate is None:
             return None
@@ -454,7 +480,7 @@ class ReplicaManager:
             partition.log_end_offset,
             high_watermark=partition.log.high_watermark,
             now_ms=now_ms,
-            eligible=self.image.cluster.active_broker_epochs(),
+            eligible=self._eligible_brokers(),
         )
         if change is None:
             return
@@ -472,22 +498,25 @@ class ReplicaManager:
         tp: TopicPartition,
         *,
         leader_epoch: int,
+        change: IsrChange,
         isr: tuple[int, ...] | None,
         partition_epoch: int = -1,
-    ) -> None:
-        """The controller answered an ISR change: the committed ISR, or None when it failed
-        (proposed again at the next check)."""
+        error: ErrorCode | None = None,
+    ) -> bool:
+        """The controller answered ``change`` with the committed ISR, or it failed (``isr``
+        None) with ``error`` (None: no answer came). Whether the sender should send it again
+        (:meth:`PartitionReplication.isr_change_failed`)."""
         partition = self._partitions.get(tp)
         replication = None if partition is None else partition.replication
         if partition is None or replication is None or replication.leader_epoch != leader_epoch:
-            return
+            return False
         if isr is None:
-            replication.isr_change_failed()
-            return
+            return replication.isr_change_failed(change, error)
         if partition_epoch >= replication.partition_epoch:
             replication.isr_committed(isr, partition_epoch)
         self.maybe_advance_high_watermark(partition)
         self._notify(tp, None)
+        return False
 
     def read_for_follower(
         self,
@@ -705,14 +734,7 @@ class ReplicaManager:
                 )
             partition = self.partition(tp)
             if required_acks == -1:
-                min_isr = self._min_insync_replicas(tp.topic)
-                replication = partition.replication
-                if replication is not None and replication.under_min_isr(min_isr):
-                    raise KafkaError(
-                        ErrorCode.not_enough_replicas,
-                        f"{tp} has {len(partition.isr)} in-sync replica(s) "
-                        f"{list(partition.isr)}, fewer than min.insync.replicas {min_isr}",
-                    )
+                self._check_min_isr(partition)
             info = partition.log.append(
                 records or b"", leader_epoch=partition.leader_epoch, origin=origin
             )
@@ -757,11 +779,13 @@ class ReplicaManager:
         topics included), move the high watermark, then tell the marker listeners.
 
         Errors: the partition's (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER),
+        NOT_ENOUGH_REPLICAS (before anything is appended) below min.insync.replicas,
         INVALID_PRODUCER_EPOCH for an older producer epoch, TRANSACTION_COORDINATOR_FENCED for
         an older coordinator epoch than the producer's last marker's, storage errors.
         """
         try:
             partition = self.partition(tp)
+            self._check_min_isr(partition)  # written as acks=all: nothing appended below it
             info = partition.log.append_txn_marker(
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
@@ -785,10 +809,30 @@ class ReplicaManager:
             listener(tp, producer_id, producer_epoch, commit)
         return ErrorCode.none
 
+    def _check_min_isr(self, partition: Partition) -> None:
+        """Refuse an acks=all write before it is appended (NOT_ENOUGH_REPLICAS) while the ISR
+        is smaller than ``min.insync.replicas``, as Kafka's ``appendRecordsToLeader``."""
+        min_isr = self._min_insync_replicas(partition.tp.topic)
+        replication = partition.replication
+        if replication is not None and replication.under_min_isr(min_isr):
+            raise KafkaError(
+                ErrorCode.not_enough_replicas,
+                f"{partition.tp} has {len(partition.isr)} in-sync replica(s) "
+                f"{list(partition.isr)}, fewer than min.insync.replicas {min_isr}",
+            )
+
     def log_end_offset(self, tp: TopicPartition) -> int:
         """The log end offset of a partition led here (after a marker: the offset an acks=all
         wait for it needs); raises KafkaError."""
         return self.partition(tp).log_end_offset
+
+    def _eligible_brokers(self) -> Mapping[int, int]:
+        """Active broker id -> registered epoch, computed once per cluster image."""
+        cluster = self.image.cluster
+        if cluster is not self._eligible_cluster:
+            self._eligible_cluster = cluster
+            self._eligible = cluster.active_broker_epochs()
+        return self._eligible
 
     def _min_insync_replicas(self, topic: str) -> int:
         image = self.image
@@ -836,11 +880,7 @@ class ReplicaManager:
     def shutdown_purgatories(self) -> None:
         """Complete every waiting produce and fetch now, and later ones on arrival (a stopping
         broker answers its long polls rather than leaving them to their max wait)."""
-        for purgatory in (
-            self.fetch_purgatory,
-            self.produce_purgatory,
-            self.follower_fetch_purgatory,
-        ):
+        for purgatory in self._purgatories:
             purgatory.shutdown()
 
     def read(

@@ -94,27 +94,12 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
 
     # --- loading ------------------------------------------------------------------------------
 
-    def _begin_loading(self, partitions: int, owned: frozenset[int]) -> None:
-        self.coordinator.begin_loading(partitions, owned)
-
-    def _finish_loading(self, partition: int) -> None:
-        tp = TopicPartition(TRANSACTION_STATE_TOPIC, partition)
+    def _finish_loading(self, partition: int, leader_epoch: int) -> None:
+        """Kafka's coordinator epoch is the leader epoch of the ``__transaction_state``
+        partition, the one it was loaded at."""
         self.coordinator.finish_loading(
-            partition, coordinator_epoch=self._coordinator_epoch(tp), now_ms=self.now_ms()
+            partition, coordinator_epoch=leader_epoch, now_ms=self.now_ms()
         )
-
-    def _loaded(self, records: int) -> None:
-        log.info(
-            "loaded %d record(s) of %s: %d transactional id(s)",
-            records,
-            TRANSACTION_STATE_TOPIC,
-            len(self.coordinator.transactions),
-        )
-
-    def _coordinator_epoch(self, tp: TopicPartition) -> int:
-        """Kafka's coordinator epoch: the leader epoch of the ``__transaction_state`` partition."""
-        partition = self._replica_manager.image.topics.get_partition(tp)
-        return 0 if partition is None else partition.leader_epoch
 
     def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
         if header.is_control:

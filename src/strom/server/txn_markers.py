@@ -31,12 +31,16 @@ from strom.client.async_client import NodeClients, RequestFailed
 from strom.common import ErrorCode, TopicPartition
 from strom.server.replica_manager import ReplicaManager
 
-__all__ = ["MARKER_RETRY_BACKOFF_S", "Marker", "TxnMarkerChannel"]
+__all__ = ["MARKER_RETRY_BACKOFF_MAX_S", "MARKER_RETRY_BACKOFF_S", "Marker", "TxnMarkerChannel"]
 
 log = logging.getLogger(__name__)
 
 MARKER_RETRY_BACKOFF_S: Final = 0.1
-"""Kafka's ``retry.backoff.ms`` default for the coordinator's marker requests."""
+"""Kafka's ``retry.backoff.ms`` default for the coordinator's marker requests: the first wait
+before a retry, doubled at each retry of the same markers up to ``MARKER_RETRY_BACKOFF_MAX_S``
+(``retry.backoff.max.ms``, KIP-580), so that an outage of several replicas is not met with ten
+requests a second per transaction."""
+MARKER_RETRY_BACKOFF_MAX_S: Final = 1.0
 
 _RETRIABLE: Final = frozenset(
     {
@@ -90,6 +94,7 @@ class TxnMarkerChannel:
     async def deliver(self, marker: Marker, partitions: Collection[TopicPartition]) -> None:
         """Return once every partition has the marker or was given up on."""
         pending = sorted(partitions)
+        backoff = MARKER_RETRY_BACKOFF_S
         while True:
             by_leader: dict[int, list[TopicPartition]] = {}
             image = self._replica_manager.image
@@ -127,7 +132,8 @@ class TxnMarkerChannel:
                 "%s marker for producer id %d: retrying %s", marker.kind, marker.producer_id, retry
             )
             pending = sorted(retry)
-            await asyncio.sleep(MARKER_RETRY_BACKOFF_S)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MARKER_RETRY_BACKOFF_MAX_S)
 
     async def _write(
         self, leader: int, marker: Marker, partitions: list[TopicPartition]

@@ -37,7 +37,9 @@ from kio.static.primitive import i8, i32
 
 from strom.client.blocking import BrokerConnection
 from strom.client.security import PLAINTEXT
+from strom.raft.voters import Endpoint, VoterNode, VoterSet
 from strom.server.meta_properties import format_data_dir, random_kafka_uuid
+from strom.server.quorum_voters import directory_uuid, write_bootstrap_voters
 from strom.testing.broker import TEST_DEFAULTS, _ClientConfigs
 from strom.testing.netns import NamespaceNetwork
 from strom.testing.network import NetworkNemesis
@@ -147,6 +149,11 @@ class Cluster(_ClientConfigs):
     its own (:class:`~strom.testing.netns.NamespaceNetwork`; root only, else
     :class:`~strom.testing.netns.NetnsError` says why), listening on 9092 (broker) and 9093
     (controller); :attr:`nemesis` injects network faults.
+
+    ``dynamic_quorum=True``: a dynamic quorum (KIP-853): every node finds the controllers through
+    ``controller.quorum.bootstrap.servers``, the first controller is formatted as the only voter
+    (``--standalone``), the others as observers (``--no-initial-controllers``) that
+    ``strom metadata-quorum add-controller`` makes voters.
     """
 
     def __init__(
@@ -163,6 +170,7 @@ class Cluster(_ClientConfigs):
         defaults: Mapping[str, str] = CLUSTER_TEST_DEFAULTS,
         network: Literal["loopback", "netns"] = "loopback",
         security: Security | None = None,
+        dynamic_quorum: bool = False,
         base_port: int | None = None,
     ) -> None:
         """``security``: every listener (client, inter-broker and controller) speaks its
@@ -181,6 +189,7 @@ class Cluster(_ClientConfigs):
         self.netns = (  # first: it raises where namespaces are not available
             NamespaceNetwork(node_id for node_id, _ in layout) if network == "netns" else None
         )
+        self.dynamic_quorum = dynamic_quorum
         self._temporary = data_dir is None
         self.base = (
             Path(tempfile.mkdtemp(prefix="strom-cluster-")) if data_dir is None else Path(data_dir)
@@ -225,11 +234,13 @@ class Cluster(_ClientConfigs):
                 broker_port=broker_port if "broker" in roles else None,
                 controller_port=controller_port if "controller" in roles else None,
             )
-        voters = ",".join(
-            f"{node.node_id}@{node.host}:{node.controller_port}"
-            for node in self.nodes.values()
-            if node.is_controller
-        )
+        quorum = [node for node in self.nodes.values() if node.is_controller]
+        if dynamic_quorum:
+            voters = ",".join(f"{node.host}:{node.controller_port}" for node in quorum)
+        else:
+            voters = ",".join(
+                f"{node.node_id}@{node.host}:{node.controller_port}" for node in quorum
+            )
         for node in self.nodes.values():
             own = {k: str(v) for k, v in ((node_config or {}).get(node.node_id) or {}).items()}
             self._write_properties(node, {**settings, **own}, voters)
@@ -272,7 +283,11 @@ class Cluster(_ClientConfigs):
             "log.dirs": str(node.data_dir),
             "listeners": ",".join(listeners),
             "controller.listener.names": "CONTROLLER",
-            "controller.quorum.voters": voters,
+            (
+                "controller.quorum.bootstrap.servers"
+                if self.dynamic_quorum
+                else "controller.quorum.voters"
+            ): voters,
         }
         node.properties.parent.mkdir(parents=True, exist_ok=True)
         node.properties.write_text(
@@ -341,9 +356,14 @@ class Cluster(_ClientConfigs):
         ``--add-scram`` for a secured cluster's users)."""
         if self.security is not None:
             self.security.bootstrap(node.data_dir)
-        format_data_dir(
+        meta = format_data_dir(
             node.data_dir, node_id=node.node_id, cluster_id=self.cluster_id, ignore_formatted=True
         )
+        if meta is not None and self.dynamic_quorum and node.node_id == self.controller_ids[0]:
+            assert node.controller_port is not None
+            endpoint = Endpoint("CONTROLLER", node.host, node.controller_port)
+            voter = VoterNode(node.node_id, directory_uuid(meta.directory_id), (endpoint,))
+            write_bootstrap_voters(node.data_dir, VoterSet.of([voter]))
 
     def _spawn(self, node: ClusterNode) -> None:
         argv = [sys.executable, "-m", "strom", "server", str(node.properties)]

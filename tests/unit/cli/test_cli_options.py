@@ -31,7 +31,10 @@ USAGE_ERRORS = [
     (["topics", "delete"], "Missing argument"),
     (["topics", "frobnicate"], "No such command 'frobnicate'"),
     (["configs", "describe", "--entity-name", "t"], "'--entity-type'"),
-    (["configs", "describe", "--entity-type", "groups", "--entity-name", "g"], "'--entity-type'"),
+    (
+        ["configs", "describe", "--entity-type", "broker-loggers", "--entity-name", "1"],
+        "'--entity-type'",
+    ),
     (["configs", "describe", "--entity-type", "topics"], "'--entity-name'"),
     (["configs", "describe", "--entity-type", "brokers", "--entity-name", "one"], "broker"),
     (["configs", "alter", "--entity-type", "topics", "--entity-name", "t"], "nothing to change"),

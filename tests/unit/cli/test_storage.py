@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 from strom.controller import DEFAULT_METADATA_VERSION
+from strom.raft import OffsetAndEpoch, SnapshotReader
+from strom.raft.snapshots import snapshot_file_name
+from strom.raft.voters import Endpoint, VoterNode, VoterSet
 from strom.server.bootstrap_metadata import (
     BOOTSTRAP_FILE,
     BootstrapError,
@@ -19,6 +22,7 @@ from strom.server.meta_properties import (
     read_meta_properties,
     validate_kafka_uuid,
 )
+from strom.server.quorum_voters import directory_uuid
 
 from .conftest import Invoke, error_lines
 
@@ -114,3 +118,77 @@ def test_a_corrupt_bootstrap_file_is_named_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(BootstrapError, match="cannot read the bootstrap metadata"):
         read_bootstrap_metadata_version(tmp_path)
     assert read_bootstrap_metadata_version(tmp_path / "absent") == DEFAULT_METADATA_VERSION
+
+
+def _dynamic_properties(tmp_path: Path, node_id: int) -> Path:
+    path = tmp_path / f"controller{node_id}.properties"
+    path.write_text(
+        f"node.id={node_id}\n"
+        "process.roles=controller\n"
+        f"listeners=CONTROLLER://127.0.0.1:1909{node_id}\n"
+        "controller.listener.names=CONTROLLER\n"
+        "controller.quorum.bootstrap.servers=127.0.0.1:19091,127.0.0.1:19092\n"
+        f"log.dirs={tmp_path / f'data{node_id}'}\n"
+    )
+    return path
+
+
+def _bootstrap_voters(data: Path) -> VoterSet | None:
+    snapshot = OffsetAndEpoch(0, 0)
+    path = data / "__cluster_metadata-0" / snapshot_file_name(snapshot)
+    return SnapshotReader(snapshot, path.read_bytes()).voters if path.exists() else None
+
+
+def test_format_standalone_makes_the_node_the_only_voter(invoke: Invoke, tmp_path: Path) -> None:
+    properties = str(_dynamic_properties(tmp_path, 1))
+    result = invoke(["storage", "format", "-t", CLUSTER_ID, "-c", properties, "--standalone"])
+    assert result.exit_code == 0, result.output
+    meta = read_meta_properties(tmp_path / "data1" / "meta.properties")
+    voters = _bootstrap_voters(tmp_path / "data1")
+    assert voters is not None
+    assert voters.nodes == (
+        VoterNode(
+            1,
+            directory_uuid(meta.directory_id),
+            (Endpoint("CONTROLLER", "127.0.0.1", 19091),),
+        ),
+    )
+    other = str(_dynamic_properties(tmp_path, 2))
+    result = invoke(
+        ["storage", "format", "-t", CLUSTER_ID, "-c", other, "--no-initial-controllers"]
+    )
+    assert result.exit_code == 0, result.output
+    assert _bootstrap_voters(tmp_path / "data2") is None
+
+
+def test_format_initial_controllers_takes_the_listed_directory_id(
+    invoke: Invoke, tmp_path: Path
+) -> None:
+    one, two = "vdQj-gy2TFmT7oEjbr0Zrw", "2oA2mmIOScKs6JRBS-HZog"
+    initial = f"1@127.0.0.1:19091:{one},2@127.0.0.1:19092:{two}"
+    properties = str(_dynamic_properties(tmp_path, 2))
+    args = ["storage", "format", "-t", CLUSTER_ID, "-c", properties]
+    result = invoke([*args, "--initial-controllers", initial])
+    assert result.exit_code == 0, result.output
+    assert read_meta_properties(tmp_path / "data2" / "meta.properties").directory_id == two
+    voters = _bootstrap_voters(tmp_path / "data2")
+    assert voters is not None and voters.ids == {1, 2}
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--standalone", "--no-initial-controllers"], "give one of --standalone"),
+        (["--initial-controllers", "1@127.0.0.1:1:x"], "expected id@host:port:directory-id"),
+        (["--initial-controllers", "7@h:1:vdQj-gy2TFmT7oEjbr0Zrw"], "node.id 2 is not listed"),
+    ],
+)
+def test_format_refuses_bad_quorum_flags_in_one_line(
+    invoke: Invoke, tmp_path: Path, flags: list[str], message: str
+) -> None:
+    properties = str(_dynamic_properties(tmp_path, 2))
+    result = invoke(["storage", "format", "-t", CLUSTER_ID, "-c", properties, *flags])
+    assert result.exit_code == 1
+    [line] = error_lines(result)
+    assert message in line
+    assert not (tmp_path / "data2" / "meta.properties").exists()

@@ -466,3 +466,85 @@ def test_record_budget() -> None:
     )
     assert result.error.code is ErrorCode.policy_violation
     assert alter(h, TOPIC, "t", AlterableConfig("segment.ms", "9")).error.is_success
+
+
+GROUP = ConfigResourceType.GROUP
+
+
+def test_group_configs_are_stored_as_group_config_records(h: Harness) -> None:
+    """Kafka 4.0's group configs (KIP-848): kept by group id, the group need not exist."""
+    result = alter(
+        h,
+        GROUP,
+        "g",
+        AlterableConfig("consumer.session.timeout.ms", "50000"),
+        AlterableConfig("share.auto.offset.reset", "earliest"),
+    )
+    assert result.error.is_success
+    assert h.image.configs.configs(ConfigResource.group("g")) == {
+        "consumer.session.timeout.ms": "50000",
+        "share.auto.offset.reset": "earliest",
+    }
+    deleted = alter(h, GROUP, "g", AlterableConfig("share.auto.offset.reset", None, DELETE))
+    assert deleted.error.is_success
+    assert h.image.configs.configs(ConfigResource.group("g")) == {
+        "consumer.session.timeout.ms": "50000"
+    }
+
+
+@pytest.mark.parametrize(
+    ("configs", "code", "message"),
+    [
+        ({"no.such": "1"}, ErrorCode.invalid_config, "unknown group config name"),
+        ({"consumer.heartbeat.interval.ms": "x"}, ErrorCode.invalid_config, "an integer"),
+        (
+            {"consumer.session.timeout.ms": "44999"},
+            ErrorCode.invalid_config,
+            "greater than or equal to group.consumer.min.session.timeout.ms",
+        ),
+        (
+            {"share.heartbeat.interval.ms": "15001"},
+            ErrorCode.invalid_config,
+            "less than or equal to group.share.max.heartbeat.interval.ms",
+        ),
+        (
+            {"share.record.lock.duration.ms": "999"},
+            ErrorCode.invalid_config,
+            "at least 1000",
+        ),
+        ({"share.auto.offset.reset": "none"}, ErrorCode.invalid_config, "not one of"),
+    ],
+)
+def test_group_configs_are_validated_as_kafka_does(
+    h: Harness, configs: dict[str, str], code: ErrorCode, message: str
+) -> None:
+    before = h.image
+    result = alter(h, GROUP, "g", *(AlterableConfig(k, v) for k, v in configs.items()))
+    assert result.error.code is code
+    assert message in (result.error.message or "")
+    assert h.image is before
+
+
+def test_a_group_session_timeout_must_exceed_its_heartbeat_interval() -> None:
+    h = harness(
+        ControllerSettings(
+            server_config=ServerConfig(
+                {
+                    "group.consumer.min.session.timeout.ms": "1000",
+                    "group.consumer.min.heartbeat.interval.ms": "1000",
+                }
+            )
+        )
+    )
+    result = alter(
+        h,
+        GROUP,
+        "g",
+        AlterableConfig("consumer.session.timeout.ms", "3000"),
+        AlterableConfig("consumer.heartbeat.interval.ms", "3000"),
+    )
+    assert result.error.code is ErrorCode.invalid_config
+    assert "greater than consumer.heartbeat.interval.ms" in (result.error.message or "")
+    assert alter(
+        h, GROUP, "", AlterableConfig("consumer.session.timeout.ms", "3000")
+    ).error.code is (ErrorCode.invalid_request)

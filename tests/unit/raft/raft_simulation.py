@@ -9,22 +9,35 @@ invariants are checked:
 * one leader per epoch;
 * every node's epoch never goes back (restarts included: it is persisted);
 * every node's high watermark never goes back within one process lifetime;
-* a record delivered as committed is on a majority of voters, flushed;
+* a record delivered as committed is on a majority of voters, flushed (with dynamic voters,
+  KIP-853, of some voter set in the log from the record on: a new set counts once appended);
 * committed data is identical everywhere: no offset is ever committed with two records;
 * at the end, with every node up and the network healed, every node converges on the same
   committed records, and writes go on being committed.
+
+With ``dynamic=True`` the quorum starts from a bootstrap snapshot holding the first voters
+(``kraft.version`` 1) beside spare controllers that start as observers, and the leader is asked
+now and then to add a spare (once it has caught up) or to remove a voter, itself included; a
+removed voter keeps running (as an observer), and may miss its removal while it is down.
 
 A failure names its seed; ``simulate.py --seed N`` replays it.
 """
 
 from __future__ import annotations
 
+import datetime
 import heapq
 import itertools
 import random
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from kio.schema.add_raft_voter.v0.request import AddRaftVoterRequest, Listener
+from kio.schema.errors import ErrorCode
+from kio.schema.remove_raft_voter.v0.request import RemoveRaftVoterRequest
+from kio.static.primitive import i32, i32Timedelta, u16
 
 from strom.common.clock import ManualClock
 from strom.raft import (
@@ -35,12 +48,18 @@ from strom.raft import (
     LeaderAndEpoch,
     MemoryQuorumStateStore,
     NotLeaderError,
+    OffsetAndEpoch,
     OutboundRequest,
     RaftClient,
     RaftConfig,
     Role,
     SnapshotReader,
+    SnapshotWriter,
 )
+from strom.raft.voters import Endpoint, VoterNode, VoterSet
+
+CONTROLLERS = 5
+"""In a dynamic run, nodes 1-5 are controllers: the first voters, then spares to add."""
 
 CONFIG = RaftConfig(
     election_timeout_ms=100,
@@ -128,6 +147,11 @@ class Node:
         self.node_id = node_id
         self.log = InMemoryRaftLog()
         self.store = MemoryQuorumStateStore()
+        self.directory_id: uuid.UUID | None = None
+        if sim.dynamic:
+            self.directory_id = uuid.UUID(int=sim.rng.getrandbits(128))
+            if node_id in sim.voters:
+                sim.bootstrap_voters = sim.bootstrap_voters.with_voter(self.voter_node())
         self.alive = False
         self.incarnation = 0
         self.flush_at: int | None = None
@@ -142,7 +166,9 @@ class Node:
         self.machine = StateMachine()
         self.client = RaftClient(
             node_id=self.node_id,
-            voters=self.sim.voters,
+            voters=() if self.sim.dynamic else self.sim.voters,
+            directory_id=self.directory_id,
+            bootstrap=self.sim.voters if self.sim.dynamic else (),
             cluster_id="sim",
             log=self.log,
             state_store=self.store,
@@ -154,6 +180,19 @@ class Node:
         self.client.register(self.machine)
         self.next_poll = self.sim.clock.monotonic_ms()
         self.flush_at = None
+
+    def voter_node(self) -> VoterNode:
+        return VoterNode(self.node_id, self.directory_id, self.endpoints())
+
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        return (Endpoint("CONTROLLER", f"node{self.node_id}", 9093),)
+
+    def format_standalone(self, voters: VoterSet) -> None:
+        """The bootstrap snapshot ``strom storage format`` writes: the first voters."""
+        writer = SnapshotWriter(
+            OffsetAndEpoch(0, 0), timestamp=0, on_frozen=self.log.store_snapshot, voters=voters
+        )
+        writer.freeze()
 
     def kill(self, *, lose_unflushed: bool) -> None:
         self.alive = False
@@ -181,6 +220,13 @@ class _Ref:
     request: OutboundRequest
 
 
+@dataclass(frozen=True)
+class _AdminRef:
+    """A voter change an operator asked of the leader (its answer is only counted)."""
+
+    api_key: int
+
+
 class _Channel:
     def __init__(self, node: Node) -> None:
         self._node = node
@@ -204,6 +250,9 @@ class _Channel:
 
     def respond(self, ref: object, body: Any) -> None:
         node, sim = self._node, self._node.sim
+        if isinstance(ref, _AdminRef):
+            sim.admin_answers.append((ref.api_key, ErrorCode(body.error_code)))
+            return
         assert isinstance(ref, _Ref)
         requester, incarnation, request = ref.requester, ref.incarnation, ref.request
         now = sim.clock.monotonic_ms()
@@ -220,16 +269,27 @@ class _Channel:
 
 
 class Simulation:
-    def __init__(self, seed: int, *, voters: int = 3, observers: int = 0) -> None:
+    def __init__(
+        self, seed: int, *, voters: int = 3, observers: int = 0, dynamic: bool = False
+    ) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
         self.clock = ManualClock(now_ms=0)
         self.network = Network(self.rng)
+        self.dynamic = dynamic
         self.voters = frozenset(range(1, voters + 1))
-        ids = list(self.voters) + [100 + i for i in range(observers)]
+        """The static voters; with ``dynamic``, the first voters (and whom others ask)."""
+        self.bootstrap_voters = VoterSet(())
+        self.admin_answers: list[tuple[int, ErrorCode]] = []
+        controllers = range(1, (CONTROLLERS if dynamic else voters) + 1)
+        ids = list(controllers) + [100 + i for i in range(observers)]
         self.nodes: dict[int, Node] = {}
         for node_id in ids:
             self.nodes[node_id] = Node(self, node_id)
+        if dynamic:
+            for node_id in self.voters:
+                self.nodes[node_id].format_standalone(self.bootstrap_voters)
+                self.nodes[node_id].start()
         self.leaders: dict[int, int] = {}
         self.epochs: dict[int, int] = {}
         self.high_watermarks: dict[tuple[int, int], int] = {}
@@ -265,6 +325,8 @@ class Simulation:
             self._workload()
         if faults:
             self._faults()
+            if self.dynamic:
+                self._reconfigure()
         self.check()
 
     def _workload(self) -> None:
@@ -302,6 +364,44 @@ class Simulation:
         elif roll < 0.012:
             self.network.max_delay = rng.choice([1, 5, 20, 60])
 
+    def _reconfigure(self) -> None:
+        """Now and then ask the leader to add a spare controller or to remove a voter."""
+        rng = self.rng
+        if rng.random() >= 0.01:
+            return
+        leader = self._leader()
+        if leader is None:
+            return
+        client = leader.client
+        voters = sorted(client.voters)
+        spares = [n for n in self.nodes.values() if n.node_id <= CONTROLLERS]
+        spares = [n for n in spares if n.node_id not in client.voters]
+        body: Any
+        if spares and (len(voters) < 2 or rng.random() < 0.5):
+            node = rng.choice(spares)
+            body = AddRaftVoterRequest(
+                cluster_id="sim",
+                timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=500)),
+                voter_id=i32(node.node_id),
+                voter_directory_id=node.directory_id,
+                listeners=tuple(
+                    Listener(name=e.name, host=e.host, port=u16(e.port)) for e in node.endpoints()
+                ),
+            )
+        elif len(voters) > 1:
+            # The leader removes itself a third of the time.
+            victim = leader.node_id if rng.random() < 0.33 else rng.choice(voters)
+            body = RemoveRaftVoterRequest(
+                cluster_id="sim",
+                voter_id=i32(victim),
+                voter_directory_id=self.nodes[victim].directory_id,
+            )
+        else:
+            return
+        api_key = int(body.__api_key__)
+        client.handle_request(InboundRequest(ref=_AdminRef(api_key), source=None, body=body))
+        leader.next_poll = self.clock.monotonic_ms()
+
     def heal(self) -> None:
         self.network.blocked = set()
         self.network.drop_rate = 0.0
@@ -316,7 +416,7 @@ class Simulation:
         raise InvariantViolated(
             f"seed {self.seed}: {message} (at t={self.clock.monotonic_ms()} ms; replay with "
             f"tests/unit/raft/simulate.py --seed {self.seed} --voters {len(self.voters)} "
-            f"--observers {len(self.nodes) - len(self.voters)})"
+            f"--observers {self._observers}{' --dynamic' if self.dynamic else ''})"
         )
 
     def check(self) -> None:
@@ -340,6 +440,10 @@ class Simulation:
                 self.high_watermarks[key] = hw
             self._check_commits(node)
 
+    @property
+    def _observers(self) -> int:
+        return sum(1 for node_id in self.nodes if node_id >= 100)
+
     def _check_commits(self, node: Node) -> None:
         start = self.checked_commits.get(node.node_id, 0)
         commits = node.machine.commits
@@ -352,16 +456,32 @@ class Simulation:
                         f"offset {offset} committed as {known!r} and as {record!r} "
                         f"(node {node.node_id})"
                     )
-            holders = sum(1 for voter in self.voters if _holds(self.nodes[voter].log, batch))
-            if holders < self.majority:
+            holders = self._holders(node, batch)
+            if holders is not None:
                 self.fail(
                     f"node {node.node_id} delivered offsets {batch.base_offset}-"
-                    f"{batch.last_offset} as committed, but only {holders} voter(s) have it flushed"
+                    f"{batch.last_offset} as committed, but only {holders} have it flushed"
                 )
         self.checked_commits[node.node_id] = len(commits)
         if len(commits) > 1000:  # keep memory flat on long runs
             del commits[:-1]
             self.checked_commits[node.node_id] = 1
+
+    def _holders(self, node: Node, batch: CommittedBatch) -> str | None:
+        """None when a majority of some voter set in the node's log from the batch on holds the
+        batch (a leader counts a new set as soon as it has its record, KIP-853); else who holds
+        it, of which voters."""
+        history = node.client.voter_history
+        sets = {v.ids for v in history.sets_between(batch.last_offset + 1, node.log.end_offset)}
+        shortfall: list[str] = []
+        for voters in sets:
+            holders = sorted(
+                v for v in voters if v in self.nodes and _holds(self.nodes[v].log, batch)
+            )
+            if len(holders) >= len(voters) // 2 + 1:
+                return None
+            shortfall.append(f"{holders} of voters {sorted(voters)}")
+        return "; ".join(shortfall)
 
     def converge(self, *, steps: int = 4000) -> None:
         """Heal, then run until every node holds the same committed records, a fresh write
@@ -383,7 +503,11 @@ class Simulation:
                     except NotLeaderError:
                         pass
                 continue
-            states = [node.machine.records for node in self.nodes.values()]
+            states = [
+                node.machine.records
+                for node in self.nodes.values()
+                if not self._stranded(node, leader)
+            ]
             if all(state == states[0] for state in states):
                 return
         summary = {
@@ -391,6 +515,16 @@ class Simulation:
             for n in self.nodes.values()
         }
         self.fail(f"the cluster did not converge: {summary}")
+
+    def _stranded(self, node: Node, leader: Node) -> bool:
+        """A removed voter that missed its removal and stands in epochs above the leader's,
+        asking only nodes that no longer count it: without pre-vote (KIP-996) it does not find
+        the leader again (Kafka's too); the quorum goes on without it."""
+        return (
+            self.dynamic
+            and node.node_id not in leader.client.voters
+            and node.client.epoch > leader.client.epoch
+        )
 
     def _leader(self) -> Node | None:
         for node in self.nodes.values():
@@ -423,8 +557,10 @@ def _epoch_at(node: Node) -> int:
     return snapshot.epoch if snapshot is not None else 0
 
 
-def run_seed(seed: int, *, voters: int, observers: int, steps: int = 3000) -> Simulation:
-    sim = Simulation(seed, voters=voters, observers=observers)
+def run_seed(
+    seed: int, *, voters: int, observers: int, steps: int = 3000, dynamic: bool = False
+) -> Simulation:
+    sim = Simulation(seed, voters=voters, observers=observers, dynamic=dynamic)
     sim.run(steps=steps)
     sim.converge()
     return sim

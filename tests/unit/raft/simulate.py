@@ -25,6 +25,7 @@ def main() -> int:
     parser.add_argument("--voters", type=int, help="voters (default: 1 to 5, by seed)")
     parser.add_argument("--observers", type=int, help="observers (default: 0 to 5, by seed)")
     parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--dynamic", action="store_true", help="voters added and removed")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # the nodes' own log lines; failures print themselves
     seeds = [args.seed] if args.seed is not None else range(args.first, args.first + args.seeds)
@@ -34,7 +35,9 @@ def main() -> int:
         voters = args.voters if args.voters is not None else 1 + seed % 5
         observers = args.observers if args.observers is not None else seed % 6
         try:
-            run_seed(seed, voters=voters, observers=observers, steps=args.steps)
+            run_seed(
+                seed, voters=voters, observers=observers, steps=args.steps, dynamic=args.dynamic
+            )
         except InvariantViolated as error:
             failures += 1
             print(f"FAIL {error}", flush=True)

@@ -342,7 +342,8 @@ def test_describe_configs_errors(node: AdminNode) -> None:
                 (TOPIC, "bad name", None),
                 (BROKER, "2", None),
                 (BROKER, "one", None),
-                (ConfigResourceType.GROUP, "g", None),
+                (ConfigResourceType.GROUP, "", None),
+                (ConfigResourceType.BROKER_LOGGER, "1", None),
                 (BROKER, "", None),
             ],
         )
@@ -350,6 +351,7 @@ def test_describe_configs_errors(node: AdminNode) -> None:
     assert [r.error_code for r in response.results] == [
         ErrorCode.unknown_topic_or_partition,
         ErrorCode.invalid_topic_exception,
+        ErrorCode.invalid_request,
         ErrorCode.invalid_request,
         ErrorCode.invalid_request,
         ErrorCode.invalid_request,

@@ -29,16 +29,10 @@ class Shell(CoordinatorRuntime):
     def core(self) -> CoordinatorCore:
         raise NotImplementedError
 
-    def _begin_loading(self, partitions: int, owned: frozenset[int]) -> None:
-        pass
-
     def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
         return 0
 
-    def _finish_loading(self, partition: int) -> None:
-        pass
-
-    def _loaded(self, records: int) -> None:
+    def _finish_loading(self, partition: int, leader_epoch: int) -> None:
         pass
 
     def write(self, heard: list[ErrorCode]) -> None:

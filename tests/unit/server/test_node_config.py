@@ -43,6 +43,14 @@ def test_a_combined_node_of_a_quorum() -> None:
     assert [listener.name for listener in config.broker_listeners] == ["PLAINTEXT"]
 
 
+def test_a_controller_of_a_dynamic_quorum_finds_it_through_bootstrap_servers() -> None:
+    """KIP-853: no controller.quorum.voters; the voters are in the metadata log."""
+    settings = {k: v for k, v in COMBINED.items() if k != "controller.quorum.voters"}
+    config = node(**settings, **{"controller.quorum.bootstrap.servers": "127.0.0.1:9093"})
+    assert config.is_controller and config.voters == {} and config.voter_ids == frozenset()
+    assert config.bootstrap_servers == (HostPort("127.0.0.1", 9093),)
+
+
 def test_a_broker_only_node_with_two_listeners_and_advertised_addresses() -> None:
     config = node(
         **{

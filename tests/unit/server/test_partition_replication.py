@@ -173,3 +173,26 @@ def test_below_min_isr_the_high_watermark_stays_and_acks_all_fail_at_once() -> N
     assert state.high_watermark_candidate(9, now_ms=3, min_isr=1) == 5  # 2 lags
     state.record_fetch(2, fetch_offset=9, leader_log_end_offset=9, now_ms=4)
     assert state.high_watermark_candidate(9, now_ms=4, min_isr=1) == 9
+
+
+def test_a_fenced_follower_out_of_the_isr_holds_the_high_watermark_back_no_more() -> None:
+    """Issue 25: the controller fences a silent broker and takes it out of the ISR; while it
+    still counts as caught up (within the lag time), only an eligible broker may hold the
+    high watermark back, else every partition it follows stalls for the lag time."""
+    state = leader()
+    for broker_id in (2, 3):
+        state.record_fetch(
+            broker_id,
+            fetch_offset=10,
+            leader_log_end_offset=10,
+            now_ms=1_000,
+            broker_epoch=ALL[broker_id],
+        )
+    state.isr_committed((1, 2), partition_epoch=8)  # 3 fenced: out of the ISR
+    state.record_fetch(2, fetch_offset=20, leader_log_end_offset=20, now_ms=2_000, broker_epoch=20)
+    fenced = {1: 10, 2: 20}
+    assert state.high_watermark_candidate(20, now_ms=2_000, eligible=fenced) == 20
+    # Eligible again (in the epoch it fetched in): a caught-up replica joining is waited for.
+    assert state.high_watermark_candidate(20, now_ms=2_000, eligible=ALL) == 10
+    # Registered anew (a restart): its earlier fetches make it eligible no more.
+    assert state.high_watermark_candidate(20, now_ms=2_000, eligible={**ALL, 3: 31}) == 20

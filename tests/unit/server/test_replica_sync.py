@@ -5,6 +5,7 @@ shrink and expansion, leadership changes from metadata, and the high watermark c
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.common.clock import ManualClock
 from strom.config import ServerConfig
 from strom.metadata import MetadataDelta, MetadataImage
-from strom.metadata.image import PartitionRegistration
+from strom.metadata.image import ClusterImage, PartitionRegistration
 from strom.protocol.batch import scan_batches
 from strom.protocol.records import iter_records
 from strom.server.partition_replication import IsrChange
@@ -191,7 +192,9 @@ def test_a_lagging_follower_is_proposed_out_of_the_isr_then_back(
     a.replica_manager.check_isr()
     [(epoch, change)] = a.proposed
     assert (epoch, change.isr, change.removed) == (0, (1,), (2,))
-    a.replica_manager.isr_change_done(TP, leader_epoch=0, isr=(1,), partition_epoch=1)
+    a.replica_manager.isr_change_done(
+        TP, leader_epoch=0, change=change, isr=(1,), partition_epoch=1
+    )
     assert a.replica_manager.partition(TP).isr == (1,)
     assert a.replica_manager.partition(TP).log.high_watermark == 2  # the ISR is the leader alone
     fetch(a, b, 0)
@@ -210,11 +213,32 @@ def test_min_isr_refuses_acks_all_before_and_after_the_append(
     [(_, result)] = a.replica_manager.append_to_local_log([(TP, batch())], required_acks=-1)
     assert result.error == ErrorCode.none
     a.clock.advance(LAG_MS + 1)  # the follower fell behind, and is removed
-    a.replica_manager.isr_change_done(TP, leader_epoch=0, isr=(1,), partition_epoch=1)
+    a.replica_manager.check_isr()
+    [(_, change)] = a.proposed
+    a.replica_manager.isr_change_done(
+        TP, leader_epoch=0, change=change, isr=(1,), partition_epoch=1
+    )
     outcome = a.replica_manager.is_acknowledged(TP, 1)
     assert outcome == ErrorCode.not_enough_replicas_after_append
     [(_, refused)] = a.replica_manager.append_to_local_log([(TP, batch())], required_acks=-1)
     assert refused.error == ErrorCode.not_enough_replicas
+
+
+def test_a_marker_below_min_isr_is_refused_before_it_is_appended(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    """WriteTxnMarkers writes as acks=all: below min ISR nothing is appended, so a
+    coordinator's retries cannot pile up markers in the log."""
+    a, _ = brokers
+    a.metadata.image = image_of(
+        {"orders": {0: registration(leader=1, epoch=0, isr=(1,))}},
+        {"orders": {"min.insync.replicas": "2"}},
+    )
+    a.log_manager.get_or_create(TP)
+    code = a.replica_manager.write_txn_marker(
+        TP, producer_id=7, producer_epoch=0, commit=True, coordinator_epoch=0
+    )
+    assert (code, a.log.log_end_offset) == (ErrorCode.not_enough_replicas, 0)
 
 
 def test_becoming_a_follower_fails_waiting_produces(brokers: tuple[Broker, Broker]) -> None:
@@ -251,3 +275,112 @@ def test_the_high_watermark_checkpoint_is_read_back(tmp_path: Path) -> None:
     second.set(registration(leader=2, epoch=1, partition_epoch=1))
     assert second.replica_manager.high_watermarks() == {TP: 4}
     second.log_manager.close_without_flush()
+
+
+def test_a_fenced_follower_does_not_hold_back_the_acks_of_the_others(tmp_path: Path) -> None:
+    """Issue 25: broker 3 goes silent and the controller fences it and takes it out of the ISR.
+    Broker 2's next fetch must acknowledge the leader's acks=all write at once, not after 3
+    has been out of sync for the lag time (a hung fetch to 3 stalled every partition)."""
+    clock = ManualClock()
+    leader = Broker(1, tmp_path, clock)
+    three = PartitionRegistration(
+        replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, leader_epoch=0, partition_epoch=0
+    )
+    leader.set(three)
+    manager = leader.replica_manager
+
+    def follower_fetch(replica_id: int, offset: int) -> None:
+        read = manager.read_for_follower(
+            TP,
+            replica_id=replica_id,
+            replica_epoch=1,
+            fetch_offset=offset,
+            max_bytes=1 << 20,
+            current_leader_epoch=0,
+            last_fetched_epoch=-1,
+        )
+        assert read.error == ErrorCode.none
+        read.close()
+
+    for replica_id in (2, 3):
+        follower_fetch(replica_id, 0)
+    leader.produce(1, b"a")
+    assert manager.is_acknowledged(TP, 1) is None
+    image = image_of({"orders": {0: dataclasses.replace(three, isr=(1, 2), partition_epoch=1)}})
+    brokers = dict(image.cluster.brokers)
+    brokers[3] = dataclasses.replace(brokers[3], fenced=True)
+    leader.metadata.image = dataclasses.replace(image, cluster=ClusterImage(brokers))
+    clock.advance(LAG_MS // 2)  # 3 is still caught up by the lag time, but fenced
+    follower_fetch(2, 1)
+    assert manager.partition(TP).log.high_watermark == 1
+    assert manager.is_acknowledged(TP, 1) == ErrorCode.none
+
+
+def expansion_proposed(a: Broker, b: Broker) -> IsrChange:
+    """Leader 1 alone in the ISR, 10 records; follower 2 catches up and is proposed back."""
+    a.set(registration(leader=1, epoch=0, isr=(1,)))
+    b.set(registration(leader=1, epoch=0, isr=(1,)))
+    a.produce(10, b"a")
+    fetch(a, b, 0)
+    fetch(a, b, 0)
+    [(_, change)] = a.proposed
+    assert change.added == (2,)
+    return change
+
+
+def test_a_lost_answer_keeps_the_expansion_counting(brokers: tuple[Broker, Broker]) -> None:
+    """The controller committed ISR {1, 2} but its answer was lost, and leader 1 is cut off
+    while 2 is elected: 1 must not acknowledge acks=all writes that only it has (issue 25's
+    reproduction; Kafka's handleAlterPartitionError keeps the maximal ISR)."""
+    a, b = brokers
+    change = expansion_proposed(a, b)
+    manager = a.replica_manager
+    assert manager.isr_change_done(TP, leader_epoch=0, change=change, isr=None, error=None)
+    a.clock.advance(LAG_MS + 1)  # follower 2 now follows leader 2: it never fetches again
+    [(_, result)] = manager.append_to_local_log([(TP, batch(10))], required_acks=-1)
+    assert result.error == ErrorCode.none
+    manager.check_isr()
+    assert manager.is_acknowledged(TP, 20) is None
+    assert a.log.high_watermark == 10
+    assert a.proposed == [(0, change)]  # nothing else proposed while it is unsettled
+
+
+@pytest.mark.parametrize(
+    ("error", "sent_again", "kept"),
+    [
+        (None, True, True),
+        (ErrorCode.request_timed_out, True, True),
+        (ErrorCode.not_controller, True, True),
+        (ErrorCode.invalid_update_version, False, True),
+        (ErrorCode.fenced_leader_epoch, False, True),
+        (ErrorCode.ineligible_replica, False, False),
+        (ErrorCode.operation_not_attempted, False, False),
+    ],
+)
+def test_only_a_not_applied_answer_drops_a_pending_change(
+    brokers: tuple[Broker, Broker], error: ErrorCode | None, sent_again: bool, kept: bool
+) -> None:
+    a, b = brokers
+    change = expansion_proposed(a, b)
+    manager = a.replica_manager
+    again = manager.isr_change_done(TP, leader_epoch=0, change=change, isr=None, error=error)
+    replication = manager.partition(TP).replication
+    assert replication is not None
+    assert (again, replication.pending is change) == (sent_again, kept)
+
+
+def test_the_metadata_settles_a_change_whose_answer_never_came(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    a, b = brokers
+    change = expansion_proposed(a, b)
+    manager = a.replica_manager
+    manager.isr_change_done(
+        TP, leader_epoch=0, change=change, isr=None, error=ErrorCode.invalid_update_version
+    )
+    a.set(registration(leader=1, epoch=0, isr=(1, 2), partition_epoch=1))
+    partition = manager.partition(TP)
+    assert partition.replication is not None
+    assert (partition.isr, partition.replication.pending) == ((1, 2), None)
+    # a retry still under way learns that it is settled
+    assert not manager.isr_change_done(TP, leader_epoch=0, change=change, isr=None, error=None)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 from typing import cast
 
+import pytest
 from data_path_harness import NODE_ID, image_of, registration
 
 from strom.common import ErrorCode, TopicPartition
 from strom.server.replica_manager import ReplicaManager
-from strom.server.txn_markers import Marker, TxnMarkerChannel
+from strom.server.txn_markers import MARKER_RETRY_BACKOFF_MAX_S, Marker, TxnMarkerChannel
 
 ORDERS = TopicPartition("orders", 0)
 GONE = TopicPartition("gone", 0)
@@ -121,4 +122,22 @@ def test_a_partition_led_elsewhere_without_connections_is_retried() -> None:
         await asyncio.wait_for(task, 5)
 
     asyncio.run(run())
+    assert partitions.written == [ORDERS]
+
+
+def test_retries_of_the_same_markers_back_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partition below min ISR for a while: the waits double up to the cap instead of a
+    request every 100 ms (109 markers were once written in one outage)."""
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float) -> None:
+        waits.append(delay)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    not_ready = [ErrorCode.not_enough_replicas] * 6 + [ErrorCode.none]
+    partitions = Partitions({ORDERS: not_ready})
+    deliver(partitions)
+    assert waits == [0.1, 0.2, 0.4, 0.8, MARKER_RETRY_BACKOFF_MAX_S, MARKER_RETRY_BACKOFF_MAX_S]
     assert partitions.written == [ORDERS]

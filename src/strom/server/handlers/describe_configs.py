@@ -1,4 +1,4 @@
-"""DescribeConfigs (API key 32), v1 to v4: topic and broker settings with their sources.
+"""DescribeConfigs (API key 32), v1 to v4: topic, broker and group settings with their sources.
 
 As Kafka's ``ConfigHelper.describeConfigs``:
 
@@ -8,8 +8,11 @@ As Kafka's ``ConfigHelper.describeConfigs``:
 * a broker resource named by this node's id lists every broker setting with its effective
   value; the empty name lists the cluster-wide dynamic defaults only; another id, or a name
   that is not a number, is INVALID_REQUEST;
-* other resource types are INVALID_REQUEST (broker loggers, groups and client metrics are not
-  served yet).
+* a group resource lists every group setting (Kafka 4.0's, ``strom.config.group_config``):
+  the group's override or the broker's default; the group need not exist; an empty name is
+  INVALID_REQUEST;
+* other resource types are INVALID_REQUEST (broker loggers and client metrics are not served
+  yet).
 
 Values, sources, synonyms, read-only flags and types come from
 :class:`strom.server.config_entries.ConfigDescriber`; synonyms only when ``include_synonyms``
@@ -110,6 +113,10 @@ class DescribeConfigsHandler:
                     f"but received {name}",
                 )
             return self._describer.broker(image, names=names)
+        if int(resource.resource_type) == ConfigResourceType.GROUP:
+            if not name:
+                raise KafkaError(ErrorCode.invalid_request, "Group name must not be empty")
+            return self._describer.group(image, name, names=names)
         raise KafkaError(
             ErrorCode.invalid_request,
             f"Unsupported resource type: {resource.resource_type}",
