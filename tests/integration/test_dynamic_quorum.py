@@ -103,13 +103,13 @@ def test_the_quorum_grows_to_three_controllers_and_shrinks_while_a_client_writes
 
         for node_id in others:
             properties = str(cluster.nodes[node_id].properties)
-            out = _run(
+            out = _run(  # kafka-metadata-quorum.sh's order: the options before the verb
                 "metadata-quorum",
-                "add-controller",
-                "--bootstrap-server",
-                servers,
                 "--command-config",
                 properties,
+                "--bootstrap-server",
+                servers,
+                "add-controller",
             )
             assert f"added controller {node_id}" in out
         _until(lambda: _voters(servers) == {first, *others}, "three voters")
