@@ -203,7 +203,11 @@ class BrokerLifecycleManager:
             try:
                 await self._beat(interval)
             except ControllerUnavailable as error:
+                # again at once (the channel has its own backoff): the unanswered heartbeat's
+                # connection was dropped, and the controller fences a broker whose heartbeat
+                # connection closed unless it hears from it within a short grace
                 log.warning("heartbeat not answered: %s", error)
+                continue
             except RegistrationFailed as error:
                 log.warning("%s; retrying", error)
             except Exception:
