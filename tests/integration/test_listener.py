@@ -2,7 +2,8 @@
 
 A Heartbeat v0 handler whose ``group_id`` says what to do: ``slow:<seconds>``, ``noresp`` (no
 response, as produce with acks=0), ``fail`` (raises), ``file:<size>`` (a response made of bytes
-and file regions), ``past-eof``, ``wait`` (until released). Runs on uvloop and on asyncio's own
+and file regions), ``past-eof``, ``wait`` (until released), ``watch`` (notes when the connection
+closes). Runs on uvloop and on asyncio's own
 loop, since the sendfile path differs between them.
 """
 
@@ -72,6 +73,7 @@ class ScriptedHandler:
         self.started: list[str] = []
         self.regions: list[Region] = []
         self.release = asyncio.Event()
+        self.closed: list[str] = []
 
     async def handle(self, context: RequestContext) -> HandlerResult:
         body = context.body
@@ -87,6 +89,8 @@ class ScriptedHandler:
             raise RuntimeError("handler bug")
         elif command == "wait":
             await self.release.wait()
+        elif command == "watch":
+            context.when_closed(lambda: self.closed.append(context.connection_id))
         elif command in ("file", "past-eof"):
             size = self.data_file.stat().st_size
             length = int(argument) if command == "file" else size + 10
@@ -198,6 +202,25 @@ def test_pipelined_slow_and_fast_requests_answer_in_order(run: Callable[..., Non
         assert answered == ids
         await client.close()
         await other.close()
+
+    run(scenario)
+
+
+def test_a_handler_hears_when_its_connection_closes(run: Callable[..., None]) -> None:
+    async def scenario(listener: Listener, handler: ScriptedHandler) -> None:
+        client = await Client.connect(listener.bound_address)
+        other = await Client.connect(listener.bound_address)
+        for connection in (client, client, other):
+            connection.send(heartbeat("watch"))
+            await connection.read()
+        assert handler.closed == []
+        await client.close()
+        while not handler.closed:
+            await asyncio.sleep(0.01)
+        assert len(handler.closed) == 2 and len(set(handler.closed)) == 1  # that one only
+        await other.close()
+        while len(handler.closed) < 3:
+            await asyncio.sleep(0.01)
 
     run(scenario)
 

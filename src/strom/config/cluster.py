@@ -69,6 +69,15 @@ CLUSTER_SETTINGS: Final = (
     Setting("broker.rack", STRING, None, "The rack of this broker.", read_only=True),
     ms("broker.heartbeat.interval.ms", 2000, "Time between a broker's heartbeats."),
     ms("broker.session.timeout.ms", 9000, "A broker without heartbeats this long is fenced."),
+    Setting(
+        "broker.heartbeat.connection.close.grace.ms",
+        INT,
+        1000,
+        "strom: a broker whose heartbeat connection closed and that sends no heartbeat this long "
+        "is fenced without waiting for broker.session.timeout.ms (-1: never).",
+        at_least(-1),
+        read_only=True,
+    ),
     ms(
         "initial.broker.registration.timeout.ms",
         60000,

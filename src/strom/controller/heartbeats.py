@@ -10,6 +10,13 @@ registered broker a fresh session from that moment, as Kafka does, so that a con
 fences nobody who keeps heartbeating. Unlike Kafka, such a session does not count as alive for a
 registration of another incarnation until the broker has heartbeated to this controller: a broker
 restarted after a crash registers at once instead of waiting out the session of its dead self.
+
+Fast fencing (strom's own, ``broker.heartbeat.connection.close.grace.ms``): the connection a
+broker last heartbeated on closing is an input (:meth:`connection_closed`). A process that dies
+has its connections closed by its kernel at once, so a session whose heartbeat connection
+closed and that heard no heartbeat within the grace runs out then, not a whole session timeout
+after its last heartbeat. A network partition or a stopped process closes nothing and still
+waits for the session timeout; a heartbeat on any connection ends the grace.
 """
 
 from __future__ import annotations
@@ -29,11 +36,18 @@ class _Session:
     metadata_offset: int = -1
     heard: bool = True
     """The broker has registered or heartbeated since this controller became active."""
+    connection: str | None = None
+    """The connection of the last heartbeat (None: not known, or not a network one)."""
+    closed_ms: int | None = None
+    """When that connection closed (None: it has not, or a heartbeat came since)."""
 
 
 class BrokerSessions:
-    def __init__(self, *, session_timeout_ms: int) -> None:
+    def __init__(self, *, session_timeout_ms: int, close_grace_ms: int | None = None) -> None:
+        """``close_grace_ms``: how long after its heartbeat connection closed a silent broker's
+        session runs out (None: only the session timeout counts)."""
         self.session_timeout_ms = session_timeout_ms
+        self.close_grace_ms = close_grace_ms
         self._sessions: dict[int, _Session] = {}
 
     def activate(self, image: MetadataImage, now_ms: int) -> None:
@@ -53,22 +67,52 @@ class BrokerSessions:
     def is_alive(self, broker_id: int, now_ms: int) -> bool:
         """The broker has a session this controller heard from, and it has not run out."""
         session = self._sessions.get(broker_id)
-        return (
-            session is not None
-            and session.heard
-            and now_ms - session.last_contact_ms < self.session_timeout_ms
-        )
+        return session is not None and session.heard and now_ms < self._deadline(session)
 
-    def heartbeat(self, broker_id: int, *, epoch: int, metadata_offset: int, now_ms: int) -> bool:
-        """Record a heartbeat of the broker's session ``epoch``; returns whether it has caught
-        up with its registration. A heartbeat of another epoch than the known one is ignored."""
+    def heartbeat(
+        self,
+        broker_id: int,
+        *,
+        epoch: int,
+        metadata_offset: int,
+        now_ms: int,
+        connection: str | None = None,
+    ) -> bool:
+        """Record a heartbeat of the broker's session ``epoch`` that came on ``connection``;
+        returns whether it has caught up with its registration. A heartbeat of another epoch
+        than the known one is ignored."""
         session = self._sessions.get(broker_id)
         if session is None or session.epoch != epoch:
             return False
         session.last_contact_ms = now_ms
         session.heard = True
+        session.connection = connection
+        session.closed_ms = None
         session.metadata_offset = max(session.metadata_offset, metadata_offset)
         return session.metadata_offset >= session.registration_offset
+
+    def connection_closed(self, connection: str, now_ms: int) -> list[int]:
+        """``connection`` closed: the brokers whose last heartbeat came on it, whose sessions
+        now run out ``close_grace_ms`` after ``now_ms`` unless they heartbeat again."""
+        if self.close_grace_ms is None:
+            return []
+        closed = []
+        for broker_id, session in sorted(self._sessions.items()):
+            if session.connection == connection and session.closed_ms is None:
+                session.closed_ms = now_ms
+                closed.append(broker_id)
+        return closed
+
+    def connection_lost(self, broker_id: int) -> bool:
+        """Whether the broker's heartbeat connection closed after its last heartbeat."""
+        session = self._sessions.get(broker_id)
+        return session is not None and session.closed_ms is not None
+
+    def _deadline(self, session: _Session) -> int:
+        deadline = session.last_contact_ms + self.session_timeout_ms
+        if session.closed_ms is not None and self.close_grace_ms is not None:
+            return min(deadline, session.closed_ms + self.close_grace_ms)
+        return deadline
 
     def expired(self, now_ms: int, image: MetadataImage) -> list[tuple[int, int]]:
         """(broker id, epoch) of the unfenced brokers whose session ran out."""
@@ -77,14 +121,14 @@ class BrokerSessions:
             session = self._sessions.get(broker_id)
             if broker.fenced:
                 continue
-            if session is None or now_ms - session.last_contact_ms >= self.session_timeout_ms:
+            if session is None or now_ms >= self._deadline(session):
                 out.append((broker_id, broker.epoch))
         return out
 
     def next_expiry_ms(self, image: MetadataImage) -> int | None:
         """When the earliest session of an unfenced broker runs out (None: none can)."""
         deadlines = [
-            session.last_contact_ms + self.session_timeout_ms
+            self._deadline(session)
             for broker_id, session in self._sessions.items()
             if (broker := image.cluster.broker(broker_id)) is not None and not broker.fenced
         ]

@@ -110,6 +110,10 @@ class RaftClient:
         )
         self._listeners: list[ListenerContext] = []
         self._parked: list[_ParkedFetch] = []
+        self._sent_high_watermark: dict[int, int | None] = {}
+        """Replica id -> the high watermark of the last records answer to its fetch: a fetch
+        parks until the high watermark differs from that one, so that a fetcher answered
+        before the high watermark moved hears of it at once, not at its fetch's deadline."""
         self._high_watermark: int | None = None
         self._leader: LeaderState | None = None
         self._election_deadline = _NO_TIMEOUT
@@ -775,10 +779,11 @@ class RaftClient:
                     fetch_offset=fetch_offset,
                     max_bytes=max_bytes,
                     deadline_ms=now + min(max_wait, self.config.fetch_max_wait_ms),
-                    high_watermark=self._high_watermark,
+                    high_watermark=self._sent_high_watermark.get(replica_id, self._high_watermark),
                 )
             )
             return None
+        self._sent_high_watermark[replica_id] = self._high_watermark
         return self._fetch_answer(records=self.log.read(fetch_offset, max_bytes))
 
     def _complete_parked(self, now: int, *, high_watermark_moved: bool = False) -> None:
@@ -792,6 +797,7 @@ class RaftClient:
                 or parked.high_watermark != self._high_watermark
                 or now >= parked.deadline_ms
             ):
+                self._sent_high_watermark[parked.replica_id] = self._high_watermark
                 answer = self._fetch_answer(
                     records=self.log.read(parked.fetch_offset, parked.max_bytes)
                 )

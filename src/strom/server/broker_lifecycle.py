@@ -95,6 +95,7 @@ class BrokerLifecycleManager:
         self._shut_down_allowed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._beat_now = asyncio.Event()
+        channel.when_request_failed(self._beat_now.set)
 
     @property
     def fenced(self) -> bool:
@@ -203,7 +204,12 @@ class BrokerLifecycleManager:
             try:
                 await self._beat(interval)
             except ControllerUnavailable as error:
+                # again at once (the channel has its own backoff): the unanswered heartbeat's
+                # connection was dropped, and the controller fences a broker whose heartbeat
+                # connection closed unless it hears from it within a short grace (so does any
+                # other request's that failed: ControllerChannel.when_request_failed)
                 log.warning("heartbeat not answered: %s", error)
+                continue
             except RegistrationFailed as error:
                 log.warning("%s; retrying", error)
             except Exception:

@@ -18,7 +18,8 @@ successor; a retried operation then meets its own effect (a topic that exists), 
 A newly elected leader first catches up: it becomes active only once everything in its log from
 earlier epochs is committed and applied to the committed image, then it bootstraps an empty
 cluster, gives every registered broker a fresh session and starts fencing brokers whose
-heartbeats stop (``broker.session.timeout.ms``).
+heartbeats stop (``broker.session.timeout.ms``), or whose heartbeat connection closed and who
+sent no heartbeat since within ``broker.heartbeat.connection.close.grace.ms`` (a dead process).
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ class ControllerServer:
         committed: CommittedImage,
         clock: Clock,
         session_timeout_ms: int,
+        close_grace_ms: int = -1,
         bootstrap_metadata_version: int = DEFAULT_METADATA_VERSION,
         bootstrap_scram: Sequence[UserScramCredentialRecord] = (),
         leader_balance_interval_ms: int | None = None,
@@ -122,7 +124,8 @@ class ControllerServer:
         """``bootstrap_metadata_version``, ``bootstrap_scram``: the metadata.version and SCRAM
         credentials a new cluster starts with (the node's ``bootstrap.checkpoint``);
         ``leader_balance_interval_ms``: how often preferred replicas get their leadership back
-        (None: never; ``auto.leader.rebalance.enable``)."""
+        (None: never; ``auto.leader.rebalance.enable``); ``close_grace_ms``: see
+        ``BrokerSessions`` (negative: off, as ``broker.heartbeat.connection.close.grace.ms``)."""
         self._balance_interval_ms = leader_balance_interval_ms
         self.controller = controller
         self._bootstrap_version = bootstrap_metadata_version
@@ -136,7 +139,10 @@ class ControllerServer:
         """The quorum epoch this node is the active controller of; None when it is not."""
         self._written: MetadataImage | None = None
         self._waiting: list[_Waiting] = []
-        self.sessions = BrokerSessions(session_timeout_ms=session_timeout_ms)
+        self.sessions = BrokerSessions(
+            session_timeout_ms=session_timeout_ms,
+            close_grace_ms=None if close_grace_ms < 0 else close_grace_ms,
+        )
         self._active_task: asyncio.Task[None] | None = None
         self._sessions_changed = asyncio.Event()
         self._failure: str | None = None
@@ -270,11 +276,19 @@ class ControllerServer:
             now = self._clock.monotonic_ms()
             image = self.image
             for broker_id, broker_epoch in self.sessions.expired(now, image):
-                log.warning(
-                    "fencing broker %d: no heartbeat for %d ms (broker.session.timeout.ms)",
-                    broker_id,
-                    self.sessions.session_timeout_ms,
-                )
+                if self.sessions.connection_lost(broker_id):
+                    log.warning(
+                        "fencing broker %d: its heartbeat connection closed and no heartbeat "
+                        "came within %d ms (broker.heartbeat.connection.close.grace.ms)",
+                        broker_id,
+                        self.sessions.close_grace_ms,
+                    )
+                else:
+                    log.warning(
+                        "fencing broker %d: no heartbeat for %d ms (broker.session.timeout.ms)",
+                        broker_id,
+                        self.sessions.session_timeout_ms,
+                    )
                 try:
                     await self.run(
                         "fence broker",
@@ -335,12 +349,15 @@ class ControllerServer:
         metadata_offset: int,
         want_fence: bool,
         want_shut_down: bool,
+        connection: str | None = None,
     ) -> BrokerHeartbeatReply:
+        """``connection``: the id of the connection it came on (None: not a network one)."""
         caught_up = self.sessions.heartbeat(
             broker_id,
             epoch=broker_epoch,
             metadata_offset=metadata_offset,
             now_ms=self._clock.monotonic_ms(),
+            connection=connection,
         )
         beat = BrokerHeartbeat(
             broker_id=broker_id,
@@ -354,6 +371,20 @@ class ControllerServer:
         )
         self._sessions_changed.set()
         return reply
+
+    def heartbeat_connection_closed(self, connection: str) -> None:
+        """A connection brokers heartbeated on closed: fence them after the grace unless they
+        heartbeat again (see ``BrokerSessions.connection_closed``)."""
+        if not self.is_active:
+            return
+        for broker_id in self.sessions.connection_closed(connection, self._clock.monotonic_ms()):
+            log.info(
+                "the heartbeat connection of broker %d closed; fencing it in %d ms unless it "
+                "heartbeats again",
+                broker_id,
+                self.sessions.close_grace_ms,
+            )
+            self._sessions_changed.set()
 
     async def create_topics(self, request: CreateTopicsRequest) -> list[CreateTopicResult]:
         return await self.run(

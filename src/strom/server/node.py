@@ -438,6 +438,7 @@ class Node:
             committed=self.metadata,
             clock=self.clock,
             session_timeout_ms=self.config.get_int("broker.session.timeout.ms"),
+            close_grace_ms=self.config.get_int("broker.heartbeat.connection.close.grace.ms"),
             bootstrap_metadata_version=read_bootstrap_metadata_version(self.data_dir),
             bootstrap_scram=read_bootstrap_scram(self.data_dir),
             leader_balance_interval_ms=(

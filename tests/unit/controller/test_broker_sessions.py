@@ -97,6 +97,49 @@ def test_sessions_expire_and_heartbeats_renew_them() -> None:
     assert sessions.expired(200, h.image) == [(1, epoch)]
 
 
+def test_a_closed_heartbeat_connection_ends_the_session_after_the_grace() -> None:
+    h = Harness()
+    epoch = h.add_broker(1)
+    offset = h.image.highest_offset
+    sessions = BrokerSessions(session_timeout_ms=9000, close_grace_ms=1000)
+    sessions.registered(1, epoch=epoch, registration_offset=offset, now_ms=0)
+    sessions.heartbeat(1, epoch=epoch, metadata_offset=offset, now_ms=100, connection="a")
+    assert sessions.connection_closed("b", 200) == []  # not the one it heartbeats on
+    assert sessions.next_expiry_ms(h.image) == 9100
+    assert sessions.connection_closed("a", 500) == [1]
+    assert sessions.connection_lost(1)
+    assert sessions.next_expiry_ms(h.image) == 1500
+    assert sessions.is_alive(1, 1499)
+    assert sessions.expired(1499, h.image) == []
+    assert sessions.expired(1500, h.image) == [(1, epoch)]
+    assert not sessions.is_alive(1, 1500)
+
+
+def test_a_heartbeat_within_the_grace_keeps_the_session() -> None:
+    h = Harness()
+    epoch = h.add_broker(1)
+    offset = h.image.highest_offset
+    sessions = BrokerSessions(session_timeout_ms=9000, close_grace_ms=1000)
+    sessions.registered(1, epoch=epoch, registration_offset=offset, now_ms=0)
+    sessions.heartbeat(1, epoch=epoch, metadata_offset=offset, now_ms=100, connection="a")
+    sessions.connection_closed("a", 500)
+    sessions.heartbeat(1, epoch=epoch, metadata_offset=offset, now_ms=900, connection="b")
+    assert not sessions.connection_lost(1)
+    assert sessions.expired(5000, h.image) == []
+    assert sessions.next_expiry_ms(h.image) == 9900
+
+
+def test_without_a_grace_a_closed_connection_changes_nothing() -> None:
+    h = Harness()
+    epoch = h.add_broker(1)
+    offset = h.image.highest_offset
+    sessions = BrokerSessions(session_timeout_ms=9000)
+    sessions.registered(1, epoch=epoch, registration_offset=offset, now_ms=0)
+    sessions.heartbeat(1, epoch=epoch, metadata_offset=offset, now_ms=100, connection="a")
+    assert sessions.connection_closed("a", 500) == []
+    assert sessions.expired(5000, h.image) == []
+
+
 def test_caught_up_once_the_registration_is_read() -> None:
     sessions = BrokerSessions(session_timeout_ms=1000)
     sessions.registered(1, epoch=5, registration_offset=20, now_ms=0)

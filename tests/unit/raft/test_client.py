@@ -292,6 +292,35 @@ def test_a_leader_that_steps_down_answers_its_parked_fetches() -> None:
     assert node.client.poll() > 0
 
 
+def test_a_fetch_parked_after_the_high_watermark_moved_is_answered_at_once() -> None:
+    """The high watermark moves (the leader's flush) between a records answer and the fetch
+    after it: that fetch learns of it at the next poll, not at its deadline (brokers once saw
+    every metadata change 500 ms late)."""
+    node = Harness(voters=(1,))
+    node.client.config = dataclasses.replace(CONFIG, fetch_max_wait_ms=500)
+    node.run_for(CONFIG.election_timeout_ms * 2)
+    assert node.role() is Role.LEADER
+    epoch = node.client.epoch
+
+    def long_poll(offset: int, last_epoch: int) -> None:
+        position = messages.FetchPosition(offset, last_epoch, 0)
+        body = messages.fetch(CLUSTER, 4, epoch, position, max_bytes=1 << 20, max_wait_ms=500)
+        node.client.handle_request(InboundRequest(ref=object(), source=None, body=body))
+
+    long_poll(0, -1)
+    first = partition(node.channel.answers[-1])
+    assert first.records and first.high_watermark == -1  # the LeaderChange, not committed yet
+    node.log.flush()
+    node.client.poll()
+    assert node.client.high_watermark == 1
+    before = len(node.channel.answers)
+    long_poll(1, epoch)
+    node.clock.advance(1)
+    node.client.poll()
+    assert len(node.channel.answers) == before + 1
+    assert partition(node.channel.answers[-1]).high_watermark == 1
+
+
 def test_a_follower_restarted_as_one_keeps_following_and_its_poll_sleeps() -> None:
     """A node restarted as the follower of a known leader starts with an election deadline it
     never acts on; once passed, it must not keep the poll awake (restarted brokers once spun)."""

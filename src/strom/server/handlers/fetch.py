@@ -35,6 +35,9 @@ long-polls it on appends rather than on the high watermark (the follower fetch p
 With an authorizer, a consumer's partitions of topics it may not READ, and every partition of a
 follower without CLUSTER_ACTION, answer TOPIC_AUTHORIZATION_FAILED unread.
 
+From v16, a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its current
+leader and the answer that leader's endpoint (KIP-951, ``leader_hints``); Produce does the same.
+
 Differences from Kafka: no preferred read replica (always -1).
 """
 
@@ -47,7 +50,7 @@ from typing import Any, Final
 
 from kio.static.primitive import i32, i64
 
-from strom.common import Clock, ErrorCode
+from strom.common import Clock, ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.fetch_response import RecordsSplicer
 from strom.security.acls import AclOperation, ResourceType
@@ -62,6 +65,7 @@ from strom.server.fetch_session import (
 )
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.common import throttle_field
+from strom.server.handlers.leader_hints import LeaderHints
 from strom.server.handlers.registry import RequestContext
 from strom.server.network.response import Response
 from strom.server.replica_manager import (
@@ -80,6 +84,9 @@ log = logging.getLogger(__name__)
 _TOPIC_IDS_VERSION: Final = 13
 _SESSIONS_VERSION: Final = 7
 _REPLICA_STATE_VERSION: Final = 15
+_LEADER_HINTS_VERSION: Final = 16
+"""Fetch v16+ answers carry KIP-951's leader hints."""
+_HINTED: Final = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
 
 _Partitions = list[tuple[SessionPartition, PartitionFetch]]
 _DENIED: Final = ReadResultInfo(error=ErrorCode.topic_authorization_failed)
@@ -117,6 +124,16 @@ def _diverging_epoch(schema: Any, read: ReadResultInfo) -> Any:
         return None if entity is None else build(entity)
     epoch, end_offset = read.diverging_epoch
     return build(entity, epoch=i32(epoch), end_offset=i64(end_offset))
+
+
+def _leader(
+    schema: Any, hints: LeaderHints | None, key: SessionPartition, read: ReadResultInfo
+) -> dict[str, Any]:
+    """The partition's ``current_leader`` field when the answer has hints."""
+    if hints is None:
+        return {}
+    tp = TopicPartition(key.topic, key.partition)
+    return {"current_leader": hints.current_leader(schema, tp, read.error)}
 
 
 class FetchHandler:
@@ -296,6 +313,9 @@ class FetchHandler:
             if index not in chosen:
                 read.close()
         schema = response_module(ApiKey.FETCH, version)
+        hints = None
+        if version >= _LEADER_HINTS_VERSION and any(reads[i].error in _HINTED for i in selected):
+            hints = LeaderHints(self._replica_manager.image, context.listener_name, _HINTED)
         splicer: RecordsSplicer[FileRegion] = RecordsSplicer()
         by_ids = version >= _TOPIC_IDS_VERSION
         topics: list[tuple[SessionPartition, list[Any]]] = []
@@ -313,6 +333,7 @@ class FetchHandler:
                 diverging_epoch=_diverging_epoch(schema, read),
                 preferred_read_replica=i32(-1),
                 records=splicer.placeholder(read.regions),
+                **_leader(schema, hints, key, read),
             )
             same_topic = topics and (
                 topics[-1][0].topic_id == key.topic_id
@@ -337,6 +358,7 @@ class FetchHandler:
                 )
                 for key, entries in topics
             ),
+            node_endpoints=() if hints is None else hints.node_endpoints(schema),
         )
         parts = splicer.encode(correlation_id=context.request.correlation_id, body=body)
         return Response.from_parts(parts)

@@ -31,6 +31,10 @@ original offsets, sequences and epochs checked); keyless records on a compacted 
 refused with INVALID_RECORD and, from v8, ``record_errors`` naming each of them
 (``replica_manager``).
 
+From v10, a partition answered NOT_LEADER_OR_FOLLOWER names its current leader and the answer
+that leader's endpoint (KIP-951, ``leader_hints``), so the producer moves without a metadata
+round trip.
+
 Kafka lets only its own admin client (client id ``__admin_client``) write internal topics; the
 coordinators write them through the replica manager directly.
 
@@ -72,6 +76,7 @@ from strom.protocol.produce_response import (
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.handlers._schema import build, response_module
 from strom.server.handlers.common import throttle_field
+from strom.server.handlers.leader_hints import LeaderHints
 from strom.server.handlers.registry import (
     NO_RESPONSE,
     CloseConnection,
@@ -100,6 +105,10 @@ TxnVerifier = Callable[[str, int, int, TopicPartition], ErrorCode | None]
 """(transactional id, producer id, producer epoch, partition) -> NONE when the partition is in
 the producer's ongoing transaction, else the error; None when the transaction coordinator of
 that id is not on this broker (no check)."""
+
+_LEADER_HINTS_VERSION: Final = 10
+"""Produce v10+ answers carry KIP-951's leader hints."""
+_HINTED: Final = frozenset({ErrorCode.not_leader_or_follower})
 
 _VERIFICATION_ERRORS: Final = {
     ErrorCode.concurrent_transactions: ErrorCode.not_enough_replicas,
@@ -207,7 +216,10 @@ class ProduceHandler:
         # the connection counted the producer's byte rate and muted itself as it read the
         # request; the request quota counts the time spent on it up to here
         throttle_ms = max(context.throttle_ms, context.request_throttle())
-        return respond(context.request.correlation_id, version, results, throttle_ms)
+        hints = None
+        if version >= _LEADER_HINTS_VERSION and any(r.error in _HINTED for _, r in results):
+            hints = LeaderHints(self._replica_manager.image, context.listener_name, _HINTED)
+        return respond(context.request.correlation_id, version, results, throttle_ms, hints)
 
     def _check(
         self, context: RequestContext, body: Any
@@ -283,6 +295,15 @@ def _record_errors(schema: Any, result: AppendResult) -> tuple[Any, ...]:
     )
 
 
+def _leader(
+    schema: Any, hints: LeaderHints | None, tp: TopicPartition, result: AppendResult
+) -> dict[str, Any]:
+    """The partition's ``current_leader`` field when the answer has hints."""
+    if hints is None:
+        return {}
+    return {"current_leader": hints.current_leader(schema, tp, result.error)}
+
+
 def _answers(
     results: list[tuple[TopicPartition, AppendResult]],
 ) -> list[tuple[str, list[tuple[PartitionAnswer, AppendResult]]]]:
@@ -311,11 +332,12 @@ def respond(
     version: int,
     results: list[tuple[TopicPartition, AppendResult]],
     throttle_ms: int = 0,
+    hints: LeaderHints | None = None,
 ) -> HandlerResult:
     """The response: packed from plain values (no kio objects) unless a partition has
-    per-record errors or the packer declines, then kio's ``build_response``."""
-    if any(result.record_errors for _, result in results):
-        return build_response(version, results, throttle_ms)
+    per-record errors or a leader hint, or the packer declines, then kio's ``build_response``."""
+    if hints is not None or any(result.record_errors for _, result in results):
+        return build_response(version, results, throttle_ms, hints)
     topics = [
         (name, [partition for partition, _ in entries]) for name, entries in _answers(results)
     ]
@@ -329,9 +351,12 @@ def respond(
 
 
 def build_response(
-    version: int, results: list[tuple[TopicPartition, AppendResult]], throttle_ms: int = 0
+    version: int,
+    results: list[tuple[TopicPartition, AppendResult]],
+    throttle_ms: int = 0,
+    hints: LeaderHints | None = None,
 ) -> ResponsePayload:
-    """The ProduceResponse of ``version`` as kio's objects."""
+    """The ProduceResponse of ``version`` as kio's objects, with ``hints``' current leaders."""
     schema = response_module(ApiKey.PRODUCE, version)
     topics = [
         build(
@@ -347,6 +372,7 @@ def build_response(
                     log_start_offset=i64(partition.log_start_offset),
                     record_errors=_record_errors(schema, result),
                     error_message=partition.error_message,
+                    **_leader(schema, hints, TopicPartition(name, partition.partition), result),
                 )
                 for partition, result in entries
             ),
@@ -354,6 +380,9 @@ def build_response(
         for name, entries in _answers(results)
     ]
     response: ResponsePayload = build(
-        schema.ProduceResponse, responses=tuple(topics), throttle_time=throttle_field(throttle_ms)
+        schema.ProduceResponse,
+        responses=tuple(topics),
+        throttle_time=throttle_field(throttle_ms),
+        node_endpoints=() if hints is None else hints.node_endpoints(schema),
     )
     return response

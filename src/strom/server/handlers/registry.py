@@ -65,6 +65,10 @@ def _not_throttled(throttle_ms: int) -> None:
     """Requests made without a connection are not muted."""
 
 
+def _never_closed(callback: Callable[[], None]) -> None:
+    """Requests made without a connection have none to close."""
+
+
 def _not_counted() -> int:
     """Requests exempt from the request quota (or with none) are never throttled by it."""
     return 0
@@ -118,6 +122,9 @@ class RequestContext:
     carries a quota's throttle time calls it."""
     throttle_ms: int = 0
     """The throttle time the connection gave the request as it read it (Produce)."""
+    when_closed: Callable[[Callable[[], None]], None] = _never_closed
+    """Runs the callback once the request's connection has closed (the controller watches
+    the connections brokers heartbeat on)."""
     request_throttle: Callable[[], int] = _not_counted
     """Records the time the handler has run so far against the client's
     ``request_percentage``, mutes the connection for the throttle, and returns it in ms (later

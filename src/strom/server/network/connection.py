@@ -121,6 +121,8 @@ class Connection(asyncio.Protocol):
         self._held: deque[bytes] = deque()
         """Frames read while muted, served once the mute ends (Kafka reads none meanwhile)."""
         self._transport: asyncio.Transport | None = None
+        self._when_closed: list[Callable[[], None]] | None = []
+        """Called once the connection has closed (None: it has)."""
         self._writer: FrameWriter | None = None
         self._write_task: asyncio.Task[None] | None = None
         self.client_address = "unknown"
@@ -278,6 +280,7 @@ class Connection(asyncio.Protocol):
             principal=self.principal,
             authorizer=self._registry.authorizer,
             throttle=self.mute,
+            when_closed=self.when_closed,
         )
 
     def _start(self, work: Coroutine[Any, Any, Response | None], context: RequestContext) -> None:
@@ -369,6 +372,16 @@ class Connection(asyncio.Protocol):
         finally:
             self._transport.close()
             self._on_finished(self)
+            callbacks, self._when_closed = self._when_closed or [], None
+            for callback in callbacks:
+                callback()
+
+    def when_closed(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the connection has closed (at once if it has)."""
+        if self._when_closed is None:
+            callback()
+        else:
+            self._when_closed.append(callback)
 
     async def _wait_for_work(self) -> None:
         waiter = asyncio.get_running_loop().create_future()

@@ -1,0 +1,79 @@
+"""Fast fencing on a real cluster: a broker whose process dies (its connections close) is fenced
+after ``broker.heartbeat.connection.close.grace.ms``, not the whole ``broker.session.timeout.ms``;
+a stopped broker (nothing closes) keeps its session until the timeout."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from strom.testing import Cluster, unique_topic_name
+
+pytestmark = pytest.mark.xdist_group("cluster")
+
+SESSION_TIMEOUT_S = 60
+"""Far longer than any wait below: a fencing seen here did not come from the session timeout."""
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    config = {"broker.session.timeout.ms": SESSION_TIMEOUT_S * 1000}
+    with Cluster(brokers=3, controllers=1, config=config) as running:
+        yield running
+
+
+def _controller_lines(cluster: Cluster) -> list[str]:
+    return cluster.nodes[cluster.controller_ids[0]].lines
+
+
+def _leaders(admin: AdminClient, name: str) -> set[int]:
+    topic = admin.list_topics(name, timeout=10).topics[name]
+    return {partition.leader for partition in topic.partitions.values()}
+
+
+def test_a_killed_broker_is_fenced_without_waiting_for_its_session(cluster: Cluster) -> None:
+    name = unique_topic_name("fast")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    futures = admin.create_topics([NewTopic(name, 3, 3)], operation_timeout=30)
+    futures[name].result(timeout=60)
+    cluster.wait_for(lambda: -1 not in _leaders(admin, name), timeout=30, what="leaders")
+    victim = next(iter(_leaders(admin, name)))
+    cluster.kill(victim)
+    try:
+        cluster.wait_for(
+            lambda: victim not in cluster.unfenced_brokers(),
+            timeout=SESSION_TIMEOUT_S / 3,
+            what=f"broker {victim} to be fenced",
+        )
+        cluster.wait_for(
+            lambda: victim not in _leaders(admin, name) and -1 not in _leaders(admin, name),
+            timeout=SESSION_TIMEOUT_S / 3,
+            what=f"new leaders for the partitions broker {victim} led",
+        )
+        assert any(
+            f"fencing broker {victim}: its heartbeat connection closed" in line
+            for line in _controller_lines(cluster)
+        ), "".join(_controller_lines(cluster)[-20:])
+    finally:
+        cluster.restart(victim)
+    cluster.wait_for(
+        lambda: victim in cluster.unfenced_brokers(), timeout=30, what="unfenced after restart"
+    )
+
+
+def test_a_stopped_broker_keeps_its_session(cluster: Cluster) -> None:
+    """SIGSTOP closes nothing: the broker is not fenced within many close graces."""
+    broker = cluster.broker_ids[-1]
+    others = [b for b in cluster.broker_ids if b != broker]
+    seen = len(_controller_lines(cluster))
+    cluster.pause(broker)
+    try:
+        time.sleep(5)  # five times the default grace, a twelfth of the session timeout
+        assert broker in cluster.unfenced_brokers(via=others)
+    finally:
+        cluster.resume(broker)
+    lines = _controller_lines(cluster)[seen:]
+    assert not any(f"fencing broker {broker}" in line for line in lines), "".join(lines)
