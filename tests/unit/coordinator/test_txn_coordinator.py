@@ -120,6 +120,10 @@ def test_requests_while_the_markers_are_written(h: TxnHarness) -> None:
     assert h.end("tx", pid, 0, commit=True) is ErrorCode.concurrent_transactions
     assert h.end("tx", pid, 0, commit=False) is ErrorCode.invalid_txn_state
     assert h.add("tx", pid, 0, A1) is ErrorCode.concurrent_transactions
+    # A produce verified meanwhile (KIP-890) is told to retry, as Kafka's
+    # handleVerifyPartitionsInTransaction: INVALID_TXN_STATE is fatal to librdkafka (issue 25).
+    verified = h.core.verify_partitions("tx", producer_id=pid, producer_epoch=0, partitions=[A0])
+    assert verified == {A0: ErrorCode.concurrent_transactions}
     assert h.init().error is ErrorCode.concurrent_transactions
     [release] = h.writer.held
     release()

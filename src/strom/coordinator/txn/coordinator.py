@@ -311,11 +311,14 @@ class TransactionCoordinator:
         partitions: Iterable[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
         """AddPartitionsToTxn v4+ ``verify_only`` and produce verification (KIP-890): NONE for
-        each partition in the producer's Ongoing transaction, INVALID_TXN_STATE otherwise."""
+        each partition in the producer's Ongoing transaction, INVALID_TXN_STATE otherwise;
+        CONCURRENT_TRANSACTIONS while it is PrepareCommit/PrepareAbort (retriable, as Kafka)."""
         wanted = list(partitions)
         error, metadata = self._validate(
             transactional_id, producer_id, producer_epoch, pending_ok=True
         )
+        if error is ErrorCode.none and metadata is not None and metadata.state in _PREPARED:
+            error = ErrorCode.concurrent_transactions  # its markers are being written
         if error is not ErrorCode.none or metadata is None:
             return dict.fromkeys(wanted, error)
         return {
