@@ -51,6 +51,9 @@ AWAIT_METADATA: Final = frozenset(
         ErrorCode.invalid_update_version,
         ErrorCode.fenced_leader_epoch,
         ErrorCode.unknown_topic_or_partition,
+        ErrorCode.unknown_topic_id,
+        ErrorCode.new_leader_elected,
+        ErrorCode.invalid_request,
     }
 )
 """AlterPartition errors that say the partition's state moved on: wait for the metadata."""
