@@ -39,7 +39,7 @@ from strom.client.security import (
 from strom.protocol.api import decode_response, encode_request, make_request_header
 from strom.protocol.framing import frame_prefix
 
-__all__ = ["NodeClients", "NodeConnection", "RequestFailed"]
+__all__ = ["ConnectionClosed", "NodeClients", "NodeConnection", "RequestFailed"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,11 @@ _SIZE = struct.Struct(">i")
 
 class RequestFailed(ConnectionError):
     """The request got no answer: no connection, a timeout, or a broken connection."""
+
+
+class ConnectionClosed(RequestFailed):
+    """The peer closed the connection, or refused one: its process is gone (or it closed the
+    connection itself). A timeout is not this: a network partition closes nothing."""
 
 
 @dataclass(slots=True)
@@ -169,7 +174,10 @@ class NodeConnection:
             except (OSError, TimeoutError) as error:
                 self._last_failed_connect = loop.time()
                 reason = str(error) or "timed out"
-                raise RequestFailed(f"cannot connect to {self}: {reason}") from None
+                failure = (
+                    ConnectionClosed if isinstance(error, ConnectionRefusedError) else RequestFailed
+                )
+                raise failure(f"cannot connect to {self}: {reason}") from None
             self._writer = writer
             self._reader_task = loop.create_task(
                 self._read_loop(reader, writer), name=f"strom-client-{self}"
@@ -236,7 +244,7 @@ class NodeConnection:
         except asyncio.CancelledError:
             raise
         except (OSError, asyncio.IncompleteReadError) as error:
-            self._drop(RequestFailed(f"{self} closed the connection ({error or 'EOF'})"), writer)
+            self._drop(ConnectionClosed(f"{self} closed the connection ({error or 'EOF'})"), writer)
         except Exception as error:  # a frame that does not decode, a mismatch
             log.warning("dropping the connection to %s: %s", self, error)
             self._drop(RequestFailed(f"{self}: {error}"), writer)

@@ -40,6 +40,7 @@ from strom.raft.leader_state import LeaderState
 from strom.raft.listeners import ListenerContext, RaftListener
 from strom.raft.log import OffsetAndEpoch, RaftLog
 from strom.raft.messages import METADATA_TOPIC, LeaderAndEpoch
+from strom.raft.pre_vote import Prospect
 from strom.raft.quorum_state import ElectionState, QuorumStateStore, Role, Trigger, next_role
 from strom.raft.requests import RequestManager
 from strom.raft.snapshot_transfer import SnapshotDownload, serve_snapshot_chunk
@@ -123,6 +124,8 @@ class RaftClient:
         self._acknowledged: set[int] = set()
         self._successors: list[int] = []
         self._snapshot_fetch: SnapshotDownload | None = None
+        self._prospect: Prospect | None = None
+        """Set while following a leader whose connection closed (``pre_vote``)."""
         self._failed_elections = 0
         self._shutting_down = False
         self._pending_change: PendingChange | None = None
@@ -314,6 +317,7 @@ class RaftClient:
         self._votes = {}
         self._acknowledged = set()
         self._snapshot_fetch = None
+        self._prospect = None
         self._backoff_deadline = None
         self._fetch_deadline = _NO_TIMEOUT
         self._election_deadline = _NO_TIMEOUT
@@ -468,6 +472,8 @@ class RaftClient:
 
     def _until_next(self, now: int) -> int:
         deadlines = [self._fetch_deadline]
+        if self._prospect is not None and now < self._prospect.start_ms:
+            deadlines.append(self._prospect.start_ms)
         if self.is_voter and self._role in _ELECTION_TIMER_ROLES:
             # Only they act on it: a follower started with one (a restart) that has passed
             # must not keep the poll awake while it goes on following.
@@ -561,9 +567,56 @@ class RaftClient:
                 )
         self._complete_parked(now)
 
+    def connection_closed(self, node: int) -> None:
+        """The connection to ``node`` closed (its process is gone, or it closed it). A voter
+        following ``node`` runs a pre-vote round after a short random delay (``pre_vote``); a
+        candidate counts ``node`` against its election (losing early is safe: it backs off and
+        stands again)."""
+        if self._role is Role.CANDIDATE and node in self.voters and node not in self._votes:
+            self._votes[node] = False
+            rejected = sum(1 for voter, vote in self._votes.items() if not vote)
+            if rejected > len(self.voters) - (len(self.voters) // 2 + 1):
+                self._lost_election(self._clock.monotonic_ms())
+            return
+        if (
+            self._role is Role.FOLLOWER
+            and self.is_voter
+            and node == self._election.leader_id
+            and self._prospect is None
+        ):
+            delay = self._random.randrange(max(self.config.closed_leader_delay_max_ms, 1))
+            self._prospect = Prospect(node, self._clock.monotonic_ms() + delay)
+
+    def _poll_prospect(self, prospect: Prospect, now: int) -> None:
+        """Ask for pre-votes once the round starts; stand for election on a majority."""
+        if prospect.lost or now < prospect.start_ms:
+            return
+        prospect.grants[self.node_id] = True
+        outcome = prospect.outcome(self.voters)
+        if outcome:
+            log.info(
+                "node %d: the connection to leader %d closed and a majority granted pre-votes; "
+                "standing for election",
+                self.node_id,
+                prospect.leader_id,
+            )
+            self._become_candidate(now, trigger=Trigger.FETCH_TIMEOUT)
+            return
+        if outcome is False:
+            prospect.lost = True
+            return
+        request = messages.pre_vote(self.cluster_id, self.node_id, self.epoch + 1, self._log_end())
+        for voter in sorted(self.voters - prospect.grants.keys() - {prospect.leader_id}):
+            if self._requests.ready(voter, now):
+                self._send(voter, request, now)
+
     def _poll_follower(self, now: int) -> None:
         leader_id = self._election.leader_id
         assert leader_id is not None
+        if self._prospect is not None:
+            self._poll_prospect(self._prospect, now)
+            if self._role is not Role.FOLLOWER:
+                return
         if now >= self._fetch_deadline:
             if self.is_voter:
                 log.info(
@@ -625,6 +678,8 @@ class RaftClient:
         answer: ResponsePayload | None
         if api_key in (52, 53, 54, 1) and body.cluster_id not in (None, self.cluster_id):
             answer = messages.wrong_cluster(api_key)
+        elif api_key == 52 and messages.is_pre_vote(body):
+            answer = self._on_pre_vote(body, now)
         elif api_key == 52:
             answer = self._on_vote(body, now)
         elif api_key == 53:
@@ -683,6 +738,28 @@ class RaftClient:
                 if voted is None:
                     self._transition(Trigger.GRANT_VOTE, ElectionState(self.epoch, None, candidate))
                 self._election_deadline = now + self._election_timeout()
+        return messages.vote_answer(ErrorCode.none, self.leader_and_epoch, granted=granted)
+
+    def _on_pre_vote(self, body: Any, now: int) -> ResponsePayload:
+        """Grant a pre-vote to a voter whose log is up to date for an epoch newer than this
+        node's, unless this node leads or has heard from its leader within the fetch timeout
+        (and not seen its connection close). Changes nothing here."""
+        part = body.topics[0].partitions[0]
+        epoch = int(part.replica_epoch)
+        ours = (self.log.last_epoch, self.log.end_offset)
+        theirs = (int(part.last_offset_epoch), int(part.last_offset))
+        if self._role is Role.LEADER:
+            leader_alive = True
+        elif self._role is Role.FOLLOWER:
+            leader_alive = self._prospect is None and now < self._fetch_deadline
+        else:
+            leader_alive = False
+        granted = (
+            int(part.replica_id) in self.voters
+            and epoch > self.epoch
+            and theirs >= ours
+            and not leader_alive
+        )
         return messages.vote_answer(ErrorCode.none, self.leader_and_epoch, granted=granted)
 
     def _on_begin(self, body: Any, now: int) -> ResponsePayload:
@@ -905,7 +982,9 @@ class RaftClient:
         if failed or not getattr(body, "topics", getattr(body, "responses", None)):
             return
         api_key = int(body.__api_key__)
-        if api_key == 52:
+        if api_key == 52 and messages.is_pre_vote(response.request):
+            self._on_pre_vote_answer(response.source, body, now)
+        elif api_key == 52:
             self._on_vote_answer(response.source, body, now)
         elif api_key == 53:
             self._on_begin_answer(response.source, body, now)
@@ -931,6 +1010,13 @@ class RaftClient:
             self._lost_election(now)
         else:
             self._maybe_won(now)
+
+    def _on_pre_vote_answer(self, source: int, body: Any, now: int) -> None:
+        part = body.topics[0].partitions[0]
+        if self._on_epoch(int(part.leader_epoch), int(part.leader_id), now):
+            return
+        if self._prospect is not None and part.error_code == ErrorCode.none:
+            self._prospect.grants[source] = bool(part.vote_granted)
 
     def _on_begin_answer(self, source: int, body: Any, now: int) -> None:
         part = body.topics[0].partitions[0]
@@ -965,6 +1051,7 @@ class RaftClient:
         ):
             return
         self._fetch_deadline = now + self.config.fetch_timeout_ms
+        self._prospect = None  # the leader answers: its connection only flapped
         if int(part.snapshot_id.end_offset) >= 0:
             snapshot = OffsetAndEpoch(int(part.snapshot_id.end_offset), int(part.snapshot_id.epoch))
             self._snapshot_fetch = SnapshotDownload(snapshot)

@@ -17,6 +17,9 @@ class RaftConfig:
     a leader that a majority has not fetched from in 1.5 times this resigns (check quorum)."""
     election_backoff_max_ms: int = 1000
     """Longest random wait after a lost election before the next one."""
+    closed_leader_delay_max_ms: int = 200
+    """A voter whose connection to its leader closed asks for pre-votes after a random time
+    below this (``pre_vote``), instead of waiting out the fetch timeout."""
     request_timeout_ms: int = 2000
     """A request not answered this long counts as failed."""
     retry_backoff_ms: int = 20

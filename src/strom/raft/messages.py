@@ -24,6 +24,7 @@ from kio.schema.fetch_snapshot.v0 import response as snapshot_response
 from kio.schema.types import BrokerId, TopicName
 from kio.schema.vote.v0 import request as vote_request
 from kio.schema.vote.v0 import response as vote_response
+from kio.schema.vote.v2 import request as vote_v2_request
 from kio.static.primitive import Records, i32, i32Timedelta, i64, u16
 from kio.static.protocol import RequestPayload, ResponsePayload
 
@@ -61,6 +62,30 @@ def vote(cluster_id: str, candidate: int, epoch: int, last: OffsetAndEpoch) -> R
         cluster_id=cluster_id,
         topics=(vote_request.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
     )
+
+
+def pre_vote(cluster_id: str, candidate: int, epoch: int, last: OffsetAndEpoch) -> RequestPayload:
+    """KIP-996's pre-vote (Vote v2 with ``PreVote``): would the voter vote for ``candidate`` in
+    ``epoch``? Nothing changes on the voter."""
+    partition = vote_v2_request.PartitionData(
+        partition_index=i32(0),
+        replica_epoch=i32(epoch),
+        replica_id=BrokerId(candidate),
+        replica_directory_id=None,
+        voter_directory_id=None,
+        last_offset_epoch=i32(last.epoch),
+        last_offset=i64(last.offset),
+        pre_vote=True,
+    )
+    return vote_v2_request.VoteRequest(
+        cluster_id=cluster_id,
+        topics=(vote_v2_request.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
+    )
+
+
+def is_pre_vote(body: object) -> bool:
+    """Whether a Vote request is a pre-vote."""
+    return bool(getattr(body.topics[0].partitions[0], "pre_vote", False))  # type: ignore[attr-defined]
 
 
 def begin_quorum_epoch(cluster_id: str, leader_id: int, epoch: int) -> RequestPayload:

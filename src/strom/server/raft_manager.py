@@ -28,7 +28,7 @@ from typing import Any, Final, Protocol
 
 from kio.static.protocol import ResponsePayload
 
-from strom.client.async_client import NodeClients, RequestFailed
+from strom.client.async_client import ConnectionClosed, NodeClients, RequestFailed
 from strom.common import Clock
 from strom.common.waiting import wait_event
 from strom.metadata import EncodedBatch, MetadataLoader, encode_record
@@ -199,6 +199,8 @@ class RaftManager:
         except RequestFailed as error:
             log.debug("quorum request to node %d failed: %s", request.destination, error)
             body = None
+            if isinstance(error, ConnectionClosed):
+                self.client.connection_closed(request.destination)
         if self._on_response is not None:
             self._on_response(request.destination, body)
         self.client.handle_response(

@@ -20,6 +20,9 @@ With ``dynamic=True`` the quorum starts from a bootstrap snapshot holding the fi
 now and then to add a spare (once it has caught up) or to remove a voter, itself included; a
 removed voter keeps running (as an observer), and may miss its removal while it is down.
 
+A killed node's peers see their connections to it close (unless the network between them is cut
+or drops the news), which makes a voter whose leader died run a pre-vote round (KIP-996).
+
 A failure names its seed; ``simulate.py --seed N`` replays it.
 """
 
@@ -65,6 +68,7 @@ CONFIG = RaftConfig(
     election_timeout_ms=100,
     fetch_timeout_ms=200,
     election_backoff_max_ms=100,
+    closed_leader_delay_max_ms=20,
     request_timeout_ms=100,
     retry_backoff_ms=10,
     fetch_max_wait_ms=50,
@@ -195,11 +199,21 @@ class Node:
         writer.freeze()
 
     def kill(self, *, lose_unflushed: bool) -> None:
+        """The process dies: its log loses what was not flushed (or not), and the nodes it can
+        reach see their connections to it close (as a TCP close reaches them)."""
         self.alive = False
         if lose_unflushed:
             self.log.crash()
         else:
             self.log.flush()
+        for other in self.sim.nodes.values():
+            if other is not self:
+                self.sim.network.post(
+                    self.sim.clock.monotonic_ms(),
+                    self.node_id,
+                    other.node_id,
+                    self.sim.closing(other, self.node_id),
+                )
 
     def poll(self) -> None:
         now = self.sim.clock.monotonic_ms()
@@ -210,6 +224,7 @@ class Node:
         self.next_poll = now + wait
         if self.log.end_offset > self.log.flushed_end_offset and self.flush_at is None:
             self.flush_at = now + self.sim.rng.randrange(4)
+        if self.flush_at is not None:  # a poll before a flush is due must not lose its wake-up
             self.next_poll = min(self.next_poll, self.flush_at)
 
 
@@ -245,6 +260,10 @@ class _Channel:
                     InboundRequest(ref=ref, source=source, body=request.body)
                 )
                 target.next_poll = sim.clock.monotonic_ms()
+            else:  # nothing listens: the connection is refused
+                sim.network.post(sim.clock.monotonic_ms(), destination, source, refused)
+
+        refused = sim.closing(node, destination)
 
         sim.network.post(now, source, destination, deliver)
 
@@ -296,6 +315,18 @@ class Simulation:
         self.committed: dict[int, bytes] = {}
         self.checked_commits: dict[int, int] = {}
         self.writes = itertools.count()
+
+    def closing(self, node: Node, peer: int) -> Any:
+        """A delivery telling ``node`` (if it still runs) that its connection to ``peer``
+        closed."""
+        incarnation = node.incarnation
+
+        def deliver() -> None:
+            if node.alive and node.incarnation == incarnation:
+                node.client.connection_closed(peer)
+                node.next_poll = self.clock.monotonic_ms()
+
+        return deliver
 
     @property
     def majority(self) -> int:
