@@ -1,6 +1,7 @@
 """Fast fencing on a real cluster: a broker whose process dies (its connections close) is fenced
 after ``broker.heartbeat.connection.close.grace.ms``, not the whole ``broker.session.timeout.ms``;
-a stopped broker (nothing closes) keeps its session until the timeout."""
+a stopped broker (nothing closes) keeps its session until the timeout; a killed active controller
+is replaced after a pre-vote round, not the whole fetch timeout."""
 
 from __future__ import annotations
 
@@ -77,3 +78,17 @@ def test_a_stopped_broker_keeps_its_session(cluster: Cluster) -> None:
         cluster.resume(broker)
     lines = _controller_lines(cluster)[seen:]
     assert not any(f"fencing broker {broker}" in line for line in lines), "".join(lines)
+
+
+def test_a_killed_controller_is_replaced_long_before_the_fetch_timeout() -> None:
+    """The other voters see the active controller's connections close: they elect a new one
+    after a pre-vote round (Vote v2, KIP-996), without waiting out the fetch timeout."""
+    settings = {"controller.quorum.fetch.timeout.ms": SESSION_TIMEOUT_S * 1000}
+    with Cluster(brokers=0, controllers=3, config=settings) as controllers:
+        victim = controllers.active_controller()
+        controllers.kill(victim)
+        controllers.wait_for(
+            lambda: controllers.active_controller(timeout=1) != victim,
+            timeout=20,
+            what="a new active controller",
+        )

@@ -51,7 +51,7 @@ __all__ = ["RAFT_APIS", "RaftApiHandler", "RaftManager", "SnapshotPolicy"]
 log = logging.getLogger(__name__)
 
 RAFT_APIS: Final[dict[ApiKey, VersionRange]] = {
-    ApiKey.VOTE: VersionRange(0, 0),
+    ApiKey.VOTE: VersionRange(0, 2),
     ApiKey.BEGIN_QUORUM_EPOCH: VersionRange(0, 0),
     ApiKey.END_QUORUM_EPOCH: VersionRange(0, 0),
     ApiKey.FETCH: VersionRange(12, 12),
@@ -62,7 +62,8 @@ RAFT_APIS: Final[dict[ApiKey, VersionRange]] = {
     ApiKey.UPDATE_RAFT_VOTER: VersionRange(0, 0),
 }
 """The APIs the quorum answers on the controller listener, at the versions its core speaks
-(DescribeQuorum's answer is converted to the version asked)."""
+(DescribeQuorum's and Vote's answers are converted to the version asked: a pre-vote is Vote
+v2)."""
 
 RAFT_API_OPERATIONS: Final[dict[ApiKey, AclOperation]] = {
     ApiKey.DESCRIBE_QUORUM: AclOperation.DESCRIBE,
