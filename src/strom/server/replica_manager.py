@@ -83,6 +83,7 @@ from typing import Final
 from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
 from strom.config import ServerConfig, TopicConfig
 from strom.controller.topic_names import INTERNAL_TOPICS
+from strom.metadata import LeaderRecoveryState
 from strom.metadata.delta import MetadataDelta
 from strom.metadata.image import MetadataImage, PartitionRegistration
 from strom.server import delayed_fetch, delayed_produce
@@ -293,6 +294,12 @@ class ReplicaManager:
         """Kafka's ``Partition.makeLeader``: a new leader epoch starts at the log end, every
         follower's state is reset (the ISR's count as caught up now)."""
         registration = partition.registration
+        if registration.leader_recovery_state == LeaderRecoveryState.RECOVERING:
+            log.info(
+                "%s: leader after an unclean election (RECOVERING); nothing to recover, its "
+                "next ISR change reports it RECOVERED (KIP-704)",
+                partition.tp,
+            )
         log_end = partition.log_end_offset
         if registration.leader_epoch > partition.log.leader_epochs.latest_epoch:
             partition.log.start_leader_epoch(registration.leader_epoch)
