@@ -32,6 +32,7 @@ from strom_harness import KafkaWire, StartServer, StromServer, start_strom_serve
 
 from strom.protocol import lenient
 from strom.protocol.api import ApiKey, decode_response
+from strom.testing import Broker
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -196,6 +197,35 @@ def test_abort_after_the_coordinator_timed_the_transaction_out(server: StromServ
     successor.produce(topic, value=b"next", partition=0)
     successor.commit_transaction(10)
     assert _values(server.bootstrap, topic, isolation="read_committed") == [b"next"]
+
+
+def test_abort_after_messages_timed_out_in_flight_bumps_the_epoch_and_goes_on() -> None:
+    """Produce answers held past ``message.timeout.ms``: librdkafka times the messages out
+    while in flight (they may be written), aborts with EndTxn, then bumps its epoch with
+    InitProducerId (KIP-360, its own id and epoch); both succeed, as in Kafka, and the next
+    transaction commits. Only the transaction's timeout fences (see the test above)."""
+    with Broker() as broker:
+        topic = broker.create_topic()
+        producer = Producer(
+            broker.producer_config(
+                **{
+                    "transactional.id": unique_topic("in-flight"),
+                    "transaction.timeout.ms": 30_000,
+                    "message.timeout.ms": 1500,
+                }
+            )
+        )
+        producer.init_transactions(10)
+        producer.begin_transaction()
+        broker.faults.delay("Produce", 3.0)
+        producer.produce(topic, value=b"timed-out", partition=0)
+        producer.flush(10)
+        broker.faults.clear()
+        producer.abort_transaction(15)
+        producer.begin_transaction()
+        producer.produce(topic, value=b"next", partition=0)
+        producer.commit_transaction(10)
+        assert _values(broker.bootstrap_servers, topic, isolation="read_committed") == [b"next"]
 
 
 def test_a_replaced_instance_cannot_pass_its_old_epoch_off_as_a_retry(server: StromServer) -> None:
