@@ -30,7 +30,7 @@ from kio.schema.alter_partition.v3.request import PartitionData as AlterPartitio
 from kio.schema.alter_partition.v3.request import TopicData as AlterTopic
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
-from kio.static.primitive import i32, i64
+from kio.static.primitive import i8, i32, i64
 
 from strom.cli.main import cli
 from strom.cli.quorum_client import connect, describe_quorum
@@ -368,6 +368,22 @@ def test_an_unclean_election_brings_a_leaderless_partition_back(cluster: Cluster
             for r in answer.replica_election_results
         ]
         assert (partition, code) == (0, 84)  # ELECTION_NOT_NEEDED: the preferred replica leads
+        # The partition is RECOVERING (KIP-704); the leader's ISR expansion says RECOVERED.
+        cluster.restart(second)
+        checker = _admin(cluster.bootstrap_servers)
+        cluster.wait_for(
+            lambda: (
+                len(
+                    checker.describe_topics(TopicCollection([name]))[name]
+                    .result(timeout=30)
+                    .partitions[0]
+                    .isr
+                )
+                == 2
+            ),
+            timeout=30,
+            what="the returned replica back in the ISR",
+        )
     finally:
         _every_broker_back(cluster)
 
@@ -393,7 +409,8 @@ def _uuid(topic_id: Any) -> uuid.UUID:
 
 def test_a_leader_changes_its_isr_with_alter_partition(cluster: Cluster) -> None:
     """AlterPartition v3 on the active controller's listener, as a partition leader sends it:
-    the ISR shrinks in a new partition epoch; a second change from the old epoch is refused."""
+    the ISR shrinks in a new partition epoch; a second change from the old epoch is refused, as
+    is one that says the leader is RECOVERING from an unclean election (KIP-704)."""
     name = unique_topic_name("isr")
     admin = _admin(cluster.bootstrap_servers)
     futures = admin.create_topics(
@@ -416,28 +433,34 @@ def test_a_leader_changes_its_isr_with_alter_partition(cluster: Cluster) -> None
         )
     )
     node = cluster.nodes[cluster.active_controller()]
-    request = AlterPartitionRequest(
-        broker_id=BrokerId(leader),
-        broker_epoch=i64(epoch),
-        topics=(
-            AlterTopic(
-                topic_id=_uuid(described.topic_id),
-                partitions=(
-                    AlterPartitionData(
-                        partition_index=i32(0),
-                        leader_epoch=i32(0),
-                        new_isr_with_epochs=(
-                            BrokerState(broker_id=BrokerId(leader), broker_epoch=i64(epoch)),
-                            BrokerState(broker_id=BrokerId(follower), broker_epoch=i64(-1)),
+
+    def alter(recovery: int) -> AlterPartitionRequest:
+        return AlterPartitionRequest(
+            broker_id=BrokerId(leader),
+            broker_epoch=i64(epoch),
+            topics=(
+                AlterTopic(
+                    topic_id=_uuid(described.topic_id),
+                    partitions=(
+                        AlterPartitionData(
+                            partition_index=i32(0),
+                            leader_epoch=i32(0),
+                            new_isr_with_epochs=(
+                                BrokerState(broker_id=BrokerId(leader), broker_epoch=i64(epoch)),
+                                BrokerState(broker_id=BrokerId(follower), broker_epoch=i64(-1)),
+                            ),
+                            partition_epoch=i32(0),
+                            leader_recovery_state=i8(recovery),
                         ),
-                        partition_epoch=i32(0),
                     ),
                 ),
             ),
-        ),
-    )
+        )
+
+    request = alter(0)
     assert node.controller_port is not None
     with BrokerConnection(node.host, node.controller_port, timeout=10) as connection:
+        recovering = connection.request(alter(1))
         first = connection.request(request)
         second = connection.request(request)
     (changed,) = first.topics[0].partitions
@@ -447,6 +470,7 @@ def test_a_leader_changes_its_isr_with_alter_partition(cluster: Cluster) -> None
         1,
     )
     assert second.topics[0].partitions[0].error_code == ErrorCode.invalid_update_version
+    assert recovering.topics[0].partitions[0].error_code == ErrorCode.invalid_request
     cluster.wait_for(
         lambda: (
             len(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 from data_clients import consumer, create_topic, produce_v3, records_batch, unique_topic
 from kafka import KafkaProducer
 from kio.schema.add_partitions_to_txn.v1 import request as add_v1
@@ -32,6 +32,7 @@ from strom_harness import KafkaWire, StartServer, StromServer, start_strom_serve
 
 from strom.protocol import lenient
 from strom.protocol.api import ApiKey, decode_response
+from strom.testing import Broker
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -172,6 +173,73 @@ def test_a_transaction_past_its_timeout_is_aborted(server: StromServer) -> None:
     assert _values(server.bootstrap, topic, isolation="read_committed") == []
 
 
+def test_abort_after_the_coordinator_timed_the_transaction_out(server: StromServer) -> None:
+    """As with Kafka: the coordinator's abort bumped the epoch, so librdkafka's abort is fenced
+    (fatal _FENCED, never INVALID_TXN_STATE), nothing of the transaction is read, and a new
+    producer instance with the same transactional id goes on."""
+    topic = create_topic(server.bootstrap, unique_topic("txn-timeout-abort"))
+    transactional_id = unique_topic("timed-out")
+    settings = {"transaction.timeout.ms": 1000, "message.timeout.ms": 1000}
+    producer = _producer(server.bootstrap, transactional_id, **settings)
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"late", partition=0)
+    producer.flush(10)
+    with server.connect() as wire:
+        assert _wait_for_state(wire, transactional_id, "CompleteAbort")
+    with pytest.raises(KafkaException) as raised:
+        producer.abort_transaction(10)
+    assert raised.value.args[0].fatal()
+    assert raised.value.args[0].code() == KafkaError._FENCED
+    successor = _producer(server.bootstrap, transactional_id, **settings)
+    successor.init_transactions(10)
+    successor.begin_transaction()
+    successor.produce(topic, value=b"next", partition=0)
+    successor.commit_transaction(10)
+    assert _values(server.bootstrap, topic, isolation="read_committed") == [b"next"]
+
+
+def test_abort_after_messages_timed_out_in_flight_bumps_the_epoch_and_goes_on() -> None:
+    """Produce answers held past ``message.timeout.ms``: librdkafka times the messages out
+    while in flight (they may be written), aborts with EndTxn, then bumps its epoch with
+    InitProducerId (KIP-360, its own id and epoch); both succeed, as in Kafka, and the next
+    transaction commits. Only the transaction's timeout fences (see the test above)."""
+    with Broker() as broker:
+        topic = broker.create_topic()
+        producer = Producer(
+            broker.producer_config(
+                **{
+                    "transactional.id": unique_topic("in-flight"),
+                    "transaction.timeout.ms": 30_000,
+                    "message.timeout.ms": 1500,
+                }
+            )
+        )
+        producer.init_transactions(10)
+        producer.begin_transaction()
+        broker.faults.delay("Produce", 3.0)
+        producer.produce(topic, value=b"timed-out", partition=0)
+        producer.flush(10)
+        broker.faults.clear()
+        producer.abort_transaction(15)
+        producer.begin_transaction()
+        producer.produce(topic, value=b"next", partition=0)
+        producer.commit_transaction(10)
+        assert _values(broker.bootstrap_servers, topic, isolation="read_committed") == [b"next"]
+
+
+def test_a_replaced_instance_cannot_pass_its_old_epoch_off_as_a_retry(server: StromServer) -> None:
+    txn = unique_topic("replaced")
+    with server.connect() as wire:
+        first = _init(wire, txn)
+        pid = int(first.producer_id)
+        assert _init(wire, txn).producer_epoch == 1  # a new instance
+        # The replaced instance's KIP-360 bump (as librdkafka sends after timed-out messages).
+        assert _init(wire, txn, pid=pid, epoch=0).error_code == ErrorCode.producer_fenced
+        bump = _init(wire, txn, pid=pid, epoch=1)
+        assert (bump.error_code, bump.producer_epoch) == (ErrorCode.none, 2)
+
+
 def _describe(wire: KafkaWire, transactional_id: str) -> Any:
     """The state, read with strom's lenient class (kio refuses Kafka's -1 start time)."""
     correlation_id = wire.send(
@@ -232,13 +300,15 @@ def test_a_transaction_open_across_a_kill_9_is_aborted_after_the_restart(
 # --- over the wire --------------------------------------------------------------------------
 
 
-def _init(wire: KafkaWire, transactional_id: str, timeout_ms: int = 60_000) -> Any:
+def _init(
+    wire: KafkaWire, transactional_id: str, timeout_ms: int = 60_000, pid: int = -1, epoch: int = -1
+) -> Any:
     return wire.request(
         InitProducerIdRequest(
             transactional_id=TransactionalId(transactional_id),
             transaction_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
-            producer_id=ProducerId(-1),
-            producer_epoch=i16(-1),
+            producer_id=ProducerId(pid),
+            producer_epoch=i16(epoch),
         )
     )
 

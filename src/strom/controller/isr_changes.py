@@ -5,8 +5,11 @@ Checked in Kafka's order: the sender's broker epoch (STALE_BROKER_EPOCH for the 
 the topic (UNKNOWN_TOPIC_ID), the partition (UNKNOWN_TOPIC_OR_PARTITION), that the sender leads
 it (NOT_LEADER_OR_FOLLOWER) in the same leader epoch (FENCED_LEADER_EPOCH) and partition epoch
 (INVALID_UPDATE_VERSION: the leader's view is stale, it must take the newer state from the
-metadata), that the new ISR holds the leader and only replicas (INVALID_REQUEST), and that every
-member is on an active broker, in the broker epoch the leader saw (INELIGIBLE_REPLICA). An
+metadata), that the new ISR holds the leader and only replicas (INVALID_REQUEST), that a leader
+still RECOVERING after an unclean election (KIP-704) keeps the ISR to itself and that a
+RECOVERED partition does not go back to RECOVERING (INVALID_REQUEST), and that every member is
+on an active broker, in the broker epoch the leader saw (INELIGIBLE_REPLICA). The leader's
+RECOVERED ends the partition's recovery, in the same record as its ISR change. An
 accepted change is a PartitionChangeRecord; the answer carries the partition as it then is. A
 change that brings the last added replica of a reassignment into the ISR completes the
 reassignment in the same record (``strom.controller.reassignment``).
@@ -23,7 +26,12 @@ from strom.config import ServerConfig
 from strom.controller.leadership import ElectionPolicy, active_brokers
 from strom.controller.reassignment import complete_if_done
 from strom.controller.results import NO_ERROR, ApiError, ControllerResult
-from strom.metadata import MetadataImage, PartitionChangeRecord, PartitionRegistration
+from strom.metadata import (
+    LeaderRecoveryState,
+    MetadataImage,
+    PartitionChangeRecord,
+    PartitionRegistration,
+)
 
 __all__ = [
     "AlterPartitionItem",
@@ -42,6 +50,7 @@ class AlterPartitionItem:
     partition_epoch: int
     new_isr: tuple[tuple[int, int], ...]
     """(broker id, broker epoch) of each member; epoch -1 when the leader did not say."""
+    leader_recovery_state: int = LeaderRecoveryState.RECOVERED
 
 
 @dataclass(frozen=True)
@@ -92,7 +101,9 @@ def alter_partition(
             results.append(IsrChangeResult(item.topic_id, item.partition, error, partition))
             continue
         isr = tuple(broker_id for broker_id, _ in item.new_isr)
-        change = policy.change(topic, item.partition, partition, isr=isr)
+        change = policy.change(
+            topic, item.partition, partition, isr=isr, recovery=item.leader_recovery_state
+        )
         if change is None:
             results.append(IsrChangeResult(item.topic_id, item.partition, NO_ERROR, partition))
             continue
@@ -132,6 +143,24 @@ def _check(
         return ApiError(ErrorCode.invalid_request, f"ISR {members} is not a set of replicas")
     if sender not in members:
         return ApiError(ErrorCode.invalid_request, f"ISR {members} leaves out its leader {sender}")
+    if item.leader_recovery_state not in (
+        LeaderRecoveryState.RECOVERED,
+        LeaderRecoveryState.RECOVERING,
+    ):
+        return ApiError(
+            ErrorCode.invalid_request,
+            f"{item.leader_recovery_state} is not a leader recovery state",
+        )
+    recovering = item.leader_recovery_state == LeaderRecoveryState.RECOVERING
+    if recovering and len(members) > 1:
+        return ApiError(
+            ErrorCode.invalid_request,
+            f"ISR {members} has more than the leader while it recovers from an unclean election",
+        )
+    if recovering and partition.leader_recovery_state == LeaderRecoveryState.RECOVERED:
+        return ApiError(
+            ErrorCode.invalid_request, "the leader recovery state cannot go back to RECOVERING"
+        )
     for broker_id, broker_epoch in item.new_isr:
         broker = image.cluster.broker(broker_id)
         if broker is None or not broker.active or broker_epoch not in (-1, broker.epoch):

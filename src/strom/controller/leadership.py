@@ -103,9 +103,11 @@ class ElectionPolicy:
         *,
         isr: tuple[int, ...] | None = None,
         election: Election | None = None,
+        recovery: int | None = None,
     ) -> PartitionChangeRecord | None:
-        """The partition's change to the target ``isr``; ``election`` defaults to the topic's
-        (unclean when ``unclean.leader.election.enable`` is set)."""
+        """The partition's change to the target ``isr`` and leader recovery state
+        ``recovery``; ``election`` defaults to the topic's (unclean when
+        ``unclean.leader.election.enable`` is set)."""
         config = self.topic_config(topic.name)
         if election is None:
             unclean = config["unclean.leader.election.enable"] is True
@@ -117,7 +119,13 @@ class ElectionPolicy:
             unclean_shutdown=self._unclean_shutdown,
         )
         return partition_change(
-            topic.topic_id, partition_id, partition, rules, isr=isr, election=election
+            topic.topic_id,
+            partition_id,
+            partition,
+            rules,
+            isr=isr,
+            election=election,
+            recovery=recovery,
         )
 
 

@@ -17,8 +17,9 @@ nothing changes):
   its own); else the *last known leader* when it is back (the replica that led when the ISR
   emptied, kept in ``last_known_elr``), which Kafka elects as it did before KIP-966; and only
   for ``Election.UNCLEAN`` (ElectLeaders, or a topic with ``unclean.leader.election.enable``)
-  any acceptable replica. The last two are unclean: the new leader is the whole ISR, and the
-  ELR is cleared.
+  any acceptable replica. The last two are unclean: the new leader is the whole ISR, the
+  ELR is cleared, and the partition's leader recovery state becomes RECOVERING (KIP-704) until
+  its leader reports RECOVERED in an AlterPartition.
 * ``Election.PREFERRED`` tries the first replica before the current leader.
 """
 
@@ -29,7 +30,13 @@ import uuid
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from strom.metadata import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord, PartitionRegistration
+from strom.metadata import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    LeaderRecoveryState,
+    PartitionChangeRecord,
+    PartitionRegistration,
+)
 
 __all__ = ["Election", "ElectionRules", "partition_change"]
 
@@ -67,10 +74,13 @@ def partition_change(
     *,
     isr: tuple[int, ...] | None = None,
     election: Election = Election.ONLINE,
+    recovery: int | None = None,
 ) -> PartitionChangeRecord | None:
-    """The change that gives ``partition`` the target ``isr`` (None: the current one) and a
-    leader elected by ``election``; None when nothing would change."""
+    """The change that gives ``partition`` the target ``isr`` (None: the current one), the
+    leader recovery state ``recovery`` (None: the current one) and a leader elected by
+    ``election``; None when nothing would change."""
     target_isr = partition.isr if isr is None else isr
+    target_recovery = partition.leader_recovery_state if recovery is None else recovery
     elr, last_known = _target_elr(partition, target_isr, rules)
     elected = _elect(partition, target_isr, elr, rules, election)
     if elected.leader != partition.leader and elected.leader in elr and not target_isr:
@@ -78,6 +88,7 @@ def partition_change(
         elr = tuple(b for b in elr if b != elected.leader)
     if elected.unclean and elected.leader != partition.leader:
         target_isr = (elected.leader,)
+        target_recovery = LeaderRecoveryState.RECOVERING  # it may lack committed records
     if elected.unclean:
         elr = ()  # the new leader's log is the truth: no one else is known to hold it all
     if not target_isr and not rules.elr_enabled:
@@ -94,6 +105,9 @@ def partition_change(
         leader=NO_LEADER_CHANGE if leader == partition.leader else leader,
         eligible_leader_replicas=None if elr == partition.eligible_leader_replicas else elr,
         last_known_elr=None if last_known == partition.last_known_elr else last_known,
+        leader_recovery_state=LeaderRecoveryState.NO_CHANGE
+        if target_recovery == partition.leader_recovery_state
+        else target_recovery,
     )
     if change == PartitionChangeRecord(partition_id=partition_id, topic_id=topic_id):
         return None

@@ -29,6 +29,7 @@ from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 
 from strom.common import ErrorCode, TopicPartition
+from strom.metadata import LeaderRecoveryState
 from strom.server.controller_channel import ControllerChannel, ControllerUnavailable
 from strom.server.partition_replication import IsrChange
 from strom.server.replica_manager import ReplicaManager
@@ -146,7 +147,9 @@ class AlterPartitionManager:
                                     change.isr, change.broker_epochs, strict=True
                                 )
                             ),
-                            leader_recovery_state=i8(0),
+                            # KIP-704: a leader elected uncleanly has nothing to recover here
+                            # (as Kafka's makeLeader), so its ISR changes say RECOVERED.
+                            leader_recovery_state=i8(LeaderRecoveryState.RECOVERED),
                             partition_epoch=i32(change.partition_epoch),
                         ),
                     ),

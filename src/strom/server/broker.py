@@ -37,6 +37,7 @@ node closes the logs afterwards.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -677,13 +678,13 @@ class Broker:
     # --- background work ---------------------------------------------------------------------
 
     def _start_background_tasks(self) -> None:
-        periodic: list[tuple[str, str, Callable[[], None]]] = [
+        periodic: list[tuple[str, str, Callable[[], object]]] = [
             ("retention", "log.retention.check.interval.ms", self._run_retention),
             ("checkpoint", "log.flush.offset.checkpoint.interval.ms", self.log_manager.checkpoint),
             (
                 "high-watermark-checkpoint",
                 "replica.high.watermark.checkpoint.interval.ms",
-                self.replica_manager.checkpoint_high_watermarks,
+                self._checkpoint_high_watermarks,
             ),
             ("isr-check", "replica.lag.time.max.ms", self.replica_manager.check_isr),
             ("flush", "log.flush.scheduler.interval.ms", self.log_manager.flush_dirty),
@@ -711,13 +712,19 @@ class Broker:
             )
 
     @staticmethod
-    async def _every(interval_ms: int, name: str, work: Callable[[], None]) -> None:
+    async def _every(interval_ms: int, name: str, work: Callable[[], object]) -> None:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
-                work()
+                done = work()
+                if inspect.isawaitable(done):
+                    await done
             except Exception:
                 log.exception("periodic %s failed", name)
+
+    async def _checkpoint_high_watermarks(self) -> None:
+        """The high watermarks read here, their file written (and fsynced) off the loop."""
+        await asyncio.to_thread(self.replica_manager.high_watermark_checkpoint())
 
     def high_watermarks(self) -> Mapping[TopicPartition, int]:
         """Partition -> high watermark, of the partitions this broker leads (the replica

@@ -48,7 +48,7 @@ from strom.protocol.api import (
     Request,
     make_request_header,
 )
-from strom.raft import FileQuorumStateStore, RaftClient, RaftConfig
+from strom.raft import RaftClient, RaftConfig
 from strom.raft.voters import VoterSet
 from strom.security.acls import AclOperation
 from strom.security.scram import ScramCredential, ScramMechanism
@@ -104,6 +104,7 @@ from strom.server.network.listener import HostPort, Listener
 from strom.server.network.request_time import CONTROLLER_EXEMPT
 from strom.server.node_config import NodeConfig
 from strom.server.quorum_voters import QuorumAddresses, directory_uuid
+from strom.server.raft_disk import BackgroundQuorumStateStore, DiskWriter
 from strom.server.raft_log import METADATA_LOG_CONFIG, METADATA_PARTITION, FileRaftLog
 from strom.server.raft_manager import (
     RAFT_API_OPERATIONS,
@@ -379,7 +380,9 @@ class Node:
 
     def _build_quorum(self) -> None:
         partition = self.log_manager.get_or_create(METADATA_PARTITION, METADATA_LOG_CONFIG)
-        raft_log = FileRaftLog(partition, clock=self.clock)
+        state_writer = DiskWriter("strom-quorum-state")
+        snapshot_writer = DiskWriter("strom-raft-snapshots")
+        raft_log = FileRaftLog(partition, clock=self.clock, snapshot_writer=snapshot_writer)
         addresses = self._quorum_addresses
         clients = NodeClients(
             addresses.address_of,
@@ -404,7 +407,9 @@ class Node:
                 voters=self.node.voter_ids,
                 cluster_id=cluster_id,
                 log=raft_log,
-                state_store=FileQuorumStateStore(partition.directory / "quorum-state"),
+                state_store=BackgroundQuorumStateStore(
+                    partition.directory / "quorum-state", state_writer
+                ),
                 channel=channel,
                 clock=self.clock,
                 random=random.Random(),
@@ -418,6 +423,8 @@ class Node:
             make_client=make_client,
             clients=clients,
             on_response=addresses.learn,
+            state_writer=state_writer,
+            writers=(state_writer, snapshot_writer),
             loader=self.metadata,
             clock=self.clock,
             snapshots=SnapshotPolicy(

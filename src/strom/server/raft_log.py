@@ -9,8 +9,11 @@ the ``LogManager``, never offered to clients, never touched by retention. On top
 * **leader epochs**: ``(epoch, start offset)`` pairs, read from the batch headers when the log
   opens (the metadata log is small) and kept up to date by appends and truncations;
 * **snapshots**: ``<20-digit offset>-<10-digit epoch>.checkpoint`` files in the partition's
-  directory, written whole (a temporary file, fsync, rename, fsync of the directory); taking one
-  moves the log start up to it and removes older ones;
+  directory, written whole (a temporary file, fsync, rename, fsync of the directory) on the
+  ``snapshot_writer`` thread when one is given (:mod:`strom.server.raft_disk`): until the file is
+  durable the snapshot is served from memory, and the log start moves up to it (older snapshots
+  removed) only once it is. Installing a snapshot fetched from the leader waits for its file,
+  since it replaces the whole log (rare: the leader trimmed what this node needed);
 * **flushing off the event loop**: :meth:`FileRaftLog.begin_flush` (event loop: dup'ed
   descriptors of the segments holding unflushed records), ``run()`` (a worker thread: fsync of
   those descriptors and of the directory), ``done()`` (event loop: the flushed offset moves, but
@@ -22,11 +25,12 @@ the ``LogManager``, never offered to clients, never touched by retention. On top
 from __future__ import annotations
 
 import bisect
+import concurrent.futures
 import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from strom.common import Clock, TopicPartition
 from strom.controller import CLUSTER_METADATA_TOPIC
@@ -36,6 +40,9 @@ from strom.raft.snapshots import parse_snapshot_file_name, snapshot_file_name
 from strom.storage._files import fsync_directory
 from strom.storage.log_config import LogConfig
 from strom.storage.partition_log import PartitionLog
+
+if TYPE_CHECKING:
+    from strom.server.raft_disk import DiskWriter
 
 __all__ = ["METADATA_LOG_CONFIG", "METADATA_PARTITION", "FileRaftLog"]
 
@@ -56,8 +63,14 @@ _NO_CUT: Final = 2**63
 class FileRaftLog:
     """The quorum's log over one :class:`PartitionLog` (see the module doc)."""
 
-    def __init__(self, partition: PartitionLog, *, clock: Clock) -> None:
+    def __init__(
+        self, partition: PartitionLog, *, clock: Clock, snapshot_writer: DiskWriter | None = None
+    ) -> None:
         self._log = partition
+        self._snapshot_writer = snapshot_writer
+        self._unwritten: dict[OffsetAndEpoch, tuple[bytes, concurrent.futures.Future[None]]] = {}
+        """Snapshots being written: their data and their write."""
+        self._trim_when_written: OffsetAndEpoch | None = None
         self._clock = clock
         self.directory: Path = partition.directory
         self._snapshots = sorted(
@@ -185,6 +198,8 @@ class FileRaftLog:
         return self._snapshots[-1] if self._snapshots else None
 
     def read_snapshot(self, snapshot: OffsetAndEpoch) -> bytes | None:
+        if snapshot in self._unwritten:
+            return self._unwritten[snapshot][0]
         try:
             return (self.directory / snapshot_file_name(snapshot)).read_bytes()
         except FileNotFoundError:
@@ -192,18 +207,35 @@ class FileRaftLog:
 
     def store_snapshot(self, snapshot: OffsetAndEpoch, data: bytes) -> None:
         path = self.directory / snapshot_file_name(snapshot)
-        temporary = path.with_name(path.name + ".tmp")
-        with temporary.open("wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        temporary.replace(path)
-        fsync_directory(self.directory)
+
+        def write() -> None:
+            temporary = path.with_name(path.name + ".tmp")
+            with temporary.open("wb") as file:
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+            temporary.replace(path)
+            fsync_directory(path.parent)
+
+        if self._snapshot_writer is None:
+            write()
+        elif snapshot not in self._unwritten:
+            future = self._snapshot_writer.submit(write, lambda: self._written(snapshot))
+            self._unwritten[snapshot] = (data, future)
         if snapshot not in self._snapshots:
             bisect.insort(self._snapshots, snapshot)
 
+    def _written(self, snapshot: OffsetAndEpoch) -> None:
+        self._unwritten.pop(snapshot, None)
+        if self._trim_when_written == snapshot:
+            self._trim_when_written = None
+            self.delete_before_snapshot(snapshot)
+
     def delete_before_snapshot(self, snapshot: OffsetAndEpoch) -> None:
         if snapshot not in self._snapshots or snapshot.offset > self.end_offset:
+            return
+        if snapshot in self._unwritten:  # trimmed once the snapshot is durable
+            self._trim_when_written = snapshot
             return
         if snapshot.offset > self.start_offset:
             self._log.advance_log_start_offset(snapshot.offset)
@@ -211,6 +243,9 @@ class FileRaftLog:
         self._drop_snapshots_before(snapshot)
 
     def reset_to_snapshot(self, snapshot: OffsetAndEpoch) -> None:
+        if snapshot in self._unwritten:  # the whole log goes: its replacement must be durable
+            self._unwritten[snapshot][1].result()
+            self._unwritten.pop(snapshot)
         self._log.truncate_fully_and_start_at(snapshot.offset)
         self._epochs = []
         self._flushed = snapshot.offset
@@ -219,8 +254,17 @@ class FileRaftLog:
 
     def _drop_snapshots_before(self, snapshot: OffsetAndEpoch) -> None:
         for older in [s for s in self._snapshots if s < snapshot]:
-            with contextlib.suppress(FileNotFoundError):
-                (self.directory / snapshot_file_name(older)).unlink()
+            path = self.directory / snapshot_file_name(older)
+
+            def remove(path: Path = path) -> None:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+
+            if self._snapshot_writer is None:
+                remove()
+            else:  # after its own write, if that is still to come
+                self._snapshot_writer.submit(remove)
+            self._unwritten.pop(older, None)
             self._snapshots.remove(older)
 
 

@@ -9,7 +9,9 @@
   reported as ``None``); requests other nodes send arrive through :class:`RaftApiHandler` on the
   controller listener and are answered when the client responds, at once or after a long poll;
 * **the disk**: after each poll, whatever the log holds beyond its flushed offset is fsynced in a
-  worker thread (the event loop keeps serving), and the client is polled again;
+  worker thread (the event loop keeps serving), and the client is polled again; the
+  ``quorum-state`` file is written on ``state_writer`` (:mod:`strom.server.raft_disk`), and every
+  request and answer the client emits waits until the election state before it is durable;
 * **the state machine above it**: committed batches are decoded and applied to the node's
   :class:`~strom.metadata.MetadataLoader` (the committed image), then the controller hears of
   the commit; leader changes activate or deactivate the controller; snapshots are loaded into the
@@ -45,6 +47,7 @@ from strom.raft import (
 from strom.security.acls import AclOperation
 from strom.server.handlers._schema import for_version
 from strom.server.handlers.registry import RequestContext
+from strom.server.raft_disk import DiskWriter
 
 __all__ = ["RAFT_APIS", "RaftApiHandler", "RaftManager", "SnapshotPolicy"]
 
@@ -105,15 +108,21 @@ class RaftManager:
         clock: Clock,
         snapshots: SnapshotPolicy,
         on_response: Callable[[int, Any], None] | None = None,
+        state_writer: DiskWriter | None = None,
+        writers: Sequence[DiskWriter] = (),
     ) -> None:
         """``make_client(self)``: the core, built with this manager as its ``Channel``;
-        ``on_response(node, body)``: sees every answer (where the quorum's nodes are)."""
+        ``on_response(node, body)``: sees every answer (where the quorum's nodes are);
+        ``state_writer``: writes the client's election state (what it sends waits for it);
+        ``writers``: every writer of the quorum's files, closed (their writes done) by stop."""
         self.node_id = node_id
         self._clients = clients
         self._loader = loader
         self._clock = clock
         self._snapshots = snapshots
         self._on_response = on_response
+        self._state_writer = state_writer
+        self._writers = writers
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._sends: set[asyncio.Task[None]] = set()
@@ -142,8 +151,11 @@ class RaftManager:
             await self._caught_up.wait()
 
     async def stop(self, *, timeout: float = 1.0) -> None:
-        """Resign gracefully (a leader tells the others), then stop polling."""
+        """Resign gracefully (a leader tells the others), then stop polling; the quorum's
+        files are written when it returns."""
         if self._task is None:
+            for writer in self._writers:
+                await writer.close()
             return
         self.client.begin_shutdown()
         self._wake.set()
@@ -158,6 +170,8 @@ class RaftManager:
         for send in list(self._sends):
             send.cancel()
         await self._clients.close()
+        for writer in self._writers:
+            await writer.close()
 
     async def _drain_sends(self) -> None:
         while self._sends:
@@ -190,6 +204,16 @@ class RaftManager:
     # --- Channel (what the core sends) --------------------------------------------------------
 
     def send(self, request: OutboundRequest) -> None:
+        self._once_state_written(lambda: self._start_send(request))
+
+    def _once_state_written(self, action: Callable[[], None]) -> None:
+        """Raft's rule: nothing leaves before the election state it was decided in is durable."""
+        if self._state_writer is None:
+            action()
+        else:
+            self._state_writer.when_written(action)
+
+    def _start_send(self, request: OutboundRequest) -> None:
         task = asyncio.get_running_loop().create_task(self._send(request))
         self._sends.add(task)
         task.add_done_callback(self._sends.discard)
@@ -211,8 +235,13 @@ class RaftManager:
 
     def respond(self, ref: object, body: ResponsePayload) -> None:
         assert isinstance(ref, asyncio.Future)
-        if not ref.done():
-            ref.set_result(body)
+        future = ref
+
+        def answer() -> None:
+            if not future.done():
+                future.set_result(body)
+
+        self._once_state_written(answer)
 
     # --- inbound requests ---------------------------------------------------------------------
 

@@ -76,12 +76,14 @@ Not thread-safe: the event loop thread calls everything.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
 from strom.config import ServerConfig, TopicConfig
 from strom.controller.topic_names import INTERNAL_TOPICS
+from strom.metadata import LeaderRecoveryState
 from strom.metadata.delta import MetadataDelta
 from strom.metadata.image import MetadataImage, PartitionRegistration
 from strom.server import delayed_fetch, delayed_produce
@@ -217,6 +219,7 @@ class ReplicaManager:
         """``leader.replication.throttled.rate`` on what followers out of sync fetch."""
         self._checkpoint_path = log_manager.data_dir / REPLICATION_OFFSET_CHECKPOINT
         self._checkpointed = self._read_high_watermarks()
+        self._checkpoint_lock = threading.Lock()
 
     @property
     def image(self) -> MetadataImage:
@@ -291,6 +294,12 @@ class ReplicaManager:
         """Kafka's ``Partition.makeLeader``: a new leader epoch starts at the log end, every
         follower's state is reset (the ISR's count as caught up now)."""
         registration = partition.registration
+        if registration.leader_recovery_state == LeaderRecoveryState.RECOVERING:
+            log.info(
+                "%s: leader after an unclean election (RECOVERING); nothing to recover, its "
+                "next ISR change reports it RECOVERED (KIP-704)",
+                partition.tp,
+            )
         log_end = partition.log_end_offset
         if registration.leader_epoch > partition.log.leader_epochs.latest_epoch:
             partition.log.start_leader_epoch(registration.leader_epoch)
@@ -620,14 +629,26 @@ class ReplicaManager:
 
     # --- high watermark checkpoint -----------------------------------------------------------
 
-    def checkpoint_high_watermarks(self) -> None:
-        """Write ``replication-offset-checkpoint``: each local partition's high watermark
-        (Kafka's ``checkpointHighWatermarks``), read back at the next start."""
+    def high_watermark_checkpoint(self) -> Callable[[], None]:
+        """Each local partition's high watermark now (Kafka's ``checkpointHighWatermarks``),
+        and the job that writes them to ``replication-offset-checkpoint`` (read back at the next
+        start), fsyncs included: run it on a worker thread. Jobs write one at a time; a slower
+        one may leave an older file, which only makes a restart start lower."""
         offsets = dict(self._checkpointed)
         for tp, partition in self._partitions.items():
             if self.log_manager.get(tp) is partition.log:
                 offsets[tp] = partition.log.high_watermark
-        write_offset_checkpoint(self._checkpoint_path, offsets)
+        path = self._checkpoint_path
+
+        def write() -> None:
+            with self._checkpoint_lock:
+                write_offset_checkpoint(path, offsets)
+
+        return write
+
+    def checkpoint_high_watermarks(self) -> None:
+        """:meth:`high_watermark_checkpoint` on this thread (at shutdown)."""
+        self.high_watermark_checkpoint()()
 
     def _read_high_watermarks(self) -> dict[TopicPartition, int]:
         try:

@@ -30,9 +30,13 @@ from strom.metadata import (
     BrokerEndpoint,
     ConfigResourceType,
     FeatureLevelRecord,
+    LeaderRecoveryState,
     PartitionChangeRecord,
     PartitionRegistration,
 )
+from strom.server.alter_partition_manager import AlterPartitionManager
+from strom.server.handlers.alter_partition import parse_alter_partition
+from strom.server.partition_replication import IsrChange
 
 
 def cluster(**configs: str) -> tuple[Harness, dict[int, int]]:
@@ -234,6 +238,7 @@ def test_a_topic_with_unclean_leader_election_elects_any_replica_that_returns() 
     unfence(h, epochs, 1)  # outside the ISR and the ELR: the topic accepts the loss
     back = partition(h, 0)
     assert (back.leader, back.isr, back.eligible_leader_replicas) == (1, (1,), ())
+    assert back.leader_recovery_state == LeaderRecoveryState.RECOVERING  # KIP-704
 
 
 def test_a_new_session_of_a_leader_moves_its_partitions_off_it() -> None:
@@ -303,6 +308,7 @@ def test_an_unclean_election_takes_a_live_replica_outside_the_isr() -> None:
     assert partition(h, 0).leader == NO_LEADER
     assert elect(h, ElectionType.UNCLEAN, p0) == {p0: ErrorCode.none}
     assert (partition(h, 0).leader, partition(h, 0).isr) == (1, (1,))
+    assert partition(h, 0).leader_recovery_state == LeaderRecoveryState.RECOVERING
     assert elect(h, ElectionType.UNCLEAN, p0) == {p0: ErrorCode.election_not_needed}
     missing = TopicPartition("nope", 0)
     assert elect(h, ElectionType.UNCLEAN, missing) == {
@@ -319,6 +325,7 @@ def alter_isr(
     leader_epoch: int | None = None,
     partition_epoch: int | None = None,
     member_epochs: dict[int, int] | None = None,
+    recovery: int = LeaderRecoveryState.RECOVERED,
 ) -> IsrChangeResult:
     current = partition(h, 0)
     topic = h.image.topics.get_topic("t")
@@ -329,6 +336,7 @@ def alter_isr(
         leader_epoch=current.leader_epoch if leader_epoch is None else leader_epoch,
         partition_epoch=current.partition_epoch if partition_epoch is None else partition_epoch,
         new_isr=tuple((b, (member_epochs or epochs).get(b, -1)) for b in isr),
+        leader_recovery_state=recovery,
     )
     reply = h.run(
         h.controller.alter_partition(h.image, AlterPartitionRequest(sender, epochs[sender], [item]))
@@ -361,6 +369,8 @@ def test_alter_partition_shrinks_and_expands_the_isr() -> None:
         ({"isr": (2, 3)}, ErrorCode.invalid_request),  # leaves out the leader
         ({"isr": (1, 4)}, ErrorCode.invalid_request),  # not a replica
         ({"member_epochs": {1: 0, 2: 12345, 3: 0}}, ErrorCode.ineligible_replica),
+        ({"recovery": LeaderRecoveryState.RECOVERING}, ErrorCode.invalid_request),
+        ({"recovery": 7}, ErrorCode.invalid_request),
     ],
 )
 def test_alter_partition_refusals(changes: dict[str, Any], code: ErrorCode) -> None:
@@ -372,6 +382,66 @@ def test_alter_partition_refusals(changes: dict[str, Any], code: ErrorCode) -> N
     result = alter_isr(h, epochs, isr, **changes)
     assert result.error.code is code, result.error
     assert h.image is before
+
+
+def test_a_leader_recovering_from_an_unclean_election_reports_recovered_to_grow_its_isr() -> None:
+    """KIP-704, as Kafka's controller: while RECOVERING, an ISR beyond the leader is refused
+    unless the leader says RECOVERED, which ends the recovery; it never goes back."""
+    h, epochs = cluster(unclean_leader_election_enable="true")
+    for broker_id in (1, 2, 3):
+        fence(h, epochs, broker_id)
+    for broker_id in (1, 2, 3):
+        unfence(h, epochs, broker_id)
+    assert (partition(h, 0).leader, partition(h, 0).isr) == (1, (1,))
+    assert partition(h, 0).leader_recovery_state == LeaderRecoveryState.RECOVERING
+    refused = alter_isr(h, epochs, (1, 2), recovery=LeaderRecoveryState.RECOVERING)
+    assert refused.error.code is ErrorCode.invalid_request
+    still = alter_isr(h, epochs, (1,), recovery=LeaderRecoveryState.RECOVERING)
+    assert still.error.is_success
+    assert partition(h, 0).leader_recovery_state == LeaderRecoveryState.RECOVERING
+    grown = alter_isr(h, epochs, (1, 2))
+    assert grown.error.is_success and grown.registration is not None
+    assert grown.registration.isr == (1, 2)
+    assert grown.registration.leader_recovery_state == LeaderRecoveryState.RECOVERED
+    back = alter_isr(h, epochs, (1,), recovery=LeaderRecoveryState.RECOVERING)
+    assert back.error.code is ErrorCode.invalid_request
+
+
+def test_the_leaders_alter_partition_ends_the_recovery() -> None:
+    """The AlterPartition a leader sends (``AlterPartitionManager``), read by the controller's
+    handler: an ISR expansion of a RECOVERING partition, reported RECOVERED, is accepted."""
+    h, epochs = cluster(unclean_leader_election_enable="true")
+    for broker_id in (1, 2, 3):
+        fence(h, epochs, broker_id)
+    for broker_id in (1, 2, 3):
+        unfence(h, epochs, broker_id)
+    current = partition(h, 0)
+    assert current.leader_recovery_state == LeaderRecoveryState.RECOVERING
+    topic = h.image.topics.get_topic("t")
+    assert topic is not None
+    manager = AlterPartitionManager(
+        node_id=1,
+        broker_epoch=lambda: epochs[1],
+        channel=None,  # type: ignore[arg-type]  # only its request is built here
+        replica_manager=None,  # type: ignore[arg-type]
+        timeout=1.0,
+    )
+    change = IsrChange((1, 2), current.partition_epoch, added=(2,), broker_epochs=(-1, epochs[2]))
+    sent = manager._request(topic.topic_id, TopicPartition("t", 0), current.leader_epoch, change)
+    reply = h.run(h.controller.alter_partition(h.image, parse_alter_partition(sent)))
+    (result,) = reply.results
+    assert result.error.is_success, result.error
+    assert (partition(h, 0).isr, partition(h, 0).leader_recovery_state) == (
+        (1, 2),
+        LeaderRecoveryState.RECOVERED,
+    )
+
+
+def test_a_clean_election_leaves_the_recovery_state_alone() -> None:
+    h, epochs = cluster()
+    fence(h, epochs, 1)
+    assert partition(h, 0).leader != 1
+    assert partition(h, 0).leader_recovery_state == LeaderRecoveryState.RECOVERED
 
 
 def test_alter_partition_from_a_stale_broker_epoch_is_refused_whole() -> None:

@@ -166,7 +166,7 @@ def test_an_exhausted_epoch_gets_a_new_producer_id(h: TxnHarness) -> None:
     assert not h.core.needs_producer_id("tx")
     h.core.transactions["tx"].producer_epoch = MAX_PRODUCER_EPOCH - 1
     assert h.core.needs_producer_id("tx")
-    answer = h.init()
+    answer = h.init(producer_id=pid, producer_epoch=MAX_PRODUCER_EPOCH - 1)
     assert answer.producer_id != pid and answer.producer_epoch == 0
     assert h.core.transactions["tx"].previous_producer_id == pid
     # The old id retrying (its answer was lost) gets the new id again, nothing written.
@@ -174,6 +174,11 @@ def test_an_exhausted_epoch_gets_a_new_producer_id(h: TxnHarness) -> None:
     retry = h.init(producer_id=pid, producer_epoch=MAX_PRODUCER_EPOCH - 1)
     assert (retry.producer_id, retry.producer_epoch) == (answer.producer_id, 0)
     assert len(h.writer.records) == written
+    # After a new instance took the id, the old id is fenced (as in Kafka).
+    assert h.init().producer_epoch == 1
+    assert h.init(producer_id=pid, producer_epoch=MAX_PRODUCER_EPOCH - 1).error is (
+        ErrorCode.producer_fenced
+    )
 
 
 def test_kip360_bump_with_the_current_epoch_and_a_lost_answer(h: TxnHarness) -> None:
@@ -186,6 +191,45 @@ def test_kip360_bump_with_the_current_epoch_and_a_lost_answer(h: TxnHarness) -> 
     assert len(h.writer.records) == written
     assert h.init(producer_id=pid, producer_epoch=7).error is ErrorCode.producer_fenced
     assert h.init(producer_id=pid + 5, producer_epoch=1).error is ErrorCode.producer_fenced
+
+
+def test_the_instance_a_new_one_replaced_cannot_pass_for_a_retry(h: TxnHarness) -> None:
+    pid = h.init().producer_id
+    assert h.init().producer_epoch == 1  # a new instance (no expected epoch)
+    assert h.init(producer_id=pid, producer_epoch=0).error is ErrorCode.producer_fenced
+    assert h.core.transactions["tx"].producer_epoch == 1
+
+
+def test_abort_after_the_coordinator_timed_the_transaction_out(h: TxnHarness) -> None:
+    """Kafka's answers (transaction version 1) when the producer aborts a transaction the
+    coordinator already aborted after its timeout: its epoch was bumped, so EndTxn and the
+    KIP-360 bump librdkafka sends after timed-out messages are PRODUCER_FENCED, never
+    INVALID_TXN_STATE; a new instance goes on."""
+    pid = h.init(timeout_ms=3000).producer_id
+    assert h.init(producer_id=pid, producer_epoch=0, timeout_ms=3000).producer_epoch == 1
+    assert h.add("tx", pid, 1, A0) is ErrorCode.none
+    h.advance(4000)
+    metadata = h.core.transactions["tx"]
+    assert (metadata.state, metadata.producer_epoch) == (S.COMPLETE_ABORT, 2)
+    assert h.end("tx", pid, 1, commit=False) is ErrorCode.producer_fenced
+    assert h.init(producer_id=pid, producer_epoch=1).error is ErrorCode.producer_fenced
+    # The epoch before the last KIP-360 bump is no retry either once the coordinator fenced.
+    assert h.init(producer_id=pid, producer_epoch=0).error is ErrorCode.producer_fenced
+    successor = h.init()
+    assert (successor.error, successor.producer_epoch) == (ErrorCode.none, 3)
+    assert h.add("tx", pid, 3, A0) is ErrorCode.none
+    assert h.end("tx", pid, 3, commit=False) is ErrorCode.none
+
+
+def test_a_kip360_bump_of_an_ongoing_transaction_aborts_it_then_is_fenced(h: TxnHarness) -> None:
+    """librdkafka bumps the epoch (InitProducerId with its own) to abort after messages timed
+    out; while the transaction is Ongoing, Kafka fences it and aborts: CONCURRENT_TRANSACTIONS,
+    then PRODUCER_FENCED for the retry."""
+    pid = h.init().producer_id
+    h.add("tx", pid, 0, A0)
+    assert h.init(producer_id=pid, producer_epoch=0).error is ErrorCode.concurrent_transactions
+    assert state_of(h, "tx") is S.COMPLETE_ABORT
+    assert h.init(producer_id=pid, producer_epoch=0).error is ErrorCode.producer_fenced
 
 
 def test_idle_transactional_ids_expire(h: TxnHarness) -> None:

@@ -5,7 +5,9 @@ shrink and expansion, leadership changes from metadata, and the high watermark c
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -275,6 +277,33 @@ def test_the_high_watermark_checkpoint_is_read_back(tmp_path: Path) -> None:
     second.set(registration(leader=2, epoch=1, partition_epoch=1))
     assert second.replica_manager.high_watermarks() == {TP: 4}
     second.log_manager.close_without_flush()
+
+
+def test_the_high_watermark_checkpoint_is_read_on_the_loop_and_written_off_it(
+    tmp_path: Path,
+) -> None:
+    """The offsets are those at the call; the job (fsyncs included) runs on a worker thread
+    while the loop goes on, as the broker's periodic task runs it."""
+    broker = Broker(1, tmp_path, ManualClock())
+    broker.set(registration(leader=1, epoch=0, isr=(1,)))
+    broker.produce(4, b"a")
+    job = broker.replica_manager.high_watermark_checkpoint()
+    broker.produce(2, b"b")  # after the call: not in this checkpoint
+    path = broker.log_manager.data_dir / "replication-offset-checkpoint"
+    assert not path.exists()
+    wrote_on: list[str] = []
+
+    def run() -> None:
+        wrote_on.append(threading.current_thread().name)
+        job()
+
+    async def checkpoint() -> None:
+        await asyncio.to_thread(run)
+
+    asyncio.run(checkpoint())
+    assert wrote_on != [threading.main_thread().name]
+    assert path.read_text().splitlines() == ["0", "1", "orders 0 4"]
+    broker.log_manager.close_without_flush()
 
 
 def test_a_fenced_follower_does_not_hold_back_the_acks_of_the_others(tmp_path: Path) -> None:

@@ -236,18 +236,21 @@ class TransactionCoordinator:
             "start_timestamp_ms": -1,
             "last_update_timestamp_ms": now_ms,
         }
+        # Only a bump the producer asked for (KIP-360) remembers the epoch it had, for the retry
+        # of a lost answer; a new instance (no expected epoch) forgets it, so that the instance
+        # it replaced cannot pass for a retry (Kafka's prepareIncrementProducerEpoch).
+        last_epoch = metadata.producer_epoch if expected else NO_PRODUCER_EPOCH
         if is_epoch_exhausted(metadata.producer_epoch):
             assert new_producer_id is not None
             changes.update(
                 producer_id=new_producer_id,
                 producer_epoch=0,
                 previous_producer_id=metadata.producer_id,
-                last_producer_epoch=NO_PRODUCER_EPOCH,
+                last_producer_epoch=last_epoch,
             )
         else:
             changes.update(
-                producer_epoch=metadata.producer_epoch + 1,
-                last_producer_epoch=metadata.producer_epoch,
+                producer_epoch=metadata.producer_epoch + 1, last_producer_epoch=last_epoch
             )
         target = metadata.prepare(S.EMPTY, **changes)
 
@@ -495,6 +498,7 @@ class TransactionCoordinator:
         target = metadata.prepare(
             S.PREPARE_ABORT,
             producer_epoch=epoch if is_epoch_exhausted(epoch) else epoch + 1,
+            last_producer_epoch=NO_PRODUCER_EPOCH,
             last_update_timestamp_ms=now_ms,
         )
 
@@ -569,10 +573,12 @@ def _is_current(metadata: TransactionMetadata, producer_id: int, producer_epoch:
 
 
 def _is_retry(metadata: TransactionMetadata, producer_id: int, producer_epoch: int) -> bool:
-    """A retried InitProducerId whose answer was lost: it carries what the producer had
-    before that answer (the epoch before the bump, or the producer id before a new one)."""
-    if metadata.last_producer_epoch != NO_PRODUCER_EPOCH:
-        return (
-            producer_id == metadata.producer_id and producer_epoch == metadata.last_producer_epoch
-        )
-    return producer_id != NO_PRODUCER_ID and producer_id == metadata.previous_producer_id
+    """A retried KIP-360 InitProducerId whose answer was lost: it carries what the producer had
+    before that answer (the epoch before the bump, or the exhausted epoch of the producer id
+    before a new one). Kafka's ``prepareIncrementProducerEpoch`` retry case."""
+    last = metadata.last_producer_epoch
+    if last == NO_PRODUCER_EPOCH or producer_epoch != last:
+        return False
+    if is_epoch_exhausted(last):
+        return producer_id == metadata.previous_producer_id
+    return producer_id == metadata.producer_id

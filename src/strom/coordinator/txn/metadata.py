@@ -44,8 +44,9 @@ class TransactionMetadata:
     previous_producer_id: int = NO_PRODUCER_ID
     """The producer id before the last one (a new id after an exhausted epoch)."""
     last_producer_epoch: int = NO_PRODUCER_EPOCH
-    """The epoch before the last bump, in memory only: a retried InitProducerId whose answer
-    was lost carries it (KIP-360)."""
+    """The epoch before the last bump the producer asked for (KIP-360), in memory only: a
+    retried InitProducerId whose answer was lost carries it. -1 after a new instance's
+    InitProducerId or a coordinator's fencing abort, so the replaced producer stays fenced."""
     pending: TransactionMetadata | None = field(default=None, repr=False)
     """The next state while its record is being written."""
 

@@ -41,6 +41,7 @@ def parse_alter_partition(body: Any) -> AlterPartitionRequest:
                     leader_epoch=int(partition.leader_epoch),
                     partition_epoch=int(partition.partition_epoch),
                     new_isr=isr,
+                    leader_recovery_state=int(partition.leader_recovery_state),
                 )
             )
     return AlterPartitionRequest(int(body.broker_id), int(body.broker_epoch), items)
