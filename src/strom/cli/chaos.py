@@ -41,7 +41,11 @@ def list_scenarios() -> None:
     """List the scenarios."""
     from strom.testing.chaos.scenarios import SCENARIOS  # noqa: PLC0415 - on use only
 
-    table = Table("#", "NAME", "FAULT", "GUARANTEE", box=None, show_lines=False)
+    table = Table(box=None, show_lines=False)
+    table.add_column("#", no_wrap=True)
+    table.add_column("NAME", no_wrap=True)  # a name is what `strom chaos run` takes: never cut
+    table.add_column("FAULT")
+    table.add_column("GUARANTEE")
     for scenario in SCENARIOS:
         table.add_row(str(scenario.number), scenario.name, scenario.description, scenario.guarantee)
     output_console(wrap=True).print(table)
