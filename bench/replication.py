@@ -16,7 +16,8 @@ every process on the same two cores, so each broker gets a fraction of one).
    the controller moves a dead broker's partitions once its session runs out (Kafka's KRaft
    does the same), so that is the floor of the figure for any KRaft system with these settings.
 
-Run: ``.venv/bin/python -m bench.replication [--trials 20] [--records 100000] [--rate 2000]``.
+Run: ``.venv/bin/python -m bench.replication [--trials 20] [--records 100000] [--rate 2000]``
+(``--trials 0``: the throughput and latency rows only).
 """
 
 from __future__ import annotations
@@ -143,12 +144,13 @@ def main() -> None:
             times.append(failover_trial(cluster, admin, topic))
             print(f"trial {trial + 1}: {times[-1]:.2f} s", flush=True)
         session_s = int(SETTINGS["broker.session.timeout.ms"]) / 1000
-        print(
-            f"\nleader kill -9 to first acknowledged produce, {args.trials} trials: "
-            f"p50 {percentile(times, 0.5):.2f} s, p99 {percentile(times, 0.99):.2f} s, "
-            f"mean {statistics.mean(times):.2f} s; reference: broker.session.timeout.ms "
-            f"{session_s:.1f} s (when the controller may move the partitions)"
-        )
+        if times:
+            print(
+                f"\nleader kill -9 to first acknowledged produce, {args.trials} trials: "
+                f"p50 {percentile(times, 0.5):.2f} s, p99 {percentile(times, 0.99):.2f} s, "
+                f"mean {statistics.mean(times):.2f} s; reference: broker.session.timeout.ms "
+                f"{session_s:.1f} s (when the controller may move the partitions)"
+            )
         admin.close()
 
 
