@@ -63,7 +63,6 @@ from strom.storage.partition_log import PartitionLog
 TP = TopicPartition("orders", 0)
 TOPIC_ID = uuid.UUID(int=25)
 BROKERS = (1, 2, 3)
-MIN_ISR = 2
 LAG_MS = 1_000
 FETCH_BACKOFF_MS = 50
 FETCH_TIMEOUT_MS = 300
@@ -92,6 +91,13 @@ class Faults:
     max_delay_ms: int
     lose_answer: float
     late_answer: float
+    metadata_lag_ms: int
+    """Extra delay of the metadata reaching brokers (behind the AlterPartition answers)."""
+    cut_after_expansion: float
+    """How often the leader is cut off just after the controller commits its ISR expansion."""
+    min_isr: int
+    replica_epochs: bool
+    """Followers say their broker epoch in fetches (Fetch v15+, KIP-903), or not."""
 
     @classmethod
     def of(cls, rng: random.Random) -> Faults:
@@ -101,6 +107,10 @@ class Faults:
             max_delay_ms=rng.choice((2, 20, 80)),
             lose_answer=rng.choice((0.0, 0.2, 0.5)),
             late_answer=rng.choice((0.0, 0.2)),
+            metadata_lag_ms=rng.choice((0, 300, 1_500)),
+            cut_after_expansion=rng.choice((0.0, 0.3)),
+            min_isr=rng.choice((1, 2)),
+            replica_epochs=rng.random() < 0.5,
         )
 
 
@@ -303,7 +313,7 @@ class SimBroker:
         read = self.manager.read_for_follower(
             TP,
             replica_id=follower.node_id,
-            replica_epoch=follower.broker_epoch,
+            replica_epoch=follower.broker_epoch if self.sim.faults.replica_epochs else -1,
             fetch_offset=fetch_offset,
             max_bytes=1 << 20,
             current_leader_epoch=target.leader_epoch,
@@ -415,6 +425,9 @@ class SimController:
         self.image = MetadataImage.empty()
         self.next_broker_epoch = 100
         self.last_heard: dict[int, int] = {}
+        self.elr: set[int] = set()
+        """KIP-966's eligible leader replicas: members that left an ISR smaller than min ISR
+        (they hold every committed record), electable when no ISR member is."""
 
     def commit(self, *records: MetadataRecord) -> None:
         delta = MetadataDelta(self.image)
@@ -428,7 +441,12 @@ class SimController:
         end = len(self.log)
         for broker in self.sim.brokers.values():
             if broker.alive:
-                self.sim.network.send(CONTROLLER, broker.node_id, broker.metadata_sender(end))
+                self.sim.network.send(
+                    CONTROLLER,
+                    broker.node_id,
+                    broker.metadata_sender(end),
+                    extra_ms=self.sim.faults.metadata_lag_ms,
+                )
 
     @property
     def registration(self) -> PartitionRegistration:
@@ -448,9 +466,9 @@ class SimController:
                 incarnation_id=uuid.UUID(int=broker.node_id),
                 broker_epoch=epoch,
                 endpoints=(),
-                fenced=False,
             )
-        )
+        )  # fenced until it is told to start (as a broker catching up): leadership moves
+        self._settle()
         self.last_heard[broker.node_id] = self.sim.clock.monotonic_ms()
         return epoch
 
@@ -469,20 +487,29 @@ class SimController:
         )
 
     def change(self, *, isr: tuple[int, ...] | None = None, leader: int = NO_LEADER_CHANGE) -> None:
+        if isr is not None:
+            left = set(self.registration.isr) - set(isr)
+            if len(isr) < self.sim.faults.min_isr:
+                self.elr |= left
+            else:
+                self.elr.clear()
+            self.elr -= set(isr)
         self.commit(
             PartitionChangeRecord(
                 partition_id=TP.partition, topic_id=TOPIC_ID, isr=isr, leader=leader
             )
         )
 
-    def fence(self, broker_id: int) -> None:
+    def fence(self, broker_id: int, *, unclean: bool = False) -> None:
         """The broker's session ended: fence it, take it out of the ISR (unless it is the
-        last member) and elect another leader from the ISR if it led."""
+        last member) and elect another leader from the ISR if it led. ``unclean``: it lost
+        data, so it is no eligible leader replica any more."""
         epoch = self.active().get(broker_id)
-        if epoch is None:
-            return
-        self.commit(FenceBrokerRecord(id=broker_id, epoch=epoch))
-        self._settle()
+        if epoch is not None:
+            self.commit(FenceBrokerRecord(id=broker_id, epoch=epoch))
+            self._settle()
+        if unclean:
+            self.elr.discard(broker_id)
 
     def unfence(self, broker_id: int) -> None:
         registered = self.image.cluster.brokers.get(broker_id)
@@ -492,12 +519,17 @@ class SimController:
 
     def _settle(self) -> None:
         """Fenced brokers leave the ISR (not its last member); a leaderless or fenced-led
-        partition gets a leader from the ISR's active members, if any."""
+        partition gets a leader from the ISR's active members, else from the ELR's."""
+        if self.image.topics.get_partition(TP) is None:
+            return
         registration, active = self.registration, self.active()
         isr = tuple(b for b in registration.isr if b in active) or registration.isr
         leader = registration.leader
         if leader not in active:
             candidates = [b for b in isr if b in active]
+            eligible = sorted(b for b in self.elr if b in active)
+            if not candidates and eligible:
+                candidates, isr = eligible[:1], tuple(eligible[:1])
             leader = candidates[0] if candidates else NO_LEADER
         if isr != registration.isr or leader != registration.leader:
             self.change(
@@ -537,6 +569,9 @@ class SimController:
             self.change(isr=change.isr)
         answer = (error, self.registration.isr, self.registration.partition_epoch)
         faults, rng = self.sim.faults, self.sim.rng
+        if error == ErrorCode.none and change.added and rng.random() < faults.cut_after_expansion:
+            self.sim.network.cut_off.add(broker.node_id)  # the answer with it
+            return
         if rng.random() < faults.lose_answer:
             return
         extra = ALTER_TIMEOUT_MS if rng.random() < faults.late_answer else 0
@@ -562,11 +597,16 @@ class Simulation:
         self.faults = Faults.of(self.rng)
         self.network = Network(self.rng, self.timer, self.faults)
         self.config = ServerConfig(
-            {"replica.lag.time.max.ms": str(LAG_MS), "min.insync.replicas": str(MIN_ISR)}
+            {
+                "replica.lag.time.max.ms": str(LAG_MS),
+                "min.insync.replicas": str(self.faults.min_isr),
+            }
         )
         self.controller = SimController(self)
         self.brokers = {b: SimBroker(self, b) for b in BROKERS}
         self.acked: dict[int, Ack] = {}
+        self.committed: dict[int, Batch] = {}
+        """Batches a leader held below its high watermark, by base offset."""
         self.acking: dict[int, int] = {}
         """Leader epoch -> the broker that acknowledged a write in it."""
         self.high_watermarks: dict[tuple[int, int, int], int] = {}
@@ -585,6 +625,7 @@ class Simulation:
     async def run(self) -> None:
         for broker in self.brokers.values():
             broker.start(self.controller.register(broker))
+            self.controller.unfence(broker.node_id)
         self.controller.create_topic()
         self._every(METADATA_PUBLISH_MS, self._controller_tick)
         try:
@@ -626,7 +667,8 @@ class Simulation:
     # --- actions -----------------------------------------------------------------------------
 
     def _produce(self) -> None:
-        """A client writes one batch with acks=all to the broker it thinks leads."""
+        """A client writes one batch (acks=all mostly, else acks=1) to the broker it thinks
+        leads."""
         registration = self.controller.registration
         if registration.leader in self.brokers and self.rng.random() < 0.8:
             broker = self.brokers[registration.leader]
@@ -639,8 +681,9 @@ class Simulation:
         count = self.rng.randint(1, 3)
         records = [Record(i, 1_000, None, value + str(i).encode()) for i in range(count)]
         data = build_batch(records)
-        [(_, result)] = broker.manager.append_to_local_log([(TP, data)], required_acks=-1)
-        if result.error != ErrorCode.none:
+        acks = -1 if self.rng.random() < 0.8 else 1
+        [(_, result)] = broker.manager.append_to_local_log([(TP, data)], required_acks=acks)
+        if result.error != ErrorCode.none or acks == 1:
             return
         [(_, header)], _ = scan_batches(data)
         batch = (result.base_offset, result.last_offset, header.crc)
@@ -675,14 +718,12 @@ class Simulation:
             return
         broker = self.rng.choice(alive)
         registration = self.controller.registration
-        if lose and (
-            broker.node_id == registration.leader or registration.isr == (broker.node_id,)
-        ):
+        if lose and registration.isr == (broker.node_id,):
             return  # unflushed data lost by a replica the controller may elect: Kafka's limit too
         broker.crash()
         if lose:
             broker.lose = self.rng.randint(1, 5)
-            self.controller.fence(broker.node_id)  # power lost: it must rejoin from scratch
+            self.controller.fence(broker.node_id, unclean=True)  # it must rejoin from scratch
 
     def _crash_losing_unflushed(self) -> None:
         self._crash(lose=True)
@@ -747,8 +788,25 @@ class Simulation:
             for b in self.brokers.values()
             if b.alive
         }
+        for broker_id, (found, high_watermark) in logs.items():
+            if self.brokers[broker_id].leads() is None:
+                continue
+            for base, batch in found.items():
+                if batch[1] >= high_watermark:
+                    break
+                if self.committed.setdefault(base, batch) != batch:
+                    self.violated(
+                        f"leader {broker_id} has {batch} below its high watermark "
+                        f"{high_watermark}, where {self.committed[base]} was committed"
+                    )
         if leader is not None and leader.alive:
             held, _ = logs[leader.node_id]
+            for base, batch in self.committed.items():
+                if held.get(base) != batch:
+                    self.violated(
+                        f"committed {batch} is not in leader {leader.node_id}'s log: "
+                        f"{held.get(base)}"
+                    )
             for base, ack in self.acked.items():
                 if held.get(base) != ack.batch:
                     self.violated(
