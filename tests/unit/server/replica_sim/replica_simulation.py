@@ -108,7 +108,7 @@ class Faults:
             lose_answer=rng.choice((0.0, 0.2, 0.5)),
             late_answer=rng.choice((0.0, 0.2)),
             metadata_lag_ms=rng.choice((0, 300, 1_500)),
-            cut_after_expansion=rng.choice((0.0, 0.3)),
+            cut_after_expansion=rng.choice((0.0, 0.3, 1.0)),
             min_isr=rng.choice((1, 2)),
             replica_epochs=rng.random() < 0.5,
         )
@@ -530,7 +530,7 @@ class SimController:
             eligible = sorted(b for b in self.elr if b in active)
             if not candidates and eligible:
                 candidates, isr = eligible[:1], tuple(eligible[:1])
-            leader = candidates[0] if candidates else NO_LEADER
+            leader = self.sim.rng.choice(candidates) if candidates else NO_LEADER
         if isr != registration.isr or leader != registration.leader:
             self.change(
                 isr=isr, leader=NO_LEADER_CHANGE if leader == registration.leader else leader
@@ -756,7 +756,7 @@ class Simulation:
         pass
 
     _actions = (_produce, _crash, _crash_losing_unflushed, _restart, _cut_off, _heal_cut, _nothing)
-    _weights = (60, 3, 3, 6, 3, 3, 20)
+    _weights = (60, 5, 5, 10, 5, 5, 5)
 
     # --- invariants --------------------------------------------------------------------------
 
