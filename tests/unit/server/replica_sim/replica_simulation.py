@@ -96,6 +96,8 @@ class Faults:
     cut_after_expansion: float
     """How often the leader is cut off just after the controller commits its ISR expansion."""
     min_isr: int
+    replication_factor: int
+    """The partition's replicas are the first brokers (the others host nothing)."""
     replica_epochs: bool
     """Followers say their broker epoch in fetches (Fetch v15+, KIP-903), or not."""
 
@@ -110,6 +112,7 @@ class Faults:
             metadata_lag_ms=rng.choice((0, 300, 1_500)),
             cut_after_expansion=rng.choice((0.0, 0.3, 1.0)),
             min_isr=rng.choice((1, 2)),
+            replication_factor=rng.choice((2, 3)),
             replica_epochs=rng.random() < 0.5,
         )
 
@@ -478,8 +481,8 @@ class SimController:
             PartitionRecord(
                 partition_id=TP.partition,
                 topic_id=TOPIC_ID,
-                replicas=BROKERS,
-                isr=BROKERS,
+                replicas=BROKERS[: self.sim.faults.replication_factor],
+                isr=BROKERS[: self.sim.faults.replication_factor],
                 leader=BROKERS[0],
                 leader_epoch=0,
                 partition_epoch=0,
@@ -570,7 +573,8 @@ class SimController:
         answer = (error, self.registration.isr, self.registration.partition_epoch)
         faults, rng = self.sim.faults, self.sim.rng
         if error == ErrorCode.none and change.added and rng.random() < faults.cut_after_expansion:
-            self.sim.network.cut_off.add(broker.node_id)  # the answer with it
+            # the answer is lost with it; long enough to be fenced and replaced
+            self.sim.cut(broker.node_id, at_least_ms=LAG_MS + SESSION_TIMEOUT_MS)
             return
         if rng.random() < faults.lose_answer:
             return
@@ -670,7 +674,10 @@ class Simulation:
         """A client writes one batch (acks=all mostly, else acks=1) to the broker it thinks
         leads."""
         registration = self.controller.registration
-        if registration.leader in self.brokers and self.rng.random() < 0.8:
+        draw = self.rng.random()
+        if self.network.cut_off and draw < 0.3:  # a client on stale metadata
+            broker = self.brokers[next(iter(self.network.cut_off))]
+        elif registration.leader in self.brokers and draw < 0.8:
             broker = self.brokers[registration.leader]
         else:
             broker = self.brokers[self.rng.choice(BROKERS)]
@@ -713,7 +720,9 @@ class Simulation:
         self.acked[batch[0]] = Ack(broker.node_id, epoch, batch)
 
     def _crash(self, *, lose: bool = False) -> None:
-        alive = [b for b in self.brokers.values() if b.alive]
+        alive = [
+            b for b in self.brokers.values() if b.alive and b.node_id not in self.network.cut_off
+        ]
         if len(alive) < 2:
             return
         broker = self.rng.choice(alive)
@@ -737,8 +746,15 @@ class Simulation:
             self.controller.unfence(broker.node_id)
 
     def _cut_off(self) -> None:
+        self.cut(self.rng.choice(BROKERS))
+
+    def cut(self, broker_id: int, *, at_least_ms: int = 200) -> None:
+        """The broker loses the network (clients still reach it) for up to a few session
+        timeouts."""
         if not self.network.cut_off:
-            self.network.cut_off.add(self.rng.choice(BROKERS))
+            self.network.cut_off.add(broker_id)
+            lasts = self.rng.randint(at_least_ms, 3 * SESSION_TIMEOUT_MS)
+            self.timer.call_later(lasts, self._heal_cut)
 
     def _heal_cut(self) -> None:
         for broker_id in list(self.network.cut_off):
@@ -755,8 +771,8 @@ class Simulation:
     def _nothing(self) -> None:
         pass
 
-    _actions = (_produce, _crash, _crash_losing_unflushed, _restart, _cut_off, _heal_cut, _nothing)
-    _weights = (60, 5, 5, 10, 5, 5, 5)
+    _actions = (_produce, _crash, _crash_losing_unflushed, _restart, _cut_off, _nothing)
+    _weights = (60, 5, 5, 10, 5, 5)
 
     # --- invariants --------------------------------------------------------------------------
 

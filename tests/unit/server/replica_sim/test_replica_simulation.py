@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 from replica_simulation import run_seed
 
-SEEDS = range(200)
-STEPS = 120
+SEEDS = range(300)
+STEPS = 150
 
 
 @pytest.fixture(autouse=True)
