@@ -6,7 +6,8 @@ A ``Purgatory`` keeps the operations that are not complete yet in watcher lists 
 ``TopicPartition``; the replica manager's high watermark listener calls
 :meth:`Purgatory.check_and_complete` for the partition whose high watermark moved, which
 re-checks exactly the operations watching it. Kafka's ``DelayedOperationPurgatory``, on one
-event loop: no locks, and a timer per operation (``loop.call_later``) instead of a timing wheel.
+event loop: no locks, and a timer per operation (the ``Timer`` handed in, the event loop's by
+default) instead of a timing wheel.
 
 The replica manager owns three of them (Kafka's ``ReplicaManager`` owns its purgatories):
 produce (``delayed_produce.DelayedProduce``, acks=all: woken by high watermark moves),
@@ -26,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 from strom.common import ErrorCode, TopicPartition
+from strom.common.timer import LoopTimer, Timer, TimerHandle
 from strom.server.replica_results import HighWatermarkUpdate
 
 __all__ = ["DelayedOperation", "Purgatory"]
@@ -44,7 +46,7 @@ class DelayedOperation:
     def __init__(self, *, timeout_ms: int) -> None:
         self.timeout_ms = max(0, timeout_ms)
         self._future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: TimerHandle | None = None
         self.expired = False
 
     @property
@@ -98,8 +100,9 @@ Op = TypeVar("Op", bound=DelayedOperation)
 class Purgatory(Generic[Op]):
     """Delayed operations watched by ``TopicPartition`` (see the module doc)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, timer: Timer | None = None) -> None:
         self.name = name
+        self._timer = timer or LoopTimer()
         self._watchers: dict[TopicPartition, dict[Op, None]] = {}
         self._keys: dict[Op, tuple[TopicPartition, ...]] = {}
         self._shut_down = False
@@ -131,8 +134,7 @@ class Purgatory(Generic[Op]):
         for key in watched:
             self._watchers.setdefault(key, {})[operation] = None
         operation._future.add_done_callback(lambda _: self._forget(operation))
-        loop = asyncio.get_running_loop()
-        operation._timer = loop.call_later(operation.timeout_ms / 1000, operation._expire)
+        operation._timer = self._timer.call_later(operation.timeout_ms, operation._expire)
         return False
 
     def check_and_complete(

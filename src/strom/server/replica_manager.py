@@ -81,6 +81,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
+from strom.common.timer import Timer
 from strom.config import ServerConfig, TopicConfig
 from strom.controller.topic_names import INTERNAL_TOPICS
 from strom.metadata import LeaderRecoveryState
@@ -180,9 +181,11 @@ class ReplicaManager:
         config: ServerConfig,
         clock: Clock,
         topic_config: Callable[[MetadataImage, str], TopicConfig] | None = None,
+        timer: Timer | None = None,
     ) -> None:
         """``topic_config`` gives a topic's effective settings (min.insync.replicas); by
-        default the topic's overrides in the image over ``config``."""
+        default the topic's overrides in the image over ``config``. ``timer`` runs the
+        purgatories' timeouts (the event loop's by default; a simulation's virtual one)."""
         self.node_id = node_id
         self.log_manager = log_manager
         self._metadata = metadata
@@ -193,9 +196,9 @@ class ReplicaManager:
         )
         self._max_lag_ms = config.get_int("replica.lag.time.max.ms")
         self._partitions: dict[TopicPartition, Partition] = {}
-        self.produce_purgatory: Purgatory[DelayedProduce] = Purgatory("Produce")
-        self.fetch_purgatory: Purgatory[DelayedFetch] = Purgatory("Fetch")
-        self.follower_fetch_purgatory: Purgatory[DelayedFetch] = Purgatory("ReplicaFetch")
+        self.produce_purgatory: Purgatory[DelayedProduce] = Purgatory("Produce", timer)
+        self.fetch_purgatory: Purgatory[DelayedFetch] = Purgatory("Fetch", timer)
+        self.follower_fetch_purgatory: Purgatory[DelayedFetch] = Purgatory("ReplicaFetch", timer)
         self._listeners: list[HighWatermarkListener] = [
             self.produce_purgatory.check_and_complete,
             self.fetch_purgatory.check_and_complete,
