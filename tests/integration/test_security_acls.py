@@ -206,6 +206,22 @@ def test_strom_consume_names_the_group_principal_and_the_acl_to_add(
     )
 
 
+@pytest.mark.parametrize("verb", ["describe", "delete"])
+def test_strom_groups_name_the_principal_and_the_acl_to_add(
+    broker: Broker, tmp_path: Path, verb: str
+) -> None:
+    group = unique_topic_name("group")
+    result = strom_as(broker, tmp_path, "groups", verb, group, user="bob")
+    assert result.returncode == 1
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("Error: GROUP_AUTHORIZATION_FAILED"), result.stderr
+    assert error.endswith(
+        f"User:bob may not {verb} group {group!r}; an admin can allow it with: "
+        f"strom acls add --allow-principal User:bob --operation {verb.capitalize()} "
+        f"--group {group}"
+    )
+
+
 def test_idempotent_producers_need_write_on_some_topic(broker: Broker) -> None:
     topic = broker.create_topic(unique_topic_name("acl"))
     allow(broker, "alice", AclOperation.WRITE, ResourceType.TOPIC, topic)

@@ -31,13 +31,16 @@ from confluent_kafka.admin._metadata import ClusterMetadata
 from rich.table import Table
 
 from strom.cli.client_common import (
+    GROUP_DENIED,
     REQUEST_TIMEOUT_S,
+    ClientConfig,
     CliError,
     ToolGroup,
     client_options,
     connect_admin,
     exception_message,
     failure,
+    group_denied,
     handle_errors,
     output_console,
     topic_partitions,
@@ -163,7 +166,7 @@ def describe(
         try:
             description: ConsumerGroupDescription = futures[name].result()
         except KafkaException as exc:
-            failures.append(f"cannot describe group {name!r}: {exception_message(exc)}")
+            failures.append(_group_failure("describe", name, exc, command_config))
             continue
         if description.state is ConsumerGroupState.DEAD:
             failures.append(f"group {name!r} does not exist")
@@ -182,6 +185,18 @@ def describe(
         click.echo()
         console.print(_offset_table(description, committed, log_end))
     _report(failures)
+
+
+def _group_failure(
+    operation: str, name: str, exc: KafkaException, command_config: Path | None
+) -> str:
+    """One line for a group the broker refused: a refusal by the ACLs names the principal and
+    the ``strom acls add`` that would allow it."""
+    message = exception_message(exc)
+    if GROUP_DENIED not in message:
+        return f"cannot {operation} group {name!r}: {message}"
+    settings = ClientConfig.build(bootstrap_server=None, command_config=command_config).settings
+    return group_denied(message, name, operation.capitalize(), settings)
 
 
 def _report(failures: Sequence[str]) -> None:
@@ -341,7 +356,7 @@ def delete(
         try:
             future.result()
         except KafkaException as exc:
-            failures.append(f"cannot delete group {name!r}: {exception_message(exc)}")
+            failures.append(_group_failure("delete", name, exc, command_config))
         else:
             click.echo(f"Deleted group {name}.")
     _report(failures)
