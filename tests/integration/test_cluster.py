@@ -5,6 +5,7 @@ stops heartbeating, a broker that catches up from a snapshot."""
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import signal
 import socket
@@ -563,7 +564,8 @@ def _cluster_up(data_dir: Path, *args: str) -> tuple[subprocess.Popen[str], str]
         if line.startswith("bootstrap servers: "):
             return process, line.split(": ", 1)[1].strip()
     process.kill()
-    raise AssertionError(f"no bootstrap servers printed: {process.communicate()[0]}")
+    output = process.communicate()[0]
+    raise AssertionError(f"no bootstrap servers printed (exit {process.returncode}): {output}")
 
 
 def _interrupt(process: subprocess.Popen[str]) -> str:
@@ -589,10 +591,24 @@ def test_cluster_up_starts_a_cluster_and_ctrl_c_stops_it(tmp_path: Path) -> None
     assert (tmp_path / "node-1" / "server.log").exists()
 
 
+def _free_ports_below_the_ephemeral_range(count: int) -> int:
+    """The first of ``count`` free ports in a row, below the range the kernel hands outgoing
+    connections from (a port there can be taken by any client between the probe and the bind)."""
+    rng = random.Random()
+    for _ in range(100):
+        base = rng.randrange(20_000, 30_000)
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise AssertionError("no free ports in a row between 20000 and 30000")
+
+
 def test_cluster_up_takes_a_base_port_and_keeps_its_ports(tmp_path: Path) -> None:
-    with socket.socket() as probe:  # a free port; the three after it are most likely free too
-        probe.bind(("127.0.0.1", 0))
-        base = probe.getsockname()[1]
+    base = _free_ports_below_the_ephemeral_range(4)
     process, servers = _cluster_up(tmp_path, "--base-port", str(base))
     _interrupt(process)
     assert servers == f"127.0.0.1:{base + 2}"  # controller 1001 first: base, base + 1
