@@ -8,6 +8,7 @@ as ``from strom_harness import StromServer``.
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import socket
@@ -273,3 +274,19 @@ class KafkaWire:
             return False
         finally:
             self.sock.settimeout(self.timeout)
+
+
+def free_ports_in_a_row(count: int) -> int:
+    """The first of ``count`` free ports in a row, below the range the kernel hands outgoing
+    connections from (a port there can be taken by any client between the probe and the bind)."""
+    rng = random.Random()
+    for _ in range(100):
+        base = rng.randrange(20_000, 30_000)
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise AssertionError("no free ports in a row between 20000 and 30000")

@@ -5,7 +5,6 @@ longer."""
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
+from strom_harness import free_ports_in_a_row
 
 from strom.cli.main import cli
 from strom.testing import Cluster, netns_unavailable
@@ -58,9 +58,7 @@ def test_scenario_keeps_every_guarantee(name: str, tmp_path: Path) -> None:
 
 
 def test_strom_chaos_run_reports_and_exits_zero(tmp_path: Path) -> None:
-    with socket.socket() as probe:  # a free port; the eleven after it are most likely free too
-        probe.bind(("127.0.0.1", 0))
-        base = probe.getsockname()[1]
+    base = free_ports_in_a_row(12)
     result = CliRunner().invoke(
         cli,
         [

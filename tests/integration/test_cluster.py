@@ -5,10 +5,8 @@ stops heartbeating, a broker that catches up from a snapshot."""
 from __future__ import annotations
 
 import asyncio
-import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -32,6 +30,7 @@ from kio.schema.alter_partition.v3.request import TopicData as AlterTopic
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
+from strom_harness import free_ports_in_a_row
 
 from strom.cli.main import cli
 from strom.cli.quorum_client import connect, describe_quorum
@@ -591,24 +590,8 @@ def test_cluster_up_starts_a_cluster_and_ctrl_c_stops_it(tmp_path: Path) -> None
     assert (tmp_path / "node-1" / "server.log").exists()
 
 
-def _free_ports_below_the_ephemeral_range(count: int) -> int:
-    """The first of ``count`` free ports in a row, below the range the kernel hands outgoing
-    connections from (a port there can be taken by any client between the probe and the bind)."""
-    rng = random.Random()
-    for _ in range(100):
-        base = rng.randrange(20_000, 30_000)
-        try:
-            for port in range(base, base + count):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise AssertionError("no free ports in a row between 20000 and 30000")
-
-
 def test_cluster_up_takes_a_base_port_and_keeps_its_ports(tmp_path: Path) -> None:
-    base = _free_ports_below_the_ephemeral_range(4)
+    base = free_ports_in_a_row(4)
     process, servers = _cluster_up(tmp_path, "--base-port", str(base))
     _interrupt(process)
     assert servers == f"127.0.0.1:{base + 2}"  # controller 1001 first: base, base + 1
