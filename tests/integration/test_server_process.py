@@ -217,6 +217,14 @@ def test_help_lists_the_server_command(tmp_path: Path) -> None:
     assert "--override" in result.stdout
 
 
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` whole at once: written in place, the watcher may read it empty between
+    the truncation and the write, and an empty file means no faults."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)
+
+
 def test_faults_from_the_file_the_environment_names(
     start_server: StartServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -231,11 +239,11 @@ def test_faults_from_the_file_the_environment_names(
         admin.list_topics(timeout=10)
         return time.monotonic() - started
 
-    faults.write_text('{"delays": {"Metadata": 0.4}}', encoding="utf-8")
+    _replace(faults, '{"delays": {"Metadata": 0.4}}')
     deadline = time.monotonic() + 10
     while metadata_seconds() < 0.4:
         assert time.monotonic() < deadline, "the faults file was never applied"
-    faults.write_text("{", encoding="utf-8")  # refused with a log line; the delay stays
+    _replace(faults, "{")  # refused with a log line; the delay stays
     time.sleep(0.3)
     assert metadata_seconds() >= 0.4
     faults.unlink()
