@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(1, str(Path(__file__).parents[2]))  # tests/: seed_runs
 
 from raft_simulation import InvariantViolated, run_seed
+from seed_runs import run_seeds
 
 
 def main() -> int:
@@ -29,25 +30,13 @@ def main() -> int:
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # the nodes' own log lines; failures print themselves
     seeds = [args.seed] if args.seed is not None else range(args.first, args.first + args.seeds)
-    failures = 0
-    started = time.monotonic()
-    for count, seed in enumerate(seeds, start=1):
+
+    def run(seed: int) -> None:
         voters = args.voters if args.voters is not None else 1 + seed % 5
         observers = args.observers if args.observers is not None else seed % 6
-        try:
-            run_seed(
-                seed, voters=voters, observers=observers, steps=args.steps, dynamic=args.dynamic
-            )
-        except InvariantViolated as error:
-            failures += 1
-            print(f"FAIL {error}", flush=True)
-        if count % 100 == 0:
-            print(
-                f"{count} seed(s), {failures} failure(s), {time.monotonic() - started:.0f} s",
-                flush=True,
-            )
-    print(f"{len(seeds)} seed(s), {failures} failure(s) in {time.monotonic() - started:.1f} s")
-    return 1 if failures else 0
+        run_seed(seed, voters=voters, observers=observers, steps=args.steps, dynamic=args.dynamic)
+
+    return run_seeds(seeds, run, InvariantViolated)
 
 
 if __name__ == "__main__":

@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(1, str(Path(__file__).parents[3]))  # tests/: seed_runs
 
 from replica_simulation import InvariantViolated, run_seed
+from seed_runs import run_seeds
 
 
 def main() -> int:
@@ -26,21 +27,7 @@ def main() -> int:
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # the brokers' own log lines; failures print themselves
     seeds = [args.seed] if args.seed is not None else range(args.first, args.first + args.seeds)
-    failures = 0
-    started = time.monotonic()
-    for count, seed in enumerate(seeds, start=1):
-        try:
-            run_seed(seed, steps=args.steps)
-        except InvariantViolated as error:
-            failures += 1
-            print(f"FAIL {error}", flush=True)
-        if count % 100 == 0:
-            print(
-                f"{count} seed(s), {failures} failure(s), {time.monotonic() - started:.0f} s",
-                flush=True,
-            )
-    print(f"{len(seeds)} seed(s), {failures} failure(s) in {time.monotonic() - started:.1f} s")
-    return 1 if failures else 0
+    return run_seeds(seeds, lambda seed: run_seed(seed, steps=args.steps), InvariantViolated)
 
 
 if __name__ == "__main__":
