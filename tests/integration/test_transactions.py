@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
@@ -154,20 +154,26 @@ def test_a_zombie_producer_is_fenced(server: StromServer) -> None:
     assert _values(server.bootstrap, topic, isolation="read_committed") == [b"successor"]
 
 
-def test_a_transaction_past_its_timeout_is_aborted(server: StromServer) -> None:
-    topic = create_topic(server.bootstrap, unique_topic("txn-timeout"))
-    transactional_id = unique_topic("slow")
-    producer = _producer(
-        server.bootstrap,
-        transactional_id,
-        **{"transaction.timeout.ms": 1000, "message.timeout.ms": 1000},
-    )
+TIMED_OUT: Final = {"transaction.timeout.ms": 1000, "message.timeout.ms": 1000}
+"""A producer whose transactions the coordinator soon aborts itself."""
+
+
+def _timed_out_transaction(server: StromServer, topic: str, transactional_id: str) -> Any:
+    """A producer whose open transaction (one record in ``topic``) the coordinator aborted
+    when its timeout passed."""
+    producer = _producer(server.bootstrap, transactional_id, **TIMED_OUT)
     producer.init_transactions(10)
     producer.begin_transaction()
     producer.produce(topic, value=b"late", partition=0)
     producer.flush(10)
     with server.connect() as wire:
         assert _wait_for_state(wire, transactional_id, "CompleteAbort")
+    return producer
+
+
+def test_a_transaction_past_its_timeout_is_aborted(server: StromServer) -> None:
+    topic = create_topic(server.bootstrap, unique_topic("txn-timeout"))
+    producer = _timed_out_transaction(server, topic, unique_topic("slow"))
     with pytest.raises(KafkaException):
         producer.commit_transaction(10)
     assert _values(server.bootstrap, topic, isolation="read_committed") == []
@@ -179,19 +185,12 @@ def test_abort_after_the_coordinator_timed_the_transaction_out(server: StromServ
     producer instance with the same transactional id goes on."""
     topic = create_topic(server.bootstrap, unique_topic("txn-timeout-abort"))
     transactional_id = unique_topic("timed-out")
-    settings = {"transaction.timeout.ms": 1000, "message.timeout.ms": 1000}
-    producer = _producer(server.bootstrap, transactional_id, **settings)
-    producer.init_transactions(10)
-    producer.begin_transaction()
-    producer.produce(topic, value=b"late", partition=0)
-    producer.flush(10)
-    with server.connect() as wire:
-        assert _wait_for_state(wire, transactional_id, "CompleteAbort")
+    producer = _timed_out_transaction(server, topic, transactional_id)
     with pytest.raises(KafkaException) as raised:
         producer.abort_transaction(10)
     assert raised.value.args[0].fatal()
     assert raised.value.args[0].code() == KafkaError._FENCED
-    successor = _producer(server.bootstrap, transactional_id, **settings)
+    successor = _producer(server.bootstrap, transactional_id, **TIMED_OUT)
     successor.init_transactions(10)
     successor.begin_transaction()
     successor.produce(topic, value=b"next", partition=0)
