@@ -372,15 +372,7 @@ def test_an_unclean_election_brings_a_leaderless_partition_back(cluster: Cluster
         cluster.restart(second)
         checker = _admin(cluster.bootstrap_servers)
         cluster.wait_for(
-            lambda: (
-                len(
-                    checker.describe_topics(TopicCollection([name]))[name]
-                    .result(timeout=30)
-                    .partitions[0]
-                    .isr
-                )
-                == 2
-            ),
+            lambda: len(_isr(checker, name)) == 2,
             timeout=30,
             what="the returned replica back in the ISR",
         )
@@ -472,17 +464,7 @@ def test_a_leader_changes_its_isr_with_alter_partition(cluster: Cluster) -> None
     assert second.topics[0].partitions[0].error_code == ErrorCode.invalid_update_version
     assert recovering.topics[0].partitions[0].error_code == ErrorCode.invalid_request
     cluster.wait_for(
-        lambda: (
-            len(
-                admin.describe_topics(TopicCollection([name]))[name]
-                .result(timeout=30)
-                .partitions[0]
-                .isr
-            )
-            == 2
-        ),
-        timeout=30,
-        what="the smaller ISR in the metadata",
+        lambda: len(_isr(admin, name)) == 2, timeout=30, what="the smaller ISR in the metadata"
     )
 
 
@@ -544,6 +526,12 @@ def test_the_cli_describes_the_cluster_and_its_quorum(cluster: Cluster) -> None:
         statuses = {int(row[0]): row[-1] for row in rows}
         assert statuses[leader] == "Leader"
         assert {n for n, s in statuses.items() if s == "Observer"} == set(cluster.broker_ids)
+
+
+def _isr(admin: AdminClient, name: str) -> list[Any]:
+    """The in-sync replicas of partition 0 of topic ``name``, as the metadata has them."""
+    description = admin.describe_topics(TopicCollection([name]))[name].result(timeout=30)
+    return list(description.partitions[0].isr)
 
 
 def _cluster_up(data_dir: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
