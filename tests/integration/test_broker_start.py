@@ -27,9 +27,9 @@ from strom_harness import KafkaWire, StromServer, strom_server_args
 from strom.common import ErrorCode
 from strom.config import ServerConfig
 from strom.metadata import MetadataDelta, MetadataImage
-from strom.server.coordinator_runtime import CoordinatorRuntime
+from strom.server.coordinator.coordinator_runtime import CoordinatorRuntime
 from strom.server.node import Node
-from strom.server.replica_manager import ReplicaManager
+from strom.server.replica.replica_manager import ReplicaManager
 from strom.testing import Cluster
 
 STARTS = int(os.environ.get("STROM_TEST_FRESH_STARTS", "5"))

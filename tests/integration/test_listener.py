@@ -29,16 +29,16 @@ from kio.static.primitive import i32
 from strom.protocol.api import ApiKey, VersionRange, decode_response, encode_request
 from strom.protocol.api import make_request_header as header_for
 from strom.protocol.framing import frame_prefix
-from strom.server.handlers.api_versions import ApiVersionsHandler
-from strom.server.handlers.registry import (
+from strom.server.api.handler_table import (
     NO_RESPONSE,
     HandlerRegistry,
     HandlerResult,
     RequestContext,
 )
+from strom.server.api.response import Response
+from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.listener import HostPort, Listener
-from strom.server.network.response import Response
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
     "uvloop": uvloop.new_event_loop,

@@ -52,61 +52,67 @@ from strom.raft import RaftClient, RaftConfig
 from strom.raft.voters import VoterSet
 from strom.security.acls import AclOperation
 from strom.security.scram import ScramCredential, ScramMechanism
-from strom.server.authorizer import Authorizer, authorizer_settings
+from strom.server.api.handler_table import Handler, HandlerRegistry, RequestContext
+from strom.server.api.metadata_view import MetadataWaiter
+from strom.server.auth.authorizer import Authorizer, authorizer_settings
+from strom.server.auth.listener_security import client_security, listener_security
 from strom.server.bootstrap_metadata import (
     read_bootstrap_metadata_version,
     read_bootstrap_scram,
 )
-from strom.server.broker import Broker, BrokerParts, BrokerStartError
-from strom.server.cleaner_service import CleanerService
-from strom.server.client_quotas import ClientQuotas
-from strom.server.config_entries import ConfigDescriber
-from strom.server.controller_channel import ControllerChannel
-from strom.server.controller_server import ControllerServer
-from strom.server.handlers import alter_client_quotas, alter_user_scram_credentials
-from strom.server.handlers.acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
-from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
-from strom.server.handlers.alter_client_quotas import AlterClientQuotasHandler
-from strom.server.handlers.alter_configs import AlterConfigsHandler
-from strom.server.handlers.alter_partition import AlterPartitionHandler
-from strom.server.handlers.alter_user_scram_credentials import (
+from strom.server.broker.broker import Broker, BrokerParts, BrokerStartError
+from strom.server.broker.cleaner_service import CleanerService
+from strom.server.channel.controller_channel import ControllerChannel
+from strom.server.configs.config_entries import ConfigDescriber
+from strom.server.configs.log_configs import TopicConfigResolver
+from strom.server.configs.node_config import NodeConfig
+from strom.server.controller.controller_server import ControllerServer
+from strom.server.controller.handlers import alter_client_quotas, alter_user_scram_credentials
+from strom.server.controller.handlers.acls import (
+    CreateAclsHandler,
+    DeleteAclsHandler,
+    DescribeAclsHandler,
+)
+from strom.server.controller.handlers.allocate_producer_ids import AllocateProducerIdsHandler
+from strom.server.controller.handlers.alter_client_quotas import AlterClientQuotasHandler
+from strom.server.controller.handlers.alter_configs import AlterConfigsHandler
+from strom.server.controller.handlers.alter_partition import AlterPartitionHandler
+from strom.server.controller.handlers.alter_user_scram_credentials import (
     AlterUserScramCredentialsHandler,
 )
-from strom.server.handlers.api_versions import ApiVersionsHandler
-from strom.server.handlers.broker_heartbeat import BrokerHeartbeatHandler
-from strom.server.handlers.broker_registration import BrokerRegistrationHandler
-from strom.server.handlers.cluster_authorization import ClusterAuthorized
-from strom.server.handlers.common import BrokerAddress
-from strom.server.handlers.create_partitions import CreatePartitionsHandler
-from strom.server.handlers.create_topics import CreateTopicsHandler
-from strom.server.handlers.delete_topics import DeleteTopicsHandler
-from strom.server.handlers.describe_cluster import CONTROLLERS_ENDPOINT, DescribeClusterHandler
-from strom.server.handlers.elect_leaders import ElectLeadersHandler
-from strom.server.handlers.envelope import EnvelopeHandler
-from strom.server.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
-from strom.server.handlers.partition_reassignments import (
+from strom.server.controller.handlers.broker_heartbeat import BrokerHeartbeatHandler
+from strom.server.controller.handlers.broker_registration import BrokerRegistrationHandler
+from strom.server.controller.handlers.create_partitions import CreatePartitionsHandler
+from strom.server.controller.handlers.create_topics import CreateTopicsHandler
+from strom.server.controller.handlers.delete_topics import DeleteTopicsHandler
+from strom.server.controller.handlers.elect_leaders import ElectLeadersHandler
+from strom.server.controller.handlers.envelope import EnvelopeHandler
+from strom.server.controller.handlers.incremental_alter_configs import (
+    IncrementalAlterConfigsHandler,
+)
+from strom.server.controller.handlers.partition_reassignments import (
     AlterPartitionReassignmentsHandler,
     ListPartitionReassignmentsHandler,
 )
-from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
+from strom.server.controller.handlers.update_features import UpdateFeaturesHandler
+from strom.server.handlers.api_versions import ApiVersionsHandler
+from strom.server.handlers.cluster_authorization import ClusterAuthorized
+from strom.server.handlers.common import BrokerAddress
+from strom.server.handlers.describe_cluster import CONTROLLERS_ENDPOINT, DescribeClusterHandler
 from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
 from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
-from strom.server.handlers.update_features import UpdateFeaturesHandler
-from strom.server.listener_security import client_security, listener_security
-from strom.server.log_configs import TopicConfigResolver
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
-from strom.server.metadata_view import MetadataWaiter
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.connection_quotas import connection_limits
 from strom.server.network.faults import Faults
 from strom.server.network.faults_file import faults_from_environment
 from strom.server.network.listener import HostPort, Listener
 from strom.server.network.request_time import CONTROLLER_EXEMPT
-from strom.server.node_config import NodeConfig
-from strom.server.quorum_voters import QuorumAddresses, directory_uuid
-from strom.server.raft_disk import BackgroundQuorumStateStore, DiskWriter
-from strom.server.raft_log import METADATA_LOG_CONFIG, METADATA_PARTITION, FileRaftLog
-from strom.server.raft_manager import (
+from strom.server.quotas.client_quotas import ClientQuotas
+from strom.server.raft.quorum_voters import QuorumAddresses, directory_uuid
+from strom.server.raft.raft_disk import BackgroundQuorumStateStore, DiskWriter
+from strom.server.raft.raft_log import METADATA_LOG_CONFIG, METADATA_PARTITION, FileRaftLog
+from strom.server.raft.raft_manager import (
     RAFT_API_OPERATIONS,
     RAFT_APIS,
     RaftApiHandler,

@@ -21,8 +21,8 @@ from strom.protocol.api import (
     make_request_header,
     request_type,
 )
+from strom.server.api.handler_table import HandlerRegistry, RequestContext
 from strom.server.handlers.api_versions import ApiVersionsHandler
-from strom.server.handlers.registry import HandlerRegistry, RequestContext
 
 
 class MetadataStub:

@@ -34,7 +34,7 @@ from kio.static.primitive import i16, i32Timedelta, i64
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey, VersionRange
-from strom.server.handlers.registry import HandlerRegistry, RequestContext
+from strom.server.api.handler_table import HandlerRegistry, RequestContext
 
 __all__ = ["ApiVersionsHandler", "Features", "build_response"]
 

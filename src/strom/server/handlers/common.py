@@ -1,6 +1,6 @@
 """What the admin and metadata handlers share: a few constants of the protocol, broker
 addresses, request views and log lines. Responses for each version are built with
-:mod:`strom.server.handlers._schema`.
+:mod:`strom.server.api.kio_entities`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,11 @@ from strom.controller import (
 )
 from strom.metadata import BrokerRegistration, ConfigResourceType, MetadataImage
 from strom.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from strom.server.client_quotas import ControllerMutationQuota, ControllerMutationQuotaManager
-from strom.server.handlers.registry import RequestContext
+from strom.server.api.handler_table import RequestContext
+from strom.server.quotas.client_quotas import (
+    ControllerMutationQuota,
+    ControllerMutationQuotaManager,
+)
 
 __all__ = [
     "ALL_CLUSTER_OPERATIONS",

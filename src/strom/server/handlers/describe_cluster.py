@@ -21,7 +21,8 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import ResourceType
-from strom.server.handlers._schema import for_version
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version
 from strom.server.handlers.common import (
     AUTHORIZED_OPERATIONS_OMITTED,
     NO_THROTTLE,
@@ -30,7 +31,6 @@ from strom.server.handlers.common import (
     authorized_operations,
     request_field,
 )
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["DescribeClusterHandler"]
 

@@ -19,8 +19,8 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.metadata.image import MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.api.handler_table import RequestContext
 from strom.server.handlers.common import NO_THROTTLE, as_newest
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["DescribeUserScramCredentialsHandler"]
 

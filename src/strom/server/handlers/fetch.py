@@ -54,8 +54,13 @@ from strom.common import Clock, ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.fetch_response import RecordsSplicer
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.client_quotas import ClientQuotaManager
-from strom.server.fetch_session import (
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import build, response_module
+from strom.server.api.response import Response
+from strom.server.handlers.common import throttle_field
+from strom.server.handlers.leader_hints import LeaderHints
+from strom.server.quotas.client_quotas import ClientQuotaManager
+from strom.server.replica.fetch_session import (
     ContextKind,
     FetchContext,
     FetchSessionCache,
@@ -63,12 +68,7 @@ from strom.server.fetch_session import (
     PartitionOutcome,
     SessionPartition,
 )
-from strom.server.handlers._schema import build, response_module
-from strom.server.handlers.common import throttle_field
-from strom.server.handlers.leader_hints import LeaderHints
-from strom.server.handlers.registry import RequestContext
-from strom.server.network.response import Response
-from strom.server.replica_manager import (
+from strom.server.replica.replica_manager import (
     READ_COMMITTED,
     READ_LOG_END,
     FetchParams,

@@ -22,13 +22,13 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.coordinator_runtime import CoordinatorRuntime
-from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version
+from strom.server.coordinator.coordinator_runtime import CoordinatorRuntime
+from strom.server.coordinator.group_coordinator_runtime import GroupCoordinatorRuntime
+from strom.server.coordinator.txn_coordinator_runtime import TxnCoordinatorRuntime
 from strom.server.handlers._groups import GroupHandler
-from strom.server.handlers._schema import for_version
 from strom.server.handlers.common import NO_THROTTLE, BrokerAddress, as_newest, request_field
-from strom.server.handlers.registry import RequestContext
-from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
 
 __all__ = ["FindCoordinatorHandler"]
 

@@ -3,7 +3,7 @@ Kafka's brokers do: CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, 
 IncrementalAlterConfigs, DescribeQuorum.
 
 The client's request goes as it came (header and body) with its address, through the
-:class:`~strom.server.controller_channel.ControllerChannel` (which retries while the active
+:class:`~strom.server.channel.controller_channel.ControllerChannel` (which retries while the active
 controller changes), and the controller's answer is handed back to the client unchanged but for
 its throttle: the client's connection is muted for the controller's ``throttle_time_ms`` (its
 quotas: the request quota and the mutation rate there), or longer when this broker's request
@@ -22,13 +22,13 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import ApiKey, VersionRange, api_name
-from strom.server.controller_channel import (
+from strom.server.api.handler_table import RequestContext
+from strom.server.channel.controller_channel import (
     ControllerChannel,
     ControllerUnavailable,
     EnvelopeRefused,
 )
 from strom.server.handlers.common import throttle_of
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["FORWARD_TIMEOUT", "ErrorResponse", "ForwardingHandler"]
 

@@ -29,12 +29,12 @@ from strom.common import ErrorCode
 from strom.coordinator.txn import InitProducerIdResult
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers._schema import for_version
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version
+from strom.server.channel.producer_ids import ProducerIdManager
+from strom.server.coordinator.txn_coordinator_runtime import TxnCoordinatorRuntime
 from strom.server.handlers._txns import for_client
 from strom.server.handlers.common import NO_THROTTLE, as_newest, request_field
-from strom.server.handlers.registry import RequestContext
-from strom.server.producer_ids import ProducerIdManager
-from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
 
 __all__ = ["InitProducerIdHandler"]
 

@@ -20,11 +20,11 @@ from kio.static.primitive import i32, i64
 
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import ApiKey
-from strom.server.handlers._schema import build, response_module
+from strom.server.api.handler_table import NO_RESPONSE, Handler, HandlerResult, RequestContext
+from strom.server.api.kio_entities import build, response_module
 from strom.server.handlers.common import NO_THROTTLE
 from strom.server.handlers.produce import build_response
-from strom.server.handlers.registry import NO_RESPONSE, Handler, HandlerResult, RequestContext
-from strom.server.replica_manager import AppendResult
+from strom.server.replica.replica_manager import AppendResult
 
 __all__ = ["injected_error_response"]
 

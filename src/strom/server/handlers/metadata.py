@@ -43,8 +43,10 @@ from strom.controller import CLUSTER_METADATA_TOPIC, ZERO_UUID, invalid_topic_re
 from strom.metadata import MetadataImage, PartitionRegistration, TopicImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.auto_topics import AutoTopicCreator
-from strom.server.handlers._schema import for_version
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version
+from strom.server.api.metadata_view import MetadataView
+from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.handlers.common import (
     AUTHORIZED_OPERATIONS_OMITTED,
     NO_THROTTLE,
@@ -54,8 +56,6 @@ from strom.server.handlers.common import (
     request_field,
     wire_uuid,
 )
-from strom.server.handlers.registry import RequestContext
-from strom.server.metadata_view import MetadataView
 
 __all__ = ["MetadataHandler", "MetadataQuery"]
 

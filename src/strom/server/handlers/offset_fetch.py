@@ -17,10 +17,10 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import build, for_version, response_module
 from strom.server.handlers._groups import GroupHandler, newest_request
-from strom.server.handlers._schema import build, for_version, response_module
 from strom.server.handlers.common import NO_THROTTLE, request_field
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["OffsetFetchHandler"]
 

@@ -19,10 +19,10 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers._schema import build, response_module
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import build, response_module
 from strom.server.handlers.common import NO_THROTTLE
-from strom.server.handlers.registry import RequestContext
-from strom.server.replica_manager import ReplicaManager
+from strom.server.replica.replica_manager import ReplicaManager
 
 __all__ = ["OffsetForLeaderEpochHandler"]
 

@@ -74,17 +74,17 @@ from strom.protocol.produce_response import (
     response_header_version,
 )
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers._schema import build, response_module
-from strom.server.handlers.common import throttle_field
-from strom.server.handlers.leader_hints import LeaderHints
-from strom.server.handlers.registry import (
+from strom.server.api.handler_table import (
     NO_RESPONSE,
     CloseConnection,
     HandlerResult,
     RequestContext,
 )
-from strom.server.network.response import Response
-from strom.server.replica_manager import AppendResult, ReplicaManager
+from strom.server.api.kio_entities import build, response_module
+from strom.server.api.response import Response
+from strom.server.handlers.common import throttle_field
+from strom.server.handlers.leader_hints import LeaderHints
+from strom.server.replica.replica_manager import AppendResult, ReplicaManager
 
 __all__ = [
     "AcksZeroProduceError",

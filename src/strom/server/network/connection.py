@@ -40,9 +40,7 @@ from strom.protocol.api import (
 from strom.protocol.framing import FrameDecoder, InvalidFrameSizeError
 from strom.security.principal import ANONYMOUS, KafkaPrincipal, ssl_principal
 from strom.security.principal_mapping import NoMatchingRule, PrincipalMapper
-from strom.server.client_quotas import ClientQuotas
-from strom.server.handlers.injected_errors import injected_error_response
-from strom.server.handlers.registry import (
+from strom.server.api.handler_table import (
     NO_RESPONSE,
     CloseConnection,
     Handler,
@@ -50,10 +48,12 @@ from strom.server.handlers.registry import (
     HandlerResult,
     RequestContext,
 )
+from strom.server.api.response import Response
+from strom.server.handlers.injected_errors import injected_error_response
 from strom.server.network.faults import Faults
 from strom.server.network.request_time import CLUSTER_ACTIONS, RequestTime, request_time
-from strom.server.network.response import Response
 from strom.server.network.writer import FrameWriter
+from strom.server.quotas.client_quotas import ClientQuotas
 
 __all__ = ["Connection", "ConnectionSettings", "format_address"]
 

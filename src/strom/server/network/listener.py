@@ -28,13 +28,13 @@ from typing import Any
 from strom.protocol.api import ApiKey
 from strom.security.principal_mapping import PrincipalMapper
 from strom.security.sasl_authenticator import SaslAuthenticator
-from strom.server.client_quotas import ClientQuotas
-from strom.server.handlers.registry import HandlerRegistry
+from strom.server.api.handler_table import HandlerRegistry
 from strom.server.network.connection import Connection, ConnectionSettings, format_address
 from strom.server.network.connection_quotas import ConnectionQuotas
 from strom.server.network.faults import Faults
 from strom.server.network.request_time import CLUSTER_ACTIONS
 from strom.server.network.sasl_connection import SaslConnection
+from strom.server.quotas.client_quotas import ClientQuotas
 
 __all__ = ["HostPort", "Listener", "ListenerSecurity"]
 

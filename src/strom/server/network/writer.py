@@ -22,7 +22,7 @@ import os
 from typing import Final
 
 from strom.protocol.framing import frame_prefix
-from strom.server.network.response import Buffer, FileRegionLike, Response
+from strom.server.api.response import Buffer, FileRegionLike, Response
 
 __all__ = ["FrameWriter"]
 

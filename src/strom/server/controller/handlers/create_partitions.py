@@ -1,0 +1,132 @@
+"""CreatePartitions (API key 37), v0 to v3: grow topics to a new partition count.
+
+The controller checks each topic (it exists, the count grows, assignments fit) and places the
+new partitions; their logs appear when the batch is applied. One result per distinct topic.
+
+The client's ``controller_mutation_rate`` (KIP-599) is charged the partitions each topic gains:
+strictly from v3 on (THROTTLING_QUOTA_EXCEEDED once exhausted), permissively before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Final
+
+from kio.schema.create_partitions.v3 import request as newest
+from kio.schema.create_partitions.v3 import response as latest
+from kio.schema.types import TopicName
+from kio.static.primitive import i32Timedelta
+from kio.static.protocol import ResponsePayload
+
+from strom.common import ErrorCode
+from strom.controller import (
+    ApiError,
+    CreatePartitionsRequest,
+    CreatePartitionsResult,
+    CreatePartitionsTopic,
+)
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version
+from strom.server.controller.controller_server import ControllerServer
+from strom.server.handlers.common import (
+    NO_THROTTLE,
+    as_newest,
+    mutation_quota,
+    mutation_throttle,
+)
+from strom.server.quotas.client_quotas import ControllerMutationQuotaManager
+
+__all__ = ["CreatePartitionsHandler", "error_response", "parse_create_partitions"]
+
+log = logging.getLogger(__name__)
+
+_STRICT_QUOTA_VERSION: Final = 3
+
+
+def parse_create_partitions(body: object) -> CreatePartitionsRequest:
+    request = as_newest(body, newest.CreatePartitionsRequest)
+    return CreatePartitionsRequest(
+        topics=[
+            CreatePartitionsTopic(
+                name=topic.name,
+                count=int(topic.count),
+                assignments=None
+                if topic.assignments is None
+                else [tuple(int(b) for b in a.broker_ids) for a in topic.assignments],
+            )
+            for topic in request.topics
+        ],
+        validate_only=request.validate_only,
+    )
+
+
+class CreatePartitionsHandler:
+    api_key: Final = ApiKey.CREATE_PARTITIONS
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_PARTITIONS]
+
+    def __init__(
+        self, controller: ControllerServer, *, quotas: ControllerMutationQuotaManager
+    ) -> None:
+        self._controller = controller
+        self._quotas = quotas
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        request = parse_create_partitions(context.body)
+        allowed = [
+            topic
+            for topic in request.topics
+            if context.authorize(AclOperation.ALTER, ResourceType.TOPIC, topic.name)
+        ]
+        denied = [
+            CreatePartitionsResult(topic.name, ApiError(ErrorCode.topic_authorization_failed))
+            for topic in request.topics
+            if topic not in allowed
+        ]
+        quota = mutation_quota(self._quotas, context, strict_since=_STRICT_QUOTA_VERSION)
+        request = dataclasses.replace(request, topics=allowed, quota=quota)
+        results = [*await self._controller.create_partitions(request), *denied]
+        counts = {topic.name: topic.count for topic in request.topics}
+        for result in results:
+            if result.error.is_failure:
+                log.info(
+                    "CreatePartitions from %s: topic %s not grown: %s (%s)",
+                    context.client_address,
+                    result.name,
+                    result.error.message,
+                    result.error.code.name.upper(),
+                )
+            elif not request.validate_only:
+                log.info(
+                    "topic %s now has %d partition(s)", result.name, counts.get(result.name, -1)
+                )
+        return _response(context, results, mutation_throttle(quota, context))
+
+
+def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
+    """Every topic of the request refused with ``code`` (the controller was not reached)."""
+    request = parse_create_partitions(context.body)
+    return _response(
+        context,
+        [CreatePartitionsResult(topic.name, ApiError(code)) for topic in request.topics],
+        NO_THROTTLE,
+    )
+
+
+def _response(
+    context: RequestContext, results: list[CreatePartitionsResult], throttle_time: i32Timedelta
+) -> ResponsePayload:
+    response = latest.CreatePartitionsResponse(
+        throttle_time=throttle_time,
+        results=tuple(
+            latest.CreatePartitionsTopicResult(
+                name=TopicName(result.name),
+                error_code=result.error.code,
+                error_message=result.error.message if result.error.is_failure else None,
+            )
+            for result in results
+        ),
+    )
+    return for_version(response, context.api_version)

@@ -1,0 +1,148 @@
+"""DeleteTopics (API key 20), v1 to v6: by name, and from v6 on by topic id.
+
+The controller resolves each entry (UNKNOWN_TOPIC_OR_PARTITION for a name, UNKNOWN_TOPIC_ID for
+an id no topic has, INVALID_REQUEST for an entry given twice, TOPIC_DELETION_DISABLED under
+``delete.topic.enable=false``) and removes the topics in one batch; the log publisher deletes
+their partition logs when the batch is applied. One result per request entry, as Kafka's.
+
+The client's ``controller_mutation_rate`` (KIP-599) is charged the partitions of each topic
+deleted: strictly from v5 on (THROTTLING_QUOTA_EXCEEDED once exhausted), permissively before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Final
+
+from kio.schema.delete_topics.v6 import request as newest
+from kio.schema.delete_topics.v6 import response as latest
+from kio.schema.types import TopicName
+from kio.static.primitive import i32Timedelta
+from kio.static.protocol import ResponsePayload
+
+from strom.common import ErrorCode
+from strom.controller import (
+    ZERO_UUID,
+    ApiError,
+    DeletableTopic,
+    DeleteTopicResult,
+    DeleteTopicsRequest,
+)
+from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.security.acls import AclOperation, ResourceType
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version
+from strom.server.controller.controller_server import ControllerServer
+from strom.server.handlers.common import (
+    NO_THROTTLE,
+    mutation_quota,
+    mutation_throttle,
+    request_field,
+    wire_uuid,
+)
+from strom.server.quotas.client_quotas import ControllerMutationQuotaManager
+
+__all__ = ["DeleteTopicsHandler", "error_response", "parse_delete_topics"]
+
+log = logging.getLogger(__name__)
+
+_STRICT_QUOTA_VERSION: Final = 5
+
+
+def parse_delete_topics(body: object) -> DeleteTopicsRequest:
+    """The controller's request: v6 names topics or ids, earlier versions only names."""
+    states: tuple[newest.DeleteTopicState, ...] | None = request_field(body, "topics", None)
+    if states is not None:
+        return DeleteTopicsRequest(
+            [DeletableTopic(name=state.name, topic_id=state.topic_id) for state in states]
+        )
+    names: tuple[str, ...] = request_field(body, "topic_names", ())
+    return DeleteTopicsRequest.of_names(*names)
+
+
+class DeleteTopicsHandler:
+    api_key: Final = ApiKey.DELETE_TOPICS
+    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.DELETE_TOPICS]
+
+    def __init__(
+        self, controller: ControllerServer, *, quotas: ControllerMutationQuotaManager
+    ) -> None:
+        self._controller = controller
+        self._quotas = quotas
+
+    async def handle(self, context: RequestContext) -> ResponsePayload:
+        request = parse_delete_topics(context.body)
+        denied: list[DeleteTopicResult] = []
+        if context.authorizer is not None:
+            request, denied = self._authorized(context, request)
+        quota = mutation_quota(self._quotas, context, strict_since=_STRICT_QUOTA_VERSION)
+        request = dataclasses.replace(request, quota=quota)
+        results = [*await self._controller.delete_topics(request), *denied]
+        for result in results:
+            _log_result(result, client=context.client_address)
+        return _response(context, results, mutation_throttle(quota, context))
+
+    def _authorized(
+        self, context: RequestContext, request: DeleteTopicsRequest
+    ) -> tuple[DeleteTopicsRequest, list[DeleteTopicResult]]:
+        """The topics it may DELETE, and the others answered TOPIC_AUTHORIZATION_FAILED (an
+        id no topic has is left to the controller, as Kafka)."""
+        image = self._controller.image
+        allowed: list[DeletableTopic] = []
+        denied: list[DeleteTopicResult] = []
+        for topic in request.topics:
+            name = topic.name
+            if name is None and topic.topic_id is not None:
+                found = image.topics.get_topic_by_id(topic.topic_id)
+                name = None if found is None else found.name
+            if name is None or context.authorize(AclOperation.DELETE, ResourceType.TOPIC, name):
+                allowed.append(topic)
+            else:
+                error = ApiError(ErrorCode.topic_authorization_failed)
+                denied.append(DeleteTopicResult(topic.name, topic.topic_id or ZERO_UUID, error))
+        return DeleteTopicsRequest(allowed), denied
+
+
+def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
+    """Every topic of the request refused with ``code`` (the controller was not reached)."""
+    request = parse_delete_topics(context.body)
+    return _response(
+        context,
+        [
+            DeleteTopicResult(topic.name, topic.topic_id or ZERO_UUID, ApiError(code))
+            for topic in request.topics
+        ],
+        NO_THROTTLE,
+    )
+
+
+def _response(
+    context: RequestContext, results: list[DeleteTopicResult], throttle_time: i32Timedelta
+) -> ResponsePayload:
+    response = latest.DeleteTopicsResponse(
+        throttle_time=throttle_time,
+        responses=tuple(
+            latest.DeletableTopicResult(
+                name=None if result.name is None else TopicName(result.name),
+                topic_id=wire_uuid(result.topic_id),
+                error_code=result.error.code,
+                error_message=result.error.message if result.error.is_failure else None,
+            )
+            for result in results
+        ),
+    )
+    return for_version(response, context.api_version)
+
+
+def _log_result(result: DeleteTopicResult, *, client: str) -> None:
+    if result.error.is_failure:
+        log.info(
+            "DeleteTopics from %s: %s not deleted: %s (%s)",
+            client,
+            result.name if result.name is not None else f"topic id {result.topic_id}",
+            result.error.message,
+            result.error.code.name.upper(),
+        )
+    else:
+        log.info("deleted topic %s (topic id %s)", result.name, result.topic_id)

@@ -1,0 +1,201 @@
+"""The I/O shell around the transaction coordinator core, on ``__transaction_state`` (Kafka's
+``TransactionStateManager`` and ``TransactionMarkerChannelManager``, in small;
+:mod:`strom.server.coordinator.coordinator_runtime` has what both coordinators' shells share).
+
+* Loading reads back every transactional id; the core then completes a transaction left
+  prepared (markers, then its Complete record) and aborts an Ongoing one once its timeout has
+  passed.
+* :meth:`TxnCoordinatorRuntime.write_markers` has each partition of a transaction get its
+  marker from its leader, here or on another broker (:mod:`strom.server.coordinator.txn_markers`),
+  including the ``__consumer_offsets`` partition of a group added by AddOffsetsToTxn.
+* :meth:`TxnCoordinatorRuntime.verify_produce` is the produce path's KIP-890 check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Collection, Sequence
+
+from strom.client.async_client import NodeClients
+from strom.common import Clock, ErrorCode, TopicPartition
+from strom.config import ServerConfig
+from strom.controller.topic_names import TRANSACTION_STATE_TOPIC
+from strom.coordinator.txn import (
+    TransactionCoordinator,
+    TransactionLogRecord,
+    TxnSettings,
+)
+from strom.coordinator.txn.records import decode_key, decode_value
+from strom.protocol.batch import BatchHeader
+from strom.protocol.records import iter_records
+from strom.protocol.schema import SchemaError
+from strom.server.channel.auto_topics import AutoTopicCreator
+from strom.server.coordinator.coordinator_runtime import CoordinatorRuntime
+from strom.server.coordinator.txn_markers import Marker, TxnMarkerChannel
+from strom.server.replica.replica_manager import ReplicaManager
+
+__all__ = ["TxnCoordinatorRuntime", "txn_settings_from_config"]
+
+log = logging.getLogger(__name__)
+
+
+def txn_settings_from_config(config: ServerConfig) -> TxnSettings:
+    return TxnSettings(
+        max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
+        id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
+        abort_check_interval_ms=config.get_int(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+        ),
+        expiration_check_interval_ms=config.get_int(
+            "transaction.remove.expired.transaction.cleanup.interval.ms"
+        ),
+    )
+
+
+class TxnCoordinatorRuntime(CoordinatorRuntime):
+    """Owns the :class:`TransactionCoordinator` of this broker and everything around it."""
+
+    def __init__(
+        self,
+        *,
+        config: ServerConfig,
+        replica_manager: ReplicaManager,
+        auto_topics: AutoTopicCreator,
+        clock: Clock,
+        marker_clients: NodeClients | None = None,
+    ) -> None:
+        """``marker_clients``: connections to other brokers, for their partitions' markers."""
+        super().__init__(
+            topic=TRANSACTION_STATE_TOPIC,
+            replica_manager=replica_manager,
+            auto_topics=auto_topics,
+            clock=clock,
+            write_timeout_ms=config.get_int("request.timeout.ms"),
+        )
+        self.coordinator = TransactionCoordinator(
+            settings=txn_settings_from_config(config), writer=self
+        )
+        self._markers = TxnMarkerChannel(
+            replica_manager=replica_manager,
+            clients=marker_clients,
+            wait_acks=self._committed,
+            request_timeout=config.get_int("request.timeout.ms") / 1000,
+        )
+        self._marker_tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def core(self) -> TransactionCoordinator:
+        return self.coordinator
+
+    @property
+    def replica_manager(self) -> ReplicaManager:
+        return self._replica_manager
+
+    # --- loading ------------------------------------------------------------------------------
+
+    def _finish_loading(self, partition: int, leader_epoch: int) -> None:
+        """Kafka's coordinator epoch is the leader epoch of the ``__transaction_state``
+        partition, the one it was loaded at."""
+        self.coordinator.finish_loading(
+            partition, coordinator_epoch=leader_epoch, now_ms=self.now_ms()
+        )
+
+    def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
+        if header.is_control:
+            return 0
+        count = 0
+        for record in iter_records(batch):
+            if record.key is None:
+                continue
+            try:
+                key = decode_key(record.key)
+                value = decode_value(record.value)
+            except SchemaError as error:
+                log.warning(
+                    "skipping an unreadable record of %s: %s", TRANSACTION_STATE_TOPIC, error
+                )
+                continue
+            self.coordinator.replay(TransactionLogRecord(key, value))
+            count += 1
+        return count
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def verify_produce(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition
+    ) -> ErrorCode | None:
+        """KIP-890 verification of a transactional produce: NONE when ``tp`` is in the
+        producer's Ongoing transaction, else the error; None when this broker does not
+        coordinate ``transactional_id`` (no check: Kafka's leader would ask the coordinator
+        with AddPartitionsToTxn v4, which strom's brokers do not send yet)."""
+        coordinator = self.coordinator
+        if coordinator.partition_count is None or (
+            coordinator.partition_of(transactional_id) not in coordinator.owned_partitions
+        ):
+            return None
+        [code] = self.coordinator.verify_partitions(
+            transactional_id,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            partitions=[tp],
+        ).values()
+        return code
+
+    # --- the core's TransactionWriter ---------------------------------------------------------
+
+    def append(
+        self,
+        partition: int,
+        records: Sequence[TransactionLogRecord],
+        done: Callable[[ErrorCode], None],
+    ) -> None:
+        self._append(
+            partition,
+            [record.encode() for record in records],
+            lambda code: done(code if code is ErrorCode.none else _append_error(code)),
+        )
+
+    def write_markers(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: Collection[TopicPartition],
+        done: Callable[[], None],
+    ) -> None:
+        """Write the marker in every partition, wherever it is led (:mod:`strom.server.
+        txn_markers`); ``done`` once each is written or given up on."""
+        marker = Marker(producer_id, producer_epoch, commit, coordinator_epoch)
+
+        async def deliver() -> None:
+            await self._markers.deliver(marker, partitions)
+            done()
+
+        task = asyncio.get_running_loop().create_task(deliver())
+        self._marker_tasks.add(task)
+        task.add_done_callback(self._marker_tasks.discard)
+
+    async def stop(self) -> None:
+        tasks, self._marker_tasks = set(self._marker_tasks), set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._markers.close()
+        await super().stop()
+
+
+def _append_error(code: ErrorCode) -> ErrorCode:
+    """What the coordinator answers for a failed append (Kafka's mapping)."""
+    if code in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+        return ErrorCode.not_coordinator
+    if code in (
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.not_enough_replicas,
+        ErrorCode.not_enough_replicas_after_append,
+        ErrorCode.request_timed_out,
+    ):
+        return ErrorCode.coordinator_not_available
+    return ErrorCode.unknown_server_error
