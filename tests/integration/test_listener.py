@@ -36,9 +36,10 @@ from strom.server.api.handler_table import (
     RequestContext,
 )
 from strom.server.api.response import Response
+from strom.server.configs.node_config import HostPort
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.network.connection import ConnectionSettings
-from strom.server.network.listener import HostPort, Listener
+from strom.server.network.listener import Listener
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
     "uvloop": uvloop.new_event_loop,

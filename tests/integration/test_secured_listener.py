@@ -28,11 +28,13 @@ from strom.security.sasl import PlainServer
 from strom.security.sasl_authenticator import SaslAuthenticator
 from strom.server.api.handler_table import HandlerRegistry, HandlerResult, RequestContext
 from strom.server.api.response import Response
+from strom.server.auth.listener_security import ListenerSecurity
+from strom.server.configs.node_config import HostPort
 from strom.server.handlers.api_versions import ApiVersionsHandler
-from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
-from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
 from strom.server.network.connection import ConnectionSettings
-from strom.server.network.listener import HostPort, Listener, ListenerSecurity
+from strom.server.network.listener import Listener
+from strom.server.network.sasl_authenticate import SaslAuthenticateHandler
+from strom.server.network.sasl_handshake import SaslHandshakeHandler
 from strom.testing.certificates import CertificateAuthority
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {

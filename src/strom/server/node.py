@@ -65,7 +65,7 @@ from strom.server.broker.cleaner_service import CleanerService
 from strom.server.channel.controller_channel import ControllerChannel
 from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.configs.log_configs import TopicConfigResolver
-from strom.server.configs.node_config import NodeConfig
+from strom.server.configs.node_config import HostPort, NodeConfig
 from strom.server.controller.controller_server import ControllerServer
 from strom.server.controller.handlers import alter_client_quotas, alter_user_scram_credentials
 from strom.server.controller.handlers.acls import (
@@ -99,15 +99,15 @@ from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress
 from strom.server.handlers.describe_cluster import CONTROLLERS_ENDPOINT, DescribeClusterHandler
-from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
-from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.connection_quotas import connection_limits
 from strom.server.network.faults import Faults
 from strom.server.network.faults_file import faults_from_environment
-from strom.server.network.listener import HostPort, Listener
+from strom.server.network.listener import Listener
 from strom.server.network.request_time import CONTROLLER_EXEMPT
+from strom.server.network.sasl_authenticate import SaslAuthenticateHandler
+from strom.server.network.sasl_handshake import SaslHandshakeHandler
 from strom.server.quotas.client_quotas import ClientQuotas
 from strom.server.raft.quorum_voters import QuorumAddresses, directory_uuid
 from strom.server.raft.raft_disk import BackgroundQuorumStateStore, DiskWriter

@@ -29,7 +29,14 @@ from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import response_type
 
-__all__ = ["build", "convert", "for_version", "response_module"]
+__all__ = [
+    "as_newest",
+    "build",
+    "convert",
+    "for_version",
+    "request_field",
+    "response_module",
+]
 
 T = TypeVar("T")
 
@@ -135,3 +142,18 @@ def _entity_class(annotation: Any) -> type | None:
     if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         return annotation
     return None
+
+
+def as_newest(body: object, newest: type[T]) -> T:
+    """``body`` typed as the newest request class of its API, so that mypy checks field names.
+
+    Only a view: an older version's body lacks the newer fields; read those with
+    :func:`request_field`.
+    """
+    return typing.cast(T, body)
+
+
+def request_field(body: object, name: str, default: T) -> T:
+    """A request field that older versions lack, or ``default`` (the value Kafka assumes)."""
+    value: T = getattr(body, name, default)
+    return value

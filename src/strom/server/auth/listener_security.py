@@ -15,9 +15,11 @@ Every problem is one ConfigError line naming the setting.
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Final
 
@@ -46,11 +48,28 @@ from strom.security.sasl_authenticator import SaslAuthenticator
 from strom.security.scram import CredentialLookup, ScramMechanism, ScramServer
 from strom.security.tls import client_context, server_context
 from strom.server.configs.node_config import ListenerConfig
-from strom.server.network.listener import ListenerSecurity
 
-__all__ = ["SUPPORTED_MECHANISMS", "client_security", "listener_security"]
+__all__ = ["SUPPORTED_MECHANISMS", "ListenerSecurity", "client_security", "listener_security"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSecurity:
+    """How a listener secures its connections; the default is PLAINTEXT."""
+
+    ssl_context: ssl.SSLContext | None = None
+    """SSL and SASL_SSL: the server side of TLS."""
+    principal_mapper: PrincipalMapper | None = None
+    """SSL: names clients by their certificate's subject (``ssl.principal.mapping.rules``)."""
+    sasl: Callable[[], SaslAuthenticator] | None = None
+    """SASL_PLAINTEXT and SASL_SSL: a new connection's authenticator."""
+    sasl_max_receive_size: int = 524288
+    """``sasl.server.max.receive.size``: the largest frame a client may send before it has
+    authenticated."""
+    handshake_timeout: float = 10.0
+    """Seconds a client has to finish the TLS handshake."""
+
 
 SUPPORTED_MECHANISMS: Final = (PLAIN, *(m.mechanism_name for m in ScramMechanism), OAUTHBEARER)
 

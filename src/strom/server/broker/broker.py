@@ -62,6 +62,7 @@ from strom.protocol.kafka_releases import release_versions
 from strom.security.acls import AclOperation
 from strom.server.api.handler_table import HandlerRegistry
 from strom.server.api.metadata_view import MetadataWaiter
+from strom.server.auth.listener_security import ListenerSecurity
 from strom.server.broker.broker_lifecycle import (
     BrokerLifecycleManager,
     LifecycleSettings,
@@ -74,7 +75,7 @@ from strom.server.channel.controller_channel import ControllerChannel
 from strom.server.channel.producer_ids import ProducerIdManager
 from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.configs.log_configs import TopicConfigResolver
-from strom.server.configs.node_config import NodeConfig
+from strom.server.configs.node_config import HostPort, NodeConfig
 from strom.server.controller.handlers import (
     acls,
     alter_client_quotas,
@@ -126,15 +127,15 @@ from strom.server.handlers.offset_delete import OffsetDeleteHandler
 from strom.server.handlers.offset_fetch import OffsetFetchHandler
 from strom.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from strom.server.handlers.produce import ProduceHandler
-from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
-from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
 from strom.server.handlers.sync_group import SyncGroupHandler
 from strom.server.handlers.txn_offset_commit import TxnOffsetCommitHandler
 from strom.server.handlers.write_txn_markers import WriteTxnMarkersHandler
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.connection_quotas import ConnectionLimits, ConnectionQuotas
 from strom.server.network.faults import Faults
-from strom.server.network.listener import HostPort, Listener, ListenerSecurity
+from strom.server.network.listener import Listener
+from strom.server.network.sasl_authenticate import SaslAuthenticateHandler
+from strom.server.network.sasl_handshake import SaslHandshakeHandler
 from strom.server.quotas.client_quotas import ClientQuotas
 from strom.server.replica.alter_partition_manager import AlterPartitionManager
 from strom.server.replica.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache

@@ -29,9 +29,9 @@ from types import MappingProxyType
 from typing import Final
 
 from strom.config import ConfigError, ServerConfig
-from strom.server.network.listener import HostPort
 
 __all__ = [
+    "HostPort",
     "ListenerConfig",
     "NodeConfig",
     "ProcessRole",
@@ -40,6 +40,32 @@ __all__ = [
 ]
 
 SECURITY_PROTOCOLS: Final = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A listener address; ``host`` may be a name, an IPv4 or an IPv6 address (no brackets)."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> HostPort:
+        """``host:port``, ``[v6]:port`` or ``:port`` (every interface)."""
+        host, sep, port_text = text.strip().rpartition(":")
+        if not sep or not port_text.isdigit():
+            raise ValueError(f"expected HOST:PORT, got {text!r}")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        elif ":" in host:
+            raise ValueError(f"write an IPv6 address in brackets, as [{host}]:{port_text}")
+        port = int(port_text)
+        if port > 65535:
+            raise ValueError(f"port {port} is out of range")
+        return cls(host, port)
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
 class ProcessRole(enum.StrEnum):

@@ -13,8 +13,8 @@ from strom.protocol.api import response_type
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import build, convert
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.coordinator.group_coordinator_runtime import GroupCoordinatorRuntime
-from strom.server.handlers.common import NO_THROTTLE
 
 __all__ = [
     "GroupHandler",

@@ -6,9 +6,7 @@ addresses, request views and log lines. Responses for each version are built wit
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import logging
-import typing
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final, TypeVar
@@ -25,6 +23,7 @@ from strom.controller import (
 from strom.metadata import BrokerRegistration, ConfigResourceType, MetadataImage
 from strom.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
+from strom.server.api.throttle import throttle_field
 from strom.server.quotas.client_quotas import (
     ControllerMutationQuota,
     ControllerMutationQuotaManager,
@@ -35,33 +34,19 @@ __all__ = [
     "ALL_GROUP_OPERATIONS",
     "ALL_TOPIC_OPERATIONS",
     "AUTHORIZED_OPERATIONS_OMITTED",
-    "NO_THROTTLE",
     "BrokerAddress",
     "alter_configs_results",
-    "as_newest",
     "authorized_operations",
     "broker_addresses",
     "config_refusal",
     "log_config_changes",
     "mutation_quota",
     "mutation_throttle",
-    "request_field",
     "split_config_resources",
-    "throttle_field",
-    "throttle_of",
     "wire_uuid",
 ]
 
 T = TypeVar("T")
-
-NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
-
-
-def throttle_field(throttle_ms: int) -> i32Timedelta:
-    """A response's ``throttle_time_ms``."""
-    if not throttle_ms:
-        return NO_THROTTLE
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=throttle_ms))
 
 
 def mutation_quota(
@@ -79,12 +64,6 @@ def mutation_throttle(quota: ControllerMutationQuota, context: RequestContext) -
     throttle_ms = quota.throttle_time_ms()
     context.throttle(throttle_ms)
     return throttle_field(throttle_ms)
-
-
-def throttle_of(body: object) -> int:
-    """A response body's ``throttle_time_ms`` (0 when its version has none)."""
-    throttle: datetime.timedelta | None = getattr(body, "throttle_time", None)
-    return 0 if throttle is None else round(throttle.total_seconds() * 1000)
 
 
 AUTHORIZED_OPERATIONS_OMITTED: Final = i32(-(2**31))
@@ -158,15 +137,6 @@ def broker_addresses(
 def wire_uuid(value: uuid.UUID | None) -> uuid.UUID | None:
     """A topic id as kio carries it: the zero UUID (Kafka's "no id") is None, as kio decodes it."""
     return None if value is None or value.int == 0 else value
-
-
-def as_newest(body: object, newest: type[T]) -> T:
-    """``body`` typed as the newest request class of its API, so that mypy checks field names.
-
-    Only a view: an older version's body lacks the newer fields; read those with
-    :func:`request_field`.
-    """
-    return typing.cast(T, body)
 
 
 def resource_label(resource_type: int, name: str) -> str:
@@ -267,9 +237,3 @@ def refused_config_results(
     """Every resource of an AlterConfigs or IncrementalAlterConfigs request refused with
     ``code`` (the controller was not reached)."""
     return [AlterConfigsResult(r.resource_type, r.resource_name, ApiError(code)) for r in resources]
-
-
-def request_field(body: object, name: str, default: T) -> T:
-    """A request field that older versions lack, or ``default`` (the value Kafka assumes)."""
-    value: T = getattr(body, name, default)
-    return value

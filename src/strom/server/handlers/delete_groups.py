@@ -14,9 +14,8 @@ from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import for_version
+from strom.server.api.kio_entities import as_newest, for_version
 from strom.server.handlers._groups import GroupHandler
-from strom.server.handlers.common import as_newest
 
 __all__ = ["DeleteGroupsHandler"]
 

@@ -35,10 +35,11 @@ from strom.metadata import ConfigResourceType, MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import for_version
+from strom.server.api.kio_entities import as_newest, for_version, request_field
 from strom.server.api.metadata_view import MetadataView
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.configs.config_entries import ConfigDescriber, DescribedConfig
-from strom.server.handlers.common import NO_THROTTLE, as_newest, config_refusal, request_field
+from strom.server.handlers.common import config_refusal
 
 __all__ = ["DescribeConfigsHandler"]
 

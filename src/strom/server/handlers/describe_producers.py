@@ -22,7 +22,8 @@ from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
-from strom.server.handlers.common import NO_THROTTLE, as_newest
+from strom.server.api.kio_entities import as_newest
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.replica.replica_manager import ReplicaManager
 
 __all__ = ["DescribeProducersHandler"]

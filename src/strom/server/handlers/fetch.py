@@ -57,7 +57,7 @@ from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import build, response_module
 from strom.server.api.response import Response
-from strom.server.handlers.common import throttle_field
+from strom.server.api.throttle import throttle_field
 from strom.server.handlers.leader_hints import LeaderHints
 from strom.server.quotas.client_quotas import ClientQuotaManager
 from strom.server.replica.fetch_session import (

@@ -23,12 +23,13 @@ from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import for_version
+from strom.server.api.kio_entities import as_newest, for_version, request_field
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.coordinator.coordinator_runtime import CoordinatorRuntime
 from strom.server.coordinator.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.coordinator.txn_coordinator_runtime import TxnCoordinatorRuntime
 from strom.server.handlers._groups import GroupHandler
-from strom.server.handlers.common import NO_THROTTLE, BrokerAddress, as_newest, request_field
+from strom.server.handlers.common import BrokerAddress
 
 __all__ = ["FindCoordinatorHandler"]
 

@@ -23,12 +23,12 @@ from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import ApiKey, VersionRange, api_name
 from strom.server.api.handler_table import RequestContext
+from strom.server.api.throttle import throttle_of
 from strom.server.channel.controller_channel import (
     ControllerChannel,
     ControllerUnavailable,
     EnvelopeRefused,
 )
-from strom.server.handlers.common import throttle_of
 
 __all__ = ["FORWARD_TIMEOUT", "ErrorResponse", "ForwardingHandler"]
 

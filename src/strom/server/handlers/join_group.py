@@ -16,14 +16,13 @@ from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import for_version
+from strom.server.api.kio_entities import for_version, request_field
 from strom.server.handlers._groups import (
     GroupHandler,
     client_host,
     group_refused,
     newest_request,
 )
-from strom.server.handlers.common import request_field
 
 __all__ = ["JoinGroupHandler"]
 

@@ -11,9 +11,8 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import for_version
+from strom.server.api.kio_entities import as_newest, for_version, request_field
 from strom.server.handlers._groups import GroupHandler, group_refused
-from strom.server.handlers.common import as_newest, request_field
 
 __all__ = ["LeaveGroupHandler"]
 

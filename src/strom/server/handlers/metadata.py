@@ -44,16 +44,14 @@ from strom.metadata import MetadataImage, PartitionRegistration, TopicImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import for_version
+from strom.server.api.kio_entities import as_newest, for_version, request_field
 from strom.server.api.metadata_view import MetadataView
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.handlers.common import (
     AUTHORIZED_OPERATIONS_OMITTED,
-    NO_THROTTLE,
-    as_newest,
     authorized_operations,
     broker_addresses,
-    request_field,
     wire_uuid,
 )
 

@@ -18,9 +18,9 @@ from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import build, for_version, response_module
+from strom.server.api.kio_entities import build, for_version, request_field, response_module
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.handlers._groups import GroupHandler, newest_request
-from strom.server.handlers.common import NO_THROTTLE, request_field
 
 __all__ = ["OffsetFetchHandler"]
 

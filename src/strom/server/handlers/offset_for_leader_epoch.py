@@ -21,7 +21,7 @@ from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import build, response_module
-from strom.server.handlers.common import NO_THROTTLE
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.replica.replica_manager import ReplicaManager
 
 __all__ = ["OffsetForLeaderEpochHandler"]

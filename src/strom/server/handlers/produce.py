@@ -82,7 +82,7 @@ from strom.server.api.handler_table import (
 )
 from strom.server.api.kio_entities import build, response_module
 from strom.server.api.response import Response
-from strom.server.handlers.common import throttle_field
+from strom.server.api.throttle import throttle_field
 from strom.server.handlers.leader_hints import LeaderHints
 from strom.server.replica.replica_manager import AppendResult, ReplicaManager
 

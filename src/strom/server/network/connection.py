@@ -49,8 +49,8 @@ from strom.server.api.handler_table import (
     RequestContext,
 )
 from strom.server.api.response import Response
-from strom.server.handlers.injected_errors import injected_error_response
 from strom.server.network.faults import Faults
+from strom.server.network.injected_errors import injected_error_response
 from strom.server.network.request_time import CLUSTER_ACTIONS, RequestTime, request_time
 from strom.server.network.writer import FrameWriter
 from strom.server.quotas.client_quotas import ClientQuotas

@@ -36,7 +36,7 @@ from strom.protocol.api import ApiKey
 from strom.security.acls import AclOperation
 from strom.server.api.handler_table import NO_RESPONSE, HandlerResult, RequestContext
 from strom.server.api.response import Response
-from strom.server.handlers.common import throttle_field, throttle_of
+from strom.server.api.throttle import throttle_field, throttle_of
 from strom.server.quotas.client_quotas import ClientQuotaManager
 
 __all__ = ["CLUSTER_ACTIONS", "CONTROLLER_EXEMPT", "RequestTime", "request_time"]

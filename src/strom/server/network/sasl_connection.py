@@ -24,12 +24,12 @@ from kio.static.protocol import ResponsePayload
 from strom.protocol.api import ApiKey, Request, api_name, encode_response
 from strom.security.sasl_authenticator import SaslAuthenticator
 from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest
 from strom.server.api.response import Response
-from strom.server.handlers.common import as_newest
-from strom.server.handlers.sasl_authenticate import authenticate_response
-from strom.server.handlers.sasl_handshake import handshake_response
 from strom.server.network.connection import Connection
 from strom.server.network.request_time import RequestTime
+from strom.server.network.sasl_authenticate import authenticate_response
+from strom.server.network.sasl_handshake import handshake_response
 from strom.server.quotas.client_quotas import ClientQuotas
 
 __all__ = ["SaslConnection"]

@@ -22,8 +22,7 @@ from strom.config import ConfigError
 from strom.raft import METADATA_TOPIC, OffsetAndEpoch, SnapshotWriter
 from strom.raft.snapshots import snapshot_file_name
 from strom.raft.voters import Endpoint, VoterNode, VoterSet
-from strom.server.configs.node_config import NodeConfig
-from strom.server.network.listener import HostPort
+from strom.server.configs.node_config import HostPort, NodeConfig
 
 __all__ = [
     "QuorumAddresses",

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from strom.config import ConfigError, ServerConfig
-from strom.server.auth.listener_security import client_security, listener_security
+from strom.server.auth.listener_security import ListenerSecurity, client_security, listener_security
 from strom.server.configs.node_config import NodeConfig
-from strom.server.network.listener import ListenerSecurity
 from strom.testing.certificates import CertificateAuthority
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"

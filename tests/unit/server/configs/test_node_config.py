@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from strom.config import ConfigError, ServerConfig
-from strom.server.configs.node_config import NodeConfig, ProcessRole
-from strom.server.network.listener import HostPort
+from strom.server.configs.node_config import HostPort, NodeConfig, ProcessRole
 
 COMBINED = {
     "process.roles": "broker,controller",

@@ -22,8 +22,8 @@ from strom.metadata.client_quotas import quota_entity as entity
 from strom.protocol.api import Request, make_request_header
 from strom.server.api.handler_table import NO_RESPONSE, RequestContext
 from strom.server.api.response import Response
+from strom.server.api.throttle import throttle_field, throttle_of
 from strom.server.auth.authorizer import Authorizer
-from strom.server.handlers.common import throttle_field, throttle_of
 from strom.server.network.request_time import CLUSTER_ACTIONS, RequestTime, request_time
 from strom.server.quotas.client_quotas import ClientQuotaManager
 

@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 from strom.config import ConfigError
 from strom.raft import LeaderAndEpoch, messages
 from strom.raft.voters import Endpoint, VoterNode, VoterSet
-from strom.server.network.listener import HostPort
+from strom.server.configs.node_config import HostPort
 from strom.server.raft.quorum_voters import (
     QuorumAddresses,
     directory_uuid,

@@ -38,9 +38,9 @@ from strom.security.acls import (
     ResourceType,
 )
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import for_version
+from strom.server.api.kio_entities import as_newest, for_version
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.controller.controller_server import ControllerServer, NotControllerError
-from strom.server.handlers.common import NO_THROTTLE, as_newest
 
 __all__ = [
     "CreateAclsHandler",

@@ -14,8 +14,9 @@ from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_CONTROLLER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.controller.controller_server import ControllerServer, NotControllerError
-from strom.server.handlers.common import NO_THROTTLE, as_newest
 
 __all__ = ["AllocateProducerIdsHandler"]
 

@@ -18,9 +18,9 @@ from strom.controller.quota_control import QuotaAlteration, QuotaAlterResult, al
 from strom.controller.results import ApiError
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import response_module
+from strom.server.api.kio_entities import as_newest, response_module
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.controller.controller_server import ControllerServer, NotControllerError
-from strom.server.handlers.common import NO_THROTTLE, as_newest
 
 __all__ = ["AlterClientQuotasHandler", "error_response"]
 

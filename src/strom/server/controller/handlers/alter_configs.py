@@ -25,12 +25,11 @@ from strom.controller import (
 )
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import for_version
+from strom.server.api.kio_entities import as_newest, for_version
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.controller.controller_server import ControllerServer
 from strom.server.handlers.common import (
-    NO_THROTTLE,
     alter_configs_results,
-    as_newest,
     log_config_changes,
     refused_config_results,
     split_config_resources,

@@ -17,8 +17,8 @@ from strom.controller import AlterPartitionItem, AlterPartitionRequest, IsrChang
 from strom.protocol.api import KAFKA_CONTROLLER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import for_version
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.controller.controller_server import ControllerServer
-from strom.server.handlers.common import NO_THROTTLE
 
 __all__ = ["AlterPartitionHandler", "parse_alter_partition"]
 

@@ -40,16 +40,11 @@ from strom.controller import (
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import for_version
+from strom.server.api.kio_entities import as_newest, for_version
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.controller.controller_server import ControllerServer
-from strom.server.handlers.common import (
-    NO_THROTTLE,
-    as_newest,
-    mutation_quota,
-    mutation_throttle,
-    wire_uuid,
-)
+from strom.server.handlers.common import mutation_quota, mutation_throttle, wire_uuid
 from strom.server.quotas.client_quotas import ControllerMutationQuotaManager
 
 __all__ = ["CreateTopicsHandler", "error_response", "parse_create_topics"]

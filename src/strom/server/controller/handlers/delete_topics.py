@@ -32,15 +32,10 @@ from strom.controller import (
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import for_version
+from strom.server.api.kio_entities import for_version, request_field
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.controller.controller_server import ControllerServer
-from strom.server.handlers.common import (
-    NO_THROTTLE,
-    mutation_quota,
-    mutation_throttle,
-    request_field,
-    wire_uuid,
-)
+from strom.server.handlers.common import mutation_quota, mutation_throttle, wire_uuid
 from strom.server.quotas.client_quotas import ControllerMutationQuotaManager
 
 __all__ = ["DeleteTopicsHandler", "error_response", "parse_delete_topics"]

@@ -23,9 +23,9 @@ from strom.common import ErrorCode, TopicPartition
 from strom.controller import ApiError, ElectionResult, ElectionType, ElectLeadersRequest
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import for_version
+from strom.server.api.kio_entities import as_newest, for_version, request_field
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.controller.controller_server import ControllerServer
-from strom.server.handlers.common import NO_THROTTLE, as_newest, request_field
 
 __all__ = ["ElectLeadersHandler", "error_response", "parse_elect_leaders"]
 

@@ -35,9 +35,9 @@ from strom.protocol.api import (
 from strom.security.acls import AclOperation
 from strom.security.principal import deserialize_principal
 from strom.server.api.handler_table import HandlerRegistry, NoResponse, RequestContext
+from strom.server.api.kio_entities import as_newest
 from strom.server.api.response import Response
 from strom.server.controller.controller_server import ControllerServer, NotControllerError
-from strom.server.handlers.common import as_newest
 from strom.server.network.request_time import request_time
 from strom.server.quotas.client_quotas import ClientQuotaManager
 

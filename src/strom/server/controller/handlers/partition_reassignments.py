@@ -24,8 +24,8 @@ from strom.common import ErrorCode, TopicPartition
 from strom.controller import ApiError, ReassignmentRequest, ReassignmentResult
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.controller.controller_server import ControllerServer
-from strom.server.handlers.common import NO_THROTTLE
 
 __all__ = [
     "AlterPartitionReassignmentsHandler",

@@ -18,13 +18,11 @@ from typing import Any
 
 from kio.static.primitive import i32, i64
 
-from strom.common import ErrorCode, TopicPartition
+from strom.common import ErrorCode
 from strom.protocol.api import ApiKey
 from strom.server.api.handler_table import NO_RESPONSE, Handler, HandlerResult, RequestContext
 from strom.server.api.kio_entities import build, response_module
-from strom.server.handlers.common import NO_THROTTLE
-from strom.server.handlers.produce import build_response
-from strom.server.replica.replica_manager import AppendResult
+from strom.server.api.throttle import NO_THROTTLE
 
 __all__ = ["injected_error_response"]
 
@@ -65,12 +63,31 @@ def _produce(context: RequestContext, code: ErrorCode) -> HandlerResult:
     body: Any = context.body
     if int(body.acks) == 0:
         return NO_RESPONSE
-    results = [
-        (TopicPartition(str(topic.name), int(partition.index)), AppendResult.failed(code, _MESSAGE))
+    schema = response_module(ApiKey.PRODUCE, context.api_version)
+    topics = tuple(
+        build(
+            schema.TopicProduceResponse,
+            name=topic.name,
+            partition_responses=tuple(
+                build(
+                    schema.PartitionProduceResponse,
+                    index=i32(int(partition.index)),
+                    error_code=code,
+                    base_offset=i64(-1),
+                    log_append_time=None,
+                    log_start_offset=i64(-1),
+                    record_errors=(),
+                    error_message=_MESSAGE,
+                )
+                for partition in topic.partition_data
+            ),
+        )
         for topic in body.topic_data
-        for partition in topic.partition_data
-    ]
-    return build_response(context.api_version, results)
+    )
+    response: HandlerResult = build(
+        schema.ProduceResponse, responses=topics, throttle_time=NO_THROTTLE, node_endpoints=()
+    )
+    return response
 
 
 def _fetch(context: RequestContext, code: ErrorCode) -> HandlerResult:
