@@ -1,20 +1,10 @@
-"""Fetches: read with the byte budget, answer at once or wait for ``min_bytes`` (Kafka's
-``ReplicaManager.fetchMessages``, ``readFromLog`` and ``DelayedFetch``).
+"""Long polls: a fetch waiting for ``min_bytes`` (Kafka's ``DelayedFetch``).
 
-:func:`read_from_log` reads the partitions in request order: each up to its
-``partition_max_bytes`` and what is left of the request's ``max_bytes``; the first batch of
-the first partition with data comes whole even when larger (KIP-74). A consumer reads up to
-the high watermark (read_uncommitted) or the last stable offset (read_committed,
-``ReplicaManager.read``); a follower (``FetchParams.replica_id`` >= 0) up to the log end, or
-learns where its log diverged, and its position is recorded (``ReplicaManager.read_for_follower``).
-A partition named by a topic id the metadata does not know (or knows for another name) is
-UNKNOWN_TOPIC_ID.
-
-:func:`fetch_messages` answers at once when ``max_wait`` is 0, when no partition was asked
-for, when ``min_bytes`` are readable, or when a partition has an error or a diverging epoch;
-otherwise the fetch waits as a ``DelayedFetch`` (in the follower purgatory, woken by every
-append, for a follower; in the consumer purgatory, woken by high watermark moves, for a
-consumer) and reads again once it completes.
+The replica manager's ``fetch_messages`` (Kafka's ``fetchMessages``) reads at once, and parks a
+fetch that found too little here: in the follower purgatory, woken by every append, for a
+follower; in the consumer purgatory, woken by high watermark moves, for a consumer; it reads
+again once the operation completes. The operation sees the partitions through
+:class:`FetchState` (the replica manager's ``partition``), not the replica manager itself.
 
 ``DelayedFetch`` completes when the bytes readable from its partitions reach ``min_bytes``
 (counting what each advance made readable; for read_committed, what lies below the last stable
@@ -28,33 +18,37 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.server.replica.fetch_session import PartitionFetch, SessionPartition
-from strom.server.replica.purgatory import DelayedOperation, Purgatory
+from strom.server.replica.partition import Partition
+from strom.server.replica.purgatory import DelayedOperation
 from strom.server.replica.replica_results import (
     READ_COMMITTED,
     READ_UNCOMMITTED,
-    FetchParams,
     HighWatermarkUpdate,
-    ReadResultInfo,
 )
 from strom.storage.fetch_isolation import FetchIsolation
-
-if TYPE_CHECKING:
-    from strom.server.replica.replica_manager import ReplicaManager
 
 __all__ = [
     "DelayedFetch",
     "FetchPartitionStatus",
     "FetchPartitions",
-    "fetch_messages",
-    "read_from_log",
+    "FetchState",
 ]
 
 FetchPartitions = Sequence[tuple[SessionPartition, PartitionFetch]]
 """The partitions of a fetch, in request order, with what is asked of each."""
+
+
+class FetchState(Protocol):
+    """The partitions a waiting fetch reads (the replica manager)."""
+
+    def partition(self, tp: TopicPartition, *, current_leader_epoch: int = -1) -> Partition:
+        """The partition, led by this broker; raises KafkaError when it is not (or the leader
+        epoch is not ``current_leader_epoch``)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -77,7 +71,7 @@ class DelayedFetch(DelayedOperation):
         timeout_ms: int,
         min_bytes: int,
         partitions: dict[TopicPartition, FetchPartitionStatus],
-        replica_manager: ReplicaManager,
+        replica_manager: FetchState,
         isolation_level: int = READ_UNCOMMITTED,
     ) -> None:
         super().__init__(timeout_ms=timeout_ms)
@@ -139,95 +133,3 @@ class DelayedFetch(DelayedOperation):
         except KafkaError:
             return True  # gone, led elsewhere, or a new leader epoch
         return not (partition.log_start_offset <= status.fetch_offset <= partition.log_end_offset)
-
-
-# --- reading -------------------------------------------------------------------------------
-
-
-def read_from_log(
-    replica_manager: ReplicaManager, params: FetchParams, partitions: FetchPartitions
-) -> list[ReadResultInfo]:
-    """Kafka's ``readFromLog``: partitions in order, sharing ``max_bytes`` (see the module
-    doc); one result per partition, in order."""
-    remaining = params.max_bytes
-    min_one_message = True
-    image = replica_manager.image
-    reads: list[ReadResultInfo] = []
-    for key, request in partitions:
-        if key.topic_id is not None:
-            topic = image.topics.get_topic(key.topic) if key.topic else None
-            if topic is None or topic.topic_id != key.topic_id:
-                reads.append(
-                    ReadResultInfo(
-                        error=ErrorCode.unknown_topic_id,
-                        message=f"unknown topic id {key.topic_id}",
-                    )
-                )
-                continue
-        tp = TopicPartition(key.topic, key.partition)
-        budget = max(0, min(request.partition_max_bytes, remaining))
-        if params.is_from_follower:
-            read = replica_manager.read_for_follower(
-                tp,
-                replica_id=params.replica_id,
-                replica_epoch=params.replica_epoch,
-                fetch_offset=request.fetch_offset,
-                max_bytes=budget,
-                current_leader_epoch=request.current_leader_epoch,
-                last_fetched_epoch=request.last_fetched_epoch,
-            )
-        else:
-            read = replica_manager.read(
-                tp,
-                fetch_offset=request.fetch_offset,
-                max_bytes=budget,
-                min_one_message=min_one_message,
-                isolation_level=params.isolation_level,
-                current_leader_epoch=request.current_leader_epoch,
-            )
-        size = read.size
-        if size:
-            min_one_message = False
-            remaining = max(0, remaining - size)
-        reads.append(read)
-    return reads
-
-
-async def fetch_messages(
-    replica_manager: ReplicaManager,
-    params: FetchParams,
-    partitions: FetchPartitions,
-    *,
-    purgatory: Purgatory[DelayedFetch],
-) -> list[ReadResultInfo]:
-    """Read now, or wait in ``purgatory`` and read again (see the module doc). The caller owns
-    the results' file regions."""
-    reads = read_from_log(replica_manager, params, partitions)
-    if (
-        not partitions
-        or params.max_wait_ms <= 0
-        or sum(read.size for read in reads) >= params.min_bytes
-        or any(read.error != ErrorCode.none or read.diverging_epoch is not None for read in reads)
-    ):
-        return reads
-    statuses = {
-        TopicPartition(key.topic, key.partition): FetchPartitionStatus(
-            fetch_offset=request.fetch_offset,
-            max_bytes=request.partition_max_bytes,
-            current_leader_epoch=request.current_leader_epoch,
-            readable=read.size,
-        )
-        for (key, request), read in zip(partitions, reads, strict=True)
-    }
-    for read in reads:
-        read.close()
-    operation = DelayedFetch(
-        timeout_ms=params.max_wait_ms,
-        min_bytes=params.min_bytes,
-        partitions=statuses,
-        replica_manager=replica_manager,
-        isolation_level=params.isolation_level,
-    )
-    if not purgatory.try_complete_else_watch(operation, statuses):
-        await operation.wait()
-    return read_from_log(replica_manager, params, partitions)

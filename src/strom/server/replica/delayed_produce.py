@@ -5,9 +5,10 @@ record (``ReplicaManager.is_acknowledged``); it fails with NOT_ENOUGH_REPLICAS_A
 when the ISR shrank below ``min.insync.replicas`` meanwhile, or with the partition's error when
 it is gone or led elsewhere (the replica manager wakes the purgatory on leadership and ISR
 changes too). :func:`delay_produce` is the one way to wait for that, used by everything the
-replica manager appends with acks=all: producers (``ReplicaManager.append_records``, whose body
-is :func:`append_records` here), the coordinators' writes and the transaction markers
-(``ReplicaManager.when_acknowledged`` and ``wait_for_acks``). When every partition is decided
+replica manager appends with acks=all: producers (``ReplicaManager.append_records``), the
+coordinators' writes and the transaction markers (``ReplicaManager.when_acknowledged`` and
+``wait_for_acks``). It reads the partitions' state through :class:`AcksState` (the replica
+manager's ``is_acknowledged``), not the replica manager itself. When every partition is decided
 already (on one node, as soon as the append is done) the outcome is given at once and no
 operation is built; otherwise a ``DelayedProduce`` waits in the replica manager's produce
 purgatory, and the partitions still undecided at its timeout answer REQUEST_TIMED_OUT (the
@@ -21,28 +22,32 @@ then.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from strom.common import ErrorCode, TopicPartition
 from strom.server.replica.purgatory import DelayedOperation, Purgatory
-from strom.server.replica.replica_results import AppendResult
-from strom.storage.producer_state import AppendOrigin
-
-if TYPE_CHECKING:
-    from strom.server.replica.replica_manager import ReplicaManager
 
 __all__ = [
     "AcksCallback",
+    "AcksState",
     "DelayedProduce",
     "acks_outcomes",
-    "append_records",
     "delay_produce",
     "wait_for_acks",
 ]
 
 AcksCallback = Callable[[dict[TopicPartition, ErrorCode]], object]
 """Hears each partition's acks=all outcome, once."""
+
+
+class AcksState(Protocol):
+    """Where acks=all writes stand (the replica manager)."""
+
+    def is_acknowledged(self, tp: TopicPartition, required_offset: int) -> ErrorCode | None:
+        """NONE once the high watermark reaches ``required_offset``, None before; the
+        partition's error when it failed (ISR below min.insync.replicas, gone, led elsewhere)."""
+        ...
 
 
 class DelayedProduce(DelayedOperation):
@@ -59,7 +64,7 @@ class DelayedProduce(DelayedOperation):
         *,
         timeout_ms: int,
         required_offsets: Mapping[TopicPartition, int],
-        replica_manager: ReplicaManager,
+        replica_manager: AcksState,
         callback: AcksCallback | None = None,
     ) -> None:
         super().__init__(timeout_ms=timeout_ms)
@@ -93,7 +98,7 @@ class DelayedProduce(DelayedOperation):
 
 
 def acks_outcomes(
-    replica_manager: ReplicaManager, required_offsets: Mapping[TopicPartition, int]
+    replica_manager: AcksState, required_offsets: Mapping[TopicPartition, int]
 ) -> dict[TopicPartition, ErrorCode] | None:
     """Every partition's outcome when all are decided already, else None."""
     outcomes: dict[TopicPartition, ErrorCode] = {}
@@ -106,7 +111,7 @@ def acks_outcomes(
 
 
 def delay_produce(
-    replica_manager: ReplicaManager,
+    replica_manager: AcksState,
     purgatory: Purgatory[DelayedProduce],
     required_offsets: Mapping[TopicPartition, int],
     *,
@@ -129,7 +134,7 @@ def delay_produce(
 
 
 async def wait_for_acks(
-    replica_manager: ReplicaManager,
+    replica_manager: AcksState,
     purgatory: Purgatory[DelayedProduce],
     required_offsets: Mapping[TopicPartition, int],
     *,
@@ -150,35 +155,3 @@ async def wait_for_acks(
         replica_manager, purgatory, required_offsets, timeout_ms=timeout_ms, callback=decided
     )
     return await future
-
-
-async def append_records(
-    replica_manager: ReplicaManager,
-    entries: Iterable[tuple[TopicPartition, bytes | None]],
-    *,
-    required_acks: int,
-    timeout_ms: int,
-    internal_topics_allowed: bool,
-    origin: AppendOrigin,
-) -> list[tuple[TopicPartition, AppendResult]]:
-    """``ReplicaManager.append_records``: append now, then wait for acks=all."""
-    results = replica_manager.append_to_local_log(
-        entries,
-        required_acks=required_acks,
-        internal_topics_allowed=internal_topics_allowed,
-        origin=origin,
-    )
-    if required_acks != -1:
-        return results
-    required = {
-        tp: result.last_offset + 1 for tp, result in results if result.error == ErrorCode.none
-    }
-    if not required:
-        return results
-    outcomes = await wait_for_acks(
-        replica_manager, replica_manager.produce_purgatory, required, timeout_ms=timeout_ms
-    )
-    return [
-        (tp, result.acknowledged(outcomes[tp]) if tp in outcomes else result)
-        for tp, result in results
-    ]

@@ -89,9 +89,13 @@ from strom.metadata.delta import MetadataDelta
 from strom.metadata.image import MetadataImage, PartitionRegistration
 from strom.replication.partition_replication import IsrChange, PartitionReplication
 from strom.server.api.metadata_view import MetadataView
-from strom.server.replica import delayed_fetch, delayed_produce
-from strom.server.replica.delayed_fetch import DelayedFetch, FetchPartitions
-from strom.server.replica.delayed_produce import AcksCallback, DelayedProduce
+from strom.server.replica.delayed_fetch import DelayedFetch, FetchPartitions, FetchPartitionStatus
+from strom.server.replica.delayed_produce import (
+    AcksCallback,
+    DelayedProduce,
+    delay_produce,
+    wait_for_acks,
+)
 from strom.server.replica.partition import LATEST_TIERED_TIMESTAMP, Partition, fetch_isolation
 from strom.server.replica.purgatory import Purgatory
 from strom.server.replica.replica_results import (
@@ -676,14 +680,24 @@ class ReplicaManager:
         each result in order, an acks=all failure (REQUEST_TIMED_OUT...) in place of NONE.
         The appends are done before the coroutine first suspends (callers keep their order).
         """
-        return await delayed_produce.append_records(
-            self,
+        results = self.append_to_local_log(
             entries,
             required_acks=required_acks,
-            timeout_ms=timeout_ms,
             internal_topics_allowed=internal_topics_allowed,
             origin=origin,
         )
+        if required_acks != -1:
+            return results
+        required = {
+            tp: result.last_offset + 1 for tp, result in results if result.error == ErrorCode.none
+        }
+        if not required:
+            return results
+        outcomes = await self.wait_for_acks(required, timeout_ms=timeout_ms)
+        return [
+            (tp, result.acknowledged(outcomes[tp]) if tp in outcomes else result)
+            for tp, result in results
+        ]
 
     def when_acknowledged(
         self,
@@ -695,7 +709,7 @@ class ReplicaManager:
         """``callback(outcomes)`` once each partition's high watermark reaches its required
         offset, or the partition failed, or ``timeout_ms`` passed (REQUEST_TIMED_OUT): at once
         when all are decided, else from the produce purgatory (``delayed_produce``)."""
-        delayed_produce.delay_produce(
+        delay_produce(
             self, self.produce_purgatory, required_offsets, timeout_ms=timeout_ms, callback=callback
         )
 
@@ -703,7 +717,7 @@ class ReplicaManager:
         self, required_offsets: Mapping[TopicPartition, int], *, timeout_ms: int
     ) -> dict[TopicPartition, ErrorCode]:
         """:meth:`when_acknowledged`, awaited (no suspension when all are decided already)."""
-        return await delayed_produce.wait_for_acks(
+        return await wait_for_acks(
             self, self.produce_purgatory, required_offsets, timeout_ms=timeout_ms
         )
 
@@ -893,13 +907,101 @@ class ReplicaManager:
     async def fetch_messages(
         self, params: FetchParams, partitions: FetchPartitions
     ) -> list[ReadResultInfo]:
-        """Kafka's ``fetchMessages``: each partition's read with the request's byte budget, at
-        once or after a long poll in the follower or consumer purgatory (``delayed_fetch``);
-        one result per partition, in order (the caller closes their file regions)."""
+        """Kafka's ``fetchMessages``: each partition's read with the request's byte budget
+        (:meth:`read_from_log`), one result per partition, in order (the caller closes their
+        file regions).
+
+        Answers at once when ``max_wait`` is 0, when no partition was asked for, when
+        ``min_bytes`` are readable, or when a partition has an error or a diverging epoch;
+        otherwise the fetch waits as a ``DelayedFetch`` (``delayed_fetch``) in the follower
+        purgatory (a follower's) or the consumer purgatory and reads again once it completes.
+        """
         purgatory = (
             self.follower_fetch_purgatory if params.is_from_follower else self.fetch_purgatory
         )
-        return await delayed_fetch.fetch_messages(self, params, partitions, purgatory=purgatory)
+        reads = self.read_from_log(params, partitions)
+        if (
+            not partitions
+            or params.max_wait_ms <= 0
+            or sum(read.size for read in reads) >= params.min_bytes
+            or any(
+                read.error != ErrorCode.none or read.diverging_epoch is not None for read in reads
+            )
+        ):
+            return reads
+        statuses = {
+            TopicPartition(key.topic, key.partition): FetchPartitionStatus(
+                fetch_offset=request.fetch_offset,
+                max_bytes=request.partition_max_bytes,
+                current_leader_epoch=request.current_leader_epoch,
+                readable=read.size,
+            )
+            for (key, request), read in zip(partitions, reads, strict=True)
+        }
+        for read in reads:
+            read.close()
+        operation = DelayedFetch(
+            timeout_ms=params.max_wait_ms,
+            min_bytes=params.min_bytes,
+            partitions=statuses,
+            replica_manager=self,
+            isolation_level=params.isolation_level,
+        )
+        if not purgatory.try_complete_else_watch(operation, statuses):
+            await operation.wait()
+        return self.read_from_log(params, partitions)
+
+    def read_from_log(
+        self, params: FetchParams, partitions: FetchPartitions
+    ) -> list[ReadResultInfo]:
+        """Kafka's ``readFromLog``: the partitions in request order, each up to its
+        ``partition_max_bytes`` and what is left of the request's ``max_bytes``; the first batch
+        of the first partition with data comes whole even when larger (KIP-74). A consumer
+        reads with :meth:`read`, a follower (``FetchParams.replica_id`` >= 0) with
+        :meth:`read_for_follower`. A partition named by a topic id the metadata does not know
+        (or knows for another name) is UNKNOWN_TOPIC_ID. One result per partition, in order."""
+        remaining = params.max_bytes
+        min_one_message = True
+        image = self.image
+        reads: list[ReadResultInfo] = []
+        for key, request in partitions:
+            if key.topic_id is not None:
+                topic = image.topics.get_topic(key.topic) if key.topic else None
+                if topic is None or topic.topic_id != key.topic_id:
+                    reads.append(
+                        ReadResultInfo(
+                            error=ErrorCode.unknown_topic_id,
+                            message=f"unknown topic id {key.topic_id}",
+                        )
+                    )
+                    continue
+            tp = TopicPartition(key.topic, key.partition)
+            budget = max(0, min(request.partition_max_bytes, remaining))
+            if params.is_from_follower:
+                read = self.read_for_follower(
+                    tp,
+                    replica_id=params.replica_id,
+                    replica_epoch=params.replica_epoch,
+                    fetch_offset=request.fetch_offset,
+                    max_bytes=budget,
+                    current_leader_epoch=request.current_leader_epoch,
+                    last_fetched_epoch=request.last_fetched_epoch,
+                )
+            else:
+                read = self.read(
+                    tp,
+                    fetch_offset=request.fetch_offset,
+                    max_bytes=budget,
+                    min_one_message=min_one_message,
+                    isolation_level=params.isolation_level,
+                    current_leader_epoch=request.current_leader_epoch,
+                )
+            size = read.size
+            if size:
+                min_one_message = False
+                remaining = max(0, remaining - size)
+            reads.append(read)
+        return reads
 
     def shutdown_purgatories(self) -> None:
         """Complete every waiting produce and fetch now, and later ones on arrival (a stopping
