@@ -67,34 +67,7 @@ from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.configs.log_configs import TopicConfigResolver
 from strom.server.configs.node_config import HostPort, NodeConfig
 from strom.server.controller.controller_server import ControllerServer
-from strom.server.controller.handlers import alter_client_quotas, alter_user_scram_credentials
-from strom.server.controller.handlers.acls import (
-    CreateAclsHandler,
-    DeleteAclsHandler,
-    DescribeAclsHandler,
-)
-from strom.server.controller.handlers.allocate_producer_ids import AllocateProducerIdsHandler
-from strom.server.controller.handlers.alter_client_quotas import AlterClientQuotasHandler
-from strom.server.controller.handlers.alter_configs import AlterConfigsHandler
-from strom.server.controller.handlers.alter_partition import AlterPartitionHandler
-from strom.server.controller.handlers.alter_user_scram_credentials import (
-    AlterUserScramCredentialsHandler,
-)
-from strom.server.controller.handlers.broker_heartbeat import BrokerHeartbeatHandler
-from strom.server.controller.handlers.broker_registration import BrokerRegistrationHandler
-from strom.server.controller.handlers.create_partitions import CreatePartitionsHandler
-from strom.server.controller.handlers.create_topics import CreateTopicsHandler
-from strom.server.controller.handlers.delete_topics import DeleteTopicsHandler
-from strom.server.controller.handlers.elect_leaders import ElectLeadersHandler
-from strom.server.controller.handlers.envelope import EnvelopeHandler
-from strom.server.controller.handlers.incremental_alter_configs import (
-    IncrementalAlterConfigsHandler,
-)
-from strom.server.controller.handlers.partition_reassignments import (
-    AlterPartitionReassignmentsHandler,
-    ListPartitionReassignmentsHandler,
-)
-from strom.server.controller.handlers.update_features import UpdateFeaturesHandler
+from strom.server.controller.handlers.controller_table import controller_handlers
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress
@@ -468,41 +441,16 @@ class Node:
         describer = ConfigDescriber(TopicConfigResolver(self.config, node_id=self.node_id))
         mutations = self.controller_quotas.controller_mutation
         handlers: list[Handler] = [
-            CreateTopicsHandler(controller, describer, quotas=mutations),
-            DeleteTopicsHandler(controller, quotas=mutations),
-            CreatePartitionsHandler(controller, quotas=mutations),
-            ClusterAuthorized(ElectLeadersHandler(controller), AclOperation.ALTER),
-            ClusterAuthorized(UpdateFeaturesHandler(controller), AclOperation.ALTER),
-            ClusterAuthorized(AlterPartitionReassignmentsHandler(controller), AclOperation.ALTER),
-            ClusterAuthorized(ListPartitionReassignmentsHandler(controller), AclOperation.DESCRIBE),
-            AlterConfigsHandler(controller),
-            ClusterAuthorized(AlterPartitionHandler(controller), AclOperation.CLUSTER_ACTION),
-            IncrementalAlterConfigsHandler(controller),
-            EnvelopeHandler(
-                registry,
+            *controller_handlers(
                 controller,
+                registry=registry,
+                cluster_id=self.cluster_id,
+                describer=describer,
+                mutations=mutations,
                 request_quota=self.controller_quotas.request,
                 request_exempt=CONTROLLER_EXEMPT,
+                image=lambda: self.metadata.image,
             ),
-            ClusterAuthorized(
-                BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),
-                AclOperation.CLUSTER_ACTION,
-            ),
-            ClusterAuthorized(BrokerHeartbeatHandler(controller), AclOperation.CLUSTER_ACTION),
-            ClusterAuthorized(AllocateProducerIdsHandler(controller), AclOperation.CLUSTER_ACTION),
-            ClusterAuthorized(
-                AlterUserScramCredentialsHandler(controller),
-                AclOperation.ALTER,
-                refuse=alter_user_scram_credentials.error_response,
-            ),
-            ClusterAuthorized(
-                AlterClientQuotasHandler(controller),
-                AclOperation.ALTER_CONFIGS,
-                refuse=alter_client_quotas.error_response,
-            ),
-            CreateAclsHandler(controller),
-            DeleteAclsHandler(controller),
-            DescribeAclsHandler(lambda: self.metadata.image),
             DescribeClusterHandler(
                 cluster_id=self.cluster_id,
                 controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,

@@ -73,7 +73,7 @@ from strom.metadata import (
 )
 from strom.raft import NotLeaderError
 
-__all__ = ["ControllerServer", "NotControllerError", "QuorumLog"]
+__all__ = ["ControllerServer", "NotControllerError", "OperationRunner", "QuorumLog"]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,16 @@ class QuorumLog(Protocol):
     def append(self, records: Sequence[bytes], *, epoch: int) -> int:
         """Append one batch as the leader of ``epoch``; the offset of its last record. Raises
         when this node is not that leader."""
+        ...
+
+
+class OperationRunner(Protocol):
+    """What a handler of an operation without a method of its own needs of the controller
+    (:meth:`ControllerServer.run`)."""
+
+    async def run(self, name: str, operation: Callable[[MetadataImage], ControllerResult[T]]) -> T:
+        """Validate ``operation``, append its records, reply once they are committed. Raises
+        :class:`NotControllerError`."""
         ...
 
 

@@ -46,11 +46,12 @@ from __future__ import annotations
 import datetime
 import logging
 import uuid
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kio.static.primitive import i32, i64
 
 from strom.common import Clock, ErrorCode, TopicPartition
+from strom.metadata import MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.fetch_response import RecordsSplicer
 from strom.security.acls import AclOperation, ResourceType
@@ -60,6 +61,7 @@ from strom.server.api.response import Response
 from strom.server.api.throttle import throttle_field
 from strom.server.handlers.leader_hints import LeaderHints
 from strom.server.quotas.client_quotas import ClientQuotaManager
+from strom.server.replica.delayed_fetch import FetchPartitions
 from strom.server.replica.fetch_session import (
     ContextKind,
     FetchContext,
@@ -68,12 +70,11 @@ from strom.server.replica.fetch_session import (
     PartitionOutcome,
     SessionPartition,
 )
-from strom.server.replica.replica_manager import (
+from strom.server.replica.replica_results import (
     READ_COMMITTED,
     READ_LOG_END,
     FetchParams,
     ReadResultInfo,
-    ReplicaManager,
 )
 from strom.storage.file_region import FileRegion
 
@@ -136,6 +137,21 @@ def _leader(
     return {"current_leader": hints.current_leader(schema, tp, read.error)}
 
 
+class MessageFetcher(Protocol):
+    """What Fetch needs of the replica manager."""
+
+    @property
+    def image(self) -> MetadataImage:
+        """The metadata image the replica manager applied last."""
+        ...
+
+    async def fetch_messages(
+        self, params: FetchParams, partitions: FetchPartitions
+    ) -> list[ReadResultInfo]:
+        """Each partition's read, at once or after a long poll (Kafka's ``fetchMessages``)."""
+        ...
+
+
 class FetchHandler:
     """Answers Fetch with file regions (see the module doc)."""
 
@@ -145,7 +161,7 @@ class FetchHandler:
     def __init__(
         self,
         *,
-        replica_manager: ReplicaManager,
+        replica_manager: MessageFetcher,
         sessions: FetchSessionCache,
         clock: Clock,
         quota: ClientQuotaManager | None = None,

@@ -13,7 +13,7 @@ import enum
 import logging
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Final, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from kio.schema.create_acls.v3 import request as create_request
 from kio.schema.create_acls.v3 import response as create_response
@@ -25,6 +25,7 @@ from kio.static.primitive import i8
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
+from strom.controller import QuorumController
 from strom.controller.acl_control import AclDeleteResult
 from strom.controller.results import ApiError
 from strom.metadata.image import MetadataImage
@@ -40,7 +41,7 @@ from strom.security.acls import (
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer, NotControllerError
+from strom.server.controller.controller_server import OperationRunner
 
 __all__ = [
     "CreateAclsHandler",
@@ -101,11 +102,20 @@ def _filter(
     )
 
 
+class AclController(OperationRunner, Protocol):
+    """What CreateAcls and DeleteAcls need of the controller."""
+
+    @property
+    def controller(self) -> QuorumController:
+        """The controller's state machine (its ACL operations)."""
+        ...
+
+
 class CreateAclsHandler:
     api_key: Final = ApiKey.CREATE_ACLS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_ACLS]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(self, controller: AclController) -> None:
         self._controller = controller
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
@@ -114,13 +124,10 @@ class CreateAclsHandler:
         refused = _refusal(context, AclOperation.ALTER)
         if refused is not None:
             return _create_response(context, [refused] * len(bindings))
-        try:
-            results = await self._controller.run(
-                "create ACLs",
-                lambda image: self._controller.controller.create_acls(image, bindings),
-            )
-        except NotControllerError:
-            return create_error_response(context, ErrorCode.not_controller)
+        results = await self._controller.run(
+            "create ACLs",
+            lambda image: self._controller.controller.create_acls(image, bindings),
+        )
         for binding, error in zip(bindings, results, strict=True):
             if error.is_success:
                 log.info("ACL created by %s: %s", context.principal, binding)
@@ -147,7 +154,7 @@ class DeleteAclsHandler:
     api_key: Final = ApiKey.DELETE_ACLS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.DELETE_ACLS]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(self, controller: AclController) -> None:
         self._controller = controller
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
@@ -156,13 +163,10 @@ class DeleteAclsHandler:
         refused = _refusal(context, AclOperation.ALTER)
         if refused is not None:
             return _delete_response(context, [AclDeleteResult(refused)] * len(filters))
-        try:
-            controller = self._controller.controller
-            results = await self._controller.run(
-                "delete ACLs", lambda image: controller.delete_acls(image, filters)
-            )
-        except NotControllerError:
-            return delete_error_response(context, ErrorCode.not_controller)
+        controller = self._controller.controller
+        results = await self._controller.run(
+            "delete ACLs", lambda image: controller.delete_acls(image, filters)
+        )
         for result in results:
             for binding in result.deleted:
                 log.info("ACL deleted by %s: %s", context.principal, binding)

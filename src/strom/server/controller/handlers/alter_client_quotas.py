@@ -20,7 +20,7 @@ from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, response_module
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer, NotControllerError
+from strom.server.controller.controller_server import OperationRunner
 
 __all__ = ["AlterClientQuotasHandler", "error_response"]
 
@@ -43,18 +43,15 @@ class AlterClientQuotasHandler:
     api_key: Final = ApiKey.ALTER_CLIENT_QUOTAS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.ALTER_CLIENT_QUOTAS]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(self, controller: OperationRunner) -> None:
         self._controller = controller
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         alterations, validate_only = _alterations(context.body)
-        try:
-            results = await self._controller.run(
-                "alter client quotas",
-                lambda image: alter_client_quotas(image, alterations, validate_only=validate_only),
-            )
-        except NotControllerError:
-            return error_response(context, ErrorCode.not_controller)
+        results = await self._controller.run(
+            "alter client quotas",
+            lambda image: alter_client_quotas(image, alterations, validate_only=validate_only),
+        )
         for result in results:
             if result.error.is_success and not validate_only:
                 log.info(

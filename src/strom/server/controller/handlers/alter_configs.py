@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.alter_configs.v2 import request as newest
 from kio.schema.alter_configs.v2 import response as latest
@@ -27,7 +27,6 @@ from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer
 from strom.server.handlers.common import (
     alter_configs_results,
     log_config_changes,
@@ -55,11 +54,19 @@ def parse_alter_configs(body: object) -> AlterConfigsRequest:
     )
 
 
+class ConfigsAlterer(Protocol):
+    """What AlterConfigs needs of the controller."""
+
+    async def alter_configs(self, request: AlterConfigsRequest) -> list[AlterConfigsResult]:
+        """AlterConfigs over the quorum; raises NotControllerError."""
+        ...
+
+
 class AlterConfigsHandler:
     api_key: Final = ApiKey.ALTER_CONFIGS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.ALTER_CONFIGS]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(self, controller: ConfigsAlterer) -> None:
         self._controller = controller
 
     async def handle(self, context: RequestContext) -> ResponsePayload:

@@ -6,19 +6,23 @@ as -1, unchecked); v3 gives each member's broker epoch (KIP-841).
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kio.schema.alter_partition.v3 import response as latest
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32
 from kio.static.protocol import ResponsePayload
 
-from strom.controller import AlterPartitionItem, AlterPartitionRequest, IsrChangeResult
+from strom.controller import (
+    AlterPartitionItem,
+    AlterPartitionReply,
+    AlterPartitionRequest,
+    IsrChangeResult,
+)
 from strom.protocol.api import KAFKA_CONTROLLER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import for_version
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer
 
 __all__ = ["AlterPartitionHandler", "parse_alter_partition"]
 
@@ -47,11 +51,19 @@ def parse_alter_partition(body: Any) -> AlterPartitionRequest:
     return AlterPartitionRequest(int(body.broker_id), int(body.broker_epoch), items)
 
 
+class IsrChanger(Protocol):
+    """What AlterPartition needs of the controller."""
+
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionReply:
+        """AlterPartition over the quorum; raises NotControllerError."""
+        ...
+
+
 class AlterPartitionHandler:
     api_key: Final = ApiKey.ALTER_PARTITION
     versions: Final = KAFKA_CONTROLLER_VERSIONS[ApiKey.ALTER_PARTITION]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(self, controller: IsrChanger) -> None:
         self._controller = controller
 
     async def handle(self, context: RequestContext) -> ResponsePayload:

@@ -25,7 +25,7 @@ from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer, NotControllerError
+from strom.server.controller.controller_server import OperationRunner
 
 __all__ = ["AlterUserScramCredentialsHandler", "error_response"]
 
@@ -46,18 +46,15 @@ class AlterUserScramCredentialsHandler:
     api_key: Final = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.ALTER_USER_SCRAM_CREDENTIALS]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(self, controller: OperationRunner) -> None:
         self._controller = controller
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         deletions, upsertions = _changes(context.body)
-        try:
-            results = await self._controller.run(
-                "alter user SCRAM credentials",
-                lambda image: alter_scram_credentials(image, deletions, upsertions),
-            )
-        except NotControllerError:
-            return error_response(context, ErrorCode.not_controller)
+        results = await self._controller.run(
+            "alter user SCRAM credentials",
+            lambda image: alter_scram_credentials(image, deletions, upsertions),
+        )
         for result in results:
             if result.error.is_success:
                 log.info(

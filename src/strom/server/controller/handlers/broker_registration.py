@@ -5,7 +5,7 @@ heartbeats show it has caught up with the metadata log."""
 from __future__ import annotations
 
 import uuid
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.broker_registration.v4 import request as newest
 from kio.schema.broker_registration.v4 import response as latest
@@ -13,22 +13,29 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i64
 from kio.static.protocol import ResponsePayload
 
-from strom.controller import BrokerRegistrationRequest
+from strom.controller import BrokerRegistrationReply, BrokerRegistrationRequest
 from strom.metadata import BrokerEndpoint, BrokerFeature, SecurityProtocol
 from strom.protocol.api import KAFKA_CONTROLLER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version, request_field
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer, NotControllerError
 
 __all__ = ["BrokerRegistrationHandler"]
+
+
+class BrokerRegistrar(Protocol):
+    """What BrokerRegistration needs of the controller."""
+
+    async def register_broker(self, request: BrokerRegistrationRequest) -> BrokerRegistrationReply:
+        """A broker's registration; raises NotControllerError."""
+        ...
 
 
 class BrokerRegistrationHandler:
     api_key: Final = ApiKey.BROKER_REGISTRATION
     versions: Final = KAFKA_CONTROLLER_VERSIONS[ApiKey.BROKER_REGISTRATION]
 
-    def __init__(self, controller: ControllerServer, *, cluster_id: str) -> None:
+    def __init__(self, controller: BrokerRegistrar, *, cluster_id: str) -> None:
         self._controller = controller
         self._cluster_id = cluster_id
 
@@ -36,36 +43,38 @@ class BrokerRegistrationHandler:
         request = as_newest(context.body, newest.BrokerRegistrationRequest)
         if request.cluster_id != self._cluster_id:
             return _answer(context, ErrorCode.inconsistent_cluster_id)
-        try:
-            reply = await self._controller.register_broker(
-                BrokerRegistrationRequest(
-                    broker_id=int(request.broker_id),
-                    incarnation_id=request.incarnation_id or uuid.UUID(int=0),
-                    endpoints=tuple(
-                        BrokerEndpoint(
-                            listener.name,
-                            listener.host,
-                            int(listener.port),
-                            SecurityProtocol(int(listener.security_protocol)),
-                        )
-                        for listener in request.listeners
-                    ),
-                    features=tuple(
-                        BrokerFeature(
-                            feature.name,
-                            int(feature.min_supported_version),
-                            int(feature.max_supported_version),
-                        )
-                        for feature in request.features
-                    ),
-                    rack=request.rack,
-                    log_dirs=_log_dirs(context.body),
-                    previous_broker_epoch=_previous_broker_epoch(context.body),
-                )
+        reply = await self._controller.register_broker(
+            BrokerRegistrationRequest(
+                broker_id=int(request.broker_id),
+                incarnation_id=request.incarnation_id or uuid.UUID(int=0),
+                endpoints=tuple(
+                    BrokerEndpoint(
+                        listener.name,
+                        listener.host,
+                        int(listener.port),
+                        SecurityProtocol(int(listener.security_protocol)),
+                    )
+                    for listener in request.listeners
+                ),
+                features=tuple(
+                    BrokerFeature(
+                        feature.name,
+                        int(feature.min_supported_version),
+                        int(feature.max_supported_version),
+                    )
+                    for feature in request.features
+                ),
+                rack=request.rack,
+                log_dirs=_log_dirs(context.body),
+                previous_broker_epoch=_previous_broker_epoch(context.body),
             )
-        except NotControllerError:
-            return _answer(context, ErrorCode.not_controller)
+        )
         return _answer(context, reply.error.code, reply.broker_epoch)
+
+
+def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
+    """The answer with ``code`` and no broker epoch (the controller was not reached)."""
+    return _answer(context, code)
 
 
 def _answer(context: RequestContext, error: ErrorCode, epoch: int = -1) -> ResponsePayload:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.create_partitions.v3 import request as newest
 from kio.schema.create_partitions.v3 import response as latest
@@ -31,7 +31,6 @@ from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer
 from strom.server.handlers.common import mutation_quota, mutation_throttle
 from strom.server.quotas.client_quotas import ControllerMutationQuotaManager
 
@@ -59,12 +58,22 @@ def parse_create_partitions(body: object) -> CreatePartitionsRequest:
     )
 
 
+class PartitionsCreator(Protocol):
+    """What CreatePartitions needs of the controller."""
+
+    async def create_partitions(
+        self, request: CreatePartitionsRequest
+    ) -> list[CreatePartitionsResult]:
+        """CreatePartitions over the quorum; raises NotControllerError."""
+        ...
+
+
 class CreatePartitionsHandler:
     api_key: Final = ApiKey.CREATE_PARTITIONS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_PARTITIONS]
 
     def __init__(
-        self, controller: ControllerServer, *, quotas: ControllerMutationQuotaManager
+        self, controller: PartitionsCreator, *, quotas: ControllerMutationQuotaManager
     ) -> None:
         self._controller = controller
         self._quotas = quotas

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.create_topics.v7 import request as newest
 from kio.schema.create_topics.v7 import response as latest
@@ -37,13 +37,13 @@ from strom.controller import (
     CreateTopicsRequest,
     ReplicaAssignment,
 )
+from strom.metadata import MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version
 from strom.server.api.throttle import NO_THROTTLE
 from strom.server.configs.config_entries import ConfigDescriber
-from strom.server.controller.controller_server import ControllerServer
 from strom.server.handlers.common import mutation_quota, mutation_throttle, wire_uuid
 from strom.server.quotas.client_quotas import ControllerMutationQuotaManager
 
@@ -77,13 +77,26 @@ def parse_create_topics(body: object) -> CreateTopicsRequest:
     return CreateTopicsRequest(topics=topics, validate_only=request.validate_only)
 
 
+class TopicsCreator(Protocol):
+    """What CreateTopics needs of the controller."""
+
+    @property
+    def image(self) -> MetadataImage:
+        """The controller's committed metadata image."""
+        ...
+
+    async def create_topics(self, request: CreateTopicsRequest) -> list[CreateTopicResult]:
+        """CreateTopics over the quorum; raises NotControllerError."""
+        ...
+
+
 class CreateTopicsHandler:
     api_key: Final = ApiKey.CREATE_TOPICS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_TOPICS]
 
     def __init__(
         self,
-        controller: ControllerServer,
+        controller: TopicsCreator,
         describer: ConfigDescriber,
         *,
         quotas: ControllerMutationQuotaManager,

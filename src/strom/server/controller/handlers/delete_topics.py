@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.delete_topics.v6 import request as newest
 from kio.schema.delete_topics.v6 import response as latest
@@ -29,12 +29,12 @@ from strom.controller import (
     DeleteTopicResult,
     DeleteTopicsRequest,
 )
+from strom.metadata import MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import for_version, request_field
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer
 from strom.server.handlers.common import mutation_quota, mutation_throttle, wire_uuid
 from strom.server.quotas.client_quotas import ControllerMutationQuotaManager
 
@@ -56,12 +56,25 @@ def parse_delete_topics(body: object) -> DeleteTopicsRequest:
     return DeleteTopicsRequest.of_names(*names)
 
 
+class TopicsDeleter(Protocol):
+    """What DeleteTopics needs of the controller."""
+
+    @property
+    def image(self) -> MetadataImage:
+        """The controller's committed metadata image."""
+        ...
+
+    async def delete_topics(self, request: DeleteTopicsRequest) -> list[DeleteTopicResult]:
+        """DeleteTopics over the quorum; raises NotControllerError."""
+        ...
+
+
 class DeleteTopicsHandler:
     api_key: Final = ApiKey.DELETE_TOPICS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.DELETE_TOPICS]
 
     def __init__(
-        self, controller: ControllerServer, *, quotas: ControllerMutationQuotaManager
+        self, controller: TopicsDeleter, *, quotas: ControllerMutationQuotaManager
     ) -> None:
         self._controller = controller
         self._quotas = quotas

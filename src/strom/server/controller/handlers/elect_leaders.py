@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.elect_leaders.v2 import request as newest
 from kio.schema.elect_leaders.v2 import response as latest
@@ -25,7 +25,6 @@ from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version, request_field
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer
 
 __all__ = ["ElectLeadersHandler", "error_response", "parse_elect_leaders"]
 
@@ -47,11 +46,19 @@ def parse_elect_leaders(body: object) -> ElectLeadersRequest:
     )
 
 
+class LeaderElector(Protocol):
+    """What ElectLeaders needs of the controller."""
+
+    async def elect_leaders(self, request: ElectLeadersRequest) -> list[ElectionResult]:
+        """ElectLeaders over the quorum; raises NotControllerError."""
+        ...
+
+
 class ElectLeadersHandler:
     api_key: Final = ApiKey.ELECT_LEADERS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.ELECT_LEADERS]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(self, controller: LeaderElector) -> None:
         self._controller = controller
 
     async def handle(self, context: RequestContext) -> ResponsePayload:

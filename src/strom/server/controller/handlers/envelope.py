@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.envelope.v0 import request as newest
 from kio.schema.envelope.v0 import response as latest
@@ -37,13 +37,22 @@ from strom.security.principal import deserialize_principal
 from strom.server.api.handler_table import HandlerRegistry, NoResponse, RequestContext
 from strom.server.api.kio_entities import as_newest
 from strom.server.api.response import Response
-from strom.server.controller.controller_server import ControllerServer, NotControllerError
+from strom.server.controller.controller_server import NotControllerError
 from strom.server.network.request_time import request_time
 from strom.server.quotas.client_quotas import ClientQuotaManager
 
 __all__ = ["EnvelopeHandler"]
 
 log = logging.getLogger(__name__)
+
+
+class ActiveController(Protocol):
+    """What Envelope needs of the controller."""
+
+    @property
+    def is_active(self) -> bool:
+        """Whether this node is the active controller."""
+        ...
 
 
 class EnvelopeHandler:
@@ -53,7 +62,7 @@ class EnvelopeHandler:
     def __init__(
         self,
         registry: HandlerRegistry,
-        controller: ControllerServer,
+        controller: ActiveController,
         *,
         request_quota: ClientQuotaManager,
         request_exempt: frozenset[ApiKey],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.incremental_alter_configs.v1 import request as newest
 from kio.schema.incremental_alter_configs.v1 import response as latest
@@ -28,7 +28,6 @@ from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer
 from strom.server.handlers.common import (
     alter_configs_results,
     log_config_changes,
@@ -71,11 +70,21 @@ def _describe(config: AlterableConfig) -> str:
     return f"{op} {config.name}" + ("" if config.value is None else f"={config.value}")
 
 
+class IncrementalConfigsAlterer(Protocol):
+    """What IncrementalAlterConfigs needs of the controller."""
+
+    async def incremental_alter_configs(
+        self, request: IncrementalAlterConfigsRequest
+    ) -> list[AlterConfigsResult]:
+        """IncrementalAlterConfigs over the quorum; raises NotControllerError."""
+        ...
+
+
 class IncrementalAlterConfigsHandler:
     api_key: Final = ApiKey.INCREMENTAL_ALTER_CONFIGS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.INCREMENTAL_ALTER_CONFIGS]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(self, controller: IncrementalConfigsAlterer) -> None:
         self._controller = controller
 
     async def handle(self, context: RequestContext) -> ResponsePayload:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Any, Final, Protocol
 
 from kio.schema.alter_partition_reassignments.v0 import response as alter_wire
 from kio.schema.list_partition_reassignments.v0 import response as list_wire
@@ -22,10 +23,10 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, TopicPartition
 from strom.controller import ApiError, ReassignmentRequest, ReassignmentResult
+from strom.metadata import PartitionRegistration
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer
 
 __all__ = [
     "AlterPartitionReassignmentsHandler",
@@ -86,11 +87,27 @@ def list_error_response(context: RequestContext, code: ErrorCode) -> ResponsePay
     )
 
 
+class Reassigner(Protocol):
+    """What the partition reassignment APIs need of the controller."""
+
+    async def alter_reassignments(
+        self, requests: Sequence[ReassignmentRequest]
+    ) -> list[ReassignmentResult]:
+        """AlterPartitionReassignments over the quorum; raises NotControllerError."""
+        ...
+
+    async def list_reassignments(
+        self, partitions: Sequence[TopicPartition] | None
+    ) -> list[tuple[TopicPartition, PartitionRegistration]]:
+        """The ongoing reassignments (of ``partitions``, or all); raises NotControllerError."""
+        ...
+
+
 class AlterPartitionReassignmentsHandler:
     api_key: Final = ApiKey.ALTER_PARTITION_REASSIGNMENTS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.ALTER_PARTITION_REASSIGNMENTS]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(self, controller: Reassigner) -> None:
         self._controller = controller
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
@@ -107,7 +124,7 @@ class ListPartitionReassignmentsHandler:
     api_key: Final = ApiKey.LIST_PARTITION_REASSIGNMENTS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.LIST_PARTITION_REASSIGNMENTS]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(self, controller: Reassigner) -> None:
         self._controller = controller
 
     async def handle(self, context: RequestContext) -> ResponsePayload:

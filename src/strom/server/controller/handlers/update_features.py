@@ -8,7 +8,8 @@ nothing. Every feature of the request gets the request's outcome: it is all or n
 from __future__ import annotations
 
 import logging
-from typing import Final
+from collections.abc import Sequence
+from typing import Final, Protocol
 
 from kio.schema.update_features.v1 import request as newest
 from kio.schema.update_features.v1 import response as latest
@@ -20,7 +21,6 @@ from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version, request_field
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.controller.controller_server import ControllerServer
 
 __all__ = ["UpdateFeaturesHandler", "error_response"]
 
@@ -41,11 +41,21 @@ def parse_updates(body: object) -> list[FeatureUpdate]:
     return updates
 
 
+class FeaturesUpdater(Protocol):
+    """What UpdateFeatures needs of the controller."""
+
+    async def update_features(
+        self, updates: Sequence[FeatureUpdate], *, validate_only: bool
+    ) -> ApiError:
+        """UpdateFeatures over the quorum; raises NotControllerError."""
+        ...
+
+
 class UpdateFeaturesHandler:
     api_key: Final = ApiKey.UPDATE_FEATURES
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.UPDATE_FEATURES]
 
-    def __init__(self, controller: ControllerServer) -> None:
+    def __init__(self, controller: FeaturesUpdater) -> None:
         self._controller = controller
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
