@@ -31,8 +31,8 @@ from strom.protocol.api import make_request_header as header_for
 from strom.protocol.framing import frame_prefix
 from strom.server.api.handler_table import (
     NO_RESPONSE,
-    HandlerRegistry,
     HandlerResult,
+    HandlerTable,
     RequestContext,
 )
 from strom.server.api.response import Response
@@ -161,7 +161,7 @@ def run(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[...
 
     def run_scenario(scenario: Scenario, *, max_in_flight: int = 64, sendfile: bool = True) -> None:
         async def main() -> None:
-            registry = HandlerRegistry()
+            registry = HandlerTable()
             registry.register(ApiVersionsHandler(registry))
             handler = ScriptedHandler(data_file)
             registry.register(handler)
@@ -366,7 +366,7 @@ def test_registry_refuses_versions_outside_kafkas_table(tmp_path: Path) -> None:
     class TooNew(ScriptedHandler):
         versions = VersionRange(0, 5)
 
-    registry = HandlerRegistry()
+    registry = HandlerTable()
     with pytest.raises(ValueError, match="outside the v0-v4"):
         registry.register(TooNew(tmp_path))
     registry.register(ScriptedHandler(tmp_path))

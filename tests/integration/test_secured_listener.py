@@ -26,7 +26,7 @@ from strom.security.principal import KafkaPrincipal
 from strom.security.principal_mapping import PrincipalMapper
 from strom.security.sasl import PlainServer
 from strom.security.sasl_authenticator import SaslAuthenticator
-from strom.server.api.handler_table import HandlerRegistry, HandlerResult, RequestContext
+from strom.server.api.handler_table import HandlerResult, HandlerTable, RequestContext
 from strom.server.api.response import Response
 from strom.server.auth.listener_security import ListenerSecurity
 from strom.server.configs.node_config import HostPort
@@ -95,7 +95,7 @@ def serve(
     data: Path,
     client: Callable[[HostPort, Recorder], Awaitable[None]],
 ) -> Recorder:
-    registry = HandlerRegistry()
+    registry = HandlerTable()
     recorder = Recorder(data)
     for handler in (
         ApiVersionsHandler(registry),

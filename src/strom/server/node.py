@@ -52,7 +52,7 @@ from strom.raft import RaftClient, RaftConfig
 from strom.raft.voters import VoterSet
 from strom.security.acls import AclOperation
 from strom.security.scram import ScramCredential, ScramMechanism
-from strom.server.api.handler_table import Handler, HandlerRegistry, RequestContext
+from strom.server.api.handler_table import Handler, HandlerTable, RequestContext
 from strom.server.api.metadata_view import MetadataWaiter
 from strom.server.auth.authorizer import Authorizer, authorizer_settings
 from strom.server.auth.listener_security import client_security, listener_security
@@ -327,7 +327,7 @@ class Node:
     async def _bind(self) -> None:
         """Every listener takes its address first: a port in use stops the start at once."""
         if self.node.is_controller:
-            self.controller_registry = HandlerRegistry(reference=KAFKA_CONTROLLER_VERSIONS)
+            self.controller_registry = HandlerTable(reference=KAFKA_CONTROLLER_VERSIONS)
             self.controller_registry.authorizer = self.authorizer
             self.metadata.install_publisher(
                 lambda _delta, image: self.controller_quotas.on_image(image.client_quotas)

@@ -37,8 +37,8 @@ __all__ = [
     "NO_RESPONSE",
     "CloseConnection",
     "Handler",
-    "HandlerRegistry",
     "HandlerResult",
+    "HandlerTable",
     "NoResponse",
     "RequestContext",
 ]
@@ -172,7 +172,7 @@ class Handler(Protocol):
     async def handle(self, context: RequestContext) -> HandlerResult: ...
 
 
-class HandlerRegistry:
+class HandlerTable:
     """API key -> handler, and the version ranges ApiVersions advertises.
 
     With a ``ceiling`` (the versions of an emulated Kafka release, ``protocol.kafka_releases``)

@@ -60,7 +60,7 @@ from strom.metadata import (
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.kafka_releases import release_versions
 from strom.security.acls import AclOperation
-from strom.server.api.handler_table import HandlerRegistry
+from strom.server.api.handler_table import HandlerTable
 from strom.server.api.metadata_view import MetadataWaiter
 from strom.server.auth.listener_security import ListenerSecurity
 from strom.server.broker.broker_lifecycle import (
@@ -222,9 +222,7 @@ class Broker:
         self.topic_configs = TopicConfigResolver(parts.config, node_id=self.node_id)
         """Effective topic settings and log configs as of a metadata image."""
         version = parts.emulate_kafka_version
-        self.registry = HandlerRegistry(
-            ceiling=None if version is None else release_versions(version)
-        )
+        self.registry = HandlerTable(ceiling=None if version is None else release_versions(version))
         self.registry.register(ApiVersionsHandler(self.registry, features=self._features))
         self.registry.register(SaslHandshakeHandler())
         self.registry.register(SaslAuthenticateHandler())

@@ -44,8 +44,8 @@ from strom.server.api.handler_table import (
     NO_RESPONSE,
     CloseConnection,
     Handler,
-    HandlerRegistry,
     HandlerResult,
+    HandlerTable,
     RequestContext,
 )
 from strom.server.api.response import Response
@@ -84,7 +84,7 @@ class Connection(asyncio.Protocol):
     def __init__(
         self,
         *,
-        registry: HandlerRegistry,
+        registry: HandlerTable,
         settings: ConnectionSettings,
         index: int,
         on_started: Callable[[Connection], None],

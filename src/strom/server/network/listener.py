@@ -23,7 +23,7 @@ import socket
 from typing import Any
 
 from strom.protocol.api import ApiKey
-from strom.server.api.handler_table import HandlerRegistry
+from strom.server.api.handler_table import HandlerTable
 from strom.server.auth.listener_security import ListenerSecurity
 from strom.server.configs.node_config import HostPort
 from strom.server.network.connection import Connection, ConnectionSettings, format_address
@@ -52,7 +52,7 @@ class Listener:
         *,
         name: str = "PLAINTEXT",
         address: HostPort,
-        registry: HandlerRegistry,
+        registry: HandlerTable,
         settings: ConnectionSettings,
         backlog: int = 1024,
         faults: Faults | None = None,

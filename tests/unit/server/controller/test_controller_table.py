@@ -31,7 +31,7 @@ from strom.protocol.api import (
     encode_request,
     make_request_header,
 )
-from strom.server.api.handler_table import Handler, HandlerRegistry, RequestContext
+from strom.server.api.handler_table import Handler, HandlerTable, RequestContext
 from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.configs.log_configs import TopicConfigResolver
 from strom.server.controller.controller_server import ControllerServer, NotControllerError
@@ -58,7 +58,7 @@ def table() -> dict[ApiKey, Handler]:
         session_timeout_ms=9000,
     )
     quotas = ClientQuotas.from_config(config, SystemClock())
-    registry = HandlerRegistry(reference=KAFKA_CONTROLLER_VERSIONS)
+    registry = HandlerTable(reference=KAFKA_CONTROLLER_VERSIONS)
     handlers = controller_handlers(
         controller,
         registry=registry,

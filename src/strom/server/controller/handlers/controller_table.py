@@ -21,7 +21,7 @@ from strom.common import ErrorCode
 from strom.metadata import MetadataImage
 from strom.protocol.api import ApiKey
 from strom.security.acls import AclOperation
-from strom.server.api.handler_table import Handler, HandlerRegistry, HandlerResult, RequestContext
+from strom.server.api.handler_table import Handler, HandlerResult, HandlerTable, RequestContext
 from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.controller.controller_server import ControllerServer, NotControllerError
 from strom.server.controller.handlers import (
@@ -95,7 +95,7 @@ class _Row:
 def controller_handlers(
     controller: ControllerServer,
     *,
-    registry: HandlerRegistry,
+    registry: HandlerTable,
     cluster_id: str,
     describer: ConfigDescriber,
     mutations: ControllerMutationQuotaManager,

@@ -34,7 +34,7 @@ from strom.protocol.api import (
 )
 from strom.security.acls import AclOperation
 from strom.security.principal import deserialize_principal
-from strom.server.api.handler_table import HandlerRegistry, NoResponse, RequestContext
+from strom.server.api.handler_table import HandlerTable, NoResponse, RequestContext
 from strom.server.api.kio_entities import as_newest
 from strom.server.api.response import Response
 from strom.server.controller.controller_server import NotControllerError
@@ -61,7 +61,7 @@ class EnvelopeHandler:
 
     def __init__(
         self,
-        registry: HandlerRegistry,
+        registry: HandlerTable,
         controller: ActiveController,
         *,
         request_quota: ClientQuotaManager,
