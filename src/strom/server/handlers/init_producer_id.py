@@ -17,7 +17,7 @@ Kafka.
 from __future__ import annotations
 
 import logging
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.init_producer_id.v5 import request as newest
 from kio.schema.init_producer_id.v5 import response as latest
@@ -26,13 +26,13 @@ from kio.static.primitive import i16
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
+from strom.controller import ApiError
 from strom.coordinator.txn import InitProducerIdResult
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version, request_field
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.channel.producer_ids import ProducerIdManager
 from strom.server.coordinator.txn_coordinator_runtime import TxnCoordinatorRuntime
 from strom.server.handlers._txns import for_client
 
@@ -41,13 +41,19 @@ __all__ = ["InitProducerIdHandler"]
 log = logging.getLogger(__name__)
 
 
+class ProducerIdSource(Protocol):
+    """Where InitProducerId gets a new producer id (the broker's ``ProducerIdManager``)."""
+
+    async def generate(self) -> int | ApiError:
+        """A producer id never handed out before, or the controller's error."""
+        ...
+
+
 class InitProducerIdHandler:
     api_key: Final = ApiKey.INIT_PRODUCER_ID
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.INIT_PRODUCER_ID]
 
-    def __init__(
-        self, producer_ids: ProducerIdManager, transactions: TxnCoordinatorRuntime
-    ) -> None:
+    def __init__(self, producer_ids: ProducerIdSource, transactions: TxnCoordinatorRuntime) -> None:
         self._producer_ids = producer_ids
         self._transactions = transactions
 

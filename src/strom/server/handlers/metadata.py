@@ -28,9 +28,9 @@ Kafka's rules (``KafkaApis.handleTopicMetadataRequest``, ``KRaftMetadataCache``)
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.metadata.v13 import request as newest
 from kio.schema.metadata.v13 import response as latest
@@ -39,7 +39,13 @@ from kio.static.primitive import i32
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
-from strom.controller import CLUSTER_METADATA_TOPIC, ZERO_UUID, invalid_topic_reason, is_internal
+from strom.controller import (
+    CLUSTER_METADATA_TOPIC,
+    ZERO_UUID,
+    ApiError,
+    invalid_topic_reason,
+    is_internal,
+)
 from strom.metadata import MetadataImage, PartitionRegistration, TopicImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
@@ -47,7 +53,6 @@ from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version, request_field
 from strom.server.api.metadata_view import MetadataView
 from strom.server.api.throttle import NO_THROTTLE
-from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.handlers.common import (
     AUTHORIZED_OPERATIONS_OMITTED,
     authorized_operations,
@@ -103,6 +108,20 @@ class MetadataQuery:
         )
 
 
+class TopicAutoCreator(Protocol):
+    """What Metadata needs to create the topics it is asked for (the broker's
+    ``AutoTopicCreator``)."""
+
+    @property
+    def enabled(self) -> bool:
+        """``auto.create.topics.enable`` as of now."""
+        ...
+
+    async def create(self, names: Sequence[str]) -> Mapping[str, ApiError]:
+        """Create the topics; the outcome per name."""
+        ...
+
+
 class MetadataHandler:
     api_key: Final = ApiKey.METADATA
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.METADATA]
@@ -113,7 +132,7 @@ class MetadataHandler:
         *,
         cluster_id: str,
         controller_id: Callable[[], int],
-        auto_topics: AutoTopicCreator,
+        auto_topics: TopicAutoCreator,
     ) -> None:
         self._metadata = metadata
         self._cluster_id = cluster_id

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from kio.static.protocol import ResponsePayload
-
 from strom.common import ErrorCode
 from strom.metadata import MetadataImage
 from strom.protocol.api import ApiKey
@@ -48,12 +46,10 @@ from strom.server.controller.handlers.partition_reassignments import (
 )
 from strom.server.controller.handlers.update_features import UpdateFeaturesHandler
 from strom.server.handlers.cluster_authorization import ClusterAuthorized, refusal
+from strom.server.handlers.forwarding import ErrorResponse
 from strom.server.quotas.client_quotas import ClientQuotaManager, ControllerMutationQuotaManager
 
 __all__ = ["AnswersNotController", "controller_handlers"]
-
-ErrorResponse = Callable[[RequestContext, ErrorCode], ResponsePayload]
-"""An API's answer with every item failed with one error code."""
 
 
 class AnswersNotController:
