@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.config import ConfigError, ServerConfig
@@ -33,7 +33,6 @@ from strom.security.jaas import (
     read_jaas_file,
     server_section,
 )
-from strom.security.jwks import Backoff, JwksError, JwksKeys, JwksValidator, JwtChecks
 from strom.security.oauthbearer import (
     OAUTHBEARER,
     OAuthBearerServer,
@@ -47,6 +46,9 @@ from strom.security.scram import CredentialLookup, ScramMechanism, ScramServer
 from strom.security.tls import client_context, server_context
 from strom.server.network.listener import ListenerSecurity
 from strom.server.node_config import ListenerConfig
+
+if TYPE_CHECKING:
+    from strom.security.jwks import JwksValidator
 
 __all__ = ["SUPPORTED_MECHANISMS", "client_security", "listener_security"]
 
@@ -194,6 +196,13 @@ def _jwks_validator(config: ServerConfig, listener: str, url: str) -> JwksValida
     """Fetches the key set now (a set that cannot be fetched stops the start) and refreshes
     it every ``sasl.oauthbearer.jwks.endpoint.refresh.ms``, or sooner for a token naming a key
     it lacks, on a daemon thread."""
+    from strom.security.jwks import (  # noqa: PLC0415 - JWKS listeners only
+        Backoff,
+        JwksError,
+        JwksKeys,
+        JwksValidator,
+        JwtChecks,
+    )
 
     def setting(name: str) -> Value:
         return config.for_listener(listener, f"sasl.oauthbearer.{name}")

@@ -29,6 +29,7 @@ import os
 import random
 import time
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Final
 
@@ -63,35 +64,17 @@ from strom.server.client_quotas import ClientQuotas
 from strom.server.config_entries import ConfigDescriber
 from strom.server.controller_channel import ControllerChannel
 from strom.server.controller_server import ControllerServer
-from strom.server.handlers import alter_client_quotas, alter_user_scram_credentials
-from strom.server.handlers.acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
 from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
-from strom.server.handlers.alter_client_quotas import AlterClientQuotasHandler
-from strom.server.handlers.alter_configs import AlterConfigsHandler
 from strom.server.handlers.alter_partition import AlterPartitionHandler
-from strom.server.handlers.alter_user_scram_credentials import (
-    AlterUserScramCredentialsHandler,
-)
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.broker_heartbeat import BrokerHeartbeatHandler
 from strom.server.handlers.broker_registration import BrokerRegistrationHandler
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress
-from strom.server.handlers.create_partitions import CreatePartitionsHandler
-from strom.server.handlers.create_topics import CreateTopicsHandler
-from strom.server.handlers.delete_topics import DeleteTopicsHandler
-from strom.server.handlers.describe_cluster import CONTROLLERS_ENDPOINT, DescribeClusterHandler
-from strom.server.handlers.elect_leaders import ElectLeadersHandler
 from strom.server.handlers.envelope import EnvelopeHandler
-from strom.server.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
-from strom.server.handlers.partition_reassignments import (
-    AlterPartitionReassignmentsHandler,
-    ListPartitionReassignmentsHandler,
-)
 from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
 from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
 from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
-from strom.server.handlers.update_features import UpdateFeaturesHandler
 from strom.server.listener_security import client_security, listener_security
 from strom.server.log_configs import TopicConfigResolver
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
@@ -123,6 +106,25 @@ log = logging.getLogger(__name__)
 
 CATCH_UP_TIMEOUT: Final = 300.0
 """How long a node waits for the quorum's committed metadata before it gives up."""
+CONTROLLER_ADMIN_APIS: Final = (
+    ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_TOPICS,
+    ApiKey.CREATE_PARTITIONS,
+    ApiKey.ELECT_LEADERS,
+    ApiKey.UPDATE_FEATURES,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ApiKey.ALTER_CONFIGS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    ApiKey.ALTER_CLIENT_QUOTAS,
+    ApiKey.CREATE_ACLS,
+    ApiKey.DELETE_ACLS,
+    ApiKey.DESCRIBE_ACLS,
+    ApiKey.DESCRIBE_CLUSTER,
+)
+"""The controller's admin APIs: their handlers are built on the first request to one of them
+(``HandlerRegistry.register_lazy``), so their modules and kio schemas load then, not at start."""
 
 
 class NodeStartError(RuntimeError):
@@ -459,19 +461,8 @@ class Node:
         registry.register(ApiVersionsHandler(registry))
         registry.register(SaslHandshakeHandler())
         registry.register(SaslAuthenticateHandler())
-        describer = ConfigDescriber(TopicConfigResolver(self.config, node_id=self.node_id))
-        mutations = self.controller_quotas.controller_mutation
         handlers: list[Handler] = [
-            CreateTopicsHandler(controller, describer, quotas=mutations),
-            DeleteTopicsHandler(controller, quotas=mutations),
-            CreatePartitionsHandler(controller, quotas=mutations),
-            ClusterAuthorized(ElectLeadersHandler(controller), AclOperation.ALTER),
-            ClusterAuthorized(UpdateFeaturesHandler(controller), AclOperation.ALTER),
-            ClusterAuthorized(AlterPartitionReassignmentsHandler(controller), AclOperation.ALTER),
-            ClusterAuthorized(ListPartitionReassignmentsHandler(controller), AclOperation.DESCRIBE),
-            AlterConfigsHandler(controller),
             ClusterAuthorized(AlterPartitionHandler(controller), AclOperation.CLUSTER_ACTION),
-            IncrementalAlterConfigsHandler(controller),
             EnvelopeHandler(
                 registry,
                 controller,
@@ -484,25 +475,6 @@ class Node:
             ),
             ClusterAuthorized(BrokerHeartbeatHandler(controller), AclOperation.CLUSTER_ACTION),
             ClusterAuthorized(AllocateProducerIdsHandler(controller), AclOperation.CLUSTER_ACTION),
-            ClusterAuthorized(
-                AlterUserScramCredentialsHandler(controller),
-                AclOperation.ALTER,
-                refuse=alter_user_scram_credentials.error_response,
-            ),
-            ClusterAuthorized(
-                AlterClientQuotasHandler(controller),
-                AclOperation.ALTER_CONFIGS,
-                refuse=alter_client_quotas.error_response,
-            ),
-            CreateAclsHandler(controller),
-            DeleteAclsHandler(controller),
-            DescribeAclsHandler(lambda: self.metadata.image),
-            DescribeClusterHandler(
-                cluster_id=self.cluster_id,
-                controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,
-                nodes=lambda _listener, _fenced: self._controller_addresses(),
-                endpoint_type=CONTROLLERS_ENDPOINT,
-            ),
             *(
                 ClusterAuthorized(
                     RaftApiHandler(api_key, self.raft),
@@ -511,11 +483,70 @@ class Node:
                 for api_key in RAFT_APIS
             ),
         ]
+        registry.register_lazy(CONTROLLER_ADMIN_APIS, partial(self._admin_handlers, controller))
         for handler in handlers:
             registry.register(handler)
         self.raft.attach_controller(controller)
         if self._controller_listener is not None:
             await self._controller_listener.start()
+
+    def _admin_handlers(self, controller: ControllerServer) -> list[Handler]:
+        """The controller's admin APIs (built on the first request to one of them)."""
+        from strom.server.handlers import (  # noqa: PLC0415 - on first use
+            acls,
+            alter_client_quotas,
+            alter_configs,
+            alter_user_scram_credentials,
+            create_partitions,
+            create_topics,
+            delete_topics,
+            describe_cluster,
+            elect_leaders,
+            incremental_alter_configs,
+            partition_reassignments,
+            update_features,
+        )
+
+        describer = ConfigDescriber(TopicConfigResolver(self.config, node_id=self.node_id))
+        mutations = self.controller_quotas.controller_mutation
+        return [
+            create_topics.CreateTopicsHandler(controller, describer, quotas=mutations),
+            delete_topics.DeleteTopicsHandler(controller, quotas=mutations),
+            create_partitions.CreatePartitionsHandler(controller, quotas=mutations),
+            ClusterAuthorized(elect_leaders.ElectLeadersHandler(controller), AclOperation.ALTER),
+            ClusterAuthorized(
+                update_features.UpdateFeaturesHandler(controller), AclOperation.ALTER
+            ),
+            ClusterAuthorized(
+                partition_reassignments.AlterPartitionReassignmentsHandler(controller),
+                AclOperation.ALTER,
+            ),
+            ClusterAuthorized(
+                partition_reassignments.ListPartitionReassignmentsHandler(controller),
+                AclOperation.DESCRIBE,
+            ),
+            alter_configs.AlterConfigsHandler(controller),
+            incremental_alter_configs.IncrementalAlterConfigsHandler(controller),
+            ClusterAuthorized(
+                alter_user_scram_credentials.AlterUserScramCredentialsHandler(controller),
+                AclOperation.ALTER,
+                refuse=alter_user_scram_credentials.error_response,
+            ),
+            ClusterAuthorized(
+                alter_client_quotas.AlterClientQuotasHandler(controller),
+                AclOperation.ALTER_CONFIGS,
+                refuse=alter_client_quotas.error_response,
+            ),
+            acls.CreateAclsHandler(controller),
+            acls.DeleteAclsHandler(controller),
+            acls.DescribeAclsHandler(lambda: self.metadata.image),
+            describe_cluster.DescribeClusterHandler(
+                cluster_id=self.cluster_id,
+                controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,
+                nodes=lambda _listener, _fenced: self._controller_addresses(),
+                endpoint_type=describe_cluster.CONTROLLERS_ENDPOINT,
+            ),
+        ]
 
     def _controller_addresses(self) -> list[BrokerAddress]:
         """The voters as other nodes reach them (``controller.quorum.voters``, or the latest
