@@ -5,8 +5,9 @@ committed metadata image, the channel to the active controller) once the metadat
 with the quorum, and after its listeners have taken their addresses (``bind``: a port in use
 stops the start at once). What ``start`` does, in Kafka's order (``BrokerServer.startup``):
 
-1. **Handlers** are built and registered (``self.registry``); ApiVersions advertises exactly
-   them. Admin requests (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+1. **Handlers** are registered (``self.registry``); ApiVersions advertises exactly them. Each
+   group of APIs gets its handlers built, and their modules imported, on its first request.
+   Admin requests (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
    IncrementalAlterConfigs, DescribeQuorum) are forwarded to the active controller. Nothing
    reads the metadata yet.
 2. **Registration**: the broker registers with the active controller under its advertised
