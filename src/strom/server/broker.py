@@ -43,7 +43,6 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
 
 from strom.client.async_client import NodeClients
 from strom.client.security import PLAINTEXT, ClientSecurity
@@ -75,6 +74,13 @@ from strom.server.controller_channel import ControllerChannel
 from strom.server.fetch_session import DEFAULT_SESSION_CACHE_SLOTS, FetchSessionCache
 from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.handlers.api_versions import ApiVersionsHandler, Features
+from strom.server.handlers.broker_apis import (
+    DATA_APIS,
+    DESCRIBE_APIS,
+    FORWARDED,
+    GROUP_APIS,
+    TXN_APIS,
+)
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress, broker_addresses
 from strom.server.handlers.registry import Handler, HandlerRegistry
@@ -105,70 +111,6 @@ _MAX_TIMER_MS = 2**31 - 1
 
 class BrokerStartError(RuntimeError):
     """The broker could not join its cluster (registration refused, never unfenced)."""
-
-
-FORWARDED: Final = (
-    ApiKey.CREATE_TOPICS,
-    ApiKey.DELETE_TOPICS,
-    ApiKey.CREATE_PARTITIONS,
-    ApiKey.ELECT_LEADERS,
-    ApiKey.UPDATE_FEATURES,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS,
-    ApiKey.ALTER_CONFIGS,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS,
-    ApiKey.DESCRIBE_QUORUM,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-    ApiKey.CREATE_ACLS,
-    ApiKey.DELETE_ACLS,
-    ApiKey.ALTER_CLIENT_QUOTAS,
-    ApiKey.ADD_RAFT_VOTER,
-    ApiKey.REMOVE_RAFT_VOTER,
-)
-"""The admin APIs a broker forwards to the active controller."""
-DESCRIBE_APIS: Final = (
-    ApiKey.METADATA,
-    ApiKey.DESCRIBE_TOPIC_PARTITIONS,
-    ApiKey.DESCRIBE_CONFIGS,
-    ApiKey.DESCRIBE_CLUSTER,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
-    ApiKey.DESCRIBE_ACLS,
-    ApiKey.DESCRIBE_CLIENT_QUOTAS,
-    ApiKey.DESCRIBE_LOG_DIRS,
-)
-DATA_APIS: Final = (
-    ApiKey.PRODUCE,
-    ApiKey.FETCH,
-    ApiKey.LIST_OFFSETS,
-    ApiKey.DELETE_RECORDS,
-    ApiKey.DESCRIBE_PRODUCERS,
-    ApiKey.WRITE_TXN_MARKERS,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH,
-)
-GROUP_APIS: Final = (
-    ApiKey.FIND_COORDINATOR,
-    ApiKey.JOIN_GROUP,
-    ApiKey.SYNC_GROUP,
-    ApiKey.HEARTBEAT,
-    ApiKey.LEAVE_GROUP,
-    ApiKey.OFFSET_COMMIT,
-    ApiKey.OFFSET_FETCH,
-    ApiKey.DESCRIBE_GROUPS,
-    ApiKey.LIST_GROUPS,
-    ApiKey.DELETE_GROUPS,
-    ApiKey.OFFSET_DELETE,
-    ApiKey.TXN_OFFSET_COMMIT,
-)
-TXN_APIS: Final = (
-    ApiKey.INIT_PRODUCER_ID,
-    ApiKey.ADD_PARTITIONS_TO_TXN,
-    ApiKey.ADD_OFFSETS_TO_TXN,
-    ApiKey.END_TXN,
-    ApiKey.DESCRIBE_TRANSACTIONS,
-    ApiKey.LIST_TRANSACTIONS,
-)
-"""Each group of APIs is served by handlers built on the first request to one of them
-(``HandlerRegistry.register_lazy``): their modules and kio schemas load then, not at start."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
