@@ -54,11 +54,14 @@ def test_a_lazy_api_cannot_be_registered_twice() -> None:
         registry.register(Answering(ApiKey.JOIN_GROUP))
 
 
-def test_a_builder_must_build_every_api_it_was_registered_for_at_kafkas_versions() -> None:
+def test_a_builder_must_build_exactly_the_apis_it_was_registered_for_at_kafkas_versions() -> None:
     registry = HandlerRegistry()
     registry.register_lazy((ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP), list)
     with pytest.raises(ValueError, match="no handler was built for"):
         registry.get(ApiKey.JOIN_GROUP)
+    registry.register_lazy((ApiKey.LEAVE_GROUP,), lambda: [Answering(ApiKey.OFFSET_COMMIT)])
+    with pytest.raises(ValueError, match="was built, not registered"):
+        registry.get(ApiKey.LEAVE_GROUP)
     narrower = VersionRange(KAFKA_BROKER_VERSIONS[ApiKey.HEARTBEAT].max_version, 4)
     registry.register_lazy((ApiKey.HEARTBEAT,), lambda: [Answering(ApiKey.HEARTBEAT, narrower)])
     with pytest.raises(ValueError, match="not the"):

@@ -189,8 +189,9 @@ class HandlerRegistry:
         """``reference``: what the Kafka listener of this kind serves (a broker's by default,
         ``KAFKA_CONTROLLER_VERSIONS`` for a controller listener)."""
         self._handlers: dict[ApiKey, Handler] = {}
-        self._builders: dict[ApiKey, Callable[[], Iterable[Handler]]] = {}
-        """What builds the handler of an API registered lazily, until its first request."""
+        self._builders: dict[ApiKey, tuple[Callable[[], Iterable[Handler]], frozenset[ApiKey]]] = {}
+        """What builds the handler of an API registered lazily (until its first request), and
+        the APIs it was registered for (those an emulated release lacks among them)."""
         self._reference = reference
         self._ceiling = ceiling
         self._versions: Mapping[ApiKey, VersionRange] = MappingProxyType({})
@@ -222,22 +223,25 @@ class HandlerRegistry:
         to any of them: their modules, and the kio schemas those import, load then instead of
         at start. Each serves every version Kafka's listener of this kind serves (checked when
         built)."""
-        for api_key in api_keys:
+        group = frozenset(api_keys)
+        for api_key in group:
             if api_key in self:
                 raise ValueError(f"a handler for {api_name(api_key)} is already registered")
             served = self._within_ceiling(api_key, self._reference_of(api_key))
             if served is not None:
-                self._builders[api_key] = build
+                self._builders[api_key] = (build, group)
                 self._advertise(api_key, served)
 
     def _build(self, api_key: ApiKey) -> Handler | None:
         """Build the handlers of ``api_key``'s lazy registration (and of the other APIs of it)."""
-        build = self._builders[api_key]
-        keys = {key for key, other in self._builders.items() if other is build}
+        build, group = self._builders[api_key]
+        keys = {key for key, (other, _) in self._builders.items() if other is build}
         for key in keys:
             del self._builders[key]
         for handler in build():
             key = ApiKey(handler.api_key)
+            if key not in group:
+                raise ValueError(f"a handler for {api_name(key)} was built, not registered")
             if handler.versions != self._reference_of(key):
                 raise ValueError(
                     f"{api_name(key)} handler declares {handler.versions}, "
