@@ -1,10 +1,14 @@
 """Fast fencing on a real cluster: a broker whose process dies (its connections close) is fenced
 after ``broker.heartbeat.connection.close.grace.ms``, not the whole ``broker.session.timeout.ms``;
-a stopped broker (nothing closes) keeps its session until the timeout; a killed active controller
-is replaced after a pre-vote round, not the whole fetch timeout."""
+a stopped broker (nothing closes) keeps its session until the timeout, and so does a live broker
+whose connection to the controller is reset; a killed active controller is replaced after a
+pre-vote round, not the whole fetch timeout."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 
@@ -17,11 +21,16 @@ pytestmark = pytest.mark.xdist_group("cluster")
 
 SESSION_TIMEOUT_S = 60
 """Far longer than any wait below: a fencing seen here did not come from the session timeout."""
+HEARTBEAT_INTERVAL_MS = 2000
+"""Kafka's default: several close graces (300 ms) between two heartbeats."""
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    config = {"broker.session.timeout.ms": SESSION_TIMEOUT_S * 1000}
+    config = {
+        "broker.session.timeout.ms": SESSION_TIMEOUT_S * 1000,
+        "broker.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+    }
     with Cluster(brokers=3, controllers=1, config=config) as running:
         yield running
 
@@ -78,6 +87,30 @@ def test_a_stopped_broker_keeps_its_session(cluster: Cluster) -> None:
         cluster.resume(broker)
     lines = _controller_lines(cluster)[seen:]
     assert not any(f"fencing broker {broker}" in line for line in lines), "".join(lines)
+
+
+@pytest.mark.skipif(
+    shutil.which("ss") is None or os.geteuid() != 0, reason="resets connections with ss -K (root)"
+)
+def test_a_live_broker_whose_controller_connection_is_reset_keeps_its_session(
+    cluster: Cluster,
+) -> None:
+    """The brokers' connections to the controller are reset between heartbeats: each broker
+    sees its connection end, heartbeats again at once on a new one, within the grace, and
+    none is fenced (a broker that waited for its next heartbeat would be)."""
+    controller = cluster.nodes[cluster.controller_ids[0]]
+    seen = len(_controller_lines(cluster))
+    for _ in range(3):
+        subprocess.run(
+            ["ss", "-K", "dst", controller.host, "dport", "=", str(controller.controller_port)],
+            check=True,
+            capture_output=True,
+        )
+        time.sleep(HEARTBEAT_INTERVAL_MS / 2000)  # longer than the grace
+    assert set(cluster.broker_ids) <= cluster.unfenced_brokers()
+    lines = _controller_lines(cluster)[seen:]
+    assert any("heartbeat connection of broker" in line for line in lines), "nothing was reset"
+    assert not any("fencing broker" in line for line in lines), "".join(lines)
 
 
 def test_a_killed_controller_is_replaced_long_before_the_fetch_timeout() -> None:

@@ -29,6 +29,7 @@ import os
 import random
 import time
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Final
 
@@ -67,11 +68,10 @@ from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.configs.log_configs import TopicConfigResolver
 from strom.server.configs.node_config import HostPort, NodeConfig
 from strom.server.controller.controller_server import ControllerServer
-from strom.server.controller.handlers.controller_table import controller_handlers
+from strom.server.controller.handlers.controller_table import ADMIN_APIS, controller_handlers
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress
-from strom.server.handlers.describe_cluster import CONTROLLERS_ENDPOINT, DescribeClusterHandler
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.connection_quotas import connection_limits
@@ -438,24 +438,13 @@ class Node:
         registry.register(ApiVersionsHandler(registry))
         registry.register(SaslHandshakeHandler())
         registry.register(SaslAuthenticateHandler())
-        describer = ConfigDescriber(TopicConfigResolver(self.config, node_id=self.node_id))
-        mutations = self.controller_quotas.controller_mutation
         handlers: list[Handler] = [
             *controller_handlers(
                 controller,
                 registry=registry,
                 cluster_id=self.cluster_id,
-                describer=describer,
-                mutations=mutations,
                 request_quota=self.controller_quotas.request,
                 request_exempt=CONTROLLER_EXEMPT,
-                image=lambda: self.metadata.image,
-            ),
-            DescribeClusterHandler(
-                cluster_id=self.cluster_id,
-                controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,
-                nodes=lambda _listener, _fenced: self._controller_addresses(),
-                endpoint_type=CONTROLLERS_ENDPOINT,
             ),
             *(
                 ClusterAuthorized(
@@ -465,11 +454,37 @@ class Node:
                 for api_key in RAFT_APIS
             ),
         ]
+        registry.register_lazy(
+            (*ADMIN_APIS, ApiKey.DESCRIBE_CLUSTER), partial(self._admin_handlers, controller)
+        )
         for handler in handlers:
             registry.register(handler)
         self.raft.attach_controller(controller)
         if self._controller_listener is not None:
             await self._controller_listener.start()
+
+    def _admin_handlers(self, controller: ControllerServer) -> list[Handler]:
+        """The controller's admin APIs and DescribeCluster (built on the first request to one
+        of them, so their modules and kio schemas load then, not at start)."""
+        from strom.server.controller.handlers.admin_table import (  # noqa: PLC0415 - first use
+            admin_handlers,
+        )
+        from strom.server.handlers import describe_cluster  # noqa: PLC0415 - first use
+
+        return [
+            *admin_handlers(
+                controller,
+                describer=ConfigDescriber(TopicConfigResolver(self.config, node_id=self.node_id)),
+                mutations=self.controller_quotas.controller_mutation,
+                image=lambda: self.metadata.image,
+            ),
+            describe_cluster.DescribeClusterHandler(
+                cluster_id=self.cluster_id,
+                controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,
+                nodes=lambda _listener, _fenced: self._controller_addresses(),
+                endpoint_type=describe_cluster.CONTROLLERS_ENDPOINT,
+            ),
+        ]
 
     def _controller_addresses(self) -> list[BrokerAddress]:
         """The voters as other nodes reach them (``controller.quorum.voters``, or the latest

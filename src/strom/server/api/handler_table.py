@@ -13,7 +13,7 @@ right header), a pre-encoded ``Response`` (when the body holds file regions, as 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol, TypeAlias
@@ -189,6 +189,9 @@ class HandlerTable:
         """``reference``: what the Kafka listener of this kind serves (a broker's by default,
         ``KAFKA_CONTROLLER_VERSIONS`` for a controller listener)."""
         self._handlers: dict[ApiKey, Handler] = {}
+        self._builders: dict[ApiKey, tuple[Callable[[], Iterable[Handler]], frozenset[ApiKey]]] = {}
+        """What builds the handler of an API registered lazily (until its first request), and
+        the APIs it was registered for (those an emulated release lacks among them)."""
         self._reference = reference
         self._ceiling = ceiling
         self._versions: Mapping[ApiKey, VersionRange] = MappingProxyType({})
@@ -199,11 +202,9 @@ class HandlerTable:
         """Add a handler; its versions must be ones the Kafka 4.x listener of this kind serves
         (and kio ships)."""
         api_key = ApiKey(handler.api_key)
-        if api_key in self._handlers:
+        if api_key in self:
             raise ValueError(f"a handler for {api_name(api_key)} is already registered")
-        reference = self._reference.get(api_key)
-        if reference is None:
-            raise ValueError(f"{api_name(api_key)} is not an API Kafka serves on this listener")
+        reference = self._reference_of(api_key)
         if not handler.versions.issubset(reference):
             raise ValueError(
                 f"{api_name(api_key)} handler declares {handler.versions}, "
@@ -213,6 +214,53 @@ class HandlerTable:
         if served is None:
             return
         self._handlers[api_key] = handler
+        self._advertise(api_key, served)
+
+    def register_lazy(
+        self, api_keys: Iterable[ApiKey], build: Callable[[], Iterable[Handler]]
+    ) -> None:
+        """Serve ``api_keys`` with the handlers ``build()`` returns, made on the first request
+        to any of them: their modules, and the kio schemas those import, load then instead of
+        at start. Each serves every version Kafka's listener of this kind serves (checked when
+        built)."""
+        group = frozenset(api_keys)
+        for api_key in group:
+            if api_key in self:
+                raise ValueError(f"a handler for {api_name(api_key)} is already registered")
+            served = self._within_ceiling(api_key, self._reference_of(api_key))
+            if served is not None:
+                self._builders[api_key] = (build, group)
+                self._advertise(api_key, served)
+
+    def _build(self, api_key: ApiKey) -> Handler | None:
+        """Build the handlers of ``api_key``'s lazy registration (and of the other APIs of it)."""
+        build, group = self._builders[api_key]
+        keys = {key for key, (other, _) in self._builders.items() if other is build}
+        for key in keys:
+            del self._builders[key]
+        for handler in build():
+            key = ApiKey(handler.api_key)
+            if key not in group:
+                raise ValueError(f"a handler for {api_name(key)} was built, not registered")
+            if handler.versions != self._reference_of(key):
+                raise ValueError(
+                    f"{api_name(key)} handler declares {handler.versions}, "
+                    f"not the {self._reference_of(key)} it was registered for"
+                )
+            if key in keys:
+                self._handlers[key] = handler
+        if missing := keys - self._handlers.keys():
+            names = ", ".join(sorted(api_name(key) for key in missing))
+            raise ValueError(f"no handler was built for {names}")
+        return self._handlers[api_key]
+
+    def _reference_of(self, api_key: ApiKey) -> VersionRange:
+        reference = self._reference.get(api_key)
+        if reference is None:
+            raise ValueError(f"{api_name(api_key)} is not an API Kafka serves on this listener")
+        return reference
+
+    def _advertise(self, api_key: ApiKey, served: VersionRange) -> None:
         self._versions = MappingProxyType(dict(sorted({**self._versions, api_key: served}.items())))
 
     def _within_ceiling(self, api_key: ApiKey, versions: VersionRange) -> VersionRange | None:
@@ -226,7 +274,10 @@ class HandlerTable:
         return VersionRange(low, high) if low <= high else None
 
     def get(self, api_key: ApiKey) -> Handler | None:
-        return self._handlers.get(api_key)
+        handler = self._handlers.get(api_key)
+        if handler is None and api_key in self._builders:
+            return self._build(api_key)
+        return handler
 
     @property
     def versions(self) -> Mapping[ApiKey, VersionRange]:
@@ -234,10 +285,4 @@ class HandlerTable:
         return self._versions
 
     def __contains__(self, api_key: object) -> bool:
-        return api_key in self._handlers
-
-    def __iter__(self) -> Iterator[Handler]:
-        return iter(self._handlers.values())
-
-    def __len__(self) -> int:
-        return len(self._handlers)
+        return api_key in self._handlers or api_key in self._builders

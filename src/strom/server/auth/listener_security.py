@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from strom.client.security import PLAINTEXT, ClientSecurity
 from strom.config import ConfigError, ServerConfig
@@ -35,7 +35,6 @@ from strom.security.jaas import (
     read_jaas_file,
     server_section,
 )
-from strom.security.jwks import Backoff, JwksError, JwksKeys, JwksValidator, JwtChecks
 from strom.security.oauthbearer import (
     OAUTHBEARER,
     OAuthBearerServer,
@@ -48,6 +47,9 @@ from strom.security.sasl_authenticator import SaslAuthenticator
 from strom.security.scram import CredentialLookup, ScramMechanism, ScramServer
 from strom.security.tls import client_context, server_context
 from strom.server.configs.node_config import ListenerConfig
+
+if TYPE_CHECKING:
+    from strom.security.jwks import JwksValidator
 
 __all__ = ["SUPPORTED_MECHANISMS", "ListenerSecurity", "client_security", "listener_security"]
 
@@ -213,6 +215,13 @@ def _jwks_validator(config: ServerConfig, listener: str, url: str) -> JwksValida
     """Fetches the key set now (a set that cannot be fetched stops the start) and refreshes
     it every ``sasl.oauthbearer.jwks.endpoint.refresh.ms``, or sooner for a token naming a key
     it lacks, on a daemon thread."""
+    from strom.security.jwks import (  # noqa: PLC0415 - JWKS listeners only
+        Backoff,
+        JwksError,
+        JwksKeys,
+        JwksValidator,
+        JwtChecks,
+    )
 
     def setting(name: str) -> Value:
         return config.for_listener(listener, f"sasl.oauthbearer.{name}")

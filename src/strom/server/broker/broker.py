@@ -5,8 +5,9 @@ committed metadata image, the channel to the active controller) once the metadat
 with the quorum, and after its listeners have taken their addresses (``bind``: a port in use
 stops the start at once). What ``start`` does, in Kafka's order (``BrokerServer.startup``):
 
-1. **Handlers** are built and registered (``self.registry``); ApiVersions advertises exactly
-   them. Admin requests (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+1. **Handlers** are registered (``self.registry``); ApiVersions advertises exactly them. Each
+   group of APIs gets its handlers built, and their modules imported, on its first request.
+   Admin requests (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
    IncrementalAlterConfigs, DescribeQuorum) are forwarded to the active controller. Nothing
    reads the metadata yet.
 2. **Registration**: the broker registers with the active controller under its advertised
@@ -42,7 +43,6 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
 
 from strom.client.async_client import NodeClients
 from strom.client.security import PLAINTEXT, ClientSecurity
@@ -60,7 +60,7 @@ from strom.metadata import (
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.kafka_releases import release_versions
 from strom.security.acls import AclOperation
-from strom.server.api.handler_table import HandlerTable
+from strom.server.api.handler_table import Handler, HandlerTable
 from strom.server.api.metadata_view import MetadataWaiter
 from strom.server.auth.listener_security import ListenerSecurity
 from strom.server.broker.broker_lifecycle import (
@@ -76,60 +76,18 @@ from strom.server.channel.producer_ids import ProducerIdManager
 from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.configs.log_configs import TopicConfigResolver
 from strom.server.configs.node_config import HostPort, NodeConfig
-from strom.server.controller.handlers import (
-    acls,
-    alter_client_quotas,
-    alter_configs,
-    alter_user_scram_credentials,
-    create_partitions,
-    create_topics,
-    delete_topics,
-    elect_leaders,
-    incremental_alter_configs,
-    partition_reassignments,
-    update_features,
-)
 from strom.server.coordinator.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.coordinator.txn_coordinator_runtime import TxnCoordinatorRuntime
-from strom.server.handlers import describe_quorum, raft_voters
-from strom.server.handlers.add_offsets_to_txn import AddOffsetsToTxnHandler
-from strom.server.handlers.add_partitions_to_txn import AddPartitionsToTxnHandler
 from strom.server.handlers.api_versions import ApiVersionsHandler, Features
+from strom.server.handlers.broker_apis import (
+    DATA_APIS,
+    DESCRIBE_APIS,
+    FORWARDED,
+    GROUP_APIS,
+    TXN_APIS,
+)
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress, broker_addresses
-from strom.server.handlers.delete_groups import DeleteGroupsHandler
-from strom.server.handlers.delete_records import DeleteRecordsHandler
-from strom.server.handlers.describe_client_quotas import DescribeClientQuotasHandler
-from strom.server.handlers.describe_cluster import DescribeClusterHandler
-from strom.server.handlers.describe_configs import DescribeConfigsHandler
-from strom.server.handlers.describe_groups import DescribeGroupsHandler
-from strom.server.handlers.describe_log_dirs import DescribeLogDirsHandler
-from strom.server.handlers.describe_producers import DescribeProducersHandler
-from strom.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
-from strom.server.handlers.describe_transactions import DescribeTransactionsHandler
-from strom.server.handlers.describe_user_scram_credentials import (
-    DescribeUserScramCredentialsHandler,
-)
-from strom.server.handlers.end_txn import EndTxnHandler
-from strom.server.handlers.fetch import FetchHandler
-from strom.server.handlers.find_coordinator import FindCoordinatorHandler
-from strom.server.handlers.forwarding import ErrorResponse, ForwardingHandler
-from strom.server.handlers.heartbeat import HeartbeatHandler
-from strom.server.handlers.init_producer_id import InitProducerIdHandler
-from strom.server.handlers.join_group import JoinGroupHandler
-from strom.server.handlers.leave_group import LeaveGroupHandler
-from strom.server.handlers.list_groups import ListGroupsHandler
-from strom.server.handlers.list_offsets import ListOffsetsHandler
-from strom.server.handlers.list_transactions import ListTransactionsHandler
-from strom.server.handlers.metadata import MetadataHandler
-from strom.server.handlers.offset_commit import OffsetCommitHandler
-from strom.server.handlers.offset_delete import OffsetDeleteHandler
-from strom.server.handlers.offset_fetch import OffsetFetchHandler
-from strom.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
-from strom.server.handlers.produce import ProduceHandler
-from strom.server.handlers.sync_group import SyncGroupHandler
-from strom.server.handlers.txn_offset_commit import TxnOffsetCommitHandler
-from strom.server.handlers.write_txn_markers import WriteTxnMarkersHandler
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.connection_quotas import ConnectionLimits, ConnectionQuotas
 from strom.server.network.faults import Faults
@@ -154,28 +112,6 @@ _MAX_TIMER_MS = 2**31 - 1
 
 class BrokerStartError(RuntimeError):
     """The broker could not join its cluster (registration refused, never unfenced)."""
-
-
-FORWARDED: Final[Mapping[ApiKey, ErrorResponse]] = {
-    ApiKey.CREATE_TOPICS: create_topics.error_response,
-    ApiKey.DELETE_TOPICS: delete_topics.error_response,
-    ApiKey.CREATE_PARTITIONS: create_partitions.error_response,
-    ApiKey.ELECT_LEADERS: elect_leaders.error_response,
-    ApiKey.UPDATE_FEATURES: update_features.error_response,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_reassignments.alter_error_response,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_reassignments.list_error_response,
-    ApiKey.ALTER_CONFIGS: alter_configs.error_response,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.error_response,
-    ApiKey.DESCRIBE_QUORUM: describe_quorum.error_response,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.error_response,
-    ApiKey.CREATE_ACLS: acls.create_error_response,
-    ApiKey.DELETE_ACLS: acls.delete_error_response,
-    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas.error_response,
-    ApiKey.ADD_RAFT_VOTER: raft_voters.add_error_response,
-    ApiKey.REMOVE_RAFT_VOTER: raft_voters.remove_error_response,
-}
-"""The admin APIs a broker forwards to the active controller, with each one's answer when the
-controller cannot be reached."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -347,8 +283,6 @@ class Broker:
         return min(alive, default=self.node_id)
 
     def _register_handlers(self) -> None:
-        cluster_id = self.parts.cluster_id
-        describer = ConfigDescriber(self.topic_configs)
         channel = self.parts.channel
         self.auto_topics = AutoTopicCreator(
             channel, self.metadata, self.parts.waiter, self.topic_configs
@@ -356,55 +290,109 @@ class Broker:
         self.producer_ids = ProducerIdManager(
             channel, broker_id=self.node_id, broker_epoch=lambda: self.broker_epoch
         )
-        for handler in (
-            MetadataHandler(
+        self.registry.register_lazy(DESCRIBE_APIS, self._describe_handlers)
+        self.registry.register_lazy(FORWARDED, self._forwarding_handlers)
+
+    def _describe_handlers(self) -> list[Handler]:
+        from strom.server.controller.handlers import acls  # noqa: PLC0415 - on first use
+        from strom.server.handlers import (  # noqa: PLC0415 - on first use
+            describe_client_quotas,
+            describe_cluster,
+            describe_configs,
+            describe_log_dirs,
+            describe_topic_partitions,
+            describe_user_scram_credentials,
+            metadata,
+        )
+
+        return [
+            metadata.MetadataHandler(
                 self.metadata,
-                cluster_id=cluster_id,
+                cluster_id=self.parts.cluster_id,
                 controller_id=self._controller_id,
                 auto_topics=self.auto_topics,
             ),
-            DescribeTopicPartitionsHandler(
+            describe_topic_partitions.DescribeTopicPartitionsHandler(
                 self.metadata,
                 partition_limit=lambda: self.topic_configs.server_config(
                     self.metadata.image
                 ).get_int("max.request.partition.size.limit"),
             ),
-            DescribeConfigsHandler(self.metadata, describer),
-            DescribeClusterHandler(
-                cluster_id=cluster_id,
+            describe_configs.DescribeConfigsHandler(
+                self.metadata, ConfigDescriber(self.topic_configs)
+            ),
+            describe_cluster.DescribeClusterHandler(
+                cluster_id=self.parts.cluster_id,
                 controller_id=self._controller_id,
                 nodes=lambda listener, fenced: broker_addresses(
                     self.metadata.image, listener, include_fenced=fenced
                 ),
             ),
             ClusterAuthorized(
-                DescribeUserScramCredentialsHandler(lambda: self.metadata.image),
+                describe_user_scram_credentials.DescribeUserScramCredentialsHandler(
+                    lambda: self.metadata.image
+                ),
                 AclOperation.DESCRIBE,
             ),
             acls.DescribeAclsHandler(lambda: self.metadata.image),
             ClusterAuthorized(
-                DescribeClientQuotasHandler(lambda: self.metadata.image),
+                describe_client_quotas.DescribeClientQuotasHandler(lambda: self.metadata.image),
                 AclOperation.DESCRIBE_CONFIGS,
             ),
             ClusterAuthorized(
-                DescribeLogDirsHandler(
+                describe_log_dirs.DescribeLogDirsHandler(
                     self.log_manager,
                     data_dir=self.log_manager.data_dir,
                     internal_logs=self.parts.internal_logs,
                 ),
                 AclOperation.DESCRIBE,
             ),
-        ):
-            self.registry.register(handler)
-        for api_key, error_response in FORWARDED.items():
-            self.registry.register(
-                ForwardingHandler(
-                    api_key,
-                    KAFKA_BROKER_VERSIONS[api_key],
-                    channel,
-                    error_response=error_response,
-                )
+        ]
+
+    def _forwarding_handlers(self) -> list[Handler]:
+        """The forwarded APIs, each with its answer when the controller cannot be reached."""
+        from strom.server.controller.handlers import (  # noqa: PLC0415 - on first use
+            acls,
+            alter_client_quotas,
+            alter_configs,
+            alter_user_scram_credentials,
+            create_partitions,
+            create_topics,
+            delete_topics,
+            elect_leaders,
+            incremental_alter_configs,
+            partition_reassignments,
+            update_features,
+        )
+        from strom.server.handlers import describe_quorum, forwarding, raft_voters  # noqa: PLC0415 - on first use
+
+        error_responses: dict[ApiKey, forwarding.ErrorResponse] = {
+            ApiKey.CREATE_TOPICS: create_topics.error_response,
+            ApiKey.DELETE_TOPICS: delete_topics.error_response,
+            ApiKey.CREATE_PARTITIONS: create_partitions.error_response,
+            ApiKey.ELECT_LEADERS: elect_leaders.error_response,
+            ApiKey.UPDATE_FEATURES: update_features.error_response,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: partition_reassignments.alter_error_response,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: partition_reassignments.list_error_response,
+            ApiKey.ALTER_CONFIGS: alter_configs.error_response,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.error_response,
+            ApiKey.DESCRIBE_QUORUM: describe_quorum.error_response,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials.error_response,
+            ApiKey.CREATE_ACLS: acls.create_error_response,
+            ApiKey.DELETE_ACLS: acls.delete_error_response,
+            ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas.error_response,
+            ApiKey.ADD_RAFT_VOTER: raft_voters.add_error_response,
+            ApiKey.REMOVE_RAFT_VOTER: raft_voters.remove_error_response,
+        }
+        return [
+            forwarding.ForwardingHandler(
+                api_key,
+                KAFKA_BROKER_VERSIONS[api_key],
+                self.parts.channel,
+                error_response=error_response,
             )
+            for api_key, error_response in error_responses.items()
+        ]
 
     # --- data path: Produce, Fetch, ListOffsets, DeleteRecords, OffsetForLeaderEpoch --------
 
@@ -421,7 +409,9 @@ class Broker:
             clock=self.clock,
             topic_config=self.topic_configs.topic_config,
         )
-        sessions = FetchSessionCache(random=random.Random(), max_slots=DEFAULT_SESSION_CACHE_SLOTS)
+        self._fetch_sessions = FetchSessionCache(
+            random=random.Random(), max_slots=DEFAULT_SESSION_CACHE_SLOTS
+        )
         self.txn_coordinator = TxnCoordinatorRuntime(
             config=self.config,
             replica_manager=self.replica_manager,
@@ -433,30 +423,42 @@ class Broker:
                 security=self.parts.inter_broker_security,
             ),
         )
-        for handler in (
-            ProduceHandler(
-                replica_manager=self.replica_manager,
-                verify_txn=self.txn_coordinator.verify_produce,
+        self.registry.register_lazy(DATA_APIS, self._data_handlers)
+
+    def _data_handlers(self) -> list[Handler]:
+        from strom.server.handlers import (  # noqa: PLC0415 - on first use
+            delete_records,
+            describe_producers,
+            fetch,
+            list_offsets,
+            offset_for_leader_epoch,
+            produce,
+            write_txn_markers,
+        )
+
+        replicas = self.replica_manager
+        return [
+            produce.ProduceHandler(
+                replica_manager=replicas, verify_txn=self.txn_coordinator.verify_produce
             ),
-            FetchHandler(
-                replica_manager=self.replica_manager,
-                sessions=sessions,
+            fetch.FetchHandler(
+                replica_manager=replicas,
+                sessions=self._fetch_sessions,
                 clock=self.clock,
                 quota=self.client_quotas.fetch,
             ),
-            ListOffsetsHandler(replica_manager=self.replica_manager),
-            DeleteRecordsHandler(replica_manager=self.replica_manager),
-            DescribeProducersHandler(replica_manager=self.replica_manager),
+            list_offsets.ListOffsetsHandler(replica_manager=replicas),
+            delete_records.DeleteRecordsHandler(replica_manager=replicas),
+            describe_producers.DescribeProducersHandler(replica_manager=replicas),
             ClusterAuthorized(
-                WriteTxnMarkersHandler(
-                    replica_manager=self.replica_manager,
+                write_txn_markers.WriteTxnMarkersHandler(
+                    replica_manager=replicas,
                     timeout_ms=self.config.get_int("request.timeout.ms"),
                 ),
                 AclOperation.CLUSTER_ACTION,
             ),
-            OffsetForLeaderEpochHandler(replica_manager=self.replica_manager),
-        ):
-            self.registry.register(handler)
+            offset_for_leader_epoch.OffsetForLeaderEpochHandler(replica_manager=replicas),
+        ]
 
     def _features(self) -> Features:
         """ApiVersions' features: the ranges this broker registers with, the finalized levels."""
@@ -541,24 +543,43 @@ class Broker:
             clock=self.clock,
         )
         self.group_coordinator.start()
+        self.registry.register_lazy(GROUP_APIS, self._group_handlers)
+
+    def _group_handlers(self) -> list[Handler]:
+        from strom.server.handlers import (  # noqa: PLC0415 - on first use
+            delete_groups,
+            describe_groups,
+            find_coordinator,
+            heartbeat,
+            join_group,
+            leave_group,
+            list_groups,
+            offset_commit,
+            offset_delete,
+            offset_fetch,
+            sync_group,
+            txn_offset_commit,
+        )
+
         runtime = self.group_coordinator
-        for handler in (
-            FindCoordinatorHandler(
+        return [
+            find_coordinator.FindCoordinatorHandler(
                 runtime, leader_address=self._leader_address, transactions=self.txn_coordinator
             ),
-            JoinGroupHandler(runtime),
-            SyncGroupHandler(runtime),
-            HeartbeatHandler(runtime),
-            LeaveGroupHandler(runtime),
-            OffsetCommitHandler(runtime),
-            OffsetFetchHandler(runtime),
-            DescribeGroupsHandler(runtime),
-            ListGroupsHandler(runtime),
-            DeleteGroupsHandler(runtime),
-            OffsetDeleteHandler(runtime),
-            TxnOffsetCommitHandler(runtime, verify=self.txn_coordinator.verify_produce),
-        ):
-            self.registry.register(handler)
+            join_group.JoinGroupHandler(runtime),
+            sync_group.SyncGroupHandler(runtime),
+            heartbeat.HeartbeatHandler(runtime),
+            leave_group.LeaveGroupHandler(runtime),
+            offset_commit.OffsetCommitHandler(runtime),
+            offset_fetch.OffsetFetchHandler(runtime),
+            describe_groups.DescribeGroupsHandler(runtime),
+            list_groups.ListGroupsHandler(runtime),
+            delete_groups.DeleteGroupsHandler(runtime),
+            offset_delete.OffsetDeleteHandler(runtime),
+            txn_offset_commit.TxnOffsetCommitHandler(
+                runtime, verify=self.txn_coordinator.verify_produce
+            ),
+        ]
 
     # --- transactions -------------------------------------------------------------------------
 
@@ -568,22 +589,33 @@ class Broker:
     def _register_txn_handlers(self) -> None:
         """The transaction coordinator (on ``__transaction_state``; its timer task starts now,
         its loads once its publisher is installed) and its APIs."""
+        self.txn_coordinator.start()
+        self.registry.register_lazy(TXN_APIS, self._txn_handlers)
+
+    def _txn_handlers(self) -> list[Handler]:
+        from strom.server.handlers import (  # noqa: PLC0415 - on first use
+            add_offsets_to_txn,
+            add_partitions_to_txn,
+            describe_transactions,
+            end_txn,
+            init_producer_id,
+            list_transactions,
+        )
+
         runtime = self.txn_coordinator
-        runtime.start()
         offsets_partitions = self.group_coordinator.coordinator.partition_count
-        for handler in (
-            InitProducerIdHandler(self.producer_ids, runtime),
-            AddPartitionsToTxnHandler(runtime),
-            AddOffsetsToTxnHandler(
+        return [
+            init_producer_id.InitProducerIdHandler(self.producer_ids, runtime),
+            add_partitions_to_txn.AddPartitionsToTxnHandler(runtime),
+            add_offsets_to_txn.AddOffsetsToTxnHandler(
                 runtime,
                 offsets_partitions=offsets_partitions
                 or self.config.get_int("offsets.topic.num.partitions"),
             ),
-            EndTxnHandler(runtime),
-            DescribeTransactionsHandler(runtime),
-            ListTransactionsHandler(runtime),
-        ):
-            self.registry.register(handler)
+            end_txn.EndTxnHandler(runtime),
+            describe_transactions.DescribeTransactionsHandler(runtime),
+            list_transactions.ListTransactionsHandler(runtime),
+        ]
 
     def _leader_address(self, tp: TopicPartition, listener_name: str) -> BrokerAddress | None:
         image = self.metadata.image

@@ -96,7 +96,7 @@ class BrokerLifecycleManager:
         self._shut_down_allowed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._beat_now = asyncio.Event()
-        channel.when_request_failed(self._beat_now.set)
+        channel.when_connection_lost(self._beat_now.set)
 
     @property
     def fenced(self) -> bool:
@@ -208,7 +208,7 @@ class BrokerLifecycleManager:
                 # again at once (the channel has its own backoff): the unanswered heartbeat's
                 # connection was dropped, and the controller fences a broker whose heartbeat
                 # connection closed unless it hears from it within a short grace (so does any
-                # other request's that failed: ControllerChannel.when_request_failed)
+                # other lost connection to it: ControllerChannel.when_connection_lost)
                 log.warning("heartbeat not answered: %s", error)
                 continue
             except RegistrationFailed as error:

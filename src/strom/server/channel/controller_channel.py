@@ -68,14 +68,19 @@ class ControllerChannel:
         self._clients = clients
         self._local = local
         self._retry_backoff = retry_backoff
-        self._request_failed: list[Callable[[], None]] = []
+        self._connection_lost: list[Callable[[], None]] = []
+        clients.when_dropped(self._dropped)
 
-    def when_request_failed(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` whenever a request to a controller gets no answer (no connection,
-        or it was lost or dropped after a timeout): the broker then heartbeats at once, since
-        the controller fences a broker whose heartbeat connection closed unless it hears from
-        it within a short grace."""
-        self._request_failed.append(callback)
+    def when_connection_lost(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever a connection to a controller is lost: a request timed
+        out, or the controller's end closed, also between requests. The broker then heartbeats
+        at once, since the controller fences a broker whose heartbeat connection closed unless
+        it hears from it within a short grace."""
+        self._connection_lost.append(callback)
+
+    def _dropped(self, _node_id: int) -> None:
+        for callback in self._connection_lost:
+            callback()
 
     async def send(self, body: RequestPayload, *, timeout: float) -> Any:
         """The active controller's answer to ``body`` (one whose top-level error code is not
@@ -95,8 +100,6 @@ class ControllerChannel:
                     response = await self._send_to(leader, body, remaining)
                 except RequestFailed as error:
                     reason = str(error)
-                    for callback in self._request_failed:
-                        callback()
                 else:
                     if getattr(response, "error_code", None) != ErrorCode.not_controller:
                         return response

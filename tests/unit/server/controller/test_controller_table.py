@@ -35,6 +35,7 @@ from strom.server.api.handler_table import Handler, HandlerTable, RequestContext
 from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.configs.log_configs import TopicConfigResolver
 from strom.server.controller.controller_server import ControllerServer, NotControllerError
+from strom.server.controller.handlers.admin_table import admin_handlers
 from strom.server.controller.handlers.controller_table import controller_handlers
 from strom.server.controller.handlers.envelope import EnvelopeHandler
 from strom.server.quotas.client_quotas import ClientQuotas
@@ -63,10 +64,12 @@ def table() -> dict[ApiKey, Handler]:
         controller,
         registry=registry,
         cluster_id="MkU3OEVBNTcwNTJENDM2Qg",
-        describer=ConfigDescriber(TopicConfigResolver(config, node_id=1)),
-        mutations=quotas.controller_mutation,
         request_quota=quotas.request,
         request_exempt=frozenset(),
+    ) + admin_handlers(
+        controller,
+        describer=ConfigDescriber(TopicConfigResolver(config, node_id=1)),
+        mutations=quotas.controller_mutation,
         image=lambda: loader.image,
     )
     for handler in handlers:

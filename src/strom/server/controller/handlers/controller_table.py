@@ -11,45 +11,45 @@ the new active controller.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
 from strom.common import ErrorCode
-from strom.metadata import MetadataImage
 from strom.protocol.api import ApiKey
 from strom.security.acls import AclOperation
 from strom.server.api.handler_table import Handler, HandlerResult, HandlerTable, RequestContext
-from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.controller.controller_server import ControllerServer, NotControllerError
 from strom.server.controller.handlers import (
-    acls,
     allocate_producer_ids,
-    alter_client_quotas,
-    alter_user_scram_credentials,
     broker_heartbeat,
     broker_registration,
 )
-from strom.server.controller.handlers.alter_configs import AlterConfigsHandler
 from strom.server.controller.handlers.alter_partition import AlterPartitionHandler
-from strom.server.controller.handlers.create_partitions import CreatePartitionsHandler
-from strom.server.controller.handlers.create_topics import CreateTopicsHandler
-from strom.server.controller.handlers.delete_topics import DeleteTopicsHandler
-from strom.server.controller.handlers.elect_leaders import ElectLeadersHandler
 from strom.server.controller.handlers.envelope import EnvelopeHandler
-from strom.server.controller.handlers.incremental_alter_configs import (
-    IncrementalAlterConfigsHandler,
-)
-from strom.server.controller.handlers.partition_reassignments import (
-    AlterPartitionReassignmentsHandler,
-    ListPartitionReassignmentsHandler,
-)
-from strom.server.controller.handlers.update_features import UpdateFeaturesHandler
 from strom.server.handlers.cluster_authorization import ClusterAuthorized, refusal
 from strom.server.handlers.forwarding import ErrorResponse
-from strom.server.quotas.client_quotas import ClientQuotaManager, ControllerMutationQuotaManager
+from strom.server.quotas.client_quotas import ClientQuotaManager
 
-__all__ = ["AnswersNotController", "controller_handlers"]
+__all__ = ["ADMIN_APIS", "AnswersNotController", "Row", "controller_handlers"]
+
+ADMIN_APIS: Final = (
+    ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_TOPICS,
+    ApiKey.CREATE_PARTITIONS,
+    ApiKey.ELECT_LEADERS,
+    ApiKey.UPDATE_FEATURES,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ApiKey.ALTER_CONFIGS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    ApiKey.ALTER_CLIENT_QUOTAS,
+    ApiKey.CREATE_ACLS,
+    ApiKey.DELETE_ACLS,
+    ApiKey.DESCRIBE_ACLS,
+)
+"""The controller's admin APIs, whose handlers ``admin_table.admin_handlers`` builds on the
+first request to one of them (their modules and kio schemas load then, not at start)."""
 
 
 class AnswersNotController:
@@ -70,7 +70,7 @@ class AnswersNotController:
 
 
 @dataclass(frozen=True, slots=True)
-class _Row:
+class Row:
     handler: Handler
     operation: AclOperation | None = None
     """ClusterAuthorized's operation on the cluster (None: the handler authorizes itself)."""
@@ -93,28 +93,16 @@ def controller_handlers(
     *,
     registry: HandlerTable,
     cluster_id: str,
-    describer: ConfigDescriber,
-    mutations: ControllerMutationQuotaManager,
     request_quota: ClientQuotaManager,
     request_exempt: frozenset[ApiKey],
-    image: Callable[[], MetadataImage],
 ) -> list[Handler]:
-    """The controller listener's handlers of the controller's own APIs (``registry`` is that
-    listener's table, which the Envelope decodes its inner requests with)."""
-    alter, describe = AclOperation.ALTER, AclOperation.DESCRIBE
+    """The handlers of the APIs brokers send the controller (registration, heartbeats, ISR
+    changes, producer id blocks, forwarded requests): needed from the start. ``registry`` is the
+    controller listener's table, which the Envelope decodes its inner requests with."""
     cluster_action = AclOperation.CLUSTER_ACTION
     rows = [
-        _Row(CreateTopicsHandler(controller, describer, quotas=mutations)),
-        _Row(DeleteTopicsHandler(controller, quotas=mutations)),
-        _Row(CreatePartitionsHandler(controller, quotas=mutations)),
-        _Row(ElectLeadersHandler(controller), alter),
-        _Row(UpdateFeaturesHandler(controller), alter),
-        _Row(AlterPartitionReassignmentsHandler(controller), alter),
-        _Row(ListPartitionReassignmentsHandler(controller), describe),
-        _Row(AlterConfigsHandler(controller)),
-        _Row(AlterPartitionHandler(controller), cluster_action),
-        _Row(IncrementalAlterConfigsHandler(controller)),
-        _Row(
+        Row(AlterPartitionHandler(controller), cluster_action),
+        Row(
             EnvelopeHandler(
                 registry,
                 controller,
@@ -122,35 +110,20 @@ def controller_handlers(
                 request_exempt=request_exempt,
             )
         ),
-        _Row(
+        Row(
             broker_registration.BrokerRegistrationHandler(controller, cluster_id=cluster_id),
             cluster_action,
             not_controller=broker_registration.error_response,
         ),
-        _Row(
+        Row(
             broker_heartbeat.BrokerHeartbeatHandler(controller),
             cluster_action,
             not_controller=broker_heartbeat.error_response,
         ),
-        _Row(
+        Row(
             allocate_producer_ids.AllocateProducerIdsHandler(controller),
             cluster_action,
             not_controller=allocate_producer_ids.error_response,
         ),
-        _Row(
-            alter_user_scram_credentials.AlterUserScramCredentialsHandler(controller),
-            alter,
-            refuse=alter_user_scram_credentials.error_response,
-            not_controller=alter_user_scram_credentials.error_response,
-        ),
-        _Row(
-            alter_client_quotas.AlterClientQuotasHandler(controller),
-            AclOperation.ALTER_CONFIGS,
-            refuse=alter_client_quotas.error_response,
-            not_controller=alter_client_quotas.error_response,
-        ),
-        _Row(acls.CreateAclsHandler(controller), not_controller=acls.create_error_response),
-        _Row(acls.DeleteAclsHandler(controller), not_controller=acls.delete_error_response),
-        _Row(acls.DescribeAclsHandler(image)),
     ]
     return [row.handler_to_register() for row in rows]
