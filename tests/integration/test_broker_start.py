@@ -150,7 +150,7 @@ def test_a_restarted_broker_acts_only_on_metadata_past_its_registration(
         return apply_metadata(self, delta, image)
 
     def coordinator(
-        self: CoordinatorRuntime, delta: MetadataDelta | None, image: MetadataImage
+        self: CoordinatorRuntime[Any, Any], delta: MetadataDelta | None, image: MetadataImage
     ) -> None:
         seen.append((self.topic, epoch_of(image)))
         on_metadata(self, delta, image)

@@ -17,7 +17,7 @@ A coordinator keeps its state in the partitions of one internal topic:
   loading partition are answered COORDINATOR_LOAD_IN_PROGRESS; a load whose epoch is gone
   before it ends is abandoned;
 * the core's records become one batch appended to a partition with acks=all
-  (:meth:`CoordinatorRuntime._append`), and the core hears the outcome once the high watermark
+  (:meth:`CoordinatorRuntime.append`), and the core hears the outcome once the high watermark
   passes the batch (every in-sync replica has it: Kafka's deferred event queue), or the ISR
   shrank below ``min.insync.replicas`` meanwhile, or leadership moved, or ``write_timeout_ms``
   passed; with one replica that is at once. The wait is the replica manager's acks=all wait
@@ -36,18 +36,19 @@ import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from strom.common import Clock, ErrorCode, TopicPartition
 from strom.common.waiting import wait_event
 from strom.metadata import MetadataDelta, MetadataImage
 from strom.protocol.batch import HEADER_SIZE, NO_PRODUCER_ID, BatchHeader
-from strom.protocol.records import Record, build_batch
+from strom.protocol.records import Record, build_batch, iter_records
+from strom.protocol.schema import SchemaError
 from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.replica.replica_manager import ReplicaManager
 from strom.storage.producer_state import AppendOrigin
 
-__all__ = ["CoordinatorCore", "CoordinatorRuntime"]
+__all__ = ["CoordinatorCore", "CoordinatorRuntime", "InternalTopicRecord"]
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +74,24 @@ class CoordinatorCore(Protocol):
     def poll(self, now_ms: int) -> None: ...
 
 
-class CoordinatorRuntime(ABC):
-    """The I/O shell around one coordinator core and its internal ``topic``."""
+class InternalTopicRecord(Protocol):
+    """A record of a coordinator's internal topic, as its core writes and replays it."""
+
+    def encode(self) -> KeyValue:
+        """The record's key and value (None: a tombstone)."""
+        ...
+
+
+CoreT = TypeVar("CoreT", bound=CoordinatorCore)
+RecordT = TypeVar("RecordT", bound=InternalTopicRecord)
+
+
+class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
+    """The I/O shell around one coordinator core and its internal ``topic``, whose records
+    the core writes and replays as ``RecordT``; the core's writer (:meth:`append`)."""
+
+    coordinator: CoreT
+    """The core, which a subclass makes with itself as its writer."""
 
     load_chunk_bytes = 64 << 10
     """How much of a partition's log one step of a load reads and replays."""
@@ -105,17 +122,46 @@ class CoordinatorRuntime(ABC):
         self._stopped = False
 
     @property
-    @abstractmethod
-    def core(self) -> CoordinatorCore: ...
+    def core(self) -> CoreT:
+        return self.coordinator
 
     def now_ms(self) -> int:
         return self._clock.now_ms()
 
     # --- loading (Kafka's onElection / onResignation, by leader epoch) -----------------------
 
+    @staticmethod
     @abstractmethod
+    def _decode(key: bytes, value: bytes | None) -> RecordT | None:
+        """A record read back; None for one to skip quietly (SchemaError: unreadable)."""
+
+    @abstractmethod
+    def _replay(self, header: BatchHeader, record: RecordT) -> None:
+        """Apply ``record`` of the data batch ``header`` to the core."""
+
+    @abstractmethod
+    def _replay_control(self, partition: int, header: BatchHeader, batch: bytes) -> None:
+        """Apply a control batch (transaction markers) of ``partition`` to the core."""
+
     def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
-        """Apply one batch of ``partition`` to the core; the number of records it applied."""
+        """Apply one batch of ``partition`` to the core; the number of records it applied (an
+        unreadable one is logged and skipped, as Kafka's loaders do)."""
+        if header.is_control:
+            self._replay_control(partition, header, batch)
+            return 0
+        count = 0
+        for record in iter_records(batch):
+            if record.key is None:
+                continue
+            try:
+                decoded = self._decode(record.key, record.value)
+            except SchemaError as error:
+                log.warning("skipping an unreadable record of %s: %s", self.topic, error)
+                continue
+            if decoded is not None:
+                self._replay(header, decoded)
+                count += 1
+        return count
 
     @abstractmethod
     def _finish_loading(self, partition: int, leader_epoch: int) -> None:
@@ -314,26 +360,31 @@ class CoordinatorRuntime(ABC):
 
     # --- writing ------------------------------------------------------------------------------
 
-    def _append(
+    @staticmethod
+    @abstractmethod
+    def _append_error(code: ErrorCode) -> ErrorCode:
+        """What the coordinator answers for an append that failed with ``code``."""
+
+    def append(
         self,
         partition: int,
-        records: Sequence[KeyValue],
+        records: Sequence[RecordT],
         done: Callable[[ErrorCode], None],
         *,
         producer_id: int = NO_PRODUCER_ID,
         producer_epoch: int = -1,
     ) -> None:
-        """Append ``records`` as one batch (transactional when a producer id is given: the
-        producer's id and epoch, base sequence 0, as Kafka's coordinators write them); ``done``
-        hears NONE once the batch is committed, else the partition's error (see the module
-        doc)."""
+        """The core's writer: append ``records`` as one batch (transactional when a producer id
+        is given: the producer's id and epoch, base sequence 0, as Kafka's coordinators write
+        them); ``done`` hears NONE once the batch is committed, else the coordinator's error
+        (:meth:`_append_error`) for the partition's (see the module doc)."""
         tp = TopicPartition(self.topic, partition)
         now = self.now_ms()
         transactional = producer_id != NO_PRODUCER_ID
         batch = build_batch(
             [
                 Record(offset=index, timestamp=now, key=key, value=value)
-                for index, (key, value) in enumerate(records)
+                for index, (key, value) in enumerate(record.encode() for record in records)
             ],
             producer_id=producer_id,
             producer_epoch=producer_epoch,
@@ -348,12 +399,14 @@ class CoordinatorRuntime(ABC):
         )
         if result.error is not ErrorCode.none:
             log.warning("cannot append to %s: %s", tp, result.message or result.error.name)
-            done(result.error)
+            done(self._append_error(result.error))
             return
         self._replica_manager.when_acknowledged(
             {tp: result.last_offset + 1},
             timeout_ms=self._write_timeout_ms,
-            callback=lambda outcomes: done(outcomes[tp]),
+            callback=lambda outcomes: done(
+                outcomes[tp] if outcomes[tp] is ErrorCode.none else self._append_error(outcomes[tp])
+            ),
         )
 
     async def _committed(self, tp: TopicPartition, offset: int) -> ErrorCode:

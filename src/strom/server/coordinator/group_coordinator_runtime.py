@@ -13,9 +13,7 @@
 
 from __future__ import annotations
 
-import logging
 import random
-from collections.abc import Callable, Sequence
 
 from strom.common import Clock, ErrorCode, TopicPartition
 from strom.config import ServerConfig
@@ -24,14 +22,11 @@ from strom.coordinator.group import CoordinatorRecord, CoordinatorSettings, Grou
 from strom.coordinator.group.records import UnknownRecordTypeError, decode_key, decode_value
 from strom.protocol.batch import NO_PRODUCER_ID, BatchHeader
 from strom.protocol.records import ControlRecordType, iter_records, read_control_record
-from strom.protocol.schema import SchemaError
 from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.coordinator.coordinator_runtime import CoordinatorRuntime
 from strom.server.replica.replica_manager import ReplicaManager
 
 __all__ = ["GroupCoordinatorRuntime", "settings_from_config"]
-
-log = logging.getLogger(__name__)
 
 
 def settings_from_config(config: ServerConfig) -> CoordinatorSettings:
@@ -46,7 +41,7 @@ def settings_from_config(config: ServerConfig) -> CoordinatorSettings:
     )
 
 
-class GroupCoordinatorRuntime(CoordinatorRuntime):
+class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinator, CoordinatorRecord]):
     """Owns the :class:`GroupCoordinator` of this broker and everything around it."""
 
     def __init__(
@@ -72,10 +67,6 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
         )
         replica_manager.add_txn_marker_listener(self.on_txn_marker)
 
-    @property
-    def core(self) -> GroupCoordinator:
-        return self.coordinator
-
     def _topic_exists(self, topic: str, partition: int) -> bool:
         return (
             self._replica_manager.image.topics.get_partition(TopicPartition(topic, partition))
@@ -87,49 +78,42 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
     def _finish_loading(self, partition: int, leader_epoch: int) -> None:
         self.coordinator.finish_loading(partition, self.now_ms())
 
-    def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
-        if header.is_control:
-            for record in iter_records(batch):
-                kind, _ = read_control_record(record)
-                self.coordinator.complete_transaction(
-                    partition, header.producer_id, commit=kind is ControlRecordType.COMMIT
-                )
-            return 0
-        producer_id = header.producer_id if header.is_transactional else NO_PRODUCER_ID
-        count = 0
+    def _replay_control(self, partition: int, header: BatchHeader, batch: bytes) -> None:
         for record in iter_records(batch):
-            if record.key is None:
-                continue
-            try:
-                key = decode_key(record.key)
-                value = decode_value(key, record.value)
-            except UnknownRecordTypeError:
-                continue  # a newer group type's record, as Kafka's loader skips it
-            except SchemaError as error:
-                log.warning("skipping an unreadable record of %s: %s", GROUP_METADATA_TOPIC, error)
-                continue
-            self.coordinator.replay(CoordinatorRecord(key, value), producer_id=producer_id)
-            count += 1
-        return count
+            kind, _ = read_control_record(record)
+            self.coordinator.complete_transaction(
+                partition, header.producer_id, commit=kind is ControlRecordType.COMMIT
+            )
 
-    # --- the core's PartitionWriter -----------------------------------------------------------
+    @staticmethod
+    def _decode(key: bytes, value: bytes | None) -> CoordinatorRecord | None:
+        try:
+            decoded = decode_key(key)
+            return CoordinatorRecord(decoded, decode_value(decoded, value))
+        except UnknownRecordTypeError:
+            return None  # a newer group type's record, as Kafka's loader skips it
 
-    def append(
-        self,
-        partition: int,
-        records: Sequence[CoordinatorRecord],
-        done: Callable[[ErrorCode], None],
-        *,
-        producer_id: int = NO_PRODUCER_ID,
-        producer_epoch: int = -1,
-    ) -> None:
-        self._append(
-            partition,
-            [record.encode() for record in records],
-            lambda code: done(code if code is ErrorCode.none else _append_error(code)),
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-        )
+    def _replay(self, header: BatchHeader, record: CoordinatorRecord) -> None:
+        producer_id = header.producer_id if header.is_transactional else NO_PRODUCER_ID
+        self.coordinator.replay(record, producer_id=producer_id)
+
+    # --- the core's PartitionWriter (CoordinatorRuntime.append) --------------------------------
+
+    @staticmethod
+    def _append_error(code: ErrorCode) -> ErrorCode:
+        """What the coordinator answers for a failed append (Kafka's mapping; the producer's own
+        errors of a transactional offset commit pass through)."""
+        if code in _PRODUCER_ERRORS:
+            return code
+        if code in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+            return ErrorCode.not_coordinator
+        if code in (
+            ErrorCode.message_too_large,
+            ErrorCode.record_list_too_large,
+            ErrorCode.invalid_fetch_size,
+        ):
+            return ErrorCode.invalid_commit_offset_size
+        return ErrorCode.coordinator_not_available
 
     # --- transaction markers ------------------------------------------------------------------
 
@@ -140,22 +124,6 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
         producer's pending offsets of the groups in that partition."""
         if tp.topic == GROUP_METADATA_TOPIC:
             self.coordinator.complete_transaction(tp.partition, producer_id, commit=commit)
-
-
-def _append_error(code: ErrorCode) -> ErrorCode:
-    """What the coordinator answers for a failed append (Kafka's mapping; the producer's own
-    errors of a transactional offset commit pass through)."""
-    if code in _PRODUCER_ERRORS:
-        return code
-    if code in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
-        return ErrorCode.not_coordinator
-    if code in (
-        ErrorCode.message_too_large,
-        ErrorCode.record_list_too_large,
-        ErrorCode.invalid_fetch_size,
-    ):
-        return ErrorCode.invalid_commit_offset_size
-    return ErrorCode.coordinator_not_available
 
 
 _PRODUCER_ERRORS = frozenset(

@@ -14,8 +14,7 @@
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection
 
 from strom.client.async_client import NodeClients
 from strom.common import Clock, ErrorCode, TopicPartition
@@ -28,16 +27,12 @@ from strom.coordinator.txn import (
 )
 from strom.coordinator.txn.records import decode_key, decode_value
 from strom.protocol.batch import BatchHeader
-from strom.protocol.records import iter_records
-from strom.protocol.schema import SchemaError
 from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.coordinator.coordinator_runtime import CoordinatorRuntime
 from strom.server.coordinator.txn_markers import Marker, TxnMarkerChannel
 from strom.server.replica.replica_manager import ReplicaManager
 
 __all__ = ["TxnCoordinatorRuntime", "txn_settings_from_config"]
-
-log = logging.getLogger(__name__)
 
 
 def txn_settings_from_config(config: ServerConfig) -> TxnSettings:
@@ -53,7 +48,7 @@ def txn_settings_from_config(config: ServerConfig) -> TxnSettings:
     )
 
 
-class TxnCoordinatorRuntime(CoordinatorRuntime):
+class TxnCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinator, TransactionLogRecord]):
     """Owns the :class:`TransactionCoordinator` of this broker and everything around it."""
 
     def __init__(
@@ -85,10 +80,6 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
         self._marker_tasks: set[asyncio.Task[None]] = set()
 
     @property
-    def core(self) -> TransactionCoordinator:
-        return self.coordinator
-
-    @property
     def replica_manager(self) -> ReplicaManager:
         return self._replica_manager
 
@@ -101,24 +92,15 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
             partition, coordinator_epoch=leader_epoch, now_ms=self.now_ms()
         )
 
-    def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
-        if header.is_control:
-            return 0
-        count = 0
-        for record in iter_records(batch):
-            if record.key is None:
-                continue
-            try:
-                key = decode_key(record.key)
-                value = decode_value(record.value)
-            except SchemaError as error:
-                log.warning(
-                    "skipping an unreadable record of %s: %s", TRANSACTION_STATE_TOPIC, error
-                )
-                continue
-            self.coordinator.replay(TransactionLogRecord(key, value))
-            count += 1
-        return count
+    def _replay_control(self, partition: int, header: BatchHeader, batch: bytes) -> None:
+        """Nothing: no transaction writes to ``__transaction_state``, so it has no markers."""
+
+    @staticmethod
+    def _decode(key: bytes, value: bytes | None) -> TransactionLogRecord:
+        return TransactionLogRecord(decode_key(key), decode_value(value))
+
+    def _replay(self, header: BatchHeader, record: TransactionLogRecord) -> None:
+        self.coordinator.replay(record)
 
     # --- requests -----------------------------------------------------------------------------
 
@@ -142,19 +124,21 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
         ).values()
         return code
 
-    # --- the core's TransactionWriter ---------------------------------------------------------
+    # --- the core's TransactionWriter (CoordinatorRuntime.append, and markers) --------------
 
-    def append(
-        self,
-        partition: int,
-        records: Sequence[TransactionLogRecord],
-        done: Callable[[ErrorCode], None],
-    ) -> None:
-        self._append(
-            partition,
-            [record.encode() for record in records],
-            lambda code: done(code if code is ErrorCode.none else _append_error(code)),
-        )
+    @staticmethod
+    def _append_error(code: ErrorCode) -> ErrorCode:
+        """What the coordinator answers for a failed append (Kafka's mapping)."""
+        if code in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
+            return ErrorCode.not_coordinator
+        if code in (
+            ErrorCode.unknown_topic_or_partition,
+            ErrorCode.not_enough_replicas,
+            ErrorCode.not_enough_replicas_after_append,
+            ErrorCode.request_timed_out,
+        ):
+            return ErrorCode.coordinator_not_available
+        return ErrorCode.unknown_server_error
 
     def write_markers(
         self,
@@ -185,17 +169,3 @@ class TxnCoordinatorRuntime(CoordinatorRuntime):
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._markers.close()
         await super().stop()
-
-
-def _append_error(code: ErrorCode) -> ErrorCode:
-    """What the coordinator answers for a failed append (Kafka's mapping)."""
-    if code in (ErrorCode.not_leader_or_follower, ErrorCode.kafka_storage_error):
-        return ErrorCode.not_coordinator
-    if code in (
-        ErrorCode.unknown_topic_or_partition,
-        ErrorCode.not_enough_replicas,
-        ErrorCode.not_enough_replicas_after_append,
-        ErrorCode.request_timed_out,
-    ):
-        return ErrorCode.coordinator_not_available
-    return ErrorCode.unknown_server_error

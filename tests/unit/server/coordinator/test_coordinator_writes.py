@@ -22,21 +22,36 @@ TP = TopicPartition(TOPIC, 0)
 FOLLOWER = 2
 
 
-class Shell(CoordinatorRuntime):
-    """The runtime with no core: only its writing is under test."""
+class Written:
+    """A record of the internal topic, as a core hands it to its writer."""
 
-    @property
-    def core(self) -> CoordinatorCore:
+    def encode(self) -> tuple[bytes, bytes]:
+        return b"key", b"value"
+
+
+class Shell(CoordinatorRuntime[CoordinatorCore, Written]):
+    """The runtime with no core: only its writing is under test (the partition's errors are
+    heard as they are)."""
+
+    @staticmethod
+    def _decode(key: bytes, value: bytes | None) -> Written:
         raise NotImplementedError
 
-    def _replay_batch(self, partition: int, header: BatchHeader, batch: bytes) -> int:
-        return 0
+    def _replay(self, header: BatchHeader, record: Written) -> None:
+        raise NotImplementedError
+
+    def _replay_control(self, partition: int, header: BatchHeader, batch: bytes) -> None:
+        raise NotImplementedError
 
     def _finish_loading(self, partition: int, leader_epoch: int) -> None:
         pass
 
+    @staticmethod
+    def _append_error(code: ErrorCode) -> ErrorCode:
+        return code
+
     def write(self, heard: list[ErrorCode]) -> None:
-        self._append(0, [(b"key", b"value")], heard.append)
+        self.append(0, [Written()], heard.append)
 
 
 @pytest.fixture
