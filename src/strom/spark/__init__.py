@@ -21,8 +21,9 @@ if _MISSING:
         "pip install 'strom[spark]'"
     )
 
+from strom.spark.avro import from_avro, to_avro  # noqa: E402
 from strom.spark.foreach_batch import write_stream  # noqa: E402
-from strom.spark.formats import decode_value, encode_value, from_avro, to_avro  # noqa: E402
+from strom.spark.formats import decode_value, encode_value  # noqa: E402
 from strom.spark.session import register, session  # noqa: E402
 from strom.spark.source import StromDataSource  # noqa: E402
 
