@@ -22,7 +22,11 @@ A coordinator keeps its state in the partitions of one internal topic:
   shrank below ``min.insync.replicas`` meanwhile, or leadership moved, or ``write_timeout_ms``
   passed; with one replica that is at once. The wait is the replica manager's acks=all wait
   (``ReplicaManager.when_acknowledged``: a ``DelayedProduce`` in its produce purgatory), as
-  a producer's;
+  a producer's. An outcome from the purgatory reaches the core on the loop's next turn, not
+  inside the high watermark advance that decided it: that advance runs inside a follower's
+  fetch, between its read and its long poll, and a write the core made there in answer (the
+  Complete record after a transaction's markers) would land where that fetch had just read
+  nothing, and wake nobody until ``replica.fetch.wait.max.ms`` (500 ms) ran out;
 * the core's timers are driven by one asyncio task that sleeps until the core's
   ``next_deadline`` or until :meth:`CoordinatorRuntime.wake` (after every request) says it may
   have changed.
@@ -401,13 +405,20 @@ class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
             log.warning("cannot append to %s: %s", tp, result.message or result.error.name)
             done(self._append_error(result.error))
             return
+        waiting = False
+
+        def acknowledged(outcomes: dict[TopicPartition, ErrorCode]) -> None:
+            error = outcomes[tp]
+            outcome = error if error is ErrorCode.none else self._append_error(error)
+            if waiting:  # from the purgatory: on the next turn (see the module doc)
+                asyncio.get_running_loop().call_soon(done, outcome)
+            else:
+                done(outcome)
+
         self._replica_manager.when_acknowledged(
-            {tp: result.last_offset + 1},
-            timeout_ms=self._write_timeout_ms,
-            callback=lambda outcomes: done(
-                outcomes[tp] if outcomes[tp] is ErrorCode.none else self._append_error(outcomes[tp])
-            ),
+            {tp: result.last_offset + 1}, timeout_ms=self._write_timeout_ms, callback=acknowledged
         )
+        waiting = True
 
     async def _committed(self, tp: TopicPartition, offset: int) -> ErrorCode:
         """The acks=all outcome of a write (of this broker) ending before ``offset``."""

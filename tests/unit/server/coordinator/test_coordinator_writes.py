@@ -16,6 +16,8 @@ from strom.common import ErrorCode, TopicPartition
 from strom.protocol.batch import BatchHeader
 from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.coordinator.coordinator_runtime import CoordinatorCore, CoordinatorRuntime
+from strom.server.replica.fetch_session import PartitionFetch, SessionPartition
+from strom.server.replica.replica_manager import READ_LOG_END, FetchParams
 
 TOPIC = "__consumer_offsets"
 TP = TopicPartition(TOPIC, 0)
@@ -81,7 +83,41 @@ def test_a_write_is_answered_once_the_follower_has_it(data: DataPath) -> None:
         assert manager.partition(TP).log_end_offset == 1  # appended at once
         assert heard == [] and len(manager.produce_purgatory) == 1
         manager.record_follower_fetch(TP, replica_id=FOLLOWER, log_end_offset=1)
+        assert heard == []  # on the loop's next turn
+        await asyncio.sleep(0)
         assert heard == [ErrorCode.none]
+
+    run(scenario)
+
+
+def test_a_write_made_on_hearing_an_acknowledgement_wakes_the_follower(data: DataPath) -> None:
+    """The follower's fetch that acknowledges a write is the one that must carry the write a
+    core makes on hearing it (a transaction's Complete record after its markers): heard inside
+    that fetch's read, the second write would land before the fetch parks, wake nobody, and
+    wait out the follower's ``max_wait`` (30 s here)."""
+    manager = data.replica_manager
+
+    async def scenario() -> None:
+        runtime = shell(data)
+        heard: list[ErrorCode] = []
+
+        def write_again(code: ErrorCode) -> None:
+            heard.append(code)
+            runtime.append(0, [Written()], heard.append)
+
+        runtime.append(0, [Written()], write_again)
+        params = FetchParams(replica_id=FOLLOWER, max_wait_ms=30_000, isolation_level=READ_LOG_END)
+        fetch = PartitionFetch(fetch_offset=1, partition_max_bytes=1 << 20)
+        reads = await asyncio.wait_for(
+            manager.fetch_messages(params, [(SessionPartition(TOPIC, 0), fetch)]), 10
+        )
+        assert reads[0].size > 0  # the second write
+        for read in reads:
+            read.close()
+        assert heard == [ErrorCode.none]
+        manager.record_follower_fetch(TP, replica_id=FOLLOWER, log_end_offset=2)
+        await asyncio.sleep(0)
+        assert heard == [ErrorCode.none, ErrorCode.none]
 
     run(scenario)
 
@@ -113,6 +149,7 @@ def test_a_write_fails_when_leadership_moves(data: DataPath) -> None:
         shell(data).write(heard)
         data.metadata.image = image_of({TOPIC: {0: registration(leader=FOLLOWER)}})
         manager.produce_purgatory.check_and_complete(TP)  # as the leadership listener does
+        await asyncio.sleep(0)
         assert heard == [ErrorCode.not_leader_or_follower]
 
     run(scenario)
