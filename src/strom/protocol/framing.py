@@ -25,7 +25,10 @@ LENGTH_PREFIX_SIZE: Final = 4
 LARGE_FRAME: Final = 64 * 1024
 """Frames from this size on are received straight into a buffer of their size
 (``FrameDecoder``)."""
-_SCRATCH_SIZE: Final = 256 * 1024
+_SCRATCH_SIZE: Final = LARGE_FRAME
+"""What one receive outside a large frame takes: room for many small frames, and little of a
+large frame's start (which is copied twice, through the buffer, before the rest goes straight
+into the frame)."""
 BytesLike: TypeAlias = bytes | bytearray | memoryview
 _SIZE = struct.Struct(">i")
 
