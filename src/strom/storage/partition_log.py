@@ -537,8 +537,9 @@ class PartitionLog:
         """The log from the batch holding ``offset``, as :class:`FileRegion` objects (Fetch).
 
         Kafka's semantics: the regions start at the batch holding ``offset`` (or the first
-        batch after it, past a compaction gap) and hold at most ``max_bytes``, so the last
-        batch may be cut short (clients drop a partial trailing batch). With
+        batch after it, past a compaction gap) and hold at most ``max_bytes``; they end after
+        the last whole batch that fits (Kafka's may end inside the next one, which clients
+        drop). With
         ``min_one_message`` a first batch larger than ``max_bytes`` comes whole (KIP-74);
         without it the result is then empty. The offset ``isolation`` gives (log end, high
         watermark or last stable offset) is never passed: only bytes of batches entirely
@@ -570,10 +571,7 @@ class PartitionLog:
         isolation: FetchIsolation = FetchIsolation.LOG_END,
         min_one_message: bool = True,
     ) -> bytes:
-        """The whole batches of what :meth:`read` would return, copied into memory.
-
-        Unlike :meth:`read`, never a partial batch: the bytes end after the last whole one.
-        """
+        """The bytes :meth:`read` would return, copied into memory."""
         max_offset = self._max_offset(offset, isolation)
         return self._local.read_bytes(
             offset, max_bytes=max_bytes, max_offset=max_offset, min_one_message=min_one_message

@@ -22,6 +22,7 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import ApiKey, Request, api_name, encode_response
+from strom.protocol.framing import BytesLike
 from strom.security.sasl_authenticator import SaslAuthenticator
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest
@@ -51,10 +52,10 @@ class SaslConnection(Connection):
         self._handshake: RequestContext | None = None
         """The last SaslHandshake's context: bare tokens (v0) are queued under it."""
 
-    def _dispatch(self, frame: bytes) -> bool:
+    def _dispatch(self, frame: BytesLike) -> bool:
         authenticator = self._authenticator
         if authenticator.expects_raw_token:
-            return self._raw_token(frame)
+            return self._raw_token(bytes(frame))
         request = self._decode(frame)
         if request is None:
             return False

@@ -23,9 +23,11 @@ from strom.protocol.api import (
     encode_response,
 )
 from strom.protocol.fetch_response import (
+    FetchedPartition,
     RecordsSplicer,
     compact_length_prefix,
     legacy_length_prefix,
+    pack_fetch_response,
 )
 from strom.server.api.kio_entities import build, response_module
 from strom.storage.file_region import FileRegion
@@ -75,11 +77,20 @@ def _body(
     *,
     error: ErrorCode = ErrorCode.none,
     session_id: int = 0,
+    throttle_ms: int = 7,
+    aborted: list[tuple[int, int]] | None = None,
 ) -> Any:
+    """A kio FetchResponse; every partition has the ``aborted`` transactions (None: null)."""
     schema = response_module(ApiKey.FETCH, version)
+    aborted_field = None
+    if aborted is not None:
+        aborted_field = tuple(
+            build(schema.AbortedTransaction, producer_id=i64(producer), first_offset=i64(first))
+            for producer, first in aborted
+        )
     return build(
         schema.FetchResponse,
-        throttle_time=i32Timedelta.parse(datetime.timedelta(milliseconds=7)),
+        throttle_time=i32Timedelta.parse(datetime.timedelta(milliseconds=throttle_ms)),
         error_code=error,
         session_id=i32(session_id),
         responses=tuple(
@@ -95,7 +106,7 @@ def _body(
                         high_watermark=i64(100 + index),
                         last_stable_offset=i64(90 + index),
                         log_start_offset=i64(index),
-                        aborted_transactions=None,
+                        aborted_transactions=aborted_field,
                         preferred_read_replica=i32(-1),
                         records=records_of(chunks),
                     )
@@ -234,3 +245,76 @@ def test_empty_regions_are_inlined() -> None:
     assert splicer.placeholder([]) == b""
     assert splicer.placeholder([FakeRegion(b"")]) == b""
     assert splicer.size == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    responses(),
+    st.integers(0, 2**31 - 1),
+    st.integers(0, 2**31 - 1),
+    st.integers(-(2**31), 2**31 - 1),
+    st.sampled_from([ErrorCode.none, ErrorCode.fetch_session_id_not_found]),
+    st.none() | st.lists(st.tuples(st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1))),
+)
+def test_packed_response_is_the_spliced_one(
+    case: tuple[int, list[tuple[str, uuid.UUID, Any]]],
+    correlation_id: int,
+    throttle_ms: int,
+    session_id: int,
+    error: ErrorCode,
+    aborted: list[tuple[int, int]] | None,
+) -> None:
+    """``pack_fetch_response`` gives the parts the splicer gives with kio: the same bytes parts
+    and the same regions in the same places."""
+    version, topics = case
+    splicer: RecordsSplicer[FakeRegion] = RecordsSplicer()
+    body = _body(
+        version,
+        topics,
+        lambda chunks: splicer.placeholder([FakeRegion(c) for c in chunks]),
+        error=error,
+        session_id=session_id,
+        throttle_ms=throttle_ms,
+        aborted=aborted,
+    )
+    spliced = splicer.encode(correlation_id=correlation_id, body=body)
+    packed = pack_fetch_response(
+        version=version,
+        correlation_id=correlation_id,
+        throttle_ms=throttle_ms,
+        error_code=error,
+        session_id=session_id,
+        topics=[
+            (
+                name,
+                topic_id,
+                [
+                    FetchedPartition(
+                        index,
+                        partition_error,
+                        100 + index,
+                        90 + index,
+                        index,
+                        aborted,
+                        [FakeRegion(chunk) for chunk in chunks],
+                    )
+                    for index, partition_error, chunks in partitions
+                ],
+            )
+            for name, topic_id, partitions in topics
+        ],
+    )
+    assert packed == spliced
+
+
+def test_packer_leaves_unknown_versions_to_kio() -> None:
+    arguments: dict[str, Any] = {
+        "correlation_id": 1,
+        "throttle_ms": 0,
+        "error_code": 0,
+        "session_id": 0,
+        "topics": [],
+    }
+    assert pack_fetch_response(version=3, **arguments) is None
+    assert pack_fetch_response(version=18, **arguments) is None
+    assert pack_fetch_response(version=4, **arguments) is not None
