@@ -104,9 +104,8 @@ class RegistryServer:
             client_config=dict(settings.client_config),
             timeout=settings.timeout,
         )
-        app = create_app(self.service, auth=auth, max_body_bytes=settings.max_body_bytes)
+        self._app = create_app(self.service, auth=auth, max_body_bytes=settings.max_body_bytes)
         self._http = HttpServer(
-            app,
             Listener(scheme, host, int(port)),
             ssl_context=context,
             advertised_url=settings.advertised_url,
@@ -125,7 +124,7 @@ class RegistryServer:
         """Replay ``_schemas``, join the election and listen, in a thread of its own."""
         self.service.start(self.election)
         self.election.start()
-        self._http.start()
+        self._http.start(self._app)
         self.election.primary_url()  # returns once some instance is primary
 
     def serve_forever(self) -> None:
@@ -134,7 +133,7 @@ class RegistryServer:
         self.election.start()
         log.info("ready: schema registry listening on %s", self.url)
         try:
-            self._http.serve()
+            self._http.serve(self._app)
         finally:
             self.service.stop()
 

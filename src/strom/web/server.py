@@ -43,12 +43,11 @@ class Listener:
 
 
 class HttpServer:
-    """``app`` served on ``listener``; ``url`` is where it answers (the ``advertised_url``
-    when given)."""
+    """A listener bound at once; ``url`` is where it answers (the ``advertised_url`` when
+    given). ``start`` or ``serve`` serves an app on it."""
 
     def __init__(
         self,
-        app: ASGIApp,
         listener: Listener,
         *,
         ssl_context: ssl.SSLContext | None = None,
@@ -62,30 +61,36 @@ class HttpServer:
         shown = "localhost" if listener.host in ("", "0.0.0.0") else listener.host
         self.url = advertised_url or f"{listener.scheme}://{shown}:{self.port}"
         self._name = name
+        self._ssl_context = ssl_context
+        self._uvicorn: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, app: ASGIApp) -> None:
+        """Serve ``app`` in a thread of its own."""
+        self._thread = threading.Thread(
+            target=self.serve, args=(app,), name=self._name, daemon=True
+        )
+        self._thread.start()
+
+    def serve(self, app: ASGIApp) -> None:
+        """Serve ``app`` in the calling thread until ``stop`` (or Ctrl-C)."""
+        context = self._ssl_context
         self._uvicorn = uvicorn.Server(
             uvicorn.Config(
                 app,
                 log_level="warning",
                 access_log=False,
-                ssl_context_factory=(lambda _config, _default: ssl_context)
-                if ssl_context is not None
+                ssl_context_factory=(lambda _config, _default: context)
+                if context is not None
                 else None,
                 timeout_graceful_shutdown=GRACEFUL_STOP_S,
             )
         )
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Serve in a thread of its own."""
-        self._thread = threading.Thread(target=self.serve, name=self._name, daemon=True)
-        self._thread.start()
-
-    def serve(self) -> None:
-        """Serve in the calling thread until ``stop`` (or Ctrl-C)."""
         self._uvicorn.run(sockets=[self._socket])
 
     def stop(self) -> None:
-        self._uvicorn.should_exit = True
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._socket.close()

@@ -47,8 +47,8 @@ def test_served_app_errors_are_json() -> None:
         max_body_bytes=10,
         log=logging.getLogger("test.web"),
     )
-    server = HttpServer(app, Listener("http", "127.0.0.1", 0))
-    server.start()
+    server = HttpServer(Listener("http", "127.0.0.1", 0))
+    server.start(app)
     try:
         assert server.url == f"http://127.0.0.1:{server.port}"
         with httpx.Client(base_url=server.url, timeout=10) as client:
