@@ -121,9 +121,13 @@ class Herder:
 
     @property
     def spark(self) -> SparkSession:
+        """The connectors' session, active in the calling thread (queries start from the
+        REST API's threads)."""
+        from strom.spark.session import activate  # noqa: PLC0415
+
         if self._spark is None:
             self._spark = self._spark_factory()
-        return self._spark
+        return activate(self._spark)
 
     # -- reads -----------------------------------------------------------------------------
     def read(self, query: Callable[[], T]) -> T:
@@ -262,6 +266,7 @@ class Herder:
             connector_failed = status["connector"]["state"] == "FAILED"
             if connector_failed or not only_failed:
                 status["connector"]["state"] = "RESTARTING"
+                status["connector"].pop("trace", None)
             restarted = [
                 task
                 for task in status["tasks"]
@@ -269,6 +274,7 @@ class Herder:
             ]
             for task in restarted:
                 task["state"] = "RESTARTING"
+                task.pop("trace", None)
             # the connector and its tasks are one Spark query: restarting either restarts it
             if restarted or connector_failed:
                 self._stop_query(name)
