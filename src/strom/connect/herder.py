@@ -14,6 +14,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from strom.connect.config_def import error_messages
@@ -53,6 +54,7 @@ class Herder:
         self.worker_id = worker_id
         self._spark_factory = spark
         self._spark: SparkSession | None = None
+        self._spark_lock = threading.Lock()
         self.configs = ConfigState()
         self.statuses = StatusState()
         self.source_offsets = SourceOffsets()
@@ -95,8 +97,9 @@ class Herder:
         self._monitor: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> None:
-        """Read the three topics to their ends, then run what they say should run."""
+    def start(self, *, warm_up: bool = False) -> None:
+        """Read the three topics to their ends, then run what they say should run;
+        ``warm_up`` starts the Spark session meanwhile."""
         for topic_log in (self._config_log, self._offset_log, self._status_log):
             topic_log.start()
         self.generation = self.statuses.generation + 1
@@ -104,7 +107,9 @@ class Herder:
         with self._ops:
             for name in self.connector_names():
                 self._reconcile(name)
-        self._monitor = threading.Thread(target=self._watch, name="connect-monitor", daemon=True)
+        self._monitor = threading.Thread(
+            target=self._watch, args=(warm_up,), name="connect-monitor", daemon=True
+        )
         self._monitor.start()
 
     def stop(self) -> None:
@@ -125,9 +130,17 @@ class Herder:
         REST API's threads)."""
         from strom.spark.session import activate  # noqa: PLC0415
 
-        if self._spark is None:
-            self._spark = self._spark_factory()
-        return activate(self._spark)
+        with self._spark_lock:
+            if self._spark is None:
+                self._spark = self._spark_factory()
+            return activate(self._spark)
+
+    def _warm_up(self) -> None:
+        """Start the session before the first connector needs it (a JVM takes seconds)."""
+        try:
+            self.spark  # noqa: B018
+        except Exception:
+            log.exception("cannot start the Spark session; connectors will fail to start")
 
     # -- reads -----------------------------------------------------------------------------
     def read(self, query: Callable[[], T]) -> T:
@@ -234,7 +247,9 @@ class Herder:
                 raise ConnectError.already_exists(name)
             created, records = self.read(lambda: self.configs.plan_put(name, config, initial))
             self._write_configs(records)
-            if not created:
+            if created:  # a checkpoint a deleted connector of this name left is not its
+                shutil.rmtree(self._checkpoint(name), ignore_errors=True)
+            else:
                 self._stop_query(name)  # a new config restarts the query
             self._reconcile(name)
             return created, self.info(name)
@@ -250,7 +265,7 @@ class Herder:
             )
             topics = self.read(lambda: sorted(self.statuses.topics.get(name, ())))
             self._write_status([*tombstones, *_topic_tombstones(name, topics)])
-            shutil.rmtree(self.settings.checkpoint(name), ignore_errors=True)
+            shutil.rmtree(self._checkpoint(name), ignore_errors=True)
 
     def set_target(self, name: str, target: TargetState) -> None:
         with self._ops:
@@ -330,7 +345,7 @@ class Herder:
                     " that the connector uses."
                 )
             # the query's checkpoint holds offsets too: the next start reads the new ones
-            shutil.rmtree(self.settings.checkpoint(name), ignore_errors=True)
+            shutil.rmtree(self._checkpoint(name), ignore_errors=True)
             return message
 
     # -- running queries -------------------------------------------------------------------
@@ -379,7 +394,7 @@ class Herder:
                 {k.removeprefix(prefix): v for k, v in source.items() if k.startswith(prefix)},
             )
 
-        checkpoint = settings.checkpoint(name)
+        checkpoint = self._checkpoint(name)
         group = _sink_group(name, config)
         start = "earliest"
         if plugin.kind == "sink" and not checkpoint.exists():
@@ -400,6 +415,9 @@ class Herder:
             sink_start=start,
         )
 
+    def _checkpoint(self, name: str) -> Path:
+        return self.settings.checkpoint(self.cluster_id or "unknown-cluster", name)
+
     def _stop_query(self, name: str) -> None:
         query = self._queries.pop(name, None)
         if query is not None:
@@ -408,8 +426,12 @@ class Herder:
             except Exception:  # a failed query may throw its failure again
                 log.debug("stopping the query of %s", name, exc_info=True)
 
-    def _watch(self) -> None:
-        """Notice failed queries: their tasks become FAILED with the failure's trace."""
+    def _watch(self, warm_up: bool) -> None:
+        """Notice failed queries: their tasks become FAILED with the failure's trace. With
+        ``warm_up``, start the session first, in this thread that lives as long as the worker
+        (a session made in a thread that ends loses py4j's connection of that thread)."""
+        if warm_up:
+            self._warm_up()
         while not self._stopping.wait(MONITOR_INTERVAL_S):
             with self._ops:
                 for name, query in list(self._queries.items()):

@@ -128,6 +128,7 @@ class WorkerSettings:
             **{f"kafka.{k}": v for k, v in self.client_security.items()},
         }
 
-    def checkpoint(self, connector: str) -> Path:
-        """Where the Spark query of ``connector`` keeps its checkpoint."""
-        return self.checkpoint_root / self.group_id / connector
+    def checkpoint(self, cluster_id: str, connector: str) -> Path:
+        """Where the Spark query of ``connector`` keeps its checkpoint: under the cluster's id,
+        so that a worker of another cluster with the same group never resumes it."""
+        return self.checkpoint_root / cluster_id / self.group_id / connector

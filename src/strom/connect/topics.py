@@ -96,9 +96,20 @@ class TopicLog:
             metadata = admin.list_topics(timeout=self.timeout)
             if self.topic in metadata.topics and not metadata.topics[self.topic].error:
                 return
+            brokers = max(1, len(metadata.brokers))
             factor = self.replication_factor
             if factor == -1:  # the broker's default.replication.factor
-                factor = min(3, max(1, len(metadata.brokers)))
+                factor = min(3, brokers)
+            elif factor > brokers:
+                log.warning(
+                    "%s: replication factor %d, but the cluster has %d broker(s): creating it"
+                    " with %d",
+                    self.topic,
+                    factor,
+                    brokers,
+                    brokers,
+                )
+                factor = brokers
             topic = NewTopic(
                 self.topic,
                 num_partitions=self.partitions,

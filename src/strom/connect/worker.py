@@ -65,7 +65,7 @@ class ConnectWorker:
 
     def serve_forever(self) -> None:
         """Start and serve in the calling thread until interrupted."""
-        self.herder.start()
+        self.herder.start(warm_up=True)
         log.info("ready: Kafka Connect REST API on %s", self.url)
         try:
             self._http.serve(self._app)

@@ -90,7 +90,8 @@ class FileStreamSource(ConnectorPlugin):
         context.spark.dataSource.register(TailSource)
         lines = (
             context.spark.readStream.format(TailSource.name())
-            .option("file", config["file"])
+            .option("path", str(Path(config["file"]).absolute()))
+            .option("filename", config["file"])
             .option("position", str(int(offset.get("position", 0))))
             .option("batch.size", config.get("batch.size", "2000"))
             .option("connector", context.name)
@@ -155,7 +156,8 @@ class FileStreamSink(ConnectorPlugin):
             .load()
         )
         lines = records.select(context.value_converter.to_text(F.col("value")).alias("line"))
-        path = config.get("file", "").strip() or None
+        file = config.get("file", "").strip()
+        path = Path(file).absolute() if file else None
 
         def append(batch: DataFrame, batch_id: int) -> None:
             column = batch.coalesce(1).toArrow().column("line").to_pylist()
@@ -166,7 +168,7 @@ class FileStreamSink(ConnectorPlugin):
                 sys.stdout.write(text)
                 sys.stdout.flush()
             else:
-                with Path(path).open("a", encoding="utf-8") as out:
+                with path.open("a", encoding="utf-8") as out:
                     out.write(text)
 
         return (

@@ -24,9 +24,11 @@ log = logging.getLogger(__name__)
 
 
 class TailSource(DataSource):
-    """Options: ``file``, ``position`` (where a new query starts), ``batch.size`` (lines per
-    micro-batch at most), and for the offsets topic ``connector``, ``offsets.topic`` and
-    ``client`` (the worker's librdkafka settings as JSON)."""
+    """Options: ``path`` (absolute: Spark runs the reader in a directory of its own),
+    ``position`` (where a new query starts), ``batch.size`` (lines per micro-batch at most), and
+    for the offsets topic ``connector``, ``filename`` (the partition's name, the connector's
+    ``file`` as given), ``offsets.topic`` and ``client`` (the worker's librdkafka settings as
+    JSON)."""
 
     @classmethod
     def name(cls) -> str:
@@ -41,7 +43,8 @@ class TailSource(DataSource):
 
 class _TailReader(SimpleDataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
-        self.file = Path(options["file"])
+        self.file = Path(options["path"])
+        self.filename = options["filename"]
         self.batch_size = int(options.get("batch.size", "2000"))
         self.start = int(options.get("position", "0"))
         self.connector = options["connector"]
@@ -96,7 +99,7 @@ class _TailReader(SimpleDataSourceStreamReader):
             self._producer = Producer(
                 {**self.client, "enable.idempotence": True, "partitioner": "murmur2_random"}
             )
-        key = offset_key(self.connector, {"filename": str(self.file)})
+        key = offset_key(self.connector, {"filename": self.filename})
         self._producer.produce(self.topic, encode({"position": position}), key)
         self._producer.flush(30)
         self._written = position
