@@ -187,3 +187,44 @@ def test_data_a_converter_cannot_take_fails_the_task_until_fixed(
         assert api.put("/connectors/bad-json/config", json=fixed).status_code == 200
         assert _eventually(_lines(sink, 1), "the line out") == ["not json"]
         assert _states(api, "bad-json") == ("RUNNING", ["RUNNING"])
+
+
+def test_converters_write_and_read_connects_bytes(spark: SparkSession) -> None:
+    """The converters' column expressions on a batch: JsonConverter's envelope and bare JSON
+    (quotes, backslashes, newlines and non-ASCII escaped as JSON), StringConverter's UTF-8, and
+    the text a sink writes of each."""
+    from pyspark.sql import functions as F  # noqa: PLC0415
+    from pyspark.sql.types import StringType  # noqa: PLC0415
+
+    from strom.connect.converters import converter  # noqa: PLC0415
+
+    lines = ['say "hi"\\', "tab\there\nnewline", "grüße", None]
+    df = spark.createDataFrame([(line,) for line in lines], "line string").coalesce(1)
+    wrapped = converter("org.apache.kafka.connect.json.JsonConverter", {})
+    bare = converter("org.apache.kafka.connect.json.JsonConverter", {"schemas.enable": "false"})
+    text = converter("org.apache.kafka.connect.storage.StringConverter", {})
+    rows = df.select(
+        *(
+            c.serialize(F.col("line"), StringType()).alias(name)
+            for name, c in (("wrapped", wrapped), ("bare", bare), ("text", text))
+        )
+    ).collect()
+    for line, row in zip(lines, rows, strict=True):
+        if line is None:
+            assert (row.wrapped, row.bare, row.text) == (None, None, None)
+            continue
+        assert json.loads(row.wrapped) == {
+            "schema": {"type": "string", "optional": False},
+            "payload": line,
+        }
+        assert json.loads(row.bare) == line
+        assert bytes(row.text) == line.encode()
+    read = spark.createDataFrame(
+        [(r.wrapped, r.bare) for r in rows], "wrapped binary, bare binary"
+    ).select(
+        wrapped.to_text(F.col("wrapped")).alias("wrapped"),
+        bare.to_text(F.col("bare")).alias("bare"),
+    )
+    assert [(r.wrapped, r.bare) for r in read.collect()] == [
+        (line or "null", line or "null") for line in lines
+    ]
