@@ -35,6 +35,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "chaos": (".chaos:chaos", "Fault scenarios on a local cluster, checked for lost data."),
     "registry": (".registry:registry", "Run a Confluent-compatible schema registry."),
     "schemas": (".schemas:schemas", "List, read, register and delete registry schemas."),
+    "connect": (".connect:connect", "Run a Kafka Connect worker whose connectors run on Spark."),
+    "connectors": (".connectors:connectors", "Create, list and manage Kafka Connect connectors."),
     "get-offsets": (".get_offsets:get_offsets", "Print each partition's offset at a time."),
     "delete-records": (".delete_records:delete_records", "Delete records below offsets."),
     "log-dirs": (".log_dirs:log_dirs", "Describe the brokers' log directories."),

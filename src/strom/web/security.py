@@ -1,8 +1,9 @@
-"""The listener's security under Confluent's settings: TLS from the ``ssl.*`` settings, read by
-``strom.security.tls`` as the broker's listeners are (PKCS12 or PEM stores; JKS refused with the
-``keytool`` command that converts it), with Confluent's ``ssl.client.auth=true`` or
-``ssl.client.authentication``; and HTTP basic authentication's users from the JAAS file that
-``java.security.auth.login.config`` names (Jetty's ``PropertyFileLoginModule`` and its
+"""An HTTP service's listener security under Kafka's and Confluent's settings: TLS from the
+``ssl.*`` settings, read by ``strom.security.tls`` as the broker's listeners are (PKCS12 or PEM
+stores; JKS refused with the ``keytool`` command that converts it), with ``ssl.client.auth``
+(Kafka Connect's ``none``/``requested``/``required``, or Confluent's ``true``/``false``) or
+Confluent's ``ssl.client.authentication``; and HTTP basic authentication's users from the JAAS
+file that ``java.security.auth.login.config`` names (Jetty's ``PropertyFileLoginModule`` and its
 ``user: password[,role...]`` file)."""
 
 from __future__ import annotations
@@ -30,21 +31,21 @@ class SecurityError(ValueError):
 
 
 def listener_ssl_context(values: Mapping[str, str]) -> ssl.SSLContext:
-    """The https listener's context from Confluent's ``ssl.*`` settings; a ``ValueError``
-    naming the setting when one cannot be used."""
+    """The https listener's context from the ``ssl.*`` settings; a ``ValueError`` naming the
+    setting when one cannot be used."""
 
     def setting(name: str) -> Value:
         if name in _LISTS:
             return tuple(part.strip() for part in values.get(name, _LISTS[name]).split(","))
         return values.get(name)
 
-    mode = values.get("ssl.client.authentication")
-    if mode is None:  # Confluent's older boolean
-        mode = "REQUIRED" if values.get("ssl.client.auth", "").strip().lower() == "true" else "NONE"
+    name = "ssl.client.authentication"
+    mode = values.get(name)
+    if mode is None:  # Kafka's names, or Confluent's older boolean
+        name, mode = "ssl.client.auth", values.get("ssl.client.auth", "none")
+        mode = {"true": "REQUIRED", "false": "NONE"}.get(mode.strip().lower(), mode)
     if mode.strip().upper() not in _CLIENT_AUTH:
-        raise SecurityError(
-            f"ssl.client.authentication: expected NONE, REQUESTED or REQUIRED, got {mode}"
-        )
+        raise SecurityError(f"{name}: expected NONE, REQUESTED or REQUIRED, got {mode}")
     return server_context(setting, client_auth=_CLIENT_AUTH[mode.strip().upper()])
 
 

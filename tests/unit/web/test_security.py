@@ -1,4 +1,4 @@
-"""The JAAS file, Jetty's password file and the store checks of ``strom.registry.security``."""
+"""The JAAS file, Jetty's password file and the store checks of ``strom.web.security``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from strom.registry.security import SecurityError, jaas_users, listener_ssl_context
+from strom.web.security import SecurityError, jaas_users, listener_ssl_context
 
 MODULE = "org.eclipse.jetty.jaas.spi.PropertyFileLoginModule"
 
@@ -71,3 +71,10 @@ def test_client_authentication_values(tmp_path: Path) -> None:
         ValueError, match=r"ssl\.keystore\.location: a TLS listener needs a keystore"
     ):
         listener_ssl_context({"ssl.client.auth": "true"})
+    with pytest.raises(ValueError, match=r"ssl\.keystore\.location"):
+        listener_ssl_context({"ssl.client.auth": "requested"})  # Kafka Connect's name
+    with pytest.raises(
+        SecurityError,
+        match=r"ssl\.client\.auth: expected NONE, REQUESTED or REQUIRED, got sometimes",
+    ):
+        listener_ssl_context({"ssl.client.auth": "sometimes"})
