@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Final, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
 from kio.schema.create_partitions.v3 import request as newest
 from kio.schema.create_partitions.v3 import response as latest
@@ -30,32 +31,15 @@ from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version
-from strom.server.api.throttle import NO_THROTTLE
-from strom.server.handlers.common import mutation_quota, mutation_throttle
-from strom.server.quotas.client_quotas import ControllerMutationQuotaManager
+from strom.server.controller.handlers.topic_mutation import TopicMutationHandler
+from strom.server.quotas.client_quotas import (
+    ControllerMutationQuota,
+    ControllerMutationQuotaManager,
+)
 
-__all__ = ["CreatePartitionsHandler", "error_response", "parse_create_partitions"]
+__all__ = ["CreatePartitionsHandler", "error_response"]
 
 log = logging.getLogger(__name__)
-
-_STRICT_QUOTA_VERSION: Final = 3
-
-
-def parse_create_partitions(body: object) -> CreatePartitionsRequest:
-    request = as_newest(body, newest.CreatePartitionsRequest)
-    return CreatePartitionsRequest(
-        topics=[
-            CreatePartitionsTopic(
-                name=topic.name,
-                count=int(topic.count),
-                assignments=None
-                if topic.assignments is None
-                else [tuple(int(b) for b in a.broker_ids) for a in topic.assignments],
-            )
-            for topic in request.topics
-        ],
-        validate_only=request.validate_only,
-    )
 
 
 class PartitionsCreator(Protocol):
@@ -68,18 +52,39 @@ class PartitionsCreator(Protocol):
         ...
 
 
-class CreatePartitionsHandler:
-    api_key: Final = ApiKey.CREATE_PARTITIONS
-    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_PARTITIONS]
+class CreatePartitionsHandler(
+    TopicMutationHandler[CreatePartitionsRequest, CreatePartitionsResult]
+):
+    api_key = ApiKey.CREATE_PARTITIONS
+    versions = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_PARTITIONS]
+    strict_quota_since = 3
 
     def __init__(
         self, controller: PartitionsCreator, *, quotas: ControllerMutationQuotaManager
     ) -> None:
+        super().__init__(quotas=quotas)
         self._controller = controller
-        self._quotas = quotas
 
-    async def handle(self, context: RequestContext) -> ResponsePayload:
-        request = parse_create_partitions(context.body)
+    @staticmethod
+    def parse(body: object) -> CreatePartitionsRequest:
+        request = as_newest(body, newest.CreatePartitionsRequest)
+        return CreatePartitionsRequest(
+            topics=[
+                CreatePartitionsTopic(
+                    name=topic.name,
+                    count=int(topic.count),
+                    assignments=None
+                    if topic.assignments is None
+                    else [tuple(int(b) for b in a.broker_ids) for a in topic.assignments],
+                )
+                for topic in request.topics
+            ],
+            validate_only=request.validate_only,
+        )
+
+    def authorized(
+        self, context: RequestContext, request: CreatePartitionsRequest
+    ) -> tuple[CreatePartitionsRequest, list[CreatePartitionsResult]]:
         allowed = [
             topic
             for topic in request.topics
@@ -90,48 +95,52 @@ class CreatePartitionsHandler:
             for topic in request.topics
             if topic not in allowed
         ]
-        quota = mutation_quota(self._quotas, context, strict_since=_STRICT_QUOTA_VERSION)
-        request = dataclasses.replace(request, topics=allowed, quota=quota)
-        results = [*await self._controller.create_partitions(request), *denied]
-        counts = {topic.name: topic.count for topic in request.topics}
-        for result in results:
-            if result.error.is_failure:
-                log.info(
-                    "CreatePartitions from %s: topic %s not grown: %s (%s)",
-                    context.client_address,
-                    result.name,
-                    result.error.message,
-                    result.error.code.name.upper(),
+        return dataclasses.replace(request, topics=allowed), denied
+
+    async def mutate(
+        self, request: CreatePartitionsRequest, quota: ControllerMutationQuota
+    ) -> list[CreatePartitionsResult]:
+        return await self._controller.create_partitions(dataclasses.replace(request, quota=quota))
+
+    def log_result(
+        self, result: CreatePartitionsResult, *, request: CreatePartitionsRequest, client: str
+    ) -> None:
+        if result.error.is_failure:
+            log.info(
+                "CreatePartitions from %s: topic %s not grown: %s (%s)",
+                client,
+                result.name,
+                result.error.message,
+                result.error.code.name.upper(),
+            )
+        elif not request.validate_only:
+            count = {t.name: t.count for t in request.topics}.get(result.name, -1)
+            log.info("topic %s now has %d partition(s)", result.name, count)
+
+    @staticmethod
+    def refused(request: CreatePartitionsRequest, code: ErrorCode) -> list[CreatePartitionsResult]:
+        return [CreatePartitionsResult(topic.name, ApiError(code)) for topic in request.topics]
+
+    @staticmethod
+    def response(
+        context: RequestContext,
+        results: Sequence[CreatePartitionsResult],
+        throttle_time: i32Timedelta,
+    ) -> ResponsePayload:
+        response = latest.CreatePartitionsResponse(
+            throttle_time=throttle_time,
+            results=tuple(
+                latest.CreatePartitionsTopicResult(
+                    name=TopicName(result.name),
+                    error_code=result.error.code,
+                    error_message=result.error.message if result.error.is_failure else None,
                 )
-            elif not request.validate_only:
-                log.info(
-                    "topic %s now has %d partition(s)", result.name, counts.get(result.name, -1)
-                )
-        return _response(context, results, mutation_throttle(quota, context))
+                for result in results
+            ),
+        )
+        return for_version(response, context.api_version)
 
 
 def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
     """Every topic of the request refused with ``code`` (the controller was not reached)."""
-    request = parse_create_partitions(context.body)
-    return _response(
-        context,
-        [CreatePartitionsResult(topic.name, ApiError(code)) for topic in request.topics],
-        NO_THROTTLE,
-    )
-
-
-def _response(
-    context: RequestContext, results: list[CreatePartitionsResult], throttle_time: i32Timedelta
-) -> ResponsePayload:
-    response = latest.CreatePartitionsResponse(
-        throttle_time=throttle_time,
-        results=tuple(
-            latest.CreatePartitionsTopicResult(
-                name=TopicName(result.name),
-                error_code=result.error.code,
-                error_message=result.error.message if result.error.is_failure else None,
-            )
-            for result in results
-        ),
-    )
-    return for_version(response, context.api_version)
+    return CreatePartitionsHandler.refusal(context, code)

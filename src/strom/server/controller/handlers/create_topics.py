@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from typing import Final, Protocol
 
 from kio.schema.create_topics.v7 import request as newest
@@ -42,39 +43,19 @@ from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version
-from strom.server.api.throttle import NO_THROTTLE
 from strom.server.configs.config_entries import ConfigDescriber
-from strom.server.handlers.common import mutation_quota, mutation_throttle, wire_uuid
-from strom.server.quotas.client_quotas import ControllerMutationQuotaManager
+from strom.server.controller.handlers.topic_mutation import TopicMutationHandler
+from strom.server.handlers.common import wire_uuid
+from strom.server.quotas.client_quotas import (
+    ControllerMutationQuota,
+    ControllerMutationQuotaManager,
+)
 
-__all__ = ["CreateTopicsHandler", "error_response", "parse_create_topics"]
+__all__ = ["CreateTopicsHandler", "error_response"]
 
 _UNAUTHORIZED: Final = ErrorCode.topic_authorization_failed
-_STRICT_QUOTA_VERSION: Final = 6
 
 log = logging.getLogger(__name__)
-
-
-def parse_create_topics(body: object) -> CreateTopicsRequest:
-    """The controller's request for a CreateTopics body of any version."""
-    request = as_newest(body, newest.CreateTopicsRequest)
-    topics = [
-        CreatableTopic(
-            name=topic.name,
-            num_partitions=int(topic.num_partitions),
-            replication_factor=int(topic.replication_factor),
-            assignments=tuple(
-                ReplicaAssignment(
-                    partition_index=int(assignment.partition_index),
-                    broker_ids=tuple(int(b) for b in assignment.broker_ids),
-                )
-                for assignment in topic.assignments
-            ),
-            configs={config.name: config.value for config in topic.configs},
-        )
-        for topic in request.topics
-    ]
-    return CreateTopicsRequest(topics=topics, validate_only=request.validate_only)
 
 
 class TopicsCreator(Protocol):
@@ -90,9 +71,10 @@ class TopicsCreator(Protocol):
         ...
 
 
-class CreateTopicsHandler:
-    api_key: Final = ApiKey.CREATE_TOPICS
-    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_TOPICS]
+class CreateTopicsHandler(TopicMutationHandler[CreateTopicsRequest, CreateTopicResult]):
+    api_key = ApiKey.CREATE_TOPICS
+    versions = KAFKA_BROKER_VERSIONS[ApiKey.CREATE_TOPICS]
+    strict_quota_since = 6
 
     def __init__(
         self,
@@ -101,31 +83,99 @@ class CreateTopicsHandler:
         *,
         quotas: ControllerMutationQuotaManager,
     ) -> None:
+        super().__init__(quotas=quotas)
         self._controller = controller
         self._describer = describer
-        self._quotas = quotas
 
-    async def handle(self, context: RequestContext) -> ResponsePayload:
-        quota = mutation_quota(self._quotas, context, strict_since=_STRICT_QUOTA_VERSION)
-        request = dataclasses.replace(parse_create_topics(context.body), quota=quota)
+    @staticmethod
+    def parse(body: object) -> CreateTopicsRequest:
+        """The controller's request for a CreateTopics body of any version."""
+        request = as_newest(body, newest.CreateTopicsRequest)
+        topics = [
+            CreatableTopic(
+                name=topic.name,
+                num_partitions=int(topic.num_partitions),
+                replication_factor=int(topic.replication_factor),
+                assignments=tuple(
+                    ReplicaAssignment(
+                        partition_index=int(assignment.partition_index),
+                        broker_ids=tuple(int(b) for b in assignment.broker_ids),
+                    )
+                    for assignment in topic.assignments
+                ),
+                configs={config.name: config.value for config in topic.configs},
+            )
+            for topic in request.topics
+        ]
+        return CreateTopicsRequest(topics=topics, validate_only=request.validate_only)
+
+    def authorized(
+        self, context: RequestContext, request: CreateTopicsRequest
+    ) -> tuple[CreateTopicsRequest, list[CreateTopicResult]]:
+        if context.authorize(AclOperation.CREATE, audit=False):
+            return request, []
+        # without CREATE on the cluster, CREATE on each topic (Kafka's rule)
+        allowed = []
         denied: list[CreateTopicResult] = []
-        if not context.authorize(AclOperation.CREATE, audit=False):
-            # without CREATE on the cluster, CREATE on each topic (Kafka's rule)
-            allowed = []
-            for topic in request.topics:
-                if context.authorize(AclOperation.CREATE, ResourceType.TOPIC, topic.name):
-                    allowed.append(topic)
-                else:
-                    denied.append(CreateTopicResult(topic.name, ApiError(_UNAUTHORIZED)))
-            request = dataclasses.replace(request, topics=allowed)
-        results = [*await self._controller.create_topics(request), *denied]
-        for result in results:
-            _log_result(result, validate_only=request.validate_only, client=context.client_address)
+        for topic in request.topics:
+            if context.authorize(AclOperation.CREATE, ResourceType.TOPIC, topic.name):
+                allowed.append(topic)
+            else:
+                denied.append(CreateTopicResult(topic.name, ApiError(_UNAUTHORIZED)))
+        return dataclasses.replace(request, topics=allowed), denied
+
+    async def mutate(
+        self, request: CreateTopicsRequest, quota: ControllerMutationQuota
+    ) -> list[CreateTopicResult]:
+        return await self._controller.create_topics(dataclasses.replace(request, quota=quota))
+
+    def log_result(
+        self, result: CreateTopicResult, *, request: CreateTopicsRequest, client: str
+    ) -> None:
+        if result.error.is_failure:
+            log.info(
+                "CreateTopics from %s: topic %s refused: %s (%s)",
+                client,
+                result.name,
+                result.error.message,
+                result.error.code.name.upper(),
+            )
+        elif request.validate_only:
+            log.info(
+                "CreateTopics from %s: topic %s would be valid (validate only)", client, result.name
+            )
+        else:
+            log.info(
+                "created topic %s with %d partition(s), replication factor %d%s (topic id %s)",
+                result.name,
+                result.num_partitions,
+                result.replication_factor,
+                f", configs {dict(sorted(result.configs.items()))}" if result.configs else "",
+                result.topic_id,
+            )
+
+    @staticmethod
+    def refused(request: CreateTopicsRequest, code: ErrorCode) -> list[CreateTopicResult]:
+        return [CreateTopicResult(topic.name, ApiError(code)) for topic in request.topics]
+
+    @staticmethod
+    def response(
+        context: RequestContext, results: Sequence[CreateTopicResult], throttle_time: i32Timedelta
+    ) -> ResponsePayload:
+        """The answer to a request the controller did not reach: only failures."""
+        return _response(context, [_failed(result) for result in results], throttle_time)
+
+    def answer(
+        self,
+        context: RequestContext,
+        results: Sequence[CreateTopicResult],
+        throttle_time: i32Timedelta,
+    ) -> ResponsePayload:
         answers = [
             self._result(result, may_describe=_may_describe_configs(context, result.name))
             for result in results
         ]
-        return _response(context, answers, mutation_throttle(quota, context))
+        return _response(context, answers, throttle_time)
 
     def _result(
         self, result: CreateTopicResult, *, may_describe: bool
@@ -171,12 +221,7 @@ def _may_describe_configs(context: RequestContext, topic: str) -> bool:
 
 def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
     """Every topic of the request refused with ``code`` (the controller was not reached)."""
-    request = parse_create_topics(context.body)
-    return _response(
-        context,
-        [_failed(CreateTopicResult(topic.name, ApiError(code))) for topic in request.topics],
-        NO_THROTTLE,
-    )
+    return CreateTopicsHandler.refusal(context, code)
 
 
 def _failed(result: CreateTopicResult) -> latest.CreatableTopicResult:
@@ -196,27 +241,3 @@ def _response(
 ) -> ResponsePayload:
     response = latest.CreateTopicsResponse(throttle_time=throttle_time, topics=tuple(topics))
     return for_version(response, context.api_version)
-
-
-def _log_result(result: CreateTopicResult, *, validate_only: bool, client: str) -> None:
-    if result.error.is_failure:
-        log.info(
-            "CreateTopics from %s: topic %s refused: %s (%s)",
-            client,
-            result.name,
-            result.error.message,
-            result.error.code.name.upper(),
-        )
-    elif validate_only:
-        log.info(
-            "CreateTopics from %s: topic %s would be valid (validate only)", client, result.name
-        )
-    else:
-        log.info(
-            "created topic %s with %d partition(s), replication factor %d%s (topic id %s)",
-            result.name,
-            result.num_partitions,
-            result.replication_factor,
-            f", configs {dict(sorted(result.configs.items()))}" if result.configs else "",
-            result.topic_id,
-        )

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Final, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
 from kio.schema.delete_topics.v6 import request as newest
 from kio.schema.delete_topics.v6 import response as latest
@@ -34,26 +35,16 @@ from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import for_version, request_field
-from strom.server.api.throttle import NO_THROTTLE
-from strom.server.handlers.common import mutation_quota, mutation_throttle, wire_uuid
-from strom.server.quotas.client_quotas import ControllerMutationQuotaManager
+from strom.server.controller.handlers.topic_mutation import TopicMutationHandler
+from strom.server.handlers.common import wire_uuid
+from strom.server.quotas.client_quotas import (
+    ControllerMutationQuota,
+    ControllerMutationQuotaManager,
+)
 
-__all__ = ["DeleteTopicsHandler", "error_response", "parse_delete_topics"]
+__all__ = ["DeleteTopicsHandler", "error_response"]
 
 log = logging.getLogger(__name__)
-
-_STRICT_QUOTA_VERSION: Final = 5
-
-
-def parse_delete_topics(body: object) -> DeleteTopicsRequest:
-    """The controller's request: v6 names topics or ids, earlier versions only names."""
-    states: tuple[newest.DeleteTopicState, ...] | None = request_field(body, "topics", None)
-    if states is not None:
-        return DeleteTopicsRequest(
-            [DeletableTopic(name=state.name, topic_id=state.topic_id) for state in states]
-        )
-    names: tuple[str, ...] = request_field(body, "topic_names", ())
-    return DeleteTopicsRequest.of_names(*names)
 
 
 class TopicsDeleter(Protocol):
@@ -69,33 +60,35 @@ class TopicsDeleter(Protocol):
         ...
 
 
-class DeleteTopicsHandler:
-    api_key: Final = ApiKey.DELETE_TOPICS
-    versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.DELETE_TOPICS]
+class DeleteTopicsHandler(TopicMutationHandler[DeleteTopicsRequest, DeleteTopicResult]):
+    api_key = ApiKey.DELETE_TOPICS
+    versions = KAFKA_BROKER_VERSIONS[ApiKey.DELETE_TOPICS]
+    strict_quota_since = 5
 
     def __init__(
         self, controller: TopicsDeleter, *, quotas: ControllerMutationQuotaManager
     ) -> None:
+        super().__init__(quotas=quotas)
         self._controller = controller
-        self._quotas = quotas
 
-    async def handle(self, context: RequestContext) -> ResponsePayload:
-        request = parse_delete_topics(context.body)
-        denied: list[DeleteTopicResult] = []
-        if context.authorizer is not None:
-            request, denied = self._authorized(context, request)
-        quota = mutation_quota(self._quotas, context, strict_since=_STRICT_QUOTA_VERSION)
-        request = dataclasses.replace(request, quota=quota)
-        results = [*await self._controller.delete_topics(request), *denied]
-        for result in results:
-            _log_result(result, client=context.client_address)
-        return _response(context, results, mutation_throttle(quota, context))
+    @staticmethod
+    def parse(body: object) -> DeleteTopicsRequest:
+        """The controller's request: v6 names topics or ids, earlier versions only names."""
+        states: tuple[newest.DeleteTopicState, ...] | None = request_field(body, "topics", None)
+        if states is not None:
+            return DeleteTopicsRequest(
+                [DeletableTopic(name=state.name, topic_id=state.topic_id) for state in states]
+            )
+        names: tuple[str, ...] = request_field(body, "topic_names", ())
+        return DeleteTopicsRequest.of_names(*names)
 
-    def _authorized(
+    def authorized(
         self, context: RequestContext, request: DeleteTopicsRequest
     ) -> tuple[DeleteTopicsRequest, list[DeleteTopicResult]]:
         """The topics it may DELETE, and the others answered TOPIC_AUTHORIZATION_FAILED (an
         id no topic has is left to the controller, as Kafka)."""
+        if context.authorizer is None:
+            return request, []
         image = self._controller.image
         allowed: list[DeletableTopic] = []
         denied: list[DeleteTopicResult] = []
@@ -111,46 +104,51 @@ class DeleteTopicsHandler:
                 denied.append(DeleteTopicResult(topic.name, topic.topic_id or ZERO_UUID, error))
         return DeleteTopicsRequest(allowed), denied
 
+    async def mutate(
+        self, request: DeleteTopicsRequest, quota: ControllerMutationQuota
+    ) -> list[DeleteTopicResult]:
+        return await self._controller.delete_topics(dataclasses.replace(request, quota=quota))
+
+    def log_result(
+        self, result: DeleteTopicResult, *, request: DeleteTopicsRequest, client: str
+    ) -> None:
+        if result.error.is_failure:
+            log.info(
+                "DeleteTopics from %s: %s not deleted: %s (%s)",
+                client,
+                result.name if result.name is not None else f"topic id {result.topic_id}",
+                result.error.message,
+                result.error.code.name.upper(),
+            )
+        else:
+            log.info("deleted topic %s (topic id %s)", result.name, result.topic_id)
+
+    @staticmethod
+    def refused(request: DeleteTopicsRequest, code: ErrorCode) -> list[DeleteTopicResult]:
+        return [
+            DeleteTopicResult(topic.name, topic.topic_id or ZERO_UUID, ApiError(code))
+            for topic in request.topics
+        ]
+
+    @staticmethod
+    def response(
+        context: RequestContext, results: Sequence[DeleteTopicResult], throttle_time: i32Timedelta
+    ) -> ResponsePayload:
+        response = latest.DeleteTopicsResponse(
+            throttle_time=throttle_time,
+            responses=tuple(
+                latest.DeletableTopicResult(
+                    name=None if result.name is None else TopicName(result.name),
+                    topic_id=wire_uuid(result.topic_id),
+                    error_code=result.error.code,
+                    error_message=result.error.message if result.error.is_failure else None,
+                )
+                for result in results
+            ),
+        )
+        return for_version(response, context.api_version)
+
 
 def error_response(context: RequestContext, code: ErrorCode) -> ResponsePayload:
     """Every topic of the request refused with ``code`` (the controller was not reached)."""
-    request = parse_delete_topics(context.body)
-    return _response(
-        context,
-        [
-            DeleteTopicResult(topic.name, topic.topic_id or ZERO_UUID, ApiError(code))
-            for topic in request.topics
-        ],
-        NO_THROTTLE,
-    )
-
-
-def _response(
-    context: RequestContext, results: list[DeleteTopicResult], throttle_time: i32Timedelta
-) -> ResponsePayload:
-    response = latest.DeleteTopicsResponse(
-        throttle_time=throttle_time,
-        responses=tuple(
-            latest.DeletableTopicResult(
-                name=None if result.name is None else TopicName(result.name),
-                topic_id=wire_uuid(result.topic_id),
-                error_code=result.error.code,
-                error_message=result.error.message if result.error.is_failure else None,
-            )
-            for result in results
-        ),
-    )
-    return for_version(response, context.api_version)
-
-
-def _log_result(result: DeleteTopicResult, *, client: str) -> None:
-    if result.error.is_failure:
-        log.info(
-            "DeleteTopics from %s: %s not deleted: %s (%s)",
-            client,
-            result.name if result.name is not None else f"topic id {result.topic_id}",
-            result.error.message,
-            result.error.code.name.upper(),
-        )
-    else:
-        log.info("deleted topic %s (topic id %s)", result.name, result.topic_id)
+    return DeleteTopicsHandler.refusal(context, code)
