@@ -39,13 +39,8 @@ def poll_candidate(node: QuorumNode, now: int) -> None:
     if now >= node.election_deadline:
         transitions.lost_election(node, now)
         return
-    for voter in sorted(node.voters - node.votes.keys()):
-        if node.requests.ready(voter, now):
-            node.send(
-                voter,
-                messages.vote(node.cluster_id, node.node_id, node.epoch, node.log_end()),
-                now,
-            )
+    request = messages.vote(node.cluster_id, node.node_id, node.epoch, node.log_end())
+    node.send_to_each(node.voters - node.votes.keys(), request, now)
 
 
 def poll_prospect(node: QuorumNode, prospect: Prospect, now: int) -> None:
@@ -67,9 +62,7 @@ def poll_prospect(node: QuorumNode, prospect: Prospect, now: int) -> None:
         prospect.lost = True
         return
     request = messages.pre_vote(node.cluster_id, node.node_id, node.epoch + 1, node.log_end())
-    for voter in sorted(node.voters - prospect.grants.keys() - {prospect.leader_id}):
-        if node.requests.ready(voter, now):
-            node.send(voter, request, now)
+    node.send_to_each(node.voters - prospect.grants.keys() - {prospect.leader_id}, request, now)
 
 
 def on_vote(node: QuorumNode, body: Any, now: int) -> ResponsePayload:
@@ -130,8 +123,8 @@ def on_pre_vote(node: QuorumNode, body: Any, now: int) -> ResponsePayload:
 
 
 def on_vote_answer(node: QuorumNode, source: int, body: Any, now: int) -> None:
-    part = body.topics[0].partitions[0]
-    if transitions.on_epoch(node, int(part.leader_epoch), int(part.leader_id), now):
+    part = transitions.answer_partition(node, body, now)
+    if part is None:
         return
     if node.role is not Role.CANDIDATE or int(part.leader_epoch) != node.epoch:
         return
@@ -147,8 +140,8 @@ def on_vote_answer(node: QuorumNode, source: int, body: Any, now: int) -> None:
 
 
 def on_pre_vote_answer(node: QuorumNode, source: int, body: Any, now: int) -> None:
-    part = body.topics[0].partitions[0]
-    if transitions.on_epoch(node, int(part.leader_epoch), int(part.leader_id), now):
+    part = transitions.answer_partition(node, body, now)
+    if part is None:
         return
     if node.prospect is not None and part.error_code == ErrorCode.none:
         node.prospect.grants[source] = bool(part.vote_granted)

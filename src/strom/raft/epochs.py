@@ -23,20 +23,18 @@ def poll_resigned(node: QuorumNode, now: int) -> None:
         else:  # removed from the voters: an observer now, which looks for the leader
             transitions.transition(node, Trigger.LEFT_VOTERS, ElectionState(node.epoch))
         return
-    for voter in sorted(node.voters - node.acknowledged):
-        if node.requests.ready(voter, now):
-            node.send(
-                voter,
-                messages.end_quorum_epoch(
-                    node.cluster_id, node.node_id, node.epoch, node.successors
-                ),
-                now,
-            )
+    request = messages.end_quorum_epoch(node.cluster_id, node.node_id, node.epoch, node.successors)
+    node.send_to_each(node.voters - node.acknowledged, request, now)
+
+
+def _asked(body: Any) -> tuple[Any, int, int]:
+    """A BeginQuorumEpoch or EndQuorumEpoch request's partition, its leader and epoch."""
+    part = body.topics[0].partitions[0]
+    return part, int(part.leader_id), int(part.leader_epoch)
 
 
 def on_begin(node: QuorumNode, body: Any, now: int) -> ResponsePayload:
-    part = body.topics[0].partitions[0]
-    leader_id, epoch = int(part.leader_id), int(part.leader_epoch)
+    _, leader_id, epoch = _asked(body)
     error = ErrorCode.none
     if epoch < node.epoch:
         error = ErrorCode.fenced_leader_epoch
@@ -54,8 +52,7 @@ def on_begin(node: QuorumNode, body: Any, now: int) -> ResponsePayload:
 
 
 def on_end(node: QuorumNode, body: Any, now: int) -> ResponsePayload:
-    part = body.topics[0].partitions[0]
-    leader_id, epoch = int(part.leader_id), int(part.leader_epoch)
+    part, leader_id, epoch = _asked(body)
     error = ErrorCode.none
     if epoch < node.epoch:
         error = ErrorCode.fenced_leader_epoch
@@ -74,16 +71,16 @@ def on_end(node: QuorumNode, body: Any, now: int) -> ResponsePayload:
 
 
 def on_begin_answer(node: QuorumNode, source: int, body: Any, now: int) -> None:
-    part = body.topics[0].partitions[0]
-    if transitions.on_epoch(node, int(part.leader_epoch), int(part.leader_id), now):
+    part = transitions.answer_partition(node, body, now)
+    if part is None:
         return
     if node.leader_state is not None and part.error_code == ErrorCode.none:
         node.leader_state.acknowledged.add(source)
 
 
 def on_end_answer(node: QuorumNode, source: int, body: Any, now: int) -> None:
-    part = body.topics[0].partitions[0]
-    if transitions.on_epoch(node, int(part.leader_epoch), int(part.leader_id), now):
+    part = transitions.answer_partition(node, body, now)
+    if part is None:
         return
     if node.role is Role.RESIGNED:
         node.acknowledged.add(source)

@@ -40,13 +40,8 @@ def poll_leader(node: QuorumNode, now: int) -> None:
     membership.poll_voter_change(node, now)
     if node.role is not Role.LEADER:
         return
-    for voter in sorted(node.voters - leader.acknowledged):
-        if node.requests.ready(voter, now):
-            node.send(
-                voter,
-                messages.begin_quorum_epoch(node.cluster_id, node.node_id, node.epoch),
-                now,
-            )
+    request = messages.begin_quorum_epoch(node.cluster_id, node.node_id, node.epoch)
+    node.send_to_each(node.voters - leader.acknowledged, request, now)
     node.complete_parked(now)
 
 

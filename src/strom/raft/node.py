@@ -5,14 +5,14 @@
 pieces handed in (log, channel, clock, randomness, the election state's store). The parts that
 act on it are functions of their own modules: ``transitions`` (the roles), ``elections`` (Vote
 and pre-vote), ``epochs`` (BeginQuorumEpoch, EndQuorumEpoch), ``leader`` and ``follower`` (the
-two sides of Fetch), ``membership`` (voter changes, DescribeQuorum); ``client`` is the facade.
-"""
+two sides of Fetch), ``membership`` (voter changes, DescribeQuorum). ``client.RaftClient`` is
+this state with the entry points of the shell and the state machine above."""
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -26,6 +26,7 @@ from strom.raft.batches import ControlType, RaftBatch, control_batch
 from strom.raft.channel import Channel, InboundRequest, OutboundRequest
 from strom.raft.config import RaftConfig
 from strom.raft.leader_state import LeaderState
+from strom.raft.listeners import ListenerContext
 from strom.raft.log import OffsetAndEpoch, RaftLog
 from strom.raft.messages import LeaderAndEpoch
 from strom.raft.pre_vote import Prospect
@@ -62,6 +63,7 @@ class QuorumNode:
 
     role: Role
     election: ElectionState
+    """The role and the election state, as ``restore`` finds them (``transitions`` moves them)."""
 
     def __init__(
         self,
@@ -75,10 +77,12 @@ class QuorumNode:
         clock: Clock,
         random: RandomSource,
         config: RaftConfig,
-        directory_id: uuid.UUID | None,
-        bootstrap: Collection[int],
+        directory_id: uuid.UUID | None = None,
+        bootstrap: Collection[int] = (),
     ) -> None:
-        """The role and election state are set by ``transitions.initialize``."""
+        """``voters``: the static voters (``kraft.version`` 0; a Voters record in the log or its
+        snapshot overrides them); ``bootstrap``: whom to ask who leads while this node knows of
+        no voter (``controller.quorum.bootstrap.servers``)."""
         self.node_id = node_id
         self.directory_id = directory_id
         self.voter_history = VoterSetHistory(VoterSet.of_ids(voters))
@@ -114,7 +118,35 @@ class QuorumNode:
         self.failed_elections = 0
         self.shutting_down = False
         self.pending_change: PendingChange | None = None
+        self.listeners: list[ListenerContext] = []
         self.load_voters()
+        self.restore()
+
+    def restore(self) -> None:
+        """Take up the stored election state (a node that led restarts resigned)."""
+        stored = self.store.read()
+        log_epoch = self.log.last_epoch
+        now = self.clock.monotonic_ms()
+        if stored is None or stored.epoch < log_epoch:
+            self.role = Role.UNATTACHED
+            self.election = ElectionState(max(log_epoch, stored.epoch if stored else 0))
+            self.store.write(self.election, self.voters)
+        elif stored.leader_id == self.node_id:
+            self.role, self.election = Role.RESIGNED, stored
+            self.successors = sorted(self.voters - {self.node_id})
+        elif stored.leader_id is not None:
+            self.role, self.election = Role.FOLLOWER, stored
+            self.fetch_deadline = now + self.config.fetch_timeout_ms
+        else:
+            self.role, self.election = Role.UNATTACHED, stored
+        self.election_deadline = now + self.election_timeout()
+        log.info(
+            "node %d starts %s in epoch %d (%s)",
+            self.node_id,
+            self.role.value,
+            self.epoch,
+            "voter" if self.is_voter else "observer",
+        )
 
     @property
     def epoch(self) -> int:
@@ -193,6 +225,12 @@ class QuorumNode:
     def send(self, destination: int, body: RequestPayload, now: int) -> None:
         self.requests.sent(destination, body, now)
         self.channel.send(OutboundRequest(destination, body))
+
+    def send_to_each(self, voters: Iterable[int], body: RequestPayload, now: int) -> None:
+        """Send ``body`` to each of ``voters`` with no request in flight and no backoff."""
+        for voter in sorted(voters):
+            if self.requests.ready(voter, now):
+                self.send(voter, body, now)
 
     def complete_parked(self, now: int, *, high_watermark_moved: bool = False) -> None:
         keep: list[ParkedFetch] = []

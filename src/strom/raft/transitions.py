@@ -5,6 +5,7 @@ election state before acting on it, and clears what belonged to the role left be
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -15,35 +16,6 @@ from strom.raft.quorum_state import ElectionState, Role, Trigger, next_role
 from strom.raft.voters import kraft_version_record
 
 log = logging.getLogger(__name__)
-
-
-def initialize(node: QuorumNode) -> None:
-    stored = node.store.read()
-    log_epoch = node.log.last_epoch
-    now = node.clock.monotonic_ms()
-    if stored is None or stored.epoch < log_epoch:
-        node.role = Role.UNATTACHED
-        node.election = ElectionState(max(log_epoch, stored.epoch if stored else 0))
-        node.store.write(node.election, node.voters)
-    elif stored.leader_id == node.node_id:
-        node.role, node.election = Role.RESIGNED, stored
-        node.successors = sorted(node.voters - {node.node_id})
-    elif stored.leader_id is not None:
-        node.role, node.election = Role.FOLLOWER, stored
-        node.fetch_deadline = now + node.config.fetch_timeout_ms
-    else:
-        node.role, node.election = Role.UNATTACHED, stored
-    node.election_deadline = now + node.election_timeout()
-    log.info(
-        "node %d starts %s in epoch %d (%s)",
-        node.node_id,
-        node.role.value,
-        node.epoch,
-        "voter" if node.is_voter else "observer",
-    )
-    if node.voters == {node.node_id}:  # the only voter elects itself at once
-        trigger = Trigger.FETCH_TIMEOUT if node.role is Role.FOLLOWER else Trigger.ELECTION_TIMEOUT
-        become_candidate(node, now, trigger=trigger)
 
 
 def transition(node: QuorumNode, trigger: Trigger, election: ElectionState) -> None:
@@ -160,6 +132,15 @@ def resign(node: QuorumNode) -> None:
     node.acknowledged = {node.node_id}
     node.election_deadline = node.clock.monotonic_ms() + node.election_timeout()
     log.info("node %d resigns as leader of epoch %d", node.node_id, node.epoch)
+
+
+def answer_partition(node: QuorumNode, body: Any, now: int) -> Any | None:
+    """The partition of a Vote, BeginQuorumEpoch or EndQuorumEpoch answer, or None when the
+    epoch and leader it names moved this node (the answer is stale then)."""
+    part = body.topics[0].partitions[0]
+    if on_epoch(node, int(part.leader_epoch), int(part.leader_id), now):
+        return None
+    return part
 
 
 def on_epoch(node: QuorumNode, epoch: int, leader_id: int | None, now: int) -> bool:
