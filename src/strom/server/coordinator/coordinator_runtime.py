@@ -3,11 +3,13 @@
 
 A coordinator keeps its state in the partitions of one internal topic:
 
-* the topic is created on the first FindCoordinator that needs it
-  (:meth:`CoordinatorRuntime.ensure_topic`, through the controller, as ``AutoTopicCreator``
-  does it); once the metadata shows it (:meth:`CoordinatorRuntime.on_metadata`, a metadata
-  publisher), this broker coordinates the keys of the partitions it leads, and answers
-  NOT_COORDINATOR for the others;
+* the topic is created (:meth:`CoordinatorRuntime.ensure_topic`, through the controller, as
+  ``AutoTopicCreator`` does it) on the first FindCoordinator that needs it, or on the first
+  request a client may send its coordinator without one (InitProducerId, JoinGroup,
+  OffsetCommit, OffsetFetch), which would otherwise be answered NOT_COORDINATOR until some
+  client sent a FindCoordinator; once the metadata shows it
+  (:meth:`CoordinatorRuntime.on_metadata`, a metadata publisher), this broker coordinates the
+  keys of the partitions it leads, and answers NOT_COORDINATOR for the others;
 * loading follows (partition, leader epoch), as Kafka's ``onElection`` / ``onResignation``: a
   partition led here at a new epoch is unloaded and loaded again, even when the metadata
   change that shows it skipped the steps between. A load does not run in the publisher: it is
@@ -314,7 +316,9 @@ class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
 
     async def ensure_topic(self) -> ErrorCode:
         """Create the topic if it does not exist yet; NONE once it does (its partitions led here
-        are then loading)."""
+        are then loading: the core answers COORDINATOR_LOAD_IN_PROGRESS until they are loaded),
+        COORDINATOR_NOT_AVAILABLE when it could not be created (the core then still answers
+        NOT_COORDINATOR: both are retriable)."""
         if self.core.partition_count is not None:
             return ErrorCode.none
         async with self._create_lock:

@@ -4,9 +4,12 @@ Without a transactional id, Kafka's ``TransactionCoordinator.handleInitProducerI
 out a new producer id at epoch 0, whatever producer id and epoch the request carries (v3+ may
 carry the current ones to bump the epoch; that matters only for transactional producers).
 
-With one, the transaction coordinator answers (``coordinator/txn``): a new producer id for a
-new transactional id, else the same id with a bumped epoch (fencing older instances), after
-aborting an open transaction (CONCURRENT_TRANSACTIONS until that is done; the client retries).
+With one, the transaction coordinator answers (``coordinator/txn``), once
+``__transaction_state`` exists (created here when this is the first transactional request, as
+FindCoordinator would; COORDINATOR_LOAD_IN_PROGRESS while its partition loads): a new producer
+id for a new transactional id, else the same id with a bumped epoch (fencing older instances),
+after aborting an open transaction (CONCURRENT_TRANSACTIONS until that is done; the client
+retries).
 A new producer id is taken from the controller's blocks first when the core needs one (a new
 transactional id, an exhausted epoch); without one, nothing is awaited between that check and
 the core's call, so the answer cannot change in between. An empty
@@ -94,7 +97,9 @@ class InitProducerIdHandler:
     ) -> ResponsePayload:
         version = context.api_version
         coordinator = self._transactions.coordinator
-        error = coordinator.txn_error(transactional_id)
+        error = await self._transactions.ensure_topic()
+        if error is ErrorCode.none:
+            error = coordinator.txn_error(transactional_id)
         if error is not ErrorCode.none:
             return self._error(error, version)
         candidate: int | None = None

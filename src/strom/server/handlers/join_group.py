@@ -53,6 +53,7 @@ class JoinGroupHandler(GroupHandler):
         )
         if refused is not None:
             return refused
+        await self._runtime.ensure_topic()
         response: join.JoinGroupResponse = await self._runtime.call(
             lambda reply: self._coordinator.join_group(
                 request,

@@ -42,6 +42,7 @@ class OffsetCommitHandler(GroupHandler):
         )
         allowed, denied = split_commit(context, request.group_id, request.topics)
         request = dataclasses.replace(request, topics=allowed)
+        await self._runtime.ensure_topic()
         response: commit.OffsetCommitResponse = await self._runtime.call(
             lambda reply: self._coordinator.offset_commit(
                 request, retention_ms=retention_ms, now_ms=self._runtime.now_ms(), reply=reply

@@ -33,6 +33,7 @@ class OffsetFetchHandler(GroupHandler):
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         version = context.api_version
+        await self._runtime.ensure_topic()
         if version >= BATCHED_VERSION:
             request = newest_request(context, newest.OffsetFetchRequest)
             return for_version(self._fetch(context, request), version)
