@@ -413,3 +413,37 @@ def test_the_metadata_settles_a_change_whose_answer_never_came(
     assert (partition.isr, partition.replication.pending) == ((1, 2), None)
     # a retry still under way learns that it is settled
     assert not manager.isr_change_done(TP, leader_epoch=0, change=change, isr=None, error=None)
+
+
+def test_an_isr_shrink_from_the_metadata_moves_the_high_watermark(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    """The controller fences follower 2 and takes it out of the ISR: the leader's waiting
+    acks=all write is acknowledged as it applies that metadata, with no later fetch or append
+    to move the high watermark (Kafka's makeLeader ends with maybeIncrementLeaderHW; found by
+    the replica simulation, where a lone write on RF 2 waited for its timeout)."""
+    leader, _ = brokers
+    leader.set(registration(leader=1, epoch=0))
+    manager = leader.replica_manager
+    read = manager.read_for_follower(
+        TP,
+        replica_id=2,
+        replica_epoch=1,
+        fetch_offset=0,
+        max_bytes=1 << 20,
+        current_leader_epoch=0,
+        last_fetched_epoch=-1,
+    )
+    read.close()
+    leader.produce(1, b"a")
+    assert manager.is_acknowledged(TP, 1) is None
+    image = image_of({"orders": {0: registration(leader=1, epoch=0, isr=(1,), partition_epoch=1)}})
+    cluster = dict(image.cluster.brokers)
+    cluster[2] = dataclasses.replace(cluster[2], fenced=True)
+    leader.metadata.image = image = dataclasses.replace(image, cluster=ClusterImage(cluster))
+    delta = MetadataDelta(MetadataImage.empty())
+    for record in image.records():
+        delta.replay(record)
+    manager.apply_metadata(delta, image)
+    assert leader.log.high_watermark == 1
+    assert manager.is_acknowledged(TP, 1) == ErrorCode.none

@@ -76,10 +76,16 @@ class SimBroker:
         self.isr_changes: AlterPartitionManager | None = None
         self.serving: set[asyncio.Task[None]] = set()
         """The answers this life is working on (a long-polled Fetch)."""
+        self.served: set[asyncio.Task[None]] = set()
+        """Other brokers' answers to this life's requests, in the works."""
         self.stopping: list[asyncio.Task[None]] = []
         """The fetchers and the AlterPartition manager of its last life, stopping."""
         self.lose = 0
         """Batches its log loses at the next start (a power cut took its unflushed tail)."""
+        self.restart_after = 0
+        """It starts again only once every live broker applied this much metadata."""
+        self.hold_metadata_until = 0
+        """No metadata reaches it until every other live broker applied this much."""
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -136,6 +142,11 @@ class SimBroker:
         self.life += 1
         for task in self.serving:
             task.cancel()
+        if not self.sim.faults.replica_epochs:
+            # A long-polled fetch of this life would otherwise be read again, and recorded,
+            # after the restart: the hole KIP-903's broker epochs close (not the code's).
+            for task in self.served:
+                task.cancel()
         assert self.fetchers is not None and self.isr_changes is not None
         loop = asyncio.get_running_loop()
         self.stopping = [
@@ -188,6 +199,12 @@ class SimBroker:
         as a broker's metadata loader does), then lead or follow as it says."""
         if life != self.life or end <= self.applied:
             return
+        if any(
+            b.alive and not b.hold_metadata_until and b.applied < self.hold_metadata_until
+            for b in self.sim.brokers.values()
+        ):
+            return  # the controller publishes again
+        self.hold_metadata_until = 0
         delta = MetadataDelta(self.metadata.image)
         for records in self.sim.controller.log[self.applied : end]:
             for record in records:
@@ -200,8 +217,10 @@ class SimBroker:
 
     # --- the leader's side of the fetchers' requests -----------------------------------------
 
-    def serve(self, body: RequestPayload, reply: Callable[[Any], object]) -> None:
-        """Answer a Fetch or ListOffsets from another broker through ``reply``."""
+    def serve(
+        self, requester: SimBroker, body: RequestPayload, reply: Callable[[Any], object]
+    ) -> None:
+        """Answer a Fetch or ListOffsets from ``requester`` through ``reply``."""
         if not self.alive:
             return
         answer: Coroutine[Any, Any, Any]
@@ -218,8 +237,9 @@ class SimBroker:
                 reply(response)
 
         task = asyncio.get_running_loop().create_task(run())
-        self.serving.add(task)
-        task.add_done_callback(self.serving.discard)
+        for tasks in (self.serving, requester.served):
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
 
     async def _fetch(self, body: FetchRequest) -> FetchResponse:
         """A follower's Fetch through the real read and long poll (``fetch_messages``, the
@@ -339,7 +359,8 @@ class SimBrokerClients:
             timeout,
             lambda: RequestFailed(f"broker {node_id}: no answer within the request timeout"),
         )
-        sim.network.send(source, node_id, lambda: target.serve(body, reply))
+        requester = self._broker
+        sim.network.send(source, node_id, lambda: target.serve(requester, body, reply))
         return await answer
 
     async def close(self) -> None:

@@ -3,6 +3,8 @@
 - no acknowledged acks=all write is lost: the controller's leader holds each at its offset;
 - replicas agree below their high watermarks, and what a leader held below its high watermark
   (committed) stays in every later leader's log;
+- every live member of the controller's ISR holds what its leader holds below its high
+  watermark;
 - at most one leader acknowledges writes in each leader epoch;
 - a leader's high watermark never goes back within its leadership;
 - an acks=all produce parked at a broker is answered once the broker stops leading.
@@ -115,7 +117,9 @@ class Invariants:
                         f"{high_watermark}, where {self.committed[base]} was committed"
                     )
         if leader is not None and leader.alive:
-            held, _ = logs[leader.node_id]
+            held, high_watermark = logs[leader.node_id]
+            if leader.leads() == self.sim.controller.registration.leader_epoch:
+                self._check_isr(leader.node_id, logs)
             for base, batch in self.committed.items():
                 if held.get(base) != batch:
                     self.violated(
@@ -137,3 +141,18 @@ class Invariants:
                 theirs = [x for x in b_batches.values() if x[1] < below]
                 if mine != theirs:
                     self.violated(f"brokers {a} and {b} disagree below offset {below}")
+
+    def _check_isr(self, leader: int, logs: dict[int, tuple[dict[int, Batch], int]]) -> None:
+        """Every live member of the controller's ISR holds what ``leader`` holds below its
+        high watermark (each reported that much, and may be elected)."""
+        held, high_watermark = logs[leader]
+        for member in self.sim.controller.registration.isr:
+            if member not in logs:
+                continue
+            kept, _ = logs[member]
+            for base, batch in held.items():
+                if batch[1] < high_watermark and kept.get(base) != batch:
+                    self.violated(
+                        f"ISR member {member} lacks {batch}, below leader {leader}'s high "
+                        f"watermark {high_watermark}: {kept.get(base)}"
+                    )
