@@ -170,6 +170,28 @@ def test_kip_101_a_leader_change_does_not_keep_two_records_at_one_offset(
     assert a.values() == b.values() == [(0, 0, b"x0"), (1, 1, b"z0")]
 
 
+def test_a_leader_that_appended_nothing_in_its_epoch_follows_again(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    """B leads epoch 1 and appends nothing, then A leads epoch 2. B's last epoch (1, begun at
+    its log end) is one A never had: the diverging answer must drop it, or every fetch of B
+    diverges again and it never catches up (found by the replica simulation)."""
+    a, b = brokers
+    a.set(registration(leader=1, epoch=0))
+    b.set(registration(leader=1, epoch=0))
+    a.produce(1, b"x")
+    fetch(a, b, 0)
+    b.set(registration(leader=2, epoch=1, partition_epoch=1))
+    assert b.log.leader_epochs.latest_epoch == 1
+    for broker in (a, b):
+        broker.set(registration(leader=1, epoch=2, partition_epoch=2))
+    a.produce(1, b"y")
+    fetch(a, b, 2)  # diverging: A's epoch 0 ends at 1
+    assert b.log.leader_epochs.latest_epoch == 0
+    fetch(a, b, 2)
+    assert a.values() == b.values() == [(0, 0, b"x0"), (1, 2, b"y0")]
+
+
 def test_a_stale_follower_epoch_is_fenced(brokers: tuple[Broker, Broker]) -> None:
     a, b = brokers
     a.set(registration(leader=1, epoch=3))
