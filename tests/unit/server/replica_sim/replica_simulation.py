@@ -117,6 +117,12 @@ class Simulation:
             self.invariants.check()
         self.timer.advance_to(until)
 
+    async def _advance_until(self, done: Callable[[], bool], limit_ms: int) -> None:
+        """:meth:`_advance` a little at a time until ``done()`` or ``limit_ms`` passed."""
+        until = self.clock.monotonic_ms() + limit_ms
+        while not done() and self.clock.monotonic_ms() < until:
+            await self._advance(min(10, until - self.clock.monotonic_ms()))
+
     def _every(self, period_ms: int, task: Callable[[], object]) -> None:
         def tick() -> None:
             task()
@@ -135,17 +141,27 @@ class Simulation:
         an acks=all write."""
         self.faults = self.network.faults = self.faults.quiet()
         await self._heal()
-        await self._advance(4 * LAG_MS)
+        replicas = BROKERS[: self.faults.replication_factor]
+
+        def converged() -> bool:
+            registration = self.controller.registration
+            leader = self.brokers.get(registration.leader)
+            return (
+                leader is not None
+                and leader.leads() == registration.leader_epoch
+                and registration.isr == leader.leader_isr() == replicas
+            )
+
+        await self._advance_until(converged, 4 * LAG_MS)
         self.invariants.check_logs()
         leader = self.brokers[self.controller.registration.leader]
-        replicas = BROKERS[: self.faults.replication_factor]
-        if leader.leads() is None or self.controller.registration.isr != replicas:
+        if not converged():
             self.invariants.violated(
                 f"no recovery: broker {leader.node_id} leads epoch {leader.leads()}, ISR "
                 f"{self.controller.registration.isr} of {replicas}"
             )
         batch = self._produce_to(leader)
-        await self._advance(2 * FETCH_ROUND_MS)
+        await self._advance_until(lambda: batch in self.answered, 2 * FETCH_ROUND_MS)
         if batch is None or self.answered.get(batch) != ErrorCode.none:
             self.invariants.violated(
                 f"no recovery: a write to leader {leader.node_id} was "
@@ -162,7 +178,7 @@ class Simulation:
         self.cut(follower, at_least_ms=4 * LAG_MS)
         batch = self._produce_to(leader)
         assert batch is not None
-        await self._advance(STALL_BOUND_MS)
+        await self._advance_until(lambda: batch in self.answered, STALL_BOUND_MS)
         if batch not in self.answered:
             self.invariants.violated(
                 f"broker {follower} was cut off and fenced, but leader {leader.node_id} has "

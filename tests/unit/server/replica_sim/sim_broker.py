@@ -46,6 +46,7 @@ from strom.protocol.batch import scan_batches
 from strom.server.alter_partition_manager import AlterPartitionManager
 from strom.server.controller_channel import ControllerUnavailable
 from strom.server.fetch_session import PartitionFetch, SessionPartition
+from strom.server.partition_replication import PartitionReplication
 from strom.server.replica_fetcher import FetcherSettings, ReplicaFetcherManager
 from strom.server.replica_manager import READ_LOG_END, FetchParams, ReplicaManager
 from strom.storage.log_manager import LogManager
@@ -182,10 +183,17 @@ class SimBroker:
 
     def leads(self) -> int | None:
         """The leader epoch this broker leads the partition in, if it does."""
+        replication = self._replication()
+        return None if replication is None else replication.leader_epoch
+
+    def leader_isr(self) -> tuple[int, ...]:
+        """The ISR as this broker knows it while it leads (empty when it does not)."""
+        replication = self._replication()
+        return () if replication is None else replication.isr
+
+    def _replication(self) -> PartitionReplication | None:
         partition = self.manager._partitions.get(TP)
-        if partition is None or partition.replication is None:
-            return None
-        return partition.replication.leader_epoch
+        return None if partition is None else partition.replication
 
     # --- metadata ----------------------------------------------------------------------------
 
