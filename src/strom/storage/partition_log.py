@@ -618,6 +618,11 @@ class PartitionLog:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         local = self._local
         if offset >= local.log_end_offset:
+            # Nothing to cut, but an epoch this replica began as leader and never appended to
+            # starts at the log end: kept, it would be the follower's last fetched epoch, which
+            # the new leader never had, and every fetch would diverge again (Kafka's
+            # truncateTo trims the epoch cache here too).
+            self._epochs.truncate_from_end(local.log_end_offset)
             return
         if offset < local.first_base_offset:
             self.truncate_fully_and_start_at(offset)

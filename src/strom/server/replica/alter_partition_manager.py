@@ -7,7 +7,9 @@ KIP-903, the leader with its own; and the partition epoch the change is based on
 the answer back: the committed ISR and partition epoch, or an error. A controller that does not
 answer within ``timeout`` seconds has answered nothing: it may have committed the change, so
 the change is sent again, with a backoff, until an answer or the metadata settles it (the
-replica manager decides, Kafka's ``handleAlterPartitionError``).
+replica manager decides, Kafka's ``handleAlterPartitionError``). Requests go through an
+:class:`AlterPartitionChannel` (the ``ControllerChannel`` in a broker) and backoffs run on a
+``Timer`` (the event loop's in a broker), so a simulation runs this on virtual time.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.alter_partition.v3.request import (
     AlterPartitionRequest,
@@ -29,19 +31,29 @@ from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 
 from strom.common import ErrorCode, TopicPartition
+from strom.common.timer import LoopTimer, Timer, sleep
 from strom.metadata import LeaderRecoveryState
 from strom.replication.partition_replication import IsrChange
-from strom.server.channel.controller_channel import ControllerChannel, ControllerUnavailable
+from strom.server.channel.controller_channel import ControllerUnavailable
 from strom.server.replica.replica_manager import ReplicaManager
 
-__all__ = ["AlterPartitionManager"]
+__all__ = ["AlterPartitionChannel", "AlterPartitionManager"]
 
 log = logging.getLogger(__name__)
 
-RETRY_BACKOFF_S: Final = 0.05
+RETRY_BACKOFF_MS: Final = 50
 """The first wait before a change is sent again (Kafka's AlterPartitionManager waits 50 ms),
-doubled at each try up to ``RETRY_BACKOFF_MAX_S``."""
-RETRY_BACKOFF_MAX_S: Final = 1.0
+doubled at each try up to ``RETRY_BACKOFF_MAX_MS``."""
+RETRY_BACKOFF_MAX_MS: Final = 1000
+
+
+class AlterPartitionChannel(Protocol):
+    """The way to the active controller (``ControllerChannel``)."""
+
+    async def send(self, body: AlterPartitionRequest, *, timeout: float) -> AlterPartitionResponse:
+        """The controller's answer; raises :class:`ControllerUnavailable` after ``timeout``
+        seconds without one."""
+        ...
 
 
 class AlterPartitionManager:
@@ -52,10 +64,13 @@ class AlterPartitionManager:
         *,
         node_id: int,
         broker_epoch: Callable[[], int],
-        channel: ControllerChannel,
+        channel: AlterPartitionChannel,
         replica_manager: ReplicaManager,
         timeout: float,
+        timer: Timer | None = None,
     ) -> None:
+        """``timer``: what backoffs run on (the event loop's by default)."""
+        self._timer = timer or LoopTimer()
         self._node_id = node_id
         self._broker_epoch = broker_epoch
         self._channel = channel
@@ -72,10 +87,10 @@ class AlterPartitionManager:
     async def _send(self, tp: TopicPartition, leader_epoch: int, change: IsrChange) -> None:
         """Send ``change`` until an answer settles it: a change the controller may have
         committed is never given up (see :meth:`PartitionReplication.isr_change_failed`)."""
-        backoff = RETRY_BACKOFF_S
+        backoff = RETRY_BACKOFF_MS
         while self._settle(tp, leader_epoch, change, await self._ask(tp, leader_epoch, change)):
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+            await sleep(self._timer, backoff)
+            backoff = min(backoff * 2, RETRY_BACKOFF_MAX_MS)
 
     async def _ask(
         self, tp: TopicPartition, leader_epoch: int, change: IsrChange

@@ -118,7 +118,7 @@ class Partition:
                 diverging.epoch,
                 diverging.end_offset,
             )
-            partition_log.truncate_to(cut.offset)
+        partition_log.truncate_to(cut.offset)  # at the log end: drops an empty last epoch
         return partition_log.log_end_offset
 
     def reset_to_leader(self, *, leader_start: int, leader_end: int) -> int:

@@ -28,6 +28,9 @@ epoch and its log did not move meanwhile:
   (:mod:`strom.server.replica.replication_quota`);
 * any other error (a leadership change on its way, a connection lost): the partition backs off
   ``replica.fetch.backoff.ms`` and the metadata soon says where to fetch from.
+
+Requests go through :class:`BrokerClients` (``NodeClients`` in a broker) and backoffs run on a
+``Timer`` (the event loop's in a broker), so a simulation runs fetchers on virtual time.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kio.schema.fetch.v15.request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
 from kio.schema.list_offsets.v7.request import (
@@ -49,22 +52,35 @@ from kio.schema.list_offsets.v7.request import (
 )
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
+from kio.static.protocol import RequestPayload
 
-from strom.client.async_client import NodeClients, RequestFailed
+from strom.client.async_client import RequestFailed
 from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
-from strom.common.waiting import wait_event
+from strom.common.timer import LoopTimer, Timer, Wakeup
 from strom.config import ServerConfig
 from strom.protocol.batch import whole_batches_size
 from strom.server.replica.replica_manager import FollowTarget, LeadershipChanges, ReplicaManager
 from strom.server.replica.replication_quota import ReplicationQuota
 from strom.storage.leader_epoch_cache import EpochEndOffset
 
-__all__ = ["FetcherSettings", "ReplicaFetcher", "ReplicaFetcherManager"]
+__all__ = ["BrokerClients", "FetcherSettings", "ReplicaFetcher", "ReplicaFetcherManager"]
 
 log = logging.getLogger(__name__)
 
 _EARLIEST: Final = -2
 _LATEST: Final = -1
+
+
+class BrokerClients(Protocol):
+    """Requests to other brokers by id (``NodeClients``)."""
+
+    async def request(
+        self, node_id: int, body: RequestPayload, *, timeout: float | None = None
+    ) -> Any:
+        """The broker's answer; raises :class:`RequestFailed` when none comes."""
+        ...
+
+    async def close(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,13 +122,15 @@ class ReplicaFetcher:
         node_id: int,
         broker_epoch: Callable[[], int],
         replica_manager: ReplicaManager,
-        clients: NodeClients,
+        clients: BrokerClients,
         settings: FetcherSettings,
         clock: Clock,
         quota: ReplicationQuota | None = None,
+        timer: Timer | None = None,
     ) -> None:
         """``broker_epoch``: the epoch this broker is registered in now; ``quota``:
-        ``follower.replication.throttled.rate`` on out-of-sync replicas."""
+        ``follower.replication.throttled.rate`` on out-of-sync replicas; ``timer``: what
+        backoffs run on (the event loop's by default)."""
         self.leader_id = leader_id
         self._quota = quota
         self._node_id = node_id
@@ -122,13 +140,13 @@ class ReplicaFetcher:
         self._settings = settings
         self._clock = clock
         self.partitions: dict[TopicPartition, _Followed] = {}
-        self._wake = asyncio.Event()
+        self._wake = Wakeup(timer or LoopTimer())
         self._task: asyncio.Task[None] | None = None
         self._last_failure = ""
 
     def add(self, tp: TopicPartition, leader_epoch: int) -> None:
         self.partitions[tp] = _Followed(leader_epoch)
-        self._wake.set()
+        self._wake.wake()
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
                 self._run(), name=f"strom-replica-fetcher-{self.leader_id}"
@@ -169,10 +187,8 @@ class ReplicaFetcher:
 
     async def _idle(self, now_ms: int) -> None:
         """Sleep until a partition is added or the first backoff ends."""
-        self._wake.clear()
         delays = [f.delayed_until_ms - now_ms for f in self.partitions.values()]
-        timeout = max(min(delays), 1) / 1000 if delays else None
-        await wait_event(self._wake, timeout)
+        await self._wake.wait(max(min(delays), 1) if delays else None)
 
     def _delay(self, partitions: Iterable[TopicPartition]) -> None:
         until = self._clock.monotonic_ms() + self._settings.backoff_ms
@@ -350,10 +366,11 @@ class ReplicaFetcherManager:
         node_id: int,
         broker_epoch: Callable[[], int],
         replica_manager: ReplicaManager,
-        clients: NodeClients,
+        clients: BrokerClients,
         settings: FetcherSettings,
         clock: Clock,
         quota: ReplicationQuota | None = None,
+        timer: Timer | None = None,
     ) -> None:
         self._new_fetcher = functools.partial(
             ReplicaFetcher,
@@ -364,6 +381,7 @@ class ReplicaFetcherManager:
             settings=settings,
             clock=clock,
             quota=quota,
+            timer=timer,
         )
         self._clients = clients
         self._fetchers: dict[int, ReplicaFetcher] = {}

@@ -348,7 +348,10 @@ class ReplicaManager:
                     continue
                 try:
                     if registration.leader == self.node_id:
-                        self.partition(tp)
+                        # The ISR may have shrunk (the controller fenced a member): the high
+                        # watermark may move now, with no fetch or append to move it (Kafka's
+                        # makeLeader ends with maybeIncrementLeaderHW).
+                        self.maybe_advance_high_watermark(self.partition(tp))
                         changes.stop.add(tp)
                     else:
                         self._left(tp, ErrorCode.not_leader_or_follower)

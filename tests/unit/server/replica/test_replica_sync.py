@@ -170,6 +170,28 @@ def test_kip_101_a_leader_change_does_not_keep_two_records_at_one_offset(
     assert a.values() == b.values() == [(0, 0, b"x0"), (1, 1, b"z0")]
 
 
+def test_a_leader_that_appended_nothing_in_its_epoch_follows_again(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    """B leads epoch 1 and appends nothing, then A leads epoch 2. B's last epoch (1, begun at
+    its log end) is one A never had: the diverging answer must drop it, or every fetch of B
+    diverges again and it never catches up (found by the replica simulation)."""
+    a, b = brokers
+    a.set(registration(leader=1, epoch=0))
+    b.set(registration(leader=1, epoch=0))
+    a.produce(1, b"x")
+    fetch(a, b, 0)
+    b.set(registration(leader=2, epoch=1, partition_epoch=1))
+    assert b.log.leader_epochs.latest_epoch == 1
+    for broker in (a, b):
+        broker.set(registration(leader=1, epoch=2, partition_epoch=2))
+    a.produce(1, b"y")
+    fetch(a, b, 2)  # diverging: A's epoch 0 ends at 1
+    assert b.log.leader_epochs.latest_epoch == 0
+    fetch(a, b, 2)
+    assert a.values() == b.values() == [(0, 0, b"x0"), (1, 2, b"y0")]
+
+
 def test_a_stale_follower_epoch_is_fenced(brokers: tuple[Broker, Broker]) -> None:
     a, b = brokers
     a.set(registration(leader=1, epoch=3))
@@ -413,3 +435,37 @@ def test_the_metadata_settles_a_change_whose_answer_never_came(
     assert (partition.isr, partition.replication.pending) == ((1, 2), None)
     # a retry still under way learns that it is settled
     assert not manager.isr_change_done(TP, leader_epoch=0, change=change, isr=None, error=None)
+
+
+def test_an_isr_shrink_from_the_metadata_moves_the_high_watermark(
+    brokers: tuple[Broker, Broker],
+) -> None:
+    """The controller fences follower 2 and takes it out of the ISR: the leader's waiting
+    acks=all write is acknowledged as it applies that metadata, with no later fetch or append
+    to move the high watermark (Kafka's makeLeader ends with maybeIncrementLeaderHW; found by
+    the replica simulation, where a lone write on RF 2 waited for its timeout)."""
+    leader, _ = brokers
+    leader.set(registration(leader=1, epoch=0))
+    manager = leader.replica_manager
+    read = manager.read_for_follower(
+        TP,
+        replica_id=2,
+        replica_epoch=1,
+        fetch_offset=0,
+        max_bytes=1 << 20,
+        current_leader_epoch=0,
+        last_fetched_epoch=-1,
+    )
+    read.close()
+    leader.produce(1, b"a")
+    assert manager.is_acknowledged(TP, 1) is None
+    image = image_of({"orders": {0: registration(leader=1, epoch=0, isr=(1,), partition_epoch=1)}})
+    cluster = dict(image.cluster.brokers)
+    cluster[2] = dataclasses.replace(cluster[2], fenced=True)
+    leader.metadata.image = image = dataclasses.replace(image, cluster=ClusterImage(cluster))
+    delta = MetadataDelta(MetadataImage.empty())
+    for record in image.records():
+        delta.replay(record)
+    manager.apply_metadata(delta, image)
+    assert leader.log.high_watermark == 1
+    assert manager.is_acknowledged(TP, 1) == ErrorCode.none

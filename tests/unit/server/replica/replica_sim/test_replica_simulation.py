@@ -21,6 +21,8 @@ def _quiet() -> Iterator[None]:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_seed(seed: int) -> None:
-    """Three brokers, acks=all writes, ISR and leader changes under message faults, crashes
-    (some losing an unflushed tail), restarts and a cut-off broker; the invariants hold."""
+    """Three brokers (the real replica manager, fetchers and AlterPartition manager), acks=all
+    writes, ISR and leader changes under message faults, crashes (some losing an unflushed
+    tail), restarts and a cut-off broker; the invariants hold, and at the end the cluster
+    takes writes again and a fenced follower holds nothing back."""
     run_seed(seed, steps=STEPS)
