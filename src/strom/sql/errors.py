@@ -1,0 +1,37 @@
+"""The errors a statement can get before it runs, each naming where and what (ksqlDB's
+`ParsingException`: "line L:C: message")."""
+
+from __future__ import annotations
+
+
+class SqlError(Exception):
+    """A statement strom cannot accept; its message is the one the user sees."""
+
+
+class SqlSyntaxError(SqlError):
+    """Text that is not ksqlDB's language: where (1-based line and column), what was found
+    (`found`, `<EOF>` at the end), and the tokens that could have stood there (`expected`)."""
+
+    def __init__(
+        self,
+        *,
+        line: int,
+        column: int,
+        found: str,
+        expected: tuple[str, ...] = (),
+        detail: str = "",
+    ) -> None:
+        self.line = line
+        self.column = column
+        self.found = found
+        self.expected = expected
+        self.detail = detail
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        head = f"line {self.line}:{self.column}: Syntax Error"
+        if self.detail:
+            return f"{head}\n{self.detail}"
+        if not self.expected:
+            return f"{head}\nUnexpected {self.found}"
+        return f"{head}\nExpecting {', '.join(self.expected)}, got {self.found}"
