@@ -3,10 +3,12 @@ the frozen trees of `statements`, `expressions` and `types`."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import decimal
 import functools
 import importlib.resources
+import re
 from typing import Any
 
 import lark
@@ -72,37 +74,48 @@ def _parse_tree(parser: lark.Lark, text: str) -> Tree[Token]:
     try:
         return parser.parse(text)
     except lark.UnexpectedToken as e:
-        found = "<EOF>" if e.token.type == "$END" else f"'{e.token}'"
+        at_end = e.token.type == "$END"
+        line, column = _end(text) if at_end else (e.line, e.column)
         raise SqlSyntaxError(
-            line=_line(e.line, text),
-            column=_column(e.column, text),
-            found=found,
-            expected=_describe(parser, e.expected),
+            line=line,
+            column=column,
+            found="<EOF>" if at_end else f"'{e.token}'",
+            expected=_describe(parser, e.accepts or e.expected),
         ) from None
     except lark.UnexpectedCharacters as e:
         raise SqlSyntaxError(
             line=e.line,
             column=e.column,
-            found=f"'{e.char}'",
-            expected=_describe(parser, e.allowed),
+            found=repr(e.char) if e.char == "'" else f"'{e.char}'",
+            expected=_describe(parser, _acceptable(e)),
         ) from None
     except lark.UnexpectedEOF as e:
-        lines = text.split("\n")
+        line, column = _end(text)
         raise SqlSyntaxError(
-            line=len(lines),
-            column=len(lines[-1]) + 1,
-            found="<EOF>",
-            expected=_describe(parser, set(e.expected)),
+            line=line, column=column, found="<EOF>", expected=_describe(parser, set(e.expected))
         ) from None
 
 
-def _line(line: int, text: str) -> int:
-    """lark says -1 at the end of input; the end is then the last line."""
-    return line if line > 0 else text.count("\n") + 1
+def _end(text: str) -> tuple[int, int]:
+    """The line and column just past the end of `text` (where ANTLR puts `<EOF>`)."""
+    last = text.rsplit("\n", maxsplit=1)[-1]
+    return text.count("\n") + 1, len(last) + 1
 
 
-def _column(column: int, text: str) -> int:
-    return column if column > 0 else len(text.rsplit("\n", maxsplit=1)[-1]) + 1
+def _acceptable(e: lark.UnexpectedCharacters) -> set[str]:
+    """What the parser could have taken where the lexer failed: each terminal of the parse
+    table's row that the parser really accepts there (as lark's `InteractiveParser.accepts`)."""
+    state: Any = e.state
+    if not hasattr(state, "feed_token"):
+        return set(e.allowed)
+    accepted = set()
+    for name in state.parse_conf.parse_table.states[state.position]:
+        try:
+            copy.copy(state).feed_token(Token(name, ""), name == "$END")
+        except lark.UnexpectedInput:
+            continue
+        accepted.add(name)
+    return accepted
 
 
 def _describe(parser: lark.Lark, names: set[str] | frozenset[str]) -> tuple[str, ...]:
@@ -116,6 +129,7 @@ def _describe(parser: lark.Lark, names: set[str] | frozenset[str]) -> tuple[str,
         "DECIMAL_NUMBER": "a number",
         "FLOAT_NUMBER": "a number",
         "UNIT": "a time unit",
+        "NEQ": "'<>'",
         "$END": "<EOF>",
     }
     patterns = {t.name: t.pattern for t in parser.terminals}
@@ -127,9 +141,9 @@ def _describe(parser: lark.Lark, names: set[str] | frozenset[str]) -> tuple[str,
         elif isinstance(pattern, lark.lexer.PatternStr):
             shown.add(f"'{pattern.value.upper()}'")
         elif pattern is not None:
-            # a terminal of alternatives: LIST_SUBJECT, SOURCE_KIND, NEQ ...
-            alternatives = pattern.value.replace("(?:", "").replace(")", "").split("|")
-            shown.update(f"'{a.upper()}'" for a in alternatives)
+            # the keywords of one terminal: LIST_SUBJECT, SOURCE_KIND, EMIT_KIND
+            keywords = re.findall(r"\(\?i:([^)]*)\)", pattern.value)
+            shown.update({f"'{k.upper()}'" for k in keywords} or {name})
     return tuple(sorted(shown))
 
 
