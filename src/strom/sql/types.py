@@ -1,6 +1,7 @@
 """ksqlDB's SQL types as frozen values: the primitives, DECIMAL(p, s), ARRAY, MAP and STRUCT.
 
-Aliases are resolved when parsed, as ksqlDB does: INTEGER is INT, VARCHAR is STRING.
+Aliases are resolved when parsed, as ksqlDB does: INT is INTEGER, VARCHAR is STRING; the
+canonical names are the ones ksqlDB writes (SqlFormatter, DESCRIBE, its error messages).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ class Primitive(Enum):
     """The types without parameters, by their canonical names."""
 
     BOOLEAN = "BOOLEAN"
-    INT = "INT"
+    INT = "INTEGER"
     BIGINT = "BIGINT"
     DOUBLE = "DOUBLE"
     STRING = "STRING"
@@ -26,7 +27,7 @@ class Primitive(Enum):
 # The names a type may be written as, upper-cased, to the type they mean.
 PRIMITIVE_NAMES: dict[str, Primitive] = {
     **{p.value: p for p in Primitive},
-    "INTEGER": Primitive.INT,
+    "INT": Primitive.INT,
     "VARCHAR": Primitive.STRING,
 }
 

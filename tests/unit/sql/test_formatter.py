@@ -241,7 +241,7 @@ def test_types_round_trip(t: ty.SqlType) -> None:
     [
         (
             "create stream s (id int key, `v` varchar) with (kafka_topic='s', partitions=2);",
-            "CREATE STREAM S (ID INT KEY, `v` STRING) WITH (KAFKA_TOPIC='s', PARTITIONS=2);",
+            "CREATE STREAM S (ID INTEGER KEY, `v` STRING) WITH (KAFKA_TOPIC='s', PARTITIONS=2);",
         ),
         (
             "select a, b + c * 2 as total from t where x = 'it''s' and not y emit changes;",
