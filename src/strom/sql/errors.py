@@ -35,3 +35,8 @@ class SqlSyntaxError(SqlError):
         if not self.expected:
             return f"{head}\nUnexpected {self.found}"
         return f"{head}\nExpecting {', '.join(self.expected)}, got {self.found}"
+
+
+class SqlSemanticError(SqlError):
+    """A statement that reads well but means nothing against the sources it names: an unknown
+    source or column, operands of types that do not go together (ksqlDB's KsqlException)."""
