@@ -29,9 +29,9 @@ class SqlSyntaxError(SqlError):
         super().__init__(self._message())
 
     def _message(self) -> str:
-        head = f"line {self.line}:{self.column}: Syntax Error"
         if self.detail:
-            return f"{head}\n{self.detail}"
+            return f"line {self.line}:{self.column}: {self.detail}"
+        head = f"line {self.line}:{self.column}: Syntax Error"
         if not self.expected:
             return f"{head}\nUnexpected {self.found}"
         return f"{head}\nExpecting {', '.join(self.expected)}, got {self.found}"

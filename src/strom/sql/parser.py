@@ -8,6 +8,7 @@ import dataclasses
 import decimal
 import functools
 import importlib.resources
+import math
 import re
 from typing import Any
 
@@ -222,7 +223,10 @@ class _Builder(Transformer[Token, Any]):
         return ex.DecimalLiteral(decimal.Decimal(str(c[0])))
 
     def double(self, c: list[Token]) -> ex.DoubleLiteral:
-        return ex.DoubleLiteral(float(c[0]))
+        value = float(c[0])
+        if math.isinf(value):
+            raise _BuildError(f"Number overflows DOUBLE: {c[0]}")
+        return ex.DoubleLiteral(value)
 
     def base_type(self, c: list[str]) -> ty.SqlType:
         primitive = ty.PRIMITIVE_NAMES.get(c[0].upper())

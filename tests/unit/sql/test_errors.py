@@ -54,7 +54,12 @@ def test_unterminated_string() -> None:
 def test_unknown_type_is_named_where_it_stands() -> None:
     e = syntax_error("CREATE STREAM s (id INT KEY,\n  v FOO) WITH (kafka_topic='s');")
     assert (e.line, e.column) == (2, 5)
-    assert str(e) == "line 2:5: Syntax Error\nUnknown type: FOO"
+    assert str(e) == "line 2:5: Unknown type: FOO"
+
+
+def test_double_overflow() -> None:
+    e = syntax_error("SELECT K,\n  1.7976931348623159E308 FROM s;")
+    assert str(e) == "line 2:3: Number overflows DOUBLE: 1.7976931348623159E308"
 
 
 def test_decimal_scale_above_precision() -> None:
