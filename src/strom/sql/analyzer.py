@@ -126,6 +126,15 @@ def _output(query: st.Query, scope: dict[str, SourceSchema], typer: _Typer) -> l
                         for c in source.columns
                     ]
             continue
+        if isinstance(item, st.StructAll):
+            t = typer.check(item.base, "SELECT")
+            if not isinstance(t, ty.StructType):
+                raise SqlSemanticError(
+                    f"Expected STRUCT type for {format_expression(item.base)}->* "
+                    f"but got {_name(t)}."
+                )
+            columns += [OutputColumn(f.name, f.type) for f in t.fields]
+            continue
         t = typer.check(item.expression, "SELECT")
         name = item.alias
         if name is None:
@@ -324,7 +333,10 @@ class _Typer:
                 )
             case ex.FunctionCall(_, args):
                 for arg in args:
-                    self._type(arg)
+                    if not isinstance(arg, ex.Lambda):  # typed with the function registry
+                        self._type(arg)
+                return None
+            case ex.Lambda():
                 return None
             case ex.Unary(_, operand):
                 t = self._type(operand)

@@ -217,6 +217,15 @@ class StructConstructor:
     fields: tuple[tuple[str, Expression], ...]
 
 
+@dataclass(frozen=True)
+class Lambda:
+    """A function argument that is a function: `(X, Y) => body` (TRANSFORM, FILTER, REDUCE);
+    in `body` the parameters are `ColumnRef`s without a source."""
+
+    params: tuple[str, ...]
+    body: Expression
+
+
 Literal = (
     NullLiteral | BooleanLiteral | IntegerLiteral | DecimalLiteral | DoubleLiteral | StringLiteral
 )
@@ -243,4 +252,5 @@ Expression = (
     | ArrayConstructor
     | MapConstructor
     | StructConstructor
+    | Lambda
 )

@@ -151,6 +151,9 @@ def format_expression(e: ex.Expression) -> str:
         case ex.StructConstructor(fields):
             inner = ", ".join(f"{quote_identifier(n)}:={format_expression(v)}" for n, v in fields)
             return f"STRUCT({inner})"
+        case ex.Lambda(params, body):
+            names = ", ".join(quote_identifier(n) for n in params)
+            return f"({names}) => {format_expression(body)}"
 
 
 def _span(span: st.TimeSpan) -> str:
@@ -191,6 +194,8 @@ def _relation(r: st.Relation) -> str:
 
 
 def _select_item(item: st.SelectItem) -> str:
+    if isinstance(item, st.StructAll):
+        return f"{format_expression(item.base)}->*"
     if isinstance(item, st.AllColumns):
         return "*" if item.source is None else f"{quote_identifier(item.source)}.*"
     text = format_expression(item.expression)

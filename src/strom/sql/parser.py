@@ -125,6 +125,7 @@ def _describe(parser: lark.Lark, names: set[str] | frozenset[str]) -> tuple[str,
         "NAME": "an identifier",
         "QUOTED_NAME": "an identifier",
         "BACKQUOTED_NAME": "an identifier",
+        "DIGIT_NAME": "an identifier",
         "SQ_STRING": "a string",
         "INT_NUMBER": "a number",
         "DECIMAL_NUMBER": "a number",
@@ -277,6 +278,18 @@ class _Builder(Transformer[Token, Any]):
     def interval_unit(self, c: list[Token]) -> ex.IntervalUnit:
         return ex.IntervalUnit(ex.TimeUnit.of(str(c[0])))
 
+    def lambda_function(self, c: list[Any]) -> ex.Lambda:
+        *params, body = c
+        names = []
+        for param in params:
+            if isinstance(param, str):
+                names.append(param)
+            elif isinstance(param, ex.ColumnRef) and param.source is None:
+                names.append(param.name)
+            else:
+                raise _BuildError("A lambda's parameters must be names")
+        return ex.Lambda(tuple(names), body)
+
     def unary(self, c: list[Any]) -> ex.Unary:
         return ex.Unary(str(c[0]), c[1])
 
@@ -351,6 +364,9 @@ class _Builder(Transformer[Token, Any]):
     # ---- queries
     def single_column(self, c: list[Any]) -> st.SingleColumn:
         return st.SingleColumn(c[0], c[1] if len(c) > 1 else None)
+
+    def struct_all(self, c: list[Any]) -> st.StructAll:
+        return st.StructAll(c[0])
 
     def all_columns(self, c: list[Any]) -> st.AllColumns:
         return st.AllColumns(c[0] if len(c) > 1 else None)
@@ -432,7 +448,7 @@ class _Builder(Transformer[Token, Any]):
         return _Wrapped("limit", int(c[0]))
 
     def query(self, c: list[Any]) -> st.Query:
-        items = tuple(x for x in c if isinstance(x, st.SingleColumn | st.AllColumns))
+        items = tuple(x for x in c if isinstance(x, st.SingleColumn | st.AllColumns | st.StructAll))
         relation = next(x for x in c if isinstance(x, st.AliasedRelation | st.Join))
         return st.Query(items, relation, **_clauses(c))
 

@@ -83,7 +83,14 @@ class AllColumns:
     source: str | None = None
 
 
-SelectItem = SingleColumn | AllColumns
+@dataclass(frozen=True)
+class StructAll:
+    """`base->*`: every field of a struct, each as a column."""
+
+    base: Expression
+
+
+SelectItem = SingleColumn | AllColumns | StructAll
 
 
 @dataclass(frozen=True)

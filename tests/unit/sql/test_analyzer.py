@@ -156,3 +156,13 @@ def test_errors(sql: str, message: str) -> None:
 def test_nulls_and_functions_pass_unchecked() -> None:
     out = columns("SELECT NULL AS n, ABS(amount) FROM orders WHERE NULL IS NULL;")
     assert out == (OutputColumn("N", None), OutputColumn("KSQL_COL_0", None))
+
+
+def test_struct_fields_as_columns_and_lambdas_left_to_functions() -> None:
+    out = columns("SELECT address->*, FILTER(items, x => x = 'a') FROM orders;")
+    assert out == (
+        OutputColumn("CITY", ty.STRING),
+        OutputColumn("ZIP", ty.INT),
+        OutputColumn("KSQL_COL_0", None),
+    )
+    assert error("SELECT id->* FROM orders;") == "Expected STRUCT type for ID->* but got BIGINT."

@@ -103,3 +103,8 @@ def test_expected_after_a_bad_character_is_what_the_parser_takes_there() -> None
     assert (e.line, e.column, e.found) == (1, 25, "'!'")
     assert {"'='", "'<>'", "'AND'", "'IS'", "'EMIT'"} <= set(e.expected)
     assert "'SELECT'" not in e.expected and "'WINDOW'" not in e.expected
+
+
+def test_lambda_parameters_are_names() -> None:
+    e = syntax_error("SELECT FILTER(a, (x + 1) => x) FROM s;")
+    assert str(e) == "line 1:18: A lambda's parameters must be names"

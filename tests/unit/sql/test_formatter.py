@@ -18,7 +18,7 @@ from strom.sql.parser import parse, parse_expression, parse_statement
 # Names as the parser leaves them: upper-case words, keywords, and quoted odd ones.
 names = hs.one_of(
     hs.from_regex(r"[A-Z_][A-Z0-9_@]{0,6}", fullmatch=True),
-    hs.sampled_from(["SIZE", "KEY", "SELECT", "FROM", "SECONDS", "DAY", "TRUE", "STREAMS"]),
+    hs.sampled_from(["SIZE", "KEY", "SELECT", "FROM", "SECONDS", "DAY", "TRUE", "STREAMS", "1R"]),
     hs.text(min_size=0, max_size=6),
 )
 upper_names = hs.from_regex(r"[A-Z_][A-Z0-9_.]{0,8}", fullmatch=True)
@@ -87,6 +87,15 @@ def _compound(inner: hs.SearchStrategy[ex.Expression]) -> hs.SearchStrategy[ex.E
         hs.builds(ex.MapConstructor, hs.lists(hs.tuples(inner, inner), max_size=2).map(tuple)),
         hs.builds(ex.StructConstructor, hs.lists(hs.tuples(names, inner), max_size=2).map(tuple)),
         hs.builds(ex.FunctionCall, names, args),
+        hs.builds(
+            ex.FunctionCall,
+            names,
+            hs.lists(
+                hs.builds(ex.Lambda, hs.lists(names, min_size=1, max_size=2).map(tuple), inner),
+                min_size=1,
+                max_size=2,
+            ).map(tuple),
+        ),
         hs.builds(ex.FunctionCall, names, hs.just(()), hs.just(True)),
         hs.builds(ex.Dereference, inner, names),
         hs.builds(ex.Subscript, inner, inner),
@@ -141,6 +150,7 @@ queries = hs.builds(
         hs.one_of(
             hs.builds(st.SingleColumn, expressions, hs.none() | names),
             hs.builds(st.AllColumns, hs.none() | names),
+            hs.builds(st.StructAll, expressions),
         ),
         min_size=1,
         max_size=3,

@@ -386,3 +386,27 @@ def test_keywords_are_case_insensitive_and_names_upper_cased() -> None:
     assert parse_statement("select Id from Orders emit changes;") == parse_statement(
         "SELECT ID FROM ORDERS EMIT CHANGES;"
     )
+
+
+def test_lambdas_struct_fields_and_digit_names() -> None:
+    s = parse_statement(
+        "SELECT address->*, TRANSFORM(m, (k, v) => k, x => x + 1) AS t, ROUND(v, -1) AS 1r FROM s;"
+    )
+    assert isinstance(s, st.QueryStatement)
+    assert s.query.select == (
+        st.StructAll(col("ADDRESS")),
+        st.SingleColumn(
+            ex.FunctionCall(
+                "TRANSFORM",
+                (
+                    col("M"),
+                    ex.Lambda(("K", "V"), col("K")),
+                    ex.Lambda(("X",), ex.Binary("+", col("X"), ex.IntegerLiteral(1))),
+                ),
+            ),
+            "T",
+        ),
+        st.SingleColumn(
+            ex.FunctionCall("ROUND", (col("V"), ex.Unary("-", ex.IntegerLiteral(1)))), "1R"
+        ),
+    )
