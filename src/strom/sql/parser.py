@@ -218,7 +218,10 @@ class _Builder(Transformer[Token, Any]):
         return ex.BooleanLiteral(c[0].type == "TRUE")
 
     def integer(self, c: list[Token]) -> ex.IntegerLiteral:
-        return ex.IntegerLiteral(int(c[0]))
+        value = int(c[0])
+        if value >= 2**63:
+            raise _BuildError(f"Invalid numeric literal: {c[0]}")
+        return ex.IntegerLiteral(value)
 
     def decimal(self, c: list[Token]) -> ex.DecimalLiteral:
         return ex.DecimalLiteral(decimal.Decimal(str(c[0])))

@@ -108,3 +108,18 @@ def test_expected_after_a_bad_character_is_what_the_parser_takes_there() -> None
 def test_lambda_parameters_are_names() -> None:
     e = syntax_error("SELECT FILTER(a, (x + 1) => x) FROM s;")
     assert str(e) == "line 1:18: A lambda's parameters must be names"
+
+
+def test_integer_past_bigint() -> None:
+    assert str(syntax_error("SELECT 9223372036854775808 FROM s;")) == (
+        "line 1:8: Invalid numeric literal: 9223372036854775808"
+    )
+    parse("SELECT 9223372036854775807 FROM s;")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["SELECT COUNT(*) FROM t GROUP BY a AND b;", "SELECT * FROM t PARTITION BY a = b;"],
+)
+def test_group_and_partition_by_take_value_expressions(text: str) -> None:
+    syntax_error(text)

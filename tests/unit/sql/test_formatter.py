@@ -26,7 +26,7 @@ upper_names = hs.from_regex(r"[A-Z_][A-Z0-9_.]{0,8}", fullmatch=True)
 literals: hs.SearchStrategy[ex.Expression] = hs.one_of(
     hs.just(ex.NullLiteral()),
     hs.builds(ex.BooleanLiteral, hs.booleans()),
-    hs.builds(ex.IntegerLiteral, hs.integers(min_value=0, max_value=2**70)),
+    hs.builds(ex.IntegerLiteral, hs.integers(min_value=0, max_value=2**63 - 1)),
     hs.builds(
         ex.DecimalLiteral,
         hs.decimals(min_value=0, allow_nan=False, allow_infinity=False).filter(
