@@ -5,12 +5,12 @@ expression in parentheses, so `parse(format(s))` is `s` again."""
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import re
 
 from strom.sql import expressions as ex
 from strom.sql import statements as st
 from strom.sql import types as ty
+from strom.sql.parser import keywords
 
 __all__ = ["format_expression", "format_statement", "format_type", "quote_identifier"]
 
@@ -19,12 +19,10 @@ _UNQUOTED = re.compile(r"[A-Z_][A-Z0-9_@]*")
 
 @functools.cache
 def _keywords() -> frozenset[str]:
-    """Every word the grammar knows as a keyword: a name spelled so is quoted, wherever it is."""
-    grammar = importlib.resources.files("strom.sql").joinpath("ksql.lark").read_text()
-    words = {w.upper() for w in re.findall(r'"([A-Za-z]+)"i', grammar)}
-    for unit in ex.TimeUnit:
-        words |= {unit.value, unit.value[:-1]}
-    return frozenset(words)
+    """The grammar's keywords and the time units (also read as words in function arguments):
+    a name spelled as one is quoted, wherever it stands."""
+    units = {u.value for u in ex.TimeUnit} | {u.value[:-1] for u in ex.TimeUnit}
+    return keywords() | units
 
 
 def quote_identifier(name: str) -> str:

@@ -27,20 +27,31 @@ __all__ = ["parse", "parse_expression", "parse_statement"]
 def _lark() -> lark.Lark:
     grammar = importlib.resources.files("strom.sql").joinpath("ksql.lark").read_text()
     return lark.Lark(
-        grammar, parser="lalr", lexer="contextual", propagate_positions=True, start="start"
+        grammar,
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        start=["start", "expr"],
     )
 
 
 @functools.cache
-def _expression_lark() -> lark.Lark:
-    grammar = importlib.resources.files("strom.sql").joinpath("ksql.lark").read_text()
-    return lark.Lark(grammar, parser="lalr", lexer="contextual", start="expr")
+def keywords() -> frozenset[str]:
+    """Every word the grammar reads as a keyword somewhere (upper-case)."""
+    words: set[str] = set()
+    for terminal in _lark().terminals:
+        pattern = terminal.pattern
+        if isinstance(pattern, lark.lexer.PatternStr) and pattern.value.isalpha():
+            words.add(pattern.value.upper())
+        elif isinstance(pattern, lark.lexer.PatternRE):
+            words.update(w.upper() for w in re.findall(r"\(\?i:([A-Za-z]+)\)", pattern.value))
+    return frozenset(words)
 
 
 def parse(text: str) -> list[st.Statement]:
     """Every statement of `text` (separated by `;`, the last one's `;` optional), each with
     its own text, `;` included, as `text`."""
-    tree = _parse_tree(_lark(), text)
+    tree = _parse_tree(text, "start")
     out: list[st.Statement] = []
     for entry in tree.children:
         assert isinstance(entry, Tree)
@@ -67,13 +78,14 @@ def parse_statement(text: str) -> st.Statement:
 
 def parse_expression(text: str) -> ex.Expression:
     """One expression (ksqlDB's `singleExpression`)."""
-    result: ex.Expression = _build(_parse_tree(_expression_lark(), text))
+    result: ex.Expression = _build(_parse_tree(text, "expr"))
     return result
 
 
-def _parse_tree(parser: lark.Lark, text: str) -> Tree[Token]:
+def _parse_tree(text: str, start: str) -> Tree[Token]:
+    parser = _lark()
     try:
-        return parser.parse(text)
+        return parser.parse(text, start=start)
     except lark.UnexpectedToken as e:
         at_end = e.token.type == "$END"
         line, column = _end(text) if at_end else (e.line, e.column)
