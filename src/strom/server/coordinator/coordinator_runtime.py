@@ -41,7 +41,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from strom.common import Clock, ErrorCode, TopicPartition
@@ -51,10 +51,12 @@ from strom.protocol.batch import HEADER_SIZE, NO_PRODUCER_ID, BatchHeader
 from strom.protocol.records import Record, build_batch, iter_records
 from strom.protocol.schema import SchemaError
 from strom.server.channel.auto_topics import AutoTopicCreator
-from strom.server.replica.replica_manager import ReplicaManager
+from strom.server.replica.delayed_produce import AcksCallback
+from strom.server.replica.replica_results import AppendResult
+from strom.storage.log_manager import LogManager
 from strom.storage.producer_state import AppendOrigin
 
-__all__ = ["CoordinatorCore", "CoordinatorRuntime", "InternalTopicRecord"]
+__all__ = ["CoordinatorCore", "CoordinatorReplicas", "CoordinatorRuntime", "InternalTopicRecord"]
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,41 @@ CoreT = TypeVar("CoreT", bound=CoordinatorCore)
 RecordT = TypeVar("RecordT", bound=InternalTopicRecord)
 
 
+class CoordinatorReplicas(Protocol):
+    """What a coordinator runtime needs of the replica manager: its internal topic's logs and
+    image, and acks=all appends to them."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def log_manager(self) -> LogManager: ...
+
+    @property
+    def image(self) -> MetadataImage: ...
+
+    def append_to_local_log(
+        self,
+        entries: Iterable[tuple[TopicPartition, bytes | None]],
+        *,
+        required_acks: int,
+        internal_topics_allowed: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> list[tuple[TopicPartition, AppendResult]]: ...
+
+    def when_acknowledged(
+        self,
+        required_offsets: Mapping[TopicPartition, int],
+        *,
+        timeout_ms: int,
+        callback: AcksCallback,
+    ) -> None: ...
+
+    async def wait_for_acks(
+        self, required_offsets: Mapping[TopicPartition, int], *, timeout_ms: int
+    ) -> dict[TopicPartition, ErrorCode]: ...
+
+
 class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
     """The I/O shell around one coordinator core and its internal ``topic``, whose records
     the core writes and replays as ``RecordT``; the core's writer (:meth:`append`)."""
@@ -106,7 +143,7 @@ class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
         self,
         *,
         topic: str,
-        replica_manager: ReplicaManager,
+        replica_manager: CoordinatorReplicas,
         auto_topics: AutoTopicCreator,
         clock: Clock,
         write_timeout_ms: int,

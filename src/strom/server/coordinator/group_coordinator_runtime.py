@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Protocol
 
 from strom.common import Clock, ErrorCode, TopicPartition
 from strom.config import ServerConfig
@@ -23,8 +25,7 @@ from strom.coordinator.group.records import UnknownRecordTypeError, decode_key, 
 from strom.protocol.batch import NO_PRODUCER_ID, BatchHeader
 from strom.protocol.records import ControlRecordType, iter_records, read_control_record
 from strom.server.channel.auto_topics import AutoTopicCreator
-from strom.server.coordinator.coordinator_runtime import CoordinatorRuntime
-from strom.server.replica.replica_manager import ReplicaManager
+from strom.server.coordinator.coordinator_runtime import CoordinatorReplicas, CoordinatorRuntime
 
 __all__ = ["GroupCoordinatorRuntime", "settings_from_config"]
 
@@ -41,6 +42,15 @@ def settings_from_config(config: ServerConfig) -> CoordinatorSettings:
     )
 
 
+class GroupReplicas(CoordinatorReplicas, Protocol):
+    """The replica manager as the group coordinator uses it: also told of each transaction
+    marker (its transactional offset commits end with them)."""
+
+    def add_txn_marker_listener(
+        self, listener: Callable[[TopicPartition, int, int, bool], object]
+    ) -> None: ...
+
+
 class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinator, CoordinatorRecord]):
     """Owns the :class:`GroupCoordinator` of this broker and everything around it."""
 
@@ -48,7 +58,7 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinator, CoordinatorRe
         self,
         *,
         config: ServerConfig,
-        replica_manager: ReplicaManager,
+        replica_manager: GroupReplicas,
         auto_topics: AutoTopicCreator,
         clock: Clock,
     ) -> None:

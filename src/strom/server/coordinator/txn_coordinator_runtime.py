@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Collection
+from typing import Protocol
 
 from strom.client.async_client import NodeClients
 from strom.common import Clock, ErrorCode, TopicPartition
@@ -28,9 +29,8 @@ from strom.coordinator.txn import (
 from strom.coordinator.txn.records import decode_key, decode_value
 from strom.protocol.batch import BatchHeader
 from strom.server.channel.auto_topics import AutoTopicCreator
-from strom.server.coordinator.coordinator_runtime import CoordinatorRuntime
-from strom.server.coordinator.txn_markers import Marker, TxnMarkerChannel
-from strom.server.replica.replica_manager import ReplicaManager
+from strom.server.coordinator.coordinator_runtime import CoordinatorReplicas, CoordinatorRuntime
+from strom.server.coordinator.txn_markers import Marker, MarkerWriter, TxnMarkerChannel
 
 __all__ = ["TxnCoordinatorRuntime", "txn_settings_from_config"]
 
@@ -48,6 +48,10 @@ def txn_settings_from_config(config: ServerConfig) -> TxnSettings:
     )
 
 
+class TxnReplicas(CoordinatorReplicas, MarkerWriter, Protocol):
+    """The replica manager as the transaction coordinator uses it: its log, and the markers."""
+
+
 class TxnCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinator, TransactionLogRecord]):
     """Owns the :class:`TransactionCoordinator` of this broker and everything around it."""
 
@@ -55,7 +59,7 @@ class TxnCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinator, Transacti
         self,
         *,
         config: ServerConfig,
-        replica_manager: ReplicaManager,
+        replica_manager: TxnReplicas,
         auto_topics: AutoTopicCreator,
         clock: Clock,
         marker_clients: NodeClients | None = None,
@@ -80,7 +84,7 @@ class TxnCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinator, Transacti
         self._marker_tasks: set[asyncio.Task[None]] = set()
 
     @property
-    def replica_manager(self) -> ReplicaManager:
+    def replica_manager(self) -> CoordinatorReplicas:
         return self._replica_manager
 
     # --- loading ------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.types import ProducerId, TopicName
 from kio.schema.write_txn_markers.v1.request import (
@@ -29,9 +29,15 @@ from kio.static.primitive import i16, i32
 
 from strom.client.async_client import NodeClients, RequestFailed
 from strom.common import ErrorCode, TopicPartition
-from strom.server.replica.replica_manager import ReplicaManager
+from strom.metadata import MetadataImage
 
-__all__ = ["MARKER_RETRY_BACKOFF_MAX_S", "MARKER_RETRY_BACKOFF_S", "Marker", "TxnMarkerChannel"]
+__all__ = [
+    "MARKER_RETRY_BACKOFF_MAX_S",
+    "MARKER_RETRY_BACKOFF_S",
+    "Marker",
+    "MarkerWriter",
+    "TxnMarkerChannel",
+]
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +77,36 @@ class Marker:
         return "COMMIT" if self.commit else "ABORT"
 
 
+class MarkerWriter(Protocol):
+    """What the marker channel needs of the replica manager: who leads what, and the markers
+    of the partitions led here."""
+
+    @property
+    def node_id(self) -> int: ...
+
+    @property
+    def image(self) -> MetadataImage: ...
+
+    def write_txn_marker(
+        self,
+        tp: TopicPartition,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> ErrorCode: ...
+
+    def log_end_offset(self, tp: TopicPartition) -> int: ...
+
+
 class TxnMarkerChannel:
     """Writes markers to local and remote partition leaders (see the module doc)."""
 
     def __init__(
         self,
         *,
-        replica_manager: ReplicaManager,
+        replica_manager: MarkerWriter,
         clients: NodeClients | None,
         wait_acks: AckWaiter,
         request_timeout: float = 30.0,
