@@ -11,20 +11,21 @@ keeps the state that is neither in the image nor in the log: on a leader, its fo
 * ``apply_metadata`` (Kafka's ``applyDelta``): after each metadata change, the partitions this
   broker leads now get a new leader state in a new leader epoch (which starts at the log end),
   those it follows now lose theirs, and the answer tells the fetchers
-  (``strom.server.replica.replica_fetcher``) what to fetch from whom. Waiting operations re-check.
+  (``strom.server.replica.replica_fetcher``) what to fetch from whom. Waiting operations re-check
+  (``leadership``).
 
 * ``append_records`` (Kafka's ``appendRecords``): append a producer's batches
   (``append_to_local_log``: one ``PartitionLog.append`` per partition, then
   ``maybe_advance_high_watermark``), synchronously and in call order, then for acks=all wait
   until each is acknowledged (``delayed_produce``; ``when_acknowledged`` / ``wait_for_acks``
-  for the coordinators' writes and transaction markers).
+  for the coordinators' writes and transaction markers). The appends: ``replica_append``.
 * ``fetch_messages`` (Kafka's ``fetchMessages``): read each partition with the request's
   byte budget, answer at once or long-poll (``delayed_fetch``); a consumer's ``read`` gives
   file regions up to the high watermark (read_uncommitted) or the last stable offset
   (read_committed, with the aborted transactions overlapping what was read, from the
   ``.txnindex``): the log's read takes the ``FetchIsolation`` of the isolation level
   (:func:`fetch_isolation`) and stops there. The last batch may be cut short by the byte
-  limit, as Kafka's.
+  limit, as Kafka's. The reads: ``replica_read``.
 * ``write_txn_marker``: the transaction coordinator's COMMIT/ABORT marker for one partition
   (WriteTxnMarkers); marker listeners (``add_txn_marker_listener``) hear of each one after it
   is appended and the high watermark moved.
@@ -35,7 +36,8 @@ keeps the state that is neither in the image nor in the log: on a leader, its fo
   epoch (KIP-320); it records the follower's position (``record_follower_fetch``), which may
   move the high watermark and bring the follower back into the ISR. ``check_isr`` (periodic)
   proposes removing followers that fell behind; ISR changes go out through
-  ``isr_change_sender`` (AlterPartition) and come back through ``isr_change_done``.
+  ``isr_change_sender`` (AlterPartition) and come back through ``isr_change_done``
+  (``replica_isr``).
 * ``append_as_follower``, ``truncate_follower``, ``reset_follower``: the fetcher's side, done
   to one partition's log by :class:`strom.server.replica.partition.Partition` (Kafka's
   ``cluster.Partition``), which also answers ListOffsets.
@@ -83,13 +85,12 @@ from typing import Final
 from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
 from strom.common.timer import Timer
 from strom.config import ServerConfig, TopicConfig
-from strom.controller.topic_names import INTERNAL_TOPICS
-from strom.metadata import LeaderRecoveryState
 from strom.metadata.delta import MetadataDelta
 from strom.metadata.image import MetadataImage, PartitionRegistration
-from strom.replication.partition_replication import IsrChange, PartitionReplication
+from strom.replication.partition_replication import IsrChange
 from strom.server.api.metadata_view import MetadataView
-from strom.server.replica.delayed_fetch import DelayedFetch, FetchPartitions, FetchPartitionStatus
+from strom.server.replica import leadership, replica_append, replica_isr, replica_read
+from strom.server.replica.delayed_fetch import DelayedFetch, FetchPartitions
 from strom.server.replica.delayed_produce import (
     AcksCallback,
     DelayedProduce,
@@ -118,12 +119,10 @@ from strom.storage.checkpoint import (
 )
 from strom.storage.leader_epoch_cache import EpochEndOffset
 from strom.storage.log_manager import LogManager
-from strom.storage.log_validator import RecordValidationError
 from strom.storage.partition_log import (
     FetchIsolation,
 )
 from strom.storage.producer_state import AppendOrigin
-from strom.storage.txn_index import AbortedTxn
 
 __all__ = [
     "LATEST_TIERED_TIMESTAMP",
@@ -148,20 +147,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-VALID_ACKS: Final = (-1, 0, 1)
 REPLICATION_OFFSET_CHECKPOINT: Final = "replication-offset-checkpoint"
 _MAX_BYTES: Final = 2**31 - 1
-_NO_LOG_START_ERRORS: Final = frozenset(
-    {
-        ErrorCode.unknown_topic_or_partition,
-        ErrorCode.not_leader_or_follower,
-        ErrorCode.message_too_large,
-        ErrorCode.record_list_too_large,
-        ErrorCode.corrupt_message,
-        ErrorCode.kafka_storage_error,
-    }
-)
-"""Failed appends answered with log start offset -1; others carry it (Kafka's ReplicaManager)."""
 
 
 HighWatermarkListener = Callable[[TopicPartition, HighWatermarkUpdate | None], object]
@@ -194,12 +181,12 @@ class ReplicaManager:
         self.log_manager = log_manager
         self._metadata = metadata
         self._config = config
-        self._clock = clock
+        self.clock = clock
         self._topic_config = topic_config or (
             lambda image, topic: TopicConfig(config, image.topic_configs(topic))
         )
         self._max_lag_ms = config.get_int("replica.lag.time.max.ms")
-        self._partitions: dict[TopicPartition, Partition] = {}
+        self.local_partitions: dict[TopicPartition, Partition] = {}
         self.produce_purgatory: Purgatory[DelayedProduce] = Purgatory("Produce", timer)
         self.fetch_purgatory: Purgatory[DelayedFetch] = Purgatory("Fetch", timer)
         self.follower_fetch_purgatory: Purgatory[DelayedFetch] = Purgatory("ReplicaFetch", timer)
@@ -207,15 +194,15 @@ class ReplicaManager:
             self.produce_purgatory.check_and_complete,
             self.fetch_purgatory.check_and_complete,
         ]
-        self._log_end_listeners: list[HighWatermarkListener] = [
+        self.log_end_listeners: list[HighWatermarkListener] = [
             self.follower_fetch_purgatory.check_and_complete
         ]
-        self._purgatories: tuple[Purgatory[DelayedProduce] | Purgatory[DelayedFetch], ...] = (
+        self.purgatories: tuple[Purgatory[DelayedProduce] | Purgatory[DelayedFetch], ...] = (
             self.produce_purgatory,
             self.fetch_purgatory,
             self.follower_fetch_purgatory,
         )
-        self._marker_listeners: list[TxnMarkerListener] = []
+        self.marker_listeners: list[TxnMarkerListener] = []
         self._min_isr_image: MetadataImage | None = None
         self._min_isr: dict[str, int] = {}
         self._eligible_cluster: object = None
@@ -239,11 +226,11 @@ class ReplicaManager:
 
     def add_log_end_listener(self, listener: HighWatermarkListener) -> None:
         """``listener(tp, update)`` after each append on a leader (followers' long polls)."""
-        self._log_end_listeners.append(listener)
+        self.log_end_listeners.append(listener)
 
     def add_txn_marker_listener(self, listener: TxnMarkerListener) -> None:
         """Call ``listener(tp, producer_id, producer_epoch, commit)`` after each marker."""
-        self._marker_listeners.append(listener)
+        self.marker_listeners.append(listener)
 
     # --- partitions ------------------------------------------------------------------------
 
@@ -260,10 +247,16 @@ class ReplicaManager:
                 f"{tp} is led by broker {registration.leader}, not {self.node_id}",
             )
         _check_epoch(tp, current_leader_epoch, registration.leader_epoch)
-        partition = self._local(tp, registration)
+        partition = self.local_partition(tp, registration)
         replication = partition.replication
         if replication is None or replication.leader_epoch != registration.leader_epoch:
-            self._become_leader(partition)
+            leadership.become_leader(
+                partition,
+                node_id=self.node_id,
+                max_lag_ms=self._max_lag_ms,
+                now_ms=self.clock.monotonic_ms(),
+            )
+            self.maybe_advance_high_watermark(partition)
         elif registration.partition_epoch > replication.partition_epoch:
             if registration.replicas != replication.replicas:
                 replication.reassigned(registration.replicas)
@@ -273,133 +266,37 @@ class ReplicaManager:
     def _registration(self, tp: TopicPartition) -> PartitionRegistration:
         registration = self.image.topics.get_partition(tp)
         if registration is None:
-            self._partitions.pop(tp, None)
+            self.local_partitions.pop(tp, None)
             raise KafkaError(
                 ErrorCode.unknown_topic_or_partition, f"this server does not host {tp}"
             )
         return registration
 
-    def _local(self, tp: TopicPartition, registration: PartitionRegistration) -> Partition:
+    def local_partition(self, tp: TopicPartition, registration: PartitionRegistration) -> Partition:
         """The partition's state over its open log, made when first needed."""
         partition_log = self.log_manager.get(tp)
         if partition_log is None:
             raise KafkaError(
                 ErrorCode.not_leader_or_follower, f"the log of {tp} is not open on this broker"
             )
-        partition = self._partitions.get(tp)
+        partition = self.local_partitions.get(tp)
         if partition is None or partition.log is not partition_log:
             # New, or the topic was deleted and created again: start from the checkpoint.
             checkpointed = self._checkpointed.pop(tp, None)
             if checkpointed is not None:
                 partition_log.update_high_watermark(checkpointed)
             partition = Partition(tp, partition_log, registration)
-            self._partitions[tp] = partition
+            self.local_partitions[tp] = partition
         partition.registration = registration
         return partition
 
-    def _become_leader(self, partition: Partition) -> None:
-        """Kafka's ``Partition.makeLeader``: a new leader epoch starts at the log end, every
-        follower's state is reset (the ISR's count as caught up now)."""
-        registration = partition.registration
-        if registration.leader_recovery_state == LeaderRecoveryState.RECOVERING:
-            log.info(
-                "%s: leader after an unclean election (RECOVERING); nothing to recover, its "
-                "next ISR change reports it RECOVERED (KIP-704)",
-                partition.tp,
-            )
-        log_end = partition.log_end_offset
-        if registration.leader_epoch > partition.log.leader_epochs.latest_epoch:
-            partition.log.start_leader_epoch(registration.leader_epoch)
-        partition._unreplicated.clear()
-        partition.replication = PartitionReplication(
-            leader_id=self.node_id,
-            replicas=registration.replicas,
-            isr=registration.isr,
-            leader_epoch=registration.leader_epoch,
-            partition_epoch=registration.partition_epoch,
-            leader_epoch_start_offset=log_end,
-            max_lag_ms=self._max_lag_ms,
-            started_ms=self._clock.monotonic_ms(),
-        )
-        self.maybe_advance_high_watermark(partition)
-
     def apply_metadata(self, delta: MetadataDelta, image: MetadataImage) -> LeadershipChanges:
-        """This broker's part of a metadata change (Kafka's ``ReplicaManager.applyDelta``):
-        partitions it leads now take their leader state, partitions it follows lose it and are
-        to be fetched from their leader; partitions gone from this broker are dropped. The
-        operations waiting on a partition that is no longer led here (produce, consumer and
-        follower fetches) are answered at once with its error (``_left``); others re-check."""
-        changes = LeadershipChanges()
-        self._forget_restarted_followers(delta)
-        topics = delta.topics_delta
-        for topic in topics.deleted_topics.values():
-            for partition_id in topic.partitions:
-                self._drop(
-                    TopicPartition(topic.name, partition_id),
-                    changes,
-                    ErrorCode.unknown_topic_or_partition,
-                )
-        for topic_delta in topics.changed_topics.values():
-            for partition_id in sorted(topic_delta.changed_partitions | topic_delta.new_partitions):
-                registration = topic_delta.partition(partition_id)
-                tp = TopicPartition(topic_delta.name, partition_id)
-                if registration is None or self.node_id not in registration.replicas:
-                    self._drop(tp, changes, ErrorCode.not_leader_or_follower)
-                    continue
-                try:
-                    if registration.leader == self.node_id:
-                        # The ISR may have shrunk (the controller fenced a member): the high
-                        # watermark may move now, with no fetch or append to move it (Kafka's
-                        # makeLeader ends with maybeIncrementLeaderHW).
-                        self.maybe_advance_high_watermark(self.partition(tp))
-                        changes.stop.add(tp)
-                    else:
-                        self._left(tp, ErrorCode.not_leader_or_follower)
-                        partition = self._local(tp, registration)
-                        partition.replication = None
-                        if registration.has_leader:
-                            changes.follow[tp] = FollowTarget(
-                                registration.leader, registration.leader_epoch
-                            )
-                        else:
-                            changes.stop.add(tp)
-                except KafkaError as error:
-                    log.warning("cannot take up the replica of %s: %s", tp, error.message)
-                    self._left(tp, error.error_code)
-                    changes.stop.add(tp)
-                self._notify(tp, None)
-        return changes
+        """This broker's part of a metadata change (:func:`leadership.apply_delta`)."""
+        return leadership.apply_delta(self, delta)
 
-    def _forget_restarted_followers(self, delta: MetadataDelta) -> None:
-        """Followers whose broker registered anew (or left) are unknown again to the
-        partitions this broker leads."""
-        old = delta.image.cluster.brokers
-        restarted = [
-            broker_id
-            for broker_id, registration in delta.cluster_delta.changed_brokers.items()
-            if registration is None
-            or (broker_id in old and old[broker_id].epoch != registration.epoch)
-        ]
-        if not restarted:
-            return
-        for partition in self._partitions.values():
-            if partition.replication is not None:
-                for broker_id in restarted:
-                    partition.replication.forget_follower(broker_id)
-
-    def _drop(self, tp: TopicPartition, changes: LeadershipChanges, error: ErrorCode) -> None:
-        changes.stop.add(tp)
-        self._left(tp, error)
-        if self._partitions.pop(tp, None) is not None:
-            self._notify(tp, None)
-
-    def _left(self, tp: TopicPartition, error: ErrorCode) -> None:
-        """``tp`` is not led here any more: what waits on it answers ``error`` now, whatever
-        the image holds under its name (Kafka's ``completeDelayedFetchOrProduceRequests``)."""
-        for purgatory in self._purgatories:
-            purgatory.complete_left(tp, error)
-
-    def _notify(self, tp: TopicPartition, update: HighWatermarkUpdate | None) -> None:
+    def notify(self, tp: TopicPartition, update: HighWatermarkUpdate | None) -> None:
+        """Tell the high watermark listeners of ``update`` on ``tp`` (None: its leadership or
+        ISR changed)."""
         for listener in self._listeners:
             listener(tp, update)
         if update is None:  # a leadership or ISR change: followers' long polls re-check too
@@ -410,7 +307,7 @@ class ReplicaManager:
         (retention deletes nothing at or above it); other logs are left out."""
         result: dict[TopicPartition, int] = {}
         for tp, partition_log in self.log_manager.all().items():
-            partition = self._partitions.get(tp)
+            partition = self.local_partitions.get(tp)
             if partition is None or partition.log is not partition_log:
                 try:
                     partition = self.partition(tp)
@@ -428,9 +325,9 @@ class ReplicaManager:
         followers = bool(replication.followers)
         candidate = replication.high_watermark_candidate(
             partition.log_end_offset,
-            now_ms=self._clock.monotonic_ms(),
-            min_isr=self._min_insync_replicas(partition.tp.topic) if followers else 1,
-            eligible=self._eligible_brokers() if followers else None,
+            now_ms=self.clock.monotonic_ms(),
+            min_isr=self.min_insync_replicas(partition.tp.topic) if followers else 1,
+            eligible=self.eligible_brokers() if followers else None,
         )
         if candidate is None:
             return None
@@ -452,7 +349,7 @@ class ReplicaManager:
                 old, max_bytes=_MAX_BYTES, isolation=FetchIsolation.HIGH_WATERMARK
             )
         update = HighWatermarkUpdate(old, new, size)
-        self._notify(partition.tp, update)
+        self.notify(partition.tp, update)
         return update
 
     # --- the leader's side of replication ----------------------------------------------------
@@ -460,57 +357,18 @@ class ReplicaManager:
     def record_follower_fetch(
         self, tp: TopicPartition, *, replica_id: int, log_end_offset: int, replica_epoch: int = -1
     ) -> None:
-        """A follower fetched from ``log_end_offset`` (in its broker epoch ``replica_epoch``):
-        it has everything below. The high watermark may advance; a follower back in sync is
-        proposed for the ISR."""
-        partition = self.partition(tp)
-        replication = partition.replication
-        assert replication is not None
-        if replica_id not in replication.followers:
-            raise KafkaError(
-                ErrorCode.not_leader_or_follower,
-                f"broker {replica_id} is not a replica of {tp}",
-            )
-        now = self._clock.monotonic_ms()
-        replication.record_fetch(
-            replica_id,
-            fetch_offset=log_end_offset,
-            leader_log_end_offset=partition.log_end_offset,
-            now_ms=now,
-            broker_epoch=replica_epoch,
+        """A follower's position (:func:`replica_isr.record_follower_fetch`)."""
+        replica_isr.record_follower_fetch(
+            self,
+            tp,
+            replica_id=replica_id,
+            log_end_offset=log_end_offset,
+            replica_epoch=replica_epoch,
         )
-        self.maybe_advance_high_watermark(partition)
-        if replica_id not in replication.isr:
-            self._propose_isr_change(partition, now)
 
     def check_isr(self) -> None:
-        """Propose shrinking the ISR of each led partition whose followers fell behind for
-        ``replica.lag.time.max.ms`` (Kafka's ``maybeShrinkIsr``, run periodically)."""
-        now = self._clock.monotonic_ms()
-        for partition in list(self._partitions.values()):
-            if partition.replication is not None:
-                self._propose_isr_change(partition, now)
-
-    def _propose_isr_change(self, partition: Partition, now_ms: int) -> None:
-        replication = partition.replication
-        if replication is None or self.isr_change_sender is None:
-            return
-        change = replication.isr_change(
-            partition.log_end_offset,
-            high_watermark=partition.log.high_watermark,
-            now_ms=now_ms,
-            eligible=self._eligible_brokers(),
-        )
-        if change is None:
-            return
-        log.info(
-            "%s: proposing ISR %s (was %s, partition epoch %d)",
-            partition.tp,
-            list(change.isr),
-            list(replication.isr),
-            change.partition_epoch,
-        )
-        self.isr_change_sender(partition.tp, replication.leader_epoch, change)
+        """Propose shrinking the ISRs of lagging followers (:func:`replica_isr.check_isr`)."""
+        replica_isr.check_isr(self)
 
     def isr_change_done(
         self,
@@ -522,20 +380,16 @@ class ReplicaManager:
         partition_epoch: int = -1,
         error: ErrorCode | None = None,
     ) -> bool:
-        """The controller answered ``change`` with the committed ISR, or it failed (``isr``
-        None) with ``error`` (None: no answer came). Whether the sender should send it again
-        (:meth:`PartitionReplication.isr_change_failed`)."""
-        partition = self._partitions.get(tp)
-        replication = None if partition is None else partition.replication
-        if partition is None or replication is None or replication.leader_epoch != leader_epoch:
-            return False
-        if isr is None:
-            return replication.isr_change_failed(change, error)
-        if partition_epoch >= replication.partition_epoch:
-            replication.isr_committed(isr, partition_epoch)
-        self.maybe_advance_high_watermark(partition)
-        self._notify(tp, None)
-        return False
+        """The controller answered ``change`` (:func:`replica_isr.isr_change_done`)."""
+        return replica_isr.isr_change_done(
+            self,
+            tp,
+            leader_epoch=leader_epoch,
+            change=change,
+            isr=isr,
+            partition_epoch=partition_epoch,
+            error=error,
+        )
 
     def read_for_follower(
         self,
@@ -548,49 +402,16 @@ class ReplicaManager:
         current_leader_epoch: int,
         last_fetched_epoch: int,
     ) -> ReadResultInfo:
-        """A follower's fetch (Kafka's ``Partition.fetchRecords`` for a replica): the records
-        up to the log end, or the diverging epoch when the follower's log went another way
-        after ``last_fetched_epoch`` (KIP-320: it truncates, then fetches again). A fetch that
-        is not diverging records the follower's position."""
-        try:
-            partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
-            if last_fetched_epoch >= 0:
-                end = partition.log.end_offset_for_epoch(last_fetched_epoch)
-                if end.epoch < last_fetched_epoch or end.end_offset < fetch_offset:
-                    return ReadResultInfo(
-                        high_watermark=partition.log.high_watermark,
-                        last_stable_offset=partition.log.last_stable_offset,
-                        log_start_offset=partition.log_start_offset,
-                        diverging_epoch=(end.epoch, end.end_offset),
-                    )
-            quota = self.leader_quota
-            if quota is not None and quota.holds_back(tp, in_sync=replica_id in partition.isr):
-                max_bytes = 0  # nothing this time
-            result = partition.log.read(
-                fetch_offset,
-                max_bytes=max_bytes,
-                isolation=FetchIsolation.LOG_END,
-                min_one_message=max_bytes > 0,
-            )
-            try:
-                self.record_follower_fetch(
-                    tp,
-                    replica_id=replica_id,
-                    log_end_offset=fetch_offset,
-                    replica_epoch=replica_epoch,
-                )
-            except BaseException:
-                result.close()
-                raise
-        except KafkaError as error:
-            return ReadResultInfo(error=error.error_code, message=error.message)
-        if quota is not None:
-            quota.record(tp, result.size)
-        return ReadResultInfo(
-            regions=result.regions,
-            high_watermark=partition.log.high_watermark,
-            last_stable_offset=partition.log.last_stable_offset,
-            log_start_offset=partition.log_start_offset,
+        """A follower's fetch (:func:`replica_read.read_for_follower`)."""
+        return replica_read.read_for_follower(
+            self,
+            tp,
+            replica_id=replica_id,
+            replica_epoch=replica_epoch,
+            fetch_offset=fetch_offset,
+            max_bytes=max_bytes,
+            current_leader_epoch=current_leader_epoch,
+            last_fetched_epoch=last_fetched_epoch,
         )
 
     # --- the follower's side -----------------------------------------------------------------
@@ -602,7 +423,7 @@ class ReplicaManager:
         if registration.leader == self.node_id or self.node_id not in registration.replicas:
             raise KafkaError(ErrorCode.not_leader_or_follower, f"{tp} is not followed here")
         _check_epoch(tp, leader_epoch, registration.leader_epoch)
-        partition = self._local(tp, registration)
+        partition = self.local_partition(tp, registration)
         partition.replication = None
         return partition
 
@@ -645,7 +466,7 @@ class ReplicaManager:
         start), fsyncs included: run it on a worker thread. Jobs write one at a time; a slower
         one may leave an older file, which only makes a restart start lower."""
         offsets = dict(self._checkpointed)
-        for tp, partition in self._partitions.items():
+        for tp, partition in self.local_partitions.items():
             if self.log_manager.get(tp) is partition.log:
                 offsets[tp] = partition.log.high_watermark
         path = self._checkpoint_path
@@ -732,80 +553,14 @@ class ReplicaManager:
         internal_topics_allowed: bool = False,
         origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> list[tuple[TopicPartition, AppendResult]]:
-        """Append each partition's batches now; a failure affects only its own partition.
-
-        ``required_acks`` outside (-1, 0, 1) fails every partition with INVALID_REQUIRED_ACKS
-        and appends nothing, as Kafka does. ``origin`` COORDINATOR: a coordinator's own write
-        (its transactional offset commits get the producer epoch check only).
-        """
-        if required_acks not in VALID_ACKS:
-            message = f"acks={required_acks}: only -1 (all), 0 and 1 are valid"
-            return [
-                (tp, AppendResult.failed(ErrorCode.invalid_required_acks, message))
-                for tp, _ in entries
-            ]
-        return [
-            (
-                tp,
-                self._append_to_leader(
-                    tp,
-                    records,
-                    required_acks=required_acks,
-                    internal_topics_allowed=internal_topics_allowed,
-                    origin=origin,
-                ),
-            )
-            for tp, records in entries
-        ]
-
-    def _append_to_leader(
-        self,
-        tp: TopicPartition,
-        records: bytes | None,
-        *,
-        required_acks: int,
-        internal_topics_allowed: bool,
-        origin: AppendOrigin,
-    ) -> AppendResult:
-        partition: Partition | None = None
-        try:
-            if tp.topic in INTERNAL_TOPICS and not internal_topics_allowed:
-                raise KafkaError(
-                    ErrorCode.invalid_topic_exception, f"cannot append to internal topic {tp.topic}"
-                )
-            partition = self.partition(tp)
-            if required_acks == -1:
-                self._check_min_isr(partition)
-            info = partition.log.append(
-                records or b"", leader_epoch=partition.leader_epoch, origin=origin
-            )
-        except KafkaError as error:
-            # Kafka answers the partition's log start offset, except for these errors (-1).
-            log_start = -1
-            if partition is not None and error.error_code not in _NO_LOG_START_ERRORS:
-                log_start = partition.log_start_offset
-            record_errors = error.record_errors if isinstance(error, RecordValidationError) else ()
-            return AppendResult.failed(
-                error.error_code, error.message, record_errors, log_start_offset=log_start
-            )
-        if info.last_offset >= partition.log.high_watermark:  # not a duplicate of older batches
-            self._appended(partition, info.base_offset, info.last_offset, info.size)
-        return AppendResult(
-            base_offset=info.base_offset,
-            last_offset=info.last_offset,
-            log_append_time=info.log_append_time,
-            log_start_offset=info.log_start_offset,
+        """Append each partition's batches now (:func:`replica_append.append_to_local_log`)."""
+        return replica_append.append_to_local_log(
+            self,
+            entries,
+            required_acks=required_acks,
+            internal_topics_allowed=internal_topics_allowed,
+            origin=origin,
         )
-
-    def _appended(
-        self, partition: Partition, base_offset: int, last_offset: int, size: int
-    ) -> None:
-        partition._unreplicated.append((last_offset + 1, size))
-        if self._log_end_listeners:
-            update = HighWatermarkUpdate(base_offset, last_offset + 1, size)
-            for listener in self._log_end_listeners:
-                listener(partition.tp, update)
-        self.maybe_advance_high_watermark(partition)
 
     def write_txn_marker(
         self,
@@ -816,58 +571,22 @@ class ReplicaManager:
         commit: bool,
         coordinator_epoch: int,
     ) -> ErrorCode:
-        """Append the coordinator's COMMIT/ABORT marker for ``producer_id`` to ``tp`` (internal
-        topics included), move the high watermark, then tell the marker listeners.
-
-        Errors: the partition's (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER),
-        NOT_ENOUGH_REPLICAS (before anything is appended) below min.insync.replicas,
-        INVALID_PRODUCER_EPOCH for an older producer epoch, TRANSACTION_COORDINATOR_FENCED for
-        an older coordinator epoch than the producer's last marker's, storage errors.
-        """
-        try:
-            partition = self.partition(tp)
-            self._check_min_isr(partition)  # written as acks=all: nothing appended below it
-            info = partition.log.append_txn_marker(
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                commit=commit,
-                coordinator_epoch=coordinator_epoch,
-                leader_epoch=partition.leader_epoch,
-            )
-        except KafkaError as error:
-            log.info(
-                "%s marker for producer %d epoch %d on %s refused: %s: %s",
-                "COMMIT" if commit else "ABORT",
-                producer_id,
-                producer_epoch,
-                tp,
-                error.error_code.name.upper(),
-                error.message,
-            )
-            return error.error_code
-        self._appended(partition, info.base_offset, info.last_offset, info.size)
-        for listener in self._marker_listeners:
-            listener(tp, producer_id, producer_epoch, commit)
-        return ErrorCode.none
-
-    def _check_min_isr(self, partition: Partition) -> None:
-        """Refuse an acks=all write before it is appended (NOT_ENOUGH_REPLICAS) while the ISR
-        is smaller than ``min.insync.replicas``, as Kafka's ``appendRecordsToLeader``."""
-        min_isr = self._min_insync_replicas(partition.tp.topic)
-        replication = partition.replication
-        if replication is not None and replication.under_min_isr(min_isr):
-            raise KafkaError(
-                ErrorCode.not_enough_replicas,
-                f"{partition.tp} has {len(partition.isr)} in-sync replica(s) "
-                f"{list(partition.isr)}, fewer than min.insync.replicas {min_isr}",
-            )
+        """The coordinator's COMMIT/ABORT marker (:func:`replica_append.write_txn_marker`)."""
+        return replica_append.write_txn_marker(
+            self,
+            tp,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+        )
 
     def log_end_offset(self, tp: TopicPartition) -> int:
         """The log end offset of a partition led here (after a marker: the offset an acks=all
         wait for it needs); raises KafkaError."""
         return self.partition(tp).log_end_offset
 
-    def _eligible_brokers(self) -> Mapping[int, int]:
+    def eligible_brokers(self) -> Mapping[int, int]:
         """Active broker id -> registered epoch, computed once per cluster image."""
         cluster = self.image.cluster
         if cluster is not self._eligible_cluster:
@@ -875,7 +594,7 @@ class ReplicaManager:
             self._eligible = cluster.active_broker_epochs()
         return self._eligible
 
-    def _min_insync_replicas(self, topic: str) -> int:
+    def min_insync_replicas(self, topic: str) -> int:
         image = self.image
         if image is not self._min_isr_image:
             self._min_isr_image = image
@@ -901,7 +620,7 @@ class ReplicaManager:
         state = replication.ack_state(
             required_offset,
             high_watermark=partition.log.high_watermark,
-            min_insync_replicas=self._min_insync_replicas(tp.topic),
+            min_insync_replicas=self.min_insync_replicas(tp.topic),
         )
         return state.error if state.done else None
 
@@ -910,106 +629,19 @@ class ReplicaManager:
     async def fetch_messages(
         self, params: FetchParams, partitions: FetchPartitions
     ) -> list[ReadResultInfo]:
-        """Kafka's ``fetchMessages``: each partition's read with the request's byte budget
-        (:meth:`read_from_log`), one result per partition, in order (the caller closes their
-        file regions).
-
-        Answers at once when ``max_wait`` is 0, when no partition was asked for, when
-        ``min_bytes`` are readable, or when a partition has an error or a diverging epoch;
-        otherwise the fetch waits as a ``DelayedFetch`` (``delayed_fetch``) in the follower
-        purgatory (a follower's) or the consumer purgatory and reads again once it completes.
-        """
-        purgatory = (
-            self.follower_fetch_purgatory if params.is_from_follower else self.fetch_purgatory
-        )
-        reads = self.read_from_log(params, partitions)
-        if (
-            not partitions
-            or params.max_wait_ms <= 0
-            or sum(read.size for read in reads) >= params.min_bytes
-            or any(
-                read.error != ErrorCode.none or read.diverging_epoch is not None for read in reads
-            )
-        ):
-            return reads
-        statuses = {
-            TopicPartition(key.topic, key.partition): FetchPartitionStatus(
-                fetch_offset=request.fetch_offset,
-                max_bytes=request.partition_max_bytes,
-                current_leader_epoch=request.current_leader_epoch,
-                readable=read.size,
-            )
-            for (key, request), read in zip(partitions, reads, strict=True)
-        }
-        for read in reads:
-            read.close()
-        operation = DelayedFetch(
-            timeout_ms=params.max_wait_ms,
-            min_bytes=params.min_bytes,
-            partitions=statuses,
-            replica_manager=self,
-            isolation_level=params.isolation_level,
-        )
-        if not purgatory.try_complete_else_watch(operation, statuses):
-            await operation.wait()
-        return self.read_from_log(params, partitions)
+        """Kafka's ``fetchMessages`` (:func:`replica_read.fetch_messages`)."""
+        return await replica_read.fetch_messages(self, params, partitions)
 
     def read_from_log(
         self, params: FetchParams, partitions: FetchPartitions
     ) -> list[ReadResultInfo]:
-        """Kafka's ``readFromLog``: the partitions in request order, each up to its
-        ``partition_max_bytes`` and what is left of the request's ``max_bytes``; the first batch
-        of the first partition with data comes whole even when larger (KIP-74). A consumer
-        reads with :meth:`read`, a follower (``FetchParams.replica_id`` >= 0) with
-        :meth:`read_for_follower`. A partition named by a topic id the metadata does not know
-        (or knows for another name) is UNKNOWN_TOPIC_ID. One result per partition, in order."""
-        remaining = params.max_bytes
-        min_one_message = True
-        image = self.image
-        reads: list[ReadResultInfo] = []
-        for key, request in partitions:
-            if key.topic_id is not None:
-                topic = image.topics.get_topic(key.topic) if key.topic else None
-                if topic is None or topic.topic_id != key.topic_id:
-                    reads.append(
-                        ReadResultInfo(
-                            error=ErrorCode.unknown_topic_id,
-                            message=f"unknown topic id {key.topic_id}",
-                        )
-                    )
-                    continue
-            tp = TopicPartition(key.topic, key.partition)
-            budget = max(0, min(request.partition_max_bytes, remaining))
-            if params.is_from_follower:
-                read = self.read_for_follower(
-                    tp,
-                    replica_id=params.replica_id,
-                    replica_epoch=params.replica_epoch,
-                    fetch_offset=request.fetch_offset,
-                    max_bytes=budget,
-                    current_leader_epoch=request.current_leader_epoch,
-                    last_fetched_epoch=request.last_fetched_epoch,
-                )
-            else:
-                read = self.read(
-                    tp,
-                    fetch_offset=request.fetch_offset,
-                    max_bytes=budget,
-                    min_one_message=min_one_message,
-                    isolation_level=params.isolation_level,
-                    current_leader_epoch=request.current_leader_epoch,
-                )
-            size = read.size
-            if size:
-                min_one_message = False
-                remaining = max(0, remaining - size)
-            reads.append(read)
-        return reads
+        """Kafka's ``readFromLog`` (:func:`replica_read.read_from_log`)."""
+        return replica_read.read_from_log(self, params, partitions)
 
     def shutdown_purgatories(self) -> None:
         """Complete every waiting produce and fetch now, and later ones on arrival (a stopping
         broker answers its long polls rather than leaving them to their max wait)."""
-        for purgatory in self._purgatories:
+        for purgatory in self.purgatories:
             purgatory.shutdown()
 
     def read(
@@ -1022,40 +654,15 @@ class ReplicaManager:
         isolation_level: int = READ_UNCOMMITTED,
         current_leader_epoch: int = -1,
     ) -> ReadResultInfo:
-        """A consumer's read from the batch holding ``fetch_offset`` (see the module doc).
-
-        A fetch offset outside [log start offset, log end offset] is OFFSET_OUT_OF_RANGE. On any
-        error the offsets are -1, as in Kafka's answers.
-        """
-        try:
-            partition = self.partition(tp, current_leader_epoch=current_leader_epoch)
-        except KafkaError as error:
-            return ReadResultInfo(error=error.error_code, message=error.message)
-        aborted: tuple[AbortedTxn, ...] | None = None
-        try:
-            result = partition.log.read(
-                fetch_offset,
-                max_bytes=max_bytes,
-                isolation=fetch_isolation(isolation_level),
-                min_one_message=min_one_message,
-            )
-        except KafkaError as error:
-            return ReadResultInfo(error=error.error_code, message=error.message)
-        if isolation_level == READ_COMMITTED:
-            # Up to the offset after the last whole batch: a partial one is dropped by the
-            # client and fetched again.
-            try:
-                txns = partition.log.collect_aborted_txns(fetch_offset, result.next_offset)
-            except BaseException:
-                result.close()
-                raise
-            aborted = tuple(txns)
-        return ReadResultInfo(
-            regions=result.regions,
-            high_watermark=partition.log.high_watermark,
-            last_stable_offset=partition.log.last_stable_offset,
-            log_start_offset=partition.log_start_offset,
-            aborted_transactions=aborted,
+        """A consumer's read (:func:`replica_read.read_for_consumer`)."""
+        return replica_read.read_for_consumer(
+            self,
+            tp,
+            fetch_offset=fetch_offset,
+            max_bytes=max_bytes,
+            min_one_message=min_one_message,
+            isolation_level=isolation_level,
+            current_leader_epoch=current_leader_epoch,
         )
 
     # --- ListOffsets -----------------------------------------------------------------------

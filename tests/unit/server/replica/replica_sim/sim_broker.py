@@ -192,7 +192,7 @@ class SimBroker:
         return () if replication is None else replication.isr
 
     def _replication(self) -> PartitionReplication | None:
-        partition = self.manager._partitions.get(TP)
+        partition = self.manager.local_partitions.get(TP)
         return None if partition is None else partition.replication
 
     # --- metadata ----------------------------------------------------------------------------
