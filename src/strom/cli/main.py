@@ -57,14 +57,19 @@ EXTRAS: dict[str, str] = {
 }
 """Top-level module -> the extra of pyproject.toml that installs it."""
 
+COMMAND_EXTRAS: dict[str, str] = {"connect": "connect", "connectors": "connect"}
+"""Subcommand -> the one extra that installs all it needs, where its modules are in several."""
 
-def missing_extra(error: ModuleNotFoundError, what: str) -> click.ClickException | None:
-    """The one-line error for a module of an extra that is not installed, else None."""
+
+def missing_extra(error: ImportError, command: str) -> click.ClickException | None:
+    """The one-line error for a module of an extra that is not installed (``error.name``),
+    else None."""
     extra = EXTRAS.get((error.name or "").partition(".")[0])
     if extra is None:
         return None
+    extra = COMMAND_EXTRAS.get(command, extra)
     return click.ClickException(
-        f"{what} needs the {extra!r} extra ({error.name} is not installed): "
+        f"strom {command} needs the {extra!r} extra ({error.name} is not installed): "
         f"pip install 'strom[{extra}]'"
     )
 
@@ -83,7 +88,7 @@ class LazyGroup(click.Group):
         try:
             command = getattr(importlib.import_module(module, "strom.cli"), attribute)
         except ModuleNotFoundError as error:
-            raise missing_extra(error, f"strom {cmd_name}") or error from None
+            raise missing_extra(error, cmd_name) or error from None
         assert isinstance(command, click.Command)
         return command
 
@@ -91,6 +96,7 @@ class LazyGroup(click.Group):
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
+        ctx.meta["strom.command"] = name
         if name in SUBCOMMANDS or name.startswith("-"):
             return super().resolve_command(ctx, args)
         close = difflib.get_close_matches(name, SUBCOMMANDS, n=1)
@@ -101,8 +107,8 @@ class LazyGroup(click.Group):
         """Run the subcommand; a module it imports late from a missing extra is one line."""
         try:
             return super().invoke(ctx)
-        except ModuleNotFoundError as error:
-            raise missing_extra(error, "this command") or error from None
+        except ImportError as error:
+            raise missing_extra(error, ctx.meta.get("strom.command", "")) or error from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Each command with its short help from ``SUBCOMMANDS`` (nothing is imported)."""

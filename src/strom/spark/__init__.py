@@ -18,7 +18,8 @@ _MISSING = [m for m in ("pyspark", "pyarrow", "fastavro") if importlib.util.find
 if _MISSING:
     raise ImportError(
         f"strom.spark needs {', '.join(_MISSING)}, which this environment lacks: "
-        "pip install 'strom[spark]'"
+        "pip install 'strom[spark]'",
+        name=_MISSING[0],
     )
 
 from strom.spark.avro import from_avro, to_avro  # noqa: E402
