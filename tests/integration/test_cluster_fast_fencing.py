@@ -22,7 +22,7 @@ pytestmark = pytest.mark.xdist_group("cluster")
 SESSION_TIMEOUT_S = 60
 """Far longer than any wait below: a fencing seen here did not come from the session timeout."""
 HEARTBEAT_INTERVAL_MS = 2000
-"""Kafka's default: several close graces (300 ms) between two heartbeats."""
+"""Kafka's default: two close graces (1000 ms) between two heartbeats."""
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,7 @@ CLUSTER_SETTINGS: Final = (
     Setting(
         "broker.heartbeat.connection.close.grace.ms",
         INT,
-        300,
+        1000,
         "strom: a broker whose heartbeat connection closed and that sends no heartbeat this long "
         "is fenced without waiting for broker.session.timeout.ms (-1: never).",
         at_least(-1),
