@@ -33,10 +33,9 @@ class OffsetFetchHandler(GroupHandler):
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         version = context.api_version
-        await self._runtime.ensure_topic()
         if version >= BATCHED_VERSION:
             request = newest_request(context, newest.OffsetFetchRequest)
-            return for_version(self._fetch(context, request), version)
+            return for_version(await self._fetch(context, request), version)
         body = context.body
         topics = request_field(body, "topics", None)
         group = newest.OffsetFetchRequestGroup(
@@ -49,11 +48,13 @@ class OffsetFetchHandler(GroupHandler):
                 for t in topics
             ),
         )
-        answer = self._fetch(
-            context,
-            newest.OffsetFetchRequest(
-                groups=(group,), require_stable=request_field(body, "require_stable", False)
-            ),
+        answer = (
+            await self._fetch(
+                context,
+                newest.OffsetFetchRequest(
+                    groups=(group,), require_stable=request_field(body, "require_stable", False)
+                ),
+            )
         ).groups[0]
         old = response_module(self.api_key, version)
         response: ResponsePayload = build(
@@ -76,13 +77,15 @@ class OffsetFetchHandler(GroupHandler):
         )
         return response
 
-    def _fetch(
+    async def _fetch(
         self, context: RequestContext, request: newest.OffsetFetchRequest
     ) -> latest.OffsetFetchResponse:
         """The coordinator's answer, with Kafka's checks: DESCRIBE on each group (else
         GROUP_AUTHORIZATION_FAILED) and on each topic (a named one it may not describe answers
-        TOPIC_AUTHORIZATION_FAILED; an all-topics fetch leaves such topics out)."""
+        TOPIC_AUTHORIZATION_FAILED; an all-topics fetch leaves such topics out). The offsets
+        topic is created only for a request that may read some group."""
         if context.authorizer is None:
+            await self._runtime.ensure_topic()
             return self._coordinator.offset_fetch(request)
         allowed: list[newest.OffsetFetchRequestGroup] = []
         denied_topics: dict[str, list[latest.OffsetFetchResponseTopics]] = {}
@@ -98,6 +101,8 @@ class OffsetFetchHandler(GroupHandler):
             ]
             kept = tuple(t for t in group.topics if named[t.name])
             allowed.append(dataclasses.replace(group, topics=kept))
+        if allowed:
+            await self._runtime.ensure_topic()
         answered = {
             group.group_id: group
             for group in self._coordinator.offset_fetch(
