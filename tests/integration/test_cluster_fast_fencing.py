@@ -14,7 +14,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ClusterMetadata,
+    NewTopic,
+)
 
 from strom.testing import Cluster, unique_topic_name
 
@@ -59,10 +63,23 @@ def test_a_killed_broker_is_fenced_without_waiting_for_its_session(cluster: Clus
             timeout=SESSION_TIMEOUT_S / 3,
             what=f"broker {victim} to be fenced",
         )
+        answers: list[ClusterMetadata] = []
+
+        def moved() -> bool:
+            answers.append(admin.list_topics(name, timeout=10))
+            leaders = {p.leader for p in answers[-1].topics[name].partitions.values()}
+            return victim not in leaders and -1 not in leaders
+
         cluster.wait_for(
-            lambda: victim not in _leaders(admin, name) and -1 not in _leaders(admin, name),
+            moved, timeout=SESSION_TIMEOUT_S / 3, what=f"new leaders for broker {victim}'s"
+        )
+        # The answer naming its successors still lists the dead broker (librdkafka would
+        # otherwise retire its handle and undo the partitions' move); later ones do not.
+        assert victim in answers[-1].brokers
+        cluster.wait_for(
+            lambda: victim not in admin.list_topics(name, timeout=10).brokers,
             timeout=SESSION_TIMEOUT_S / 3,
-            what=f"new leaders for the partitions broker {victim} led",
+            what=f"broker {victim} no longer listed",
         )
         assert any(
             f"fencing broker {victim}: its heartbeat connection closed" in line
