@@ -408,16 +408,17 @@ class ControllerServer:
                 )
 
     async def _probe(self, broker_id: int) -> None:
-        """Try the broker's listeners every grace (at least 50 ms) until it heartbeats again,
-        is found dead or is fenced: a listener that accepted once may belong to a process
-        about to exit, so an answer does not end the trying."""
+        """Try the broker's listeners until it heartbeats again, is found dead or is fenced: a
+        listener that accepted once may belong to a process about to exit, so an answer does
+        not end the trying. The first tries are a grace apart (at least 50 ms), later ones up
+        to a second (a stopped broker's listener queues each connection until it resumes)."""
         interval_s = max(self.sessions.close_grace_ms or 0, 50) / 1000
         try:
             while self.sessions.connection_lost(broker_id):
                 broker = self.image.cluster.broker(broker_id)
                 if broker is None or broker.fenced:
                     return
-                result = await probe_listeners(broker.endpoints, interval_s)
+                result = await probe_listeners(broker.endpoints, max(interval_s, 1.0))
                 if not self.sessions.connection_lost(broker_id):
                     return
                 if result is ListenerProbe.REFUSED:
@@ -428,6 +429,7 @@ class ControllerServer:
                 if result is ListenerProbe.ACCEPTED:
                     self.sessions.listeners_answered(broker_id)
                 await asyncio.sleep(interval_s)
+                interval_s = min(interval_s * 2, max(interval_s, 1.0))
         finally:
             if self._probes.get(broker_id) is asyncio.current_task():
                 del self._probes[broker_id]

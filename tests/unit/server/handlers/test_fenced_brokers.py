@@ -40,10 +40,11 @@ def test_a_fenced_broker_is_listed_for_a_while() -> None:
     clock = ManualClock()
     recently = RecentlyFenced(clock)
     image = MetadataImage.empty()
-    for records in [
+    steps: list[tuple[MetadataRecord, ...]] = [
         (_register(1, 10), _register(2, 11)),
         (UnfenceBrokerRecord(1, 10), UnfenceBrokerRecord(2, 11)),
-    ]:
+    ]
+    for records in steps:
         delta, image = _apply(image, *records)
         recently(delta, image)
     assert recently.listed() == frozenset()
@@ -63,11 +64,12 @@ def test_a_new_start_or_an_unfence_is_no_fence() -> None:
     clock = ManualClock()
     recently = RecentlyFenced(clock)
     image = MetadataImage.empty()
-    for records in [
+    steps: list[tuple[MetadataRecord, ...]] = [
         (_register(1, 10),),
         (UnfenceBrokerRecord(1, 10),),
         (FenceBrokerRecord(1, 10),),
-    ]:
+    ]
+    for records in steps:
         delta, image = _apply(image, *records)
         recently(delta, image)
     assert recently.listed() == {1}
