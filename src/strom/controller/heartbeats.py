@@ -19,8 +19,8 @@ sockets shut by its kernel at once, so a broker whose heartbeat connection close
 listeners all refuse connections is dead: its session runs out the grace after the close (or at
 the refusal, if later), not a whole session timeout after its last heartbeat. A live broker, even
 one too slow to heartbeat again within the grace (or stopped), has a kernel that accepts on its
-listeners, and keeps the normal session; so does a network partition or a stopped process, which
-closes nothing (and answers nothing). A heartbeat on any connection ends the grace.
+listeners, and keeps the normal session; so does a broker behind a network partition, which
+closes nothing and answers nothing. A heartbeat on any connection ends the grace.
 """
 
 from __future__ import annotations
