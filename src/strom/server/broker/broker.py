@@ -88,6 +88,7 @@ from strom.server.handlers.broker_apis import (
 )
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress, broker_addresses
+from strom.server.handlers.fenced_brokers import RecentlyFenced
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.connection_quotas import ConnectionLimits, ConnectionQuotas
 from strom.server.network.faults import Faults
@@ -155,6 +156,8 @@ class Broker:
         self.log_manager = parts.log_manager
         self.log_cleaner = parts.log_cleaner
         self.metadata = parts.metadata
+        self.recently_fenced = RecentlyFenced(parts.clock)
+        """Fenced brokers Metadata still lists (see ``handlers.fenced_brokers``)."""
         self.topic_configs = TopicConfigResolver(parts.config, node_id=self.node_id)
         """Effective topic settings and log configs as of a metadata image."""
         version = parts.emulate_kafka_version
@@ -222,6 +225,7 @@ class Broker:
         deadline = asyncio.get_running_loop().time() + unfence_timeout
         had_metadata = not self.metadata.image.is_empty
         self.metadata.install_publisher(self.parts.waiter)
+        self.metadata.install_publisher(self.recently_fenced)
         self._register_handlers()
         self._register_data_handlers()
         self._start_replication()
@@ -311,6 +315,7 @@ class Broker:
                 cluster_id=self.parts.cluster_id,
                 controller_id=self._controller_id,
                 auto_topics=self.auto_topics,
+                recently_fenced=self.recently_fenced,
             ),
             describe_topic_partitions.DescribeTopicPartitionsHandler(
                 self.metadata,

@@ -18,8 +18,9 @@ successor; a retried operation then meets its own effect (a topic that exists), 
 A newly elected leader first catches up: it becomes active only once everything in its log from
 earlier epochs is committed and applied to the committed image, then it bootstraps an empty
 cluster, gives every registered broker a fresh session and starts fencing brokers whose
-heartbeats stop (``broker.session.timeout.ms``), or whose heartbeat connection closed and who
-sent no heartbeat since within ``broker.heartbeat.connection.close.grace.ms`` (a dead process).
+heartbeats stop (``broker.session.timeout.ms``), or whose heartbeat connection closed, whose
+listeners refuse connections and who sent no heartbeat since within
+``broker.heartbeat.connection.close.grace.ms`` (a dead process; see ``listener_probe``).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from strom.metadata import (
     encode_record,
 )
 from strom.raft import NotLeaderError
+from strom.server.controller.listener_probe import ListenerProbe, probe_listeners
 
 __all__ = ["ControllerServer", "NotControllerError", "OperationRunner", "QuorumLog"]
 
@@ -155,6 +157,9 @@ class ControllerServer:
         )
         self._active_task: asyncio.Task[None] | None = None
         self._sessions_changed = asyncio.Event()
+        self._probes: dict[int, asyncio.Task[None]] = {}
+        """Per broker whose heartbeat connection closed: tries its listeners until it is heard
+        from again, found dead or fenced."""
         self._failure: str | None = None
         """Why this node stopped being a controller for good (a metadata log write failed)."""
 
@@ -216,6 +221,9 @@ class ControllerServer:
         task, self._active_task = self._active_task, None
         if task is not None:
             task.cancel()
+        probes, self._probes = self._probes, {}
+        for probe in probes.values():
+            probe.cancel()
 
     async def stop(self) -> None:
         task = self._active_task
@@ -288,8 +296,9 @@ class ControllerServer:
             for broker_id, broker_epoch in self.sessions.expired(now, image):
                 if self.sessions.connection_lost(broker_id):
                     log.warning(
-                        "fencing broker %d: its heartbeat connection closed and no heartbeat "
-                        "came within %d ms (broker.heartbeat.connection.close.grace.ms)",
+                        "fencing broker %d: its heartbeat connection closed, its listeners "
+                        "refuse connections and no heartbeat came within %d ms "
+                        "(broker.heartbeat.connection.close.grace.ms)",
                         broker_id,
                         self.sessions.close_grace_ms,
                     )
@@ -383,18 +392,47 @@ class ControllerServer:
         return reply
 
     def heartbeat_connection_closed(self, connection: str) -> None:
-        """A connection brokers heartbeated on closed: fence them after the grace unless they
-        heartbeat again (see ``BrokerSessions.connection_closed``)."""
+        """A connection brokers heartbeated on closed: try their listeners, and fence those
+        whose listeners refuse connections after the grace unless they heartbeat again (see
+        ``BrokerSessions``)."""
         if not self.is_active:
             return
         for broker_id in self.sessions.connection_closed(connection, self._clock.monotonic_ms()):
             log.info(
-                "the heartbeat connection of broker %d closed; fencing it in %d ms unless it "
-                "heartbeats again",
-                broker_id,
-                self.sessions.close_grace_ms,
+                "the heartbeat connection of broker %d closed; trying its listeners", broker_id
             )
             self._sessions_changed.set()
+            if broker_id not in self._probes:
+                self._probes[broker_id] = asyncio.get_running_loop().create_task(
+                    self._probe(broker_id), name=f"strom-probe-broker-{broker_id}"
+                )
+
+    async def _probe(self, broker_id: int) -> None:
+        """Try the broker's listeners until it heartbeats again, is found dead or is fenced: a
+        listener that accepted once may belong to a process about to exit, so an answer does
+        not end the trying. The first tries are a grace apart (at least 50 ms), later ones up
+        to a second (a stopped broker's listener queues each connection until it resumes)."""
+        interval_s = max(self.sessions.close_grace_ms or 0, 50) / 1000
+        try:
+            while self.sessions.connection_lost(broker_id):
+                broker = self.image.cluster.broker(broker_id)
+                if broker is None or broker.fenced:
+                    return
+                result = await probe_listeners(broker.endpoints, max(interval_s, 1.0))
+                if not self.sessions.connection_lost(broker_id):
+                    return
+                if result is ListenerProbe.REFUSED:
+                    log.info("broker %d: its listeners refuse connections", broker_id)
+                    self.sessions.listeners_refused(broker_id, self._clock.monotonic_ms())
+                    self._sessions_changed.set()
+                    return
+                if result is ListenerProbe.ACCEPTED:
+                    self.sessions.listeners_answered(broker_id)
+                await asyncio.sleep(interval_s)
+                interval_s = min(interval_s * 2, max(interval_s, 1.0))
+        finally:
+            if self._probes.get(broker_id) is asyncio.current_task():
+                del self._probes[broker_id]
 
     async def create_topics(self, request: CreateTopicsRequest) -> list[CreateTopicResult]:
         return await self.run(

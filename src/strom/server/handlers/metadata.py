@@ -14,6 +14,8 @@ Kafka's rules (``KafkaApis.handleTopicMetadataRequest``, ``KRaftMetadataCache``)
   names Kafka would not accept INVALID_TOPIC_EXCEPTION.
 * brokers: the unfenced brokers' endpoints on the client listener; the controller id is this
   node (Kafka gives clients an alive broker, since controllers are not reachable by them).
+  Unlike Kafka, a broker fenced moments ago is listed a few seconds more (see
+  ``fenced_brokers``: librdkafka would otherwise undo the move of the partitions it led).
 * a partition whose leader has no endpoint gets LEADER_NOT_AVAILABLE and leader -1; replicas on
   brokers that are not alive are listed as offline.
 * with an authorizer (Kafka's rules): an all-topics request lists only the topics the principal
@@ -59,6 +61,7 @@ from strom.server.handlers.common import (
     broker_addresses,
     wire_uuid,
 )
+from strom.server.handlers.fenced_brokers import RecentlyFenced
 
 __all__ = ["MetadataHandler", "MetadataQuery"]
 
@@ -133,11 +136,14 @@ class MetadataHandler:
         cluster_id: str,
         controller_id: Callable[[], int],
         auto_topics: TopicAutoCreator,
+        recently_fenced: RecentlyFenced | None = None,
     ) -> None:
+        """``recently_fenced``: the fenced brokers still listed (None: none, as Kafka)."""
         self._metadata = metadata
         self._cluster_id = cluster_id
         self._controller_id = controller_id
         self._auto_topics = auto_topics
+        self._recently_fenced = recently_fenced
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         version = context.api_version
@@ -184,8 +190,17 @@ class MetadataHandler:
         """The response (newest version) to ``query`` as of ``image``, brokers as reached on
         the context's listener; topics the principal may not describe are left out of an
         all-topics answer, and answered TOPIC_AUTHORIZATION_FAILED when named (``denied``)."""
-        brokers = broker_addresses(image, context.listener_name)
-        alive = {address.node_id for address in brokers}
+        recently_fenced = (
+            frozenset() if self._recently_fenced is None else self._recently_fenced.listed()
+        )
+        brokers = [
+            address
+            for address in broker_addresses(
+                image, context.listener_name, include_fenced=bool(recently_fenced)
+            )
+            if not address.fenced or address.node_id in recently_fenced
+        ]
+        alive = {address.node_id for address in brokers if not address.fenced}
         topics: list[latest.MetadataResponseTopic] = []
         if query.names is None:
             for name in sorted(image.topics.topics_by_name):

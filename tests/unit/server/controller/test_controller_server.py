@@ -54,7 +54,9 @@ class HeldQuorum:
             self.controller.committed(batch.base_offset + len(batch.records) - 1)
 
 
-def make(session_timeout_ms: int = 60_000) -> tuple[ControllerServer, HeldQuorum, MetadataLoader]:
+def make(
+    session_timeout_ms: int = 60_000, close_grace_ms: int = -1
+) -> tuple[ControllerServer, HeldQuorum, MetadataLoader]:
     loader = MetadataLoader()
     quorum = HeldQuorum(loader)
     controller = ControllerServer(
@@ -64,6 +66,7 @@ def make(session_timeout_ms: int = 60_000) -> tuple[ControllerServer, HeldQuorum
         committed=loader,
         clock=SystemClock(),
         session_timeout_ms=session_timeout_ms,
+        close_grace_ms=close_grace_ms,
     )
     quorum.controller = controller
     return controller, quorum, loader
@@ -84,10 +87,17 @@ async def committed(quorum: HeldQuorum, operation: asyncio.Future[T]) -> T:
     return await operation
 
 
+SOME_ENDPOINT = BrokerEndpoint("PLAINTEXT", "h", 9092)
+
+
 async def active_with_broker(
-    controller: ControllerServer, quorum: HeldQuorum, broker_id: int = 7
+    controller: ControllerServer,
+    quorum: HeldQuorum,
+    broker_id: int = 7,
+    endpoint: BrokerEndpoint = SOME_ENDPOINT,
 ) -> int:
-    """Activate, bootstrap, register an unfenced broker; its epoch."""
+    """Activate, bootstrap, register an unfenced broker (its heartbeat on connection "c");
+    its epoch."""
     controller.activate(epoch=1)
     await settle()
     quorum.commit()
@@ -98,7 +108,7 @@ async def active_with_broker(
                 BrokerRegistrationRequest(
                     broker_id=broker_id,
                     incarnation_id=uuid.uuid4(),
-                    endpoints=[BrokerEndpoint("PLAINTEXT", "h", 9092)],
+                    endpoints=[endpoint],
                     features=SUPPORTED_FEATURES,
                 )
             )
@@ -113,6 +123,7 @@ async def active_with_broker(
                 metadata_offset=quorum.loader.image.highest_offset,
                 want_fence=False,
                 want_shut_down=False,
+                connection="c",
             )
         ),
     )
@@ -178,6 +189,39 @@ def test_a_broker_without_heartbeats_is_fenced() -> None:
 
         assert not fenced()
         for _ in range(100):  # the session runs out: the controller writes the fencing
+            await asyncio.sleep(0.02)
+            quorum.commit()
+            if fenced():
+                break
+        assert fenced()
+        await controller.stop()
+
+    asyncio.run(run())
+
+
+def test_a_broker_whose_heartbeat_connection_closed_is_fenced_once_its_listener_refuses() -> None:
+    """However long past the grace, a broker whose listener accepts connections (a live process,
+    too slow to heartbeat again) keeps its session; once nothing listens, it is fenced."""
+
+    async def run() -> None:
+        listener = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+        port = listener.sockets[0].getsockname()[1]
+        controller, quorum, loader = make(close_grace_ms=0)
+        await active_with_broker(
+            controller, quorum, endpoint=BrokerEndpoint("PLAINTEXT", "127.0.0.1", port)
+        )
+
+        def fenced() -> bool:
+            return loader.image.cluster.brokers[7].fenced
+
+        controller.heartbeat_connection_closed("c")
+        for _ in range(20):  # a second: twenty probes of the live listener
+            await asyncio.sleep(0.05)
+            quorum.commit()
+        assert not fenced()
+        listener.close()
+        await listener.wait_closed()
+        for _ in range(100):
             await asyncio.sleep(0.02)
             quorum.commit()
             if fenced():
