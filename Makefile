@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark,chaos,registry,connect,sql]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark,chaos,registry,connect,sql,rest]'
 	touch $(STAMP)
 
 # Debian's kcat is a real client the integration tests drive; iproute2 and nftables make the

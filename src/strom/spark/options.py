@@ -25,7 +25,7 @@ from strom.spark.offsets import (
     parse_partitions_json,
     parse_timestamps_json,
 )
-from strom.spark.tls_options import TLS_STORE_SETTINGS, tls_settings
+from strom.client.java_tls import TLS_STORE_SETTINGS, tls_settings
 
 __all__ = [
     "OptionError",

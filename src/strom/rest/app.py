@@ -1,0 +1,95 @@
+"""One proxy: its settings, Kafka clients, the v3 routes on the shared HTTP shell, and the
+listener, in the calling thread or a thread of its own."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from strom.registry.codec import RegistryCodec
+from strom.rest.context import ProxyContext
+from strom.rest.errors import RestError
+from strom.rest.gateway import KafkaClients
+from strom.rest.settings import RestSettings
+from strom.rest.v3_acls import acl_routes
+from strom.rest.v3_configs import config_routes
+from strom.rest.v3_groups import group_routes
+from strom.rest.v3_records import record_routes
+from strom.rest.v3_topics import topic_routes
+from strom.web.http import BasicAuth, json_response
+from strom.web.http import create_app as web_app
+from strom.web.security import jaas_users, listener_ssl_context
+from strom.web.server import HttpServer
+
+__all__ = ["RestProxy", "create_app"]
+
+log = logging.getLogger("strom.rest")
+request_log = logging.getLogger("strom.rest.requests")
+
+
+async def _rest_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, RestError)
+    return json_response({"error_code": error.error_code, "message": error.message}, error.status)
+
+
+def create_app(
+    settings: RestSettings, clients: KafkaClients, *, auth: BasicAuth | None = None
+) -> Starlette:
+    context = ProxyContext(settings, clients)
+    registry = RegistryCodec(settings.schema_registry_url) if settings.schema_registry_url else None
+
+    async def root(request: Request) -> Response:
+        return json_response({})
+
+    routes = [
+        Route("/", root),
+        *topic_routes(context),
+        *config_routes(context),
+        *group_routes(context),
+        *acl_routes(context),
+        *record_routes(context, registry),
+    ]
+    return web_app(
+        routes,
+        errors={RestError: _rest_error},
+        auth=auth,
+        max_body_bytes=settings.max_body_bytes,
+        log=request_log,
+    )
+
+
+class RestProxy:
+    """A started proxy: ``url`` is where it answers."""
+
+    def __init__(self, settings: RestSettings) -> None:
+        auth = (
+            BasicAuth(
+                settings.realm, jaas_users(settings.jaas_config, settings.realm), settings.roles
+            )
+            if settings.jaas_config
+            else None
+        )
+        tls = listener_ssl_context(settings.listener_tls) if settings.listener_tls else None
+        settings.client_config()  # a client setting that cannot be used fails the start
+        self._clients = KafkaClients(settings)
+        self._app = create_app(settings, self._clients, auth=auth)
+        self._http = HttpServer(settings.listener, ssl_context=tls, name="rest-http")
+        self.url = self._http.url
+
+    def start(self) -> None:
+        self._http.start(self._app)
+
+    def serve_forever(self) -> None:
+        log.info("ready: REST proxy listening on %s", self.url)
+        try:
+            self._http.serve(self._app)
+        finally:
+            self._clients.close()
+
+    def stop(self) -> None:
+        self._http.stop()
+        self._clients.close()

@@ -1,0 +1,201 @@
+"""v3's produce: ``POST .../topics/{topic}/records`` and ``records:batch``. One JSON object is
+one record and one answer (an error as the answer's HTTP status); concatenated objects, or a
+chunked body, are a stream: records are sent as they arrive, in order, and each gets its own
+answer with an ``error_code`` in a 200 stream, as Confluent's streaming mode. At most
+``IN_FLIGHT`` records of a stream are unanswered at once, so a stream of any length is served
+in bounded memory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final
+
+from confluent_kafka import KafkaException, Message, TopicCollection
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+from starlette.routing import Route
+
+from strom.registry.codec import RegistryCodec
+from strom.rest import schemas
+from strom.rest.context import ProxyContext, json_body
+from strom.rest.errors import RestError, from_kafka
+from strom.rest.gateway import blocking, result
+from strom.rest.records import ProduceRecord, delivered, parse
+from strom.web.http import json_response
+
+__all__ = ["record_routes"]
+
+IN_FLIGHT: Final = 1000
+MAX_BATCH: Final = 10
+"""Entries of one ``records:batch`` request, as Confluent's proxy."""
+_DECODER: Final = json.JSONDecoder()
+
+
+def _error(error: RestError) -> dict[str, object]:
+    return {"error_code": error.error_code, "message": error.message}
+
+
+async def _objects(request: Request) -> AsyncIterator[object]:
+    """The concatenated JSON objects of the body, each as soon as it has arrived."""
+    buffer = ""
+    async for chunk in request.stream():
+        buffer += chunk.decode()
+        while True:
+            stripped = buffer.lstrip()
+            if not stripped:
+                buffer = ""
+                break
+            try:
+                value, end = _DECODER.raw_decode(stripped)
+            except ValueError:
+                buffer = stripped
+                break  # an object not whole yet
+            yield value
+            buffer = stripped[end:]
+    if buffer.strip():
+        raise RestError(400, 400, f"Cannot parse the request body as JSON: {buffer[:80]!r}")
+
+
+class _AnswerStream(Response):
+    """A 200 whose body is ``chunks``, sent while the request body is still being read
+    (Starlette's StreamingResponse would take the body's messages to watch for a
+    disconnect)."""
+
+    def __init__(self, chunks: AsyncIterator[bytes]) -> None:
+        super().__init__(media_type="application/json")
+        del self.headers["content-length"]
+        self._chunks = chunks
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        async for chunk in self._chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list[Route]:
+    async def _partitions(request: Request, topic: str) -> int:
+        """The topic's partition count (Metadata would create a missing topic)."""
+        futures = context.admin(request).describe_topics(TopicCollection([topic]))
+        try:
+            return len((await result(futures[topic])).partitions)
+        except KafkaException as error:
+            raise from_kafka(error) from error
+
+    async def produce_one(
+        request: Request, cluster_id: str, topic: str, partitions: int, raw: object
+    ) -> dict[str, object]:
+        record: ProduceRecord = parse(raw)
+        if record.partition is not None and record.partition >= partitions:
+            raise RestError(404, 40402, "Partition not found.")
+        key = await _encode(record, topic, is_key=True)
+        value = await _encode(record, topic, is_key=False)
+        try:
+            message: Message = await context.producer(request).send(
+                topic,
+                partition=record.partition,
+                key=key.data,
+                value=value.data,
+                headers=[(name, value) for name, value in record.headers],
+                timestamp_ms=record.timestamp_ms,
+            )
+        except KafkaException as error:
+            raise from_kafka(error) from error
+        _, timestamp = message.timestamp()
+        return delivered(
+            cluster_id=cluster_id,
+            topic=topic,
+            partition=message.partition() or 0,
+            offset=message.offset() or 0,
+            timestamp_ms=timestamp,
+            key=key.report,
+            value=value.report,
+        )
+
+    async def _encode(record: ProduceRecord, topic: str, *, is_key: bool) -> schemas.Encoded:
+        spec = record.key if is_key else record.value
+        if spec is None or not spec.needs_schema or registry is None:
+            return schemas.encode(registry, spec, topic, is_key=is_key)
+        return await blocking(schemas.encode, registry, spec, topic, is_key=is_key)
+
+    async def answer(
+        request: Request, cluster_id: str, topic: str, partitions: int, raw: object
+    ) -> dict[str, object]:
+        try:
+            return await produce_one(request, cluster_id, topic, partitions, raw)
+        except RestError as error:
+            return _error(error)
+
+    async def produce(request: Request) -> Response:
+        links = await context.links(request)
+        topic = request.path_params["topic_name"]
+        partitions = await _partitions(request, topic)
+        chunked = "chunked" in request.headers.get("transfer-encoding", "").lower()
+        if not chunked:
+            body = await request.body()
+            if not body.strip():
+                raise RestError(422, 422, "Payload error. Request body is empty. Data is required.")
+            objects = [value async for value in _objects(request)]
+            if len(objects) == 1:
+                return json_response(
+                    await produce_one(request, links.cluster_id, topic, partitions, objects[0])
+                )
+        queue: asyncio.Queue[asyncio.Task[dict[str, object]] | None] = asyncio.Queue(IN_FLIGHT)
+
+        async def read() -> None:
+            try:
+                async for raw in _objects(request):
+                    await queue.put(asyncio.ensure_future(
+                        answer(request, links.cluster_id, topic, partitions, raw)
+                    ))  # fmt: skip
+            except RestError as error:
+                done: asyncio.Future[dict[str, object]] = asyncio.get_running_loop().create_future()
+                done.set_result(_error(error))
+                await queue.put(done)  # type: ignore[arg-type]
+            finally:
+                await queue.put(None)
+
+        async def answers() -> AsyncIterator[bytes]:
+            reader = asyncio.ensure_future(read())
+            try:
+                while (task := await queue.get()) is not None:
+                    yield (json.dumps(await task, separators=(",", ":")) + "\n").encode()
+            finally:
+                reader.cancel()
+
+        return _AnswerStream(answers())
+
+    async def produce_batch(request: Request) -> Response:
+        links = await context.links(request)
+        topic = request.path_params["topic_name"]
+        body = await json_body(request)
+        entries = body.get("entries") if isinstance(body, Mapping) else None
+        if not isinstance(entries, list) or not entries:
+            raise RestError(400, 42208, "Empty batch." if entries == [] else "entries: required")
+        if len(entries) > MAX_BATCH:
+            raise RestError(400, 42208, f"Too many entries in batch (at most {MAX_BATCH}).")
+        ids = [e.get("id") if isinstance(e, Mapping) else None for e in entries]
+        if any(not isinstance(i, str) or not 1 <= len(i) <= 80 for i in ids):
+            raise RestError(400, 42208, "Batch entry identifier is not a valid string.")
+        if len(set(ids)) != len(ids):
+            raise RestError(400, 42208, "Batch entry identifiers are not distinct.")
+        partitions = await _partitions(request, topic)
+        results = await asyncio.gather(
+            *(answer(request, links.cluster_id, topic, partitions, e) for e in entries)
+        )
+        successes: list[dict[str, Any]] = []
+        failures: list[dict[str, Any]] = []
+        for entry_id, outcome in zip(ids, results, strict=True):
+            (successes if outcome["error_code"] == 200 else failures).append(
+                {"id": entry_id, **outcome}
+            )
+        return json_response({"successes": successes, "failures": failures}, 207)
+
+    t = "/v3/clusters/{cluster_id}/topics/{topic_name}"
+    return [
+        Route(f"{t}/records", produce, methods=["POST"]),
+        Route(f"{t}/records:batch", produce_batch, methods=["POST"]),
+    ]
