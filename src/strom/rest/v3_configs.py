@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import (
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
     ConfigSource,
     ResourceType,
-)  # type: ignore[attr-defined]
+)
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route

@@ -15,8 +15,8 @@ from typing import Any, Final
 from confluent_kafka import KafkaException, Message, TopicCollection
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from strom.registry.codec import RegistryCodec
 from strom.rest import schemas
