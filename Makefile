@@ -18,6 +18,9 @@ tools:
 	@command -v kcat >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq kcat >/dev/null 2>&1) || \
 	  echo "kcat not installed: its tests will be skipped"; }
+	@command -v jq >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq jq >/dev/null 2>&1) || \
+	  echo "jq not installed: docs/rest.md's examples will fail"; }
 	@command -v java >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1) || \
 	  echo "java not installed: the Spark tests will be skipped"; }
