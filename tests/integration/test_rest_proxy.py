@@ -25,15 +25,9 @@ pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(scope="module")
-def proxy(bootstrap: str) -> Iterator[httpx.Client]:
-    settings = RestSettings.from_properties(
-        {"bootstrap.servers": bootstrap, "listeners": "http://127.0.0.1:0"}
-    )
-    started = RestProxy(settings)
-    started.start()
-    with httpx.Client(base_url=started.url, timeout=30) as client:
+def proxy(rest_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=rest_url, timeout=30) as client:
         yield client
-    started.stop()
 
 
 @pytest.fixture(scope="module")

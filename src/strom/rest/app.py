@@ -15,6 +15,8 @@ from strom.rest.context import ProxyContext
 from strom.rest.errors import RestError
 from strom.rest.gateway import KafkaClients
 from strom.rest.settings import RestSettings
+from strom.rest.v2 import v2_routes
+from strom.rest.v2_consumers import ConsumerInstances, consumer_routes
 from strom.rest.v3_acls import acl_routes
 from strom.rest.v3_configs import config_routes
 from strom.rest.v3_groups import group_routes
@@ -37,7 +39,11 @@ async def _rest_error(request: Request, error: Exception) -> Response:
 
 
 def create_app(
-    settings: RestSettings, clients: KafkaClients, *, auth: BasicAuth | None = None
+    settings: RestSettings,
+    clients: KafkaClients,
+    consumers: ConsumerInstances,
+    *,
+    auth: BasicAuth | None = None,
 ) -> Starlette:
     context = ProxyContext(settings, clients)
     registry = RegistryCodec(settings.schema_registry_url) if settings.schema_registry_url else None
@@ -52,6 +58,8 @@ def create_app(
         *group_routes(context),
         *acl_routes(context),
         *record_routes(context, registry),
+        *v2_routes(context, registry),
+        *consumer_routes(context, consumers, registry),
     ]
     return web_app(
         routes,
@@ -76,7 +84,8 @@ class RestProxy:
         tls = listener_ssl_context(settings.listener_tls) if settings.listener_tls else None
         settings.client_config()  # a client setting that cannot be used fails the start
         self._clients = KafkaClients(settings)
-        self._app = create_app(settings, self._clients, auth=auth)
+        self._consumers = ConsumerInstances(self._clients.config, settings.consumer_idle_ms)
+        self._app = create_app(settings, self._clients, self._consumers, auth=auth)
         self._http = HttpServer(settings.listener, ssl_context=tls, name="rest-http")
         self.url = self._http.url
 
@@ -88,8 +97,10 @@ class RestProxy:
         try:
             self._http.serve(self._app)
         finally:
+            self._consumers.close()
             self._clients.close()
 
     def stop(self) -> None:
         self._http.stop()
+        self._consumers.close()
         self._clients.close()

@@ -101,16 +101,17 @@ class KafkaClients:
     def admin(self, login: Login) -> AdminClient:
         with self._lock:
             if login not in self._admins:
-                self._admins[login] = AdminClient(self._config(login))
+                self._admins[login] = AdminClient(self.config(login))
             return self._admins[login]
 
     def producer(self, login: Login) -> AsyncProducer:
         with self._lock:
             if login not in self._producers:
-                self._producers[login] = AsyncProducer(self._config(login))
+                self._producers[login] = AsyncProducer(self.config(login))
             return self._producers[login]
 
-    def _config(self, login: Login) -> dict[str, Any]:
+    def config(self, login: Login) -> dict[str, Any]:
+        """The librdkafka settings of ``login``'s clients."""
         return {"log_level": 3, **self._settings.client_config(login)}
 
     def close(self) -> None:

@@ -49,6 +49,8 @@ class RestSettings:
     client: Mapping[str, str] = field(default_factory=dict)
     """The ``client.*`` settings, without the prefix, by Java's names."""
     schema_registry_url: str | None = None
+    consumer_idle_ms: int = 300_000
+    """``consumer.instance.timeout.ms``: a v2 consumer instance idle this long is closed."""
     max_body_bytes: int = 16 << 20
 
     @classmethod
@@ -89,6 +91,7 @@ class RestSettings:
             propagate=bool(propagate),
             client={k[7:]: v for k, v in values.items() if k.startswith("client.")},
             schema_registry_url=values.get("schema.registry.url"),
+            consumer_idle_ms=_int(values, "consumer.instance.timeout.ms", cls.consumer_idle_ms),
             max_body_bytes=_int(values, "max.request.size", cls.max_body_bytes),
         )
 
