@@ -39,6 +39,33 @@ class AsyncProducer:
         while not self._closed.is_set():
             self._producer.poll(POLL_S)
 
+    async def submit(
+        self,
+        topic: str,
+        *,
+        partition: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, str | bytes | None]],
+        timestamp_ms: int | None,
+        on_delivery: Callable[[KafkaError | None, Message], None],
+    ) -> None:
+        """Hand a record to librdkafka; ``on_delivery`` is called on the poll thread. Waits
+        only while librdkafka's queue is full."""
+        extra: dict[str, Any] = {}
+        if partition is not None:
+            extra["partition"] = partition
+        if timestamp_ms is not None:
+            extra["timestamp"] = timestamp_ms
+        while True:
+            try:
+                self._producer.produce(
+                    topic, value, key, headers=headers, on_delivery=on_delivery, **extra
+                )
+                return
+            except BufferError:  # the queue is full: wait for deliveries to drain it
+                await asyncio.sleep(QUEUE_FULL_WAIT_S)
+
     async def send(
         self,
         topic: str,
@@ -49,6 +76,7 @@ class AsyncProducer:
         headers: list[tuple[str, str | bytes | None]],
         timestamp_ms: int | None,
     ) -> Message:
+        """Send one record and wait until it is acknowledged."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Message] = loop.create_future()
 
@@ -58,19 +86,10 @@ class AsyncProducer:
             else:
                 loop.call_soon_threadsafe(_succeed, done, message)
 
-        extra: dict[str, Any] = {}
-        if partition is not None:
-            extra["partition"] = partition
-        if timestamp_ms is not None:
-            extra["timestamp"] = timestamp_ms
-        while True:
-            try:
-                self._producer.produce(
-                    topic, value, key, headers=headers, on_delivery=report, **extra
-                )
-                break
-            except BufferError:  # the queue is full: wait for deliveries to drain it
-                await asyncio.sleep(QUEUE_FULL_WAIT_S)
+        await self.submit(
+            topic, partition=partition, key=key, value=value, headers=headers,
+            timestamp_ms=timestamp_ms, on_delivery=report,
+        )  # fmt: skip
         return await done
 
     def close(self) -> None:

@@ -8,11 +8,13 @@ in bounded memory."""
 from __future__ import annotations
 
 import asyncio
+import codecs
 import json
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
-from confluent_kafka import KafkaException, Message, TopicCollection
+from confluent_kafka import KafkaError, KafkaException, Message, TopicCollection
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -20,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 
 from strom.registry.codec import RegistryCodec
 from strom.rest import schemas
+from strom.rest.answers import StreamAnswers
 from strom.rest.context import ProxyContext, json_body
 from strom.rest.errors import RestError, from_kafka
 from strom.rest.gateway import blocking, result
@@ -38,23 +41,26 @@ def _error(error: RestError) -> dict[str, object]:
     return {"error_code": error.error_code, "message": error.message}
 
 
+def _after_space(text: str, position: int) -> int:
+    while position < len(text) and text[position].isspace():
+        position += 1
+    return position
+
+
 async def _objects(request: Request) -> AsyncIterator[object]:
     """The concatenated JSON objects of the body, each as soon as it has arrived."""
+    text = codecs.getincrementaldecoder("utf-8")()
     buffer = ""
     async for chunk in request.stream():
-        buffer += chunk.decode()
-        while True:
-            stripped = buffer.lstrip()
-            if not stripped:
-                buffer = ""
-                break
+        buffer += text.decode(chunk)
+        position = 0
+        while (position := _after_space(buffer, position)) < len(buffer):
             try:
-                value, end = _DECODER.raw_decode(stripped)
+                value, position = _DECODER.raw_decode(buffer, position)
             except ValueError:
-                buffer = stripped
                 break  # an object not whole yet
             yield value
-            buffer = stripped[end:]
+        buffer = buffer[position:]
     if buffer.strip():
         raise RestError(400, 400, f"Cannot parse the request body as JSON: {buffer[:80]!r}")
 
@@ -76,6 +82,57 @@ class _AnswerStream(Response):
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """A record ready to send: the request's, with its key and value encoded."""
+
+    record: ProduceRecord
+    key: schemas.Encoded
+    value: schemas.Encoded
+
+    def fields(self) -> dict[str, Any]:
+        record = self.record
+        return {
+            "partition": record.partition,
+            "key": self.key.data,
+            "value": self.value.data,
+            "headers": [(name, value) for name, value in record.headers],
+            "timestamp_ms": record.timestamp_ms,
+        }
+
+    def answer(
+        self, cluster_id: str, topic: str, error: KafkaError | None, message: Message
+    ) -> dict[str, object]:
+        if error is not None:
+            return _error(from_kafka(error))
+        _, timestamp = message.timestamp()
+        return delivered(
+            cluster_id=cluster_id,
+            topic=topic,
+            partition=message.partition() or 0,
+            offset=message.offset() or 0,
+            timestamp_ms=timestamp,
+            key=self.key.report,
+            value=self.value.report,
+        )
+
+
+@dataclass(frozen=True)
+class _Report:
+    """librdkafka's delivery report of a streamed record, on the producer's poll thread."""
+
+    answers: StreamAnswers
+    slot: int
+    prepared: _Prepared
+    cluster_id: str
+    topic: str
+
+    def __call__(self, error: KafkaError | None, message: Message) -> None:
+        self.answers.fill(
+            self.slot, self.prepared.answer(self.cluster_id, self.topic, error, message)
+        )
+
+
 def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list[Route]:
     async def _partitions(request: Request, topic: str) -> int:
         """The topic's partition count (Metadata would create a missing topic)."""
@@ -85,34 +142,15 @@ def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list
         except KafkaException as error:
             raise from_kafka(error) from error
 
-    async def produce_one(
-        request: Request, cluster_id: str, topic: str, partitions: int, raw: object
-    ) -> dict[str, object]:
-        record: ProduceRecord = parse(raw)
+    async def prepare(raw: object, topic: str, partitions: int) -> _Prepared:
+        """A request object checked and its key and value encoded (a ``RestError`` if not)."""
+        record = parse(raw)
         if record.partition is not None and record.partition >= partitions:
             raise RestError(404, 40402, "Partition not found.")
-        key = await _encode(record, topic, is_key=True)
-        value = await _encode(record, topic, is_key=False)
-        try:
-            message: Message = await context.producer(request).send(
-                topic,
-                partition=record.partition,
-                key=key.data,
-                value=value.data,
-                headers=[(name, value) for name, value in record.headers],
-                timestamp_ms=record.timestamp_ms,
-            )
-        except KafkaException as error:
-            raise from_kafka(error) from error
-        _, timestamp = message.timestamp()
-        return delivered(
-            cluster_id=cluster_id,
-            topic=topic,
-            partition=message.partition() or 0,
-            offset=message.offset() or 0,
-            timestamp_ms=timestamp,
-            key=key.report,
-            value=value.report,
+        return _Prepared(
+            record,
+            await _encode(record, topic, is_key=True),
+            await _encode(record, topic, is_key=False),
         )
 
     async def _encode(record: ProduceRecord, topic: str, *, is_key: bool) -> schemas.Encoded:
@@ -120,6 +158,16 @@ def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list
         if spec is None or not spec.needs_schema or registry is None:
             return schemas.encode(registry, spec, topic, is_key=is_key)
         return await blocking(schemas.encode, registry, spec, topic, is_key=is_key)
+
+    async def produce_one(
+        request: Request, cluster_id: str, topic: str, partitions: int, raw: object
+    ) -> dict[str, object]:
+        prepared = await prepare(raw, topic, partitions)
+        try:
+            message = await context.producer(request).send(topic, **prepared.fields())
+        except KafkaException as error:
+            raise from_kafka(error) from error
+        return prepared.answer(cluster_id, topic, None, message)
 
     async def answer(
         request: Request, cluster_id: str, topic: str, partitions: int, raw: object
@@ -143,30 +191,36 @@ def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list
                 return json_response(
                     await produce_one(request, links.cluster_id, topic, partitions, objects[0])
                 )
-        queue: asyncio.Queue[asyncio.Task[dict[str, object]] | None] = asyncio.Queue(IN_FLIGHT)
+        answers = StreamAnswers(asyncio.get_running_loop(), IN_FLIGHT)
+        producer = context.producer(request)
 
         async def read() -> None:
             try:
                 async for raw in _objects(request):
-                    await queue.put(asyncio.ensure_future(
-                        answer(request, links.cluster_id, topic, partitions, raw)
-                    ))  # fmt: skip
-            except RestError as error:
-                done: asyncio.Future[dict[str, object]] = asyncio.get_running_loop().create_future()
-                done.set_result(_error(error))
-                await queue.put(done)  # type: ignore[arg-type]
+                    slot = await answers.reserve()
+                    try:
+                        prepared = await prepare(raw, topic, partitions)
+                    except RestError as error:
+                        answers.fill(slot, _error(error))
+                        continue
+                    await producer.submit(
+                        topic, **prepared.fields(),
+                        on_delivery=_Report(answers, slot, prepared, links.cluster_id, topic),
+                    )  # fmt: skip
+            except RestError as error:  # the body stopped being JSON
+                answers.fill(await answers.reserve(), _error(error))
             finally:
-                await queue.put(None)
+                answers.finish()
 
-        async def answers() -> AsyncIterator[bytes]:
+        async def chunks() -> AsyncIterator[bytes]:
             reader = asyncio.ensure_future(read())
             try:
-                while (task := await queue.get()) is not None:
-                    yield (json.dumps(await task, separators=(",", ":")) + "\n").encode()
+                while (chunk := await answers.next_chunk()) is not None:
+                    yield chunk
             finally:
                 reader.cancel()
 
-        return _AnswerStream(answers())
+        return _AnswerStream(chunks())
 
     async def produce_batch(request: Request) -> Response:
         links = await context.links(request)
