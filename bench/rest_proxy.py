@@ -27,11 +27,13 @@ import base64
 import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+import urllib.parse
 from pathlib import Path
 
 import httpx
@@ -67,24 +69,47 @@ def rss_kib(pid: int) -> int:
 
 
 def stream_produce(url: str, topic: str, count: int, size: int) -> float:
-    """Records/s of one chunked stream of ``count`` records."""
+    """Records/s of one chunked stream of ``count`` records, its answers read while the
+    records are still being sent (a streaming client must read as it writes: the proxy holds
+    at most a bounded number of unanswered records)."""
     record = json.dumps(
         {"value": {"type": "BINARY", "data": base64.b64encode(b"x" * size).decode()}}
     ).encode()
+    batch = record * 100
+    parsed = urllib.parse.urlsplit(url)
+    connection = socket.create_connection((parsed.hostname, parsed.port))
+    head = (
+        f"POST {parsed.path}/topics/{topic}/records HTTP/1.1\r\nHost: {parsed.netloc}\r\n"
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
 
-    def body() -> Iterator[bytes]:
-        batch = record * 100
+    def send() -> None:
+        connection.sendall(head.encode())
         for _ in range(count // 100):
-            yield batch
+            connection.sendall(b"%x\r\n%s\r\n" % (len(batch), batch))
+        connection.sendall(b"0\r\n\r\n")
 
     started = time.perf_counter()
+    writer = threading.Thread(target=send, daemon=True)
+    writer.start()
     answers = 0
-    with httpx.stream("POST", f"{url}/topics/{topic}/records", content=body(), timeout=300) as r:
-        for line in r.iter_lines():
-            if line:
-                answers += 1
-                assert json.loads(line)["error_code"] == 200, line
+    reader = connection.makefile("rb")
+    while reader.readline() not in (b"\r\n", b""):  # the status line and headers
+        pass
+    pending = b""
+    while True:  # the chunked answer: lines of JSON, one per record
+        length = int(reader.readline().strip(), 16)
+        if length == 0:
+            break
+        pending += reader.read(length)
+        reader.readline()
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            assert json.loads(line)["error_code"] == 200, line
+        answers += len(lines)
     elapsed = time.perf_counter() - started
+    writer.join()
+    connection.close()
     assert answers == count // 100 * 100, answers
     return answers / elapsed
 

@@ -260,3 +260,30 @@ def test_a_groups_lag_is_its_committed_offsets_behind_the_log_end(
         consumer.close()
     missing = proxy.get(f"{cluster}/consumer-groups/nobody-{group}")
     assert missing.status_code == 404
+
+
+def test_max_request_size_limits_a_body_and_each_record_of_a_stream(bootstrap: str) -> None:
+    settings = RestSettings.from_properties({
+        "bootstrap.servers": bootstrap, "listeners": "http://127.0.0.1:0",
+        "max.request.size": "2000",
+    })  # fmt: skip
+    started = RestProxy(settings)
+    started.start()
+    big = {"value": {"type": "STRING", "data": "x" * 3000}}
+    small = json.dumps({"value": {"type": "STRING", "data": "y" * 100}}).encode()
+    try:
+        with httpx.Client(base_url=started.url, timeout=30) as client:
+            cluster = f"/v3/clusters/{client.get('/v3/clusters').json()['data'][0]['cluster_id']}"
+            name = _create(client, cluster, 1)
+            records = f"{cluster}/topics/{name}/records"
+            too_big = client.post(records, json=big)
+            assert (too_big.status_code, too_big.json()["error_code"]) == (413, 413)
+            # A stream longer than the limit is served whole: the limit is per record.
+            stream = client.post(records, content=iter([small] * 100))
+            replies = [json.loads(line) for line in stream.text.splitlines()]
+            assert [r["offset"] for r in replies] == list(range(100))
+            refused = client.post(records, content=iter([small, json.dumps(big).encode()]))
+            ends = [json.loads(line)["error_code"] for line in refused.text.splitlines()]
+            assert ends == [200, 413]
+    finally:
+        started.stop()

@@ -65,7 +65,7 @@ def create_app(
         routes,
         errors={RestError: _rest_error},
         auth=auth,
-        max_body_bytes=settings.max_body_bytes,
+        max_body_bytes=None,  # bodies are limited per request, and a stream per record
         log=request_log,
     )
 

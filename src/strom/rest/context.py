@@ -19,7 +19,9 @@ from strom.rest.gateway import AsyncProducer, KafkaClients, Login, result
 from strom.rest.resources import Links
 from strom.rest.settings import RestSettings
 
-__all__ = ["ProxyContext", "json_body"]
+__all__ = ["TOO_LARGE", "ProxyContext", "parse_json"]
+
+TOO_LARGE = RestError(413, 413, "HTTP 413 Payload Too Large")
 
 
 @dataclass
@@ -64,10 +66,28 @@ class ProxyContext:
             raise not_found(f"Cluster {named} cannot be found.")
         return Links(str(request.base_url).rstrip("/"), cluster_id)
 
+    async def json(self, request: Request) -> Any:
+        """The request's JSON; 400 for a body that is not JSON, 413 for one over
+        ``max.request.size``, 422 for none."""
+        return parse_json(await self.body(request))
 
-async def json_body(request: Request) -> Any:
-    """The request's JSON; 400 for a body that is not JSON, 422 for none."""
-    raw = await request.body()
+    async def body(self, request: Request) -> bytes:
+        """The whole body, refused with 413 past ``max.request.size`` (a produce stream is
+        limited per record instead)."""
+        limit = self.settings.max_body_bytes
+        if int(request.headers.get("content-length") or 0) > limit:
+            raise TOO_LARGE
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise TOO_LARGE
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def parse_json(raw: bytes) -> Any:
+    """A body's JSON; 400 for one that is not JSON, 422 for none."""
     if not raw.strip():
         raise RestError(422, 422, "Payload error. Request body is empty. Data is required.")
     try:

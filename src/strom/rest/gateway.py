@@ -96,6 +96,7 @@ class AsyncProducer:
         self._closed.set()
         self._poller.join()
         self._producer.flush(5)
+        self._producer.close()
 
 
 def _succeed(future: asyncio.Future[Message], message: Message) -> None:

@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from strom.registry.codec import RegistryCodec
 from strom.rest import schemas
-from strom.rest.context import ProxyContext, json_body
+from strom.rest.context import ProxyContext
 from strom.rest.errors import RestError, from_kafka
 from strom.rest.gateway import blocking, result
 from strom.rest.records import DataSpec
@@ -91,7 +91,7 @@ def v2_routes(context: ProxyContext, registry: RegistryCodec | None) -> list[Rou
     async def produce(request: Request) -> Response:
         topic = request.path_params["topic_name"]
         fmt = format_of(request.headers.get("content-type"))
-        body = await json_body(request)
+        body = await context.json(request)
         if not isinstance(body, Mapping) or not isinstance(body.get("records"), list):
             raise RestError(422, 42206, "Payload error. records: an array is required.")
         described = await _described(request, topic)

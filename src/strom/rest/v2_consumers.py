@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from strom.registry.codec import RegistryCodec
-from strom.rest.context import ProxyContext, json_body
+from strom.rest.context import ProxyContext, parse_json
 from strom.rest.errors import RestError, from_kafka
 from strom.rest.gateway import Login, blocking
 from strom.rest.v2 import v2_json
@@ -165,7 +165,7 @@ def consumer_routes(
 
     async def create(request: Request) -> Response:
         group = request.path_params["group"]
-        body = await json_body(request)
+        body = await context.json(request)
         if not isinstance(body, Mapping):
             raise RestError(422, 42206, "Payload error. Expected an object.")
         instance = await blocking(instances.create, group, context.login(request), body)
@@ -179,7 +179,7 @@ def consumer_routes(
 
     async def subscribe(request: Request) -> Response:
         instance = _instance(request)
-        body = await json_body(request)
+        body = await context.json(request)
         topics = body.get("topics") if isinstance(body, Mapping) else None
         pattern = body.get("topic_pattern") if isinstance(body, Mapping) else None
         if not topics and not pattern:
@@ -200,7 +200,7 @@ def consumer_routes(
 
     async def assign(request: Request) -> Response:
         instance = _instance(request)
-        partitions = _partitions(await json_body(request))
+        partitions = _partitions(await context.json(request))
         await blocking(instance.run, lambda: instance.consumer.assign(partitions))
         return Response(status_code=204)
 
@@ -213,7 +213,7 @@ def consumer_routes(
     async def seek(request: Request) -> Response:
         instance = _instance(request)
         path = request.url.path
-        body = await json_body(request)
+        body = await context.json(request)
         if path.endswith(("/beginning", "/end")):
             where = OFFSET_BEGINNING if path.endswith("/beginning") else OFFSET_END
             targets = [TopicPartition(tp.topic, tp.partition, where) for tp in _partitions(body)]
@@ -261,8 +261,8 @@ def consumer_routes(
 
     async def commit(request: Request) -> Response:
         instance = _instance(request)
-        raw = (await request.body()).strip()
-        given = _partitions(await json_body(request), offsets=True) if raw else None
+        raw = await context.body(request)
+        given = _partitions(parse_json(raw), offsets=True) if raw.strip() else None
 
         def go() -> list[TopicPartition]:
             if given:
@@ -274,7 +274,7 @@ def consumer_routes(
 
     async def committed(request: Request) -> Response:
         instance = _instance(request)
-        partitions = _partitions(await json_body(request))
+        partitions = _partitions(await context.json(request))
         found = await blocking(instance.run, lambda: instance.consumer.committed(partitions, 10))
         return v2_json(_offsets(found))
 

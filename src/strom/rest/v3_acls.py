@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from strom.rest.context import ProxyContext, json_body
+from strom.rest.context import ProxyContext
 from strom.rest.errors import RestError, from_kafka
 from strom.rest.gateway import result
 from strom.rest.resources import Links
@@ -131,11 +131,11 @@ def acl_routes(context: ProxyContext) -> list[Route]:
             raise from_kafka(error) from error
 
     async def create(request: Request) -> Response:
-        await _create(request, [_binding(await json_body(request))])
+        await _create(request, [_binding(await context.json(request))])
         return Response(status_code=201)
 
     async def create_batch(request: Request) -> Response:
-        body = await json_body(request)
+        body = await context.json(request)
         if not isinstance(body, Mapping) or not isinstance(body.get("data"), list):
             raise RestError(400, 400, "data: an array of ACLs is required")
         await _create(request, [_binding(item) for item in body["data"]])

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from strom.rest.context import ProxyContext, json_body
+from strom.rest.context import ProxyContext
 from strom.rest.errors import RestError, from_kafka, not_found
 from strom.rest.gateway import result
 from strom.rest.resources import ConfigOwner, ConfigValue, Links
@@ -117,7 +117,7 @@ def config_routes(context: ProxyContext) -> list[Route]:
         return json_response(links.config(owner, _value(entries[name])))
 
     async def update(request: Request) -> Response:
-        body = await json_body(request)
+        body = await context.json(request)
         if not isinstance(body, dict) or not isinstance(body.get("value"), str | None):
             raise RestError(400, 400, "value: a string is required")
         name = request.path_params["name"]
@@ -130,7 +130,7 @@ def config_routes(context: ProxyContext) -> list[Route]:
         return Response(status_code=204)
 
     async def alter(request: Request) -> Response:
-        body = await json_body(request)
+        body = await context.json(request)
         if not isinstance(body, dict) or not isinstance(body.get("data"), list):
             raise RestError(400, 400, "data: an array of {name, value, operation} is required")
         changes = []

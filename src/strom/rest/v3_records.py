@@ -23,7 +23,7 @@ from starlette.types import Receive, Scope, Send
 from strom.registry.codec import RegistryCodec
 from strom.rest import schemas
 from strom.rest.answers import StreamAnswers
-from strom.rest.context import ProxyContext, json_body
+from strom.rest.context import TOO_LARGE, ProxyContext
 from strom.rest.errors import RestError, from_kafka
 from strom.rest.gateway import blocking, result
 from strom.rest.records import ProduceRecord, delivered, parse
@@ -47,22 +47,42 @@ def _after_space(text: str, position: int) -> int:
     return position
 
 
-async def _objects(request: Request) -> AsyncIterator[object]:
-    """The concatenated JSON objects of the body, each as soon as it has arrived."""
+def _whole_objects(buffer: str, limit: int) -> tuple[list[object], int]:
+    """The whole JSON objects at the start of ``buffer`` (one over ``limit`` characters is
+    its 413 error instead), and where the rest begins."""
+    found: list[object] = []
+    position = 0
+    while (start := _after_space(buffer, position)) < len(buffer):
+        try:
+            value, position = _DECODER.raw_decode(buffer, start)
+        except ValueError:
+            return found, start  # an object not whole yet
+        found.append(TOO_LARGE if position - start > limit else value)
+    return found, len(buffer)
+
+
+async def _objects(
+    request: Request, limit: int, body: bytes | None = None
+) -> AsyncIterator[object]:
+    """The concatenated JSON objects of the body (``body`` when already read), each as soon as
+    it has arrived; a ``RestError`` in place of one over ``limit``."""
     text = codecs.getincrementaldecoder("utf-8")()
     buffer = ""
-    async for chunk in request.stream():
+    chunks = request.stream() if body is None else _once(body)
+    async for chunk in chunks:
         buffer += text.decode(chunk)
-        position = 0
-        while (position := _after_space(buffer, position)) < len(buffer):
-            try:
-                value, position = _DECODER.raw_decode(buffer, position)
-            except ValueError:
-                break  # an object not whole yet
+        found, rest = _whole_objects(buffer, limit)
+        for value in found:
             yield value
-        buffer = buffer[position:]
+        buffer = buffer[rest:]
+        if len(buffer) > limit:
+            raise TOO_LARGE
     if buffer.strip():
         raise RestError(400, 400, f"Cannot parse the request body as JSON: {buffer[:80]!r}")
+
+
+async def _once(body: bytes) -> AsyncIterator[bytes]:
+    yield body
 
 
 class _AnswerStream(Response):
@@ -144,6 +164,8 @@ def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list
 
     async def prepare(raw: object, topic: str, partitions: int) -> _Prepared:
         """A request object checked and its key and value encoded (a ``RestError`` if not)."""
+        if isinstance(raw, RestError):  # a record over max.request.size
+            raise raw
         record = parse(raw)
         if record.partition is not None and record.partition >= partitions:
             raise RestError(404, 40402, "Partition not found.")
@@ -182,11 +204,13 @@ def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list
         topic = request.path_params["topic_name"]
         partitions = await _partitions(request, topic)
         chunked = "chunked" in request.headers.get("transfer-encoding", "").lower()
+        limit = context.settings.max_body_bytes
+        body = None
         if not chunked:
-            body = await request.body()
+            body = await context.body(request)
             if not body.strip():
                 raise RestError(422, 422, "Payload error. Request body is empty. Data is required.")
-            objects = [value async for value in _objects(request)]
+            objects = [value async for value in _objects(request, limit, body)]
             if len(objects) == 1:
                 return json_response(
                     await produce_one(request, links.cluster_id, topic, partitions, objects[0])
@@ -196,7 +220,7 @@ def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list
 
         async def read() -> None:
             try:
-                async for raw in _objects(request):
+                async for raw in _objects(request, limit, body):
                     slot = await answers.reserve()
                     try:
                         prepared = await prepare(raw, topic, partitions)
@@ -225,7 +249,7 @@ def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list
     async def produce_batch(request: Request) -> Response:
         links = await context.links(request)
         topic = request.path_params["topic_name"]
-        body = await json_body(request)
+        body = await context.json(request)
         entries = body.get("entries") if isinstance(body, Mapping) else None
         if not isinstance(entries, list) or not entries:
             raise RestError(400, 42208, "Empty batch." if entries == [] else "entries: required")

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from strom.rest.context import ProxyContext, json_body
+from strom.rest.context import ProxyContext
 from strom.rest.errors import RestError, from_kafka, not_found
 from strom.rest.gateway import blocking, result
 from strom.rest.resources import Links
@@ -109,7 +109,7 @@ def topic_routes(context: ProxyContext) -> list[Route]:
 
     async def create_topic(request: Request) -> Response:
         links = await context.links(request)
-        body = await json_body(request)
+        body = await context.json(request)
         if not isinstance(body, dict) or not isinstance(body.get("topic_name"), str):
             raise RestError(400, 400, "topic_name: a topic name is required")
         name = body["topic_name"]
@@ -158,7 +158,7 @@ def topic_routes(context: ProxyContext) -> list[Route]:
     async def update_partitions(request: Request) -> Response:
         links = await context.links(request)
         name = request.path_params["topic_name"]
-        body = await json_body(request)
+        body = await context.json(request)
         count = body.get("partitions_count") if isinstance(body, dict) else None
         if not isinstance(count, int):
             raise RestError(400, 400, "partitions_count: an integer is required")
