@@ -21,6 +21,9 @@ tools:
 	@command -v jq >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq jq >/dev/null 2>&1) || \
 	  echo "jq not installed: docs/rest.md's examples will fail"; }
+	@command -v chromedriver >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1) || \
+	  echo "chromium not installed: the console's browser tests will be skipped"; }
 	@command -v java >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1) || \
 	  echo "java not installed: the Spark tests will be skipped"; }

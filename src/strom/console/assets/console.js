@@ -122,7 +122,7 @@ async function groupsView() {
 function chart(points) {
   if (points.length < 2) return '<p class="muted">lag over time appears after a few refreshes</p>';
   const top = Math.max(1, ...points);
-  const xs = points.map((v, i) => `${(i * 600) / (LAG_POINTS - 1)},${120 - (v * 110) / top}`);
+  const xs = points.map((v, i) => `${(i * 600) / (points.length - 1)},${120 - (v * 110) / top}`);
   return `<svg class="chart" id="lag-chart" width="600" height="125"><polyline points="${xs.join(" ")}"/></svg>
     <div class="muted">max ${top} over the last ${points.length} refreshes</div>`;
 }
