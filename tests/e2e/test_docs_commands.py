@@ -1,6 +1,6 @@
-"""The documents, run: every ``$`` example of docs/cli.md, docs/broker.md, docs/cluster.md and
-docs/connect.md against a ``strom server`` of its own per document, in the order a reader meets
-them, each output checked against the one the document shows.
+"""The documents, run: every ``$`` example of docs/cli.md, docs/broker.md, docs/cluster.md,
+docs/connect.md and docs/rest.md against a ``strom server`` of its own per document, in the
+order a reader meets them, each output checked against the one the document shows.
 
 The examples run in a shell in a scratch directory, ``strom`` pointed at the test's broker (a
 wrapper adds ``--bootstrap-server`` where the example gives none; a document without a client
@@ -49,6 +49,7 @@ NOT_RUN = {
 FILES = {
     "cli.md": {"lines.txt": "k1:v1\nk2:v2\n"},
     "broker.md": {},
+    "rest.md": {},
     "connect.md": {
         "worker.properties": "bootstrap.servers=localhost:9092\ngroup.id=connect-cluster\n"
         "config.storage.topic=connect-configs\noffset.storage.topic=connect-offsets\n"
@@ -82,6 +83,7 @@ _CLIENT_COMMANDS = (
     "transactions",
     "features",
     "connect",
+    "rest",
 )
 _SHAPES = [
     (re.compile(r"TopicId: [A-Za-z0-9_-]{22}"), "TopicId: <id>"),

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strom.spark.tls_options import tls_settings
+from strom.client.java_tls import tls_settings
 from strom.web.server import Listener
 
 __all__ = ["SettingsError", "WorkerSettings"]

@@ -87,7 +87,7 @@ class AuthAndLimits:
         app: ASGIApp,
         *,
         auth: BasicAuth | None,
-        max_body_bytes: int,
+        max_body_bytes: int | None,
         media_type: str,
         log: logging.Logger,
         open_paths: frozenset[str] = frozenset(),
@@ -125,12 +125,16 @@ class AuthAndLimits:
                 error = self._error(401, "Unauthorized", realm)
             elif refusal == 403:
                 error = self._error(403, "Forbidden")
-            elif int(headers.get("content-length") or 0) > self.max_body_bytes:
+            elif self.max_body_bytes is not None and (
+                int(headers.get("content-length") or 0) > self.max_body_bytes
+            ):
                 error = self._error(413, "HTTP 413 Payload Too Large")
             if error is not None:
                 await error(scope, receive, logged_send)
+            elif self.max_body_bytes is None:
+                await self.app(scope, receive, logged_send)
             else:
-                await self.app(scope, self._limited(receive), logged_send)
+                await self.app(scope, self._limited(receive, self.max_body_bytes), logged_send)
         finally:
             self.log.info(
                 "%s %s %s %d %.1fms",
@@ -147,14 +151,15 @@ class AuthAndLimits:
     ) -> Response:
         return error_response(status, message, media_type=self.media_type, headers=headers)
 
-    def _limited(self, receive: Receive) -> Receive:
+    @staticmethod
+    def _limited(receive: Receive, limit: int) -> Receive:
         """Count a body sent without a length; past the limit the app sees a disconnect."""
         seen = [0]
 
         async def limited() -> Message:
             message = await receive()
             seen[0] += len(message.get("body", b""))
-            if seen[0] > self.max_body_bytes:
+            if seen[0] > limit:
                 return {"type": "http.disconnect"}
             return message
 
@@ -166,12 +171,13 @@ def create_app(
     *,
     errors: Mapping[type[Exception], ErrorHandler],
     auth: BasicAuth | None = None,
-    max_body_bytes: int = 16 << 20,
+    max_body_bytes: int | None = 16 << 20,
     media_type: str = "application/json",
     log: logging.Logger,
     open_paths: frozenset[str] = frozenset(),
 ) -> Starlette:
-    """A service's ASGI app: its routes and error handlers behind ``AuthAndLimits``; Starlette's
+    """A service's ASGI app: its routes and error handlers behind ``AuthAndLimits`` (a
+    ``max_body_bytes`` of None: the service limits its bodies itself); Starlette's
     own errors (404 for an unknown path, 405, 415, ...) get the same JSON error body."""
 
     async def http_error(request: Request, error: Exception) -> Response:
