@@ -1,2 +1,2 @@
 """The connectors, one package per family: ``files`` (Kafka's FileStreamSource and
-FileStreamSink)."""
+FileStreamSink), ``jdbc`` (Confluent's JDBC source for PostgreSQL)."""

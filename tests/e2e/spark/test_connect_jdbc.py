@@ -1,0 +1,214 @@
+"""Confluent's JDBC source on a strom Connect worker against a real PostgreSQL (the suite's
+``postgres``), created over the REST API with the JSON a Confluent user sends: rows reach the
+topic in JsonConverter's struct envelope, the offsets are Confluent's in the offsets topic, a
+restarted worker continues where the last stopped (nothing twice, nothing lost), and an
+unreachable database or a dropped table ends FAILED with the reason in ``/status``."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from pyspark.sql import SparkSession
+from strom_harness import StromServer
+
+from e2e.spark.clients import consume_all, unique_topic
+from e2e.spark.connect_api import create, eventually, failed, states
+from strom.testing.connect import Connect
+from strom.testing.postgres import Postgres
+
+SOURCE = "io.confluent.connect.jdbc.JdbcSourceConnector"
+JSON_SCHEMAS = {
+    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "value.converter.schemas.enable": "true",
+}
+
+
+@pytest.fixture
+def db(postgres: Postgres) -> Iterator[psycopg.Connection[Any]]:
+    with psycopg.connect(postgres.conninfo, autocommit=True) as connection:
+        yield connection
+
+
+def _payloads(bootstrap: str, topic: str, count: int) -> Callable[[], list[Any] | None]:
+    def check() -> list[Any] | None:
+        values = [json.loads(r.value or b"null") for r in consume_all(bootstrap, topic)]
+        assert len(values) <= count, f"more records than rows: {values}"
+        return values if len(values) == count else None
+
+    return check
+
+
+def test_postgres_is_ready_for_change_data_capture(db: psycopg.Connection[Any]) -> None:
+    assert db.execute("SHOW wal_level").fetchone() == ("logical",)
+
+
+def test_incrementing_table_to_topic_resumes_after_a_restart_and_fails_when_dropped(
+    spark: SparkSession, broker: StromServer, postgres: Postgres, db: psycopg.Connection[Any]
+) -> None:
+    table = unique_topic("orders").replace("-", "_")
+    db.execute(
+        f"CREATE TABLE {table} (id serial PRIMARY KEY, name text NOT NULL, amount numeric(10,2),"
+        " placed timestamp, day date, raw bytea, ok boolean, score double precision)"
+    )
+    db.execute(
+        f"INSERT INTO {table} (name, amount, placed, day, raw, ok, score) VALUES"
+        " ('a, \"b\"', -12.5, '2024-01-02 03:04:05.123456', '2024-01-02', '\\x00ff', true, 0.5),"
+        " ('', NULL, NULL, NULL, NULL, NULL, NULL)"
+    )
+    config = {
+        "connector.class": SOURCE,
+        "connection.url": postgres.url,
+        "connection.user": "postgres",
+        "table.whitelist": table,
+        "mode": "incrementing",
+        "incrementing.column.name": "id",
+        "topic.prefix": "pg-",
+        "poll.interval.ms": "300",
+        **JSON_SCHEMAS,
+    }
+    topic = f"pg-{table}"
+    worker = Connect(broker.bootstrap, spark=lambda: spark)
+    with worker, httpx.Client(base_url=worker.url, timeout=60) as api:
+        create(api, "orders-in", config)
+        first, second = eventually(_payloads(broker.bootstrap, topic, 2), "two records")
+        schema = first["schema"]
+        assert schema["type"] == "struct" and schema["name"] == table
+        fields = {f["field"]: f for f in schema["fields"]}
+        assert fields["id"] == {"type": "int32", "optional": False, "field": "id"}
+        assert fields["name"]["optional"] is False and fields["amount"]["optional"] is True
+        assert fields["amount"]["name"] == "org.apache.kafka.connect.data.Decimal"
+        assert fields["amount"]["parameters"]["scale"] == "2"
+        assert fields["placed"]["name"] == "org.apache.kafka.connect.data.Timestamp"
+        assert fields["day"]["name"] == "org.apache.kafka.connect.data.Date"
+        row = first["payload"]
+        unscaled = int.from_bytes(base64.b64decode(row["amount"]), "big", signed=True)
+        assert unscaled == -1250
+        assert row["placed"] == 1704164645123  # 2024-01-02T03:04:05.123Z
+        assert row["day"] == 19724
+        assert base64.b64decode(row["raw"]) == b"\x00\xff"
+        assert (row["id"], row["name"], row["ok"], row["score"]) == (1, 'a, "b"', True, 0.5)
+        assert second["payload"] == {
+            "id": 2,
+            "name": "",
+            "amount": None,
+            "placed": None,
+            "day": None,
+            "raw": None,
+            "ok": None,
+            "score": None,
+        }
+        db.execute(f"INSERT INTO {table} (name) VALUES ('c'), ('d')")
+        eventually(_payloads(broker.bootstrap, topic, 4), "four records")
+        expected = [{"partition": {"table": table}, "offset": {"incrementing": 4}}]
+        eventually(
+            lambda: api.get("/connectors/orders-in/offsets").json()["offsets"] == expected,
+            "the offset of row 4",
+        )
+    db.execute(f"INSERT INTO {table} (name) VALUES ('e')")  # while no worker runs
+    again = Connect(broker.bootstrap, spark=lambda: spark, settings=worker.settings)
+    with again, httpx.Client(base_url=again.url, timeout=60) as api:
+        values = eventually(_payloads(broker.bootstrap, topic, 5), "five records")
+        assert [v["payload"]["name"] for v in values] == ['a, "b"', "", "c", "d", "e"]
+        db.execute(f"DROP TABLE {table}")
+        eventually(failed(api, "orders-in"), "the task failing")
+        trace = api.get("/connectors/orders-in/tasks/0/status").json()["trace"]
+        assert f'relation "{table}" does not exist' in trace
+        api.delete("/connectors/orders-in")
+
+
+def test_query_in_timestamp_incrementing_mode_and_an_unreachable_database(
+    spark: SparkSession, broker: StromServer, postgres: Postgres, db: psycopg.Connection[Any]
+) -> None:
+    table = unique_topic("events").replace("-", "_")
+    db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, kind text, at timestamptz NOT NULL)")
+    same = "2024-05-01 00:00:00.000001+00"
+    db.execute(
+        f"INSERT INTO {table} VALUES (2, 'x', '{same}'), (1, 'y', '{same}'),"
+        " (3, 'skip', '2024-04-01+00')"
+    )
+    topic = unique_topic("events")
+    with (
+        Connect(broker.bootstrap, spark=lambda: spark) as worker,
+        httpx.Client(base_url=worker.url, timeout=60) as api,
+    ):
+        create(
+            api,
+            "events-in",
+            {
+                "connector.class": "JdbcSourceConnector",
+                "connection.url": postgres.url,
+                "connection.user": "postgres",
+                "query": f"SELECT id, kind, at FROM {table} WHERE kind <> 'skip'",
+                "mode": "timestamp+incrementing",
+                "incrementing.column.name": "id",
+                "timestamp.column.name": "at",
+                "topic.prefix": topic,
+                "poll.interval.ms": "300",
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable": "false",
+            },
+        )
+        values = eventually(_payloads(broker.bootstrap, topic, 2), "two records")
+        assert [v["id"] for v in values] == [1, 2]  # in (timestamp, id) order
+        db.execute(f"INSERT INTO {table} VALUES (0, 'later', '{same}'::timestamptz + '1s')")
+        assert eventually(_payloads(broker.bootstrap, topic, 3), "three")[2]["kind"] == "later"
+        expected = {"incrementing": 0, "timestamp": 1714521601000, "timestamp_nanos": 1000}
+        eventually(
+            lambda: (
+                api.get("/connectors/events-in/offsets").json()["offsets"]
+                == [{"partition": {"query": "query"}, "offset": expected}]
+            ),
+            "the query's offset",
+        )
+        api.delete("/connectors/events-in")
+        with_port = postgres.url.replace(f":{postgres.port}/", ":1/")
+        create(
+            api,
+            "nowhere",
+            {
+                "connector.class": SOURCE,
+                "connection.url": with_port,
+                "mode": "bulk",
+                "topic.prefix": "x-",
+            },
+        )
+        eventually(lambda: states(api, "nowhere")[0] == "FAILED", "the connector failing")
+        trace = api.get("/connectors/nowhere/status").json()["connector"]["trace"]
+        assert "127.0.0.1" in trace and "port 1" in trace
+
+
+def test_validate_names_the_jdbc_sources_problems(spark: SparkSession, broker: StromServer) -> None:
+    with (
+        Connect(broker.bootstrap, spark=lambda: spark) as worker,
+        httpx.Client(base_url=worker.url, timeout=60) as api,
+    ):
+        infos = api.put(
+            "/connector-plugins/JdbcSourceConnector/config/validate",
+            json={
+                "connector.class": SOURCE,
+                "connection.url": "jdbc:mysql://h/db",
+                "mode": "incrementing",
+                "table.whitelist": "a",
+                "table.blacklist": "b",
+                "poll.interval.ms": "0",
+            },
+        ).json()
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"]}
+    assert "is not a jdbc:postgresql://host:port/database URL" in errors["connection.url"][0]
+    assert errors["incrementing.column.name"] == [
+        "incrementing.column.name must be set in mode incrementing"
+    ]
+    assert errors["table.whitelist"] == ["table.whitelist and table.blacklist cannot both be set"]
+    assert errors["topic.prefix"] == [
+        'Missing required configuration "topic.prefix" which has no default value.'
+    ]
+    assert errors["poll.interval.ms"] == [
+        "Invalid value 0 for configuration poll.interval.ms: Value must be at least 1"
+    ]
+    assert {"Database", "Mode", "Connector"} <= set(infos["groups"])
