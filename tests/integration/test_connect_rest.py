@@ -17,6 +17,7 @@ from strom.testing.connect import Connect
 
 SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+JDBC_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
 JDBC_SOURCE = "io.confluent.connect.jdbc.JdbcSourceConnector"
 
 
@@ -47,6 +48,7 @@ def test_root_and_plugins(api: httpx.Client) -> None:
     assert api.get("/connector-plugins").json() == [
         {"class": SINK, "type": "sink", "version": root["version"]},
         {"class": SOURCE, "type": "source", "version": root["version"]},
+        {"class": JDBC_SINK, "type": "sink", "version": root["version"]},
         {"class": JDBC_SOURCE, "type": "source", "version": root["version"]},
     ]
     everything = api.get("/connector-plugins", params={"connectorsOnly": "false"}).json()

@@ -298,9 +298,9 @@ class ConnectorPlugin(ABC):
 def plugins() -> list[type[ConnectorPlugin]]:
     """Every connector plugin, by class name."""
     from strom.connect.connectors.files import FileStreamSink, FileStreamSource  # noqa: PLC0415
-    from strom.connect.connectors.jdbc import JdbcSource  # noqa: PLC0415
+    from strom.connect.connectors.jdbc import JdbcSink, JdbcSource  # noqa: PLC0415
 
-    return [FileStreamSink, FileStreamSource, JdbcSource]
+    return [FileStreamSink, FileStreamSource, JdbcSink, JdbcSource]
 
 
 def find_plugin(name: str) -> type[ConnectorPlugin]:

@@ -9,15 +9,18 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Iterator
+from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
+from confluent_kafka.cimpl import NewTopic
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
-from e2e.spark.clients import consume_all, unique_topic
+from e2e.spark.clients import Record, admin, consume_all, create_topic, produce, unique_topic
 from e2e.spark.connect_api import create, eventually, failed, states
 from strom.testing.connect import Connect
 from strom.testing.postgres import Postgres
@@ -33,6 +36,13 @@ JSON_SCHEMAS = {
 def db(postgres: Postgres) -> Iterator[psycopg.Connection[Any]]:
     with psycopg.connect(postgres.conninfo, autocommit=True) as connection:
         yield connection
+
+
+def _new_topic(bootstrap: str, name: str) -> str:
+    """The topic a source writes, made first so that reading it before it has records works."""
+    client = admin(bootstrap)  # kept until the result is in: a dropped client cancels it
+    client.create_topics([NewTopic(name, 1, 1)])[name].result(15)
+    return name
 
 
 def _payloads(bootstrap: str, topic: str, count: int) -> Callable[[], list[Any] | None]:
@@ -72,7 +82,7 @@ def test_incrementing_table_to_topic_resumes_after_a_restart_and_fails_when_drop
         "poll.interval.ms": "300",
         **JSON_SCHEMAS,
     }
-    topic = f"pg-{table}"
+    topic = _new_topic(broker.bootstrap, f"pg-{table}")
     worker = Connect(broker.bootstrap, spark=lambda: spark)
     with worker, httpx.Client(base_url=worker.url, timeout=60) as api:
         create(api, "orders-in", config)
@@ -132,7 +142,7 @@ def test_query_in_timestamp_incrementing_mode_and_an_unreachable_database(
         f"INSERT INTO {table} VALUES (2, 'x', '{same}'), (1, 'y', '{same}'),"
         " (3, 'skip', '2024-04-01+00')"
     )
-    topic = unique_topic("events")
+    topic = _new_topic(broker.bootstrap, unique_topic("events"))
     with (
         Connect(broker.bootstrap, spark=lambda: spark) as worker,
         httpx.Client(base_url=worker.url, timeout=60) as api,
@@ -183,23 +193,34 @@ def test_query_in_timestamp_incrementing_mode_and_an_unreachable_database(
         assert "127.0.0.1" in trace and "port 1" in trace
 
 
-def test_validate_names_the_jdbc_sources_problems(spark: SparkSession, broker: StromServer) -> None:
+def _validate(
+    broker: StromServer, spark: SparkSession, plugin: str, config: dict[str, str]
+) -> dict[str, list[str]]:
+    """The errors of each setting in a validate answer."""
     with (
         Connect(broker.bootstrap, spark=lambda: spark) as worker,
         httpx.Client(base_url=worker.url, timeout=60) as api,
     ):
-        infos = api.put(
-            "/connector-plugins/JdbcSourceConnector/config/validate",
-            json={
-                "connector.class": SOURCE,
-                "connection.url": "jdbc:mysql://h/db",
-                "mode": "incrementing",
-                "table.whitelist": "a",
-                "table.blacklist": "b",
-                "poll.interval.ms": "0",
-            },
-        ).json()
-    errors = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"]}
+        infos = api.put(f"/connector-plugins/{plugin}/config/validate", json=config).json()
+    return {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"]}
+
+
+def test_validate_names_the_jdbc_connectors_problems(
+    spark: SparkSession, broker: StromServer
+) -> None:
+    errors = _validate(
+        broker,
+        spark,
+        "JdbcSourceConnector",
+        {
+            "connector.class": SOURCE,
+            "connection.url": "jdbc:mysql://h/db",
+            "mode": "incrementing",
+            "table.whitelist": "a",
+            "table.blacklist": "b",
+            "poll.interval.ms": "0",
+        },
+    )
     assert "is not a jdbc:postgresql://host:port/database URL" in errors["connection.url"][0]
     assert errors["incrementing.column.name"] == [
         "incrementing.column.name must be set in mode incrementing"
@@ -211,4 +232,169 @@ def test_validate_names_the_jdbc_sources_problems(spark: SparkSession, broker: S
     assert errors["poll.interval.ms"] == [
         "Invalid value 0 for configuration poll.interval.ms: Value must be at least 1"
     ]
-    assert {"Database", "Mode", "Connector"} <= set(infos["groups"])
+    sink = _validate(
+        broker,
+        spark,
+        "JdbcSinkConnector",
+        {
+            "connection.url": "jdbc:postgresql://h/db",
+            "insert.mode": "upsert",
+            "topics": "t",
+            "delete.enabled": "true",
+            "pk.mode": "record_value",
+        },
+    )
+    assert sink["delete.enabled"] == ["Deletes are only supported for pk.mode record_key"]
+    assert sink["connection.url"] == []
+    upsert = _validate(broker, spark, "JdbcSinkConnector", {"insert.mode": "upsert"})
+    assert upsert["pk.mode"] == ["insert.mode upsert needs a primary key: pk.mode is none"]
+    assert upsert["connection.url"] == [
+        'Missing required configuration "connection.url" which has no default value.'
+    ]
+
+
+def _envelope(schema: dict[str, Any], payload: Any) -> bytes:
+    return json.dumps({"schema": schema, "payload": payload}).encode()
+
+
+KEY = {"type": "struct", "optional": False, "fields": [{"field": "id", "type": "int32"}]}
+VALUE: dict[str, Any] = {
+    "type": "struct",
+    "optional": False,
+    "name": "order",
+    "fields": [
+        {"field": "id", "type": "int32"},
+        {"field": "name", "type": "string", "optional": True},
+        {
+            "field": "amount",
+            "type": "bytes",
+            "optional": True,
+            "name": "org.apache.kafka.connect.data.Decimal",
+            "parameters": {"scale": "2"},
+        },
+        {
+            "field": "at",
+            "type": "int64",
+            "optional": True,
+            "name": "org.apache.kafka.connect.data.Timestamp",
+        },
+        {"field": "raw", "type": "bytes", "optional": True},
+    ],
+}
+
+
+def _order(id_: int, name: str, cents: int | None = None) -> Record:
+    amount = None if cents is None else base64.b64encode(cents.to_bytes(2, "big", signed=True))
+    payload = {
+        "id": id_,
+        "name": name,
+        "amount": amount and amount.decode(),
+        "at": 1704164645123,
+        "raw": base64.b64encode(b"\x01\x02").decode(),
+    }
+    return Record(_envelope(VALUE, payload), key=_envelope(KEY, {"id": id_}))
+
+
+def _rows(db: psycopg.Connection[Any], query: str, count: int) -> Callable[[], list[Any] | None]:
+    def check() -> list[Any] | None:
+        try:
+            rows = db.execute(query).fetchall()
+        except (psycopg.errors.UndefinedTable, psycopg.errors.UndefinedColumn):  # not yet made
+            return None
+        return rows if len(rows) == count else None
+
+    return check
+
+
+def test_sink_upserts_by_key_deletes_on_tombstones_and_evolves_the_table(
+    spark: SparkSession, broker: StromServer, postgres: Postgres, db: psycopg.Connection[Any]
+) -> None:
+    topic = create_topic(broker.bootstrap, "orders-out")
+    table = f"sink_{topic}"
+    produce(broker.bootstrap, topic, [_order(1, "a", -1250), _order(2, "b"), _order(1, "a2", 5)])
+    with (
+        Connect(broker.bootstrap, spark=lambda: spark) as worker,
+        httpx.Client(base_url=worker.url, timeout=60) as api,
+    ):
+        create(
+            api,
+            "orders-out",
+            {
+                "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+                "connection.url": postgres.url,
+                "connection.user": "postgres",
+                "topics": topic,
+                "table.name.format": "sink_${topic}",
+                "insert.mode": "upsert",
+                "pk.mode": "record_key",
+                "pk.fields": "id",
+                "delete.enabled": "true",
+                "auto.create": "true",
+                "auto.evolve": "true",
+                "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+                **JSON_SCHEMAS,
+            },
+        )
+        query = f'SELECT id, name, amount, at, raw FROM "{table}" ORDER BY id'
+        rows = eventually(_rows(db, query, 2), "two rows")
+        assert rows == [
+            (1, "a2", Decimal("0.05"), datetime(2024, 1, 2, 3, 4, 5, 123000), b"\x01\x02"),
+            (2, "b", None, datetime(2024, 1, 2, 3, 4, 5, 123000), b"\x01\x02"),
+        ]
+        keys = db.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
+            " AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",
+            (f'"{table}"',),
+        ).fetchall()
+        assert keys == [("id",)]
+        evolved = {
+            **VALUE,
+            "fields": [*VALUE["fields"], {"field": "note", "type": "string", "optional": True}],
+        }
+        produce(
+            broker.bootstrap,
+            topic,
+            [
+                Record(None, key=_envelope(KEY, {"id": 2})),
+                Record(_envelope(evolved, {"id": 3, "note": "new"}), key=_envelope(KEY, {"id": 3})),
+            ],
+        )
+        rows = eventually(_rows(db, f'SELECT id, note FROM "{table}" ORDER BY id', 2), "evolved")
+        assert rows == [(1, None), (3, "new")]
+
+
+def test_sink_without_its_table_fails_until_the_table_exists(
+    spark: SparkSession, broker: StromServer, postgres: Postgres, db: psycopg.Connection[Any]
+) -> None:
+    topic = create_topic(broker.bootstrap, "plain")
+    table = topic.replace("-", "_")
+    produce(broker.bootstrap, topic, [_order(7, "x"), _order(7, "y")])
+    with (
+        Connect(broker.bootstrap, spark=lambda: spark) as worker,
+        httpx.Client(base_url=worker.url, timeout=60) as api,
+    ):
+        create(
+            api,
+            "plain-out",
+            {
+                "connector.class": "JdbcSinkConnector",
+                "connection.url": postgres.url,
+                "connection.user": "postgres",
+                "topics": topic,
+                "table.name.format": table,
+                "pk.mode": "kafka",
+                **JSON_SCHEMAS,
+            },
+        )
+        eventually(failed(api, "plain-out"), "the task failing")
+        trace = api.get("/connectors/plain-out/tasks/0/status").json()["trace"]
+        assert f"Table {table} is missing and auto-creation is disabled" in trace
+        db.execute(
+            f"CREATE TABLE {table} (__connect_topic text, __connect_partition int,"
+            " __connect_offset bigint, id int, name text, amount numeric, at timestamp, raw bytea,"
+            " PRIMARY KEY (__connect_topic, __connect_partition, __connect_offset))"
+        )
+        assert api.post("/connectors/plain-out/tasks/0/restart").status_code == 204
+        query = f"SELECT __connect_offset, id, name FROM {table} ORDER BY __connect_offset"
+        assert eventually(_rows(db, query, 2), "both records") == [(0, 7, "x"), (1, 7, "y")]
+        assert states(api, "plain-out") == ("RUNNING", ["RUNNING"])
