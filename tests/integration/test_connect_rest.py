@@ -19,6 +19,7 @@ SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 JDBC_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
 JDBC_SOURCE = "io.confluent.connect.jdbc.JdbcSourceConnector"
+CDC = "io.debezium.connector.postgresql.PostgresConnector"
 
 
 def _no_spark() -> Any:
@@ -50,6 +51,7 @@ def test_root_and_plugins(api: httpx.Client) -> None:
         {"class": SOURCE, "type": "source", "version": root["version"]},
         {"class": JDBC_SINK, "type": "sink", "version": root["version"]},
         {"class": JDBC_SOURCE, "type": "source", "version": root["version"]},
+        {"class": CDC, "type": "source", "version": root["version"]},
     ]
     everything = api.get("/connector-plugins", params={"connectorsOnly": "false"}).json()
     assert "org.apache.kafka.connect.json.JsonConverter" in {p["class"] for p in everything}

@@ -100,9 +100,8 @@ def _json_payload(data: Column, data_type: DataType) -> Column:
     milliseconds, decimals as the base64 of the unscaled value's two's complement bytes
     (precision up to 18), bytes as base64 (Spark's to_json already writes binary so)."""
     if isinstance(data_type, StructType):
-        return F.struct(
-            *[_json_payload(data[f.name], f.dataType).alias(f.name) for f in data_type.fields]
-        )
+        fields = [_json_payload(data[f.name], f.dataType).alias(f.name) for f in data_type.fields]
+        return F.when(data.isNull(), F.lit(None)).otherwise(F.struct(*fields))
     if isinstance(data_type, DateType):
         return F.unix_date(data)
     if isinstance(data_type, TimestampType):
