@@ -29,6 +29,7 @@ import pytest
 from strom_harness import StromServer, start_strom_server
 
 from e2e.doc_session import Example, examples, matches
+from strom.testing.postgres import Postgres, PostgresUnavailable
 
 DOCS = Path(__file__).parents[2] / "docs"
 INTERRUPT_AFTER_S = 2.0
@@ -65,6 +66,10 @@ FILES = {
     },
 }
 """Per document, the files of the reader's that its examples read."""
+NEEDS_POSTGRES = {"connect.md"}
+"""Documents whose examples use a PostgreSQL (the one libpq's ``PG*`` variables name): the test
+starts one of its own (``strom.testing.postgres``), and skips the document, saying why, where
+PostgreSQL cannot run."""
 _CLIENT_COMMANDS = (
     "topics",
     "configs",
@@ -93,6 +98,8 @@ _SHAPES = [
     (re.compile(r"\tEpoch: \d+$"), "\tEpoch: <offset>"),
     (re.compile(r"^\d+ records sent, (?=.* max latency\.$)"), "<n> records sent, "),
     (re.compile(r"\d+(\.\d+)? (records/sec|MB/sec|ms)"), r"<n> \2"),
+    (re.compile(r'"(ts_ms|lsn|txId)":\d+'), r'"\1":<n>'),
+    (re.compile(r'"version":"[^"]*"'), '"version":"<version>"'),
 ]
 
 
@@ -108,9 +115,25 @@ def _shape(line: str) -> str:
 @pytest.fixture(params=sorted(FILES))
 def session(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, StromServer | None, Path]]:
+) -> Iterator[tuple[str, StromServer | None, Path, dict[str, str]]]:
     document = str(request.param)
     base = tmp_path_factory.mktemp("docs")
+    database = None
+    if document in NEEDS_POSTGRES:
+        try:
+            database = Postgres.start()
+        except PostgresUnavailable as error:
+            pytest.skip(f"docs/{document} needs PostgreSQL: {error}")
+    libpq = (
+        {}
+        if database is None
+        else {
+            "PGHOST": database.host,
+            "PGPORT": str(database.port),
+            "PGUSER": "postgres",
+            "PGDATABASE": database.database,
+        }
+    )
     server = None
     if any(_CLIENT_COMMAND.search(example.command) for example in _examples(document)):
         server = start_strom_server(
@@ -153,10 +176,12 @@ def session(
     work.mkdir()
     for name, text in FILES[document].items():
         (work / name).write_text(text)
-    yield document, server, work
+    yield document, server, work, libpq
     _stop_left_in(work)  # what a failed example left running in the background
     if server is not None:
         server.stop(signal.SIGTERM)
+    if database is not None:
+        database.stop()
 
 
 def _stop_left_in(work: Path) -> None:
@@ -170,8 +195,10 @@ def _stop_left_in(work: Path) -> None:
             continue
 
 
-def _run(example: Example, work: Path, address: str | None, expected: list[str]) -> list[str]:
-    env = {**os.environ, "PATH": f"{work.parent / 'bin'}:{os.environ['PATH']}"}
+def _run(
+    example: Example, work: Path, address: str | None, expected: list[str], libpq: dict[str, str]
+) -> list[str]:
+    env = {**os.environ, **libpq, "PATH": f"{work.parent / 'bin'}:{os.environ['PATH']}"}
     process = subprocess.Popen(
         ["bash", "-c", example.command],
         cwd=work,
@@ -224,9 +251,9 @@ def test_every_example_not_run_is_still_in_a_document() -> None:
 
 
 def test_the_documented_commands_print_what_the_document_shows(
-    session: tuple[str, StromServer | None, Path],
+    session: tuple[str, StromServer | None, Path, dict[str, str]],
 ) -> None:
-    document, server, work = session
+    document, server, work, libpq = session
     address = None if server is None else server.bootstrap
     for example in _examples(document):
         if example.command in NOT_RUN:
@@ -234,7 +261,7 @@ def test_the_documented_commands_print_what_the_document_shows(
         expected = [_shape(line) for line in example.output]
         deadline = time.monotonic() + SETTLE_S_OF.get(document, SETTLE_S)
         while True:
-            actual = _run(example, work, address, expected)
+            actual = _run(example, work, address, expected, libpq)
             if matches(expected, actual) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)

@@ -124,9 +124,14 @@ class Converter:
     def serialize(self, data: Column, data_type: DataType, name: str | None = None) -> Column:
         """A record's bytes for ``data`` (null stays null, a tombstone); ``name`` names a
         struct's Connect schema."""
+        if isinstance(data_type, StructType) and self.class_name == STRING:
+            # Connect's Struct.toString(): Struct{a=1,b=x}, null fields left out
+            shown = [
+                F.concat(F.lit(f"{f.name}="), data[f.name].cast("string")) for f in data_type.fields
+            ]
+            text = F.concat(F.lit("Struct{"), F.concat_ws(",", *shown), F.lit("}"))
+            return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(text, "UTF-8"))
         if isinstance(data_type, StructType) and self.class_name != BYTES:
-            if self.class_name == STRING:
-                raise ValueError("StringConverter: struct data is not supported yet")
             payload = F.to_json(_json_payload(data, data_type), {"ignoreNullFields": "false"})
             if self.schemas_enable:
                 schema = json.dumps(connect_schema(data_type, False, name), separators=(",", ":"))

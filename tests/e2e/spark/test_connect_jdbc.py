@@ -398,3 +398,46 @@ def test_sink_without_its_table_fails_until_the_table_exists(
         query = f"SELECT __connect_offset, id, name FROM {table} ORDER BY __connect_offset"
         assert eventually(_rows(db, query, 2), "both records") == [(0, 7, "x"), (1, 7, "y")]
         assert states(api, "plain-out") == ("RUNNING", ["RUNNING"])
+
+
+def test_converters_write_structs_as_connect_does(spark: SparkSession) -> None:
+    """JsonConverter's struct envelope (a null nested struct stays null) and StringConverter's
+    ``Struct{...}`` (null fields left out)."""
+    from pyspark.sql import functions as F  # noqa: PLC0415
+    from pyspark.sql.types import (  # noqa: PLC0415
+        IntegerType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    from strom.connect.converters import converter  # noqa: PLC0415
+
+    inner = StructType([StructField("id", IntegerType(), False), StructField("s", StringType())])
+    outer = StructType([StructField("row", inner, True)])
+    df = spark.createDataFrame([((1, None),), (None,)], outer).coalesce(1)
+    wrapped = converter("org.apache.kafka.connect.json.JsonConverter", {})
+    text = converter("org.apache.kafka.connect.storage.StringConverter", {})
+    rows = df.select(
+        wrapped.serialize(F.struct("row"), outer, "outer").alias("json"),
+        text.serialize(F.col("row"), inner).alias("text"),
+    ).collect()
+    first, second = (json.loads(r.json) for r in rows)
+    assert first["schema"] == {
+        "type": "struct",
+        "fields": [
+            {
+                "type": "struct",
+                "fields": [
+                    {"type": "int32", "optional": False, "field": "id"},
+                    {"type": "string", "optional": True, "field": "s"},
+                ],
+                "optional": True,
+                "field": "row",
+            }
+        ],
+        "optional": False,
+        "name": "outer",
+    }
+    assert (first["payload"], second["payload"]) == ({"row": {"id": 1, "s": None}}, {"row": None})
+    assert [r.text and bytes(r.text) for r in rows] == [b"Struct{id=1}", None]
