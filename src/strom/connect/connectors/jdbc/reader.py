@@ -11,6 +11,7 @@ import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -44,6 +45,7 @@ class JdbcTableSource(DataSource):
     """Options: ``connection`` (psycopg's settings, JSON), ``mode``, ``source`` (a quoted
     table or a parenthesized query), ``incrementing``/``timestamp`` (column names), ``select``
     (the SQL of the columns), ``schema`` (their Spark types as COPY writes them, JSON),
+    ``parallelism`` (how many ranges of ids an incrementing batch is read in, at most),
     ``offset`` (where a new query starts, JSON), and for the offsets topic ``connector``,
     ``partition`` (JSON), ``offsets.topic`` and ``client`` (the worker's librdkafka settings)."""
 
@@ -73,6 +75,7 @@ class _TableReader(DataSourceStreamReader):
             options.get("timestamp") or None,
         )
         self.select = options["select"]
+        self.parallelism = int(options.get("parallelism", "1"))
         self.schema = schema
         self.start: dict[str, Any] = json.loads(options["offset"])
         self.bulk = self.mode.name == "bulk"  # whose offsets Connect's topic never sees
@@ -99,10 +102,18 @@ class _TableReader(DataSourceStreamReader):
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[_Rows]:
         from psycopg import sql  # noqa: PLC0415
 
-        query = self.mode.rows(sql.SQL(self.select), start, end)
+        ranges = [(start, end)]
+        if self.mode.name == "incrementing" and self.parallelism > 1:
+            low, high = int(start["incrementing"]), int(end["incrementing"])
+            bounds = [low + (high - low) * n // self.parallelism for n in range(self.parallelism)]
+            cuts = [{"incrementing": b} for b in dict.fromkeys([*bounds, high])]
+            ranges = list(pairwise(cuts))
         with connect(self.settings) as connection:
-            text = query.as_string(connection)
-        return [_Rows(f"COPY ({text}) TO STDOUT (FORMAT csv)")]
+            texts = [
+                self.mode.rows(sql.SQL(self.select), low_end, high_end).as_string(connection)
+                for low_end, high_end in ranges
+            ]
+        return [_Rows(f"COPY ({text}) TO STDOUT (FORMAT csv)") for text in texts]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, _Rows)

@@ -2,7 +2,8 @@
 settings: the rows of each table (``table.whitelist``/``table.blacklist``, or every table) or
 of one ``query`` into ``topic.prefix`` + table name, polled every ``poll.interval.ms`` in one of
 its modes, values of a struct schema named after the table, no keys. One Spark query for the
-connector: each table is a stream of its own (``reader.JdbcTableSource``), unioned."""
+connector: each table is a stream of its own (``reader.JdbcTableSource``), unioned; with
+``tasks.max`` above 1 an incrementing batch is read in that many ranges of ids at once."""
 
 from __future__ import annotations
 
@@ -255,6 +256,7 @@ class JdbcSource(ConnectorPlugin):
             .option("incrementing", incrementing if "incrementing" in mode else "")
             .option("timestamp", timestamp if "timestamp" in mode else "")
             .option("select", ", ".join(c.select for c in cols))
+            .option("parallelism", config.get("tasks.max", "1"))
             .option("schema", wire.json())
             .option("offset", json.dumps(dict(offset) or Mode(mode, source.sql).initial()))
             .option("connector", context.name)
