@@ -29,7 +29,6 @@ import pytest
 from strom_harness import StromServer, start_strom_server
 
 from e2e.doc_session import Example, examples, matches
-from strom.testing.postgres import Postgres, PostgresUnavailable
 
 DOCS = Path(__file__).parents[2] / "docs"
 INTERRUPT_AFTER_S = 2.0
@@ -66,10 +65,12 @@ FILES = {
     },
 }
 """Per document, the files of the reader's that its examples read."""
+TIMEOUT_S_OF = {"connect.md": float(os.environ.get("DOCS_SPARK_TIMEOUT_S", "600"))}
+"""Documents whose walkthrough outlasts the suite's per-test timeout: connect.md starts a Spark
+worker and five connectors, each a Spark query (minutes on a loaded machine)."""
 NEEDS_POSTGRES = {"connect.md"}
-"""Documents whose examples use a PostgreSQL (the one libpq's ``PG*`` variables name): the test
-starts one of its own (``strom.testing.postgres``), and skips the document, saying why, where
-PostgreSQL cannot run."""
+"""Documents whose examples use a PostgreSQL (the one libpq's ``PG*`` variables name): the run's
+(``postgres`` of ``conftest.py``); the document is skipped, saying why, where it cannot run."""
 _CLIENT_COMMANDS = (
     "topics",
     "configs",
@@ -112,7 +113,12 @@ def _shape(line: str) -> str:
     return line.rstrip()
 
 
-@pytest.fixture(params=sorted(FILES))
+@pytest.fixture(
+    params=[
+        pytest.param(d, marks=[pytest.mark.timeout(TIMEOUT_S_OF[d])] if d in TIMEOUT_S_OF else [])
+        for d in sorted(FILES)
+    ]
+)
 def session(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, StromServer | None, Path, dict[str, str]]]:
@@ -120,10 +126,7 @@ def session(
     base = tmp_path_factory.mktemp("docs")
     database = None
     if document in NEEDS_POSTGRES:
-        try:
-            database = Postgres.start()
-        except PostgresUnavailable as error:
-            pytest.skip(f"docs/{document} needs PostgreSQL: {error}")
+        database = request.getfixturevalue("postgres")  # skips, saying why, without one
     libpq = (
         {}
         if database is None
@@ -180,8 +183,6 @@ def session(
     _stop_left_in(work)  # what a failed example left running in the background
     if server is not None:
         server.stop(signal.SIGTERM)
-    if database is not None:
-        database.stop()
 
 
 def _stop_left_in(work: Path) -> None:

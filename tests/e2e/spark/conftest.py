@@ -1,5 +1,6 @@
-"""One local SparkSession, one ``strom server`` and one PostgreSQL (``postgres``, for the
-JDBC and CDC connectors) for every Spark test of a run.
+"""One local SparkSession and one ``strom server`` for every Spark test of a run (and the
+end-to-end tests' PostgreSQL, ``postgres`` of ``tests/e2e/conftest.py``, for the JDBC and CDC
+connectors).
 
 The server is the integration tests' (``tests/strom_harness.py``); the session is
 ``strom.spark.session()`` on ``local[2]`` with the UI off, two shuffle partitions and a quick
@@ -21,7 +22,6 @@ from strom_harness import StromServer, start_strom_server
 
 import strom.spark
 from e2e.spark.clients import SERVER_OVERRIDES
-from strom.testing.postgres import Postgres, PostgresUnavailable
 
 QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 """The JIT's first tier only, and the serial collector: the tests' queries are many and small,
@@ -54,18 +54,6 @@ def spark() -> Iterator[SparkSession]:
     )
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="session")
-def postgres() -> Iterator[Postgres]:
-    """The run's one PostgreSQL (``wal_level=logical``), in a temporary directory as the
-    ``postgres`` user; skipped, saying why, where PostgreSQL cannot run."""
-    try:
-        server = Postgres.start()
-    except PostgresUnavailable as error:
-        pytest.skip(f"no PostgreSQL: {error}")
-    yield server
-    server.stop()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
