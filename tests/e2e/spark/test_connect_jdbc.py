@@ -366,7 +366,7 @@ def test_sink_upserts_by_key_deletes_on_tombstones_and_evolves_the_table(
         assert rows == [(1, None), (3, "new")]
 
 
-def test_sink_without_its_table_fails_until_the_table_exists(
+def test_sink_without_its_table_fails_until_the_table_exists_and_without_its_database(
     spark: SparkSession, broker: StromServer, postgres: Postgres, db: psycopg.Connection[Any]
 ) -> None:
     topic = create_topic(broker.bootstrap, "plain")
@@ -401,6 +401,20 @@ def test_sink_without_its_table_fails_until_the_table_exists(
         query = f"SELECT __connect_offset, id, name FROM {table} ORDER BY __connect_offset"
         assert eventually(_rows(db, query, 2), "both records") == [(0, 7, "x"), (1, 7, "y")]
         assert states(api, "plain-out") == ("RUNNING", ["RUNNING"])
+        api.delete("/connectors/plain-out")
+        create(
+            api,
+            "plain-nowhere",
+            {
+                "connector.class": "JdbcSinkConnector",
+                "connection.url": postgres.url.replace(f":{postgres.port}/", ":1/"),
+                "topics": topic,
+                **JSON_SCHEMAS,
+            },
+        )
+        eventually(failed(api, "plain-nowhere"), "the task failing")
+        trace = api.get("/connectors/plain-nowhere/tasks/0/status").json()["trace"]
+        assert "127.0.0.1" in trace and "port 1" in trace
 
 
 def test_converters_write_structs_as_connect_does(spark: SparkSession) -> None:
