@@ -9,7 +9,6 @@ are not installed says in one line which extra to install.
 from __future__ import annotations
 
 import difflib
-import importlib
 from typing import Any
 
 import click
@@ -91,9 +90,11 @@ class LazyGroup(click.Group):
         entry = SUBCOMMANDS.get(cmd_name)
         if entry is None:
             return None
+        from strom.server.collector import import_module  # noqa: PLC0415 - not for --help
+
         module, _, attribute = entry[0].partition(":")
         try:
-            command = getattr(importlib.import_module(module, "strom.cli"), attribute)
+            command = getattr(import_module(module, "strom.cli"), attribute)
         except ModuleNotFoundError as error:
             raise missing_extra(error, cmd_name) or error from None
         assert isinstance(command, click.Command)
