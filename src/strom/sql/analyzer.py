@@ -2,8 +2,8 @@
 `analyzer` and `ExpressionTypeManager`). Every source must exist, every column resolve to one
 source, every operator get operands it can take; the result is the query's output columns.
 
-Function calls are checked in their arguments only: their result types come with the function
-registry, a later step, so a call's type is unknown (None) here, as is NULL's.
+Function calls are typed by the function registry (`functions.resolve`); NULL's type is
+unknown (None), and fits wherever a value does.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from strom.sql import expressions as ex
+from strom.sql import functions
 from strom.sql import statements as st
 from strom.sql import types as ty
 from strom.sql.errors import SqlSemanticError
@@ -42,8 +43,8 @@ class SourceSchema:
 
 @dataclass(frozen=True)
 class OutputColumn:
-    """A column of a query's result; `type` is None where it comes from a function call or a
-    NULL, until the function registry types them."""
+    """A column of a query's result; `type` is None where it is a NULL (or a function of
+    NULLs alone, such as `COALESCE(NULL, NULL)`)."""
 
     name: str
     type: ty.SqlType | None
@@ -331,13 +332,13 @@ class _Typer:
                     f"Cannot subscript {format_expression(base)} ({_name(t)}) "
                     f"with {format_expression(index)} ({_name(i)})."
                 )
-            case ex.FunctionCall(_, args):
-                for arg in args:
-                    if not isinstance(arg, ex.Lambda):  # typed with the function registry
-                        self._type(arg)
-                return None
+            case ex.FunctionCall(name, args):
+                if any(isinstance(arg, ex.Lambda) for arg in args):
+                    raise SqlSemanticError(f"{name}: functions taking lambdas are not supported.")
+                types = [self._type(arg) for arg in args]
+                return functions.resolve(name, types).result(types)
             case ex.Lambda():
-                return None
+                raise SqlSemanticError(f"Unexpected lambda {format_expression(e)}.")
             case ex.Unary(_, operand):
                 t = self._type(operand)
                 if t is not None and not _numeric(t):
