@@ -18,7 +18,14 @@ from strom.sql import types as ty
 from strom.sql.errors import SqlSemanticError
 from strom.sql.formatter import format_expression, format_type
 
-__all__ = ["Column", "OutputColumn", "ResolvedQuery", "SourceSchema", "analyze"]
+__all__ = [
+    "Column",
+    "OutputColumn",
+    "ResolvedQuery",
+    "SourceSchema",
+    "analyze",
+    "expression_type",
+]
 
 
 @dataclass(frozen=True)
@@ -104,6 +111,13 @@ def analyze(query: st.Query, sources: Mapping[str, SourceSchema]) -> ResolvedQue
     if query.having is not None:
         typer.boolean(query.having, "HAVING")
     return ResolvedQuery(tuple(_output(query, scope, typer)))
+
+
+def expression_type(
+    e: ex.Expression, scope: Mapping[str, SourceSchema], *, windowed: bool = False
+) -> ty.SqlType | None:
+    """The type of `e` over the sources of `scope` (by alias), checked as in a SELECT."""
+    return _Typer(dict(scope), windowed).check(e, "SELECT")
 
 
 def _relations(relation: st.Relation) -> list[st.AliasedRelation]:
