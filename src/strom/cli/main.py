@@ -37,6 +37,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "schemas": (".schemas:schemas", "List, read, register and delete registry schemas."),
     "connect": (".connect:connect", "Run a Kafka Connect worker whose connectors run on Spark."),
     "connectors": (".connectors:connectors", "Create, list and manage Kafka Connect connectors."),
+    "sql": (".sql:sql", "Run a ksqlDB-compatible SQL server on Spark."),
     "get-offsets": (".get_offsets:get_offsets", "Print each partition's offset at a time."),
     "delete-records": (".delete_records:delete_records", "Delete records below offsets."),
     "log-dirs": (".log_dirs:log_dirs", "Describe the brokers' log directories."),
@@ -53,11 +54,12 @@ EXTRAS: dict[str, str] = {
     ),
     **dict.fromkeys(["referencing", "google", "grpc_tools", "authlib", "cachetools"], "registry"),
     "matplotlib": "chaos",
+    "lark": "sql",
     **dict.fromkeys(["pyspark", "pyarrow"], "spark"),
 }
 """Top-level module -> the extra of pyproject.toml that installs it."""
 
-COMMAND_EXTRAS: dict[str, str] = {"connect": "connect", "connectors": "connect"}
+COMMAND_EXTRAS: dict[str, str] = {"connect": "connect", "connectors": "connect", "sql": "sql"}
 """Subcommand -> the one extra that installs all it needs, where its modules are in several."""
 
 
