@@ -23,6 +23,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from strom.spark.foreach_batch import write_stream
 from strom.sql import entities
 from strom.sql import statements as st
 from strom.sql.commands import Command, CommandLog
@@ -37,7 +38,7 @@ from strom.sql.settings import OFFSET_RESETS, SqlSettings
 from strom.sql.values import encode_insert
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
 __all__ = ["Engine", "PersistentQuery", "StatementError"]
@@ -377,15 +378,13 @@ class Engine:
         *,
         text: str,
         plan: Plan,
-        frame: Any,
+        frame: DataFrame,
         sink: DataSource,
         source: DataSource,
     ) -> None:
-        from strom.spark.foreach_batch import write_stream  # noqa: PLC0415
-
-        options: dict[str, Any] = {
-            name.replace(".", "_"): value for name, value in self.settings.spark_options().items()
-        }
+        # keyed records go to the partition Java's producers (and ksqlDB) would pick: murmur2
+        given = {**self.settings.spark_options(), "kafka.partitioner": "murmur2_random"}
+        options: dict[str, Any] = {name.replace(".", "_"): value for name, value in given.items()}
         streaming = write_stream(
             frame,
             checkpoint=str(self.settings.checkpoint(query_id)),

@@ -4,7 +4,8 @@ ksqlDB's pseudo-columns, then WHERE, GROUP BY with its window and aggregates, HA
 projection; and the sink's `key` and `value` columns for a query that writes a topic.
 
 The output's key columns follow ksqlDB: the grouping expressions of an aggregate, the PARTITION
-BY expression, else the key columns of the source that the projection keeps.
+BY expression (either must be in the projection), else the key columns of the source that the
+projection keeps.
 """
 
 from __future__ import annotations
@@ -151,9 +152,10 @@ def _with_keys(
     query: st.Query, columns: tuple[OutputColumn, ...], source: DataSource, aggregate: bool
 ) -> tuple[OutputColumn, ...]:
     """The output columns with their key flags, ksqlDB's way."""
+    if aggregate and query.partition_by:
+        raise SqlSemanticError("PARTITION BY cannot be combined with GROUP BY (or aggregates).")
     keyed = query.group_by if aggregate else query.partition_by
-    if query.partition_by:
-        raise SqlSemanticError("PARTITION BY is not supported on Spark yet.")
+    word = "grouping" if aggregate else "partitioning"
     names: list[str] = []
     position = 0
     expressions: dict[str, ex.Expression] = {}
@@ -173,7 +175,7 @@ def _with_keys(
             shown = format_expression(key)
             raise SqlSemanticError(
                 "Key missing from projection (ie, SELECT). The query used to build the result "
-                f"must include the grouping expression {shown} in its projection "
+                f"must include the {word} expression {shown} in its projection "
                 f"(eg, SELECT {shown}...)."
             )
         names.append(found[0])

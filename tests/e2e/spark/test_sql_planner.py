@@ -115,6 +115,16 @@ def test_tumbling_windows_key_with_the_window_start(spark: SparkSession) -> None
     ]
 
 
+def test_partition_by_rekeys_the_stream(spark: SparkSession) -> None:
+    written, plan = _run(
+        spark, "SELECT region, id, name FROM orders PARTITION BY region EMIT CHANGES;"
+    )
+    assert [c.name for c in plan.columns if c.key] == ["REGION"]
+    assert written[0] == (b"eu", '{"ID":5,"NAME":"ann"}')
+    with pytest.raises(SqlSemanticError, match="partitioning expression REGION"):
+        _run(spark, "SELECT id FROM orders PARTITION BY region;")
+
+
 def test_delimited_values(spark: SparkSession) -> None:
     with pytest.raises(SqlSemanticError, match="'DELIMITED' format does not support type 'ARRAY'"):
         _frame(spark, _source("DELIMITED"), [])

@@ -168,16 +168,22 @@ def test_streams_tables_push_queries_and_a_restart(
 
             with api.stream(
                 "POST",
-                "/query-stream",
+                "/query",
                 json={
-                    "sql": "SELECT id, name FROM orders WHERE region = 'eu' EMIT CHANGES LIMIT 2;",
-                    "properties": {"auto.offset.reset": "earliest"},
+                    "ksql": "SELECT id, name FROM orders WHERE region = 'eu' EMIT CHANGES LIMIT 2;",
+                    "streamsProperties": {"auto.offset.reset": "earliest"},
                 },
             ) as pushed:
-                lines = [json.loads(line) for line in pushed.iter_lines() if line]
-            assert lines[0]["columnNames"] == ["ID", "NAME"]
-            assert lines[0]["columnTypes"] == ["INTEGER", "STRING"]
-            assert sorted(lines[1:]) == [[1, "ann"], [2, "bob"]]
+                pushed_rows = json.loads(pushed.read())  # the chunks make one JSON array
+            assert pushed_rows[0]["header"]["schema"] == "`ID` INTEGER KEY, `NAME` STRING"
+            assert sorted(r["row"]["columns"] for r in pushed_rows[1:-1]) == [
+                [1, "ann"],
+                [2, "bob"],
+            ]
+            assert pushed_rows[-1] == {"finalMessage": "Limit Reached"}
+            unknown_push = api.post("/close-query", json={"queryId": "transient_X_1"})
+            assert unknown_push.status_code == 400
+            assert unknown_push.json()["message"] == "No query with id transient_X_1"
     finally:
         server.stop()
 
