@@ -33,6 +33,7 @@ from strom.sql.functions import FUNCTIONS
 from strom.sql.metastore import DataSource, declared_source, derived_source
 from strom.sql.parser import parse, parse_statement
 from strom.sql.planner import Plan, plan_query, read_source, sink_frame
+from strom.sql.pull import PullQuery
 from strom.sql.push import PushQuery
 from strom.sql.settings import OFFSET_RESETS, SqlSettings
 from strom.sql.values import encode_insert
@@ -501,8 +502,9 @@ class Engine:
 
     # push queries
 
-    def push_query(self, text: str, properties: Mapping[str, Any]) -> PushQuery:
-        """Start the push query of `text` (one `SELECT ... EMIT CHANGES`)."""
+    def start_query(self, text: str, properties: Mapping[str, Any]) -> PushQuery | PullQuery:
+        """Start the query of `text`: a push query (`SELECT ... EMIT CHANGES`, a transient
+        Spark query) or a pull query (a table's current rows)."""
         try:
             s = parse_statement(text)
         except SqlError as error:
@@ -513,14 +515,11 @@ class Engine:
                 "The query endpoints take SELECT statements only; use /ksql for others.",
                 text,
             )
-        if s.query.emit is not st.Emit.CHANGES:
-            raise StatementError(
-                entities.BAD_STATEMENT,
-                "Pull queries are not supported yet: add EMIT CHANGES for a push query.",
-                text,
-            )
         try:
             with self._lock:
+                if s.query.emit is not st.Emit.CHANGES:
+                    source = self._source_of(s.query)
+                    return PullQuery(source, s.query, self._client, self.settings.timeout)
                 source, plan = self._plan(s.query, properties)
                 checkpoint = tempfile.mkdtemp(prefix="strom-sql-push-")
                 push = PushQuery(source.name, plan, s.query.limit, checkpoint)

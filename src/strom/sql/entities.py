@@ -8,7 +8,7 @@ from typing import Any
 
 from strom.sql import statements as st
 from strom.sql import types as ty
-from strom.sql.analyzer import Column
+from strom.sql.analyzer import Column, OutputColumn
 from strom.sql.formatter import format_type
 from strom.sql.functions import FUNCTIONS
 from strom.sql.metastore import DataSource
@@ -24,10 +24,12 @@ __all__ = [
     "function_list",
     "properties",
     "queries",
+    "query_schema",
     "schema",
     "source_description",
     "sources",
     "statement_error",
+    "stream_header",
     "topics",
 ]
 
@@ -39,6 +41,23 @@ NOT_FOUND = 40400
 SERVER_ERROR = 50000
 
 Json = dict[str, Any]
+
+
+def stream_header(query_id: str, columns: Sequence[OutputColumn]) -> Json:
+    """The header of `/query-stream`'s answer."""
+    return {
+        "queryId": query_id,
+        "columnNames": [c.name for c in columns],
+        "columnTypes": [format_type(c.type) if c.type else "STRING" for c in columns],
+    }
+
+
+def query_schema(columns: Sequence[OutputColumn]) -> str:
+    """The `schema` of `/query`'s header: "`ID` INTEGER KEY, `NAME` STRING"."""
+    return ", ".join(
+        f"`{c.name}` {format_type(c.type) if c.type else 'STRING'}" + (" KEY" if c.key else "")
+        for c in columns
+    )
 
 
 def statement_error(code: int, message: str, text: str, entities: Sequence[Json] = ()) -> Json:

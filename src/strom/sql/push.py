@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from strom.sql import entities
 from strom.sql.analyzer import OutputColumn
 from strom.sql.compiler import column
-from strom.sql.formatter import format_type
 from strom.sql.planner import Plan
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class PushQuery:
         self.id = f"transient_{source}_{uuid.uuid4().int % 10**19}"
         self.columns: tuple[OutputColumn, ...] = plan.columns
         self.limit = limit
+        self.final_message = "Limit Reached" if limit is not None else None
         self._checkpoint = checkpoint
         self._rows: queue.Queue[object] = queue.Queue()
         self._closed = threading.Event()
@@ -53,19 +54,10 @@ class PushQuery:
         )
 
     def header(self) -> Mapping[str, Any]:
-        """ksqlDB's header of `/query-stream`."""
-        return {
-            "queryId": self.id,
-            "columnNames": [c.name for c in self.columns],
-            "columnTypes": [format_type(c.type) if c.type else "STRING" for c in self.columns],
-        }
+        return entities.stream_header(self.id, self.columns)
 
     def schema(self) -> str:
-        """The `schema` of `/query`'s header: "`ID` INTEGER, `NAME` STRING"."""
-        return ", ".join(
-            f"`{c.name}` {format_type(c.type) if c.type else 'STRING'}" + (" KEY" if c.key else "")
-            for c in self.columns
-        )
+        return entities.query_schema(self.columns)
 
     def rows(self, poll: float = 0.5) -> Iterator[list[Any] | None]:
         """Rows as they come; None every `poll` seconds without one (so the caller can check

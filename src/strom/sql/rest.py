@@ -1,5 +1,6 @@
 """ksqlDB's REST API over an `Engine`, as a Starlette app on the shared HTTP shell
-(`strom.web`): `/ksql`, `/query` and `/query-stream` (push queries, chunked), `/close-query`,
+(`strom.web`): `/ksql`, `/query` and `/query-stream` (push queries, chunked, and pull
+queries), `/close-query`,
 `/info`, `/healthcheck` and `/status`, with ksqlDB's bodies and `statement_error`s, so ksqlDB's
 clients and scripts work unchanged."""
 
@@ -19,6 +20,7 @@ from starlette.routing import Route
 from strom import __version__
 from strom.sql import entities
 from strom.sql.engine import Engine, StatementError
+from strom.sql.pull import PullQuery
 from strom.sql.push import PushQuery
 from strom.web import http as web
 
@@ -54,7 +56,7 @@ class _BadRequest(Exception):
     pass
 
 
-async def _rows(push: PushQuery) -> AsyncIterator[list[Any]]:
+async def _rows(push: PushQuery | PullQuery) -> AsyncIterator[list[Any]]:
     """The push query's rows, without blocking the event loop; closes it at the end (the
     client gone, its LIMIT reached, or the query closed)."""
     rows: Iterator[list[Any] | None] = push.rows()
@@ -81,11 +83,11 @@ class _Api:
         properties = body.get("streamsProperties") or {}
         return _json(await asyncio.to_thread(self.engine.ksql, text, properties))
 
-    async def _start(self, text: object, properties: object) -> PushQuery:
+    async def _start(self, text: object, properties: object) -> PushQuery | PullQuery:
         if not isinstance(text, str) or not text.strip():
             raise _BadRequest("The request names no query.")
         props = properties if isinstance(properties, dict) else {}
-        return await asyncio.to_thread(self.engine.push_query, text, props)
+        return await asyncio.to_thread(self.engine.start_query, text, props)
 
     async def query(self, request: Request) -> Response:
         body = await _body(request)
@@ -93,10 +95,12 @@ class _Api:
 
         async def chunks() -> AsyncIterator[bytes]:
             header = {"header": {"queryId": push.id, "schema": push.schema()}}
-            yield b"[" + json.dumps(header).encode() + b",\n"
+            yield b"[" + json.dumps(header).encode()
             async for row in _rows(push):
-                yield json.dumps({"row": {"columns": row}}).encode() + b",\n"
-            yield b'{"finalMessage":"Limit Reached"}]\n'
+                yield b",\n" + json.dumps({"row": {"columns": row}}).encode()
+            if push.final_message is not None:
+                yield b",\n" + json.dumps({"finalMessage": push.final_message}).encode()
+            yield b"]\n"
 
         return StreamingResponse(chunks(), media_type="application/json")
 

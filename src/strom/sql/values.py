@@ -1,6 +1,7 @@
-"""`INSERT INTO source (columns) VALUES (...)` as one record in the source's formats (ksqlDB's
-`InsertValuesExecutor`): the key and value bytes, and the timestamp when ROWTIME is given. Pure:
-the values are literals, encoded as the planner's formats write them."""
+"""Records in Python, in the formats the planner reads and writes on Spark: `encode_insert` makes
+the record of `INSERT INTO source (columns) VALUES (...)` (ksqlDB's `InsertValuesExecutor`; the
+key and value bytes, and the timestamp when ROWTIME is given), `decode_record` reads a record
+of a table's topic for a pull query. Pure."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from strom.sql.errors import SqlSemanticError
 from strom.sql.formatter import format_expression
 from strom.sql.metastore import DataSource
 
-__all__ = ["Record", "encode_insert"]
+__all__ = ["Record", "decode_record", "encode_insert"]
 
 Record = tuple[bytes | None, bytes | None, int | None]
 """Key, value, timestamp (None: the producer's clock)."""
@@ -103,3 +104,52 @@ def encode_insert(source: DataSource, s: st.InsertValues) -> Record:
     key = _encode(source.keys, given, source.key_format)
     value_bytes = _encode(source.values, given, source.value_format)
     return key, value_bytes, timestamp if isinstance(timestamp, int) else None
+
+
+def _from_text(text: str | None, t: ty.SqlType) -> object:
+    if text is None or text == "":
+        return None
+    try:
+        if t in (ty.INT, ty.BIGINT):
+            return int(text)
+        if t == ty.DOUBLE or isinstance(t, ty.DecimalType):
+            return float(text)
+        if t == ty.BOOLEAN:
+            return text.strip().lower() == "true"
+    except ValueError:
+        return None
+    return text
+
+
+def _decode(columns: Sequence[Column], data: bytes | None, fmt: str) -> dict[str, object]:
+    if not columns or data is None:
+        return {}
+    if fmt == "JSON":
+        try:
+            fields = json.loads(data)
+        except ValueError:
+            return {}
+        if not isinstance(fields, dict):
+            return {}
+        upper = {str(k).upper(): v for k, v in fields.items()}
+        return {c.name: upper.get(c.name.upper()) for c in columns}
+    if fmt == "DELIMITED":
+        parts = data.decode(errors="replace").split(",")
+        return {
+            c.name: _from_text(parts[i] if i < len(parts) else None, c.type)
+            for i, c in enumerate(columns)
+        }
+    t = columns[0].type
+    if t == ty.INT and len(data) == 4:
+        return {columns[0].name: struct.unpack(">i", data)[0]}
+    if t == ty.BIGINT and len(data) == 8:
+        return {columns[0].name: struct.unpack(">q", data)[0]}
+    return {columns[0].name: data.decode(errors="replace")}
+
+
+def decode_record(source: DataSource, key: bytes | None, value: bytes | None) -> dict[str, object]:
+    """A record's columns by name (its key's and its value's), as the planner's formats read."""
+    return {
+        **_decode(source.keys, key, source.key_format),
+        **_decode(source.values, value, source.value_format),
+    }

@@ -1,8 +1,8 @@
 """A SQL server (ksqlDB's REST API) on a real `strom server`, driven with httpx as ksqlDB's
 clients drive it, its queries in the suite's one SparkSession; input produced and output read
-with confluent-kafka. One stream, a filter-and-project stream and an aggregate table, a push
-query, ksqlDB's errors, and a restarted server that rebuilds everything from its command topic
-and resumes its queries from their checkpoints: nothing lost, nothing twice."""
+with confluent-kafka. One stream, a filter-and-project stream and an aggregate table, a pull
+and a push query, ksqlDB's errors, and a restarted server that rebuilds everything from its
+command topic and resumes its queries from their checkpoints: nothing lost, nothing twice."""
 
 from __future__ import annotations
 
@@ -165,6 +165,18 @@ def test_streams_tables_push_queries_and_a_restart(
             assert described["writeQueries"][0]["id"] == big_query
             busy = _error(api, "DROP STREAM orders;")
             assert busy["message"].startswith("Cannot drop ORDERS.")
+
+            pulled = api.post(
+                "/query-stream",
+                json={"sql": "SELECT region, total FROM totals WHERE region = 'eu';"},
+            )
+            assert pulled.headers["content-type"] == "application/vnd.ksqlapi.delimited.v1"
+            header, *pulled_rows = [json.loads(line) for line in pulled.text.splitlines()]
+            assert header["columnNames"] == ["REGION", "TOTAL"]
+            assert pulled_rows == [["eu", 30.0]]
+            on_stream = api.post("/query-stream", json={"sql": "SELECT * FROM orders;"})
+            assert on_stream.status_code == 400
+            assert on_stream.json()["message"].startswith("Pull queries read tables;")
 
             with api.stream(
                 "POST",

@@ -16,7 +16,7 @@ from strom.sql.errors import SqlSemanticError
 from strom.sql.metastore import DataSource, declared_source
 from strom.sql.parser import parse_statement
 from strom.sql.settings import SqlSettings, SqlSettingsError
-from strom.sql.values import encode_insert
+from strom.sql.values import decode_record, encode_insert
 
 
 def create(sql: str) -> DataSource:
@@ -161,3 +161,17 @@ def test_entities_have_ksqldb_shapes() -> None:
         "statementText": "X;",
         "entities": [],
     }
+
+
+def test_records_read_back_in_python_as_spark_reads_them() -> None:
+    source = create(
+        "CREATE TABLE t (id BIGINT PRIMARY KEY, name STRING, n INT) "
+        "WITH (KAFKA_TOPIC='t', VALUE_FORMAT='JSON');"
+    )
+    key = struct.pack(">q", -3)
+    assert decode_record(source, key, b'{"Name": "x", "N": 2, "other": 1}') == {
+        "ID": -3,
+        "NAME": "x",
+        "N": 2,
+    }
+    assert decode_record(source, key, b"not json") == {"ID": -3}
