@@ -5,7 +5,7 @@ INTEGER."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -66,9 +66,17 @@ def _literal(e: ex.Expression) -> object:
 class Compiler:
     """Compiles the expressions of one query over its sources (by alias)."""
 
-    def __init__(self, scope: Mapping[str, SourceSchema], *, windowed: bool = False) -> None:
+    def __init__(
+        self,
+        scope: Mapping[str, SourceSchema],
+        *,
+        windowed: bool = False,
+        names: Callable[[ex.ColumnRef], str] | None = None,
+    ) -> None:
         self._scope = scope
         self._windowed = windowed
+        self.name_of: Callable[[ex.ColumnRef], str] = names or (lambda ref: ref.name)
+        """The frame's name for a column reference (a join's frame prefixes them)."""
 
     def type_of(self, e: ex.Expression) -> ty.SqlType | None:
         return expression_type(e, self._scope, windowed=self._windowed)
@@ -89,8 +97,8 @@ class Compiler:
                 if isinstance(e, ex.IntegerLiteral) and self.type_of(e) == ty.BIGINT:
                     return F.lit(value).cast("bigint")
                 return F.lit(value)
-            case ex.ColumnRef(name):
-                return column(name)
+            case ex.ColumnRef():
+                return column(self.name_of(e))
             case ex.Dereference(base, field):
                 return c(base).getField(field)
             case ex.Subscript(base, index):

@@ -30,6 +30,7 @@ from strom.sql.commands import Command, CommandLog
 from strom.sql.errors import SqlError, SqlSemanticError
 from strom.sql.formatter import format_type
 from strom.sql.functions import FUNCTIONS
+from strom.sql.joins import JoinQuery, join_sources
 from strom.sql.metastore import DataSource, declared_source, derived_source
 from strom.sql.parser import parse, parse_statement
 from strom.sql.planner import Plan, plan_query, read_source, sink_frame
@@ -64,7 +65,7 @@ class PersistentQuery:
     statement: str
     sink: str
     sink_topic: str
-    source: str
+    sources: tuple[str, ...]
     query: StreamingQuery
 
     @property
@@ -299,15 +300,18 @@ class Engine:
         return entities.current_status(s.text, _command_id(s), f"{kind} created", seq)
 
     def _source_of(self, query: st.Query) -> DataSource:
-        if isinstance(query.from_, st.Join):
-            raise SqlSemanticError("Joins are not supported on Spark yet.")
-        source = self.sources.get(query.from_.name)
+        """The source a query reads (a join's stream)."""
+        relation = query.from_.left if isinstance(query.from_, st.Join) else query.from_
+        source = self.sources.get(relation.name)
         if source is None:
-            raise SqlSemanticError(f"{query.from_.name} does not exist.")
+            raise SqlSemanticError(f"{relation.name} does not exist.")
         return source
 
-    def _plan(self, query: st.Query, props: Mapping[str, Any]) -> tuple[DataSource, Plan]:
-        source = self._source_of(query)
+    def _plan(
+        self, query: st.Query, props: Mapping[str, Any]
+    ) -> tuple[Mapping[str, DataSource], Plan, JoinQuery | None]:
+        """The query's sources by alias (the one read first), its plan, and for a join what
+        runs it (each micro-batch's plan is made again: see `joins`)."""
         reset = str(
             props.get("auto.offset.reset")
             or props.get("ksql.streams.auto.offset.reset")
@@ -315,8 +319,15 @@ class Engine:
         ).lower()
         if reset not in OFFSET_RESETS:
             raise SqlSemanticError(f"auto.offset.reset: earliest or latest, not {reset!r}")
-        frame = read_source(self.spark, source, self.settings.spark_options(), reset)
-        return source, plan_query(query, frame, source)
+        options = self.settings.spark_options()
+        if isinstance(query.from_, st.Join):
+            sources, joined = join_sources(query.from_, self.sources)
+            join = JoinQuery(query, joined, sources, options, reset)
+            return sources, join.plan(self.spark, join.stream(self.spark)), join
+        source = self._source_of(query)
+        sources = {query.from_.alias or query.from_.name: source}
+        frame = read_source(self.spark, source, options, reset)
+        return sources, plan_query(query, frame, sources), None
 
     def _create_as_select(
         self, s: st.CreateAsSelect, props: Mapping[str, Any], seq: int, run: bool
@@ -324,7 +335,8 @@ class Engine:
         if s.if_not_exists and s.name in self.sources:
             return entities.current_status(s.text, _command_id(s), "Already exists.", seq)
         self._check_new(s.kind, s.name, False)
-        source, plan = self._plan(s.query, props)
+        sources, plan, join = self._plan(s.query, props)
+        source = next(iter(sources.values()))
         if plan.aggregate and s.kind is st.SourceKind.STREAM:
             raise SqlSemanticError(
                 "Invalid result type. Your SELECT query produces a TABLE. Please use CREATE "
@@ -344,7 +356,9 @@ class Engine:
             self._create_topic(sink.topic, partitions, sink.replicas)
         query_id = f"{'CSAS' if s.kind is st.SourceKind.STREAM else 'CTAS'}_{s.name}_{seq}"
         self.sources[s.name] = sink
-        self._start(query_id, text=s.text, plan=plan, frame=frame, sink=sink, source=source)
+        self._start(
+            query_id, text=s.text, plan=plan, frame=frame, sink=sink, sources=sources, join=join
+        )
         message = f"Created query with ID {query_id}"
         return entities.current_status(s.text, _command_id(s), message, seq, query_id)
 
@@ -358,7 +372,7 @@ class Engine:
             raise SqlSemanticError(
                 f"INSERT INTO can only be used to insert into a stream. {s.target} is a table."
             )
-        source, plan = self._plan(s.query, props)
+        sources, plan, join = self._plan(s.query, props)
         got = [(c.name, c.type, c.key) for c in plan.columns]
         if got != [(c.name, c.type, c.key) for c in target.columns] or plan.aggregate:
             raise SqlSemanticError(
@@ -369,7 +383,9 @@ class Engine:
         if not run:
             return None
         query_id = f"INSERTQUERY_{seq}"
-        self._start(query_id, text=s.text, plan=plan, frame=frame, sink=target, source=source)
+        self._start(
+            query_id, text=s.text, plan=plan, frame=frame, sink=target, sources=sources, join=join
+        )
         message = f"Created query with ID {query_id}"
         return entities.current_status(s.text, _command_id(s), message, seq, query_id)
 
@@ -381,22 +397,47 @@ class Engine:
         plan: Plan,
         frame: DataFrame,
         sink: DataSource,
-        source: DataSource,
+        sources: Mapping[str, DataSource],
+        join: JoinQuery | None,
     ) -> None:
         # keyed records go to the partition Java's producers (and ksqlDB) would pick: murmur2
         given = {**self.settings.spark_options(), "kafka.partitioner": "murmur2_random"}
         options: dict[str, Any] = {name.replace(".", "_"): value for name, value in given.items()}
-        streaming = write_stream(
-            frame,
-            checkpoint=str(self.settings.checkpoint(query_id)),
-            topic=sink.topic,
-            output_mode="update" if plan.aggregate else "append",
-            exactly_once=True,
-            **options,
-        )
+        checkpoint = str(self.settings.checkpoint(query_id))
+        if join is None:
+            streaming = write_stream(
+                frame,
+                checkpoint=checkpoint,
+                topic=sink.topic,
+                output_mode="update" if plan.aggregate else "append",
+                exactly_once=True,
+                **options,
+            )
+        else:
+            streaming = self._start_join(join, checkpoint, sink, given)
         self.queries[query_id] = PersistentQuery(
-            query_id, text, sink.name, sink.topic, source.name, streaming
+            query_id,
+            text,
+            sink.name,
+            sink.topic,
+            tuple(s.name for s in sources.values()),
+            streaming,
         )
+
+    def _start_join(
+        self, join: JoinQuery, checkpoint: str, sink: DataSource, options: Mapping[str, str]
+    ) -> StreamingQuery:
+        """A join's query: each micro-batch joined with the table read then, written exactly
+        once (the batch write runs inside the micro-batch, as `write_stream`'s)."""
+        spark = self.spark
+        written = {**options, "topic": sink.topic, "exactlyOnce": "true"}
+
+        def write_batch(batch: DataFrame, _batch_id: int) -> None:
+            out = sink_frame(join.plan(spark, batch), sink)
+            out.write.format("strom").options(**written).mode("append").save()
+
+        stream = join.stream(spark).writeStream.option("checkpointLocation", checkpoint)
+        return stream.foreachBatch(write_batch).start()
 
     def _drop(self, s: st.DropSource, seq: int, run: bool) -> Json | None:
         source = self.sources.get(s.name)
@@ -406,7 +447,7 @@ class Engine:
                     s.text, _command_id(s), f"Source `{s.name}` does not exist.", seq
                 )
             raise SqlSemanticError(f"Source {s.name} does not exist.")
-        readers = sorted(q.id for q in self.queries.values() if q.source == s.name)
+        readers = sorted(q.id for q in self.queries.values() if s.name in q.sources)
         writers = sorted(q.id for q in self.queries.values() if q.sink == s.name)
         if readers or writers:
             raise SqlSemanticError(
@@ -488,7 +529,7 @@ class Engine:
                 return entities.source_description(
                     s.text,
                     source,
-                    read_queries=[q.entry() for q in queries if q.source == name],
+                    read_queries=[q.entry() for q in queries if name in q.sources],
                     write_queries=[q.entry() for q in queries if q.sink == name],
                     partitions=self._partitions(source.topic) or 0,
                     replication=1,
@@ -520,7 +561,10 @@ class Engine:
                 if s.query.emit is not st.Emit.CHANGES:
                     source = self._source_of(s.query)
                     return PullQuery(source, s.query, self._client, self.settings.timeout)
-                source, plan = self._plan(s.query, properties)
+                sources, plan, join = self._plan(s.query, properties)
+                if join is not None:
+                    raise SqlSemanticError("Push queries over joins are not supported yet.")
+                source = next(iter(sources.values()))
                 checkpoint = tempfile.mkdtemp(prefix="strom-sql-push-")
                 push = PushQuery(source.name, plan, s.query.limit, checkpoint)
                 self.push_queries[push.id] = push

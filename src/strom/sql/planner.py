@@ -11,7 +11,7 @@ projection keeps.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -29,8 +29,9 @@ from strom.sql.formatter import format_expression
 from strom.sql.metastore import DataSource
 from strom.sql.serde import decode, encode
 
-__all__ = ["Plan", "plan_query", "read_source", "sink_frame"]
+__all__ = ["PSEUDO", "Plan", "plan_query", "read_source", "sink_frame"]
 
+PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET")
 _WINDOW = "__WINDOW"
 _UNITS_MS = {
     ex.TimeUnit.MILLISECONDS: 1,
@@ -96,25 +97,28 @@ def _aggregates(e: ex.Expression) -> bool:
 def plan_query(
     query: st.Query,
     frame: DataFrame,
-    source: DataSource,
+    sources: Mapping[str, DataSource],
+    *,
+    names: Callable[[ex.ColumnRef], str] | None = None,
 ) -> Plan:
-    """`query` (over the one `source`, read as `frame`) planned; `SqlSemanticError` for what
+    """`query` over `sources` (by alias, the one read first) read as `frame` (for a join, the
+    joined frame, whose column names `names` gives) planned; `SqlSemanticError` for what
     ksqlDB refuses or strom does not run yet."""
-    if isinstance(query.from_, st.Join):
-        raise SqlSemanticError("Joins are not supported on Spark yet.")
-    alias = query.from_.alias or query.from_.name
-    scope = {alias: source.schema}
-    resolved = analyze(query, {source.name: source.schema})
+    source = next(iter(sources.values()))
+    resolved = analyze(query, {s.name: s.schema for s in sources.values()})
     items = [i for i in query.select if isinstance(i, st.SingleColumn)]
     aggregate = bool(query.group_by) or any(_aggregates(i.expression) for i in items)
     windowed = query.window is not None
     if windowed and not aggregate:
         raise SqlSemanticError("WINDOW clause requires a GROUP BY clause.")
-    compiler = Compiler(scope, windowed=windowed)
+    if aggregate and len(sources) > 1:
+        raise SqlSemanticError("Aggregating a join is not supported on Spark yet.")
+    scope = {alias: s.schema for alias, s in sources.items()}
+    compiler = Compiler(scope, windowed=windowed, names=names)
     if query.where is not None:
         frame = frame.filter(compiler.compile(query.where))
-    columns = _with_keys(query, resolved.columns, source, aggregate)
-    exprs = _projection(query, source, compiler, columns)
+    columns = _with_keys(query, resolved.columns, sources, compiler, aggregate)
+    exprs = _projection(query, sources, compiler, columns)
     if not aggregate:
         if query.having is not None:
             raise SqlSemanticError("HAVING requires GROUP BY.")
@@ -148,29 +152,44 @@ def _window(window: st.WindowExpression) -> Column:
     raise SqlSemanticError("SESSION windows are not supported on Spark yet.")
 
 
+def _expanded(
+    query: st.Query, sources: Mapping[str, DataSource], columns: tuple[OutputColumn, ...]
+) -> list[tuple[str, ex.Expression]]:
+    """Each output column's name and expression, `*` expanded (prefixed by alias in a join, as
+    ksqlDB names them)."""
+    joined = len(sources) > 1
+    out: list[tuple[str, ex.Expression]] = []
+    for item in query.select:
+        if isinstance(item, st.SingleColumn):
+            out.append((columns[len(out)].name, item.expression))
+        elif isinstance(item, st.AllColumns):
+            for alias, source in sources.items():
+                if item.source in (None, alias):
+                    out += [
+                        (f"{alias}_{c.name}" if joined else c.name, ex.ColumnRef(c.name, alias))
+                        for c in source.columns
+                    ]
+        else:
+            raise SqlSemanticError("->* in a projection is not supported on Spark yet.")
+    return out
+
+
 def _with_keys(
-    query: st.Query, columns: tuple[OutputColumn, ...], source: DataSource, aggregate: bool
+    query: st.Query,
+    columns: tuple[OutputColumn, ...],
+    sources: Mapping[str, DataSource],
+    compiler: Compiler,
+    aggregate: bool,
 ) -> tuple[OutputColumn, ...]:
     """The output columns with their key flags, ksqlDB's way."""
     if aggregate and query.partition_by:
         raise SqlSemanticError("PARTITION BY cannot be combined with GROUP BY (or aggregates).")
     keyed = query.group_by if aggregate else query.partition_by
     word = "grouping" if aggregate else "partitioning"
+    expressions = _expanded(query, sources, columns)
     names: list[str] = []
-    position = 0
-    expressions: dict[str, ex.Expression] = {}
-    for item in query.select:
-        if isinstance(item, st.SingleColumn):
-            expressions[columns[position].name] = item.expression
-            position += 1
-        elif isinstance(item, st.AllColumns):
-            for c in source.columns:
-                expressions[c.name] = ex.ColumnRef(c.name)
-                position += 1
-        else:
-            raise SqlSemanticError("->* in a projection is not supported on Spark yet.")
     for key in keyed:
-        found = [name for name, e in expressions.items() if e == key]
+        found = [name for name, e in expressions if e == key]
         if not found:
             shown = format_expression(key)
             raise SqlSemanticError(
@@ -180,31 +199,34 @@ def _with_keys(
             )
         names.append(found[0])
     if not keyed:
-        source_keys = {c.name for c in source.keys}
+        if isinstance(query.from_, st.Join):  # keyed by the join's columns
+            refs = _refs(query.from_.joins[0].criteria)
+        else:
+            alias = next(iter(sources))
+            refs = [ex.ColumnRef(c.name, alias) for c in sources[alias].keys]
+        key_names = {compiler.name_of(r) for r in refs}
         names = [
             name
-            for name, e in expressions.items()
-            if isinstance(e, ex.ColumnRef) and e.name in source_keys
+            for name, e in expressions
+            if isinstance(e, ex.ColumnRef) and compiler.name_of(e) in key_names
         ]
     return tuple(OutputColumn(c.name, c.type, c.name in names) for c in columns)
 
 
+def _refs(e: ex.Expression) -> list[ex.ColumnRef]:
+    """The columns an equality join compares."""
+    if isinstance(e, ex.Comparison) and e.op == "=":
+        return [x for x in (e.left, e.right) if isinstance(x, ex.ColumnRef)]
+    return []
+
+
 def _projection(
-    query: st.Query, source: DataSource, compiler: Compiler, columns: tuple[OutputColumn, ...]
+    query: st.Query,
+    sources: Mapping[str, DataSource],
+    compiler: Compiler,
+    columns: tuple[OutputColumn, ...],
 ) -> list[Column]:
-    out: list[Column] = []
-    position = 0
-    for item in query.select:
-        if isinstance(item, st.AllColumns):
-            for c in source.columns:
-                out.append(column(c.name))
-                position += 1
-            continue
-        assert isinstance(item, st.SingleColumn)
-        name = columns[position].name
-        position += 1
-        out.append(_bound(item.expression, compiler).alias(name))
-    return out
+    return [_bound(e, compiler).alias(name) for name, e in _expanded(query, sources, columns)]
 
 
 def _bound(e: ex.Expression, compiler: Compiler) -> Column:

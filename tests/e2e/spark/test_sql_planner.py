@@ -47,7 +47,7 @@ def _run(spark: SparkSession, sql: str, records: list[Any] = RECORDS) -> tuple[l
     source = _source()
     statement = parse_statement(sql)
     assert isinstance(statement, st.QueryStatement)
-    plan = plan_query(statement.query, _frame(spark, source, records), source)
+    plan = plan_query(statement.query, _frame(spark, source, records), {source.name: source})
     written = [(r.key and bytes(r.key), r.value) for r in sink_frame(plan, source).collect()]
     return written, plan
 
@@ -137,7 +137,7 @@ def test_delimited_values(spark: SparkSession) -> None:
     frame = _frame(spark, source, [(b"\x00\x00\x00\x03", b"cy,1.5,,ignored", 0, 0)])
     statement = parse_statement("SELECT * FROM orders;")
     assert isinstance(statement, st.QueryStatement)
-    plan = plan_query(statement.query, frame, source)
+    plan = plan_query(statement.query, frame, {source.name: source})
     row = sink_frame(plan, source).collect()[0]
     assert (bytes(row.key), row.value) == ((b"\x00\x00\x00\x03"), "cy,1.5,")
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+import pytest
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
@@ -23,6 +24,7 @@ from strom.sql.server import SqlServer
 from strom.sql.settings import SqlSettings
 from strom.web.server import Listener
 
+pytestmark = pytest.mark.timeout(300)  # several Spark queries, a restart: slow when loaded
 WAIT_S = float(os.environ.get("SQL_TEST_WAIT_S", "120"))
 EARLIEST = {"ksql.streams.auto.offset.reset": "earliest"}
 T = TypeVar("T")
@@ -222,3 +224,70 @@ def test_streams_tables_push_queries_and_a_restart(
             assert terminated["commandStatus"]["message"] == "Query terminated."
     finally:
         restarted.stop()
+
+
+def test_a_stream_table_join_meets_the_table_as_it_is_now(
+    spark: SparkSession, broker: StromServer, tmp_path: Path
+) -> None:
+    bootstrap = broker.bootstrap
+    service = unique_topic("sql-join")
+    settings = SqlSettings(
+        bootstrap_servers=bootstrap,
+        service_id=service,
+        listener=Listener("http", "127.0.0.1", 0),
+        state_dir=tmp_path / "state",
+        command_topic_replicas=1,
+        sink_replicas=1,
+    )
+    customers, payments = unique_topic("sql-customers"), unique_topic("sql-payments")
+    server = SqlServer(settings, spark=lambda: spark)
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as api:
+            _ksql(
+                api,
+                "CREATE TABLE customers (id INT PRIMARY KEY, name STRING) "
+                f"WITH (KAFKA_TOPIC='{customers}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+                "CREATE STREAM payments (pid STRING KEY, customer INT, amount DOUBLE) "
+                f"WITH (KAFKA_TOPIC='{payments}', KEY_FORMAT='KAFKA', VALUE_FORMAT='JSON', "
+                "PARTITIONS=1);"
+                "INSERT INTO customers (id, name) VALUES (1, 'ann');"
+                "INSERT INTO payments (pid, customer, amount) VALUES ('p1', 1, 5.0);"
+                "INSERT INTO payments (pid, customer, amount) VALUES ('p2', 9, 6.0);",
+            )
+            refused = _error(
+                api,
+                "CREATE STREAM bad AS SELECT * FROM customers c "
+                "JOIN payments p ON c.id = p.customer;",
+            )
+            assert refused["message"].startswith("Only stream-table joins")
+            joined = _ksql(
+                api,
+                "CREATE STREAM enriched AS SELECT p.customer, p.amount, c.name FROM payments p "
+                "LEFT JOIN customers c ON p.customer = c.id EMIT CHANGES;",
+                **EARLIEST,
+            )[0]
+            assert joined["commandStatus"]["queryId"].startswith("CSAS_ENRICHED_")
+            first = [
+                (struct.pack(">i", 1), {"AMOUNT": 5.0, "NAME": "ann"}),
+                (struct.pack(">i", 9), {"AMOUNT": 6.0, "NAME": None}),
+            ]
+            assert _eventually(
+                lambda: (found := _values(bootstrap, "ENRICHED")) == first and found,
+                "joined records",
+            )
+            _ksql(
+                api,
+                "INSERT INTO customers (id, name) VALUES (1, 'anna');"
+                "INSERT INTO payments (pid, customer, amount) VALUES ('p3', 1, 7.0);",
+            )
+            assert _eventually(
+                lambda: (
+                    (found := _values(bootstrap, "ENRICHED"))
+                    == [*first, (struct.pack(">i", 1), {"AMOUNT": 7.0, "NAME": "anna"})]
+                    and found
+                ),
+                "a record joined with the table's new row",
+            )
+    finally:
+        server.stop()
