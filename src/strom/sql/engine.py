@@ -516,7 +516,7 @@ class Engine:
             case st.ListStatement(st.ListSubject.TOPICS, _, every):
                 topics = self._admin.list_topics(timeout=self.settings.timeout).topics
                 found = {
-                    name: len(t.partitions)
+                    name: [len(p.replicas) for _, p in sorted(t.partitions.items())]
                     for name, t in topics.items()
                     if every or not name.startswith("_")
                 }
@@ -526,13 +526,17 @@ class Engine:
                 if source is None:
                     raise SqlSemanticError(f"Could not find STREAM/TABLE '{name}' in the Metastore")
                 queries = self.queries.values()
+                topic = self._admin.list_topics(timeout=self.settings.timeout).topics.get(
+                    source.topic
+                )
+                partitions = list(topic.partitions.values()) if topic is not None else []
                 return entities.source_description(
                     s.text,
                     source,
                     read_queries=[q.entry() for q in queries if name in q.sources],
                     write_queries=[q.entry() for q in queries if q.sink == name],
-                    partitions=self._partitions(source.topic) or 0,
-                    replication=1,
+                    partitions=len(partitions),
+                    replication=len(partitions[0].replicas) if partitions else 0,
                     extended=extended,
                 )
             case st.DescribeFunction(name):

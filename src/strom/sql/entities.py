@@ -201,12 +201,15 @@ def properties(text: str, values: Mapping[str, str], overridden: Iterable[str]) 
     }
 
 
-def topics(text: str, found: Mapping[str, int]) -> Json:
+def topics(text: str, found: Mapping[str, Sequence[int]]) -> Json:
     """`SHOW TOPICS`: names and the replica count of each partition."""
     return {
         "@type": "kafka_topics",
         "statementText": text,
-        "topics": [{"name": name, "replicaInfo": [1] * n} for name, n in sorted(found.items())],
+        "topics": [
+            {"name": name, "replicaInfo": list(replicas)}
+            for name, replicas in sorted(found.items())
+        ],
         "warnings": [],
     }
 

@@ -165,6 +165,10 @@ def test_streams_tables_push_queries_and_a_restart(
                 ("DOUBLED", "DOUBLE"),
             ]
             assert described["writeQueries"][0]["id"] == big_query
+            assert (described["partitions"], described["replication"]) == (1, 1)
+            topics = _ksql(api, "SHOW TOPICS;")[0]["topics"]
+            assert {"name": orders, "replicaInfo": [1]} in topics
+            assert not [t for t in topics if t["name"].startswith("_")]
             busy = _error(api, "DROP STREAM orders;")
             assert busy["message"].startswith("Cannot drop ORDERS.")
 
