@@ -38,6 +38,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "connectors": (".connectors:connectors", "Create, list and manage Kafka Connect connectors."),
     "rest": (".rest:rest", "Run a REST proxy (Confluent REST Proxy's v3 API)."),
     "console": (".console:console", "Run the web console."),
+    "sql": (".sql:sql", "Run a ksqlDB-compatible SQL server on Spark."),
     "get-offsets": (".get_offsets:get_offsets", "Print each partition's offset at a time."),
     "delete-records": (".delete_records:delete_records", "Delete records below offsets."),
     "log-dirs": (".log_dirs:log_dirs", "Describe the brokers' log directories."),
@@ -54,6 +55,7 @@ EXTRAS: dict[str, str] = {
     ),
     **dict.fromkeys(["referencing", "google", "grpc_tools", "authlib", "cachetools"], "registry"),
     "matplotlib": "chaos",
+    "lark": "sql",
     **dict.fromkeys(["pyspark", "pyarrow"], "spark"),
 }
 """Top-level module -> the extra of pyproject.toml that installs it."""
@@ -63,6 +65,7 @@ COMMAND_EXTRAS: dict[str, str] = {
     "connectors": "connect",
     "rest": "rest",
     "console": "rest",
+    "sql": "sql",
 }
 """Subcommand -> the one extra that installs all it needs, where its modules are in several."""
 
