@@ -107,7 +107,20 @@ def isr_change_done(
     if isr is None:
         return replication.isr_change_failed(change, error)
     if partition_epoch >= replication.partition_epoch:
+        before = len(replication.isr)
         replication.isr_committed(isr, partition_epoch)
+        _count_isr_change(manager, before, len(isr))
     manager.maybe_advance_high_watermark(partition)
     manager.notify(tp, None)
     return False
+
+
+def _count_isr_change(manager: ReplicaManager, before: int, after: int) -> None:
+    """Kafka's IsrShrinksPerSec and IsrExpandsPerSec, counted as the controller commits."""
+    metrics = manager.metrics
+    if metrics is None or before == after:
+        return
+    if after < before:
+        metrics.isr_shrinks += 1
+    else:
+        metrics.isr_expands += 1
