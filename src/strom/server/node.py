@@ -383,8 +383,15 @@ class Node:
             listeners=self._kafka_listeners,
         )
         registry.register(NodeCollector(parts))
-        self._metrics_server = MetricsServer(host, port, lambda: render(registry))
-        await self._metrics_server.bind()
+        server = MetricsServer(host, port, lambda: render(registry))
+        try:
+            await server.bind()
+        except OSError as error:
+            raise NodeStartError(
+                f"cannot listen on metrics.listener http://{host}:{port}: "
+                f"{os.strerror(error.errno) if error.errno else error}"
+            ) from None
+        self._metrics_server = server
 
     def _kafka_listeners(self) -> list[Listener]:
         listeners = list(self.broker.listeners) if self.broker is not None else []

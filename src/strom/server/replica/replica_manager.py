@@ -264,7 +264,9 @@ class ReplicaManager:
         elif registration.partition_epoch > replication.partition_epoch:
             if registration.replicas != replication.replicas:
                 replication.reassigned(registration.replicas)
+            before = len(replication.isr)
             replication.isr_committed(registration.isr, registration.partition_epoch)
+            replica_isr.count_isr_change(self, before, len(registration.isr))
         return partition
 
     def _registration(self, tp: TopicPartition) -> PartitionRegistration:
