@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
-from prometheus_client import CollectorRegistry
 
 from strom.client.async_client import NodeClients
 from strom.client.security import PLAINTEXT, ClientSecurity
@@ -85,7 +84,7 @@ from strom.server.network.listener import Listener
 from strom.server.network.request_time import CONTROLLER_EXEMPT
 from strom.server.network.sasl_authenticate import SaslAuthenticateHandler
 from strom.server.network.sasl_handshake import SaslHandshakeHandler
-from strom.server.node_metrics import NodeCollector, NodeParts, render
+from strom.server.node_metrics import NodeCollector, NodeParts
 from strom.server.quotas.client_quotas import ClientQuotas
 from strom.server.raft.quorum_voters import QuorumAddresses, directory_uuid
 from strom.server.raft.raft_disk import BackgroundQuorumStateStore, DiskWriter
@@ -372,18 +371,17 @@ class Node:
 
     async def _bind_metrics(self, host: str, port: int, metrics: NodeMetrics) -> None:
         """The metrics listener: its families read this node's parts at each scrape."""
-        registry = CollectorRegistry(auto_describe=False)
-        parts = NodeParts(
-            node_id=self.node_id,
-            metrics=metrics,
-            image=lambda: self.metadata.image,
-            raft=lambda: getattr(self, "raft", None),
-            broker=lambda: self.broker,
-            controller=lambda: self.controller,
-            listeners=self._kafka_listeners,
+        collector = NodeCollector(
+            NodeParts(
+                metrics=metrics,
+                image=lambda: self.metadata.image,
+                raft=lambda: getattr(self, "raft", None),
+                broker=lambda: self.broker,
+                controller=lambda: self.controller,
+                listeners=self._kafka_listeners,
+            )
         )
-        registry.register(NodeCollector(parts))
-        server = MetricsServer(host, port, lambda: render(registry))
+        server = MetricsServer(host, port, collector.render)
         try:
             await server.bind()
         except OSError as error:
