@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from strom.common import TopicPartition
 from strom.metadata.image import MetadataImage
 from strom.server.broker.broker import Broker
 from strom.server.controller.controller_server import ControllerServer
@@ -60,8 +59,10 @@ class NodeCollector:
     def __init__(self, parts: NodeParts) -> None:
         self._parts = parts
         self._last_busy = (time.monotonic(), time.thread_time())
-        self._partition_labels: dict[TopicPartition, str] = {}
-        """A partition's ``{partition=..,topic=..}``, made once (the cost of a large scrape)."""
+        self._partition_labels: dict[tuple[str, int], str] = {}
+        """A partition's ``{topic=..,partition=..}`` by (topic, partition), made once: with
+        the lines' f-strings, what a scrape of many partitions costs (tuple keys: a
+        ``TopicPartition``'s dataclass hash is several times slower)."""
 
     def render(self) -> bytes:
         """The text of a scrape."""
@@ -74,22 +75,13 @@ class NodeCollector:
         yield from self._network_metrics()
         broker = parts.broker()
         if broker is not None:
-            yield from self._replica_metrics(broker)
-            yield from self._coordinator_metrics(broker)
+            high_watermarks: dict[tuple[str, int], int] = {}
+            yield from self._replica_metrics(broker, high_watermarks)
+            yield from self._coordinator_metrics(broker, high_watermarks)
         yield from _controller_metrics(parts.controller(), parts.image())
         raft = parts.raft()
         if raft is not None:
             yield from _raft_metrics(raft)
-
-    def _labels_of(self, partitions: Iterator[TopicPartition]) -> dict[TopicPartition, str]:
-        """The label text of each partition, reusing the last scrape's (forgetting gone ones)."""
-        known = self._partition_labels
-        fresh = {
-            tp: known.get(tp) or labels(topic=tp.topic, partition=str(tp.partition))
-            for tp in partitions
-        }
-        self._partition_labels = fresh
-        return fresh
 
     def _topic_metrics(self) -> Iterator[Family]:
         metrics = self._parts.metrics
@@ -144,11 +136,14 @@ class NodeCollector:
             idle,
         )
 
-    def _replica_metrics(self, broker: Broker) -> Iterator[Family]:
-        """Kafka's ReplicaManager gauges and its logs' sizes and offsets."""
+    def _replica_metrics(
+        self, broker: Broker, high_watermarks: dict[tuple[str, int], int]
+    ) -> Iterator[Family]:
+        """Kafka's ReplicaManager gauges and its logs' sizes and offsets; fills
+        ``high_watermarks`` (for the groups' lag)."""
         metrics = self._parts.metrics
         partitions = broker.replica_manager.local_partitions
-        label_texts = self._labels_of(iter(partitions))
+        known, texts = self._partition_labels, {}
         leaders = under_replicated = 0
         size = Family("kafka_log_log_size", GAUGE, "Bytes in the partition's log.")
         end = Family("kafka_log_log_logendoffset", GAUGE, "The partition's log end offset.")
@@ -159,11 +154,15 @@ class NodeCollector:
                 leaders += 1
                 if len(partition.isr) < len(partition.registration.replicas):
                     under_replicated += 1
-            text = label_texts[tp]
+            key = (tp.topic, tp.partition)
+            text = known.get(key) or labels(topic=tp.topic, partition=str(tp.partition))
+            texts[key] = text
             log = partition.log
+            high_watermarks[key] = log.high_watermark
             size_lines.append(f"kafka_log_log_size{text} {log.size}")
             end_lines.append(f"kafka_log_log_logendoffset{text} {log.log_end_offset}")
             start_lines.append(f"kafka_log_log_logstartoffset{text} {log.log_start_offset}")
+        self._partition_labels = texts  # the partitions gone here are forgotten
         prefix = "kafka_server_replicamanager_"
         yield gauge(prefix + "partitioncount", "Partitions held here.", len(partitions))
         yield gauge(prefix + "leadercount", "Partitions led here.", leaders)
@@ -178,7 +177,9 @@ class NodeCollector:
         yield end
         yield start
 
-    def _coordinator_metrics(self, broker: Broker) -> Iterator[Family]:
+    def _coordinator_metrics(
+        self, broker: Broker, high_watermarks: dict[tuple[str, int], int]
+    ) -> Iterator[Family]:
         """The groups and transactions coordinated here, and each group's lag on the
         partitions whose log is here (kafka-exporter's ``kafka_consumergroup_lag``)."""
         groups = broker.group_coordinator.core.groups
@@ -197,22 +198,24 @@ class NodeCollector:
             "Transactional ids coordinated here.",
             len(broker.txn_coordinator.core.transactions),
         )
-        partitions = broker.replica_manager.local_partitions
+        known = self._partition_labels
         lag = Family("kafka_consumergroup_lag", GAUGE, "High watermark minus committed offset.")
         current = Family(
             "kafka_consumergroup_current_offset", GAUGE, "The group's committed offset."
         )
+        lag_lines, current_lines = lag.lines, current.lines
         for group_id, group in groups.items():
-            group_text = labels(consumergroup=group_id)[:-1]
-            for (topic, index), committed in group.offsets.items():
-                tp = TopicPartition(topic, index)
-                text = self._partition_labels.get(tp) or labels(topic=topic, partition=str(index))
-                text = f"{group_text},{text[1:]}"
-                current.lines.append(f"kafka_consumergroup_current_offset{text} {committed.offset}")
-                partition = partitions.get(tp)
-                if partition is not None:
-                    behind = max(0, partition.log.high_watermark - committed.offset)
-                    lag.lines.append(f"kafka_consumergroup_lag{text} {behind}")
+            group_text = labels(consumergroup=group_id)[:-1] + ","
+            for key, committed in group.offsets.items():
+                text = known.get(key) or labels(topic=key[0], partition=str(key[1]))
+                text = group_text + text[1:]
+                offset = committed.offset
+                current_lines.append(f"kafka_consumergroup_current_offset{text} {offset}")
+                high_watermark = high_watermarks.get(key)
+                if high_watermark is not None:
+                    lag_lines.append(
+                        f"kafka_consumergroup_lag{text} {max(0, high_watermark - offset)}"
+                    )
         yield lag
         yield current
 
