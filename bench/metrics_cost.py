@@ -164,7 +164,7 @@ def render_ms(partitions: int, scrapes: int) -> list[float]:
     log = SimpleNamespace(size=4096, log_end_offset=1, log_start_offset=0, high_watermark=1)
     local = {
         TopicPartition(f"scrape-{topic}", index): SimpleNamespace(
-            is_leader=True, isr=(1,), registration=SimpleNamespace(replicas=(1,)), log=log
+            replication=SimpleNamespace(isr=(1,), replicas=(1,)), log=log
         )
         for topic in range(TOPICS)
         for index in range(per_topic)

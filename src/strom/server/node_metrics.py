@@ -150,9 +150,10 @@ class NodeCollector:
         start = Family("kafka_log_log_logstartoffset", GAUGE, "The partition's log start offset.")
         size_lines, end_lines, start_lines = size.lines, end.lines, start.lines
         for tp, partition in partitions.items():
-            if partition.is_leader:
+            replication = partition.replication  # None unless led here
+            if replication is not None:
                 leaders += 1
-                if len(partition.isr) < len(partition.registration.replicas):
+                if len(replication.isr) < len(replication.replicas):
                     under_replicated += 1
             key = (tp.topic, tp.partition)
             text = known.get(key) or labels(topic=tp.topic, partition=str(tp.partition))
