@@ -246,7 +246,11 @@ def _controller_metrics(
             total += len(topic.partitions)
             offline += sum(1 for p in topic.partitions.values() if p.leader < 0)
     prefix = "kafka_controller_kafkacontroller_"
-    yield gauge(prefix + "activecontrollercount", "1 on the active controller.", int(active))
+    yield gauge(
+        prefix + "activecontrollercount",
+        "Whether this node is the active controller (1) or not (0).",
+        int(active),
+    )
     yield gauge(prefix + "globalpartitioncount", "Partitions in the cluster.", total)
     yield gauge(prefix + "offlinepartitionscount", "Partitions without a leader.", offline)
     yield gauge(prefix + "globaltopiccount", "Topics in the cluster.", topics)
