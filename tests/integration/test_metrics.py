@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from prometheus_client.parser import text_string_to_metric_families
 from strom_harness import StartServer, StromServer, start_strom_server, strom_command
 
@@ -149,6 +150,23 @@ def test_produce_and_consume_move_the_counters(server: StromServer) -> None:
     labels = {"consumergroup": group, "topic": topic, "partition": "0"}
     assert value(after, "kafka_consumergroup_current_offset", **labels) == 100
     assert value(after, "kafka_consumergroup_lag", **labels) == 200
+
+
+def test_a_deleted_topic_leaves_the_topic_counters(server: StromServer) -> None:
+    url = metrics_url(server)
+    topic = unique_topic_name("deleted")
+    producer = Producer({"bootstrap.servers": server.bootstrap})
+    producer.produce(topic, b"one")
+    assert producer.flush(15) == 0
+    name = "kafka_server_brokertopicmetrics_messagesin_total"
+    assert value(scrape(url), name, topic=topic) == 1
+    admin = AdminClient({"bootstrap.servers": server.bootstrap})
+    admin.delete_topics([topic])[topic].result(timeout=TIMEOUT)
+    wait_until(
+        lambda: (name, frozenset({("topic", topic)})) not in scrape(url),
+        "the deleted topic's series to go",
+    )
+    assert not any(("topic", topic) in labels for _, labels in scrape(url))
 
 
 def test_dashboard_queries_name_only_served_metrics(server: StromServer) -> None:

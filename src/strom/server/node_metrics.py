@@ -85,6 +85,9 @@ class NodeCollector:
 
     def _topic_metrics(self) -> Iterator[Family]:
         metrics = self._parts.metrics
+        existing = self._parts.image().topics.topics_by_name
+        for deleted in [topic for topic in metrics.topics if topic not in existing]:
+            del metrics.topics[deleted]  # as Kafka drops a deleted topic's BrokerTopicMetrics
         for field, name, doc in (
             ("messages_in", "messagesin", "Records appended as a leader."),
             ("bytes_in", "bytesin", "Bytes appended as a leader."),
