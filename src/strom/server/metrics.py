@@ -10,7 +10,6 @@ already holds (partitions, groups, the quorum's state).
 
 from __future__ import annotations
 
-import time
 from typing import Final
 
 from strom.protocol.api import ApiKey
@@ -62,17 +61,16 @@ class RequestTimes:
 class NodeMetrics:
     """The counters of one node (see the module doc)."""
 
-    __slots__ = ("isr_expands", "isr_shrinks", "requests", "started", "topics", "total")
+    __slots__ = ("isr_expands", "isr_shrinks", "requests", "topics", "total")
 
     def __init__(self) -> None:
         self.topics: dict[str, TopicCounts] = {}
         self.total = TopicCounts()
         """All topics together (Kafka's BrokerTopicMetrics without a topic)."""
         self.requests: dict[str, RequestTimes] = {}
-        """Kafka's request name (``Produce``, ``FetchConsumer``...) -> its requests."""
+        """Kafka's request name (``Produce``, ``OffsetCommit``...) -> its requests."""
         self.isr_shrinks = 0
         self.isr_expands = 0
-        self.started = time.monotonic()
 
     def _topic(self, topic: str) -> TopicCounts:
         counts = self.topics.get(topic)
