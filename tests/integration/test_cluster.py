@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -579,9 +580,18 @@ def test_cluster_up_starts_a_cluster_and_ctrl_c_stops_it(tmp_path: Path) -> None
 
 
 def test_cluster_up_takes_a_base_port_and_keeps_its_ports(tmp_path: Path) -> None:
-    base = free_ports_in_a_row(4)
+    base = free_ports_in_a_row(6)
     process, servers = _cluster_up(tmp_path, "--base-port", str(base))
-    _interrupt(process)
+    try:
+        # then each node's metrics listener, in the same order
+        for port, role in ((base + 4, "controller"), (base + 5, "broker")):
+            text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+            active = b"\nkafka_controller_kafkacontroller_activecontrollercount 1\n"
+            assert (active in text) == (role == "controller"), role
+            held = b"\nkafka_server_replicamanager_partitioncount "
+            assert (held in text) == (role == "broker")
+    finally:
+        _interrupt(process)
     assert servers == f"127.0.0.1:{base + 2}"  # controller 1001 first: base, base + 1
     process, again = _cluster_up(tmp_path)
     try:

@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "broker": (".broker:broker", "Operate on one broker of the cluster."),
     "cluster": (".cluster:cluster", "Run a local cluster, or describe a cluster's brokers."),
     "metadata-quorum": (".metadata_quorum:metadata_quorum", "Describe the controller quorum."),
+    "metrics": (".metrics:metrics", "Print a node's metrics (its metrics listener) as a table."),
     "chaos": (".chaos:chaos", "Fault scenarios on a local cluster, checked for lost data."),
     "registry": (".registry:registry", "Run a Confluent-compatible schema registry."),
     "schemas": (".schemas:schemas", "List, read, register and delete registry schemas."),

@@ -19,7 +19,7 @@ from strom.server.replica.partition import Partition
 if TYPE_CHECKING:
     from strom.server.replica.replica_manager import ReplicaManager
 
-__all__ = ["check_isr", "isr_change_done", "record_follower_fetch"]
+__all__ = ["check_isr", "count_isr_change", "isr_change_done", "record_follower_fetch"]
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,22 @@ def isr_change_done(
     if isr is None:
         return replication.isr_change_failed(change, error)
     if partition_epoch >= replication.partition_epoch:
+        before = len(replication.isr)
         replication.isr_committed(isr, partition_epoch)
+        count_isr_change(manager, before, len(isr))
     manager.maybe_advance_high_watermark(partition)
     manager.notify(tp, None)
     return False
+
+
+def count_isr_change(manager: ReplicaManager, before: int, after: int) -> None:
+    """Kafka's IsrShrinksPerSec and IsrExpandsPerSec: a led partition's committed ISR went
+    from ``before`` to ``after`` members (by this leader's AlterPartition, or by the
+    controller, which takes a fenced broker out)."""
+    metrics = manager.metrics
+    if metrics is None or before == after:
+        return
+    if after < before:
+        metrics.isr_shrinks += 1
+    else:
+        metrics.isr_expands += 1
