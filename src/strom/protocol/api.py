@@ -56,6 +56,7 @@ from strom.protocol.headers import (
     request_header_version,
     response_header_version,
 )
+from strom.protocol.produce_request import ProduceRequestData, decode_produce_request
 from strom.protocol.produce_response import encode_produce_response
 
 __all__ = [
@@ -367,7 +368,8 @@ class Request:
     """A decoded request: kio's header and body."""
 
     header: RequestHeader
-    body: RequestPayload
+    body: RequestPayload | ProduceRequestData
+    """kio's body; a Produce body is read without kio where it can be (``produce_request``)."""
     unsupported_version: bool = False
     """Set only for ApiVersions at a version the broker does not implement; ``body`` is then an
     empty ApiVersions v0 request and the answer must be v0 with UNSUPPORTED_VERSION."""
@@ -438,7 +440,16 @@ def decode_request(frame: BytesLike, *, versions: Mapping[ApiKey, VersionRange])
             api_version=api_version,
             correlation_id=correlation_id,
         )
+    packed = decode_produce_request(frame, offset, api_version) if api_key == 0 else None
+    if packed is not None:  # one per produce request: read by struct, not walked by kio
+        return Request(
+            header=header,
+            body=packed[0],
+            trailing_bytes=len(frame) - offset - packed[1],
+            size=len(frame),
+        )
     body_type = request_type(api_key, api_version)
+    body: RequestPayload | ProduceRequestData
     try:
         body, size = _reader(body_type)(frame, offset)
     except Exception as error:  # kio raises DecodeError, or KeyError for an unknown tag
