@@ -56,7 +56,11 @@ from strom.protocol.headers import (
     request_header_version,
     response_header_version,
 )
-from strom.protocol.produce_request import ProduceRequestData, decode_produce_request
+from strom.protocol.produce_request import (
+    PRODUCE_VIEW_MIN,
+    ProduceRequestData,
+    decode_produce_request,
+)
 from strom.protocol.produce_response import encode_produce_response
 
 __all__ = [
@@ -440,8 +444,10 @@ def decode_request(frame: BytesLike, *, versions: Mapping[ApiKey, VersionRange])
             api_version=api_version,
             correlation_id=correlation_id,
         )
-    packed = decode_produce_request(frame, offset, api_version) if api_key == 0 else None
-    if packed is not None:  # one per produce request: read by struct, not walked by kio
+    packed = None
+    if api_key == ApiKey.PRODUCE and len(frame) >= PRODUCE_VIEW_MIN:
+        packed = decode_produce_request(frame, offset, api_version)
+    if packed is not None:  # its records are views of the frame, not kio's copies
         return Request(
             header=header,
             body=packed[0],

@@ -1,13 +1,15 @@
-"""ProduceRequest bodies read with ``struct``: the values kio's reader gives, without kio.
+"""ProduceRequest bodies read with ``struct``, each partition's records a view of the frame.
 
-Every produce request is one, and kio's generic reader dispatches field by field, builds a
-dataclass per topic and partition and copies each partition's records into new bytes: about a
-tenth of a small request's time in the broker (docs/benchmarks.md). ``decode_produce_request``
-reads the fields straight from the frame; each partition's records are a memoryview of the
-frame (no copy: the partition log copies them once, as it validates them). It returns None for
-anything it leaves to kio (a version out of range, a null or truncated array, tagged fields), so
-that kio reads or rejects it exactly as before. The unit tests compare it with kio's reader for
-every version.
+kio's reader (native code) reads a small Produce body in under a microsecond, but copies every
+partition's records into new bytes; for the large requests producers batch into (hundreds of KB)
+that copy, and the fresh pages it touches, were most of ``decode_request``'s share of the
+broker's produce profile (docs/benchmarks.md). ``decode_produce_request`` reads the fields with
+``struct`` and leaves the records where they are (a memoryview of the frame: the partition log
+copies them once, as it validates them). It costs a few microseconds in Python, so the broker
+uses it for frames of ``PRODUCE_VIEW_MIN`` bytes or more and kio below. It returns None for
+anything it leaves to kio (a version out of range, a null or truncated array, tagged fields),
+so that kio reads or rejects it exactly as before. The unit tests compare it with kio's reader
+for every version.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from strom.protocol.framing import BytesLike
 __all__ = [
     "FIRST_VERSION",
     "LAST_VERSION",
+    "PRODUCE_VIEW_MIN",
     "PartitionProduceData",
     "ProduceRequestData",
     "TopicProduceData",
@@ -32,6 +35,9 @@ __all__ = [
 
 FIRST_VERSION: Final = 3
 LAST_VERSION: Final = 12
+PRODUCE_VIEW_MIN: Final = 64 * 1024
+"""Frames at least this large are read here (below, kio's native reader and its copy cost
+less than this module's Python)."""
 _FIRST_FLEXIBLE: Final = 9
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

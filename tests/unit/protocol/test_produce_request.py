@@ -12,10 +12,17 @@ from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.serial import entity_reader, entity_writer
 
-from strom.protocol.api import ApiKey
+from strom.protocol.api import (
+    KAFKA_BROKER_VERSIONS,
+    ApiKey,
+    decode_request,
+    encode_request,
+    make_request_header,
+)
 from strom.protocol.produce_request import (
     FIRST_VERSION,
     LAST_VERSION,
+    PRODUCE_VIEW_MIN,
     ProduceRequestData,
     decode_produce_request,
 )
@@ -131,3 +138,30 @@ def test_versions_out_of_range_are_left_to_kio() -> None:
     assert decode_produce_request(encoded, 0, 3) is not None
     assert decode_produce_request(encoded, 0, 2) is None
     assert decode_produce_request(encoded, 0, 13) is None
+
+
+def test_decode_request_reads_large_produce_frames_here_and_small_ones_with_kio() -> None:
+    def frame(records: bytes) -> bytes:
+        module = schema(9)
+        body = module.ProduceRequest(
+            transactional_id="t",
+            acks=-1,
+            timeout=datetime.timedelta(seconds=30),
+            topic_data=(
+                module.TopicProduceData(
+                    name="bench",
+                    partition_data=(module.PartitionProduceData(index=2, records=records),),
+                ),
+            ),
+        )
+        header = make_request_header(body, correlation_id=7, client_id="c")
+        return encode_request(header=header, body=body)
+
+    large = decode_request(frame(b"x" * PRODUCE_VIEW_MIN), versions=KAFKA_BROKER_VERSIONS)
+    small = decode_request(frame(b"x" * 100), versions=KAFKA_BROKER_VERSIONS)
+    assert isinstance(large.body, ProduceRequestData)
+    assert not isinstance(small.body, ProduceRequestData)
+    assert (
+        plain(large.body)[:3] == plain(small.body)[:3] == ("t", -1, datetime.timedelta(seconds=30))
+    )
+    assert large.trailing_bytes == small.trailing_bytes == 0
