@@ -260,7 +260,7 @@ class RaftManager:
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         answer: asyncio.Future[ResponsePayload] = asyncio.get_running_loop().create_future()
-        self.client.handle_request(InboundRequest(ref=answer, source=None, body=context.body))
+        self.client.handle_request(InboundRequest(ref=answer, source=None, body=context.kio_body))
         self._wake.set()
         response = await answer
         if response.__version__ != context.api_version:

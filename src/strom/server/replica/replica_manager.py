@@ -87,6 +87,7 @@ from strom.common.timer import Timer
 from strom.config import ServerConfig, TopicConfig
 from strom.metadata.delta import MetadataDelta
 from strom.metadata.image import MetadataImage, PartitionRegistration
+from strom.protocol.framing import BytesLike
 from strom.replication.partition_replication import IsrChange
 from strom.server.api.metadata_view import MetadataView
 from strom.server.metrics import NodeMetrics
@@ -498,7 +499,7 @@ class ReplicaManager:
 
     async def append_records(
         self,
-        entries: Iterable[tuple[TopicPartition, bytes | None]],
+        entries: Iterable[tuple[TopicPartition, BytesLike | None]],
         *,
         required_acks: int,
         timeout_ms: int,
@@ -553,7 +554,7 @@ class ReplicaManager:
 
     def append_to_local_log(
         self,
-        entries: Iterable[tuple[TopicPartition, bytes | None]],
+        entries: Iterable[tuple[TopicPartition, BytesLike | None]],
         *,
         required_acks: int,
         internal_topics_allowed: bool = False,
