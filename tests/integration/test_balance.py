@@ -174,6 +174,7 @@ def test_bad_input_is_one_line_and_moves_nothing(
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     topic = unique_topic_name()
     _create(admin, NewTopic(topic, num_partitions=2, replication_factor=2))
+    cluster.wait_for(lambda: (topic, 1) in _assignment(admin), timeout=10, what=topic)
     before = _assignment(admin)
     code, output = _balance(cluster, "execute", *args)
     assert code == 1
