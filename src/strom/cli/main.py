@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "leader-election": (".leader_election:leader_election", "Elect partition leaders."),
     "partitions": (".partitions:partitions", "Move partition replicas between brokers."),
     "broker": (".broker:broker", "Operate on one broker of the cluster."),
+    "balance": (".balance:balance", "Plan and carry out moves that even out the cluster."),
     "cluster": (".cluster:cluster", "Run a local cluster, or describe a cluster's brokers."),
     "metadata-quorum": (".metadata_quorum:metadata_quorum", "Describe the controller quorum."),
     "metrics": (".metrics:metrics", "Print a node's metrics (its metrics listener) as a table."),
