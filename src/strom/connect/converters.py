@@ -67,7 +67,9 @@ def _connect_type(data_type: DataType) -> str:
     return data_type.simpleString().upper()
 
 
-def connect_schema(data_type: DataType, optional: bool, name: str | None = None) -> dict[str, Any]:
+def connect_schema(
+    data_type: DataType, optional: bool, name: str | None = None, version: int | None = None
+) -> dict[str, Any]:
     """The Connect schema of a Spark type, as JsonConverter writes it (``schema`` of the
     envelope): structs, primitives, and Connect's logical Decimal, Date and Timestamp."""
     schema: dict[str, Any]
@@ -92,6 +94,8 @@ def connect_schema(data_type: DataType, optional: bool, name: str | None = None)
         schema = {"type": kind, "optional": optional}
     if name is not None:
         schema["name"] = name
+    if version is not None:
+        schema["version"] = version
     return schema
 
 
@@ -121,9 +125,15 @@ class Converter:
     class_name: str
     schemas_enable: bool = True
 
-    def serialize(self, data: Column, data_type: DataType, name: str | None = None) -> Column:
-        """A record's bytes for ``data`` (null stays null, a tombstone); ``name`` names a
-        struct's Connect schema."""
+    def serialize(
+        self,
+        data: Column,
+        data_type: DataType,
+        name: str | None = None,
+        version: int | None = None,
+    ) -> Column:
+        """A record's bytes for ``data`` (null stays null, a tombstone); ``name`` and
+        ``version`` name a struct's Connect schema."""
         if isinstance(data_type, StructType) and self.class_name == STRING:
             # Connect's Struct.toString(): Struct{a=1,b=x}, null fields left out
             shown = [
@@ -134,7 +144,9 @@ class Converter:
         if isinstance(data_type, StructType) and self.class_name != BYTES:
             payload = F.to_json(_json_payload(data, data_type), {"ignoreNullFields": "false"})
             if self.schemas_enable:
-                schema = json.dumps(connect_schema(data_type, False, name), separators=(",", ":"))
+                schema = json.dumps(
+                    connect_schema(data_type, False, name, version), separators=(",", ":")
+                )
                 payload = F.concat(F.lit(f'{{"schema":{schema},"payload":'), payload, F.lit("}"))
             return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(payload, "UTF-8"))
         if self.class_name == STRING:

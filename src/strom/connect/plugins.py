@@ -13,6 +13,7 @@ from strom import __version__
 from strom.connect.config_def import NO_DEFAULT, Definition, at_least, one_of, validate
 from strom.connect.converters import CONVERTERS, converter_problem
 from strom.connect.errors import ConnectError
+from strom.connect.transforms.specs import problems as transform_problems
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -254,8 +255,7 @@ class ConnectorPlugin(ABC):
         for name in ("key.converter", "value.converter"):
             if name in config and (problem := converter_problem(config[name].strip())):
                 found[name] = [f"Invalid value {config[name]} for configuration {name}: {problem}"]
-        if config.get("transforms", "").strip():
-            found["transforms"] = ["Single message transforms are not supported by strom yet"]
+        found.update(transform_problems(config))
         if config.get("errors.tolerance", "none").strip() == "all":
             found["errors.tolerance"] = ["errors.tolerance=all is not supported by strom yet"]
         if cls.kind == "sink":
