@@ -4,15 +4,22 @@ answers from the driver, with no job per check)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
+from strom_harness import StromServer
 
+from e2e.spark.clients import Record, consume_all, create_topic, produce
+from e2e.spark.connect_api import create, eventually, states
 from strom.connect.transforms.columns import Names, apply
 from strom.connect.transforms.specs import chain
+from strom.testing.connect import Connect
 
 SCHEMA = (
     "key string, value struct<id:int, name:string, address:struct<city:string, zip:string>,"
@@ -196,3 +203,77 @@ def test_transforms_refuse_what_kafka_refuses(spark: SparkSession) -> None:
         _run(frame, _config(("i", {"type": "InsertField$Key", "static.field": "s"})))
     with pytest.raises(ValueError, match="Unknown field: nope"):
         _run(frame, _config(("e", {"type": "ExtractField$Value", "field": "nope"})))
+
+
+def test_a_transform_chain_through_a_worker(
+    spark: SparkSession, broker: StromServer, tmp_path: Path
+) -> None:
+    """A FileStreamSource whose lines are hoisted into structs, stamped, keyed, given a header
+    and routed to another topic; a FileStreamSink that filters out records by a header."""
+    clean = create_topic(broker.bootstrap, "connect-clean")
+    produce(broker.bootstrap, clean, [Record(b"dropped", headers=(("skip", b"1"),))])
+    source, sink = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("one\ntwo\n")
+    transforms = {
+        "transforms": "hoist,stamp,key,via,route",
+        "transforms.hoist.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+        "transforms.hoist.field": "line",
+        "transforms.stamp.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+        "transforms.stamp.static.field": "origin",
+        "transforms.stamp.static.value": "file",
+        "transforms.key.type": "org.apache.kafka.connect.transforms.ValueToKey",
+        "transforms.key.fields": "line",
+        "transforms.via.type": "org.apache.kafka.connect.transforms.InsertHeader",
+        "transforms.via.header": "via",
+        "transforms.via.value.literal": "strom",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": "unrouted-.*",
+        "transforms.route.replacement": clean,
+    }
+    with (
+        Connect(broker.bootstrap, spark=lambda: spark) as worker,
+        httpx.Client(base_url=worker.url, timeout=60) as api,
+    ):
+        create(
+            api,
+            "lines-transformed",
+            {
+                "connector.class": "FileStreamSource",
+                "file": str(source),
+                "topic": "unrouted-lines",
+                "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable": "false",
+                **transforms,
+            },
+        )
+        create(
+            api,
+            "lines-filtered",
+            {
+                "connector.class": "FileStreamSink",
+                "topics": clean,
+                "file": str(sink),
+                "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                "transforms": "skip",
+                "transforms.skip.type": "Filter",
+                "transforms.skip.predicate": "skipped",
+                "predicates": "skipped",
+                "predicates.skipped.type": "HasHeaderKey",
+                "predicates.skipped.name": "skip",
+            },
+        )
+        eventually(lambda: sink.exists() and len(sink.read_text().splitlines()) == 2, "lines")
+        assert [json.loads(line) for line in sink.read_text().splitlines()] == [
+            {"line": "one", "origin": "file"},
+            {"line": "two", "origin": "file"},
+        ]
+        records = consume_all(broker.bootstrap, clean)[1:]
+        assert [(r.key, r.headers) for r in records] == [
+            (b"Struct{line=one}", (("via", b"strom"),)),
+            (b"Struct{line=two}", (("via", b"strom"),)),
+        ]
+        assert states(api, "lines-transformed") == ("RUNNING", ["RUNNING"])
+        bad = {"connector.class": "FileStreamSink", "topics": clean, "transforms": "x"}
+        answer = api.put("/connector-plugins/FileStreamSink/config/validate", json=bad).json()
+        assert 'Missing required configuration "transforms.x.type"' in str(answer)
