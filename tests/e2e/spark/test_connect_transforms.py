@@ -34,6 +34,7 @@ STAMP = datetime(2024, 3, 4, 23, 30, 5, tzinfo=UTC)
 def far_session_zone(spark: SparkSession) -> Iterator[None]:
     """A session time zone far from UTC: Kafka formats and parses timestamps in UTC."""
     before = spark.conf.get("spark.sql.session.timeZone")
+    assert before is not None
     spark.conf.set("spark.sql.session.timeZone", "Asia/Kolkata")
     yield
     spark.conf.set("spark.sql.session.timeZone", before)

@@ -17,6 +17,7 @@ from pyspark.sql.types import StringType
 from strom.connect.config_def import NO_DEFAULT, Definition, at_least
 from strom.connect.connectors.files.tail import TailSource
 from strom.connect.converters import STRING, Converter
+from strom.connect.dead_letters import ErrorHandler
 from strom.connect.plugins import ConnectorPlugin, RunContext
 from strom.connect.transforms.columns import record_columns, serialized, sink_records
 
@@ -121,6 +122,7 @@ class FileStreamSink(ConnectorPlugin):
 
     class_name = "org.apache.kafka.connect.file.FileStreamSinkConnector"
     kind = "sink"
+    tolerates_errors = True
     definitions: ClassVar[tuple[Definition, ...]] = (
         Definition(
             "file",
@@ -156,12 +158,25 @@ class FileStreamSink(ConnectorPlugin):
             .option("includeHeaders", "true")
             .load()
         )
-        lines = _lines(sink_records(records, context))
+        errors = ErrorHandler.of(context.name, config)
+        if errors.tolerate:
+            error = ErrorHandler.error(context.key_converter, context.value_converter)
+            records = records.withColumn("error", error)
+        _lines(sink_records(records, context))  # a transform that cannot run fails the start
         file = config.get("file", "").strip()
         path = Path(file).absolute() if file else None
 
         def append(batch: DataFrame, batch_id: int) -> None:
-            column = batch.coalesce(1).toArrow().column("line").to_pylist()
+            good = batch
+            if errors.tolerate:
+                batch.persist()
+                bad = batch.where(F.col("error").isNotNull())
+                if not bad.isEmpty():
+                    errors.report(bad, context.spark_options)
+                good = batch.where(F.col("error").isNull())
+            lines = _lines(sink_records(good, context))
+            column = lines.coalesce(1).toArrow().column("line").to_pylist()
+            batch.unpersist()
             if not column:
                 return
             text = "".join(f"{line}\n" for line in column)
@@ -173,7 +188,7 @@ class FileStreamSink(ConnectorPlugin):
                     out.write(text)
 
         return (
-            lines.writeStream.foreachBatch(append)
+            records.writeStream.foreachBatch(append)
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=TRIGGER)
