@@ -97,6 +97,14 @@ def test_chain_by_class_names_aliases_and_variants() -> None:
             "Invalid value ( for configuration transforms.x.regex: Invalid regex",
         ),
         (
+            {
+                "transforms": "x",
+                "transforms.x.type": "ReplaceField$Value",
+                "transforms.x.renames": "a:b,c",
+            },
+            "Invalid value a:b,c for configuration transforms.x.renames: Invalid rename",
+        ),
+        (
             {"predicates": "p", "predicates.p.type": "IsFriday"},
             "Invalid value IsFriday for configuration predicates.p.type: Class IsFriday could "
             "not be found.",

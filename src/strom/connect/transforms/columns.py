@@ -155,7 +155,9 @@ def _replace_field(frame: DataFrame, t: Transform, names: Names) -> Columns:
 def _masked(data: Column, data_type: DataType, replacement: str) -> Column:
     if replacement:
         if not isinstance(data_type, (StringType, DecimalType, *[type(c) for c in CAST.values()])):
-            raise ValueError(f"Cannot mask value of type {data_type.simpleString()} with custom")
+            raise ValueError(
+                f"Cannot mask value of type {data_type.simpleString()} with custom replacement"
+            )
         value = F.lit(replacement).cast(data_type)
     elif isinstance(data_type, StringType):
         value = F.lit("")

@@ -163,6 +163,9 @@ def _setting_problems(kind: str, prefix: str, settings: Mapping[str, str]) -> li
         precision = settings.get("unix.precision", "milliseconds").strip()
         if precision not in UNIX_PRECISIONS:
             bad("unix.precision", f"String must be one of: {', '.join(UNIX_PRECISIONS)}")
+    renames = [r for r in settings.get("renames", "").split(",") if r.strip()]
+    if kind == "ReplaceField" and any(r.count(":") != 1 for r in renames):
+        bad("renames", "Invalid rename mapping: expected a list of old:new")
     if kind == "HeaderFrom" and settings.get("operation", "").strip() not in ("", "move", "copy"):
         bad("operation", "String must be one of: move, copy")
     if kind == "HeaderFrom":
