@@ -9,6 +9,7 @@ import pytest
 
 from strom.connect.config_def import error_messages
 from strom.connect.connectors.files import FileStreamSource
+from strom.connect.connectors.jdbc import JdbcSink
 from strom.connect.transforms.specs import Predicate, Transform, chain, problems
 
 BASE = {
@@ -137,3 +138,18 @@ def test_a_good_chain_validates_clean() -> None:
     assert problems(config) == {}
     assert FileStreamSource.validate(config)["error_count"] == 0
     assert isinstance(chain(config).transforms[0], Transform)
+
+
+def test_the_jdbc_sink_refuses_transforms_for_now() -> None:
+    config = {
+        "name": "db",
+        "connector.class": "JdbcSinkConnector",
+        "topics": "t",
+        "connection.url": "jdbc:postgresql://localhost/db",
+        "transforms": "h",
+        "transforms.h.type": "HoistField$Value",
+        "transforms.h.field": "f",
+    }
+    assert error_messages(JdbcSink.validate(config)) == [
+        "The JDBC sink runs no transforms yet: transform in the source, or before it"
+    ]
