@@ -17,7 +17,6 @@ import asyncio
 from collections.abc import Callable, Collection
 from typing import Protocol
 
-from strom.client.async_client import NodeClients
 from strom.common import Clock, ErrorCode, TopicPartition
 from strom.common.timer import Timer
 from strom.config import ServerConfig
@@ -32,6 +31,7 @@ from strom.protocol.batch import BatchHeader
 from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.coordinator.coordinator_runtime import CoordinatorReplicas, CoordinatorRuntime
 from strom.server.coordinator.txn_markers import Marker, MarkerWriter, TxnMarkerChannel
+from strom.server.replica.replica_fetcher import BrokerClients
 
 __all__ = ["TxnCoordinatorRuntime", "txn_settings_from_config"]
 
@@ -63,7 +63,7 @@ class TxnCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinator, Transacti
         replica_manager: TxnReplicas,
         auto_topics: AutoTopicCreator,
         clock: Clock,
-        marker_clients: NodeClients | None = None,
+        marker_clients: BrokerClients | None = None,
         timer: Timer | None = None,
     ) -> None:
         """``marker_clients``: connections to other brokers, for their partitions' markers;

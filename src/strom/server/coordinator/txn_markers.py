@@ -28,10 +28,11 @@ from kio.schema.write_txn_markers.v1.request import (
 )
 from kio.static.primitive import i16, i32
 
-from strom.client.async_client import NodeClients, RequestFailed
+from strom.client.async_client import RequestFailed
 from strom.common import ErrorCode, TopicPartition
 from strom.common.timer import LoopTimer, Timer, sleep
 from strom.metadata import MetadataImage
+from strom.server.replica.replica_fetcher import BrokerClients
 
 __all__ = [
     "MARKER_RETRY_BACKOFF_MAX_MS",
@@ -109,7 +110,7 @@ class TxnMarkerChannel:
         self,
         *,
         replica_manager: MarkerWriter,
-        clients: NodeClients | None,
+        clients: BrokerClients | None,
         wait_acks: AckWaiter,
         request_timeout: float = 30.0,
         timer: Timer | None = None,
