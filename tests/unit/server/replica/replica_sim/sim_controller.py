@@ -153,6 +153,8 @@ class SimController:
                 partition_id=tp.partition, topic_id=TOPIC_IDS[tp.topic], isr=isr, leader=leader
             )
         )
+        if tp == TP:
+            self.sim.invariants.changed = True
 
     def fence(self, broker_id: int, *, unclean: bool = False) -> None:
         """The broker's session ended: fence it, take it out of the ISR (unless it is the

@@ -63,6 +63,8 @@ class Invariants:
         """Leader epoch -> the broker that acknowledged a write in it."""
         self.high_watermarks: dict[tuple[int, int, int], int] = {}
         """(broker, life, leader epoch) -> the highest high watermark it had as leader."""
+        self.changed = False
+        """The controller changed ``orders-0``'s ISR or leader since the last :meth:`check`."""
         self.offset_acked = 0
         """The largest offset of group ``g`` an OffsetCommit was acknowledged for."""
         self.txn_asked: dict[int, bool] = {}
@@ -194,7 +196,13 @@ class Invariants:
         return outcomes, sorted(n for numbers in open_by_producer.values() for n in numbers)
 
     def check(self) -> None:
-        """After every event: parked produces and leaders' high watermarks."""
+        """After every event: parked produces and leaders' high watermarks; the logs too
+        after the controller changed the partition's ISR or leader (a replica taken into the
+        ISR or elected must hold what was committed when it is, not only some steps later,
+        when it may have fetched what it lacked)."""
+        if self.changed:
+            self.changed = False
+            self.check_logs()
         for broker in self.sim.brokers.values():
             if not broker.alive:
                 continue
