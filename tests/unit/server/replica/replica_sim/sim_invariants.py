@@ -4,7 +4,8 @@
 - replicas agree below their high watermarks, and what a leader held below its high watermark
   (committed) stays in every later leader's log;
 - every live member of the controller's ISR holds what its leader holds below its high
-  watermark;
+  watermark, and every acknowledged write (a new leader's high watermark may lag what its
+  predecessor acknowledged: a replica joins the ISR only from the start of its epoch);
 - at most one leader acknowledges writes in each leader epoch;
 - a leader's high watermark never goes back within its leadership;
 - an acks=all produce parked at a broker is answered once the broker stops leading;
@@ -282,4 +283,11 @@ class Invariants:
                     self.violated(
                         f"ISR member {member} lacks {batch}, below leader {leader}'s high "
                         f"watermark {high_watermark}: {kept.get(base)}"
+                    )
+            for base, ack in self.acked.items():
+                if kept.get(base) != ack.batch:
+                    self.violated(
+                        f"ISR member {member} lacks acknowledged {ack.batch} (by {ack.broker} "
+                        f"in epoch {ack.leader_epoch}), which a new leader {leader} whose high "
+                        f"watermark {high_watermark} lags may not know committed"
                     )
