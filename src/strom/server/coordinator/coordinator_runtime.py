@@ -157,8 +157,7 @@ class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
         self._auto_topics = auto_topics
         self._clock = clock
         self._create_lock = asyncio.Lock()
-        self._timer = timer or LoopTimer()
-        self._changed = Wakeup(self._timer)
+        self._changed = Wakeup(timer or LoopTimer())
         self._task: asyncio.Task[None] | None = None
         self._epochs: dict[int, int] = {}
         """Partition -> the leader epoch it is loading or loaded at (coordinated here)."""

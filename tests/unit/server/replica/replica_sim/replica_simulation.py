@@ -192,7 +192,10 @@ class Simulation:
         await self._advance_until(self.invariants.check_offsets, 4 * LAG_MS)
         if not self.invariants.check_offsets():
             self.invariants.violated("no recovery: the group coordinator did not load")
-        await self._advance(TXN_TIMEOUT_MS + 2 * TXN_ABORT_CHECK_MS + 2 * FETCH_ROUND_MS)
+        await self._advance_until(
+            self.invariants.transactions_settled,
+            TXN_TIMEOUT_MS + 2 * TXN_ABORT_CHECK_MS + 2 * FETCH_ROUND_MS,
+        )
         self.invariants.check_transactions(final=True)
 
     async def _probe_stall(self) -> None:

@@ -163,6 +163,19 @@ class Invariants:
                 if ended and number not in decided:
                     self.violated(f"acknowledged COMMIT of transaction {number} is visible nowhere")
 
+    def transactions_settled(self) -> bool:
+        """Whether each data partition has a leader at its current epoch whose high watermark
+        is at its log end, and no transaction is open below it."""
+        for tp in DATA:
+            found = self._transactions_in(tp)
+            if found is None or found[1]:
+                return False
+            leader = self.sim.brokers[self.sim.controller.registration_of(tp).leader]
+            log = leader.log_of(tp)
+            if log.high_watermark < log.log_end_offset:
+                return False
+        return True
+
     def _transactions_in(self, tp: TopicPartition) -> tuple[dict[int, bool], list[int]] | None:
         """Below the high watermark of ``tp``'s current leader: each transaction's outcome
         (True: a COMMIT marker of its producer follows its batch), and those still open;
