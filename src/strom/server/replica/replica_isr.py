@@ -34,7 +34,8 @@ def record_follower_fetch(
 ) -> None:
     """A follower fetched from ``log_end_offset`` (in its broker epoch ``replica_epoch``):
     it has everything below. The high watermark may advance; a follower back in sync is
-    proposed for the ISR."""
+    proposed for the ISR. A fetch in a broker epoch older than the follower's registered one
+    is refused (NOT_LEADER_OR_FOLLOWER), as Kafka's leader does since KIP-903."""
     partition = manager.partition(tp)
     replication = partition.replication
     assert replication is not None
@@ -42,6 +43,15 @@ def record_follower_fetch(
         raise KafkaError(
             ErrorCode.not_leader_or_follower,
             f"broker {replica_id} is not a replica of {tp}",
+        )
+    registered = manager.image.cluster.brokers.get(replica_id)
+    if replica_epoch != -1 and registered is not None and registered.epoch > replica_epoch:
+        # Kafka's Replica.updateFetchStateOrThrow (KIP-903): a fetch of the follower's
+        # earlier life (long-polled, or late on the network) would count what it lost
+        raise KafkaError(
+            ErrorCode.not_leader_or_follower,
+            f"broker {replica_id} fetched {tp} in broker epoch {replica_epoch}, older than "
+            f"its registered epoch {registered.epoch}: a stale fetch",
         )
     now = manager.clock.monotonic_ms()
     replication.record_fetch(
