@@ -29,6 +29,7 @@ from kio.schema.alter_partition.v3.request import AlterPartitionRequest, BrokerS
 from kio.schema.alter_partition.v3.request import PartitionData as AlterPartitionData
 from kio.schema.alter_partition.v3.request import TopicData as AlterTopic
 from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 from strom_harness import free_ports_in_a_row
@@ -38,6 +39,7 @@ from strom.cli.quorum_client import connect, describe_quorum
 from strom.cli.topic_partitions import PartitionDescription, describe_topic_partitions
 from strom.client.blocking import BrokerConnection
 from strom.testing import Cluster, unique_topic_name
+from strom.testing.cluster import ClusterNode
 
 pytestmark = pytest.mark.xdist_group("cluster")
 
@@ -359,13 +361,14 @@ def test_an_unclean_election_brings_a_leaderless_partition_back(cluster: Cluster
             f"Successfully completed leader election (UNCLEAN) for partitions {name}-0\n"
         )
         cluster.wait_for(lambda: leader() == first, timeout=30, what="the unclean leader")
-        # kafka-python's admin client asks any broker Metadata lists for the controller, and
-        # gives up on one that refuses: wait until the dead broker is no longer listed (strom
-        # lists a fenced broker a few seconds more, as Kafka lists one until its session ends).
+        # kafka-python's admin client asks any broker its bootstrap's Metadata lists for the
+        # controller, and gives up on one that refuses: wait until the helper no longer lists
+        # the dead broker (strom lists a fenced broker a few seconds more, as Kafka lists one
+        # until its session ends). librdkafka may ask another broker, so ask the helper itself.
         cluster.wait_for(
-            lambda: second not in _admin(helper).list_topics(timeout=20).brokers,
+            lambda: second not in _brokers_listed_by(cluster.nodes[cluster.broker_ids[1]]),
             timeout=30,
-            what="the dead broker out of Metadata",
+            what="the dead broker out of the helper's Metadata",
         )
         admin = KafkaAdminClient(bootstrap_servers=helper)
         try:
@@ -387,6 +390,16 @@ def test_an_unclean_election_brings_a_leaderless_partition_back(cluster: Cluster
         )
     finally:
         _every_broker_back(cluster)
+
+
+def _brokers_listed_by(node: ClusterNode) -> set[int]:
+    """The broker ids one broker's own Metadata answer lists."""
+    assert node.broker_port is not None
+    with BrokerConnection(node.host, node.broker_port, timeout=10) as connection:
+        answer = connection.request(
+            MetadataRequest(topics=None, include_topic_authorized_operations=False)
+        )
+    return {broker.node_id for broker in answer.brokers}
 
 
 def _every_broker_back(cluster: Cluster) -> None:

@@ -159,7 +159,9 @@ class Broker:
         self.log_manager = parts.log_manager
         self.log_cleaner = parts.log_cleaner
         self.metadata = parts.metadata
-        self.recently_fenced = RecentlyFenced(parts.clock)
+        self.recently_fenced = RecentlyFenced(
+            parts.clock, lambda: (self.node_id, self.broker_epoch)
+        )
         """Fenced brokers Metadata still lists (see ``handlers.fenced_brokers``)."""
         self.topic_configs = TopicConfigResolver(parts.config, node_id=self.node_id)
         """Effective topic settings and log configs as of a metadata image."""
