@@ -1,0 +1,54 @@
+"""The settings the service commands (registry, connect, sql, rest, console) make of their
+options: defaults, then PROPERTIES_FILE, then ``--override``, then ``--conf``, then the options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import pytest
+
+from strom.cli.service import ServiceOptions
+
+
+def test_each_source_overrides_the_one_before(tmp_path: Path) -> None:
+    properties = tmp_path / "service.properties"
+    properties.write_text("a=file\nb=file\nbootstrap.servers=file:1\nspark.master=file\n")
+    options = ServiceOptions(
+        properties_file=properties,
+        bootstrap_servers="option:2",
+        listener="localhost:1",
+        overrides=("b = override", "c=override"),
+        master="local[2]",
+        confs=("spark.x=1",),
+    )
+    assert options.settings(defaults={"a": "default", "d": "default"}) == {
+        "a": "file",
+        "b": "override",
+        "c": "override",
+        "d": "default",
+        "bootstrap.servers": "option:2",
+        "listeners": "http://localhost:1",
+        "spark.master": "local[2]",
+        "spark.x": "1",
+    }
+
+
+def test_bootstrap_key_and_https_listener() -> None:
+    options = ServiceOptions(None, "h:1", "localhost:2", ("ssl.keystore.location=k.jks",))
+    values = options.settings(bootstrap_key="store.servers", https_with="ssl.keystore.location")
+    assert values["store.servers"] == "h:1" and "bootstrap.servers" not in values
+    assert values["listeners"] == "https://localhost:2"
+    assert options.settings()["listeners"] == "http://localhost:2"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "confs", "message"),
+    [(("x",), (), "expected NAME=VALUE, got 'x'"), ((), ("x=1",), "not a Spark setting: x")],
+)
+def test_bad_pairs_are_usage_errors(
+    overrides: tuple[str, ...], confs: tuple[str, ...], message: str
+) -> None:
+    options = ServiceOptions(None, None, None, overrides, confs=confs)
+    with pytest.raises(click.BadParameter, match=message):
+        options.settings()
