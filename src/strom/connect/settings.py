@@ -8,8 +8,9 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
-from strom.client.java_tls import tls_settings
+from strom.client.service_settings import ServiceClients, int_setting
 from strom.web.server import Listener
 
 __all__ = ["SettingsError", "WorkerSettings"]
@@ -24,18 +25,14 @@ class SettingsError(ValueError):
 
 
 def _int(values: Mapping[str, str], name: str, default: int) -> int:
-    text = values.get(name)
-    if text is None:
-        return default
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise SettingsError(f"{name}: expected an integer, got {text!r}") from None
+    return int_setting(values, name, default, SettingsError)
 
 
 @dataclass(frozen=True)
-class WorkerSettings:
+class WorkerSettings(ServiceClients):
     """One worker's settings; ``from_properties`` reads them by Kafka Connect's names."""
+
+    error: ClassVar[type[ValueError]] = SettingsError
 
     bootstrap_servers: str = "localhost:9092"
     group_id: str = "connect-cluster"
@@ -108,25 +105,6 @@ class WorkerSettings:
             spark_conf=spark,
             checkpoint_root=Path(checkpoints) if checkpoints else cls.checkpoint_root,
         )
-
-    def client_config(self) -> dict[str, str]:
-        """The settings of the worker's own (librdkafka) clients."""
-        tls, problem = tls_settings(self.client_security)
-        if problem is not None:
-            raise SettingsError(problem)
-        plain = {
-            k: v
-            for k, v in self.client_security.items()
-            if k.startswith(("security.", "sasl.")) or k == "ssl.key.password"
-        }
-        return {"bootstrap.servers": self.bootstrap_servers, **plain, **tls}
-
-    def spark_options(self) -> dict[str, str]:
-        """The ``strom`` source's and sink's options that reach this worker's cluster."""
-        return {
-            "kafka.bootstrap.servers": self.bootstrap_servers,
-            **{f"kafka.{k}": v for k, v in self.client_security.items()},
-        }
 
     def checkpoint(self, cluster_id: str, connector: str) -> Path:
         """Where the Spark query of ``connector`` keeps its checkpoint: under the cluster's id,

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from strom.client.java_tls import tls_settings
+from strom.client.service_settings import int_setting
 from strom.security.jaas import (
     LOGIN_CONFIG,
     JaasConfigError,
@@ -129,10 +130,4 @@ def _jaas_login(text: str) -> tuple[str, str]:
 
 
 def _int(values: Mapping[str, str], name: str, default: int) -> int:
-    text = values.get(name)
-    if text is None:
-        return default
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise SettingsError(f"{name}: expected an integer, got {text!r}") from None
+    return int_setting(values, name, default, SettingsError)

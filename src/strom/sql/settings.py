@@ -7,8 +7,9 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
-from strom.client.java_tls import tls_settings
+from strom.client.service_settings import ServiceClients, int_setting
 from strom.web.server import Listener
 
 __all__ = ["SqlSettings", "SqlSettingsError"]
@@ -23,8 +24,10 @@ class SqlSettingsError(ValueError):
 
 
 @dataclass(frozen=True)
-class SqlSettings:
+class SqlSettings(ServiceClients):
     """One server's settings; `from_properties` reads them by ksqlDB's names."""
+
+    error: ClassVar[type[ValueError]] = SqlSettingsError
 
     bootstrap_servers: str = "localhost:9092"
     service_id: str = "default_"
@@ -76,34 +79,9 @@ class SqlSettings:
     def command_topic(self) -> str:
         return f"_confluent-ksql-{self.service_id}_command_topic"
 
-    def client_config(self) -> dict[str, str]:
-        """The settings of the server's own (librdkafka) clients."""
-        tls, problem = tls_settings(self.client_security)
-        if problem is not None:
-            raise SqlSettingsError(problem)
-        plain = {
-            k: v
-            for k, v in self.client_security.items()
-            if k.startswith(("security.", "sasl.")) or k == "ssl.key.password"
-        }
-        return {"bootstrap.servers": self.bootstrap_servers, **plain, **tls}
-
-    def spark_options(self) -> dict[str, str]:
-        """The `strom` source's and sink's options that reach the cluster."""
-        return {
-            "kafka.bootstrap.servers": self.bootstrap_servers,
-            **{f"kafka.{k}": v for k, v in self.client_security.items()},
-        }
-
     def checkpoint(self, query_id: str) -> Path:
         return self.state_dir / self.service_id / query_id
 
 
 def _int(values: Mapping[str, str], name: str, default: int) -> int:
-    text = values.get(name)
-    if text is None:
-        return default
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise SqlSettingsError(f"{name}: expected an integer, got {text!r}") from None
+    return int_setting(values, name, default, SqlSettingsError)

@@ -111,6 +111,11 @@ def test_settings_by_ksqldb_names() -> None:
     assert settings.spark_options()["kafka.security.protocol"] == "SASL_PLAINTEXT"
     with pytest.raises(SqlSettingsError, match="earliest or latest"):
         SqlSettings.from_properties({"ksql.streams.auto.offset.reset": "none"})
+    with pytest.raises(SqlSettingsError, match=r"ksql\.sink\.replicas: expected an integer"):
+        SqlSettings.from_properties({"ksql.sink.replicas": "many"})
+    jks = SqlSettings.from_properties({"ssl.keystore.location": "/ks.jks"})
+    with pytest.raises(SqlSettingsError, match="JKS keystore cannot be read outside the JVM"):
+        jks.client_config()
 
 
 def test_entities_have_ksqldb_shapes() -> None:
