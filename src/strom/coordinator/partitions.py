@@ -12,7 +12,7 @@ from collections.abc import Collection
 
 from strom.common import ErrorCode
 
-__all__ = ["CoordinatorPartitions", "java_string_hash", "partition_for"]
+__all__ = ["CoordinatorPartitions", "PartitionedCoordinator", "java_string_hash", "partition_for"]
 
 
 def java_string_hash(text: str) -> int:
@@ -79,3 +79,34 @@ class CoordinatorPartitions:
         if partition in self.loading:
             return ErrorCode.coordinator_load_in_progress
         return ErrorCode.none
+
+
+class PartitionedCoordinator:
+    """A base for a coordinator core whose keys live in the partitions of the internal ``topic``:
+    what the runtime asks of it about them, answered by its ``CoordinatorPartitions``."""
+
+    def __init__(self, topic: str) -> None:
+        self._partitions = CoordinatorPartitions(topic)
+
+    @property
+    def partition_count(self) -> int | None:
+        """Partitions of the topic (None before it exists)."""
+        return self._partitions.count
+
+    def begin_loading(self, partitions: int, owned: Collection[int] | None = None) -> None:
+        """The topic exists with ``partitions`` partitions; those this broker leads (``owned``,
+        all when None) are now loading."""
+        self._partitions.begin_loading(partitions, owned)
+
+    @property
+    def owned_partitions(self) -> frozenset[int]:
+        """The partitions of the topic this broker leads, so coordinates."""
+        return self._partitions.owned
+
+    def begin_loading_partition(self, partition: int) -> None:
+        """This broker became the leader of ``partition``: its records are replayed next."""
+        self._partitions.load(partition)
+
+    def partition_of(self, key: str) -> int:
+        """The partition of the topic ``key`` belongs to."""
+        return self._partitions.partition_of(key)

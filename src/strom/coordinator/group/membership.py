@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -41,7 +41,7 @@ from strom.coordinator.group.records import (
     OffsetCommitValue,
 )
 from strom.coordinator.group.state import GroupState
-from strom.coordinator.partitions import CoordinatorPartitions
+from strom.coordinator.partitions import PartitionedCoordinator
 from strom.protocol.batch import NO_PRODUCER_ID
 
 __all__ = ["ClassicGroupMembership", "CoordinatorSettings", "PartitionWriter", "Reply"]
@@ -88,7 +88,7 @@ class CoordinatorSettings:
     offset_metadata_max_bytes: int = 4096
 
 
-class ClassicGroupMembership:
+class ClassicGroupMembership(PartitionedCoordinator):
     """Every classic group of the ``__consumer_offsets`` partitions this broker leads."""
 
     def __init__(
@@ -100,35 +100,16 @@ class ClassicGroupMembership:
         topic_exists: Callable[[str, int], bool],
     ) -> None:
         """``topic_exists(topic, partition)``: whether a commit may name that partition."""
+        super().__init__("__consumer_offsets")
         self.settings = settings
         self._writer = writer
         self._random = random
         self._topic_exists = topic_exists
         self.groups: dict[str, ClassicGroup] = {}
-        self._partitions = CoordinatorPartitions("__consumer_offsets")
         self._timers: dict[tuple[str, ...], tuple[int, Callable[[int], None]]] = {}
         self._next_retention: int | None = None
 
     # --- partitions and loading -------------------------------------------------------------
-
-    @property
-    def partition_count(self) -> int | None:
-        """Partitions of ``__consumer_offsets`` (None before the topic exists)."""
-        return self._partitions.count
-
-    def begin_loading(self, partitions: int, owned: Collection[int] | None = None) -> None:
-        """The topic exists with ``partitions`` partitions; those this broker leads (``owned``,
-        all when None) are now loading."""
-        self._partitions.begin_loading(partitions, owned)
-
-    @property
-    def owned_partitions(self) -> frozenset[int]:
-        """The partitions of ``__consumer_offsets`` this broker leads, so coordinates."""
-        return self._partitions.owned
-
-    def begin_loading_partition(self, partition: int) -> None:
-        """This broker became the leader of ``partition``: its records are replayed next."""
-        self._partitions.load(partition)
 
     def unload_partition(self, partition: int) -> set[str]:
         """Another broker leads ``partition`` now: its groups and their timers go (they load
@@ -149,9 +130,6 @@ class ClassicGroupMembership:
                     self._schedule_session(group, member, now_ms)
         if self._next_retention is None:
             self._next_retention = now_ms + self.settings.retention_check_interval_ms
-
-    def partition_of(self, group_id: str) -> int:
-        return self._partitions.partition_of(group_id)
 
     def group_error(self, group_id: str) -> ErrorCode:
         """NOT_COORDINATOR before the topic exists, COORDINATOR_LOAD_IN_PROGRESS while the

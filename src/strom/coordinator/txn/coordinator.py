@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from strom.common import ErrorCode, TopicPartition
-from strom.coordinator.partitions import CoordinatorPartitions
+from strom.coordinator.partitions import PartitionedCoordinator
 from strom.coordinator.txn.metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -102,14 +102,14 @@ class InitProducerIdResult:
     producer_epoch: int = NO_PRODUCER_EPOCH
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(PartitionedCoordinator):
     """Every transactional id of the ``__transaction_state`` partitions this broker leads."""
 
     def __init__(self, *, settings: TxnSettings, writer: TransactionWriter) -> None:
+        super().__init__("__transaction_state")
         self.settings = settings
         self._writer = writer
         self.transactions: dict[str, TransactionMetadata] = {}
-        self._partitions = CoordinatorPartitions("__transaction_state")
         self._coordinator_epochs: dict[int, int] = {}
         self._completing: set[str] = set()
         """Transactional ids whose markers are being written."""
@@ -120,25 +120,6 @@ class TransactionCoordinator:
         self._next_expiry_check: int | None = None
 
     # --- partitions and loading -------------------------------------------------------------
-
-    @property
-    def partition_count(self) -> int | None:
-        """Partitions of ``__transaction_state`` (None before the topic exists)."""
-        return self._partitions.count
-
-    def begin_loading(self, partitions: int, owned: Collection[int] | None = None) -> None:
-        """The topic exists with ``partitions`` partitions; those this broker leads (``owned``,
-        all when None) are now loading."""
-        self._partitions.begin_loading(partitions, owned)
-
-    @property
-    def owned_partitions(self) -> frozenset[int]:
-        """The partitions of ``__transaction_state`` this broker leads, so coordinates."""
-        return self._partitions.owned
-
-    def begin_loading_partition(self, partition: int) -> None:
-        """This broker became the leader of ``partition``: its records are replayed next."""
-        self._partitions.load(partition)
 
     def unload_partition(self, partition: int) -> None:
         """Another broker leads ``partition`` now: its transactional ids go (the new
@@ -172,9 +153,6 @@ class TransactionCoordinator:
         if self._next_abort_check is None:
             self._next_abort_check = now_ms + self.settings.abort_check_interval_ms
             self._next_expiry_check = now_ms + self.settings.expiration_check_interval_ms
-
-    def partition_of(self, transactional_id: str) -> int:
-        return self._partitions.partition_of(transactional_id)
 
     def txn_error(self, transactional_id: str) -> ErrorCode:
         """NOT_COORDINATOR before the topic exists, COORDINATOR_LOAD_IN_PROGRESS while the
