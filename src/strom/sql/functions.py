@@ -143,14 +143,36 @@ def _sig(
     return Signature(tuple(params), returns, build, variadic, aggregate, description)
 
 
+def _agg(
+    params: Sequence[Param],
+    returns: ty.SqlType | Callable[[ArgTypes], ty.SqlType | None],
+    build: Build,
+    description: str,
+) -> Signature:
+    """An aggregate function's signature."""
+    return _sig(params, returns, build, description, aggregate=True)
+
+
+def _spark(function: str) -> Build:
+    """Spark's function of that name, of the arguments as given."""
+    return lambda F, c, _: getattr(F, function)(*c)
+
+
+def _by_offset(function: str) -> Build:
+    """Spark's ``max_by`` or ``min_by``: the argument of the latest or earliest record."""
+    return lambda F, c, _: getattr(F, function)(
+        c[0], F.struct(F.col("ROWTIME"), F.col("ROWOFFSET"))
+    )
+
+
 S, N, B, D = ty.STRING, ty.INT, ty.BIGINT, ty.DOUBLE
 
 FUNCTIONS: Mapping[str, tuple[Signature, ...]] = {
     # strings
-    "UCASE": (_sig([S], S, lambda F, c, _: F.upper(c[0]), "The string in upper case."),),
-    "LCASE": (_sig([S], S, lambda F, c, _: F.lower(c[0]), "The string in lower case."),),
-    "LEN": (_sig([S], N, lambda F, c, _: F.length(c[0]), "The string's length."),),
-    "CONCAT": (_sig([S], S, lambda F, c, _: F.concat(*c), "The strings joined.", variadic=True),),
+    "UCASE": (_sig([S], S, _spark("upper"), "The string in upper case."),),
+    "LCASE": (_sig([S], S, _spark("lower"), "The string in lower case."),),
+    "LEN": (_sig([S], N, _spark("length"), "The string's length."),),
+    "CONCAT": (_sig([S], S, _spark("concat"), "The strings joined.", variadic=True),),
     "CONCAT_WS": (
         _sig(
             [S, S],
@@ -167,47 +189,24 @@ FUNCTIONS: Mapping[str, tuple[Signature, ...]] = {
             lambda F, c, _: F.substring(c[0], c[1], F.lit(2**31 - 1)),
             "From a 1-based position (negative: from the end) to the end.",
         ),
-        _sig(
-            [S, N, N],
-            S,
-            lambda F, c, _: F.substring(c[0], c[1], c[2]),
-            "A given length from a 1-based position.",
-        ),
+        _sig([S, N, N], S, _spark("substring"), "A given length from a 1-based position."),
     ),
-    "TRIM": (_sig([S], S, lambda F, c, _: F.trim(c[0]), "Without leading and trailing spaces."),),
-    "LTRIM": (_sig([S], S, lambda F, c, _: F.ltrim(c[0]), "Without leading spaces."),),
-    "RTRIM": (_sig([S], S, lambda F, c, _: F.rtrim(c[0]), "Without trailing spaces."),),
+    "TRIM": (_sig([S], S, _spark("trim"), "Without leading and trailing spaces."),),
+    "LTRIM": (_sig([S], S, _spark("ltrim"), "Without leading spaces."),),
+    "RTRIM": (_sig([S], S, _spark("rtrim"), "Without trailing spaces."),),
     "REPLACE": (
         _sig(
             [S, S, S],
             S,
-            lambda F, c, _: F.replace(c[0], c[1], c[2]),
+            _spark("replace"),
             "Every occurrence of the second string replaced by the third.",
         ),
     ),
     "SPLIT": (_sig([S, S], ty.ArrayType(S), _literal_split, "The parts between the delimiters."),),
-    "INSTR": (
-        _sig([S, S], N, lambda F, c, _: F.instr(c[0], c[1]), "1-based position of a substring."),
-    ),
-    "INITCAP": (
-        _sig([S], S, lambda F, c, _: F.initcap(c[0]), "Each word's first letter capitalized."),
-    ),
-    "LPAD": (
-        _sig(
-            [S, N, S],
-            S,
-            lambda F, c, _: F.lpad(c[0], c[1], c[2]),
-            "Padded on the left to a length.",
-        ),
-    ),
-    "RPAD": (
-        _sig(
-            [S, N, S],
-            S,
-            lambda F, c, _: F.rpad(c[0], c[1], c[2]),
-            "Padded on the right to a length.",
-        ),
-    ),
+    "INSTR": (_sig([S, S], N, _spark("instr"), "1-based position of a substring."),),
+    "INITCAP": (_sig([S], S, _spark("initcap"), "Each word's first letter capitalized."),),
+    "LPAD": (_sig([S, N, S], S, _spark("lpad"), "Padded on the left to a length."),),
+    "RPAD": (_sig([S, N, S], S, _spark("rpad"), "Padded on the right to a length."),),
     "REGEXP_EXTRACT": (
         _sig(
             [S, S],
@@ -218,24 +217,21 @@ FUNCTIONS: Mapping[str, tuple[Signature, ...]] = {
     ),
     "REGEXP_REPLACE": (
         _sig(
-            [S, S, S],
-            S,
-            lambda F, c, _: F.regexp_replace(c[0], c[1], c[2]),
-            "Every match of a regular expression replaced.",
+            [S, S, S], S, _spark("regexp_replace"), "Every match of a regular expression replaced."
         ),
     ),
     # math
-    "ABS": (_sig([NUMERIC], _first, lambda F, c, _: F.abs(c[0]), "The absolute value."),),
+    "ABS": (_sig([NUMERIC], _first, _spark("abs"), "The absolute value."),),
     "ROUND": (
         _sig([NUMERIC], _round_type, _round, "Rounded half up to a whole number."),
         _sig([NUMERIC, N], _first, _round, "Rounded half up to a number of decimal places."),
     ),
-    "FLOOR": (_sig([NUMERIC], _first, lambda F, c, _: F.floor(c[0]), "Rounded down."),),
-    "CEIL": (_sig([NUMERIC], _first, lambda F, c, _: F.ceil(c[0]), "Rounded up."),),
-    "SQRT": (_sig([D], D, lambda F, c, _: F.sqrt(c[0]), "The square root."),),
-    "EXP": (_sig([D], D, lambda F, c, _: F.exp(c[0]), "e to the power of the value."),),
-    "LN": (_sig([D], D, lambda F, c, _: F.log(c[0]), "The natural logarithm."),),
-    "POWER": (_sig([D, D], D, lambda F, c, _: F.pow(c[0], c[1]), "The first to the second."),),
+    "FLOOR": (_sig([NUMERIC], _first, _spark("floor"), "Rounded down."),),
+    "CEIL": (_sig([NUMERIC], _first, _spark("ceil"), "Rounded up."),),
+    "SQRT": (_sig([D], D, _spark("sqrt"), "The square root."),),
+    "EXP": (_sig([D], D, _spark("exp"), "e to the power of the value."),),
+    "LN": (_sig([D], D, _spark("log"), "The natural logarithm."),),
+    "POWER": (_sig([D, D], D, _spark("pow"), "The first to the second."),),
     "SIGN": (_sig([NUMERIC], N, lambda F, c, _: F.signum(c[0]).cast("int"), "-1, 0 or 1."),),
     "RANDOM": (_sig([], D, lambda F, c, _: F.rand(), "A random DOUBLE in [0, 1)."),),
     # nulls
@@ -243,18 +239,12 @@ FUNCTIONS: Mapping[str, tuple[Signature, ...]] = {
         _sig(
             [ANY, ANY],
             _first,
-            lambda F, c, _: F.coalesce(c[0], c[1]),
+            _spark("coalesce"),
             "The first value, or the second when the first is NULL.",
         ),
     ),
     "COALESCE": (
-        _sig(
-            [ANY],
-            _first,
-            lambda F, c, _: F.coalesce(*c),
-            "The first value that is not NULL.",
-            variadic=True,
-        ),
+        _sig([ANY], _first, _spark("coalesce"), "The first value that is not NULL.", variadic=True),
     ),
     # time
     "UNIX_TIMESTAMP": (
@@ -276,83 +266,37 @@ FUNCTIONS: Mapping[str, tuple[Signature, ...]] = {
     # JSON
     "EXTRACTJSONFIELD": (
         _sig(
-            [S, S],
-            S,
-            lambda F, c, _: F.get_json_object(c[0], c[1]),
-            "The value at a JSON path ($.a.b), as a string.",
+            [S, S], S, _spark("get_json_object"), "The value at a JSON path ($.a.b), as a string."
         ),
     ),
     # aggregates
     "COUNT": (
-        _sig([], B, lambda F, c, _: F.count(F.lit(1)), "The number of rows.", aggregate=True),
-        _sig(
-            [ANY],
-            B,
-            lambda F, c, _: F.count(c[0]),
-            "The number of non-NULL values.",
-            aggregate=True,
-        ),
+        _agg([], B, lambda F, c, _: F.count(F.lit(1)), "The number of rows."),
+        _agg([ANY], B, _spark("count"), "The number of non-NULL values."),
     ),
     "COUNT_DISTINCT": (
-        _sig(
+        _agg(
             [ANY],
             B,
-            lambda F, c, _: F.approx_count_distinct(c[0]),
+            _spark("approx_count_distinct"),
             "The approximate number of distinct values (HyperLogLog, as ksqlDB).",
-            aggregate=True,
         ),
     ),
-    "SUM": (
-        _sig(
-            [NUMERIC],
-            _sum_type,
-            lambda F, c, _: F.sum(c[0]),
-            "The sum of the values.",
-            aggregate=True,
-        ),
-    ),
-    "MIN": (_sig([ANY], _first, lambda F, c, _: F.min(c[0]), "The least value.", aggregate=True),),
-    "MAX": (
-        _sig([ANY], _first, lambda F, c, _: F.max(c[0]), "The greatest value.", aggregate=True),
-    ),
-    "AVG": (
-        _sig([NUMERIC], D, lambda F, c, _: F.avg(c[0]), "The mean of the values.", aggregate=True),
-    ),
+    "SUM": (_agg([NUMERIC], _sum_type, _spark("sum"), "The sum of the values."),),
+    "MIN": (_agg([ANY], _first, _spark("min"), "The least value."),),
+    "MAX": (_agg([ANY], _first, _spark("max"), "The greatest value."),),
+    "AVG": (_agg([NUMERIC], D, _spark("avg"), "The mean of the values."),),
     "COLLECT_LIST": (
-        _sig(
-            [ANY],
-            _array_of_first,
-            lambda F, c, _: F.collect_list(c[0]),
-            "Every value, as an array.",
-            aggregate=True,
-        ),
+        _agg([ANY], _array_of_first, _spark("collect_list"), "Every value, as an array."),
     ),
     "COLLECT_SET": (
-        _sig(
-            [ANY],
-            _array_of_first,
-            lambda F, c, _: F.collect_set(c[0]),
-            "Every distinct value, as an array.",
-            aggregate=True,
-        ),
+        _agg([ANY], _array_of_first, _spark("collect_set"), "Every distinct value, as an array."),
     ),
     "LATEST_BY_OFFSET": (
-        _sig(
-            [ANY],
-            _first,
-            lambda F, c, _: F.max_by(c[0], F.struct(F.col("ROWTIME"), F.col("ROWOFFSET"))),
-            "The value of the latest record.",
-            aggregate=True,
-        ),
+        _agg([ANY], _first, _by_offset("max_by"), "The value of the latest record."),
     ),
     "EARLIEST_BY_OFFSET": (
-        _sig(
-            [ANY],
-            _first,
-            lambda F, c, _: F.min_by(c[0], F.struct(F.col("ROWTIME"), F.col("ROWOFFSET"))),
-            "The value of the earliest record.",
-            aggregate=True,
-        ),
+        _agg([ANY], _first, _by_offset("min_by"), "The value of the earliest record."),
     ),
 }
 
