@@ -6,6 +6,15 @@ from __future__ import annotations
 __all__ = ["RegistryError"]
 
 
+def _coded(status: int, error_code: int) -> classmethod[RegistryError, [str], RegistryError]:
+    """A constructor of the errors with this status and code, whose message is the caller's."""
+
+    def error(cls: type[RegistryError], message: str) -> RegistryError:
+        return cls(status, error_code, message)
+
+    return classmethod(error)
+
+
 class RegistryError(Exception):
     """A request the registry refuses; ``body`` is Confluent's error body."""
 
@@ -18,6 +27,15 @@ class RegistryError(Exception):
     @property
     def body(self) -> dict[str, object]:
         return {"error_code": self.error_code, "message": self.message}
+
+    # the errors whose message is the caller's: ``RegistryError.forwarding(message)``
+    incompatible = _coded(409, 409)
+    not_permitted = _coded(422, 42205)
+    referenced = _coded(422, 42206)
+    unprocessable = _coded(422, 422)
+    store_error = _coded(500, 50001)
+    timeout = _coded(500, 50002)
+    forwarding = _coded(500, 50003)
 
     @classmethod
     def subject_not_found(cls, subject: str) -> RegistryError:
@@ -78,10 +96,6 @@ class RegistryError(Exception):
         return cls(404, 40409, f"Subject '{subject}' does not have subject-level mode configured")
 
     @classmethod
-    def incompatible(cls, message: str) -> RegistryError:
-        return cls(409, 409, message)
-
-    @classmethod
     def invalid_schema(cls, detail: str) -> RegistryError:
         return cls(422, 42201, f"Invalid schema {detail}")
 
@@ -110,27 +124,3 @@ class RegistryError(Exception):
             42204,
             f"Invalid mode. Valid values are READWRITE, READONLY, IMPORT (got {mode})",
         )
-
-    @classmethod
-    def not_permitted(cls, message: str) -> RegistryError:
-        return cls(422, 42205, message)
-
-    @classmethod
-    def referenced(cls, detail: str) -> RegistryError:
-        return cls(422, 42206, detail)
-
-    @classmethod
-    def unprocessable(cls, message: str) -> RegistryError:
-        return cls(422, 422, message)
-
-    @classmethod
-    def store_error(cls, message: str) -> RegistryError:
-        return cls(500, 50001, message)
-
-    @classmethod
-    def timeout(cls, message: str) -> RegistryError:
-        return cls(500, 50002, message)
-
-    @classmethod
-    def forwarding(cls, message: str) -> RegistryError:
-        return cls(500, 50003, message)
