@@ -11,7 +11,6 @@ __all__ = ["connect"]
 
 @service_command(
     "connect",
-    bootstrap="The strom cluster (bootstrap.servers).",
     listener="Where to serve the REST API (listeners).  [default: localhost:8083]",
     override="Any worker setting by its Kafka Connect name (see docs/connect.md); repeatable.",
     spark="connectors",

@@ -11,7 +11,6 @@ __all__ = ["console"]
 
 @service_command(
     "console",
-    bootstrap="The strom cluster (bootstrap.servers).",
     listener="Where to serve the console (listeners).  [default: localhost:9021]",
     override="Any setting by its REST proxy name (see docs/console.md); repeatable.",
 )

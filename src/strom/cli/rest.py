@@ -10,7 +10,6 @@ __all__ = ["rest"]
 
 @service_command(
     "rest",
-    bootstrap="The strom cluster (bootstrap.servers).",
     listener="Where to serve the API (listeners).  [default: localhost:8082]",
     override="Any proxy setting by its Confluent name (see docs/rest.md); repeatable.",
 )

@@ -72,7 +72,12 @@ class ServiceOptions:
 
 
 def service_command(
-    name: str, *, bootstrap: str, listener: str, override: str, spark: str | None = None
+    name: str,
+    *,
+    listener: str,
+    override: str,
+    bootstrap: str = "The strom cluster (bootstrap.servers).",
+    spark: str | None = None,
 ) -> Callable[[Callable[[ServiceOptions], None]], click.Command]:
     """``strom NAME``, whose body takes the shared options as one ``ServiceOptions``: the
     arguments are the options' help texts, and ``spark`` (what runs on Spark, as "queries")

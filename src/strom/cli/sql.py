@@ -11,7 +11,6 @@ __all__ = ["sql"]
 
 @service_command(
     "sql",
-    bootstrap="The strom cluster (bootstrap.servers).",
     listener="Where to serve the REST API (listeners).  [default: localhost:8088]",
     override="Any server setting by its ksqlDB name (see docs/sql.md); repeatable.",
     spark="queries",
