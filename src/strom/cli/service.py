@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import click
 
-from strom.config import load_properties
+from strom.config import ConfigError, load_properties
 
 __all__ = ["ServiceOptions", "pairs", "serve", "service_command"]
 
@@ -55,7 +55,10 @@ class ServiceOptions:
         the setting ``https_with`` is set."""
         values = dict(defaults or {})
         if self.properties_file:
-            values.update(load_properties(self.properties_file))
+            try:
+                values.update(load_properties(self.properties_file))
+            except ConfigError as error:
+                raise click.BadParameter(str(error), param_hint="PROPERTIES_FILE") from None
         values.update(pairs(self.overrides, "--override"))
         spark = pairs(self.confs, "--conf")
         if bad := [name for name in spark if not name.startswith("spark.")]:

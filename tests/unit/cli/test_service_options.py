@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
+from strom.cli.main import cli
 from strom.cli.service import ServiceOptions
 
 
@@ -52,3 +54,13 @@ def test_bad_pairs_are_usage_errors(
     options = ServiceOptions(None, None, None, overrides, confs=confs)
     with pytest.raises(click.BadParameter, match=message):
         options.settings()
+
+
+@pytest.mark.parametrize("command", ["registry", "connect", "sql", "rest", "console"])
+def test_a_missing_properties_file_is_one_line(command: str, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.properties"
+    result = CliRunner().invoke(cli, [command, str(missing)])
+    assert result.exit_code == 2
+    assert f"{missing}: cannot read properties file" in result.stderr
+    assert "Traceback" not in result.output and result.exception is not None
+    assert isinstance(result.exception, SystemExit)
