@@ -1,22 +1,53 @@
 """``strom sql``: run a SQL server (ksqlDB's language and REST API) whose command topic is on
 the strom cluster at ``--bootstrap-server`` and whose queries run as Spark Structured Streaming
-queries."""
+queries; ``strom sql shell`` and ``strom sql run`` are its clients (``sql_shell``)."""
 
 from __future__ import annotations
 
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from strom.cli.connect import LOG_FORMAT, pairs
+from strom.cli.sql_shell import run, shell
 from strom.config import load_properties
 
 __all__ = ["sql"]
 
 
-@click.command("sql")
+_CLIENT = "strom.sql.client"
+
+
+class _ServerOrClient(click.Group):
+    """`strom sql [PROPERTIES_FILE] [OPTIONS]` runs the server; `strom sql shell|run ...` runs a
+    client of one, with arguments of its own (a plain group would read `shell` as the file)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] in self.commands:
+            ctx.meta[_CLIENT] = args
+            return click.Command.parse_args(self, ctx, [])
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        client = ctx.meta.pop(_CLIENT, None)
+        if client is None:
+            return super().invoke(ctx)
+        name, *args = client
+        command = self.commands[name]
+        # No parent: the client's usage line is not the server's ("strom sql shell [OPTIONS]").
+        with command.make_context(
+            f"{ctx.command_path} {name}",
+            args,
+            help_option_names=ctx.help_option_names,
+            max_content_width=ctx.max_content_width,
+        ) as client_ctx:
+            return command.invoke(client_ctx)
+
+
+@click.group("sql", cls=_ServerOrClient, invoke_without_command=True)
 @click.argument("properties_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--bootstrap-server",
@@ -62,7 +93,8 @@ def sql(
     overrides: tuple[str, ...],
 ) -> None:
     """Run a SQL server on strom and Spark (settings: PROPERTIES_FILE, as ksqlDB's
-    ksql-server.properties, then --override, then the options)."""
+    ksql-server.properties, then --override, then the options). `strom sql shell` and
+    `strom sql run FILE.sql` are its clients."""
     from strom.sql.server import SqlServer  # noqa: PLC0415
     from strom.sql.settings import SqlSettings  # noqa: PLC0415
 
@@ -88,3 +120,7 @@ def sql(
         server.serve_forever()
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+sql.add_command(shell)
+sql.add_command(run)
