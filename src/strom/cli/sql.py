@@ -25,6 +25,8 @@ class _ServerOrClient(click.Group):
     """`strom sql [PROPERTIES_FILE] [OPTIONS]` runs the server; `strom sql shell|run ...` runs a
     client of one, with arguments of its own (a plain group would read `shell` as the file)."""
 
+    allow_interspersed_args = True  # the server's options after PROPERTIES_FILE, as before
+
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] in self.commands:
             ctx.meta[_CLIENT] = args

@@ -427,7 +427,7 @@ class Engine:
                 frame,
                 checkpoint=checkpoint,
                 topic=sink.topic,
-                output_mode="update" if plan.aggregate else "append",
+                output_mode="update" if plan.aggregate and not plan.final else "append",
                 exactly_once=True,
                 **options,
             )
