@@ -38,6 +38,7 @@ from strom.sql.planner import Plan, plan_query, read_source, sink_frame
 from strom.sql.pull import TABLE_SCAN, PullQuery, not_queryable
 from strom.sql.push import PushQuery
 from strom.sql.settings import OFFSET_RESETS, SqlSettings
+from strom.sql.stream_joins import stream_stream_plan
 from strom.sql.values import encode_insert
 
 if TYPE_CHECKING:
@@ -339,6 +340,11 @@ class Engine:
         options = self.settings.spark_options()
         if isinstance(query.from_, st.Join):
             sources, joined = join_sources(query.from_, self.sources)
+            if all(s.kind is st.SourceKind.STREAM for s in sources.values()):
+                plan = stream_stream_plan(
+                    self.spark, query, joined, sources, options=options, offset_reset=reset
+                )
+                return sources, plan, None
             join = JoinQuery(query, joined, sources, options, reset)
             return sources, join.plan(self.spark, join.stream(self.spark)), join
         source = self._source_of(query)

@@ -29,7 +29,15 @@ from strom.sql.formatter import format_expression
 from strom.sql.metastore import DataSource
 from strom.sql.serde import decode, encode
 
-__all__ = ["PSEUDO", "Plan", "plan_query", "read_source", "sink_frame"]
+__all__ = [
+    "DEFAULT_GRACE_MS",
+    "PSEUDO",
+    "Plan",
+    "millis",
+    "plan_query",
+    "read_source",
+    "sink_frame",
+]
 
 PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET")
 _WINDOW = "__WINDOW"
@@ -81,7 +89,7 @@ def read_source(
     )
 
 
-def _millis(span: st.TimeSpan) -> int:
+def millis(span: st.TimeSpan) -> int:
     return span.value * _UNITS_MS[span.unit]
 
 
@@ -129,7 +137,7 @@ def plan_query(
         frame = frame.filter(compiler.compile(query.where))
     columns = _with_keys(query, resolved.columns, sources, compiler, aggregate)
     session = query.window is not None and query.window.kind is st.WindowKind.SESSION
-    gap = _millis(query.window.size) if session and query.window else 0
+    gap = millis(query.window.size) if session and query.window else 0
     exprs = _projection(query, sources, compiler, columns, gap)
     if not aggregate:
         if query.having is not None:
@@ -145,7 +153,7 @@ def plan_query(
         if final:  # a window closes when the watermark passes its end plus the grace period
             grace = query.window.grace
             frame = frame.withWatermark(
-                _EVENT_TIME, f"{_millis(grace) if grace else DEFAULT_GRACE_MS} milliseconds"
+                _EVENT_TIME, f"{millis(grace) if grace else DEFAULT_GRACE_MS} milliseconds"
             )
         frame = frame.withColumn(_WINDOW, _window(query.window, final))
         grouping.insert(0, F.col(_WINDOW))
@@ -167,12 +175,12 @@ def plan_query(
 
 def _window(window: st.WindowExpression, final: bool) -> Column:
     time = F.col(_EVENT_TIME)
-    size = f"{_millis(window.size)} milliseconds"
+    size = f"{millis(window.size)} milliseconds"
     if window.kind is st.WindowKind.TUMBLING:
         return F.window(time, size)
     if window.kind is st.WindowKind.HOPPING:
         assert window.advance is not None
-        return F.window(time, size, f"{_millis(window.advance)} milliseconds")
+        return F.window(time, size, f"{millis(window.advance)} milliseconds")
     if not final:
         raise SqlSemanticError(
             "SESSION windows need EMIT FINAL on Spark: its streaming session windows emit a "

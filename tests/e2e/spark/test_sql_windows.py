@@ -1,7 +1,9 @@
-"""SESSION windows and EMIT FINAL, over ksqlDB's REST API (httpx) on a real `strom server`, the
-query in the suite's one SparkSession, its output read with confluent-kafka: a session closes
-when the watermark (the latest record's time less the grace period) passes it, and is written
-once, keyed as ksqlDB keys sessions (the key, then the window's end and start, 8 bytes each)."""
+"""Windows over time: SESSION windows with EMIT FINAL, and stream-stream joins WITHIN a window,
+over ksqlDB's REST API (httpx) on a real `strom server`, the queries in the suite's one
+SparkSession, their output read with confluent-kafka. A session closes when the watermark (the
+latest record's time less the grace period) passes it, and is written once, keyed as ksqlDB
+keys sessions (the key, then the window's end and start, 8 bytes each); a LEFT join writes a
+match at once, and a record without one, NULLs for the other side, once its window closed."""
 
 from __future__ import annotations
 
@@ -118,3 +120,56 @@ def test_session_windows_emit_each_closed_session_once(
         assert time.monotonic() < deadline, f"sessions: {output()}"
         time.sleep(0.5)
     assert len(consume_all(broker.bootstrap, "SESSIONS")) == 3  # each session once
+
+
+def test_a_stream_stream_join_within_a_window(api: httpx.Client, broker: StromServer) -> None:
+    shown, clicks = unique_topic("sql-shown"), unique_topic("sql-clicked")
+    _ksql(
+        api,
+        "CREATE STREAM shown (id STRING KEY, ad STRING) "
+        f"WITH (KAFKA_TOPIC='{shown}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+        "CREATE STREAM clicks (id STRING KEY, ad STRING) "
+        f"WITH (KAFKA_TOPIC='{clicks}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+        "CREATE TABLE ads (ad STRING PRIMARY KEY, name STRING) "
+        f"WITH (KAFKA_TOPIC='{unique_topic('sql-ads')}', VALUE_FORMAT='JSON', PARTITIONS=1);",
+    )
+    assert _error(
+        api, "CREATE STREAM j AS SELECT s.id, s.ad FROM shown s JOIN clicks c ON s.id = c.id;"
+    ).startswith("Stream-Stream joins must have a WITHIN clause specified.")
+    assert _error(
+        api, "CREATE TABLE t AS SELECT a.ad, b.name FROM ads a JOIN ads b ON a.ad = b.ad;"
+    ).startswith("Table-table joins are not supported on Spark")
+    rows = [
+        ("shown", "i1", "ad1", 1_000),
+        ("shown", "i2", "ad2", 2_000),
+        ("clicks", "i1", "ad1", 1_500),  # 0.5 s after: a match
+        ("clicks", "i2", "ad2", 60_000),  # a minute after: too late for i2
+        ("shown", "z", "adz", 100_000),  # both streams move the watermark on
+        ("clicks", "x", "adx", 100_000),
+    ]
+    _ksql(
+        api,
+        "".join(
+            f"INSERT INTO {s} (id, ad, ROWTIME) VALUES ('{i}', '{a}', {t});" for s, i, a, t in rows
+        ),
+    )
+    _ksql(
+        api,
+        "CREATE STREAM clicked AS SELECT s.id, s.ad, c.ad AS clicked_ad FROM shown s "
+        "LEFT JOIN clicks c WITHIN 10 SECONDS GRACE PERIOD 1 SECOND ON s.id = c.id "
+        "EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+    expected = [
+        (b"i1", {"AD": "ad1", "CLICKED_AD": "ad1"}),
+        (b"i2", {"AD": "ad2", "CLICKED_AD": None}),
+    ]
+
+    def output() -> list[tuple[bytes | None, Any]]:
+        found = consume_all(broker.bootstrap, "CLICKED")
+        return sorted((r.key, json.loads(r.value or b"null")) for r in found)
+
+    deadline = time.monotonic() + WAIT_S
+    while output() != expected:
+        assert time.monotonic() < deadline, f"joined: {output()}"
+        time.sleep(0.5)
