@@ -207,6 +207,9 @@ def shell(server: str, timeout: float, defines: tuple[str, ...]) -> None:
                 session.execute(piece)
             except Failed as error:
                 click.echo(str(error))
+            except KeyboardInterrupt:  # the statement may still run on the server
+                click.echo("\nInterrupted: the server may still run the statement.")
+                break
     session.close()
 
 
