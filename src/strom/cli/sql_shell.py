@@ -8,7 +8,6 @@ from __future__ import annotations
 import atexit
 import json
 import sys
-from collections.abc import Iterator
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import click
 
 from strom.sql import display
-from strom.sql.script import Local, Piece, Query, classify, split
+from strom.sql.script import Local, Piece, Query, classify, split, statements
 
 __all__ = ["run", "shell"]
 
@@ -52,14 +51,6 @@ class Session:
     def close(self) -> None:
         self._http.close()
 
-    def statements(self, text: str) -> Iterator[Piece]:
-        """Every statement of a script: the complete ones, then one not ended by ``;`` (the
-        server answers it with its syntax error)."""
-        pieces, rest = split(text)
-        yield from pieces
-        if split(rest + ";")[0]:
-            yield Piece(rest.strip(), text.count("\n", 0, len(text) - len(rest.lstrip())) + 1)
-
     def execute(self, piece: Piece) -> None:
         """Run one statement and print what it answers; `Failed` with the message if refused."""
         what = classify(piece.text)
@@ -78,7 +69,7 @@ class Session:
                 text = Path(command.name).expanduser().read_text(encoding="utf-8")
             except OSError as error:
                 raise Failed(f"Cannot read {command.name}: {error.strerror}") from None
-            for piece in self.statements(text):
+            for piece in statements(text):
                 self.execute(piece)
         elif command.value is None:
             old = self.properties.pop(command.name, None)
@@ -248,7 +239,7 @@ def run(script: Path, server: str, timeout: float, defines: tuple[str, ...]) -> 
     """Run the statements of SCRIPT on a SQL server, in order (CI, migrations): stops at the
     first error, naming its line, with exit status 1."""
     session = _session(server, timeout, defines)
-    for piece in session.statements(script.read_text(encoding="utf-8")):
+    for piece in statements(script.read_text(encoding="utf-8")):
         try:
             session.execute(piece)
         except Failed as error:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Local", "Piece", "Query", "classify", "split"]
+__all__ = ["Local", "Piece", "Query", "classify", "split", "statements"]
 
 _QUOTES = {"'": "'", '"': '"', "`": "`"}
 
@@ -48,6 +48,16 @@ def split(text: str) -> tuple[list[Piece], str]:
                 pieces.append(Piece(statement, text.count("\n", 0, first) + 1))
             code, first, start = [], -1, i
     return pieces, text[start:]
+
+
+def statements(text: str) -> list[Piece]:
+    """Every statement of a script: the complete ones, then one not ended by `;` (the server
+    answers it with its syntax error)."""
+    pieces, rest = split(text)
+    if split(rest + ";")[0]:
+        start = len(text) - len(rest.lstrip())
+        pieces.append(Piece(rest.strip(), text.count("\n", 0, start) + 1))
+    return pieces
 
 
 def _after_quoted(text: str, i: int) -> int:

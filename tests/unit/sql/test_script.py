@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as s
 
-from strom.sql.script import Local, Piece, Query, classify, split
+from strom.sql.script import Local, Piece, Query, classify, split, statements
 
 
 def test_statements_end_at_semicolons_outside_strings_names_and_comments() -> None:
@@ -44,6 +44,14 @@ def test_fed_in_parts_or_whole_the_statements_are_the_same(parts: list[str]) -> 
         found, buffer = split(buffer + part)
         pieces += [p.text for p in found]
     assert pieces == [p.text for p in whole] and buffer == rest
+
+
+def test_a_script_s_last_statement_without_semicolon_still_goes_to_the_server() -> None:
+    assert statements("SHOW STREAMS;\n-- done\n") == [Piece("SHOW STREAMS;", 1)]
+    assert statements("SHOW STREAMS;\n\n  SHOW TABLES\n") == [
+        Piece("SHOW STREAMS;", 1),
+        Piece("SHOW TABLES", 3),
+    ]
 
 
 def test_the_client_runs_set_unset_and_run_script_itself() -> None:
