@@ -592,7 +592,9 @@ class Engine:
                     return self._pull(s.query, properties)
                 sources, plan, join = self._plan(s.query, properties)
                 if join is not None:
-                    raise SqlSemanticError("Push queries over joins are not supported yet.")
+                    raise SqlSemanticError(
+                        "Push queries over stream-table joins are not supported yet."
+                    )
                 source = next(iter(sources.values()))
                 checkpoint = tempfile.mkdtemp(prefix="strom-sql-push-")
                 push = PushQuery(source.name, plan, s.query.limit, checkpoint)
