@@ -3,9 +3,10 @@ table's materialized state (`materialized.TableState`, kept by the engine for th
 `CREATE TABLE ... AS SELECT` and `CREATE SOURCE TABLE`), looked up by key or scanned, then
 projected. No topic read, no Spark job.
 
-What a pull query may say is ksqlDB's subset: columns (or `*`), and a WHERE on the key: `=` or
-`IN` with literals; without one it is a table scan, refused (with ksqlDB's message) when
-`ksql.query.pull.table.scan.enabled` is false.
+What a pull query may say is ksqlDB's subset: columns (or `*`), and a WHERE of comparisons of
+columns with literals (`row_filter`). One that looks a key up (`KEY = literal`, `KEY IN
+(...)`) reads those keys only; any other is a table scan (a key range too), refused with
+ksqlDB's message when `ksql.query.pull.table.scan.enabled` is false.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from strom.sql import statements as st
 from strom.sql.analyzer import OutputColumn, analyze
 from strom.sql.errors import SqlSemanticError
 from strom.sql.materialized import TableState
+from strom.sql.row_filter import row_filter
 
 __all__ = ["TABLE_SCAN", "PullQuery", "not_queryable"]
 
@@ -38,30 +40,30 @@ def not_queryable(name: str) -> SqlSemanticError:
     )
 
 
-def _literal(e: ex.Expression) -> object:
+def _literal(e: ex.Expression) -> tuple[object] | None:
     match e:
-        case ex.StringLiteral(v) | ex.IntegerLiteral(v) | ex.BooleanLiteral(v):
-            return v
-        case ex.DoubleLiteral(v):
-            return v
-    raise SqlSemanticError("A pull query's WHERE compares the key with literals only.")
+        case (
+            ex.StringLiteral(v) | ex.IntegerLiteral(v) | ex.BooleanLiteral(v) | ex.DoubleLiteral(v)
+        ):
+            return (v,)
+    return None
 
 
-def _wanted_keys(where: ex.Expression | None, key: str) -> list[object] | None:
-    """The key values the WHERE asks for; None for every row (a table scan)."""
+def _key_lookup(where: ex.Expression | None, key: str) -> list[object] | None:
+    """The key values a WHERE looks up (`KEY = literal`, `KEY IN (literals)`, either ANDed
+    with more conditions); None when it looks up no key (a table scan)."""
     match where:
-        case None:
-            return None
-        case ex.Comparison("=", ex.ColumnRef(name), value) if name == key:
-            return [_literal(value)]
-        case ex.Comparison("=", value, ex.ColumnRef(name)) if name == key:
-            return [_literal(value)]
+        case ex.Comparison("=", ex.ColumnRef(name), value) | ex.Comparison(
+            "=", value, ex.ColumnRef(name)
+        ) if name == key and (found := _literal(value)):
+            return [found[0]]
         case ex.InList(ex.ColumnRef(name), items, False) if name == key:
-            return [_literal(i) for i in items]
-    raise SqlSemanticError(
-        f"Unsupported pull query WHERE: only {key} = literal or {key} IN (literals) are "
-        "supported yet."
-    )
+            values = [_literal(i) for i in items]
+            return None if None in values else [v[0] for v in values if v]
+        case ex.Logical("AND", left, right):
+            keys = _key_lookup(left, key)
+            return keys if keys is not None else _key_lookup(right, key)
+    return None
 
 
 class PullQuery:
@@ -89,7 +91,8 @@ class PullQuery:
         )
         self.id = f"query_{uuid.uuid4().int % 10**13}"
         self.limit = query.limit
-        self._wanted = _wanted_keys(query.where, source.keys[0].name)
+        self._wanted = _key_lookup(query.where, source.keys[0].name)
+        self._filter = row_filter(query.where) if query.where is not None else None
         if self._wanted is None and not table_scan:
             raise SqlSemanticError(
                 "Query requires table scan to be enabled. Table scans can be enabled by "
@@ -105,6 +108,8 @@ class PullQuery:
 
     def rows(self) -> Iterator[list[Any] | None]:
         found = self._state.rows(self._wanted)
+        if self._filter is not None:
+            found = [row for row in found if self._filter(row)]
         for row in found[: self.limit] if self.limit is not None else found:
             yield [row.get(name) for name in self.names]
 

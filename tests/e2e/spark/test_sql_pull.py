@@ -1,7 +1,8 @@
 """Pull queries from a table's materialized state, over ksqlDB's REST API (httpx, as ksqlDB's
 clients), on a real `strom server`, the aggregate's query in the suite's one SparkSession: key
-lookups and table scans on `/query-stream` and `/query`, the state following the topic
-(updates, tombstones), and ksqlDB's errors for the pull queries it refuses."""
+lookups, key ranges and filtered table scans on `/query-stream` and `/query`, the state
+following the topic (updates, tombstones), and ksqlDB's errors for the pull queries it
+refuses."""
 
 from __future__ import annotations
 
@@ -102,6 +103,9 @@ def test_pull_queries_read_the_state_of_an_aggregate(api: httpx.Client) -> None:
         [7.5, "pear"]
     ]
     assert len(_pull(api, "SELECT * FROM totals LIMIT 1;")) == 1
+    assert _pull(api, "SELECT item FROM totals WHERE total > 10;") == [["apple"]]
+    assert _pull(api, "SELECT item FROM totals WHERE item > 'b' AND item < 'q';") == [["pear"]]
+    assert _pull(api, "SELECT * FROM totals WHERE item = 'apple' AND n > 5;") == []
 
     with api.stream(
         "POST", "/query", json={"ksql": "SELECT item, n FROM totals WHERE item = 'pear';"}
@@ -122,6 +126,12 @@ def test_pull_queries_read_the_state_of_an_aggregate(api: httpx.Client) -> None:
         "ksql.query.pull.table.scan.enabled=true"
     )
     assert _pull(api, apple, **off) == [["apple", 2, 15.5]]  # a key lookup is no scan
+    assert _refused(api, "SELECT * FROM totals WHERE item > 'b';", **off).startswith(
+        "Query requires table scan to be enabled."
+    )
+    assert _refused(api, "SELECT * FROM totals WHERE item LIKE 'p%';") == (
+        "Unsupported pull query WHERE: (ITEM LIKE 'p%') is not supported in pull queries yet."
+    )
     assert _refused(api, "SELECT * FROM orders;").startswith("Pull queries read tables;")
 
 
