@@ -9,7 +9,7 @@ from strom.sql.errors import SqlSemanticError
 from strom.sql.parser import parse_expression
 from strom.sql.row_filter import row_filter
 
-ROWS = [
+ROWS: list[dict[str, object]] = [
     {"ITEM": "apple", "N": 2, "TOTAL": 15.5},
     {"ITEM": "pear", "N": 1, "TOTAL": 7.5},
     {"ITEM": "fig", "N": None, "TOTAL": None},
