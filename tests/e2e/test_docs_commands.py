@@ -64,7 +64,11 @@ FILES = {
     "sql.md": {
         "sql.properties": "bootstrap.servers=localhost:9092\nksql.service.id=walkthrough\n"
         "ksql.streams.auto.offset.reset=earliest\nksql.streams.state.dir=state\n"
-        "spark.master=local[2]\nspark.sql.shuffle.partitions=1\n"
+        "spark.master=local[2]\nspark.sql.shuffle.partitions=1\n",
+        "returns.sql": "-- returns, as a migration adds them\n"
+        "CREATE STREAM returns (id STRING KEY, reason STRING)\n"
+        "  WITH (KAFKA_TOPIC='returns', VALUE_FORMAT='JSON', PARTITIONS=1);\n"
+        "INSERT INTO returns (id, reason) VALUES ('o2', 'bruised');\n",
     },
     "cluster.md": {
         "node.properties": "process.roles=broker,controller\nnode.id=1\n"
@@ -163,7 +167,8 @@ def session(
         if server is None
         else (
             f'case "$1" in {"|".join(_CLIENT_COMMANDS)})\n'
-            '  case " $* " in *" --bootstrap-server "*) ;; '
+            # `strom sql shell|run` are clients of the SQL server, not of the cluster
+            '  case " $* " in *" --bootstrap-server "*|" sql shell "*|" sql run "*) ;; '
             f'*) set -- "$@" --bootstrap-server {server.bootstrap} ;; esac ;;\n'
             "esac\n"
         )

@@ -81,10 +81,12 @@ def service_command(
     override: str,
     bootstrap: str = "The strom cluster (bootstrap.servers).",
     spark: str | None = None,
+    group: type[click.Group] | None = None,
 ) -> Callable[[Callable[[ServiceOptions], None]], click.Command]:
     """``strom NAME``, whose body takes the shared options as one ``ServiceOptions``: the
-    arguments are the options' help texts, and ``spark`` (what runs on Spark, as "queries")
-    adds ``--master`` and ``--conf``."""
+    arguments are the options' help texts, ``spark`` (what runs on Spark, as "queries")
+    adds ``--master`` and ``--conf``, and ``group`` makes it a group of that class whose body
+    runs when no subcommand is given."""
     options = [
         click.argument(
             "properties_file", required=False, type=click.Path(dir_okay=False, path_type=Path)
@@ -127,6 +129,8 @@ def service_command(
         command: Callable[..., None] = update_wrapper(run, body)
         for option in reversed(options):
             command = option(command)
+        if group is not None:
+            return click.group(name, cls=group, invoke_without_command=True)(command)
         return click.command(name)(command)
 
     return decorate

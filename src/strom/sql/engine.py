@@ -31,12 +31,14 @@ from strom.sql.errors import SqlError, SqlSemanticError
 from strom.sql.formatter import format_type
 from strom.sql.functions import FUNCTIONS
 from strom.sql.joins import JoinQuery, join_sources
+from strom.sql.materialized import TableState
 from strom.sql.metastore import DataSource, declared_source, derived_source
 from strom.sql.parser import parse, parse_statement
 from strom.sql.planner import Plan, plan_query, read_source, sink_frame
-from strom.sql.pull import PullQuery
+from strom.sql.pull import TABLE_SCAN, PullQuery, not_queryable
 from strom.sql.push import PushQuery
 from strom.sql.settings import OFFSET_RESETS, SqlSettings
+from strom.sql.stream_joins import stream_stream_plan
 from strom.sql.values import encode_insert
 
 if TYPE_CHECKING:
@@ -107,6 +109,8 @@ class Engine:
         self.queries: dict[str, PersistentQuery] = {}
         self.statuses: dict[str, Json] = {}
         self.push_queries: dict[str, PushQuery] = {}
+        self.tables: dict[str, TableState] = {}
+        """The materialized state of the tables pull queries can read, by name."""
         self._client: dict[str, Any] = dict(settings.client_config())
         self._admin = AdminClient(self._client)
         self._spark_factory = spark
@@ -142,6 +146,9 @@ class Engine:
             for query in self.queries.values():
                 query.query.stop()
             self.queries.clear()
+            for state in self.tables.values():
+                state.stop()
+            self.tables.clear()
         self.commands.stop()
 
     # /ksql
@@ -297,7 +304,18 @@ class Engine:
             assert source.partitions is not None
             self._create_topic(source.topic, source.partitions, source.replicas)
         self.sources[s.name] = source
+        if s.source:
+            self._materialize(source)
         return entities.current_status(s.text, _command_id(s), f"{kind} created", seq)
+
+    def _materialize(self, source: DataSource) -> None:
+        """Keep the rows of a table (of one key column, not windowed) for pull queries."""
+        old = self.tables.pop(source.name, None)
+        if old is not None:
+            old.stop()
+        if source.kind is st.SourceKind.TABLE and len(source.keys) == 1 and not source.windowed:
+            self.tables[source.name] = TableState(source, self._client, self.settings.timeout)
+            self.tables[source.name].start()
 
     def _source_of(self, query: st.Query) -> DataSource:
         """The source a query reads (a join's stream)."""
@@ -322,6 +340,11 @@ class Engine:
         options = self.settings.spark_options()
         if isinstance(query.from_, st.Join):
             sources, joined = join_sources(query.from_, self.sources)
+            if all(s.kind is st.SourceKind.STREAM for s in sources.values()):
+                plan = stream_stream_plan(
+                    self.spark, query, joined, sources, options=options, offset_reset=reset
+                )
+                return sources, plan, None
             join = JoinQuery(query, joined, sources, options, reset)
             return sources, join.plan(self.spark, join.stream(self.spark)), join
         source = self._source_of(query)
@@ -356,6 +379,7 @@ class Engine:
             self._create_topic(sink.topic, partitions, sink.replicas)
         query_id = f"{'CSAS' if s.kind is st.SourceKind.STREAM else 'CTAS'}_{s.name}_{seq}"
         self.sources[s.name] = sink
+        self._materialize(sink)
         self._start(
             query_id, text=s.text, plan=plan, frame=frame, sink=sink, sources=sources, join=join
         )
@@ -409,7 +433,7 @@ class Engine:
                 frame,
                 checkpoint=checkpoint,
                 topic=sink.topic,
-                output_mode="update" if plan.aggregate else "append",
+                output_mode="update" if plan.aggregate and not plan.final else "append",
                 exactly_once=True,
                 **options,
             )
@@ -459,6 +483,8 @@ class Engine:
         if not run:
             return None
         del self.sources[s.name]
+        if (state := self.tables.pop(s.name, None)) is not None:
+            state.stop()
         if s.delete_topic:
             self._admin.delete_topics([source.topic])[source.topic].result(self.settings.timeout)
         message = f"Source `{s.name}` (topic: {source.topic}) was dropped."
@@ -563,11 +589,12 @@ class Engine:
         try:
             with self._lock:
                 if s.query.emit is not st.Emit.CHANGES:
-                    source = self._source_of(s.query)
-                    return PullQuery(source, s.query, self._client, self.settings.timeout)
+                    return self._pull(s.query, properties)
                 sources, plan, join = self._plan(s.query, properties)
                 if join is not None:
-                    raise SqlSemanticError("Push queries over joins are not supported yet.")
+                    raise SqlSemanticError(
+                        "Push queries over stream-table joins are not supported yet."
+                    )
                 source = next(iter(sources.values()))
                 checkpoint = tempfile.mkdtemp(prefix="strom-sql-push-")
                 push = PushQuery(source.name, plan, s.query.limit, checkpoint)
@@ -575,6 +602,26 @@ class Engine:
         except SqlError as error:
             raise StatementError(entities.BAD_STATEMENT, str(error), text) from None
         return push
+
+    def _pull(self, query: st.Query, properties: Mapping[str, Any]) -> PullQuery:
+        if isinstance(query.from_, st.Join):
+            raise SqlSemanticError("Pull queries don't support JOIN clauses.")
+        source = self._source_of(query)
+        if source.kind is not st.SourceKind.TABLE:
+            raise SqlSemanticError(
+                f"Pull queries read tables; {source.name} is a stream: add EMIT CHANGES for a "
+                "push query."
+            )
+        state = self.tables.get(source.name)
+        if state is None:
+            if source.windowed or len(source.keys) != 1:
+                raise SqlSemanticError(
+                    f"Pull queries on {source.name} are not supported yet: only tables of one "
+                    "key column, not windowed, are materialized."
+                )
+            raise not_queryable(source.name)
+        scan = properties.get(TABLE_SCAN, self.settings.values.get(TABLE_SCAN, "true"))
+        return PullQuery(state, query, table_scan=str(scan).strip().lower() == "true")
 
     def close_push_query(self, query_id: str) -> bool:
         with self._lock:

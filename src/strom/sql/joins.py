@@ -48,8 +48,8 @@ class JoinNames:
 def join_sources(
     join: st.Join, sources: Mapping[str, DataSource]
 ) -> tuple[dict[str, DataSource], st.JoinedSource]:
-    """The join's sources by alias (the stream first) and its one joined table; ksqlDB's
-    errors for what strom does not join."""
+    """The join's sources by alias (the left first) and its one joined source (a table, or a
+    stream for a stream-stream join); ksqlDB's errors for what strom does not join."""
     if len(join.joins) != 1:
         raise SqlSemanticError("Joins of more than two sources are not supported on Spark yet.")
     joined = join.joins[0]
@@ -60,9 +60,18 @@ def join_sources(
             raise SqlSemanticError(f"{relation.name} does not exist.")
         by_alias[relation.alias or relation.name] = found
     left, right = by_alias.values()
-    if left.kind is not st.SourceKind.STREAM or right.kind is not st.SourceKind.TABLE:
+    if (left.kind, right.kind) == (st.SourceKind.STREAM, st.SourceKind.STREAM):
+        return by_alias, joined
+    if (left.kind, right.kind) == (st.SourceKind.TABLE, st.SourceKind.TABLE):
         raise SqlSemanticError(
-            "Only stream-table joins (a STREAM joined with a TABLE) are supported on Spark yet."
+            "Table-table joins are not supported on Spark: a table's topic is a stream of "
+            "updates, and Spark's stream-stream joins cannot retract an earlier result when a "
+            "row changes, which a join of two tables must."
+        )
+    if left.kind is not st.SourceKind.STREAM:
+        raise SqlSemanticError(
+            "Only stream-table joins (a STREAM joined with a TABLE) and stream-stream joins are "
+            "supported on Spark yet."
         )
     if joined.type not in (st.JoinType.INNER, st.JoinType.LEFT):
         raise SqlSemanticError(

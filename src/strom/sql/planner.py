@@ -29,10 +29,21 @@ from strom.sql.formatter import format_expression
 from strom.sql.metastore import DataSource
 from strom.sql.serde import decode, encode
 
-__all__ = ["PSEUDO", "Plan", "plan_query", "read_source", "sink_frame"]
+__all__ = [
+    "DEFAULT_GRACE_MS",
+    "PSEUDO",
+    "Plan",
+    "millis",
+    "plan_query",
+    "read_source",
+    "sink_frame",
+]
 
 PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET")
 _WINDOW = "__WINDOW"
+_EVENT_TIME = "__TIME"
+DEFAULT_GRACE_MS = 86_400_000
+"""ksqlDB's grace period of a window that names none: 24 hours."""
 _UNITS_MS = {
     ex.TimeUnit.MILLISECONDS: 1,
     ex.TimeUnit.SECONDS: 1000,
@@ -45,12 +56,16 @@ _UNITS_MS = {
 @dataclass(frozen=True)
 class Plan:
     """A query's streaming result: `frame` has one column per output column, by name (and
-    `__WINDOW` when windowed); `aggregate` says it is an update stream (a table)."""
+    `__WINDOW` when windowed); `aggregate` says it is an update stream (a table), `final` that
+    it emits each window once, when it closes (EMIT FINAL: Spark's append mode), `session`
+    that its windows are sessions."""
 
     frame: DataFrame
     columns: tuple[OutputColumn, ...]
     aggregate: bool
     windowed: bool
+    final: bool = False
+    session: bool = False
 
 
 def read_source(
@@ -74,7 +89,7 @@ def read_source(
     )
 
 
-def _millis(span: st.TimeSpan) -> int:
+def millis(span: st.TimeSpan) -> int:
     return span.value * _UNITS_MS[span.unit]
 
 
@@ -111,6 +126,9 @@ def plan_query(
     windowed = query.window is not None
     if windowed and not aggregate:
         raise SqlSemanticError("WINDOW clause requires a GROUP BY clause.")
+    final = query.emit is st.Emit.FINAL
+    if final and not (windowed and query.group_by):
+        raise SqlSemanticError("EMIT FINAL is only supported for windowed aggregations.")
     if aggregate and len(sources) > 1:
         raise SqlSemanticError("Aggregating a join is not supported on Spark yet.")
     scope = {alias: s.schema for alias, s in sources.items()}
@@ -118,7 +136,9 @@ def plan_query(
     if query.where is not None:
         frame = frame.filter(compiler.compile(query.where))
     columns = _with_keys(query, resolved.columns, sources, compiler, aggregate)
-    exprs = _projection(query, sources, compiler, columns)
+    session = query.window is not None and query.window.kind is st.WindowKind.SESSION
+    gap = millis(query.window.size) if session and query.window else 0
+    exprs = _projection(query, sources, compiler, columns, gap)
     if not aggregate:
         if query.having is not None:
             raise SqlSemanticError("HAVING requires GROUP BY.")
@@ -129,7 +149,13 @@ def plan_query(
         raise SqlSemanticError("Aggregates need a GROUP BY clause (ksqlDB groups by a key).")
     grouping = [compiler.compile(g).alias(f"__K{i}") for i, g in enumerate(query.group_by)]
     if query.window is not None:
-        frame = frame.withColumn(_WINDOW, _window(query.window))
+        frame = frame.withColumn(_EVENT_TIME, F.timestamp_millis(F.col("ROWTIME")))
+        if final:  # a window closes when the watermark passes its end plus the grace period
+            grace = query.window.grace
+            frame = frame.withWatermark(
+                _EVENT_TIME, f"{millis(grace) if grace else DEFAULT_GRACE_MS} milliseconds"
+            )
+        frame = frame.withColumn(_WINDOW, _window(query.window, final))
         grouping.insert(0, F.col(_WINDOW))
     aggregated = [*exprs]
     if query.having is not None:
@@ -137,19 +163,31 @@ def plan_query(
     out = frame.groupBy(*grouping).agg(*aggregated)
     if query.having is not None:
         out = out.filter(F.col("__HAVING"))
+    if session:  # ksqlDB's session ends at its last record; Spark's a gap after it
+        bounds = F.struct(
+            F.col(_WINDOW).getField("start").alias("start"),
+            (F.col(_WINDOW).getField("end") - F.expr(f"INTERVAL {gap} MILLISECONDS")).alias("end"),
+        )
+        out = out.withColumn(_WINDOW, bounds)
     kept = [column(c.name) for c in columns] + ([F.col(_WINDOW)] if windowed else [])
-    return Plan(out.select(*kept), columns, True, windowed)
+    return Plan(out.select(*kept), columns, True, windowed, final, session)
 
 
-def _window(window: st.WindowExpression) -> Column:
-    time = F.timestamp_millis(F.col("ROWTIME"))
-    size = f"{_millis(window.size)} milliseconds"
+def _window(window: st.WindowExpression, final: bool) -> Column:
+    time = F.col(_EVENT_TIME)
+    size = f"{millis(window.size)} milliseconds"
     if window.kind is st.WindowKind.TUMBLING:
         return F.window(time, size)
     if window.kind is st.WindowKind.HOPPING:
         assert window.advance is not None
-        return F.window(time, size, f"{_millis(window.advance)} milliseconds")
-    raise SqlSemanticError("SESSION windows are not supported on Spark yet.")
+        return F.window(time, size, f"{millis(window.advance)} milliseconds")
+    if not final:
+        raise SqlSemanticError(
+            "SESSION windows need EMIT FINAL on Spark: its streaming session windows emit a "
+            "session once, when it closes (they cannot run in update mode), so EMIT CHANGES, "
+            "a row per change, is not possible."
+        )
+    return F.session_window(time, size)
 
 
 def _expanded(
@@ -225,29 +263,38 @@ def _projection(
     sources: Mapping[str, DataSource],
     compiler: Compiler,
     columns: tuple[OutputColumn, ...],
+    session_gap: int,
 ) -> list[Column]:
-    return [_bound(e, compiler).alias(name) for name, e in _expanded(query, sources, columns)]
+    return [
+        _bound(e, compiler, session_gap).alias(name)
+        for name, e in _expanded(query, sources, columns)
+    ]
 
 
-def _bound(e: ex.Expression, compiler: Compiler) -> Column:
-    """`e` compiled, with the window bounds read from the window column."""
+def _bound(e: ex.Expression, compiler: Compiler, session_gap: int) -> Column:
+    """`e` compiled, with the window bounds read from the window column (a session's end is
+    its last record's time: Spark's session window ends `session_gap` ms after it)."""
     if e == ex.ColumnRef("WINDOWSTART"):
         return F.unix_millis(F.col(_WINDOW).getField("start"))
     if e == ex.ColumnRef("WINDOWEND"):
-        return F.unix_millis(F.col(_WINDOW).getField("end"))
+        return F.unix_millis(F.col(_WINDOW).getField("end")) - session_gap
     return compiler.compile(e)
 
 
 def sink_frame(plan: Plan, sink: DataSource) -> DataFrame:
     """The plan's rows as the sink writes them: `key` (when the sink has key columns, with the
-    window's start after it as ksqlDB's time-windowed keys) and `value`."""
+    window's start after it as ksqlDB's time-windowed keys, its end and start after it as its
+    session-windowed keys) and `value`."""
     keys = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if c.key]
     values = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if not c.key]
     out = [encode(values, sink.value_format).alias("value")]
     if keys:
         key = encode(keys, sink.key_format).cast("binary")
         if plan.windowed:
-            start = F.unix_millis(F.col(_WINDOW).getField("start"))
-            key = F.concat(key, F.unhex(F.lpad(F.hex(start), 16, "0")))
+            bounds = ("end", "start") if plan.session else ("start",)
+            longs = [
+                F.unhex(F.lpad(F.hex(F.unix_millis(F.col(_WINDOW)[b])), 16, "0")) for b in bounds
+            ]
+            key = F.concat(key, *longs)
         out.insert(0, key.alias("key"))
     return plan.frame.select(*out)

@@ -1,75 +1,80 @@
-"""Pull queries (`SELECT ... FROM table [WHERE key = ...]`, no EMIT CHANGES): the table's current
-rows, read from its topic (committed records only, the latest per key, tombstones removing
-keys) by a plain consumer, without a Spark job, then filtered by key and projected.
+"""Pull queries (`SELECT ... FROM table [WHERE key = ...]`, no EMIT CHANGES): the rows of a
+table's materialized state (`materialized.TableState`, kept by the engine for the tables of
+`CREATE TABLE ... AS SELECT` and `CREATE SOURCE TABLE`), looked up by key or scanned, then
+projected. No topic read, no Spark job.
 
-Not yet ksqlDB's materialized state: each query reads the topic from its start, so its time
-grows with the topic. What a pull query may say is ksqlDB's subset: columns (or `*`), and a
-WHERE on the key: `=` or `IN` with literals.
+What a pull query may say is ksqlDB's subset: columns (or `*`), and a WHERE of comparisons of
+columns with literals (`row_filter`). One that looks a key up (`KEY = literal`, `KEY IN
+(...)`) reads those keys only; any other is a table scan (a key range too), refused with
+ksqlDB's message when `ksql.query.pull.table.scan.enabled` is false.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
-
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from strom.sql import entities
 from strom.sql import expressions as ex
 from strom.sql import statements as st
 from strom.sql.analyzer import OutputColumn, analyze
 from strom.sql.errors import SqlSemanticError
-from strom.sql.metastore import DataSource
-from strom.sql.values import decode_record
+from strom.sql.materialized import TableState
+from strom.sql.row_filter import row_filter
 
-__all__ = ["PullQuery"]
+__all__ = ["TABLE_SCAN", "PullQuery", "not_queryable"]
 
-
-def _literal(e: ex.Expression) -> object:
-    match e:
-        case ex.StringLiteral(v) | ex.IntegerLiteral(v) | ex.BooleanLiteral(v):
-            return v
-        case ex.DoubleLiteral(v):
-            return v
-    raise SqlSemanticError("A pull query's WHERE compares the key with literals only.")
+TABLE_SCAN = "ksql.query.pull.table.scan.enabled"
+_SYNTAX_HELP = (
+    " See https://cnfl.io/queries for more info.\nAdd EMIT CHANGES if you intended to issue a "
+    "push query."
+)
 
 
-def _wanted_keys(where: ex.Expression | None, key: str) -> list[object] | None:
-    """The key values the WHERE asks for; None for every row (a table scan)."""
-    match where:
-        case None:
-            return None
-        case ex.Comparison("=", ex.ColumnRef(name), value) if name == key:
-            return [_literal(value)]
-        case ex.Comparison("=", value, ex.ColumnRef(name)) if name == key:
-            return [_literal(value)]
-        case ex.InList(ex.ColumnRef(name), items, False) if name == key:
-            return [_literal(i) for i in items]
-    raise SqlSemanticError(
-        f"Unsupported pull query WHERE: only {key} = literal or {key} IN (literals) are "
-        "supported yet."
+def not_queryable(name: str) -> SqlSemanticError:
+    """ksqlDB's error for a pull query on a table that has no materialized state."""
+    return SqlSemanticError(
+        f"The `{name}` table isn't queryable. To derive a queryable table, you can do "
+        f"'CREATE TABLE QUERYABLE_{name} AS SELECT * FROM {name}'.{_SYNTAX_HELP}"
     )
 
 
+def _literal(e: ex.Expression) -> tuple[object] | None:
+    match e:
+        case (
+            ex.StringLiteral(v) | ex.IntegerLiteral(v) | ex.BooleanLiteral(v) | ex.DoubleLiteral(v)
+        ):
+            return (v,)
+    return None
+
+
+def _key_lookup(where: ex.Expression | None, key: str) -> list[object] | None:
+    """The key values a WHERE looks up (`KEY = literal`, `KEY IN (literals)`, either ANDed
+    with more conditions); None when it looks up no key (a table scan)."""
+    match where:
+        case ex.Comparison("=", ex.ColumnRef(name), value) | ex.Comparison(
+            "=", value, ex.ColumnRef(name)
+        ) if name == key and (found := _literal(value)):
+            return [found[0]]
+        case ex.InList(ex.ColumnRef(name), items, False) if name == key:
+            values = [_literal(i) for i in items]
+            return None if None in values else [v[0] for v in values if v]
+        case ex.Logical("AND", left, right):
+            keys = _key_lookup(left, key)
+            return keys if keys is not None else _key_lookup(right, key)
+    return None
+
+
 class PullQuery:
-    """One pull query; `rows` reads the table and yields the matching rows."""
+    """One pull query; `rows` yields the matching rows of the table's state."""
 
     final_message = None
 
-    def __init__(
-        self, source: DataSource, query: st.Query, client: Mapping[str, Any], timeout: float
-    ) -> None:
-        if source.kind is not st.SourceKind.TABLE:
-            raise SqlSemanticError(
-                f"Pull queries read tables; {source.name} is a stream: add EMIT CHANGES for a "
-                "push query."
-            )
+    def __init__(self, state: TableState, query: st.Query, *, table_scan: bool) -> None:
+        source = state.source
         if source.windowed or query.window or query.group_by or query.partition_by:
             raise SqlSemanticError("Windows and grouping are not supported in pull queries yet.")
-        if len(source.keys) != 1:
-            raise SqlSemanticError(f"{source.name} has no single key column to look up.")
         resolved = analyze(query, {source.name: source.schema})
         self.names: list[str] = []
         for item in query.select:
@@ -86,11 +91,14 @@ class PullQuery:
         )
         self.id = f"query_{uuid.uuid4().int % 10**13}"
         self.limit = query.limit
-        self._wanted = _wanted_keys(query.where, source.keys[0].name)
-        self._key = source.keys[0].name
-        self._source = source
-        self._client = dict(client)
-        self._timeout = timeout
+        self._wanted = _key_lookup(query.where, source.keys[0].name)
+        self._filter = row_filter(query.where) if query.where is not None else None
+        if self._wanted is None and not table_scan:
+            raise SqlSemanticError(
+                "Query requires table scan to be enabled. Table scans can be enabled by "
+                f"setting {TABLE_SCAN}=true"
+            )
+        self._state = state
 
     def header(self) -> Mapping[str, Any]:
         return entities.stream_header(self.id, self.columns)
@@ -98,54 +106,11 @@ class PullQuery:
     def schema(self) -> str:
         return entities.query_schema(self.columns)
 
-    def _table(self) -> dict[bytes | None, dict[str, object]]:
-        """The topic's latest committed row per key."""
-        consumer = Consumer(
-            {
-                **self._client,
-                "group.id": f"pull-{self.id}",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "isolation.level": "read_committed",
-            }
-        )
-        try:
-            topic = self._source.topic
-            metadata = consumer.list_topics(timeout=self._timeout).topics.get(topic)
-            if metadata is None:
-                raise SqlSemanticError(f"The topic of {self._source.name}, {topic}, is gone.")
-            partitions = list(metadata.partitions)
-            consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
-            rows: dict[bytes | None, dict[str, object]] = {}
-            ended: set[int] = set()
-            deadline = time.monotonic() + self._timeout
-            while len(ended) < len(partitions):
-                if time.monotonic() > deadline:
-                    raise SqlSemanticError(f"Timed out reading {topic} for a pull query.")
-                for message in consumer.consume(10_000, timeout=0.2):
-                    error = message.error()
-                    if error is not None:
-                        if error.code() == KafkaError._PARTITION_EOF:
-                            ended.add(message.partition() or 0)
-                        continue
-                    if message.value() is None:
-                        rows.pop(message.key(), None)
-                    else:
-                        rows[message.key()] = decode_record(
-                            self._source, message.key(), message.value()
-                        )
-            return rows
-        finally:
-            consumer.close()
-
     def rows(self) -> Iterator[list[Any] | None]:
-        sent = 0
-        for row in self._table().values():
-            if self._wanted is not None and row.get(self._key) not in self._wanted:
-                continue
-            if self.limit is not None and sent >= self.limit:
-                return
-            sent += 1
+        found = self._state.rows(self._wanted)
+        if self._filter is not None:
+            found = [row for row in found if self._filter(row)]
+        for row in found[: self.limit] if self.limit is not None else found:
             yield [row.get(name) for name in self.names]
 
     def close(self) -> None:

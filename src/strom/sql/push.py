@@ -48,7 +48,9 @@ class PushQuery:
                 fields = json.loads(row["row"])
                 self._rows.put([fields.get(n) for n in names])
 
-        writer = plan.frame.writeStream.outputMode("update" if plan.aggregate else "append")
+        writer = plan.frame.writeStream.outputMode(
+            "update" if plan.aggregate and not plan.final else "append"
+        )
         self._query: StreamingQuery = (
             writer.option("checkpointLocation", checkpoint).foreachBatch(deliver).start()
         )

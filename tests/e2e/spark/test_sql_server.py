@@ -172,14 +172,17 @@ def test_streams_tables_push_queries_and_a_restart(
             busy = _error(api, "DROP STREAM orders;")
             assert busy["message"].startswith("Cannot drop ORDERS.")
 
-            pulled = api.post(
-                "/query-stream",
-                json={"sql": "SELECT region, total FROM totals WHERE region = 'eu';"},
-            )
-            assert pulled.headers["content-type"] == "application/vnd.ksqlapi.delimited.v1"
-            header, *pulled_rows = [json.loads(line) for line in pulled.text.splitlines()]
-            assert header["columnNames"] == ["REGION", "TOTAL"]
-            assert pulled_rows == [["eu", 30.0]]
+            def pull() -> list[Any]:  # the table's state follows its topic: soon there
+                pulled = api.post(
+                    "/query-stream",
+                    json={"sql": "SELECT region, total FROM totals WHERE region = 'eu';"},
+                )
+                assert pulled.headers["content-type"] == "application/vnd.ksqlapi.delimited.v1"
+                header, *pulled_rows = [json.loads(line) for line in pulled.text.splitlines()]
+                assert header["columnNames"] == ["REGION", "TOTAL"]
+                return pulled_rows
+
+            assert _eventually(lambda: (rows := pull()) == [["eu", 30.0]] and rows, "pulled")
             on_stream = api.post("/query-stream", json={"sql": "SELECT * FROM orders;"})
             assert on_stream.status_code == 400
             assert on_stream.json()["message"].startswith("Pull queries read tables;")

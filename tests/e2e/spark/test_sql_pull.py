@@ -1,0 +1,169 @@
+"""Pull queries from a table's materialized state, over ksqlDB's REST API (httpx, as ksqlDB's
+clients), on a real `strom server`, the aggregate's query in the suite's one SparkSession: key
+lookups, key ranges and filtered table scans on `/query-stream` and `/query`, the state
+following the topic (updates, tombstones), and ksqlDB's errors for the pull queries it
+refuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from pyspark.sql import SparkSession
+from strom_harness import StromServer
+
+from e2e.spark.clients import Record, produce, unique_topic
+from strom.sql.server import SqlServer
+from strom.sql.settings import SqlSettings
+from strom.web.server import Listener
+
+pytestmark = pytest.mark.timeout(300)  # a Spark query: slow when loaded
+WAIT_S = float(os.environ.get("SQL_TEST_WAIT_S", "120"))
+T = TypeVar("T")
+
+
+def _eventually(check: Callable[[], T], what: str) -> T:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"no {what} within {WAIT_S}s (last: {found!r})"
+        time.sleep(0.5)
+
+
+@pytest.fixture
+def api(spark: SparkSession, broker: StromServer, tmp_path: Path) -> Iterator[httpx.Client]:
+    service = unique_topic("sql-pull")
+    settings = SqlSettings(
+        bootstrap_servers=broker.bootstrap,
+        service_id=service,
+        listener=Listener("http", "127.0.0.1", 0),
+        state_dir=tmp_path / "state",
+        command_topic_replicas=1,
+        sink_replicas=1,
+    )
+    server = SqlServer(settings, spark=lambda: spark)
+    server.start()
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        yield client
+    server.stop()
+
+
+def _ksql(api: httpx.Client, text: str, **properties: str) -> Any:
+    answer = api.post("/ksql", json={"ksql": text, "streamsProperties": properties})
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def _pull(api: httpx.Client, sql: str, **properties: str) -> list[Any]:
+    """The rows of `/query-stream` (its delimited form: the header line, then a row a line)."""
+    answer = api.post("/query-stream", json={"sql": sql, "properties": properties})
+    assert answer.status_code == 200, answer.text
+    header, *rows = [json.loads(line) for line in answer.text.splitlines()]
+    assert "queryId" in header
+    return rows
+
+
+def _refused(api: httpx.Client, sql: str, **properties: str) -> str:
+    answer = api.post("/query-stream", json={"sql": sql, "properties": properties})
+    assert answer.status_code == 400, answer.text
+    body = answer.json()
+    assert (body["@type"], body["error_code"]) == ("statement_error", 40001)
+    return str(body["message"])
+
+
+def test_pull_queries_read_the_state_of_an_aggregate(api: httpx.Client) -> None:
+    orders = unique_topic("sql-pull-orders")
+    _ksql(
+        api,
+        "CREATE STREAM orders (id STRING KEY, item STRING, amount DOUBLE) "
+        f"WITH (KAFKA_TOPIC='{orders}', VALUE_FORMAT='JSON', PARTITIONS=2);"
+        "INSERT INTO orders (id, item, amount) VALUES ('o1', 'apple', 3.5);"
+        "INSERT INTO orders (id, item, amount) VALUES ('o2', 'pear', 7.5);"
+        "INSERT INTO orders (id, item, amount) VALUES ('o3', 'apple', 12.0);",
+    )
+    _ksql(
+        api,
+        "CREATE TABLE totals AS SELECT item, COUNT(*) AS n, SUM(amount) AS total "
+        "FROM orders GROUP BY item EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+    apple = "SELECT * FROM totals WHERE item = 'apple';"
+    assert _eventually(lambda: _pull(api, apple) == [["apple", 2, 15.5]], "apple's row")
+    rows = [["apple", 2, 15.5], ["pear", 1, 7.5]]
+    assert _eventually(lambda: sorted(_pull(api, "SELECT * FROM totals;")) == rows, "a scan")
+    assert sorted(_pull(api, "SELECT total, item FROM totals WHERE item IN ('pear', 'fig');")) == [
+        [7.5, "pear"]
+    ]
+    assert len(_pull(api, "SELECT * FROM totals LIMIT 1;")) == 1
+    assert _pull(api, "SELECT item FROM totals WHERE total > 10;") == [["apple"]]
+    assert _pull(api, "SELECT item FROM totals WHERE item > 'b' AND item < 'q';") == [["pear"]]
+    assert _pull(api, "SELECT * FROM totals WHERE item = 'apple' AND n > 5;") == []
+
+    with api.stream(
+        "POST", "/query", json={"ksql": "SELECT item, n FROM totals WHERE item = 'pear';"}
+    ) as answer:
+        chunks = json.loads(answer.read())
+    assert chunks[0]["header"]["schema"] == "`ITEM` STRING KEY, `N` BIGINT"
+    assert chunks[1:] == [{"row": {"columns": ["pear", 1]}}]
+
+    _ksql(api, "INSERT INTO orders (id, item, amount) VALUES ('o4', 'pear', 0.5);")
+    assert _eventually(
+        lambda: _pull(api, "SELECT n, total FROM totals WHERE item = 'pear';") == [[2, 8.0]],
+        "the state following the table's topic",
+    )
+
+    off = {"ksql.query.pull.table.scan.enabled": "false"}
+    assert _refused(api, "SELECT * FROM totals;", **off) == (
+        "Query requires table scan to be enabled. Table scans can be enabled by setting "
+        "ksql.query.pull.table.scan.enabled=true"
+    )
+    assert _pull(api, apple, **off) == [["apple", 2, 15.5]]  # a key lookup is no scan
+    assert _refused(api, "SELECT * FROM totals WHERE item > 'b';", **off).startswith(
+        "Query requires table scan to be enabled."
+    )
+    assert _refused(api, "SELECT * FROM totals WHERE item LIKE 'p%';") == (
+        "Unsupported pull query WHERE: (ITEM LIKE 'p%') is not supported in pull queries yet."
+    )
+    assert _refused(api, "SELECT * FROM orders;").startswith("Pull queries read tables;")
+
+
+def test_a_declared_table_is_queryable_as_a_source_table_only(
+    api: httpx.Client, broker: StromServer
+) -> None:
+    prices, plain = unique_topic("sql-pull-prices"), unique_topic("sql-pull-plain")
+    _ksql(
+        api,
+        "CREATE SOURCE TABLE prices (item STRING PRIMARY KEY, price DOUBLE) "
+        f"WITH (KAFKA_TOPIC='{prices}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+        "CREATE TABLE plain (item STRING PRIMARY KEY, price DOUBLE) "
+        f"WITH (KAFKA_TOPIC='{plain}', VALUE_FORMAT='JSON', PARTITIONS=1);",
+    )
+    assert _refused(api, "SELECT * FROM plain WHERE item = 'fig';") == (
+        "The `PLAIN` table isn't queryable. To derive a queryable table, you can do "
+        "'CREATE TABLE QUERYABLE_PLAIN AS SELECT * FROM PLAIN'. See https://cnfl.io/queries "
+        "for more info.\nAdd EMIT CHANGES if you intended to issue a push query."
+    )
+    produce(
+        broker.bootstrap,
+        prices,
+        [
+            Record(b'{"price": 1.0}', b"fig"),
+            Record(b'{"price": 2.0}', b"kiwi"),
+            Record(b'{"price": 1.5}', b"fig"),
+        ],
+    )
+    scan = "SELECT * FROM prices;"
+    assert _eventually(lambda: sorted(_pull(api, scan)) == [["fig", 1.5], ["kiwi", 2.0]], "rows")
+    produce(broker.bootstrap, prices, [Record(None, b"kiwi")])  # a tombstone
+    assert _eventually(lambda: _pull(api, scan) == [["fig", 1.5]], "the key deleted")
+    assert _pull(api, "SELECT * FROM prices WHERE item = 'kiwi';") == []
+    _ksql(api, "DROP TABLE prices;")
+    assert _refused(api, scan) == "PRICES does not exist."
