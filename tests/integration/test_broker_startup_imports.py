@@ -1,7 +1,8 @@
 """A fresh interpreter's first ``strom.testing.Broker()`` imports what serving needs and no
 more: the handlers of an API (and the kio schemas they import) load on its first request, TLS
 and JWKS code only for listeners that use them, and a follower's Fetch and ListOffsets requests
-only when the broker follows a leader."""
+only when the broker follows a leader, and each kio schema where its message is first sent or
+answered (Raft's, the group coordinator's, an ISR change, a forwarded request...)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,20 @@ DEFERRED = (
     "kio.schema.create_acls.v3.response",
     "kio.schema.fetch.v15.request",
     "kio.schema.list_offsets.v7.request",
+    "kio.schema.vote.v0.request",  # Raft's requests and answers: a lone voter has no peer
+    "kio.schema.begin_quorum_epoch.v0.request",
+    "kio.schema.fetch.v12.request",
+    "kio.schema.describe_quorum.v2.response",
+    "kio.schema.add_raft_voter.v0.response",
+    "kio.schema.offset_commit.v9.response",  # the group coordinator's answers
+    "kio.schema.join_group.v9.response",
+    "kio.schema.write_txn_markers.v1.request",  # sent to another broker's partitions only
+    "kio.schema.alter_partition.v3.request",  # an ISR change
+    "kio.schema.create_topics.v7.request",  # a topic created automatically
+    "kio.schema.allocate_producer_ids.v0.request",  # the first producer id
+    "kio.schema.envelope.v0.request",  # a request forwarded to the controller
+    "kio.schema.api_versions.v4.response",  # v0 comes with the request parser
+    "kio.schema.sasl_handshake.v1.request",  # a SASL client's login
     "cryptography",
     "strom.security.jwks",
 )

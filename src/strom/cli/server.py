@@ -19,13 +19,13 @@ import click
 from strom.cli.settings import build_config, registry_section
 from strom.config import ConfigError
 from strom.protocol.kafka_releases import KAFKA_RELEASES
-from strom.server.collector import settle_after_start
+from strom.server.collector import import_module, settle_after_start
 from strom.server.eventloop import run
 from strom.server.meta_properties import MetaPropertiesError
-from strom.server.node import Node, NodeStartError
 
-if TYPE_CHECKING:  # the registry's libraries load only when a registry runs
-    from strom.registry.server import RegistryServer
+if TYPE_CHECKING:  # the registry's libraries load only when a registry runs, the node's when
+    from strom.registry.server import RegistryServer  # one does (not for --help)
+    from strom.server.node import Node
 
 __all__ = ["server"]
 
@@ -82,6 +82,9 @@ def server(
     controller); otherwise the roles of PROPERTIES_FILE (see docs/cluster.md). Settings named
     registry.* run a schema registry beside it (see docs/registry.md)."""
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
+    import_module("strom.server.node")  # the server stack, imported with the collector paused
+    from strom.server.node import Node, NodeStartError  # noqa: PLC0415 - imported just above
+
     try:
         config = build_config(
             properties_file=properties_file,
@@ -133,6 +136,7 @@ async def _serve(node: Node, registry: dict[str, str]) -> None:
 def _start_registry(node: Node, values: dict[str, str]) -> RegistryServer:
     """A schema registry on this node's listener (the ``registry.*`` settings)."""
     from strom.registry.server import RegistryServer, RegistrySettings  # noqa: PLC0415
+    from strom.server.node import NodeStartError  # noqa: PLC0415 - loaded by server()
 
     values.setdefault("kafkastore.bootstrap.servers", str(node.bound_address))
     try:

@@ -15,8 +15,6 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
-from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.static.protocol import RequestPayload
 
 from strom.security.oauthbearer import OAUTHBEARER, oauthbearer_message, unsecured_token
@@ -96,7 +94,11 @@ def _check(response: Any, step: str) -> bytes:
 
 
 def sasl_exchange(security: ClientSecurity) -> SaslExchange:
-    """The SASL login of ``security`` (whose ``mechanism`` must be set)."""
+    """The SASL login of ``security`` (whose ``mechanism`` must be set); its schemas are
+    imported by the first login."""
+    from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest  # noqa: PLC0415
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest  # noqa: PLC0415
+
     mechanism = security.mechanism
     assert mechanism is not None
     handshake = yield SaslHandshakeRequest(mechanism=mechanism)

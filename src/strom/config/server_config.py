@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
@@ -31,6 +30,10 @@ def unknown_settings(names: Iterable[str]) -> dict[str, str | None]:
     """Each name that is neither a server setting nor a listener's override of one, with the
     setting it is likely a typo of (or None)."""
     unknown = [n for n in names if n not in SERVER_SETTINGS and _listener_prefixed(n) is None]
+    if not unknown:
+        return {}
+    import difflib  # noqa: PLC0415 - only for a name that is no setting
+
     return {
         name: next(iter(difflib.get_close_matches(name, SERVER_SETTINGS, n=1, cutoff=0.85)), None)
         for name in unknown

@@ -4,6 +4,7 @@ the candidate's poll, and what a closed connection means for them (``pre_vote``)
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -39,7 +40,7 @@ def poll_candidate(node: QuorumNode, now: int) -> None:
     if now >= node.election_deadline:
         transitions.lost_election(node, now)
         return
-    request = messages.vote(node.cluster_id, node.node_id, node.epoch, node.log_end())
+    request = partial(messages.vote, node.cluster_id, node.node_id, node.epoch, node.log_end())
     node.send_to_each(node.voters - node.votes.keys(), request, now)
 
 
@@ -61,7 +62,9 @@ def poll_prospect(node: QuorumNode, prospect: Prospect, now: int) -> None:
     if outcome is False:
         prospect.lost = True
         return
-    request = messages.pre_vote(node.cluster_id, node.node_id, node.epoch + 1, node.log_end())
+    request = partial(
+        messages.pre_vote, node.cluster_id, node.node_id, node.epoch + 1, node.log_end()
+    )
     node.send_to_each(node.voters - prospect.grants.keys() - {prospect.leader_id}, request, now)
 
 

@@ -4,6 +4,7 @@ its preferred successors to stand), on both sides."""
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,7 +24,9 @@ def poll_resigned(node: QuorumNode, now: int) -> None:
         else:  # removed from the voters: an observer now, which looks for the leader
             transitions.transition(node, Trigger.LEFT_VOTERS, ElectionState(node.epoch))
         return
-    request = messages.end_quorum_epoch(node.cluster_id, node.node_id, node.epoch, node.successors)
+    request = partial(
+        messages.end_quorum_epoch, node.cluster_id, node.node_id, node.epoch, node.successors
+    )
     node.send_to_each(node.voters - node.acknowledged, request, now)
 
 

@@ -4,6 +4,7 @@ side of Fetch: divergence, snapshots, parking a fetch with nothing to read."""
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -40,7 +41,7 @@ def poll_leader(node: QuorumNode, now: int) -> None:
     membership.poll_voter_change(node, now)
     if node.role is not Role.LEADER:
         return
-    request = messages.begin_quorum_epoch(node.cluster_id, node.node_id, node.epoch)
+    request = partial(messages.begin_quorum_epoch, node.cluster_id, node.node_id, node.epoch)
     node.send_to_each(node.voters - leader.acknowledged, request, now)
     node.complete_parked(now)
 

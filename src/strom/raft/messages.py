@@ -2,6 +2,9 @@
 
 Every message names one partition, ``__cluster_metadata-0``; answers carry the sender's view of
 the leader and epoch so that a node behind learns of the newer epoch from any reply.
+
+Each function imports the kio schema of its message when it first runs: a lone voter sends and
+receives none of them, and a node's start-up does not pay for building their classes.
 """
 
 from __future__ import annotations
@@ -11,20 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from kio.schema.begin_quorum_epoch.v0 import request as begin_request
-from kio.schema.begin_quorum_epoch.v0 import response as begin_response
-from kio.schema.describe_quorum.v2 import response as describe_response
-from kio.schema.end_quorum_epoch.v0 import request as end_request
-from kio.schema.end_quorum_epoch.v0 import response as end_response
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v12 import request as fetch_request
-from kio.schema.fetch.v12 import response as fetch_response
-from kio.schema.fetch_snapshot.v0 import request as snapshot_request
-from kio.schema.fetch_snapshot.v0 import response as snapshot_response
 from kio.schema.types import BrokerId, TopicName
-from kio.schema.vote.v0 import request as vote_request
-from kio.schema.vote.v0 import response as vote_response
-from kio.schema.vote.v2 import request as vote_v2_request
 from kio.static.primitive import Records, i32, i32Timedelta, i64, u16
 from kio.static.protocol import RequestPayload, ResponsePayload
 
@@ -51,6 +42,8 @@ class LeaderAndEpoch:
 
 
 def vote(cluster_id: str, candidate: int, epoch: int, last: OffsetAndEpoch) -> RequestPayload:
+    from kio.schema.vote.v0 import request as vote_request  # noqa: PLC0415
+
     partition = vote_request.PartitionData(
         partition_index=i32(0),
         replica_epoch=i32(epoch),
@@ -67,6 +60,8 @@ def vote(cluster_id: str, candidate: int, epoch: int, last: OffsetAndEpoch) -> R
 def pre_vote(cluster_id: str, candidate: int, epoch: int, last: OffsetAndEpoch) -> RequestPayload:
     """KIP-996's pre-vote (Vote v2 with ``PreVote``): would the voter vote for ``candidate`` in
     ``epoch``? Nothing changes on the voter."""
+    from kio.schema.vote.v2 import request as vote_v2_request  # noqa: PLC0415
+
     partition = vote_v2_request.PartitionData(
         partition_index=i32(0),
         replica_epoch=i32(epoch),
@@ -89,6 +84,8 @@ def is_pre_vote(body: object) -> bool:
 
 
 def begin_quorum_epoch(cluster_id: str, leader_id: int, epoch: int) -> RequestPayload:
+    from kio.schema.begin_quorum_epoch.v0 import request as begin_request  # noqa: PLC0415
+
     partition = begin_request.PartitionData(
         partition_index=i32(0), leader_id=BrokerId(leader_id), leader_epoch=i32(epoch)
     )
@@ -101,6 +98,8 @@ def begin_quorum_epoch(cluster_id: str, leader_id: int, epoch: int) -> RequestPa
 def end_quorum_epoch(
     cluster_id: str, leader_id: int, epoch: int, successors: Sequence[int]
 ) -> RequestPayload:
+    from kio.schema.end_quorum_epoch.v0 import request as end_request  # noqa: PLC0415
+
     partition = end_request.PartitionData(
         partition_index=i32(0),
         leader_id=BrokerId(leader_id),
@@ -131,6 +130,8 @@ def fetch(
     max_bytes: int,
     max_wait_ms: int,
 ) -> RequestPayload:
+    from kio.schema.fetch.v12 import request as fetch_request  # noqa: PLC0415
+
     partition = fetch_request.FetchPartition(
         partition=i32(0),
         current_leader_epoch=i32(epoch),
@@ -158,6 +159,8 @@ def fetch_snapshot(
     position: int,
     max_bytes: int,
 ) -> RequestPayload:
+    from kio.schema.fetch_snapshot.v0 import request as snapshot_request  # noqa: PLC0415
+
     partition = snapshot_request.PartitionSnapshot(
         partition=i32(0),
         current_leader_epoch=i32(epoch),
@@ -178,6 +181,8 @@ def fetch_snapshot(
 
 
 def vote_answer(error: ErrorCode, leader: LeaderAndEpoch, *, granted: bool) -> ResponsePayload:
+    from kio.schema.vote.v0 import response as vote_response  # noqa: PLC0415
+
     partition = vote_response.PartitionData(
         partition_index=i32(0),
         error_code=error,
@@ -192,6 +197,8 @@ def vote_answer(error: ErrorCode, leader: LeaderAndEpoch, *, granted: bool) -> R
 
 
 def begin_answer(error: ErrorCode, leader: LeaderAndEpoch) -> ResponsePayload:
+    from kio.schema.begin_quorum_epoch.v0 import response as begin_response  # noqa: PLC0415
+
     partition = begin_response.PartitionData(
         partition_index=i32(0),
         error_code=error,
@@ -205,6 +212,8 @@ def begin_answer(error: ErrorCode, leader: LeaderAndEpoch) -> ResponsePayload:
 
 
 def end_answer(error: ErrorCode, leader: LeaderAndEpoch) -> ResponsePayload:
+    from kio.schema.end_quorum_epoch.v0 import response as end_response  # noqa: PLC0415
+
     partition = end_response.PartitionData(
         partition_index=i32(0),
         error_code=error,
@@ -221,12 +230,20 @@ def wrong_cluster(api_key: int) -> ResponsePayload:
     """The answer to a request that names another cluster (top-level error, no topics)."""
     code = ErrorCode.inconsistent_cluster_id
     if api_key == 52:
-        return vote_response.VoteResponse(error_code=code, topics=())
+        from kio.schema.vote.v0.response import VoteResponse  # noqa: PLC0415
+
+        return VoteResponse(error_code=code, topics=())
     if api_key == 53:
-        return begin_response.BeginQuorumEpochResponse(error_code=code, topics=())
+        from kio.schema.begin_quorum_epoch.v0.response import BeginQuorumEpochResponse  # noqa: PLC0415
+
+        return BeginQuorumEpochResponse(error_code=code, topics=())
     if api_key == 54:
-        return end_response.EndQuorumEpochResponse(error_code=code, topics=())
-    return fetch_response.FetchResponse(throttle_time=_ZERO, error_code=code, responses=())
+        from kio.schema.end_quorum_epoch.v0.response import EndQuorumEpochResponse  # noqa: PLC0415
+
+        return EndQuorumEpochResponse(error_code=code, topics=())
+    from kio.schema.fetch.v12.response import FetchResponse  # noqa: PLC0415
+
+    return FetchResponse(throttle_time=_ZERO, error_code=code, responses=())
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +263,8 @@ def fetch_answer(
     diverging: OffsetAndEpoch | None = None,
     snapshot_id: OffsetAndEpoch | None = None,
 ) -> ResponsePayload:
+    from kio.schema.fetch.v12 import response as fetch_response  # noqa: PLC0415
+
     partition = fetch_response.PartitionData(
         partition_index=i32(0),
         error_code=error,
@@ -281,6 +300,8 @@ def snapshot_answer(
     position: int = -1,
     chunk: bytes = b"",
 ) -> ResponsePayload:
+    from kio.schema.fetch_snapshot.v0 import response as snapshot_response  # noqa: PLC0415
+
     partition = snapshot_response.PartitionSnapshot(
         index=i32(0),
         error_code=error,
@@ -313,6 +334,8 @@ def describe_quorum_answer(
 ) -> ResponsePayload:
     """The quorum's state as its leader sees it; ``error_message`` when this node does not lead.
     ``voter_set`` gives the voters' directory ids and listeners (v2's ``nodes``)."""
+    from kio.schema.describe_quorum.v2 import response as describe_response  # noqa: PLC0415
+
     known = voter_set if voter_set is not None else VoterSet(())
 
     def states(replicas: Iterable[ReplicaState]) -> tuple[describe_response.ReplicaState, ...]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -226,10 +226,16 @@ class QuorumNode:
         self.requests.sent(destination, body, now)
         self.channel.send(OutboundRequest(destination, body))
 
-    def send_to_each(self, voters: Iterable[int], body: RequestPayload, now: int) -> None:
-        """Send ``body`` to each of ``voters`` with no request in flight and no backoff."""
-        for voter in sorted(voters):
-            if self.requests.ready(voter, now):
+    def send_to_each(
+        self, voters: Iterable[int], build: Callable[[], RequestPayload], now: int
+    ) -> None:
+        """Send the request ``build`` makes to each of ``voters`` with no request in flight and
+        no backoff; it is built once, and only when one of them is due (a poll that sends
+        nothing builds nothing)."""
+        due = [voter for voter in sorted(voters) if self.requests.ready(voter, now)]
+        if due:
+            body = build()
+            for voter in due:
                 self.send(voter, body, now)
 
     def complete_parked(self, now: int, *, high_watermark_moved: bool = False) -> None:

@@ -19,10 +19,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.add_raft_voter.v0 import response as add_response
 from kio.schema.errors import ErrorCode
-from kio.schema.remove_raft_voter.v0 import response as remove_response
-from kio.schema.update_raft_voter.v0 import response as update_response
 from kio.static.primitive import i32, i32Timedelta
 from kio.static.protocol import ResponsePayload
 
@@ -156,15 +153,20 @@ def plan_change(api_key: int, body: Any, context: ChangeContext) -> VoterSet:
 def answer(
     api_key: int, error: ErrorCode, message: str | None, leader: LeaderAndEpoch
 ) -> ResponsePayload:
-    """The response to a change request (UpdateRaftVoter's names the current leader)."""
+    """The response to a change request (UpdateRaftVoter's names the current leader); each
+    schema is imported on its first answer."""
     if api_key == ADD_VOTER:
-        return add_response.AddRaftVoterResponse(
-            throttle_time=_ZERO, error_code=error, error_message=message
-        )
+        from kio.schema.add_raft_voter.v0.response import AddRaftVoterResponse  # noqa: PLC0415
+
+        return AddRaftVoterResponse(throttle_time=_ZERO, error_code=error, error_message=message)
     if api_key == REMOVE_VOTER:
-        return remove_response.RemoveRaftVoterResponse(
+        from kio.schema.remove_raft_voter.v0 import response as remove  # noqa: PLC0415
+
+        return remove.RemoveRaftVoterResponse(
             throttle_time=_ZERO, error_code=error, error_message=message
         )
+    from kio.schema.update_raft_voter.v0 import response as update_response  # noqa: PLC0415
+
     return update_response.UpdateRaftVoterResponse(
         throttle_time=_ZERO,
         error_code=error,

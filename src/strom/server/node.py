@@ -69,7 +69,12 @@ from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.configs.log_configs import TopicConfigResolver
 from strom.server.configs.node_config import HostPort, NodeConfig
 from strom.server.controller.controller_server import ControllerServer
-from strom.server.controller.handlers.controller_table import ADMIN_APIS, controller_handlers
+from strom.server.controller.handlers.controller_table import (
+    ADMIN_APIS,
+    BROKER_REQUEST_APIS,
+    broker_request_handlers,
+    registration_handlers,
+)
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress
@@ -488,13 +493,7 @@ class Node:
         registry.register(SaslHandshakeHandler())
         registry.register(SaslAuthenticateHandler())
         handlers: list[Handler] = [
-            *controller_handlers(
-                controller,
-                registry=registry,
-                cluster_id=self.cluster_id,
-                request_quota=self.controller_quotas.request,
-                request_exempt=CONTROLLER_EXEMPT,
-            ),
+            *registration_handlers(controller, cluster_id=self.cluster_id),
             *(
                 ClusterAuthorized(
                     RaftApiHandler(api_key, self.raft),
@@ -503,6 +502,16 @@ class Node:
                 for api_key in RAFT_APIS
             ),
         ]
+        registry.register_lazy(
+            BROKER_REQUEST_APIS,
+            partial(
+                broker_request_handlers,
+                controller,
+                registry=registry,
+                request_quota=self.controller_quotas.request,
+                request_exempt=CONTROLLER_EXEMPT,
+            ),
+        )
         registry.register_lazy(
             (*ADMIN_APIS, ApiKey.DESCRIBE_CLUSTER), partial(self._admin_handlers, controller)
         )

@@ -88,6 +88,21 @@ def test_every_table_entry_names_its_command(name: str) -> None:
     assert command.name == name
 
 
+def test_server_help_imports_no_node(tmp_path: Path) -> None:
+    """``strom server --help`` prints its options without the server stack (~270 modules of
+    ~540), which ``strom server`` imports when it runs."""
+    code = (
+        "import sys\nfrom strom.cli.main import main\nsys.argv[1:] = ['server', '--help']\n"
+        "try:\n    main()\nexcept SystemExit:\n    print(' '.join(sorted(sys.modules)))\n"
+    )
+    result = run_strom([], tmp_path, code=code)
+    assert result.returncode == 0, result.stderr
+    assert "--data-dir" in result.stdout
+    modules = set(result.stdout.splitlines()[-1].split())
+    assert "strom.cli.server" in modules
+    assert {"strom.server.node", "strom.server.broker.broker", "strom.raft"}.isdisjoint(modules)
+
+
 def test_server_loads_kio_without_hypothesis(tmp_path: Path) -> None:
     code = "import sys, strom.server.node; print('hypothesis' in sys.modules)"
     result = run_strom([], tmp_path, code=code)

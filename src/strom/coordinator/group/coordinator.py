@@ -16,20 +16,8 @@ consumer group, offsets of topics no member subscribes to any more expire too (K
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kio.schema.delete_groups.v2 import response as delete
-from kio.schema.describe_groups.v6 import response as describe
-from kio.schema.list_groups.v5 import request as list_req
-from kio.schema.list_groups.v5 import response as listing
-from kio.schema.offset_commit.v9 import request as commit_req
-from kio.schema.offset_commit.v9 import response as commit
-from kio.schema.offset_delete.v0 import request as offset_delete_req
-from kio.schema.offset_delete.v0 import response as offset_delete
-from kio.schema.offset_fetch.v9 import request as fetch_req
-from kio.schema.offset_fetch.v9 import response as fetch
-from kio.schema.txn_offset_commit.v5 import request as txn_commit_req
-from kio.schema.txn_offset_commit.v5 import response as txn_commit
 from kio.schema.types import GroupId
 from kio.static.primitive import i32, i64
 
@@ -52,6 +40,20 @@ from strom.coordinator.group.records import (
 from strom.coordinator.group.state import GroupState
 from strom.coordinator.group.txn_offsets import PendingTransactionalOffsets
 from strom.protocol.batch import NO_PRODUCER_ID
+
+if TYPE_CHECKING:  # the schemas load where the answers are built, on first use
+    from kio.schema.delete_groups.v2 import response as delete
+    from kio.schema.describe_groups.v6 import response as describe
+    from kio.schema.list_groups.v5 import request as list_req
+    from kio.schema.list_groups.v5 import response as listing
+    from kio.schema.offset_commit.v9 import request as commit_req
+    from kio.schema.offset_commit.v9 import response as commit
+    from kio.schema.offset_delete.v0 import request as offset_delete_req
+    from kio.schema.offset_delete.v0 import response as offset_delete
+    from kio.schema.offset_fetch.v9 import request as fetch_req
+    from kio.schema.offset_fetch.v9 import response as fetch
+    from kio.schema.txn_offset_commit.v5 import request as txn_commit_req
+    from kio.schema.txn_offset_commit.v5 import response as txn_commit
 
 __all__ = ["GroupCoordinator"]
 
@@ -313,6 +315,8 @@ class GroupCoordinator(ClassicGroupMembership):
     def offset_fetch(self, request: fetch_req.OffsetFetchRequest) -> fetch.OffsetFetchResponse:
         """OffsetFetch; with ``require_stable`` (v7+), a partition with a pending transactional
         offset answers UNSTABLE_OFFSET_COMMIT (the client retries)."""
+        from kio.schema.offset_fetch.v9 import response as fetch  # noqa: PLC0415
+
         return fetch.OffsetFetchResponse(
             throttle_time=NO_THROTTLE,
             groups=tuple(
@@ -324,6 +328,8 @@ class GroupCoordinator(ClassicGroupMembership):
     def _fetch_group(
         self, request: fetch_req.OffsetFetchRequestGroup, *, require_stable: bool
     ) -> fetch.OffsetFetchResponseGroup:
+        from kio.schema.offset_fetch.v9 import response as fetch  # noqa: PLC0415
+
         group_id = str(request.group_id)
         error = self.group_error(group_id)
         if error is not ErrorCode.none:
@@ -370,11 +376,15 @@ class GroupCoordinator(ClassicGroupMembership):
     def describe_groups(self, group_ids: tuple[GroupId, ...]) -> describe.DescribeGroupsResponse:
         """Groups this coordinator does not know are Dead with GROUP_ID_NOT_FOUND (v6's answer;
         older versions answer NONE)."""
+        from kio.schema.describe_groups.v6 import response as describe  # noqa: PLC0415
+
         return describe.DescribeGroupsResponse(
             throttle_time=NO_THROTTLE, groups=tuple(self._describe(g) for g in group_ids)
         )
 
     def _describe(self, group_id: GroupId) -> describe.DescribedGroup:
+        from kio.schema.describe_groups.v6 import response as describe  # noqa: PLC0415
+
         error = self.group_error(str(group_id))
         group = self.groups.get(str(group_id)) if error is ErrorCode.none else None
         if group is None or group.state is GroupState.DEAD:
@@ -414,6 +424,8 @@ class GroupCoordinator(ClassicGroupMembership):
         )
 
     def list_groups(self, request: list_req.ListGroupsRequest) -> listing.ListGroupsResponse:
+        from kio.schema.list_groups.v5 import response as listing  # noqa: PLC0415
+
         states = {s.lower() for s in request.states_filter}
         types = {t.lower() for t in request.types_filter}
         groups = []
@@ -441,6 +453,8 @@ class GroupCoordinator(ClassicGroupMembership):
         self, group_ids: tuple[GroupId, ...], *, reply: Reply[delete.DeleteGroupsResponse]
     ) -> None:
         """Delete Empty groups: tombstones for their offsets and metadata, then they are gone."""
+        from kio.schema.delete_groups.v2 import response as delete  # noqa: PLC0415
+
         results: dict[GroupId, ErrorCode] = {}
         waiting = set()
         for group_id in dict.fromkeys(group_ids):
@@ -625,6 +639,8 @@ def _offset_records(
 
 def _unstable(partition: int) -> fetch.OffsetFetchResponsePartitions:
     """A partition with an undecided transactional offset, for a ``require_stable`` fetch."""
+    from kio.schema.offset_fetch.v9 import response as fetch  # noqa: PLC0415
+
     return fetch.OffsetFetchResponsePartitions(
         partition_index=i32(partition),
         committed_offset=i64(-1),
@@ -659,6 +675,8 @@ def _partition_errors(
 def _commit_response(
     request: commit_req.OffsetCommitRequest, error_of: Callable[[str, int], ErrorCode]
 ) -> commit.OffsetCommitResponse:
+    from kio.schema.offset_commit.v9 import response as commit  # noqa: PLC0415
+
     return commit.OffsetCommitResponse(
         throttle_time=NO_THROTTLE,
         topics=_partition_errors(
@@ -673,6 +691,8 @@ def _commit_response(
 def _txn_commit_response(
     request: txn_commit_req.TxnOffsetCommitRequest, error_of: Callable[[str, int], ErrorCode]
 ) -> txn_commit.TxnOffsetCommitResponse:
+    from kio.schema.txn_offset_commit.v5 import response as txn_commit  # noqa: PLC0415
+
     return txn_commit.TxnOffsetCommitResponse(
         throttle_time=NO_THROTTLE,
         topics=_partition_errors(
@@ -689,6 +709,8 @@ def _offset_delete_response(
     request: offset_delete_req.OffsetDeleteRequest,
     errors: dict[tuple[str, int], ErrorCode],
 ) -> offset_delete.OffsetDeleteResponse:
+    from kio.schema.offset_delete.v0 import response as offset_delete  # noqa: PLC0415
+
     return offset_delete.OffsetDeleteResponse(
         error_code=error,
         throttle_time=NO_THROTTLE,

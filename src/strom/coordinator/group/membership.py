@@ -18,16 +18,8 @@ import datetime
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from kio.schema.heartbeat.v4 import request as heartbeat_req
-from kio.schema.heartbeat.v4 import response as heartbeat
-from kio.schema.join_group.v9 import request as join_req
-from kio.schema.join_group.v9 import response as join
-from kio.schema.leave_group.v5 import request as leave_req
-from kio.schema.leave_group.v5 import response as leave
-from kio.schema.sync_group.v5 import request as sync_req
-from kio.schema.sync_group.v5 import response as sync
 from kio.static.primitive import i32, i32Timedelta
 
 from strom.common import ErrorCode, RandomSource
@@ -43,6 +35,16 @@ from strom.coordinator.group.records import (
 from strom.coordinator.group.state import GroupState
 from strom.coordinator.partitions import PartitionedCoordinator
 from strom.protocol.batch import NO_PRODUCER_ID
+
+if TYPE_CHECKING:  # the schemas load where the answers are built, on first use
+    from kio.schema.heartbeat.v4 import request as heartbeat_req
+    from kio.schema.heartbeat.v4 import response as heartbeat
+    from kio.schema.join_group.v9 import request as join_req
+    from kio.schema.join_group.v9 import response as join
+    from kio.schema.leave_group.v5 import request as leave_req
+    from kio.schema.leave_group.v5 import response as leave
+    from kio.schema.sync_group.v5 import request as sync_req
+    from kio.schema.sync_group.v5 import response as sync
 
 __all__ = ["ClassicGroupMembership", "CoordinatorSettings", "PartitionWriter", "Reply"]
 
@@ -481,6 +483,8 @@ class ClassicGroupMembership(PartitionedCoordinator):
     def _join_response(
         self, group: ClassicGroup, member: GroupMember, *, current_members: bool
     ) -> join.JoinGroupResponse:
+        from kio.schema.join_group.v9 import response as join  # noqa: PLC0415
+
         protocol = group.protocol_name or ""
         members = (
             tuple(
@@ -574,6 +578,8 @@ class ClassicGroupMembership(PartitionedCoordinator):
 
     @staticmethod
     def _sync_answer(group: ClassicGroup, member: GroupMember) -> sync.SyncGroupResponse:
+        from kio.schema.sync_group.v5 import response as sync  # noqa: PLC0415
+
         return sync.SyncGroupResponse(
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.none,
@@ -591,6 +597,8 @@ class ClassicGroupMembership(PartitionedCoordinator):
     def heartbeat(
         self, request: heartbeat_req.HeartbeatRequest, *, now_ms: int
     ) -> heartbeat.HeartbeatResponse:
+        from kio.schema.heartbeat.v4 import response as heartbeat  # noqa: PLC0415
+
         group_id = str(request.group_id)
         error = ErrorCode.invalid_group_id if not group_id else self.group_error(group_id)
         group = self.groups.get(group_id)
@@ -610,6 +618,8 @@ class ClassicGroupMembership(PartitionedCoordinator):
     def leave_group(
         self, request: leave_req.LeaveGroupRequest, *, now_ms: int
     ) -> leave.LeaveGroupResponse:
+        from kio.schema.leave_group.v5 import response as leave  # noqa: PLC0415
+
         group_id = str(request.group_id)
         error = ErrorCode.invalid_group_id if not group_id else self.group_error(group_id)
         if error is not ErrorCode.none:
@@ -759,6 +769,8 @@ def _update_member(member: GroupMember, joining: GroupMember) -> None:
 
 
 def _join_error(code: ErrorCode, member_id: str) -> join.JoinGroupResponse:
+    from kio.schema.join_group.v9 import response as join  # noqa: PLC0415
+
     return join.JoinGroupResponse(
         throttle_time=NO_THROTTLE,
         error_code=code,
@@ -773,6 +785,8 @@ def _join_error(code: ErrorCode, member_id: str) -> join.JoinGroupResponse:
 
 
 def _sync_response(code: ErrorCode) -> sync.SyncGroupResponse:
+    from kio.schema.sync_group.v5 import response as sync  # noqa: PLC0415
+
     return sync.SyncGroupResponse(
         throttle_time=NO_THROTTLE,
         error_code=code,

@@ -33,7 +33,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from kio.schema.create_topics.v7 import request as wire
 from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 
@@ -157,6 +156,8 @@ class AutoTopicCreator:
         return configured
 
     async def _create(self, topics: list[CreatableTopic]) -> dict[str, ApiError]:
+        from kio.schema.create_topics.v7 import request as wire  # noqa: PLC0415 - first creation
+
         request = wire.CreateTopicsRequest(
             topics=tuple(
                 wire.CreatableTopic(

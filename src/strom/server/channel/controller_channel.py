@@ -19,7 +19,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import RequestPayload, ResponsePayload
 
@@ -122,6 +121,8 @@ class ControllerChannel:
             header = make_request_header(
                 body, correlation_id=0, client_id=f"strom-broker-{self._node_id}"
             )
+        from kio.schema.envelope.v0.request import EnvelopeRequest  # noqa: PLC0415 - first use
+
         envelope = EnvelopeRequest(
             request_data=encode_request(header=header, body=body),
             request_principal=None if principal is None else serialize_principal(principal),

@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.schema.types import BrokerId
 from kio.static.primitive import i64
 
@@ -46,7 +45,9 @@ class ProducerIdManager:
         """A producer id never handed out before, or the controller's error."""
         async with self._lock:
             if self._next >= self._end:
-                request = AllocateProducerIdsRequest(
+                from kio.schema.allocate_producer_ids.v0 import request as wire  # noqa: PLC0415
+
+                request = wire.AllocateProducerIdsRequest(
                     broker_id=BrokerId(self._broker_id), broker_epoch=i64(self._broker_epoch())
                 )
                 try:

@@ -21,11 +21,6 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from kio.schema.types import ProducerId, TopicName
-from kio.schema.write_txn_markers.v1.request import (
-    WritableTxnMarker,
-    WritableTxnMarkerTopic,
-    WriteTxnMarkersRequest,
-)
 from kio.static.primitive import i16, i32
 
 from strom.client.async_client import RequestFailed
@@ -180,6 +175,12 @@ class TxnMarkerChannel:
             return await self._write_here(marker, partitions)
         if self._clients is None:
             return dict.fromkeys(partitions, ErrorCode.not_leader_or_follower)
+        from kio.schema.write_txn_markers.v1.request import (  # noqa: PLC0415 - sent to others only
+            WritableTxnMarker,
+            WritableTxnMarkerTopic,
+            WriteTxnMarkersRequest,
+        )
+
         topics: dict[str, list[int]] = {}
         for tp in partitions:
             topics.setdefault(tp.topic, []).append(tp.partition)

@@ -25,10 +25,6 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kio.schema.api_versions.v0 import response as v0
-from kio.schema.api_versions.v1 import response as v1
-from kio.schema.api_versions.v2 import response as v2
-from kio.schema.api_versions.v3 import response as v3
-from kio.schema.api_versions.v4 import response as v4
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32Timedelta, i64
 from kio.static.protocol import ResponsePayload
@@ -89,7 +85,8 @@ def build_response(
     served: Mapping[ApiKey, VersionRange],
     features: Features = Features(),
 ) -> ResponsePayload:
-    """An ApiVersions response body of ``version`` listing ``served`` (and, v3+, ``features``)."""
+    """An ApiVersions response body of ``version`` listing ``served`` (and, v3+, ``features``).
+    A version's schema is imported by its first answer (v0's comes with the request parser)."""
     ranges = [
         (i16(api_key), i16(versions.min_version), i16(versions.max_version))
         for api_key, versions in sorted(served.items())
@@ -102,6 +99,8 @@ def build_response(
             ),
         )
     if version == 1:
+        from kio.schema.api_versions.v1 import response as v1  # noqa: PLC0415
+
         return v1.ApiVersionsResponse(
             error_code=error_code,
             api_keys=tuple(
@@ -110,6 +109,8 @@ def build_response(
             throttle_time=_NO_THROTTLE,
         )
     if version == 2:
+        from kio.schema.api_versions.v2 import response as v2  # noqa: PLC0415
+
         return v2.ApiVersionsResponse(
             error_code=error_code,
             api_keys=tuple(
@@ -118,6 +119,8 @@ def build_response(
             throttle_time=_NO_THROTTLE,
         )
     if version == 3:
+        from kio.schema.api_versions.v3 import response as v3  # noqa: PLC0415
+
         return v3.ApiVersionsResponse(
             error_code=error_code,
             api_keys=tuple(
@@ -137,6 +140,8 @@ def build_response(
             ),
         )
     if version == 4:
+        from kio.schema.api_versions.v4 import response as v4  # noqa: PLC0415
+
         return v4.ApiVersionsResponse(
             error_code=error_code,
             api_keys=tuple(

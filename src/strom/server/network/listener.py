@@ -30,7 +30,6 @@ from strom.server.network.connection import Connection, ConnectionSettings, form
 from strom.server.network.connection_quotas import ConnectionQuotas
 from strom.server.network.faults import Faults
 from strom.server.network.request_time import CLUSTER_ACTIONS
-from strom.server.network.sasl_connection import SaslConnection
 from strom.server.quotas.client_quotas import ClientQuotas
 
 __all__ = ["Listener"]
@@ -233,6 +232,8 @@ class Listener:
         arguments = self._connection_arguments()
         if security.sasl is None:
             return Connection(principal_mapper=security.principal_mapper, **arguments)
+        from strom.server.network.sasl_connection import SaslConnection  # noqa: PLC0415 - SASL only
+
         return SaslConnection(
             authenticator=security.sasl(),
             max_receive_size=security.sasl_max_receive_size,

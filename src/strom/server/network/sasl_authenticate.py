@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 from typing import Final
 
-from kio.schema.sasl_authenticate.v2 import response as latest
 from kio.static.primitive import i64Timedelta
 from kio.static.protocol import ResponsePayload
 
@@ -30,6 +29,8 @@ def authenticate_response(
     token: bytes = b"",
     session_lifetime_ms: int = 0,
 ) -> ResponsePayload:
+    from kio.schema.sasl_authenticate.v2 import response as latest  # noqa: PLC0415 - first answer
+
     lifetime = i64Timedelta.parse(datetime.timedelta(milliseconds=session_lifetime_ms))
     response = latest.SaslAuthenticateResponse(
         error_code=error, error_message=message, auth_bytes=token, session_lifetime=lifetime

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from kio.schema.sasl_handshake.v1 import response as latest
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
@@ -24,6 +23,8 @@ __all__ = ["SaslHandshakeHandler", "handshake_response"]
 def handshake_response(
     version: int, error: ErrorCode, mechanisms: tuple[str, ...]
 ) -> ResponsePayload:
+    from kio.schema.sasl_handshake.v1 import response as latest  # noqa: PLC0415 - first answer
+
     return for_version(
         latest.SaslHandshakeResponse(error_code=error, mechanisms=mechanisms), version
     )

@@ -18,15 +18,8 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
-from kio.schema.alter_partition.v3.request import (
-    AlterPartitionRequest,
-    BrokerState,
-    PartitionData,
-    TopicData,
-)
-from kio.schema.alter_partition.v3.response import AlterPartitionResponse
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 
@@ -36,6 +29,10 @@ from strom.metadata import LeaderRecoveryState
 from strom.replication.partition_replication import IsrChange
 from strom.server.channel.controller_channel import ControllerUnavailable
 from strom.server.replica.replica_manager import ReplicaManager
+
+if TYPE_CHECKING:  # the schemas are imported by the first ISR change (_request)
+    from kio.schema.alter_partition.v3.request import AlterPartitionRequest
+    from kio.schema.alter_partition.v3.response import AlterPartitionResponse
 
 __all__ = ["AlterPartitionChannel", "AlterPartitionManager"]
 
@@ -117,7 +114,7 @@ class AlterPartitionManager:
     ) -> bool:
         """Report ``answer`` to the replica manager; whether to send the change again."""
         manager = self._replica_manager
-        if not isinstance(answer, AlterPartitionResponse):
+        if answer is None or isinstance(answer, ErrorCode):
             return manager.isr_change_done(
                 tp, leader_epoch=leader_epoch, change=change, isr=None, error=answer
             )
@@ -140,6 +137,13 @@ class AlterPartitionManager:
     def _request(
         self, topic_id: uuid.UUID, tp: TopicPartition, leader_epoch: int, change: IsrChange
     ) -> AlterPartitionRequest:
+        from kio.schema.alter_partition.v3.request import (  # noqa: PLC0415 - on an ISR change
+            AlterPartitionRequest,
+            BrokerState,
+            PartitionData,
+            TopicData,
+        )
+
         own_epoch = self._broker_epoch()
         return AlterPartitionRequest(
             broker_id=BrokerId(self._node_id),

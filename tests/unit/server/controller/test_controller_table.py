@@ -36,7 +36,10 @@ from strom.server.configs.config_entries import ConfigDescriber
 from strom.server.configs.log_configs import TopicConfigResolver
 from strom.server.controller.controller_server import ControllerServer, NotControllerError
 from strom.server.controller.handlers.admin_table import admin_handlers
-from strom.server.controller.handlers.controller_table import controller_handlers
+from strom.server.controller.handlers.controller_table import (
+    broker_request_handlers,
+    registration_handlers,
+)
 from strom.server.controller.handlers.envelope import EnvelopeHandler
 from strom.server.quotas.client_quotas import ClientQuotas
 
@@ -60,18 +63,18 @@ def table() -> dict[ApiKey, Handler]:
     )
     quotas = ClientQuotas.from_config(config, SystemClock())
     registry = HandlerTable(reference=KAFKA_CONTROLLER_VERSIONS)
-    handlers = controller_handlers(
-        controller,
-        registry=registry,
-        cluster_id="MkU3OEVBNTcwNTJENDM2Qg",
-        request_quota=quotas.request,
-        request_exempt=frozenset(),
-    ) + admin_handlers(
-        controller,
-        describer=ConfigDescriber(TopicConfigResolver(config, node_id=1)),
-        mutations=quotas.controller_mutation,
-        image=lambda: loader.image,
-    )
+    handlers = [
+        *registration_handlers(controller, cluster_id="MkU3OEVBNTcwNTJENDM2Qg"),
+        *broker_request_handlers(
+            controller, registry=registry, request_quota=quotas.request, request_exempt=frozenset()
+        ),
+        *admin_handlers(
+            controller,
+            describer=ConfigDescriber(TopicConfigResolver(config, node_id=1)),
+            mutations=quotas.controller_mutation,
+            image=lambda: loader.image,
+        ),
+    ]
     for handler in handlers:
         registry.register(handler)
     return {handler.api_key: handler for handler in handlers}

@@ -19,18 +19,19 @@ from strom.protocol.api import ApiKey
 from strom.security.acls import AclOperation
 from strom.server.api.handler_table import Handler, HandlerResult, HandlerTable, RequestContext
 from strom.server.controller.controller_server import ControllerServer, NotControllerError
-from strom.server.controller.handlers import (
-    allocate_producer_ids,
-    broker_heartbeat,
-    broker_registration,
-)
-from strom.server.controller.handlers.alter_partition import AlterPartitionHandler
-from strom.server.controller.handlers.envelope import EnvelopeHandler
+from strom.server.controller.handlers import broker_heartbeat, broker_registration
 from strom.server.handlers.cluster_authorization import ClusterAuthorized, refusal
 from strom.server.handlers.forwarding import ErrorResponse
 from strom.server.quotas.client_quotas import ClientQuotaManager
 
-__all__ = ["ADMIN_APIS", "AnswersNotController", "Row", "controller_handlers"]
+__all__ = [
+    "ADMIN_APIS",
+    "BROKER_REQUEST_APIS",
+    "AnswersNotController",
+    "Row",
+    "broker_request_handlers",
+    "registration_handlers",
+]
 
 ADMIN_APIS: Final = (
     ApiKey.CREATE_TOPICS,
@@ -50,6 +51,14 @@ ADMIN_APIS: Final = (
 )
 """The controller's admin APIs, whose handlers ``admin_table.admin_handlers`` builds on the
 first request to one of them (their modules and kio schemas load then, not at start)."""
+
+BROKER_REQUEST_APIS: Final = (
+    ApiKey.ALTER_PARTITION,
+    ApiKey.ENVELOPE,
+    ApiKey.ALLOCATE_PRODUCER_IDS,
+)
+"""What brokers send the controller after they registered, whose handlers
+:func:`broker_request_handlers` builds on the first request to one of them."""
 
 
 class AnswersNotController:
@@ -88,22 +97,43 @@ class Row:
         return handler
 
 
-def controller_handlers(
+def registration_handlers(controller: ControllerServer, *, cluster_id: str) -> list[Handler]:
+    """The handlers of broker registration and heartbeats: needed from the start."""
+    rows = [
+        Row(
+            broker_registration.BrokerRegistrationHandler(controller, cluster_id=cluster_id),
+            AclOperation.CLUSTER_ACTION,
+            not_controller=broker_registration.error_response,
+        ),
+        Row(
+            broker_heartbeat.BrokerHeartbeatHandler(controller),
+            AclOperation.CLUSTER_ACTION,
+            not_controller=broker_heartbeat.error_response,
+        ),
+    ]
+    return [row.handler_to_register() for row in rows]
+
+
+def broker_request_handlers(
     controller: ControllerServer,
     *,
     registry: HandlerTable,
-    cluster_id: str,
     request_quota: ClientQuotaManager,
     request_exempt: frozenset[ApiKey],
 ) -> list[Handler]:
-    """The handlers of the APIs brokers send the controller (registration, heartbeats, ISR
-    changes, producer id blocks, forwarded requests): needed from the start. ``registry`` is the
-    controller listener's table, which the Envelope decodes its inner requests with."""
-    cluster_action = AclOperation.CLUSTER_ACTION
+    """The handlers of ``BROKER_REQUEST_APIS`` (ISR changes, forwarded requests, producer id
+    blocks), whose modules load on the first of them. ``registry`` is the controller listener's
+    table, which the Envelope decodes its inner requests with."""
+    from strom.server.controller.handlers import (  # noqa: PLC0415 - first use
+        allocate_producer_ids,
+        alter_partition,
+        envelope,
+    )
+
     rows = [
-        Row(AlterPartitionHandler(controller), cluster_action),
+        Row(alter_partition.AlterPartitionHandler(controller), AclOperation.CLUSTER_ACTION),
         Row(
-            EnvelopeHandler(
+            envelope.EnvelopeHandler(
                 registry,
                 controller,
                 request_quota=request_quota,
@@ -111,18 +141,8 @@ def controller_handlers(
             )
         ),
         Row(
-            broker_registration.BrokerRegistrationHandler(controller, cluster_id=cluster_id),
-            cluster_action,
-            not_controller=broker_registration.error_response,
-        ),
-        Row(
-            broker_heartbeat.BrokerHeartbeatHandler(controller),
-            cluster_action,
-            not_controller=broker_heartbeat.error_response,
-        ),
-        Row(
             allocate_producer_ids.AllocateProducerIdsHandler(controller),
-            cluster_action,
+            AclOperation.CLUSTER_ACTION,
             not_controller=allocate_producer_ids.error_response,
         ),
     ]
