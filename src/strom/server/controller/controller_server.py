@@ -502,6 +502,11 @@ class ControllerServer:
             lambda image: self.controller.incremental_alter_configs(image, request),
         )
 
+    async def unregister_broker(self, broker_id: int) -> ApiError:
+        return await self.run(
+            "unregister broker", lambda image: self.controller.unregister_broker(image, broker_id)
+        )
+
     async def allocate_producer_ids(self, *, broker_id: int, broker_epoch: int) -> ProducerIdsBlock:
         return await self.run(
             "allocate producer ids",
