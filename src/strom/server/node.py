@@ -70,6 +70,7 @@ from strom.server.configs.log_configs import TopicConfigResolver
 from strom.server.configs.node_config import HostPort, NodeConfig
 from strom.server.controller.controller_server import ControllerServer
 from strom.server.controller.handlers.controller_table import ADMIN_APIS, controller_handlers
+from strom.server.controller.self_balancing import SelfBalancing
 from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress
@@ -483,6 +484,16 @@ class Node:
             ),
         )
         self.controller = controller
+        if self.config.get_bool("strom.balancer.enable"):
+            throttle = self.config.get_int("strom.balancer.throttle.bytes.per.second")
+            balancing = SelfBalancing(
+                controller,
+                clock=self.clock,
+                check_interval_ms=self.config.get_int("strom.balancer.check.interval.ms"),
+                max_concurrent_moves=self.config.get_int("strom.balancer.max.concurrent.moves"),
+                throttle=None if throttle < 0 else throttle,
+            )
+            controller.run_while_active("strom-self-balancing", balancing.run)
         registry = self.controller_registry
         registry.register(ApiVersionsHandler(registry))
         registry.register(SaslHandshakeHandler())
