@@ -6,13 +6,11 @@ even, no rack holds two replicas of a partition, and nothing was lost. Bad input
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
 from collections.abc import Iterator
 
 import pytest
+from balance_clients import Clients, assignment, create, uneven
 from click.testing import CliRunner
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -41,24 +39,6 @@ def cluster() -> Iterator[Cluster]:
         yield running
 
 
-def _assignment(admin: AdminClient) -> dict[tuple[str, int], tuple[list[int], int]]:
-    topics = admin.list_topics(timeout=10).topics
-    return {
-        (name, p.id): (list(p.replicas), p.leader)
-        for name, topic in topics.items()
-        for p in topic.partitions.values()
-    }
-
-
-def _create(admin: AdminClient, topic: NewTopic) -> None:
-    """Create ``topic``; a retried CreateTopics on a loaded machine may find it made already."""
-    try:
-        admin.create_topics([topic])[topic.topic].result(20)
-    except KafkaException as error:
-        if error.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise
-
-
 def _balance(cluster: Cluster, *args: str) -> tuple[int, str]:
     result = CliRunner().invoke(
         cli, ["balance", *args, "--bootstrap-server", cluster.bootstrap_servers]
@@ -69,52 +49,12 @@ def _balance(cluster: Cluster, *args: str) -> tuple[int, str]:
 def test_a_new_broker_gets_a_fair_share_while_clients_run(cluster: Cluster) -> None:
     topic = unique_topic_name()
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    _create(
+    create(
         admin, NewTopic(topic, num_partitions=len(_SKEW), replica_assignment=list(_SKEW.values()))
     )
-    servers = cluster.bootstrap_servers
-    producer = Producer({"bootstrap.servers": servers, "acks": "all", "enable.idempotence": True})
-    consumer = Consumer(
-        {"bootstrap.servers": servers, "group.id": topic, "auto.offset.reset": "earliest"}
-    )
-    consumer.subscribe([topic])
-    errors: list[str] = []
-    sent: list[int] = []
-    seen: set[int] = set()
-    stop = threading.Event()
-
-    def delivered(error: KafkaError | None, message: object) -> None:
-        if error is not None:
-            errors.append(str(error))
-
-    def produce() -> None:
-        value = 0
-        while not stop.is_set():
-            producer.produce(topic, str(value).encode(), on_delivery=delivered)
-            sent.append(value)
-            value += 1
-            producer.poll(0.002)
-        producer.flush(30)
-
-    def consume(until: threading.Event) -> None:
-        while not until.is_set():
-            message = consumer.poll(0.2)
-            if message is None:
-                continue
-            if message.error() is not None:
-                errors.append(str(message.error()))
-                continue
-            seen.add(int(message.value() or b"-1"))
-
-    done_consuming = threading.Event()
-    threads = [
-        threading.Thread(target=produce),
-        threading.Thread(target=consume, args=(done_consuming,)),
-    ]
-    for thread in threads:
-        thread.start()
+    clients = Clients(cluster.bootstrap_servers, topic)
     try:
-        cluster.wait_for(lambda: len(seen) > 100, timeout=30, what="records flowing")
+        cluster.wait_for(lambda: len(clients.seen) > 100, timeout=30, what="records flowing")
         cluster.restart(4)
         cluster.wait_for(
             lambda: cluster.unfenced_brokers(via=[1]) == {1, 2, 3, 4}, timeout=30, what="broker 4"
@@ -131,24 +71,15 @@ def test_a_new_broker_gets_a_fair_share_while_clients_run(cluster: Cluster) -> N
         )
         assert code == 0, output
         assert "balanced" in output
-    finally:
-        stop.set()
-        threads[0].join(60)
-    cluster.wait_for(lambda: set(sent) <= seen, timeout=30, what="every record consumed")
-    done_consuming.set()
-    threads[1].join(10)
-    consumer.close()
-    assert errors == []
+    except BaseException:
+        clients.close()
+        raise
+    clients.finish(cluster)
 
-    assignment = _assignment(admin)
-    replicas = Counter(b for reps, _ in assignment.values() for b in reps)
-    leaders = Counter(leader for _, leader in assignment.values())
-    for counts in (replicas, leaders):
-        average = sum(counts.values()) / 4
-        assert all(abs(counts[b] - average) <= max(0.1 * average, 1) for b in (1, 2, 3, 4)), counts
-    for reps, _ in assignment.values():
+    assert uneven(admin, (1, 2, 3, 4)) == []
+    for reps, _ in assignment(admin).values():
         racks = [_RACKS[b] for b in reps]
-        assert len(set(racks)) == len(racks), assignment
+        assert len(set(racks)) == len(racks), reps
     code, output = _balance(cluster, "status")
     assert code == 0 and "0 partition move(s) in progress" in output, output
 
@@ -173,12 +104,12 @@ def test_bad_input_is_one_line_and_moves_nothing(
     )
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     topic = unique_topic_name()
-    _create(admin, NewTopic(topic, num_partitions=2, replication_factor=2))
-    cluster.wait_for(lambda: (topic, 1) in _assignment(admin), timeout=10, what=topic)
-    before = _assignment(admin)
+    create(admin, NewTopic(topic, num_partitions=2, replication_factor=2))
+    cluster.wait_for(lambda: (topic, 1) in assignment(admin), timeout=10, what=topic)
+    before = assignment(admin)
     code, output = _balance(cluster, "execute", *args)
     assert code == 1
     assert error in output
     assert len(output.strip().splitlines()) == 1, output
     replicas = {tp: reps for tp, (reps, _) in before.items()}
-    assert {tp: reps for tp, (reps, _) in _assignment(admin).items()} == replicas
+    assert {tp: reps for tp, (reps, _) in assignment(admin).items()} == replicas

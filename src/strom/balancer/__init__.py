@@ -10,6 +10,7 @@ from strom.balancer.model import (
     PartitionModel,
 )
 from strom.balancer.optimizer import GOALS, Move, Plan, plan_balance
+from strom.balancer.self_balancing import SelfBalancer, Step
 
 __all__ = [
     "GOALS",
@@ -19,5 +20,7 @@ __all__ = [
     "Move",
     "PartitionModel",
     "Plan",
+    "SelfBalancer",
+    "Step",
     "plan_balance",
 ]

@@ -10,13 +10,13 @@ from collections import Counter
 import click
 
 from strom.balancer import GOALS, BalanceError, Plan, plan_balance
-from strom.cli.balance_executor import cancel_all, execute_plan, load_model
+from strom.cli.balance_executor import cancel_all, execute_plan, load_model, refuse_while_moving
 from strom.cli.client_common import CliError, bootstrap_server_option, handle_errors
 from strom.cli.quorum_client import connect, replica_counts
 from strom.cli.reassignments import list_ongoing, reassignment_json
 from strom.client.blocking import BrokerConnection
 
-__all__ = ["balance"]
+__all__ = ["balance", "execute_options"]
 
 _DEFAULT_THROTTLE = 10 * 1024 * 1024
 
@@ -69,6 +69,32 @@ def _table(plan: Plan) -> list[str]:
     return lines
 
 
+def execute_options(func: click.decorators.FC) -> click.decorators.FC:
+    """``--throttle``, ``--max-concurrent-moves`` and ``--timeout`` of a command that moves
+    replicas (``strom balance execute``, ``strom cluster remove-broker``)."""
+    func = click.option(
+        "--timeout",
+        type=click.FloatRange(min=0),
+        default=3600.0,
+        show_default=True,
+        help="Seconds to wait for all the moves.",
+    )(func)
+    func = click.option(
+        "--max-concurrent-moves",
+        type=click.IntRange(min=1),
+        default=5,
+        show_default=True,
+        help="Partitions moved at a time.",
+    )(func)
+    return click.option(
+        "--throttle",
+        type=click.IntRange(min=1),
+        default=_DEFAULT_THROTTLE,
+        show_default=True,
+        help="Replication throttle in bytes/s while the moves run.",
+    )(func)
+
+
 @balance.command("plan")
 @_broker_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as a reassignment JSON.")
@@ -107,27 +133,7 @@ def plan_command(
 
 @balance.command("execute")
 @_broker_options
-@click.option(
-    "--throttle",
-    type=click.IntRange(min=1),
-    default=_DEFAULT_THROTTLE,
-    show_default=True,
-    help="Replication throttle in bytes/s while the moves run.",
-)
-@click.option(
-    "--max-concurrent-moves",
-    type=click.IntRange(min=1),
-    default=5,
-    show_default=True,
-    help="Partitions moved at a time.",
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0),
-    default=3600.0,
-    show_default=True,
-    help="Seconds to wait for all the moves.",
-)
+@execute_options
 @bootstrap_server_option()
 @handle_errors
 def execute_command(
@@ -147,11 +153,7 @@ def execute_command(
       strom balance execute --add-broker 4 --throttle 20971520 --max-concurrent-moves 10
     """
     with connect(bootstrap_server) as connection:
-        if list_ongoing(connection):
-            raise CliError(
-                "partition reassignments are already in progress: wait for them "
-                "(strom balance status) or stop them (strom balance cancel)"
-            )
+        refuse_while_moving(connection)
         plan = _plan(connection, add_brokers, remove_brokers)
         if not plan.moves:
             click.echo("the cluster is balanced: nothing to move")

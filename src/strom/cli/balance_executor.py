@@ -28,7 +28,7 @@ from strom.cli.throttles import clear_throttles, set_throttles
 from strom.client.blocking import BrokerConnection
 from strom.common import TopicPartition
 
-__all__ = ["cancel_all", "execute_plan", "load_model"]
+__all__ = ["cancel_all", "execute_plan", "load_model", "refuse_while_moving"]
 
 _METADATA_LAG_S = 5.0
 
@@ -63,6 +63,15 @@ def _partition_sizes(connection: BrokerConnection) -> dict[TopicPartition, int]:
         for p in topic.partitions
         if not p.is_future_key
     }
+
+
+def refuse_while_moving(connection: BrokerConnection) -> None:
+    """Refuse to plan while partition reassignments are in progress."""
+    if list_ongoing(connection):
+        raise CliError(
+            "partition reassignments are already in progress: wait for them "
+            "(strom balance status) or stop them (strom balance cancel)"
+        )
 
 
 def execute_plan(

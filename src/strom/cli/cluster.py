@@ -6,6 +6,8 @@
   ``--data-dir``, the cluster comes back with its data.
 * ``strom cluster describe --bootstrap-server HOST:PORT``: each registered broker, its address,
   rack and state (active, or fenced: not heartbeating, or shut down), and the quorum's leader.
+* ``strom cluster remove-broker ID`` and ``strom cluster unregister --id ID``:
+  :mod:`strom.cli.broker_removal`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from strom.cli.broker_removal import remove_broker, unregister
 from strom.cli.client_common import (
     ClientGroup,
     CliError,
@@ -31,7 +34,7 @@ __all__ = ["cluster"]
 
 @click.group("cluster", cls=ClientGroup)
 def cluster() -> None:
-    """Run a local cluster, or describe a cluster's brokers."""
+    """Run a local cluster, describe its brokers, or remove one."""
 
 
 @cluster.command("up")
@@ -171,3 +174,7 @@ def describe(bootstrap_server: str) -> None:
             str(replicas),
         )
     output_console().print(table)
+
+
+cluster.add_command(unregister)
+cluster.add_command(remove_broker)

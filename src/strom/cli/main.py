@@ -30,7 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "partitions": (".partitions:partitions", "Move partition replicas between brokers."),
     "broker": (".broker:broker", "Operate on one broker of the cluster."),
     "balance": (".balance:balance", "Plan and carry out moves that even out the cluster."),
-    "cluster": (".cluster:cluster", "Run a local cluster, or describe a cluster's brokers."),
+    "cluster": (".cluster:cluster", "Run a local cluster, describe its brokers, or remove one."),
     "metadata-quorum": (".metadata_quorum:metadata_quorum", "Describe the controller quorum."),
     "metrics": (".metrics:metrics", "Print a node's metrics (its metrics listener) as a table."),
     "chaos": (".chaos:chaos", "Fault scenarios on a local cluster, checked for lost data."),

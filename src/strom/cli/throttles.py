@@ -20,6 +20,7 @@ from kio.schema.incremental_alter_configs.v1.request import (
 )
 from kio.static.primitive import i8
 
+from strom.balancer.throttles import throttled_replicas
 from strom.cli.client_common import CliError
 from strom.cli.reassignments import Assignment
 from strom.client.blocking import BrokerConnection
@@ -33,22 +34,6 @@ THROTTLED_REPLICAS = (
 )
 _TOPIC, _BROKER = i8(2), i8(4)
 _SET, _DELETE = i8(0), i8(1)
-
-
-def throttled_replicas(current: Assignment, plan: Assignment) -> dict[str, tuple[str, str]]:
-    """Per topic with a moving partition: its leader and follower throttled replica lists."""
-    leaders: dict[str, list[str]] = {}
-    followers: dict[str, list[str]] = {}
-    for tp, target in sorted(plan.items()):
-        now = current.get(tp, ())
-        if tuple(target) == tuple(now):
-            continue
-        leaders.setdefault(tp.topic, []).extend(f"{tp.partition}:{b}" for b in now)
-        added = [f"{tp.partition}:{b}" for b in target if b not in now]
-        followers.setdefault(tp.topic, []).extend(added)
-    return {
-        topic: (",".join(leaders[topic]), ",".join(followers.get(topic, []))) for topic in leaders
-    }
 
 
 def set_throttles(

@@ -27,6 +27,40 @@ REPLICATION_SETTINGS: Final = (
         read_only=True,
     ),
     Setting(
+        "strom.balancer.enable",
+        BOOLEAN,
+        False,
+        "The active controller moves replicas and leaders to keep their counts per broker even "
+        "(Confluent's confluent.balancer.enable).",
+        read_only=True,
+    ),
+    Setting(
+        "strom.balancer.check.interval.ms",
+        LONG,
+        30000,
+        "How often the self-balancing controller looks for an uneven cluster (a broker that "
+        "joins is looked at once).",
+        at_least(1),
+        read_only=True,
+    ),
+    Setting(
+        "strom.balancer.throttle.bytes.per.second",
+        LONG,
+        10 * 1024 * 1024,
+        "Replication throttle of the self-balancing controller's moves, in bytes/s; -1: none "
+        "(Confluent's confluent.balancer.throttle.bytes.per.second).",
+        at_least(-1),
+        read_only=True,
+    ),
+    Setting(
+        "strom.balancer.max.concurrent.moves",
+        INT,
+        5,
+        "Partitions the self-balancing controller moves at a time.",
+        at_least(1),
+        read_only=True,
+    ),
+    Setting(
         "replica.lag.time.max.ms",
         LONG,
         30000,

@@ -37,6 +37,7 @@ from strom.metadata import (
     MetadataRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    UnregisterBrokerRecord,
     UserScramCredentialRecord,
 )
 
@@ -223,6 +224,26 @@ class ClusterControl:
             should_shut_down=beat.want_shut_down,
         )
         return ControllerResult(records, reply)
+
+    def unregister_broker(self, image: MetadataImage, broker_id: int) -> ControllerResult[ApiError]:
+        """UnregisterBroker (``kafka-cluster.sh unregister``): the broker leaves the cluster,
+        out of every ISR and ELR and no longer a leader first, as Kafka's
+        ``ReplicationControlManager.unregisterBroker``. A broker that still runs registers again
+        with its next heartbeat."""
+        broker = image.cluster.broker(broker_id)
+        if broker is None:
+            return ControllerResult(
+                [],
+                ApiError(
+                    ErrorCode.broker_id_not_registered,
+                    f"broker {broker_id} is not currently registered",
+                ),
+            )
+        moves = broker_unavailable(
+            image, self._settings.server_config, broker_id, unclean_shutdown=True
+        )
+        record = UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker.epoch)
+        return ControllerResult([*moves, record], NO_ERROR)
 
     def allocate_producer_ids(
         self, image: MetadataImage, *, broker_id: int, broker_epoch: int

@@ -102,6 +102,9 @@ class QuorumController:
     ) -> ControllerResult[ApiError]:
         return self._cluster.fence_broker(image, broker_id=broker_id, broker_epoch=broker_epoch)
 
+    def unregister_broker(self, image: MetadataImage, broker_id: int) -> ControllerResult[ApiError]:
+        return self._cluster.unregister_broker(image, broker_id)
+
     def allocate_producer_ids(
         self, image: MetadataImage, *, broker_id: int, broker_epoch: int
     ) -> ControllerResult[ProducerIdsBlock]:

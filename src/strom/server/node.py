@@ -488,6 +488,18 @@ class Node:
             ),
         )
         self.controller = controller
+        if self.config.get_bool("strom.balancer.enable"):
+            from strom.server.controller.self_balancing import SelfBalancing  # noqa: PLC0415
+
+            throttle = self.config.get_int("strom.balancer.throttle.bytes.per.second")
+            balancing = SelfBalancing(
+                controller,
+                clock=self.clock,
+                check_interval_ms=self.config.get_int("strom.balancer.check.interval.ms"),
+                max_concurrent_moves=self.config.get_int("strom.balancer.max.concurrent.moves"),
+                throttle=None if throttle < 0 else throttle,
+            )
+            controller.run_while_active("strom-self-balancing", balancing.run)
         registry = self.controller_registry
         registry.register(ApiVersionsHandler(registry))
         registry.register(SaslHandshakeHandler())

@@ -457,3 +457,19 @@ def test_a_fenced_broker_cannot_join_the_isr() -> None:
     alter_isr(h, epochs, (1, 2))
     fence(h, epochs, 3)
     assert alter_isr(h, epochs, (1, 2, 3)).error.code is ErrorCode.ineligible_replica
+
+
+def test_unregistering_a_broker_takes_it_out_of_every_isr_and_leadership() -> None:
+    h, _ = cluster()
+    refused = h.controller.unregister_broker(h.image, 9)
+    assert refused.records == []
+    assert refused.response.code is ErrorCode.broker_id_not_registered
+    assert refused.response.message == "broker 9 is not currently registered"
+
+    assert h.run(h.controller.unregister_broker(h.image, 1)).is_success
+    assert h.image.cluster.broker(1) is None
+    first, second = partition(h, 0), partition(h, 1)
+    assert first.leader == 2 and 1 not in first.isr
+    assert second.leader == 2 and 1 not in second.isr
+    again = h.controller.unregister_broker(h.image, 1)
+    assert again.response.code is ErrorCode.broker_id_not_registered

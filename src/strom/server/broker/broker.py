@@ -376,6 +376,7 @@ class Broker:
             elect_leaders,
             incremental_alter_configs,
             partition_reassignments,
+            unregister_broker,
             update_features,
         )
         from strom.server.handlers import describe_quorum, forwarding, raft_voters  # noqa: PLC0415 - on first use
@@ -397,6 +398,7 @@ class Broker:
             ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas.error_response,
             ApiKey.ADD_RAFT_VOTER: raft_voters.add_error_response,
             ApiKey.REMOVE_RAFT_VOTER: raft_voters.remove_error_response,
+            ApiKey.UNREGISTER_BROKER: unregister_broker.error_response,
         }
         return [
             forwarding.ForwardingHandler(

@@ -28,10 +28,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from strom.common import Clock, TopicPartition
 from strom.common.waiting import wait_event
@@ -162,6 +162,13 @@ class ControllerServer:
         from again, found dead or fenced."""
         self._failure: str | None = None
         """Why this node stopped being a controller for good (a metadata log write failed)."""
+        self._while_active_tasks: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = []
+        self._background: list[asyncio.Task[None]] = []
+
+    def run_while_active(self, name: str, task: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run ``task()`` each time this node becomes the active controller; cancelled when it
+        stops being it (self-balancing, ``strom.balancer.enable``)."""
+        self._while_active_tasks.append((name, task))
 
     # --- the quorum's side ------------------------------------------------------------------
 
@@ -190,9 +197,13 @@ class ControllerServer:
             epoch,
             self._written.highest_offset,
         )
-        self._active_task = asyncio.get_running_loop().create_task(
+        loop = asyncio.get_running_loop()
+        self._active_task = loop.create_task(
             self._while_active(epoch), name="strom-active-controller"
         )
+        self._background = [
+            loop.create_task(task(), name=name) for name, task in self._while_active_tasks
+        ]
 
     def deactivate(self) -> None:
         """The leadership is gone: fail what waits and forget the written image."""
@@ -221,15 +232,17 @@ class ControllerServer:
         task, self._active_task = self._active_task, None
         if task is not None:
             task.cancel()
+        background, self._background = self._background, []
+        for other in background:
+            other.cancel()
         probes, self._probes = self._probes, {}
         for probe in probes.values():
             probe.cancel()
 
     async def stop(self) -> None:
-        task = self._active_task
+        tasks = [t for t in (self._active_task, *self._background) if t is not None]
         self._resign_now()
-        if task is not None:
-            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     # --- running operations -----------------------------------------------------------------
 
@@ -500,6 +513,11 @@ class ControllerServer:
         return await self.run(
             "incremental alter configs",
             lambda image: self.controller.incremental_alter_configs(image, request),
+        )
+
+    async def unregister_broker(self, broker_id: int) -> ApiError:
+        return await self.run(
+            "unregister broker", lambda image: self.controller.unregister_broker(image, broker_id)
         )
 
     async def allocate_producer_ids(self, *, broker_id: int, broker_epoch: int) -> ProducerIdsBlock:

@@ -27,6 +27,7 @@ FORWARDED: Final = (
     ApiKey.ALTER_CLIENT_QUOTAS,
     ApiKey.ADD_RAFT_VOTER,
     ApiKey.REMOVE_RAFT_VOTER,
+    ApiKey.UNREGISTER_BROKER,
 )
 """The admin APIs a broker forwards to the active controller."""
 DESCRIBE_APIS: Final = (

@@ -262,7 +262,12 @@ class ReplicaManager:
                 now_ms=self.clock.monotonic_ms(),
             )
             self.maybe_advance_high_watermark(partition)
-        elif registration.partition_epoch > replication.partition_epoch:
+        elif registration.partition_epoch > replication.partition_epoch or (
+            # The controller completed a reassignment in the record of this leader's own ISR
+            # change: its answer gave the epoch, only the metadata gives the new replicas.
+            registration.partition_epoch == replication.partition_epoch
+            and registration.replicas != replication.replicas
+        ):
             if registration.replicas != replication.replicas:
                 replication.reassigned(registration.replicas)
             before = len(replication.isr)

@@ -499,3 +499,39 @@ def test_an_isr_shrink_from_the_metadata_moves_the_high_watermark(
     manager.apply_metadata(delta, image)
     assert leader.log.high_watermark == 1
     assert manager.is_acknowledged(TP, 1) == ErrorCode.none
+
+
+def test_a_reassignment_completed_by_the_leaders_own_isr_change_drops_the_removed_replica(
+    tmp_path: Path,
+) -> None:
+    """Replicas (1, 2) move to (1, 3): follower 3 joins the ISR, and the controller completes
+    the reassignment in the record of that ISR change, so the answer and the metadata carry the
+    same partition epoch. The leader must still learn the new replicas from that metadata: with
+    replica 2 kept as a follower, its next fetch was proposed back into the ISR, refused by the
+    controller (INVALID_REQUEST) and retried forever, the pending change counting 2 in the
+    maximal ISR, so acks=all writes were never acknowledged (found by self-balancing's test)."""
+    clock = ManualClock()
+    leader, removed, added = (Broker(b, tmp_path, clock) for b in (1, 2, 3))
+    try:
+        moving = dataclasses.replace(registration(leader=1, epoch=0), replicas=(1, 3, 2))
+        for broker in (leader, removed, added):
+            broker.set(moving)
+        assert fetch(leader, added, 0) == ErrorCode.none
+        [(_, change)] = leader.proposed
+        assert change.added == (3,)
+        manager = leader.replica_manager
+        manager.isr_change_done(TP, leader_epoch=0, change=change, isr=(1, 3), partition_epoch=1)
+        leader.set(dataclasses.replace(moving, replicas=(1, 3), isr=(1, 3), partition_epoch=1))
+        # a last fetch before it learns it is no replica any more
+        assert fetch(leader, removed, 0) == ErrorCode.not_leader_or_follower
+        replication = manager.partition(TP).replication
+        assert replication is not None
+        assert (replication.replicas, replication.pending) == ((1, 3), None)
+        assert leader.proposed == [(0, change)]
+        leader.produce(1, b"a")
+        assert fetch(leader, added, 0) == ErrorCode.none
+        assert fetch(leader, added, 0) == ErrorCode.none
+        assert leader.log.high_watermark == 1
+    finally:
+        for broker in (leader, removed, added):
+            broker.log_manager.close_without_flush()

@@ -25,6 +25,7 @@ from strom.server.controller.handlers.partition_reassignments import (
     AlterPartitionReassignmentsHandler,
     ListPartitionReassignmentsHandler,
 )
+from strom.server.controller.handlers.unregister_broker import UnregisterBrokerHandler
 from strom.server.controller.handlers.update_features import UpdateFeaturesHandler
 from strom.server.quotas.client_quotas import ControllerMutationQuotaManager
 
@@ -65,5 +66,6 @@ def admin_handlers(
         Row(acls.CreateAclsHandler(controller), not_controller=acls.create_error_response),
         Row(acls.DeleteAclsHandler(controller), not_controller=acls.delete_error_response),
         Row(acls.DescribeAclsHandler(image)),
+        Row(UnregisterBrokerHandler(controller), alter),
     ]
     return [row.handler_to_register() for row in rows]

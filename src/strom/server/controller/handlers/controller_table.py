@@ -48,6 +48,7 @@ ADMIN_APIS: Final = (
     ApiKey.CREATE_ACLS,
     ApiKey.DELETE_ACLS,
     ApiKey.DESCRIBE_ACLS,
+    ApiKey.UNREGISTER_BROKER,
 )
 """The controller's admin APIs, whose handlers ``admin_table.admin_handlers`` builds on the
 first request to one of them (their modules and kio schemas load then, not at start)."""

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from strom.cli.reassignments import Assignment
-from strom.cli.throttles import throttled_replicas
+from strom.balancer.throttles import throttled_replicas
 from strom.common import TopicPartition
 
 
 def test_leaders_are_the_current_replicas_and_followers_the_added_ones() -> None:
-    current: Assignment = {
+    current: dict[TopicPartition, tuple[int, ...]] = {
         TopicPartition("orders", 0): (1, 2),
         TopicPartition("orders", 1): (2, 3),
         TopicPartition("users", 0): (1, 2),
     }
-    plan: Assignment = {
+    plan: dict[TopicPartition, tuple[int, ...]] = {
         TopicPartition("orders", 0): (3, 2),
         TopicPartition("orders", 1): (2, 3),  # not moving: not throttled
         TopicPartition("users", 0): (2, 1),  # reordered only: no replica added

@@ -1,0 +1,66 @@
+"""The balancer's model of the cluster from the controller's metadata image, and the throttles
+of its moves, for ``strom.balancer.enable`` (:class:`strom.balancer.SelfBalancer`).
+
+The image holds the active brokers, their racks and every partition's replicas, not partition
+sizes or byte rates (brokers report those to clients, not to the controller), so the controller
+balances replica and leader counts; ``strom balance`` also balances disk usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from strom.balancer import BrokerModel, ClusterModel, Move, PartitionModel
+from strom.balancer.throttles import throttled_replicas
+from strom.common import TopicPartition
+from strom.controller.config_control import (
+    AlterableConfig,
+    AlterConfigOp,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResource,
+)
+from strom.metadata import ConfigResourceType, MetadataImage
+
+__all__ = ["cluster_model", "throttle_request"]
+
+_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
+
+def cluster_model(image: MetadataImage) -> ClusterModel:
+    """The active brokers (unfenced, not shutting down) and every partition's replicas."""
+    brokers = tuple(
+        BrokerModel(broker_id, rack=broker.rack)
+        for broker_id, broker in sorted(image.cluster.brokers.items())
+        if broker.active
+    )
+    partitions = tuple(
+        PartitionModel(TopicPartition(topic.name, index), tuple(partition.replicas))
+        for topic in sorted(image.topics.topics_by_id.values(), key=lambda t: t.name)
+        for index, partition in sorted(topic.partitions.items())
+    )
+    return ClusterModel(brokers, partitions)
+
+
+def throttle_request(moves: Sequence[Move], rate: int | None) -> IncrementalAlterConfigsRequest:
+    """The throttles of ``moves`` at ``rate`` bytes/s, as ``kafka-reassign-partitions.sh
+    --throttle`` sets them (None: the request that removes them once the moves are done)."""
+    lists = throttled_replicas({m.tp: m.before for m in moves}, {m.tp: m.after for m in moves})
+    brokers = sorted({b for m in moves if m.adding for b in (*m.before, *m.after)})
+
+    def configs(names: tuple[str, str], values: tuple[str, str]) -> list[AlterableConfig]:
+        if rate is None:
+            return [AlterableConfig(name, None, AlterConfigOp.DELETE) for name in names]
+        return [AlterableConfig(n, v) for n, v in zip(names, values, strict=True)]
+
+    resources = [
+        IncrementalAlterConfigsResource(ConfigResourceType.TOPIC, topic, configs(_REPLICAS, pair))
+        for topic, pair in sorted(lists.items())
+    ]
+    resources += [
+        IncrementalAlterConfigsResource(
+            ConfigResourceType.BROKER, str(b), configs(_RATES, (str(rate), str(rate)))
+        )
+        for b in brokers
+    ]
+    return IncrementalAlterConfigsRequest(resources)
