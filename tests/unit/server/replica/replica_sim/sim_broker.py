@@ -99,6 +99,9 @@ class SimBroker:
         """It starts again only once every live broker applied this much metadata."""
         self.hold_metadata_until = 0
         """No metadata reaches it until every other live broker applied this much."""
+        self.starting_until_ms = 0
+        """No metadata reaches it before this time: a slow start (the controller publishes
+        again)."""
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -255,7 +258,11 @@ class SimBroker:
     def on_metadata(self, life: int, end: int) -> None:
         """The controller's log up to ``end``: replay what is new here as one delta (coalesced,
         as a broker's metadata loader does), then lead or follow as it says."""
-        if life != self.life or end <= self.applied:
+        if (
+            life != self.life
+            or end <= self.applied
+            or self.sim.clock.monotonic_ms() < self.starting_until_ms
+        ):
             return
         if any(
             b.alive and not b.hold_metadata_until and b.applied < self.hold_metadata_until
