@@ -14,9 +14,11 @@ checks each AlterPartition as Kafka's controller does and elects leaders from th
 from KIP-966's eligible leader replicas.
 
 Faults, by seed (``sim_faults``): messages between brokers and the controller dropped, delayed
-(and so reordered) and duplicated; AlterPartition answers lost or late; brokers that crash
-(keeping their log, or losing an unflushed tail), that restart in a new broker epoch, and that
-are cut off from the cluster while clients still write to them.
+(and so reordered) and duplicated; AlterPartition answers lost or late; WriteTxnMarkers
+requests lost; brokers that crash (keeping their log, or losing an unflushed tail), that
+restart in a new broker epoch, ISR followers that bounce (crash, restart soon and follow late,
+their leader then cut off), preferred leader elections, and brokers cut off from the cluster
+while clients still write to them (``NOTES.md`` lists the actions and the planted bugs).
 
 Invariants (``sim_invariants``) are checked after every event; at the end, with every broker
 back and the network quiet, the cluster must take writes again, every transaction must be
@@ -302,10 +304,26 @@ class Simulation:
     def _may_restart(self, broker: SimBroker) -> bool:
         """Without broker epochs in fetches (before KIP-903) one that lost data restarts only
         once every broker knows it was fenced, or a leader still seeing its previous life
-        caught up may take it back into the ISR, a known hole of those versions, not one of
+        caught up may take it back into the ISR, and only once no leader is sending an ISR
+        expansion that adds it (proposed before it crashed, committed after it restarted:
+        the controller cannot tell its lives apart); known holes of those versions, not of
         the code under test."""
         known = min((b.applied for b in self.brokers.values() if b.alive), default=0)
-        return broker.restart_after <= known
+        if broker.restart_after > known:
+            return False
+        return not (broker.lose and not self.faults.replica_epochs and self._added(broker))
+
+    def _added(self, broker: SimBroker) -> bool:
+        """Whether a leader's pending ISR change adds ``broker``."""
+        for leader in self.brokers.values():
+            if leader.alive:
+                for partition in leader.manager.local_partitions.values():
+                    pending = (
+                        None if partition.replication is None else partition.replication.pending
+                    )
+                    if pending is not None and broker.node_id in pending.added:
+                        return True
+        return False
 
     def _restart_broker(self, broker: SimBroker) -> None:
         broker.start(self.controller.register(broker.node_id), lose=broker.lose)
@@ -352,6 +370,9 @@ class Simulation:
         if self.faulting and broker_id in self.brokers:  # not NO_LEADER
             self.cut(broker_id)
 
+    def _rebalance_leaders(self) -> None:
+        self.controller.elect_preferred()
+
     def _cut_off(self) -> None:
         self.cut(self.rng.choice(BROKERS))
 
@@ -387,10 +408,11 @@ class Simulation:
         _crash_losing_unflushed,
         _restart,
         _bounce_follower,
+        _rebalance_leaders,
         _cut_off,
         _nothing,
     )
-    _weights = (60, 10, 10, 5, 5, 10, 15, 5, 5)
+    _weights = (60, 10, 10, 5, 5, 10, 15, 5, 5, 5)
 
 
 LOSE_ON_BOUNCE = 0.8

@@ -413,9 +413,15 @@ class _Metadata:
         self.image = MetadataImage.empty()
 
 
+LOSE_MARKERS = 0.3
+"""How often a WriteTxnMarkers request is lost while faults are drawn (it fails at its
+timeout and must be sent again, or the transaction stays open in that partition)."""
+
+
 class SimBrokerClients:
-    """The fetcher's way to other brokers (``BrokerClients``) over the simulated network: a
-    request unanswered within its timeout fails, as over a hung connection."""
+    """The fetchers' and the marker channel's way to other brokers (``BrokerClients``) over
+    the simulated network: a request unanswered within its timeout fails, as over a hung
+    connection; WriteTxnMarkers requests are lost more often (:data:`LOSE_MARKERS`)."""
 
     def __init__(self, broker: SimBroker) -> None:
         self._broker = broker
@@ -435,7 +441,12 @@ class SimBrokerClients:
             lambda: RequestFailed(f"broker {node_id}: no answer within the request timeout"),
         )
         requester = self._broker
-        sim.network.send(source, node_id, lambda: target.serve(requester, body, reply))
+        if not (
+            isinstance(body, WriteTxnMarkersRequest)
+            and sim.faulting
+            and sim.rng.random() < LOSE_MARKERS
+        ):
+            sim.network.send(source, node_id, lambda: target.serve(requester, body, reply))
         return await answer
 
     async def close(self) -> None:
