@@ -12,6 +12,7 @@ from typing import cast
 
 import pytest
 from data_path_harness import NODE_ID, DataPath, image_of, registration, run
+from kio.static.protocol import RequestPayload
 
 from strom.client.async_client import RequestFailed
 from strom.common import ErrorCode, TopicPartition
@@ -20,7 +21,6 @@ from strom.config import ServerConfig
 from strom.coordinator.txn import TransactionLogRecord, TransactionState, partition_for
 from strom.coordinator.txn.records import TransactionLogKey, TransactionLogValue, TxnPartitions
 from strom.metadata import MetadataImage
-from strom.protocol.api import RequestPayload
 from strom.protocol.records import Record, build_batch
 from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.coordinator.txn_coordinator_runtime import TxnCoordinatorRuntime
