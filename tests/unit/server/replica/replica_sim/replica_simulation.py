@@ -162,6 +162,8 @@ class Simulation:
         min.insync.replicas, far behind the log end, may be out of sync at the next ISR check,
         as in Kafka) and the leader takes an acks=all write."""
         self.faulting = False
+        for broker in self.brokers.values():
+            broker.cut_leader_on_rejoin = False
         self.faults = self.network.faults = self.faults.quiet()
         await self._heal()
         replicas = BROKERS[: self.faults.replication_factor]
@@ -333,11 +335,14 @@ class Simulation:
             # hole, from the follower's side)
             broker.hold_metadata_until = len(self.controller.log)
         broker.lose = broker.restart_after = broker.starting_until_ms = 0
+        broker.cut_leader_on_rejoin = False
 
     def _bounce_follower(self) -> None:
         """A follower of ``orders-0`` in its ISR crashes (mostly losing its unflushed tail),
         starts again soon and is slow to follow (its leader knows it restarted); half the
-        time its leader is then cut off, so that leadership moves while it catches up. These
+        time its leader is then cut off, so that leadership moves while it catches up, and a
+        quarter of the time when the controller commits the expansion that takes it back (the
+        answer lost with it). These
         sequences decide whether a leader forgets a restarted follower's state and whether a
         new leader takes a follower back only from its epoch's start."""
         registration = self.controller.registration
@@ -360,11 +365,14 @@ class Simulation:
             return
         self._restart_broker(broker)
         broker.starting_until_ms = self.clock.monotonic_ms() + self.rng.randint(0, SLOW_START_MS)
-        if self.rng.random() < 0.5:
+        draw = self.rng.random()
+        if draw < 0.5:
             leader = self.controller.registration.leader
             self.timer.call_later(
                 self.rng.randint(50, 600), lambda: self._cut_while_faulting(leader)
             )
+        elif draw < 0.75:
+            broker.cut_leader_on_rejoin = True
 
     def _cut_while_faulting(self, broker_id: int) -> None:
         if self.faulting and broker_id in self.brokers:  # not NO_LEADER

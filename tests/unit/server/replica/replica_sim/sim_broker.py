@@ -99,6 +99,9 @@ class SimBroker:
         """It starts again only once every live broker applied this much metadata."""
         self.hold_metadata_until = 0
         """No metadata reaches it until every other live broker applied this much."""
+        self.cut_leader_on_rejoin = False
+        """A bounced follower: its leader is cut off (the answer lost) when the controller
+        commits the ISR expansion that takes it back."""
         self.starting_until_ms = 0
         """No metadata reaches it before this time: a slow start (the controller publishes
         again)."""

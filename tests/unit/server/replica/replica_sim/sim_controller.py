@@ -275,8 +275,15 @@ class SimController:
             ),
         )
         faults, rng = self.sim.faults, self.sim.rng
-        if error == ErrorCode.none and added and rng.random() < faults.cut_after_expansion:
+        rejoining = [b for b in added if self.sim.brokers[b].cut_leader_on_rejoin]
+        if (
+            error == ErrorCode.none
+            and added
+            and (rng.random() < faults.cut_after_expansion or rejoining)
+        ):
             # the answer is lost with it; long enough to be fenced and replaced
+            for broker_id in rejoining:
+                self.sim.brokers[broker_id].cut_leader_on_rejoin = False
             self.sim.cut(node_id, at_least_ms=LAG_MS + SESSION_TIMEOUT_MS)
             return
         if rng.random() < faults.lose_answer:
