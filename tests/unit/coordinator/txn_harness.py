@@ -64,6 +64,7 @@ class MemoryTxnWriter:
         commit: bool,
         coordinator_epoch: int,
         partitions: Collection[TopicPartition],
+        transaction_partition: int,
         done: Callable[[], None],
     ) -> None:
         self.markers.extend(

@@ -66,10 +66,13 @@ class TransactionWriter(Protocol):
         commit: bool,
         coordinator_epoch: int,
         partitions: Collection[TopicPartition],
+        transaction_partition: int,
         done: Callable[[], None],
     ) -> None:
         """Write a COMMIT or ABORT marker in every partition; ``done`` when every one is
-        written or given up on (a deleted topic, a fenced coordinator)."""
+        written or given up on (a deleted topic, a fenced coordinator).
+        ``transaction_partition``: the transaction's own partition (of the transaction log),
+        whose unload ends the delivery."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -570,12 +573,14 @@ class TransactionCoordinator(PartitionedCoordinator):
             )
             self._write(metadata, target, lambda code: None)
 
+        partition = self.partition_of(transactional_id)
         self._writer.write_markers(
             producer_id=metadata.producer_id,
             producer_epoch=metadata.producer_epoch,
             commit=prepared is S.PREPARE_COMMIT,
-            coordinator_epoch=self._coordinator_epochs.get(self.partition_of(transactional_id), 0),
+            coordinator_epoch=self._coordinator_epochs.get(partition, 0),
             partitions=metadata.partitions,
+            transaction_partition=partition,
             done=markers_written,
         )
 

@@ -213,6 +213,9 @@ class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
     def _finish_loading(self, partition: int, leader_epoch: int) -> None:
         """``partition`` is replayed (loaded as leader at ``leader_epoch``): it serves now."""
 
+    def _resigned(self, partition: int) -> None:
+        """``partition`` was unloaded: end the work still under way for it (none here)."""
+
     def _follow_leadership(self, image: MetadataImage, partitions: int) -> bool:
         """Unload every partition whose leader epoch here is gone (led elsewhere now, or led here
         at a newer epoch), then schedule a load of each partition led here at an epoch not loaded
@@ -224,6 +227,7 @@ class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
             if led.get(partition) != epoch:
                 del self._epochs[partition]
                 self.core.unload_partition(partition)
+                self._resigned(partition)
                 changed = True
                 log.info(
                     "%s-%d: resigned as coordinator of leader epoch %d",

@@ -7,7 +7,9 @@
   passed.
 * :meth:`TxnCoordinatorRuntime.write_markers` has each partition of a transaction get its
   marker from its leader, here or on another broker (:mod:`strom.server.coordinator.txn_markers`),
-  including the ``__consumer_offsets`` partition of a group added by AddOffsetsToTxn.
+  including the ``__consumer_offsets`` partition of a group added by AddOffsetsToTxn. When
+  another broker takes over a ``__transaction_state`` partition, the markers of its
+  transactions still under way here are dropped (the new coordinator sends them again).
 * :meth:`TxnCoordinatorRuntime.verify_produce` is the produce path's KIP-890 check.
 """
 
@@ -86,7 +88,8 @@ class TxnCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinator, Transacti
             request_timeout=config.get_int("request.timeout.ms") / 1000,
             timer=timer,
         )
-        self._marker_tasks: set[asyncio.Task[None]] = set()
+        self._marker_tasks: dict[int, set[asyncio.Task[None]]] = {}
+        """Transaction log partition -> its transactions' marker deliveries under way."""
 
     @property
     def replica_manager(self) -> CoordinatorReplicas:
@@ -100,6 +103,13 @@ class TxnCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinator, Transacti
         self.coordinator.finish_loading(
             partition, coordinator_epoch=leader_epoch, now_ms=self.now_ms()
         )
+
+    def _resigned(self, partition: int) -> None:
+        """Another broker coordinates ``partition`` now: its transactions' markers are not
+        sent any more (Kafka's ``removeMarkersForTxnTopicPartition``); the new coordinator
+        sends those of each transaction still prepared, in its own coordinator epoch."""
+        for task in self._marker_tasks.pop(partition, ()):
+            task.cancel()
 
     def _replay_control(self, partition: int, header: BatchHeader, batch: bytes) -> None:
         """Nothing: no transaction writes to ``__transaction_state``, so it has no markers."""
@@ -157,10 +167,12 @@ class TxnCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinator, Transacti
         commit: bool,
         coordinator_epoch: int,
         partitions: Collection[TopicPartition],
+        transaction_partition: int,
         done: Callable[[], None],
     ) -> None:
         """Write the marker in every partition, wherever it is led (:mod:`strom.server.
-        txn_markers`); ``done`` once each is written or given up on."""
+        txn_markers`); ``done`` once each is written or given up on, unless
+        ``transaction_partition`` is unloaded first."""
         marker = Marker(producer_id, producer_epoch, commit, coordinator_epoch)
 
         async def deliver() -> None:
@@ -168,11 +180,13 @@ class TxnCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinator, Transacti
             done()
 
         task = asyncio.get_running_loop().create_task(deliver())
-        self._marker_tasks.add(task)
-        task.add_done_callback(self._marker_tasks.discard)
+        tasks = self._marker_tasks.setdefault(transaction_partition, set())
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
     async def stop(self) -> None:
-        tasks, self._marker_tasks = set(self._marker_tasks), set()
+        tasks = [task for tasks in self._marker_tasks.values() for task in tasks]
+        self._marker_tasks = {}
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

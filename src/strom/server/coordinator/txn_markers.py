@@ -6,9 +6,10 @@ a partition led here gets its marker through the replica manager directly, one l
 broker through a WriteTxnMarkers request to it (``clients``: connections to the brokers'
 inter-broker listener). A marker counts as written once every in-sync replica has it (the
 remote broker answers only then; a local one waits for the high watermark). A partition that
-cannot take it now (no leader, led elsewhere, too few replicas, a timeout, a lost connection)
-is tried again after :data:`MARKER_RETRY_BACKOFF_MS` with the leader the metadata names then; a
-deleted partition, a newer producer epoch or coordinator epoch is given up on, as in Kafka. The
+cannot take it now (no leader, led elsewhere, unknown to a leader whose metadata lags, too few
+replicas, a timeout, a lost connection) is tried again after :data:`MARKER_RETRY_BACKOFF_MS`
+with the leader the metadata names then; a partition this broker's metadata lacks (deleted), a
+newer producer epoch or coordinator epoch is given up on, as in Kafka. The
 backoff waits on a Timer (the event loop's, or a simulation's virtual time).
 """
 
@@ -48,6 +49,7 @@ MARKER_RETRY_BACKOFF_MAX_MS: Final = 1_000
 
 _RETRIABLE: Final = frozenset(
     {
+        ErrorCode.unknown_topic_or_partition,  # its leader's metadata may lag the coordinator's
         ErrorCode.not_leader_or_follower,
         ErrorCode.not_enough_replicas,
         ErrorCode.not_enough_replicas_after_append,

@@ -38,6 +38,9 @@ async def fetch_messages(
     ``min_bytes`` are readable, or when a partition has an error or a diverging epoch;
     otherwise the fetch waits as a ``DelayedFetch`` (``delayed_fetch``) in the follower
     purgatory (a follower's) or the consumer purgatory and reads again once it completes.
+    A follower's position is recorded by the first read only: the one after the wait does
+    not record it again (Kafka's ``readFromPurgatory``), or a fetch of a follower's life
+    before a restart, parked meanwhile, would bring back the position the restart forgot.
     """
     purgatory = (
         manager.follower_fetch_purgatory if params.is_from_follower else manager.fetch_purgatory
@@ -70,7 +73,8 @@ async def fetch_messages(
     )
     if not purgatory.try_complete_else_watch(operation, statuses):
         await operation.wait()
-    return _counted(manager, params, partitions, read_from_log(manager, params, partitions))
+    reads = read_from_log(manager, params, partitions, update_fetch_state=False)
+    return _counted(manager, params, partitions, reads)
 
 
 def _counted(
@@ -90,14 +94,19 @@ def _counted(
 
 
 def read_from_log(
-    manager: ReplicaManager, params: FetchParams, partitions: FetchPartitions
+    manager: ReplicaManager,
+    params: FetchParams,
+    partitions: FetchPartitions,
+    *,
+    update_fetch_state: bool = True,
 ) -> list[ReadResultInfo]:
     """Kafka's ``readFromLog``: the partitions in request order, each up to its
     ``partition_max_bytes`` and what is left of the request's ``max_bytes``; the first batch
     of the first partition with data comes whole even when larger (KIP-74). A consumer
     reads with :func:`read_for_consumer`, a follower (``FetchParams.replica_id`` >= 0) with
     :func:`read_for_follower`. A partition named by a topic id the metadata does not know
-    (or knows for another name) is UNKNOWN_TOPIC_ID. One result per partition, in order."""
+    (or knows for another name) is UNKNOWN_TOPIC_ID. One result per partition, in order;
+    ``update_fetch_state``: a follower's read records its position."""
     remaining = params.max_bytes
     min_one_message = True
     image = manager.image
@@ -125,6 +134,7 @@ def read_from_log(
                 max_bytes=budget,
                 current_leader_epoch=request.current_leader_epoch,
                 last_fetched_epoch=request.last_fetched_epoch,
+                update_fetch_state=update_fetch_state,
             )
         else:
             read = read_for_consumer(
@@ -204,11 +214,12 @@ def read_for_follower(
     max_bytes: int,
     current_leader_epoch: int,
     last_fetched_epoch: int,
+    update_fetch_state: bool = True,
 ) -> ReadResultInfo:
     """A follower's fetch (Kafka's ``Partition.fetchRecords`` for a replica): the records
     up to the log end, or the diverging epoch when the follower's log went another way
     after ``last_fetched_epoch`` (KIP-320: it truncates, then fetches again). A fetch that
-    is not diverging records the follower's position."""
+    is not diverging records the follower's position (unless not ``update_fetch_state``)."""
     try:
         partition = manager.partition(tp, current_leader_epoch=current_leader_epoch)
         if last_fetched_epoch >= 0:
@@ -229,16 +240,17 @@ def read_for_follower(
             isolation=FetchIsolation.LOG_END,
             min_one_message=max_bytes > 0,
         )
-        try:
-            manager.record_follower_fetch(
-                tp,
-                replica_id=replica_id,
-                log_end_offset=fetch_offset,
-                replica_epoch=replica_epoch,
-            )
-        except BaseException:
-            result.close()
-            raise
+        if update_fetch_state:
+            try:
+                manager.record_follower_fetch(
+                    tp,
+                    replica_id=replica_id,
+                    log_end_offset=fetch_offset,
+                    replica_epoch=replica_epoch,
+                )
+            except BaseException:
+                result.close()
+                raise
     except KafkaError as error:
         return ReadResultInfo(error=error.error_code, message=error.message)
     if quota is not None:

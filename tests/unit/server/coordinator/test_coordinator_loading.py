@@ -12,8 +12,11 @@ from typing import cast
 
 import pytest
 from data_path_harness import NODE_ID, DataPath, image_of, registration, run
+from kio.static.protocol import RequestPayload
 
+from strom.client.async_client import RequestFailed
 from strom.common import ErrorCode, TopicPartition
+from strom.common.timer import ManualTimer
 from strom.config import ServerConfig
 from strom.coordinator.txn import TransactionLogRecord, TransactionState, partition_for
 from strom.coordinator.txn.records import TransactionLogKey, TransactionLogValue, TxnPartitions
@@ -41,6 +44,7 @@ class Runtime(TxnCoordinatorRuntime):
         commit: bool,
         coordinator_epoch: int,
         partitions: Collection[TopicPartition],
+        transaction_partition: int,
         done: Callable[[], None],
     ) -> None:
         self.markers.append((producer_id, coordinator_epoch))
@@ -173,6 +177,70 @@ def test_a_load_whose_epoch_is_gone_is_abandoned(data: DataPath) -> None:
         assert made.coordinator.owned_partitions == frozenset()
         assert made.coordinator.describe("txn")[0] is ErrorCode.not_coordinator
         assert made.markers == []
+        await made.stop()
+
+    run(scenario)
+
+
+class Unreachable:
+    """Connections to other brokers (``BrokerClients``) that count WriteTxnMarkers
+    requests and fail each, as to a broker that does not answer."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    async def request(
+        self, node_id: int, body: RequestPayload, *, timeout: float | None = None
+    ) -> object:
+        self.sent += 1
+        raise RequestFailed(f"broker {node_id}: no answer")
+
+    async def close(self) -> None:
+        pass
+
+
+def test_an_unload_stops_the_markers_of_its_transactions(data: DataPath) -> None:
+    """A prepared transaction's marker goes to a broker that does not answer, and is sent
+    again after each backoff, until the coordinator resigns: then it is not sent any more
+    (Kafka's ``removeMarkersForTxnTopicPartition``; the new coordinator sends it in its
+    epoch)."""
+    write(data, "txn", TransactionState.PREPARE_COMMIT, producer_id=7)
+    clients = Unreachable()
+    timer = ManualTimer(data.clock)
+    made = TxnCoordinatorRuntime(
+        config=ServerConfig({"transaction.state.log.num.partitions": "1"}),
+        replica_manager=data.replica_manager,
+        auto_topics=cast(AutoTopicCreator, None),
+        clock=data.clock,
+        marker_clients=clients,
+        timer=timer,
+    )
+
+    def image(*, leader: int, leader_epoch: int) -> MetadataImage:
+        return image_of(
+            {
+                TOPIC: {0: registration(leader=leader, isr=(leader,), leader_epoch=leader_epoch)},
+                "orders": {0: registration(leader=OTHER, isr=(OTHER,))},
+            }
+        )
+
+    async def retries(ms: int) -> int:
+        """Requests sent while ``ms`` of virtual time pass."""
+        before = clients.sent
+        for _ in range(ms // 20):
+            timer.advance_to(data.clock.monotonic_ms() + 20)
+            for _ in range(5):
+                await asyncio.sleep(0)
+        return clients.sent - before
+
+    async def scenario() -> None:
+        data.metadata.image = image(leader=NODE_ID, leader_epoch=0)
+        made.on_metadata(None, data.metadata.image)
+        await made.wait_loaded()
+        assert await retries(1_000) >= 2
+        data.metadata.image = image(leader=OTHER, leader_epoch=1)
+        made.on_metadata(None, data.metadata.image)
+        assert await retries(3_000) == 0
         await made.stop()
 
     run(scenario)

@@ -79,6 +79,17 @@ def test_a_partition_not_ready_is_retried_until_written() -> None:
     assert partitions.written == [ORDERS, BUSY]
 
 
+def test_a_leader_that_does_not_know_the_partition_yet_is_retried() -> None:
+    """UNKNOWN_TOPIC_OR_PARTITION from the leader (a broker just restarted, its metadata not
+    loaded yet) is retriable, as in Kafka's marker completion handler: only a partition the
+    coordinator's own metadata lacks is given up on. Given up, the transaction stayed open
+    in that partition for good (found by the replica simulation, seed 821)."""
+    unknown = [ErrorCode.unknown_topic_or_partition, ErrorCode.none]
+    partitions = Partitions({ORDERS: [ErrorCode.none], BUSY: unknown})
+    assert deliver(partitions) >= 0.1  # a backoff
+    assert partitions.written == [ORDERS, BUSY]
+
+
 def test_a_deleted_partition_or_newer_epoch_is_given_up_on() -> None:
     partitions = Partitions(
         {

@@ -16,13 +16,20 @@ from data_path_harness import MutableMetadata, batch, image_of
 
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.common.clock import ManualClock
+from strom.common.timer import ManualTimer
 from strom.config import ServerConfig
-from strom.metadata import MetadataDelta, MetadataImage
+from strom.metadata import MetadataDelta, MetadataImage, RegisterBrokerRecord
 from strom.metadata.image import ClusterImage, PartitionRegistration
 from strom.protocol.batch import scan_batches
 from strom.protocol.records import iter_records
-from strom.replication.partition_replication import IsrChange
-from strom.server.replica.replica_manager import FollowTarget, ReplicaManager
+from strom.replication.partition_replication import UNKNOWN_OFFSET, IsrChange
+from strom.server.replica.fetch_session import PartitionFetch, SessionPartition
+from strom.server.replica.replica_manager import (
+    READ_LOG_END,
+    FetchParams,
+    FollowTarget,
+    ReplicaManager,
+)
 from strom.storage.leader_epoch_cache import EpochEndOffset
 from strom.storage.log_manager import LogManager
 from strom.storage.partition_log import PartitionLog
@@ -44,8 +51,11 @@ def registration(
 
 
 class Broker:
-    def __init__(self, node_id: int, tmp_path: Path, clock: ManualClock) -> None:
+    def __init__(
+        self, node_id: int, tmp_path: Path, clock: ManualClock, timer: ManualTimer | None = None
+    ) -> None:
         self.clock = clock
+        self.timer = timer
         self.metadata = MutableMetadata(MetadataImage.empty())
         self.log_manager = LogManager(tmp_path / f"broker-{node_id}", clock)
         self.proposed: list[tuple[int, IsrChange]] = []
@@ -58,6 +68,7 @@ class Broker:
             metadata=self.metadata,
             config=ServerConfig({"replica.lag.time.max.ms": str(LAG_MS)}),
             clock=self.clock,
+            timer=self.timer,
         )
         manager.isr_change_sender = lambda tp, epoch, change: self.proposed.append((epoch, change))
         return manager
@@ -395,6 +406,64 @@ def test_a_fetch_of_an_earlier_life_of_the_follower_is_refused(tmp_path: Path) -
     assert read.error == ErrorCode.not_leader_or_follower
     assert manager.partition(TP).log.high_watermark == 0
     assert manager.is_acknowledged(TP, 2) is None
+
+
+def test_a_long_poll_answered_later_does_not_record_the_follower_again(tmp_path: Path) -> None:
+    """A follower's fetch moves its position when it arrives, not again when its long poll
+    is answered (Kafka's ``DelayedFetch`` reads with ``readFromPurgatory``, which does not
+    update the follower's fetch state). Here the follower's broker restarts (registers anew:
+    its position is forgotten) while its fetch of before, which says no broker epoch (older
+    than v15), waits; the answer must not bring that earlier life's position back, which
+    would let the leader take the restarted follower, which may have lost records, into the
+    ISR (found by the replica simulation with bouncing followers, seed 489)."""
+    clock = ManualClock()
+    timer = ManualTimer(clock)
+    leader = Broker(1, tmp_path, clock, timer)
+    leader.set(registration(leader=1, epoch=0, isr=(1,)))
+    leader.produce(2, b"a")
+    manager = leader.replica_manager
+    replication = manager.partition(TP).replication
+    assert replication is not None
+    params = FetchParams(
+        replica_id=2,
+        max_wait_ms=100,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=READ_LOG_END,
+    )
+    fetch = PartitionFetch(
+        fetch_offset=2, partition_max_bytes=1 << 20, current_leader_epoch=0, last_fetched_epoch=0
+    )
+
+    async def scenario() -> None:
+        poll = asyncio.ensure_future(
+            manager.fetch_messages(params, [(SessionPartition(TP.topic, TP.partition), fetch)])
+        )
+        await asyncio.sleep(0)
+        assert not poll.done()
+        assert replication.followers[2].log_end_offset == 2
+        image = leader.metadata.image
+        delta = MetadataDelta(image)
+        delta.replay(
+            RegisterBrokerRecord(
+                broker_id=2,
+                incarnation_id=image.cluster.brokers[2].incarnation_id,
+                broker_epoch=image.cluster.brokers[2].epoch + 1,
+                endpoints=(),
+                fenced=False,
+            )
+        )  # broker 2 restarted
+        leader.metadata.image = delta.apply()
+        manager.apply_metadata(delta, leader.metadata.image)
+        assert replication.followers[2].log_end_offset == UNKNOWN_OFFSET
+        timer.advance_to(clock.monotonic_ms() + 100)
+        [read] = await asyncio.wait_for(poll, timeout=2)
+        read.close()
+        assert read.error == ErrorCode.none
+
+    asyncio.run(scenario())
+    assert replication.followers[2].log_end_offset == UNKNOWN_OFFSET
+    leader.log_manager.close_without_flush()
 
 
 def expansion_proposed(a: Broker, b: Broker) -> IsrChange:

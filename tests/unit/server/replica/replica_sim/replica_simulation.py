@@ -14,9 +14,11 @@ checks each AlterPartition as Kafka's controller does and elects leaders from th
 from KIP-966's eligible leader replicas.
 
 Faults, by seed (``sim_faults``): messages between brokers and the controller dropped, delayed
-(and so reordered) and duplicated; AlterPartition answers lost or late; brokers that crash
-(keeping their log, or losing an unflushed tail), that restart in a new broker epoch, and that
-are cut off from the cluster while clients still write to them.
+(and so reordered) and duplicated; AlterPartition answers lost or late; WriteTxnMarkers
+requests lost; brokers that crash (keeping their log, or losing an unflushed tail), that
+restart in a new broker epoch, ISR followers that bounce (crash, restart soon and follow late,
+their leader then cut off), preferred leader elections, and brokers cut off from the cluster
+while clients still write to them (``NOTES.md`` lists the actions and the planted bugs).
 
 Invariants (``sim_invariants``) are checked after every event; at the end, with every broker
 back and the network quiet, the cluster must take writes again, every transaction must be
@@ -94,6 +96,8 @@ class Simulation:
         """acks=all writes answered so far, with their outcome."""
         self.values = 0
         self.step = 0
+        self.faulting = True
+        """Whether faults are still drawn (False once the end phase began)."""
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -153,8 +157,13 @@ class Simulation:
     # --- the end: liveness -------------------------------------------------------------------
 
     async def _recover(self) -> None:
-        """Every broker back, the network quiet: the replicas converge and the leader takes
-        an acks=all write."""
+        """Every broker back, the network quiet: the replicas converge (each in the ISR and
+        caught up: a follower that joined the ISR at a high watermark held back under
+        min.insync.replicas, far behind the log end, may be out of sync at the next ISR check,
+        as in Kafka) and the leader takes an acks=all write."""
+        self.faulting = False
+        for broker in self.brokers.values():
+            broker.cut_leader_on_rejoin = False
         self.faults = self.network.faults = self.faults.quiet()
         await self._heal()
         replicas = BROKERS[: self.faults.replication_factor]
@@ -166,6 +175,9 @@ class Simulation:
                 leader is not None
                 and leader.leads() == registration.leader_epoch
                 and registration.isr == leader.leader_isr() == replicas
+                and leader.log.high_watermark
+                == leader.log.log_end_offset
+                == min(self.brokers[b].log.log_end_offset for b in replicas)
             )
 
         await self._advance_until(converged, 4 * LAG_MS)
@@ -266,39 +278,108 @@ class Simulation:
         alive = [
             b for b in self.brokers.values() if b.alive and b.node_id not in self.network.cut_off
         ]
-        if len(alive) < 2:
-            return
-        broker = self.rng.choice(alive)
+        if len(alive) >= 2:
+            self._crash_broker(self.rng.choice(alive), lose=lose)
+
+    def _crash_broker(self, broker: SimBroker, *, lose: bool) -> bool:
+        """Whether it crashed (never losing data it alone may hold: Kafka's limit too)."""
         if lose and any(
             self.controller.registration_of(tp).isr == (broker.node_id,) for tp in PARTITIONS
         ):
-            return  # unflushed data lost by a replica the controller may elect: Kafka's limit too
+            return False
         broker.crash()
         if lose:
             broker.lose = self.rng.randint(1, 5)
             self.controller.fence(broker.node_id, unclean=True)  # it must rejoin from scratch
             if not self.faults.replica_epochs:
                 broker.restart_after = len(self.controller.log)
+        return True
 
     def _crash_losing_unflushed(self) -> None:
         self._crash(lose=True)
 
     def _restart(self) -> None:
-        """A dead broker starts again; without broker epochs in fetches (before KIP-903) one
-        that lost data only once every broker knows it was fenced, or a leader still seeing
-        its previous life caught up may take it back into the ISR, a known hole of those
-        versions, not one of the code under test."""
-        known = min((b.applied for b in self.brokers.values() if b.alive), default=0)
-        dead = [b for b in self.brokers.values() if not b.alive and b.restart_after <= known]
+        dead = [b for b in self.brokers.values() if not b.alive and self._may_restart(b)]
         if dead:
-            broker = self.rng.choice(dead)
-            broker.start(self.controller.register(broker.node_id), lose=broker.lose)
-            self.controller.unfence(broker.node_id)
-            if broker.lose and not self.faults.replica_epochs:
-                # and it follows only once every broker knows its new registration (the same
-                # hole, from the follower's side)
-                broker.hold_metadata_until = len(self.controller.log)
-            broker.lose = broker.restart_after = 0
+            self._restart_broker(self.rng.choice(dead))
+
+    def _may_restart(self, broker: SimBroker) -> bool:
+        """Without broker epochs in fetches (before KIP-903) one that lost data restarts only
+        once every broker knows it was fenced, or a leader still seeing its previous life
+        caught up may take it back into the ISR, and only once no leader is sending an ISR
+        expansion that adds it (proposed before it crashed, committed after it restarted:
+        the controller cannot tell its lives apart); known holes of those versions, not of
+        the code under test."""
+        known = min((b.applied for b in self.brokers.values() if b.alive), default=0)
+        if broker.restart_after > known:
+            return False
+        return not (broker.lose and not self.faults.replica_epochs and self._added(broker))
+
+    def _added(self, broker: SimBroker) -> bool:
+        """Whether a leader's pending ISR change adds ``broker``."""
+        for leader in self.brokers.values():
+            if leader.alive:
+                for partition in leader.manager.local_partitions.values():
+                    pending = (
+                        None if partition.replication is None else partition.replication.pending
+                    )
+                    if pending is not None and broker.node_id in pending.added:
+                        return True
+        return False
+
+    def _restart_broker(self, broker: SimBroker) -> None:
+        broker.start(self.controller.register(broker.node_id), lose=broker.lose)
+        self.controller.unfence(broker.node_id)
+        if broker.lose and not self.faults.replica_epochs:
+            # and it follows only once every broker knows its new registration (the same
+            # hole, from the follower's side)
+            broker.hold_metadata_until = len(self.controller.log)
+        broker.lose = broker.restart_after = broker.starting_until_ms = 0
+        broker.cut_leader_on_rejoin = False
+
+    def _bounce_follower(self) -> None:
+        """A follower of ``orders-0`` in its ISR crashes (mostly losing its unflushed tail),
+        starts again soon and is slow to follow (its leader knows it restarted); half the
+        time its leader is then cut off, so that leadership moves while it catches up, and a
+        quarter of the time when the controller commits the expansion that takes it back (the
+        answer lost with it). These
+        sequences decide whether a leader forgets a restarted follower's state and whether a
+        new leader takes a follower back only from its epoch's start."""
+        registration = self.controller.registration
+        followers = [
+            b
+            for b in registration.isr
+            if b != registration.leader and self.brokers[b].alive and b not in self.network.cut_off
+        ]
+        if not followers:
+            return
+        broker = self.brokers[self.rng.choice(followers)]
+        if self._crash_broker(broker, lose=self.rng.random() < LOSE_ON_BOUNCE):
+            self.timer.call_later(self.rng.randint(20, 300), lambda: self._restart_soon(broker))
+
+    def _restart_soon(self, broker: SimBroker) -> None:
+        if broker.alive or not self.faulting:
+            return  # the end phase restarts every broker
+        if not self._may_restart(broker):
+            self.timer.call_later(METADATA_PUBLISH_MS, lambda: self._restart_soon(broker))
+            return
+        self._restart_broker(broker)
+        broker.starting_until_ms = self.clock.monotonic_ms() + self.rng.randint(0, SLOW_START_MS)
+        draw = self.rng.random()
+        if draw < 0.5:
+            leader = self.controller.registration.leader
+            self.timer.call_later(
+                self.rng.randint(50, 600), lambda: self._cut_while_faulting(leader)
+            )
+        elif draw < 0.75:
+            broker.cut_leader_on_rejoin = True
+
+    def _cut_while_faulting(self, broker_id: int) -> None:
+        if self.faulting and broker_id in self.brokers:  # not NO_LEADER
+            self.cut(broker_id)
+
+    def _rebalance_leaders(self) -> None:
+        self.controller.elect_preferred()
 
     def _cut_off(self) -> None:
         self.cut(self.rng.choice(BROKERS))
@@ -334,12 +415,18 @@ class Simulation:
         _crash,
         _crash_losing_unflushed,
         _restart,
+        _bounce_follower,
+        _rebalance_leaders,
         _cut_off,
         _nothing,
     )
-    _weights = (60, 10, 10, 5, 5, 10, 5, 5)
+    _weights = (60, 10, 10, 5, 5, 10, 15, 5, 5, 5)
 
 
+LOSE_ON_BOUNCE = 0.8
+SLOW_START_MS = 600
+"""How long a bounced follower may take to start following (its leader knows it restarted,
+holding its state from before until it fetches)."""
 FETCH_ROUND_MS = 500
 """Long enough for a quiet follower to fetch and the leader to move its high watermark."""
 TXN_ABORT_CHECK_MS = 500

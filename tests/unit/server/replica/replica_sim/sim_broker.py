@@ -99,6 +99,12 @@ class SimBroker:
         """It starts again only once every live broker applied this much metadata."""
         self.hold_metadata_until = 0
         """No metadata reaches it until every other live broker applied this much."""
+        self.cut_leader_on_rejoin = False
+        """A bounced follower: its leader is cut off (the answer lost) when the controller
+        commits the ISR expansion that takes it back."""
+        self.starting_until_ms = 0
+        """No metadata reaches it before this time: a slow start (the controller publishes
+        again)."""
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -255,7 +261,11 @@ class SimBroker:
     def on_metadata(self, life: int, end: int) -> None:
         """The controller's log up to ``end``: replay what is new here as one delta (coalesced,
         as a broker's metadata loader does), then lead or follow as it says."""
-        if life != self.life or end <= self.applied:
+        if (
+            life != self.life
+            or end <= self.applied
+            or self.sim.clock.monotonic_ms() < self.starting_until_ms
+        ):
             return
         if any(
             b.alive and not b.hold_metadata_until and b.applied < self.hold_metadata_until
@@ -406,9 +416,15 @@ class _Metadata:
         self.image = MetadataImage.empty()
 
 
+LOSE_MARKERS = 0.3
+"""How often a WriteTxnMarkers request is lost while faults are drawn (it fails at its
+timeout and must be sent again, or the transaction stays open in that partition)."""
+
+
 class SimBrokerClients:
-    """The fetcher's way to other brokers (``BrokerClients``) over the simulated network: a
-    request unanswered within its timeout fails, as over a hung connection."""
+    """The fetchers' and the marker channel's way to other brokers (``BrokerClients``) over
+    the simulated network: a request unanswered within its timeout fails, as over a hung
+    connection; WriteTxnMarkers requests are lost more often (:data:`LOSE_MARKERS`)."""
 
     def __init__(self, broker: SimBroker) -> None:
         self._broker = broker
@@ -428,7 +444,12 @@ class SimBrokerClients:
             lambda: RequestFailed(f"broker {node_id}: no answer within the request timeout"),
         )
         requester = self._broker
-        sim.network.send(source, node_id, lambda: target.serve(requester, body, reply))
+        if not (
+            isinstance(body, WriteTxnMarkersRequest)
+            and sim.faulting
+            and sim.rng.random() < LOSE_MARKERS
+        ):
+            sim.network.send(source, node_id, lambda: target.serve(requester, body, reply))
         return await answer
 
     async def close(self) -> None:

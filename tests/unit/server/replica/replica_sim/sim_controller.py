@@ -156,6 +156,21 @@ class SimController:
         if tp == TP:
             self.sim.invariants.changed = True
 
+    def elect_preferred(self) -> None:
+        """Kafka's automatic leader rebalance (``auto.leader.rebalance.enable``): each
+        partition whose preferred replica (the one that led it first) is an active member of
+        its ISR but does not lead gets it as leader again."""
+        active = self.active()
+        for index, tp in enumerate(PARTITIONS):
+            registration = self.registration_of(tp)
+            preferred = registration.replicas[index % len(registration.replicas)]
+            if (
+                preferred != registration.leader
+                and preferred in registration.isr
+                and preferred in active
+            ):
+                self.change(tp, leader=preferred)
+
     def fence(self, broker_id: int, *, unclean: bool = False) -> None:
         """The broker's session ended: fence it, take it out of the ISR (unless it is the
         last member) and elect another leader from the ISR if it led. ``unclean``: it lost
@@ -260,8 +275,15 @@ class SimController:
             ),
         )
         faults, rng = self.sim.faults, self.sim.rng
-        if error == ErrorCode.none and added and rng.random() < faults.cut_after_expansion:
+        rejoining = [b for b in added if self.sim.brokers[b].cut_leader_on_rejoin]
+        if (
+            error == ErrorCode.none
+            and added
+            and (rng.random() < faults.cut_after_expansion or rejoining)
+        ):
             # the answer is lost with it; long enough to be fenced and replaced
+            for broker_id in rejoining:
+                self.sim.brokers[broker_id].cut_leader_on_rejoin = False
             self.sim.cut(node_id, at_least_ms=LAG_MS + SESSION_TIMEOUT_MS)
             return
         if rng.random() < faults.lose_answer:

@@ -2,6 +2,8 @@
 
 .venv/bin/python tests/unit/server/replica/replica_sim/simulate_replicas.py --seeds 5000
 .venv/bin/python tests/unit/server/replica/replica_sim/simulate_replicas.py --seed 1234 --steps 2000
+.venv/bin/python tests/unit/server/replica/replica_sim/simulate_replicas.py --seeds 300 \
+    --steps 150 --plant a-forget-restarted  # a planted bug: the seeds that fail caught it
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(1, str(Path(__file__).parents[4]))  # tests/: seed_runs
 
+from planted import PLANTED, planted
 from replica_simulation import InvariantViolated, run_seed
 from seed_runs import run_seeds
 
@@ -24,10 +27,17 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=1000, help="how many seeds, from --first")
     parser.add_argument("--first", type=int, default=0)
     parser.add_argument("--steps", type=int, default=400, help="client and fault steps per seed")
+    parser.add_argument(
+        "--plant", choices=sorted(PLANTED), help="run with this planted bug in the real code"
+    )
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # the brokers' own log lines; failures print themselves
     seeds = [args.seed] if args.seed is not None else range(args.first, args.first + args.seeds)
-    return run_seeds(seeds, lambda seed: run_seed(seed, steps=args.steps), InvariantViolated)
+    if args.plant is None:
+        return run_seeds(seeds, lambda seed: run_seed(seed, steps=args.steps), InvariantViolated)
+    with planted(args.plant):  # the status says whether some seed caught it
+        failed = run_seeds(seeds, lambda seed: run_seed(seed, steps=args.steps), InvariantViolated)
+    return 0 if failed else 1
 
 
 if __name__ == "__main__":
