@@ -316,8 +316,9 @@ def plugins() -> list[type[ConnectorPlugin]]:
     from strom.connect.connectors.cdc import PostgresConnector  # noqa: PLC0415
     from strom.connect.connectors.files import FileStreamSink, FileStreamSource  # noqa: PLC0415
     from strom.connect.connectors.jdbc import JdbcSink, JdbcSource  # noqa: PLC0415
+    from strom.connect.connectors.mirror import MirrorSource  # noqa: PLC0415
 
-    return [FileStreamSink, FileStreamSource, JdbcSink, JdbcSource, PostgresConnector]
+    return [FileStreamSink, FileStreamSource, JdbcSink, JdbcSource, MirrorSource, PostgresConnector]
 
 
 def find_plugin(name: str) -> type[ConnectorPlugin]:

@@ -1,0 +1,154 @@
+"""MirrorMaker 2's connectors on a strom Connect worker, between two real strom brokers (A, the
+suite's broker, and B, one of this module's), driven over the REST API with httpx and checked
+with plain confluent-kafka clients: records keep keys, values, headers, timestamps and
+partitions; remote topics get the source's partition count and configs; new topics and
+partitions follow; offset syncs, checkpoints and heartbeats are in MM2's formats; a group's
+offsets translate to B (and are written into B's group with ``sync.group.offsets.enabled``)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+)
+from pyspark.sql import SparkSession
+from strom_harness import StromServer, start_strom_server
+
+from e2e.spark.clients import (
+    SERVER_OVERRIDES,
+    Record,
+    admin,
+    consume_all,
+    create_topic,
+    produce,
+)
+from e2e.spark.connect_api import create, eventually, states
+from strom.connect.connectors.mirror.formats import OffsetSync
+from strom.testing.connect import Connect
+
+SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StromServer]:
+    """Cluster B: a second single-node strom."""
+    base = tmp_path_factory.mktemp("strom-mirror-b")
+    server = start_strom_server(data_dir=base / "data", cwd=base, overrides=SERVER_OVERRIDES)
+    yield server
+    server.stop(signal.SIGTERM)
+
+
+def flow(a: StromServer, b: StromServer, **more: str) -> dict[str, str]:
+    """A mirror connector's config for A -> B with the tests' single-broker replication."""
+    return {
+        "source.cluster.alias": "A",
+        "target.cluster.alias": "B",
+        "source.cluster.bootstrap.servers": a.bootstrap,
+        "target.cluster.bootstrap.servers": b.bootstrap,
+        "replication.factor": "1",
+        "offset-syncs.topic.replication.factor": "1",
+        "checkpoints.topic.replication.factor": "1",
+        "heartbeats.topic.replication.factor": "1",
+        **more,
+    }
+
+
+def partitions_of(bootstrap: str, topic: str) -> int | None:
+    found = admin(bootstrap).list_topics(timeout=10).topics.get(topic)
+    return None if found is None or found.error else len(found.partitions)
+
+
+def topic_config(bootstrap: str, topic: str, name: str) -> str | None:
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    client = admin(bootstrap)  # kept until the result is in: a dropped client cancels it
+    entries = client.describe_configs([resource])[resource].result(15)
+    return entries[name].value if name in entries else None
+
+
+def records_of(bootstrap: str, topic: str, count: int) -> list[Record] | None:
+    """The topic's records once there are ``count`` (None before)."""
+    partitions = partitions_of(bootstrap, topic)
+    if partitions is None:
+        return None
+    found = consume_all(bootstrap, topic, partitions)
+    assert len(found) <= count, f"more records than written in {topic}: {len(found)}"
+    return found if len(found) == count else None
+
+
+def internal(bootstrap: str, topic: str) -> list[Record]:
+    return consume_all(bootstrap, topic, partitions_of(bootstrap, topic) or 1)
+
+
+def test_records_topics_and_offset_syncs_are_mirrored(
+    spark: SparkSession, broker: StromServer, target: StromServer
+) -> None:
+    a, b = broker.bootstrap, target.bootstrap
+    topic = create_topic(a, "mirror-orders", partitions=3, config={"retention.ms": "3600000"})
+    written = [
+        Record(
+            b"v%d" % i,
+            key=b"k%d" % i,
+            partition=i % 3,
+            headers=(("h", b"x%d" % i),),
+            timestamp=1_700_000_000_000 + i,
+        )
+        for i in range(30)
+    ]
+    produce(a, topic, written)
+    worker = Connect(b, spark=lambda: spark)
+    with worker, httpx.Client(base_url=worker.url, timeout=60) as api:
+        config = flow(
+            broker, target, topics="mirror-.*", **{"refresh.topics.interval.seconds": "1"}
+        )
+        create(api, "mirror-a-b", {"connector.class": SOURCE, **config})
+        remote = f"A.{topic}"
+        copied = eventually(lambda: records_of(b, remote, 30), f"30 records in {remote}")
+        assert states(api, "mirror-a-b") == ("RUNNING", ["RUNNING"])
+        assert partitions_of(b, remote) == 3
+        assert topic_config(b, remote, "retention.ms") == "3600000"
+        key = lambda r: (r.partition, r.offset)  # noqa: E731
+        assert [
+            (r.value, r.key, r.partition, r.headers, r.timestamp) for r in sorted(copied, key=key)
+        ] == [
+            (r.value, r.key, r.partition, tuple(r.headers), r.timestamp)
+            for r in sorted(written, key=lambda r: (r.partition, r.timestamp))
+        ]
+        syncs = [
+            OffsetSync.decode(r.key or b"", r.value or b"")
+            for r in internal(a, "mm2-offset-syncs.B.internal")
+        ]
+        last = {(s.topic, s.partition): s for s in syncs if s.topic == topic}
+        assert {p: (s.upstream, s.downstream) for (_, p), s in last.items()} == dict.fromkeys(
+            range(3), (9, 9)
+        )
+
+        # a new topic, a new partition, a changed config: all follow
+        later = create_topic(a, "mirror-later", partitions=2)
+        produce(a, later, [Record(b"late", partition=1)])
+        eventually(lambda: records_of(b, f"A.{later}", 1), "the new topic's record on B")
+        assert partitions_of(b, f"A.{later}") == 2
+        client = admin(a)
+        client.create_partitions([NewPartitions(topic, 4)])[topic].result(15)
+        produce(a, topic, [Record(b"fourth", partition=3)])
+        eventually(lambda: records_of(b, remote, 31), "the new partition's record on B")
+        assert partitions_of(b, remote) == 4
+        resource = ConfigResource(
+            ConfigResource.Type.TOPIC,
+            topic,
+            incremental_configs=[
+                ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)
+            ],
+        )
+        client.incremental_alter_configs([resource])[resource].result(15)
+        eventually(
+            lambda: topic_config(b, remote, "retention.ms") == "7200000", "the new config on B"
+        )
+        # B's own topics that came from B are never mirrored back (no cycle)
+        assert partitions_of(b, f"A.A.{topic}") is None
