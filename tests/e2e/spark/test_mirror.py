@@ -7,11 +7,14 @@ offsets translate to B (and are written into B's group with ``sync.group.offsets
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 
 import httpx
 import pytest
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AlterConfigOpType,
     ConfigEntry,
@@ -28,12 +31,15 @@ from e2e.spark.clients import (
     consume_all,
     create_topic,
     produce,
+    unique_topic,
 )
 from e2e.spark.connect_api import create, eventually, states
-from strom.connect.connectors.mirror.formats import OffsetSync
+from strom.connect.connectors.mirror.formats import Checkpoint, Heartbeat, OffsetSync
 from strom.testing.connect import Connect
 
 SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
+pytestmark = pytest.mark.timeout(float(os.environ.get("MIRROR_TEST_TIMEOUT_S", "400")))
+"""A worker and its queries start in each test: minutes on a loaded machine."""
 
 
 @pytest.fixture(scope="module")
@@ -152,3 +158,69 @@ def test_records_topics_and_offset_syncs_are_mirrored(
         )
         # B's own topics that came from B are never mirrored back (no cycle)
         assert partitions_of(b, f"A.A.{topic}") is None
+
+
+def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
+    """A consumer of ``group`` that reads ``topic`` up to ``offset``, commits and leaves."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    consumer.commit(offsets=[KafkaTopicPartition(topic, 0, offset)], asynchronous=False)
+    consumer.close()
+
+
+def committed(bootstrap: str, group: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        return int(consumer.committed([KafkaTopicPartition(topic, 0)], timeout=10)[0].offset)
+    finally:
+        consumer.close()
+
+
+def test_checkpoints_heartbeats_and_group_offsets_reach_the_target(
+    spark: SparkSession, broker: StromServer, target: StromServer
+) -> None:
+    a, b = broker.bootstrap, target.bootstrap
+    topic = create_topic(a, "mirror-billing")
+    produce(a, topic, [Record(b"v%d" % i) for i in range(20)])
+    group = unique_topic("billing")
+    commit(a, group, topic, 12)
+    worker = Connect(b, spark=lambda: spark)
+    config = flow(broker, target, topics=topic, groups="billing-.*")
+    fast = {"emit.checkpoints.interval.seconds": "1", "emit.heartbeats.interval.seconds": "1"}
+    with worker, httpx.Client(base_url=worker.url, timeout=60) as api:
+        create(api, "mirror-src", {"connector.class": SOURCE, "offset.lag.max": "1", **config})
+        create(
+            api,
+            "mirror-cp",
+            {
+                "connector.class": "MirrorCheckpointConnector",
+                "sync.group.offsets.enabled": "true",
+                **config,
+                **fast,
+            },
+        )
+        create(api, "mirror-hb", {"connector.class": "MirrorHeartbeat", **config, **fast})
+        remote = f"A.{topic}"
+        eventually(lambda: records_of(b, remote, 20), f"20 records in {remote}")
+
+        def checkpoint() -> Checkpoint | None:
+            found = [
+                Checkpoint.decode(r.key or b"", r.value or b"")
+                for r in internal(b, "A.checkpoints.internal")
+            ]
+            mine = [c for c in found if c.group == group]
+            return mine[-1] if mine else None
+
+        assert eventually(checkpoint, "a checkpoint of the group") == Checkpoint(
+            group, remote, 0, 12, 12
+        )
+        # the group has no member on B: its translated offset is committed there
+        eventually(lambda: committed(b, group, remote) == 12, "the group's offset on B")
+        # it moves on as the group does on A
+        commit(a, group, topic, 17)
+        eventually(lambda: committed(b, group, remote) == 17, "the group's new offset on B")
+        beats = [Heartbeat.decode(r.key or b"", r.value or b"") for r in internal(b, "heartbeats")]
+        assert {(h.source, h.target) for h in beats} == {("A", "B")}
+        assert states(api, "mirror-cp") == ("RUNNING", ["RUNNING"])
+        assert states(api, "mirror-hb") == ("RUNNING", ["RUNNING"])

@@ -14,13 +14,12 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from confluent_kafka import Producer
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from strom.connect.config_def import Definition
 from strom.connect.connectors.mirror.clients import Cluster, TopicSync, cluster_of
-from strom.connect.connectors.mirror.formats import OffsetSync
 from strom.connect.connectors.mirror.policy import Flow
 from strom.connect.connectors.mirror.settings import (
     COMMON,
@@ -29,6 +28,7 @@ from strom.connect.connectors.mirror.settings import (
     mirror_problems,
     setting,
 )
+from strom.connect.connectors.mirror.translate import batch_syncs
 from strom.connect.plugins import ConnectorPlugin, RunContext
 
 __all__ = ["MirrorSource", "worker_cluster"]
@@ -111,6 +111,13 @@ class MirrorSource(ConnectorPlugin):
             47,
         ),
         setting(
+            "offset.lag.max",
+            "LONG",
+            100,
+            "How out-of-sync a remote partition can be before it is resynced.",
+            49,
+        ),
+        setting(
             "emit.offset-syncs.enabled",
             "BOOLEAN",
             True,
@@ -188,7 +195,15 @@ def _mirror(
     sink: Mapping[str, str],
 ) -> None:
     """Write one micro-batch to the target: remote topics made first, offset syncs after."""
-    ends = batch.groupBy("topic", "partition").agg(F.max("offset").alias("last")).collect()
+    ends = (
+        batch.groupBy("topic", "partition")
+        .agg(
+            F.min("offset").alias("first"),
+            F.max("offset").alias("last"),
+            F.count("offset").alias("count"),
+        )
+        .collect()
+    )
     allowed = sorted({row.topic for row in ends if flow.should_replicate(row.topic)})
     if not allowed:
         return
@@ -213,7 +228,7 @@ def _mirror(
         .option("includeTimestamp", "true")
         .save()
     )
-    syncs.emit({(row.topic, row.partition): row.last for row in ends if row.topic in allowed})
+    syncs.emit([row for row in ends if row.topic in allowed])
 
 
 def _refresh(query: StreamingQuery, topics: TopicSync, interval: float) -> None:
@@ -242,20 +257,32 @@ class _OffsetSyncs:
         self.cluster = target if location == "target" else source
         self.topic = flow.policy.offset_syncs_topic(flow.target)
         self.replication = int(config.get("offset-syncs.topic.replication.factor", "3"))
+        self.lag_max = int(config.get("offset.lag.max", "100"))
         self._producer: Producer | None = None
 
-    def emit(self, lasts: Mapping[tuple[str, int], int]) -> None:
-        if not self.enabled or not lasts:
+    def emit(self, copied: list[Row]) -> None:
+        """The syncs of the batch's partitions (rows of topic, partition, first, last, count)."""
+        if not self.enabled or not copied:
             return
         if self._producer is None:
             self.cluster.ensure_topic(
                 self.topic, partitions=1, replication=self.replication, compact=True
             )
             self._producer = Producer({**self.cluster.client, "enable.idempotence": True})
-        remote = {tp: (self.flow.remote_topic(tp[0]), tp[1]) for tp in lasts}
+        remote = {
+            (r.topic, r.partition): (self.flow.remote_topic(r.topic), r.partition) for r in copied
+        }
         ends = self.target.end_offsets(remote.values())
-        for (topic, partition), last in sorted(lasts.items()):
-            sync = OffsetSync(topic, partition, last, ends[remote[topic, partition]] - 1)
-            self._producer.produce(self.topic, sync.value(), sync.key(), partition=0)
+        for row in copied:
+            for sync in batch_syncs(
+                row.topic,
+                row.partition,
+                first=row.first,
+                last=row.last,
+                count=row["count"],
+                end=ends[remote[row.topic, row.partition]],
+                lag_max=self.lag_max,
+            ):
+                self._producer.produce(self.topic, sync.value(), sync.key(), partition=0)
         if self._producer.flush(30):
             raise RuntimeError(f"offset syncs not written to {self.topic} within 30 s")

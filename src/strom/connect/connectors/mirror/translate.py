@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 
 from strom.connect.connectors.mirror.formats import Checkpoint, OffsetSync
 
-__all__ = ["OffsetSyncStore", "remote_consumer_offsets"]
+__all__ = ["OffsetSyncStore", "batch_syncs", "remote_consumer_offsets"]
 
+SYNCS_PER_BATCH = 64
+"""At most this many offset syncs between a partition's first and last in one batch."""
 SYNCS_KEPT = 1024
 """Offset syncs kept per partition (the oldest go first): enough to translate the offsets
 of groups lagging far behind without keeping every sync since the mirror started."""
@@ -61,3 +63,23 @@ def remote_consumer_offsets(
         for checkpoint in checkpoints
         if checkpoint.group == group
     }
+
+
+def batch_syncs(
+    topic: str, partition: int, *, first: int, last: int, count: int, end: int, lag_max: int
+) -> list[OffsetSync]:
+    """The offset syncs of one partition's records in one copied batch: upstream offsets
+    ``first``..``last`` (``count`` records), written in order at the end of a remote partition
+    now ending at ``end``. The first and last always; between them, when the upstream offsets
+    have no gaps (so each record's downstream offset is known without reading it), one every
+    ``lag_max`` records (MM2's ``offset.lag.max``), at most ``SYNCS_PER_BATCH``."""
+    start = end - count
+    syncs = [OffsetSync(topic, partition, first, start)]
+    if last - first + 1 == count:
+        step = max(lag_max, 1, -(-count // SYNCS_PER_BATCH))
+        syncs += [
+            OffsetSync(topic, partition, first + i, start + i) for i in range(step, count - 1, step)
+        ]
+    if last != first:
+        syncs.append(OffsetSync(topic, partition, last, end - 1))
+    return syncs
