@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
 
 import httpx
@@ -22,7 +23,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewPartitions,
 )
 from pyspark.sql import SparkSession
-from strom_harness import StromServer, start_strom_server
+from strom_harness import StromServer, start_strom_server, strom_command
 
 from e2e.spark.clients import (
     SERVER_OVERRIDES,
@@ -34,6 +35,8 @@ from e2e.spark.clients import (
     unique_topic,
 )
 from e2e.spark.connect_api import create, eventually, states
+from strom.common import TopicPartition
+from strom.connect.connectors.mirror import translate_offsets
 from strom.connect.connectors.mirror.formats import Checkpoint, Heartbeat, OffsetSync
 from strom.testing.connect import Connect
 
@@ -212,14 +215,28 @@ def test_checkpoints_heartbeats_and_group_offsets_reach_the_target(
             mine = [c for c in found if c.group == group]
             return mine[-1] if mine else None
 
-        assert eventually(checkpoint, "a checkpoint of the group") == Checkpoint(
-            group, remote, 0, 12, 12
-        )
+        # exact once the syncs of the copied offsets are read (offset.lag.max=1: one per record)
+        expected = Checkpoint(group, remote, 0, 12, 12)
+        eventually(lambda: checkpoint() == expected, "the group's checkpoint")
         # the group has no member on B: its translated offset is committed there
         eventually(lambda: committed(b, group, remote) == 12, "the group's offset on B")
         # it moves on as the group does on A
         commit(a, group, topic, 17)
         eventually(lambda: committed(b, group, remote) == 17, "the group's new offset on B")
+        # a consumer failing over asks where to resume, with the command and the Python API
+        translate = ["mirror", "translate-offsets", "--group", group, "--source", "A"]
+        answer = subprocess.run(
+            [*strom_command(), *translate, "--bootstrap-server", b],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert answer.returncode == 0, answer.stderr
+        assert answer.stdout.splitlines()[-1] == f"{remote} 0 17"
+        assert translate_offsets({"bootstrap.servers": b}, "A", group) == {
+            TopicPartition(remote, 0): 17
+        }
         beats = [Heartbeat.decode(r.key or b"", r.value or b"") for r in internal(b, "heartbeats")]
         assert {(h.source, h.target) for h in beats} == {("A", "B")}
         assert states(api, "mirror-cp") == ("RUNNING", ["RUNNING"])

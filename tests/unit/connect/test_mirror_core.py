@@ -28,7 +28,11 @@ from strom.connect.connectors.mirror.policy import (
     TopicFilter,
     replication_policy,
 )
-from strom.connect.connectors.mirror.translate import OffsetSyncStore, remote_consumer_offsets
+from strom.connect.connectors.mirror.translate import (
+    OffsetSyncStore,
+    batch_syncs,
+    remote_consumer_offsets,
+)
 
 
 def test_default_policy_names_and_sources() -> None:
@@ -171,6 +175,25 @@ def test_translation_is_exact_at_a_sync_and_one_past_it_between() -> None:
     assert store.translate_downstream("t", 0, 20) == 15
     store.apply(OffsetSync("t", 0, 12, 30))  # the mirror went back: newer syncs are void
     assert store.translate_downstream("t", 0, 20) == 31
+
+
+def test_a_batch_syncs_its_ends_and_between_them_only_without_gaps() -> None:
+    def pairs(**batch: int) -> list[tuple[int, int]]:
+        return [(s.upstream, s.downstream) for s in batch_syncs("t", 0, **batch)]
+
+    # upstream 100..109 written as downstream 50..59
+    assert pairs(first=100, last=109, count=10, end=60, lag_max=100) == [(100, 50), (109, 59)]
+    assert pairs(first=100, last=109, count=10, end=60, lag_max=4) == [
+        (100, 50),
+        (104, 54),
+        (108, 58),
+        (109, 59),
+    ]
+    # gaps upstream (compaction, transaction markers): only the ends are known
+    assert pairs(first=100, last=120, count=10, end=60, lag_max=1) == [(100, 50), (120, 59)]
+    assert pairs(first=7, last=7, count=1, end=1, lag_max=1) == [(7, 0)]
+    # never more than SYNCS_PER_BATCH between the ends
+    assert len(pairs(first=0, last=999_999, count=1_000_000, end=1_000_000, lag_max=1)) <= 66
 
 
 def test_remote_consumer_offsets_keep_the_newest_checkpoint() -> None:
