@@ -39,6 +39,7 @@ from strom.connect.connectors.mirror.settings import (
     TOPICS,
     interval_s,
     mirror_problems,
+    query_name,
     setting,
 )
 from strom.connect.connectors.mirror.source import worker_cluster
@@ -143,7 +144,7 @@ class MirrorCheckpoint(ConnectorPlugin):
         return (
             checkpoints.writeStream.foreachBatch(emit)
             .option("checkpointLocation", context.checkpoint)
-            .queryName(f"connect-{context.name}")
+            .queryName(query_name(context))
             .trigger(processingTime=f"{int(interval * 1000)} milliseconds")
             .start()
         )

@@ -18,7 +18,13 @@ from strom.connect.config_def import Definition
 from strom.connect.connectors.mirror.clients import cluster_of
 from strom.connect.connectors.mirror.formats import Heartbeat
 from strom.connect.connectors.mirror.policy import replication_policy
-from strom.connect.connectors.mirror.settings import COMMON, interval_s, mirror_problems, setting
+from strom.connect.connectors.mirror.settings import (
+    COMMON,
+    interval_s,
+    mirror_problems,
+    query_name,
+    setting,
+)
 from strom.connect.connectors.mirror.source import worker_cluster
 from strom.connect.plugins import ConnectorPlugin, RunContext
 
@@ -94,7 +100,7 @@ class MirrorHeartbeat(ConnectorPlugin):
             .options(**target.spark_options())
             .option("topic", topic)
             .option("checkpointLocation", context.checkpoint)
-            .queryName(f"connect-{context.name}")
+            .queryName(query_name(context))
             .trigger(processingTime=f"{int(interval * 1000)} milliseconds")
             .start()
         )

@@ -4,7 +4,7 @@ definitions, and the checks every mirror connector makes of a config."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strom.connect.config_def import NO_DEFAULT, Definition
 from strom.connect.connectors.mirror.policy import (
@@ -17,7 +17,10 @@ from strom.connect.connectors.mirror.policy import (
     replication_policy,
 )
 
-__all__ = ["COMMON", "GROUPS", "TOPICS", "interval_s", "mirror_problems", "setting"]
+__all__ = ["COMMON", "GROUPS", "TOPICS", "interval_s", "mirror_problems", "query_name", "setting"]
+
+if TYPE_CHECKING:
+    from strom.connect.plugins import RunContext
 
 GROUP = "Mirror"
 
@@ -120,3 +123,12 @@ def mirror_problems(config: Mapping[str, str]) -> dict[str, list[str]]:
 def interval_s(config: Mapping[str, str], name: str, default: float) -> float:
     """A ``*.interval.seconds`` setting (validated as a LONG before the connector starts)."""
     return float(config.get(name, default))
+
+
+def query_name(context: RunContext) -> str:
+    """The connector's Spark query name, with its flow: the dedicated mode runs the same
+    connector names for every flow in one session, where query names must differ."""
+    config = context.config
+    source = config.get("source.cluster.alias", "source").strip()
+    target = config.get("target.cluster.alias", "target").strip()
+    return f"connect-{context.name}-{source}-{target}"

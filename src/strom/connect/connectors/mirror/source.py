@@ -26,6 +26,7 @@ from strom.connect.connectors.mirror.settings import (
     TOPICS,
     interval_s,
     mirror_problems,
+    query_name,
     setting,
 )
 from strom.connect.connectors.mirror.translate import batch_syncs
@@ -172,7 +173,7 @@ class MirrorSource(ConnectorPlugin):
         query = (
             records.writeStream.foreachBatch(mirror)
             .option("checkpointLocation", context.checkpoint)
-            .queryName(f"connect-{context.name}")
+            .queryName(query_name(context))
             .trigger(processingTime=TRIGGER)
             .start()
         )
