@@ -21,6 +21,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ConfigEntry,
     ConfigResource,
     NewPartitions,
+    NewTopic,
 )
 from pyspark.sql import SparkSession
 from strom_harness import StromServer, start_strom_server, strom_command
@@ -38,6 +39,8 @@ from e2e.spark.connect_api import create, eventually, states
 from strom.common import TopicPartition
 from strom.connect.connectors.mirror import translate_offsets
 from strom.connect.connectors.mirror.formats import Checkpoint, Heartbeat, OffsetSync
+from strom.connect.connectors.mirror.maker import MirrorMaker
+from strom.connect.connectors.mirror.mm2config import MirrorMakerConfig
 from strom.testing.connect import Connect
 
 SOURCE = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
@@ -241,3 +244,67 @@ def test_checkpoints_heartbeats_and_group_offsets_reach_the_target(
         assert {(h.source, h.target) for h in beats} == {("A", "B")}
         assert states(api, "mirror-cp") == ("RUNNING", ["RUNNING"])
         assert states(api, "mirror-hb") == ("RUNNING", ["RUNNING"])
+
+
+def test_active_active_in_dedicated_mode_has_no_cycle(
+    spark: SparkSession, broker: StromServer, target: StromServer
+) -> None:
+    """``strom mirror``'s engine with A->B and B->A: each side gets the other's topic under
+    the other's alias and its heartbeats, and nothing comes back (no ``A.B.*``, ``B.A.*``)."""
+    a, b = broker.bootstrap, target.bootstrap
+    name = unique_topic("mirror-both")
+    for bootstrap, value in ((a, b"from-a"), (b, b"from-b")):
+        client = admin(bootstrap)
+        client.create_topics([NewTopic(name, 1, 1)])[name].result(15)
+        produce(bootstrap, name, [Record(value)])
+    one = "1"
+    config = MirrorMakerConfig.of(
+        {
+            "clusters": "A, B",
+            "A.bootstrap.servers": a,
+            "B.bootstrap.servers": b,
+            "A->B.enabled": "true",
+            "B->A.enabled": "true",
+            "topics": f"{name}, heartbeats",
+            "emit.checkpoints.enabled": "false",  # four queries, not six, on two cores
+            **dict.fromkeys(
+                [
+                    "replication.factor",
+                    "offset-syncs.topic.replication.factor",
+                    "checkpoints.topic.replication.factor",
+                    "heartbeats.topic.replication.factor",
+                    "config.storage.replication.factor",
+                    "offset.storage.replication.factor",
+                    "status.storage.replication.factor",
+                ],
+                one,
+            ),
+        }
+    )
+    maker = MirrorMaker(config, spark=lambda: spark)
+    maker.check_clusters()
+    maker.start()
+    try:
+        assert [r.value for r in eventually(lambda: records_of(b, f"A.{name}", 1), "A's on B")] == [
+            b"from-a"
+        ]
+        assert [r.value for r in eventually(lambda: records_of(a, f"B.{name}", 1), "B's on A")] == [
+            b"from-b"
+        ]
+        eventually(lambda: partitions_of(b, "A.heartbeats"), "A's heartbeats on B")
+        eventually(lambda: partitions_of(a, "B.heartbeats"), "B's heartbeats on A")
+        beats = {
+            (h.source, h.target)
+            for h in (
+                Heartbeat.decode(r.key or b"", r.value or b"") for r in internal(b, "A.heartbeats")
+            )
+        }
+        assert beats == {("B", "A")}  # B->A's heartbeats into A, carried on to B
+        for bootstrap in (a, b):
+            assert not {
+                t
+                for t in admin(bootstrap).list_topics(timeout=10).topics
+                if t.startswith(("A.B.", "B.A."))
+            }
+    finally:
+        maker.stop()

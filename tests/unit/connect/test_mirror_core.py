@@ -244,6 +244,8 @@ def test_mm2_properties_flows_and_connector_configs() -> None:
     assert worker["group.id"] == "A-mm2"
     no_beats = MirrorMakerConfig.of({**MM2, "emit.heartbeats.enabled": "false"})
     assert [f.name for f in no_beats.flows()] == ["A->B"]
+    quiet = MirrorMakerConfig.of({**MM2, "A->B.emit.checkpoints.enabled": "false"})
+    assert [c["connector.class"] for c in quiet.connectors(flows["A->B"])] == [SOURCE, HEARTBEAT]
 
 
 @pytest.mark.parametrize(

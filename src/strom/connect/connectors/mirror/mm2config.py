@@ -139,8 +139,11 @@ class MirrorMakerConfig:
         return config
 
     def connectors(self, flow: FlowPlan) -> list[dict[str, str]]:
-        """The configs of the connectors the flow runs."""
-        classes = [SOURCE, CHECKPOINT] if flow.replicate else []
+        """The configs of the connectors the flow runs (the checkpoint connector not with
+        ``emit.checkpoints.enabled = false``, when it would have no task in MM2)."""
+        settings = self.flow_settings(flow.source, flow.target)
+        checkpoints = _true(settings.get("emit.checkpoints.enabled"), True)
+        classes = ([SOURCE, CHECKPOINT] if checkpoints else [SOURCE]) if flow.replicate else []
         if flow.heartbeats:
             classes.append(HEARTBEAT)
         return [self.connector_config(flow, c) for c in classes]
