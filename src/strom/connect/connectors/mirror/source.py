@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -234,8 +235,8 @@ def _mirror(
 
 def _refresh(query: StreamingQuery, topics: TopicSync, interval: float) -> None:
     """Every ``interval`` seconds while the query runs: new topics, partitions and configs."""
-    stop = threading.Event()
-    while not stop.wait(interval):
+    while True:
+        time.sleep(interval)
         try:
             if not query.isActive:
                 return
@@ -246,8 +247,8 @@ def _refresh(query: StreamingQuery, topics: TopicSync, interval: float) -> None:
 
 class _OffsetSyncs:
     """Writes offset syncs to ``mm2-offset-syncs.<target>.internal`` (on the source cluster,
-    or the target with ``offset-syncs.topic.location=target``): after a batch, the last
-    offset it copied of each partition beside where that record is on the target."""
+    or the target with ``offset-syncs.topic.location=target``): after a batch, where the
+    records it copied of each partition are on the target (``translate.batch_syncs``)."""
 
     def __init__(
         self, flow: Flow, source: Cluster, target: Cluster, config: Mapping[str, str]
