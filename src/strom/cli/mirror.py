@@ -31,8 +31,14 @@ class _MirrorGroup(click.Group):
 
 @click.group("mirror", cls=_MirrorGroup)
 def mirror() -> None:
-    """Mirror topics, consumer offsets and heartbeats between clusters, as MirrorMaker 2:
-    ``strom mirror mm2.properties`` runs the flows the file enables (``strom mirror run``)."""
+    """Mirror topics, consumer offsets and heartbeats between clusters, as MirrorMaker 2
+    (see docs/mirroring.md).
+
+    \b
+    Examples:
+      strom mirror mm2.properties       # the flows the file enables (strom mirror run FILE)
+      strom mirror translate-offsets --group billing --source A --bootstrap-server b:9092
+    """
 
 
 @mirror.command("run")
