@@ -119,7 +119,7 @@ def test_a_mirror_killed_mid_stream_resumes_with_nothing_lost(
         copied = _values(b.bootstrap, "A.orders")
         assert set(copied) == set(written)  # nothing lost, nothing made up
         order = [written.index(v) for v in copied]
-        first = {}
+        first: dict[int, int] = {}
         for position, index in enumerate(order):
             first.setdefault(index, position)
         assert sorted(first, key=first.__getitem__) == list(range(600))  # in order

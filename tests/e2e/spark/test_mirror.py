@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -183,6 +185,24 @@ def committed(bootstrap: str, group: str, topic: str) -> int:
         consumer.close()
 
 
+def resume(bootstrap: str, group: str, topic: str, count: int) -> list[bytes]:
+    """What a consumer of ``group`` subscribed to ``topic`` reads first (``count`` records)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    consumer.subscribe([topic])
+    try:
+        values: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(values) < count and time.monotonic() < deadline:
+            message: Any = consumer.poll(1)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+        return values
+    finally:
+        consumer.close()
+
+
 def test_checkpoints_heartbeats_and_group_offsets_reach_the_target(
     spark: SparkSession, broker: StromServer, target: StromServer
 ) -> None:
@@ -240,6 +260,8 @@ def test_checkpoints_heartbeats_and_group_offsets_reach_the_target(
         assert translate_offsets({"bootstrap.servers": b}, "A", group) == {
             TopicPartition(remote, 0): 17
         }
+        # the group fails over to B: it resumes exactly after what it read on A
+        assert resume(b, group, remote, 3) == [b"v17", b"v18", b"v19"]
         beats = [Heartbeat.decode(r.key or b"", r.value or b"") for r in internal(b, "heartbeats")]
         assert {(h.source, h.target) for h in beats} == {("A", "B")}
         assert states(api, "mirror-cp") == ("RUNNING", ["RUNNING"])
