@@ -218,6 +218,9 @@ class _Checkpoints(SimpleDataSourceStreamReader):
         self.syncs_topic = self.flow.policy.offset_syncs_topic(self.flow.target)
         self.store = OffsetSyncStore()
         self.emitted: dict[tuple[str, str, int], tuple[int, int]] = {}
+        """The checkpoints written, by (group, topic, partition): (upstream, downstream)."""
+        self._pending: dict[int, dict[tuple[str, str, int], tuple[int, int]]] = {}
+        """Each planned round's checkpoints, emitted once Spark commits the round."""
         self._consumer: Consumer | None = None
 
     def initialOffset(self) -> dict[str, int]:
@@ -228,11 +231,22 @@ class _Checkpoints(SimpleDataSourceStreamReader):
             return iter([]), start
         try:
             self._read_syncs()
-            rows = self._changed()
+            changed = self._changed()
         except Exception:  # the next trigger tries again, as MM2's task does
             log.warning("cannot make checkpoints now", exc_info=True)
             return iter([]), start
-        return iter(rows), ({"round": start["round"] + 1} if rows else start)
+        if not changed:
+            return iter([]), start
+        end = start["round"] + 1
+        self._pending[end] = {
+            (c.group, c.topic, c.partition): (c.upstream, c.downstream) for c in changed
+        }
+        return iter([(c.key(), c.value()) for c in changed]), {"round": end}
+
+    def commit(self, end: dict[str, int]) -> None:
+        """The rounds up to ``end`` are written: their checkpoints are emitted."""
+        for done in sorted(r for r in self._pending if r <= end["round"]):
+            self.emitted.update(self._pending.pop(done))
 
     def readBetweenOffsets(self, start: dict[str, int], end: dict[str, int]) -> Iterator[Row]:
         return iter([])  # a replayed round's checkpoints come again, newer, next trigger
@@ -266,14 +280,14 @@ class _Checkpoints(SimpleDataSourceStreamReader):
             self.store.apply(OffsetSync.decode(message.key() or b"", message.value() or b""))
             position = message.offset() + 1
 
-    def _changed(self) -> list[Row]:
+    def _changed(self) -> list[Checkpoint]:
         """The checkpoints of every group that differ from the last emitted."""
         admin = self.source.admin
         listed = admin.list_consumer_groups(request_timeout=TIMEOUT_S).result(TIMEOUT_S)
         groups = sorted(
             g.group_id for g in listed.valid if self.groups.should_replicate_group(g.group_id)
         )
-        rows = []
+        found = []
         for group in groups:
             for (topic, partition), upstream in _committed(admin, group).items():
                 if not self.flow.topics.should_replicate_topic(topic):
@@ -282,10 +296,7 @@ class _Checkpoints(SimpleDataSourceStreamReader):
                 if downstream is None:
                     continue
                 remote = self.flow.checkpoint_topic(topic)
-                key = (group, remote, partition)
-                if self.emitted.get(key) == (upstream, downstream):
+                if self.emitted.get((group, remote, partition)) == (upstream, downstream):
                     continue
-                self.emitted[key] = (upstream, downstream)
-                checkpoint = Checkpoint(group, remote, partition, upstream, downstream)
-                rows.append((checkpoint.key(), checkpoint.value()))
-        return rows
+                found.append(Checkpoint(group, remote, partition, upstream, downstream))
+        return found
