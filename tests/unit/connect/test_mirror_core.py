@@ -163,6 +163,22 @@ def test_records_in_mm2_bytes() -> None:
         OffsetSync.decode(b"\x00\x05ab", b"")
 
 
+TEXT = st.text(max_size=40)
+LONG = st.integers(-(2**63), 2**63 - 1)
+INT = st.integers(-(2**31), 2**31 - 1)
+
+
+@given(
+    st.one_of(
+        st.builds(OffsetSync, TEXT, INT, LONG, LONG),
+        st.builds(Checkpoint, TEXT, TEXT, INT, LONG, LONG, TEXT),
+        st.builds(Heartbeat, TEXT, TEXT, LONG),
+    )
+)
+def test_records_round_trip(record: OffsetSync | Checkpoint | Heartbeat) -> None:
+    assert type(record).decode(record.key(), record.value()) == record
+
+
 def test_translation_is_exact_at_a_sync_and_one_past_it_between() -> None:
     store = OffsetSyncStore()
     assert store.translate_downstream("t", 0, 5) is None

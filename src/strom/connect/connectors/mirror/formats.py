@@ -22,6 +22,8 @@ class FormatError(ValueError):
 
 def _string(text: str) -> bytes:
     data = text.encode()
+    if len(data) > 0x7FFF:
+        raise FormatError(f"a string of {len(data)} bytes: Kafka's STRING holds 32767 at most")
     return _INT16.pack(len(data)) + data
 
 
