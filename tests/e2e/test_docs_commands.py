@@ -1,7 +1,7 @@
 """The documents, run: every ``$`` example of docs/cli.md, docs/broker.md, docs/cluster.md,
-docs/connect.md, docs/rest.md and docs/sql.md against a ``strom server`` of its own per
-document, in the order a reader meets them, each output checked against the one the document
-shows.
+docs/connect.md, docs/mirroring.md, docs/rest.md and docs/sql.md against a ``strom server`` of
+its own per document, in the order a reader meets them, each output checked against the one the
+document shows. A file of the reader's that names ``localhost:9092`` names that server.
 
 The examples run in a shell in a scratch directory, ``strom`` pointed at the test's broker (a
 wrapper adds ``--bootstrap-server`` where the example gives none; a document without a client
@@ -39,7 +39,7 @@ already written: more would come in the same fetch)."""
 _PROCESSED = re.compile(r"^Processed a total of (\d+) messages$")
 SETTLE_S = float(os.environ.get("DOCS_SETTLE_S", "20"))
 SETTLE_S_OF = dict.fromkeys(
-    ["connect.md", "sql.md"], float(os.environ.get("DOCS_SPARK_SETTLE_S", "180"))
+    ["connect.md", "mirroring.md", "sql.md"], float(os.environ.get("DOCS_SPARK_SETTLE_S", "180"))
 )
 """Documents whose data goes through Spark queries: a JVM that starts, a first micro-batch
 (minutes on a loaded machine)."""
@@ -61,6 +61,17 @@ FILES = {
         "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
         "value.converter=org.apache.kafka.connect.storage.StringConverter\nspark.master=local[2]\n"
     },
+    "mirroring.md": {
+        "mm2.properties": "clusters = A, B\nA.bootstrap.servers = localhost:9092\n"
+        "B.bootstrap.servers = localhost:9192\nA->B.enabled = true\nA->B.topics = orders\n"
+        "A->B.emit.checkpoints.interval.seconds = 5\nA->B.sync.group.offsets.enabled = true\n"
+        "replication.factor = 1\noffset-syncs.topic.replication.factor = 1\n"
+        "checkpoints.topic.replication.factor = 1\nheartbeats.topic.replication.factor = 1\n"
+        "config.storage.replication.factor = 1\noffset.storage.replication.factor = 1\n"
+        "status.storage.replication.factor = 1\nspark.master = local[2]\n",
+        "bad.properties": "clusters = A, B\nA.bootstrap.servers = localhost:9092\n"
+        "B.bootstrap.servers = localhost:9192\nA->C.enabled = true\n",
+    },
     "sql.md": {
         "sql.properties": "bootstrap.servers=localhost:9092\nksql.service.id=walkthrough\n"
         "ksql.streams.auto.offset.reset=earliest\nksql.streams.state.dir=state\n"
@@ -79,7 +90,7 @@ FILES = {
 }
 """Per document, the files of the reader's that its examples read."""
 TIMEOUT_S_OF = dict.fromkeys(
-    ["connect.md", "sql.md"], float(os.environ.get("DOCS_SPARK_TIMEOUT_S", "600"))
+    ["connect.md", "mirroring.md", "sql.md"], float(os.environ.get("DOCS_SPARK_TIMEOUT_S", "600"))
 )
 """Documents whose walkthrough outlasts the suite's per-test timeout: connect.md starts a Spark
 worker and five connectors, each a Spark query (minutes on a loaded machine)."""
@@ -196,7 +207,9 @@ def session(
     work = base / "work"
     work.mkdir()
     for name, text in FILES[document].items():
-        (work / name).write_text(text)
+        (work / name).write_text(
+            text if server is None else text.replace("localhost:9092", server.bootstrap)
+        )
     yield document, server, work, libpq
     _stop_left_in(work)  # what a failed example left running in the background
     if server is not None:

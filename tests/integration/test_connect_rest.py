@@ -20,6 +20,7 @@ SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 JDBC_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
 JDBC_SOURCE = "io.confluent.connect.jdbc.JdbcSourceConnector"
 CDC = "io.debezium.connector.postgresql.PostgresConnector"
+MIRROR = "org.apache.kafka.connect.mirror.Mirror{}Connector"
 
 
 def _no_spark() -> Any:
@@ -51,6 +52,10 @@ def test_root_and_plugins(api: httpx.Client) -> None:
         {"class": SOURCE, "type": "source", "version": root["version"]},
         {"class": JDBC_SINK, "type": "sink", "version": root["version"]},
         {"class": JDBC_SOURCE, "type": "source", "version": root["version"]},
+        *(
+            {"class": MIRROR.format(kind), "type": "source", "version": root["version"]}
+            for kind in ("Checkpoint", "Heartbeat", "Source")
+        ),
         {"class": CDC, "type": "source", "version": root["version"]},
     ]
     everything = api.get("/connector-plugins", params={"connectorsOnly": "false"}).json()
@@ -91,6 +96,23 @@ def test_validate_names_every_problem(api: httpx.Client) -> None:
     unknown = api.put("/connector-plugins/NoSuchConnector/config/validate", json={})
     assert unknown.status_code == 400
     assert "which name matches NoSuchConnector" in unknown.json()["message"]
+
+
+def test_mirror_validate_names_every_problem(api: httpx.Client) -> None:
+    infos = api.put(
+        "/connector-plugins/MirrorSourceConnector/config/validate",
+        json={"name": "m", "topics": "orders, (", "sync.topic.acls.enabled": "true"},
+    ).json()
+    assert infos["name"] == MIRROR.format("Source")
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"]}
+    missing = 'Missing required configuration "{}" which has no default value.'
+    assert errors["source.cluster.alias"] == [missing.format("source.cluster.alias")]
+    assert errors["source.cluster.bootstrap.servers"] == [
+        missing.format("source.cluster.bootstrap.servers")
+    ]
+    assert errors["topics"][0].startswith("topics: '(' is not a regular expression")
+    assert "not supported" in errors["sync.topic.acls.enabled"][0]
+    assert infos["error_count"] == 4
 
 
 def test_create_refusals_change_nothing(api: httpx.Client) -> None:

@@ -38,6 +38,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "schemas": (".schemas:schemas", "List, read, register and delete registry schemas."),
     "connect": (".connect:connect", "Run a Kafka Connect worker whose connectors run on Spark."),
     "connectors": (".connectors:connectors", "Create, list and manage Kafka Connect connectors."),
+    "mirror": (".mirror:mirror", "Mirror topics between clusters, as MirrorMaker 2."),
     "rest": (".rest:rest", "Run a REST proxy (Confluent REST Proxy's v3 API)."),
     "console": (".console:console", "Run the web console."),
     "sql": (".sql:sql", "Run a ksqlDB-compatible SQL server on Spark."),
@@ -65,6 +66,7 @@ EXTRAS: dict[str, str] = {
 COMMAND_EXTRAS: dict[str, str] = {
     "connect": "connect",
     "connectors": "connect",
+    "mirror": "connect",
     "rest": "rest",
     "console": "rest",
     "sql": "sql",

@@ -316,8 +316,20 @@ def plugins() -> list[type[ConnectorPlugin]]:
     from strom.connect.connectors.cdc import PostgresConnector  # noqa: PLC0415
     from strom.connect.connectors.files import FileStreamSink, FileStreamSource  # noqa: PLC0415
     from strom.connect.connectors.jdbc import JdbcSink, JdbcSource  # noqa: PLC0415
+    from strom.connect.connectors.mirror.checkpoint import MirrorCheckpoint  # noqa: PLC0415
+    from strom.connect.connectors.mirror.heartbeat import MirrorHeartbeat  # noqa: PLC0415
+    from strom.connect.connectors.mirror.source import MirrorSource  # noqa: PLC0415
 
-    return [FileStreamSink, FileStreamSource, JdbcSink, JdbcSource, PostgresConnector]
+    return [
+        FileStreamSink,
+        FileStreamSource,
+        JdbcSink,
+        JdbcSource,
+        MirrorCheckpoint,
+        MirrorHeartbeat,
+        MirrorSource,
+        PostgresConnector,
+    ]
 
 
 def find_plugin(name: str) -> type[ConnectorPlugin]:

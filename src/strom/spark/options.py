@@ -106,6 +106,8 @@ class WriteOptions:
     exactly_once: bool = False
     transactional_id_prefix: str | None = None
     """Exactly-once writes: None derives it from the streaming query id."""
+    include_timestamp: bool = False
+    """Write the ``timestamp`` column (epoch milliseconds) as the records' timestamps."""
 
 
 # Settings the source or sink owns; Spark refuses them with these reasons.
@@ -407,4 +409,5 @@ def parse_write_options(raw: Mapping[str, str]) -> WriteOptions:
         ),
         exactly_once=exactly_once,
         transactional_id_prefix=prefix or None,
+        include_timestamp=_boolean("includeTimestamp", options.get("includetimestamp", "false")),
     )

@@ -2,11 +2,13 @@
 
 As Spark's Kafka sink: columns ``value`` (required, string or binary), ``key`` (string or
 binary), ``topic`` (string; the ``topic`` option wins over it), ``partition`` (int) and
-``headers`` (array<struct<key string, value binary>>); other columns are ignored. Types are
-checked before any task runs, naming the bad column. Each task writes its Arrow batches with one
-idempotent confluent-kafka Producer and flushes it at the end, failing on the first delivery
-error. At least once, like Spark's sink; with ``exactlyOnce`` a streaming write's tasks write in
-transactions the driver commits with the micro-batch (``strom.spark.transactional``).
+``headers`` (array<struct<key string, value binary>>); with ``includeTimestamp`` also
+``timestamp`` (long, epoch milliseconds: the records' CreateTime); other columns are ignored.
+Types are checked before any task runs, naming the bad column. Each task writes its Arrow
+batches with one idempotent confluent-kafka Producer and flushes it at the end, failing on the
+first delivery error. At least once, like Spark's sink; with ``exactlyOnce`` a streaming
+write's tasks write in transactions the driver commits with the micro-batch
+(``strom.spark.transactional``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pyspark.sql.types import (
     BinaryType,
     DataType,
     IntegerType,
+    LongType,
     NullType,
     StringType,
     StructType,
@@ -97,6 +100,10 @@ def check_write_schema(schema: StructType, options: WriteOptions) -> None:
             )
     if "partition" in types and not isinstance(types["partition"], (IntegerType, NullType)):
         raise OptionError(f"'partition' attribute type must be an int, not {types['partition']}")
+    if options.include_timestamp and not isinstance(types.get("timestamp"), (LongType, NullType)):
+        raise OptionError(
+            "includeTimestamp needs a 'timestamp' attribute of type long (epoch milliseconds)"
+        )
     if "headers" in types and not _is_headers(types["headers"]):
         raise OptionError(
             "'headers' attribute type must be array<struct<key:string,value:binary>>, "
@@ -151,6 +158,9 @@ class _TaskWriter:
         keys = self._column(batch, "key") or [None] * rows
         partitions = self._column(batch, "partition") or [None] * rows
         headers = self._column(batch, "headers") or [None] * rows
+        timestamps = (
+            self._column(batch, "timestamp") if self.options.include_timestamp else None
+        ) or [None] * rows
         topics = (
             [self.options.topic] * rows
             if self.options.topic is not None
@@ -170,6 +180,8 @@ class _TaskWriter:
                 extra["partition"] = partitions[i]
             if headers[i]:
                 extra["headers"] = [(h["key"], h["value"]) for h in headers[i]]
+            if timestamps[i] is not None:
+                extra["timestamp"] = timestamps[i]
             while True:
                 try:
                     produce(

@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from pyspark.sql.types import (
+    BinaryType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from strom.common import TopicPartition
 from strom.spark.offsets import SpecKind
@@ -13,6 +21,7 @@ from strom.spark.options import (
     parse_read_options,
     parse_write_options,
 )
+from strom.spark.writer import check_write_schema
 
 BOOT = {"kafka.bootstrap.servers": "h:9092"}
 
@@ -143,3 +152,19 @@ def test_java_tls_settings_become_librdkafkas() -> None:
     assert client["ssl.keystore.location"] == "/k.p12"
     with pytest.raises(OptionError, match="JKS keystore cannot be read outside the JVM"):
         parse_write_options({**BOOT, "topic": "t", "kafka.ssl.keystore.location": "/k.jks"})
+
+
+def test_include_timestamp_needs_a_long_timestamp_column() -> None:
+    options = parse_write_options({**BOOT, "topic": "t", "includeTimestamp": "true"})
+    assert options.include_timestamp
+    assert not parse_write_options({**BOOT, "topic": "t"}).include_timestamp
+    value = StructField("value", BinaryType())
+    check_write_schema(StructType([value, StructField("timestamp", LongType())]), options)
+    for bad in ([value], [value, StructField("timestamp", TimestampType())]):
+        with pytest.raises(OptionError, match="includeTimestamp needs a 'timestamp' attribute"):
+            check_write_schema(StructType(bad), options)
+    # without the option a timestamp column is ignored, as Spark's sink ignores it
+    check_write_schema(
+        StructType([value, StructField("timestamp", StringType())]),
+        parse_write_options({**BOOT, "topic": "t"}),
+    )

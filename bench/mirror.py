@@ -1,0 +1,193 @@
+"""MirrorSourceConnector next to a direct consume-and-produce copy between the same clusters.
+
+Run: ``.venv/bin/python -m bench.mirror [--quick]``. Prints one table: records, the mirror's
+records/s, the direct copy's records/s and the ratio (issue 30's goal: at least 0.8x), and the
+mirror's start-up.
+
+How it measures:
+
+- Two ``strom server`` child processes, A and B; one Connect worker in this process on B
+  running the connector in one SparkSession on ``local[2]``.
+- A topic of 3 partitions on A holding the records (100-byte values, 10-byte keys).
+- The baseline: a confluent-kafka consumer of A (``fetch.min.bytes`` 1 MB) handing every message
+  to a producer of B (``linger.ms=5``) with its key, value, headers, timestamp and partition,
+  flushed at the end; records / (end - its first record). The best of ``RUNS``, a new topic
+  each.
+- The mirror: ``MirrorSourceConnector`` with ``topics`` the topic, created over the REST API;
+  its figure is the records divided by the time from its first record on B to its last (the
+  remote topic's high watermarks reaching the count, polled every 50 ms); the time from creation
+  to the first record is its start-up, printed apart. The best of ``RUNS``, a new topic each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+import strom.spark
+from strom.testing import Broker
+from strom.testing.connect import Connect
+
+RUNS = 2
+GOAL = 0.8
+PARTITIONS = 3
+FULL, QUICK = 1_000_000, 200_000
+TIMEOUT_S = 900
+
+
+def create(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+
+
+def fill(bootstrap: str, topic: str, records: int) -> None:
+    create(bootstrap, topic)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    value = b"x" * 100
+    for n in range(records):
+        while True:
+            try:
+                producer.produce(topic, value, b"key-%06d" % (n % 1_000_000), partition=n % 3)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    assert producer.flush(120) == 0
+
+
+def direct_copy(source: str, target: str, topic: str, records: int) -> float:
+    """Records per second copied from ``source`` to ``target`` by a consumer and a producer."""
+    create(target, f"direct.{topic}")
+    consumer = Consumer(
+        {
+            "bootstrap.servers": source,
+            "group.id": f"bench-direct-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "fetch.min.bytes": 1_000_000,
+        }
+    )
+    producer = Producer({"bootstrap.servers": target, "linger.ms": 5})
+    copied, started, first = 0, time.perf_counter(), None
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    try:
+        while copied < records:
+            for message in consumer.consume(10_000, timeout=1):
+                if message.error() is not None:
+                    continue
+                first = first or time.perf_counter()
+                extra: dict[str, Any] = {"partition": message.partition()}
+                if message.headers():
+                    extra["headers"] = message.headers()
+                while True:
+                    try:
+                        producer.produce(
+                            f"direct.{topic}",
+                            message.value(),
+                            message.key(),
+                            timestamp=message.timestamp()[1],
+                            **extra,
+                        )
+                        break
+                    except BufferError:
+                        producer.poll(0.01)
+                copied += 1
+            assert time.perf_counter() - started < TIMEOUT_S, f"{copied} of {records}"
+        assert producer.flush(120) == 0
+        return records / (time.perf_counter() - (first or started))
+    finally:
+        consumer.close()
+
+
+def _end(consumer: Consumer, topic: str) -> int:
+    try:
+        return sum(
+            int(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1])
+            for p in range(PARTITIONS)
+        )
+    except Exception:  # the topic is not there yet
+        return 0
+
+
+def mirror_run(
+    api: httpx.Client, source: str, target: str, topic: str, records: int
+) -> tuple[float, float]:
+    """(records per second from the first record on B to the last, start-up seconds)."""
+    config = {
+        "connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+        "source.cluster.alias": "A",
+        "target.cluster.alias": "B",
+        "source.cluster.bootstrap.servers": source,
+        "target.cluster.bootstrap.servers": target,
+        "topics": topic,
+        "replication.factor": "1",
+        "offset-syncs.topic.replication.factor": "1",
+    }
+    consumer = Consumer({"bootstrap.servers": target, "group.id": "bench-watermarks"})
+    created = time.perf_counter()
+    answer = api.post("/connectors", json={"name": f"bench-{topic}", "config": config})
+    assert answer.status_code == 201, answer.text
+    first = None
+    try:
+        while (end := _end(consumer, f"A.{topic}")) < records:
+            if first is None and end > 0:
+                first = time.perf_counter()
+            assert time.perf_counter() - created < TIMEOUT_S, f"{end} of {records} records"
+            time.sleep(0.05)
+        done = time.perf_counter()
+    finally:
+        consumer.close()
+        api.delete(f"/connectors/bench-{topic}")
+    first = first or done
+    return records / max(done - first, 1e-3), first - created
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK:,} records, not {FULL:,}")
+    args = parser.parse_args(argv)
+    records = QUICK if args.quick else FULL
+    started = time.monotonic()
+    spark = strom.spark.session(
+        master="local[2]", app_name="strom-bench", conf={"spark.ui.showConsoleProgress": "false"}
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    base = Path(tempfile.mkdtemp(prefix="strom-bench-"))
+    try:
+        with (
+            Broker(process=True, data_dir=base / "a") as a,
+            Broker(process=True, data_dir=base / "b") as b,
+        ):
+            source, target = a.bootstrap_servers, b.bootstrap_servers
+            topics = [f"bench-{n}" for n in range(2 * RUNS)]
+            for topic in topics:
+                fill(source, topic, records)
+            direct = max(direct_copy(source, target, t, records) for t in topics[:RUNS])
+            with (
+                Connect(target, spark=lambda: spark) as worker,
+                httpx.Client(base_url=worker.url, timeout=60) as api,
+            ):
+                runs = [mirror_run(api, source, target, t, records) for t in topics[RUNS:]]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        spark.stop()
+    best, startup = max(runs)
+    mode = "quick" if args.quick else "full"
+    print(f"\n{mode} run, {time.monotonic() - started:.0f} s, Python {sys.version.split()[0]}")
+    print("| records | mirror records/s | direct copy records/s | ratio | start-up s |")
+    print("|---|---|---|---|---|")
+    print(f"| {records:,} | {best:,.0f} | {direct:,.0f} | {best / direct:.2f} | {startup:.1f} |")
+    print(f"goal: >= {GOAL}x of the direct copy")
+
+
+if __name__ == "__main__":
+    main()

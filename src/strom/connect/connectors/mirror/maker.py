@@ -1,0 +1,109 @@
+"""MirrorMaker 2's dedicated mode (``connect-mirror-maker.sh mm2.properties``): one Connect
+herder per flow, on its target cluster, with MM2's internal topics (``mm2-configs.<source>
+.internal``...), running the flow's connectors as ``mm2.properties`` configures them; every
+flow's queries share one SparkSession. Restarted, it continues where it stopped (the offsets
+and queries' checkpoints are the herders')."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import TYPE_CHECKING
+
+from confluent_kafka import KafkaException
+
+from strom.connect.connectors.mirror.clients import Cluster
+from strom.connect.connectors.mirror.mm2config import ConfigError, FlowPlan, MirrorMakerConfig
+from strom.connect.herder import Herder
+from strom.connect.settings import WorkerSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["MirrorMaker"]
+
+log = logging.getLogger(__name__)
+
+REACH_TIMEOUT_S = 10.0
+
+
+class MirrorMaker:
+    """The flows of ``config`` whose target is in ``targets`` (MM2's ``--clusters``; all
+    when None)."""
+
+    def __init__(
+        self,
+        config: MirrorMakerConfig,
+        *,
+        spark: Callable[[], SparkSession] | None = None,
+        targets: Iterable[str] | None = None,
+    ) -> None:
+        self.config = config
+        wanted = set(targets) if targets is not None else set(config.clusters)
+        if unknown := sorted(wanted - set(config.clusters)):
+            raise ConfigError(
+                f"--clusters: unknown cluster alias {unknown[0]!r}; clusters are"
+                f" {', '.join(config.clusters)}"
+            )
+        self.flows = [f for f in config.flows() if f.target in wanted]
+        self._spark_factory = spark
+        self._spark: SparkSession | None = None
+        self._lock = threading.Lock()
+        self.herders: dict[str, Herder] = {}
+
+    def check_clusters(self) -> None:
+        """Fail with one line naming a cluster the flows need that does not answer."""
+        for alias in sorted({a for f in self.flows for a in (f.source, f.target)}):
+            cluster = Cluster(alias, self.config.cluster(alias))
+            try:
+                cluster.admin.list_topics(timeout=REACH_TIMEOUT_S)
+            except KafkaException as error:
+                raise ConfigError(
+                    f"cluster {alias} ({cluster.client['bootstrap.servers']}) is unreachable:"
+                    f" {error.args[0].str()}; check {alias}.bootstrap.servers"
+                ) from None
+
+    def _session(self) -> SparkSession:
+        with self._lock:
+            if self._spark is None:
+                if self._spark_factory is not None:
+                    self._spark = self._spark_factory()
+                else:
+                    import strom.spark  # noqa: PLC0415
+
+                    settings = self._settings(self.flows[0])
+                    self._spark = strom.spark.session(
+                        master=settings.spark_master,
+                        app_name="strom-mirror-maker",
+                        conf=dict(settings.spark_conf),
+                    )
+            return self._spark
+
+    def _settings(self, flow: FlowPlan) -> WorkerSettings:
+        return WorkerSettings.from_properties(self.config.worker(flow))
+
+    def start(self) -> None:
+        """Start every flow's herder and put its connectors' configs (unchanged ones keep
+        running as they are)."""
+        for flow in self.flows:
+            herder = Herder(
+                self._settings(flow), worker_id=f"mirror-{flow.name}", spark=self._session
+            )
+            herder.start()
+            self.herders[flow.name] = herder
+            running = herder.read(partial(_configs, herder))
+            for connector in self.config.connectors(flow):
+                if running.get(connector["name"]) != connector:
+                    herder.put(connector["name"], connector, create_only=False)
+            log.info("flow %s: running %s", flow.name, ", ".join(herder.connector_names()))
+
+    def stop(self) -> None:
+        for herder in self.herders.values():
+            herder.stop()
+        self.herders.clear()
+
+
+def _configs(herder: Herder) -> dict[str, dict[str, str]]:
+    return {name: dict(config) for name, config in herder.configs.configs.items()}

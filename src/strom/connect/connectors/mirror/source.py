@@ -1,0 +1,290 @@
+"""``MirrorSourceConnector``: the records of the source cluster's topics (``topics`` minus
+``topics.exclude``, never internal topics or cycles) copied to the target's remote topics named
+by the replication policy, with their keys, values, headers, timestamps and partitions; remote
+topics created with the source's partition count (and configs), kept in step every
+``refresh.topics.interval.seconds``; offset syncs written after each micro-batch. One Spark
+query: the ``strom`` source reading the source cluster, a ``foreachBatch`` writing each batch to
+the target with the ``strom`` sink. At least once (a replayed micro-batch is written again)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import ClassVar
+
+from confluent_kafka import Producer
+from pyspark.sql import DataFrame, Row
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+
+from strom.connect.config_def import Definition
+from strom.connect.connectors.mirror.clients import Cluster, TopicSync, cluster_of
+from strom.connect.connectors.mirror.policy import Flow
+from strom.connect.connectors.mirror.settings import (
+    COMMON,
+    TOPICS,
+    interval_s,
+    mirror_problems,
+    query_name,
+    setting,
+)
+from strom.connect.connectors.mirror.translate import batch_syncs
+from strom.connect.plugins import ConnectorPlugin, RunContext
+
+__all__ = ["MirrorSource", "worker_cluster"]
+
+log = logging.getLogger(__name__)
+
+TRIGGER = "250 milliseconds"
+"""How often the query looks for new records (and topics) on the source."""
+
+
+def worker_cluster(context: RunContext) -> dict[str, str]:
+    """The worker's own cluster, as Java-named client settings."""
+    return {k.removeprefix("kafka."): v for k, v in context.spark_options.items()}
+
+
+class MirrorSource(ConnectorPlugin):
+    """MirrorMaker 2's ``MirrorSourceConnector``, by its class name and settings."""
+
+    class_name = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
+    kind = "source"
+    definitions: ClassVar[tuple[Definition, ...]] = (
+        *COMMON,
+        *TOPICS,
+        setting(
+            "refresh.topics.enabled",
+            "BOOLEAN",
+            True,
+            "Whether to periodically check for new topics and partitions.",
+            40,
+        ),
+        setting(
+            "refresh.topics.interval.seconds",
+            "LONG",
+            600,
+            "Frequency of topic refresh.",
+            41,
+        ),
+        setting(
+            "sync.topic.configs.enabled",
+            "BOOLEAN",
+            True,
+            "Whether to periodically configure remote topics to match their corresponding"
+            " upstream topics.",
+            42,
+        ),
+        setting(
+            "sync.topic.configs.interval.seconds",
+            "LONG",
+            600,
+            "Frequency of topic config sync.",
+            43,
+        ),
+        setting(
+            "config.properties.exclude",
+            "LIST",
+            "",
+            "Topic configuration properties that should not be replicated.",
+            44,
+        ),
+        setting(
+            "sync.topic.acls.enabled",
+            "BOOLEAN",
+            False,
+            "Whether to periodically configure remote topic ACLs to match their corresponding"
+            " upstream topics (not in strom yet: true is refused).",
+            45,
+        ),
+        setting(
+            "replication.factor",
+            "INT",
+            -1,
+            "Replication factor for newly created remote topics (-1: the broker's default).",
+            46,
+        ),
+        setting(
+            "offset-syncs.topic.replication.factor",
+            "INT",
+            3,
+            "Replication factor for offset-syncs topic.",
+            47,
+        ),
+        setting(
+            "offset.lag.max",
+            "LONG",
+            100,
+            "How out-of-sync a remote partition can be before it is resynced.",
+            49,
+        ),
+        setting(
+            "emit.offset-syncs.enabled",
+            "BOOLEAN",
+            True,
+            "Whether to store the new offset of the replicated records.",
+            48,
+        ),
+    )
+
+    @classmethod
+    def problems(cls, config: Mapping[str, str]) -> dict[str, list[str]]:
+        found = super().problems(config)
+        found.update(mirror_problems(config))
+        if config.get("sync.topic.acls.enabled", "false").strip().lower() == "true":
+            found["sync.topic.acls.enabled"] = [
+                "syncing topic ACLs is not supported by strom's mirror yet: set it to false"
+            ]
+        return found
+
+    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
+        return [dict(config)]  # one Spark query: its tasks are Spark's, one per partition range
+
+    def topics(self, config: Mapping[str, str]) -> list[str]:
+        return []
+
+    def start(self, context: RunContext) -> StreamingQuery:
+        config = context.config
+        flow = Flow.of(config)
+        worker = worker_cluster(context)
+        source = cluster_of(config, "source", worker)
+        target = cluster_of(config, "target", worker)
+        topics = TopicSync(flow, source, target, config)
+        topics.sync(configs=True)
+        syncs = _OffsetSyncs(flow, source, target, config)
+        records = (
+            context.spark.readStream.format("strom")
+            .options(**source.spark_options())
+            .option("subscribePattern", flow.source_pattern())
+            .option("startingOffsets", "earliest")
+            .option("failOnDataLoss", "false")
+            .option("includeHeaders", "true")
+            .load()
+        )
+        sink = target.spark_options()
+
+        def mirror(batch: DataFrame, batch_id: int) -> None:
+            batch.persist()
+            try:
+                _mirror(batch, flow, topics, syncs, sink)
+            finally:
+                batch.unpersist()
+
+        query = (
+            records.writeStream.foreachBatch(mirror)
+            .option("checkpointLocation", context.checkpoint)
+            .queryName(query_name(context))
+            .trigger(processingTime=TRIGGER)
+            .start()
+        )
+        if config.get("refresh.topics.enabled", "true").strip().lower() == "true":
+            interval = interval_s(config, "refresh.topics.interval.seconds", 600)
+            threading.Thread(
+                target=_refresh,
+                args=(query, topics, interval),
+                name=f"mirror-refresh-{context.name}",
+                daemon=True,
+            ).start()
+        return query
+
+
+def _mirror(
+    batch: DataFrame,
+    flow: Flow,
+    topics: TopicSync,
+    syncs: _OffsetSyncs,
+    sink: Mapping[str, str],
+) -> None:
+    """Write one micro-batch to the target: remote topics made first, offset syncs after."""
+    ends = (
+        batch.groupBy("topic", "partition")
+        .agg(
+            F.min("offset").alias("first"),
+            F.max("offset").alias("last"),
+            F.count("offset").alias("count"),
+        )
+        .collect()
+    )
+    allowed = sorted({row.topic for row in ends if flow.should_replicate(row.topic)})
+    if not allowed:
+        return
+    counts: dict[str, int] = {}
+    for row in ends:
+        counts[row.topic] = max(counts.get(row.topic, 0), row.partition + 1)
+    topics.ensure({t: counts[t] for t in allowed})
+    rows = batch if len(allowed) == len(counts) else batch.where(F.col("topic").isin(allowed))
+    remote = F.create_map(*[F.lit(n) for t in allowed for n in (t, flow.remote_topic(t))])
+    (
+        rows.select(
+            remote[F.col("topic")].alias("topic"),
+            "partition",
+            "key",
+            "value",
+            "headers",
+            F.unix_millis("timestamp").alias("timestamp"),
+        )
+        .write.format("strom")
+        .mode("append")
+        .options(**sink)
+        .option("includeTimestamp", "true")
+        .save()
+    )
+    syncs.emit([row for row in ends if row.topic in allowed])
+
+
+def _refresh(query: StreamingQuery, topics: TopicSync, interval: float) -> None:
+    """Every ``interval`` seconds while the query runs: new topics, partitions and configs."""
+    while True:
+        time.sleep(interval)
+        try:
+            if not query.isActive:
+                return
+            topics.sync(configs=True)
+        except Exception:  # the next round tries again; the query itself carries on
+            log.warning("refreshing the remote topics failed", exc_info=True)
+
+
+class _OffsetSyncs:
+    """Writes offset syncs to ``mm2-offset-syncs.<target>.internal`` (on the source cluster,
+    or the target with ``offset-syncs.topic.location=target``): after a batch, where the
+    records it copied of each partition are on the target (``translate.batch_syncs``)."""
+
+    def __init__(
+        self, flow: Flow, source: Cluster, target: Cluster, config: Mapping[str, str]
+    ) -> None:
+        self.flow, self.target = flow, target
+        self.enabled = config.get("emit.offset-syncs.enabled", "true").strip().lower() == "true"
+        location = config.get("offset-syncs.topic.location", "source").strip()
+        self.cluster = target if location == "target" else source
+        self.topic = flow.policy.offset_syncs_topic(flow.target)
+        self.replication = int(config.get("offset-syncs.topic.replication.factor", "3"))
+        self.lag_max = int(config.get("offset.lag.max", "100"))
+        self._producer: Producer | None = None
+
+    def emit(self, copied: list[Row]) -> None:
+        """The syncs of the batch's partitions (rows of topic, partition, first, last, count)."""
+        if not self.enabled or not copied:
+            return
+        if self._producer is None:
+            self.cluster.ensure_topic(
+                self.topic, partitions=1, replication=self.replication, compact=True
+            )
+            self._producer = Producer({**self.cluster.client, "enable.idempotence": True})
+        remote = {
+            (r.topic, r.partition): (self.flow.remote_topic(r.topic), r.partition) for r in copied
+        }
+        ends = self.target.end_offsets(remote.values())
+        for row in copied:
+            for sync in batch_syncs(
+                row.topic,
+                row.partition,
+                first=row.first,
+                last=row.last,
+                count=row["count"],
+                end=ends[remote[row.topic, row.partition]],
+                lag_max=self.lag_max,
+            ):
+                self._producer.produce(self.topic, sync.value(), sync.key(), partition=0)
+        if self._producer.flush(30):
+            raise RuntimeError(f"offset syncs not written to {self.topic} within 30 s")
