@@ -1,8 +1,13 @@
 """What the offset and time indexes share: a file of fixed-size entries, memory-mapped.
 
 As in Kafka's ``AbstractIndex``: while its segment is active an index file is preallocated to
-its maximum size (rounded down to a whole number of entries) and written through a shared
-mmap; when the segment rolls or closes the file is trimmed to the entries it holds. The number
+its maximum size (rounded down to a whole number of entries) and read through a shared mmap;
+when the segment rolls or closes the file is trimmed to the entries it holds. Entries are
+written with ``pwrite``, not through the map: the first store through a writable map of the
+sparse preallocated file cost ~2 ms of CPU (ext4; up to 20 ms wall on a busy disk), on the
+event loop, at each new segment's first offset and time index entries, on leaders and
+followers alike (docs/benchmarks.md, "Transaction commit, one broker and three"); a pwrite
+costs microseconds. The page cache is shared, so the map reads what was written. The number
 of entries of a file opened from disk is its length divided by the entry size, so an index
 left preallocated by a crash shows zero entries at its tail, which :meth:`IndexFile.check`
 reports as corruption (entries must increase) and recovery rebuilds.
@@ -39,6 +44,8 @@ class IndexFile:
         self._capacity = max_index_size // self.entry_size
         """The entries that fit while writable (kept as a field: appends check it)."""
         self._mm: mmap.mmap | None = None
+        self._fd = -1
+        """Open (read-write) while the index is writable: where entries are written."""
         self._writable = False
         self._last: tuple[int, int] | None = None  # the raw last entry, once read
         self.created = not path.exists()
@@ -80,9 +87,9 @@ class IndexFile:
         self._capacity = max_index_size // self.entry_size
         length = max(self._capacity, self._entries) * self.entry_size
         os.truncate(self.path, length)
+        self._fd = os.open(self.path, os.O_RDWR)
         if length:
-            with self.path.open("r+b") as file:
-                self._mm = mmap.mmap(file.fileno(), length, access=mmap.ACCESS_WRITE)
+            self._mm = mmap.mmap(self._fd, length, access=mmap.ACCESS_READ)
         self._writable = True
 
     def trim(self) -> None:
@@ -110,9 +117,7 @@ class IndexFile:
             os.truncate(self.path, count * self.entry_size)
 
     def flush(self) -> None:
-        """Write the entries to the device (msync the map, fsync the file)."""
-        if self._mm is not None and self._writable:
-            self._mm.flush()
+        """Write the entries to the device (fsync the file)."""
         fd = os.open(self.path, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -149,11 +154,13 @@ class IndexFile:
         return self._mm
 
     def _close_map(self) -> None:
+        """Unmap, and close the file written to."""
         if self._mm is not None:
-            if self._writable:
-                self._mm.flush()
             self._mm.close()
             self._mm = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
     def _read(self, n: int) -> tuple[int, int]:
         pair: tuple[int, int] = self._entry.unpack_from(self._map(), n * self.entry_size)
@@ -162,8 +169,7 @@ class IndexFile:
     def _write(self, first: int, second: int) -> None:
         if not self._writable:
             raise ValueError(f"index {self.path.name} is not writable")
-        assert self._mm is not None
-        self._entry.pack_into(self._mm, self._entries * self.entry_size, first, second)
+        os.pwrite(self._fd, self._entry.pack(first, second), self._entries * self.entry_size)
         self._entries += 1
         self._last = (first, second)
 

@@ -133,6 +133,48 @@ def test_requests_while_the_markers_are_written(h: TxnHarness) -> None:
     assert state_of(h, "tx") is S.ONGOING and h.core.transactions["tx"].partitions == {A1}
 
 
+def test_the_next_transaction_is_written_behind_the_complete_record(h: TxnHarness) -> None:
+    """A held AddPartitionsToTxn is written as soon as the Complete record is appended, not
+    once it is replicated (one round less per commit), and answered once its own record is;
+    the log has Complete then Ongoing."""
+    h.writer.hold_markers = True
+    pid = h.init().producer_id
+    h.add("tx", pid, 0, A0)
+    assert h.end("tx", pid, 0, commit=True) is ErrorCode.none
+    added = h.add_later("tx", pid, 0, A1)
+    h.writer.hold_appends = True
+    [release] = h.writer.held
+    release()
+    states = [record.value and record.value.transaction_status for _, record in h.writer.records]
+    assert states[-2:] == [S.COMPLETE_COMMIT.id, S.ONGOING.id]
+    assert added == [] and state_of(h, "tx") is S.PREPARE_COMMIT
+    complete, ongoing = h.writer.acks
+    complete(ErrorCode.none)
+    assert added == [] and state_of(h, "tx") is S.COMPLETE_COMMIT
+    ongoing(ErrorCode.none)
+    assert added == [ErrorCode.none]
+    assert state_of(h, "tx") is S.ONGOING and h.core.transactions["tx"].partitions == {A1}
+    h.restart()
+    assert state_of(h, "tx") is S.ONGOING and h.core.transactions["tx"].partitions == {A1}
+
+
+def test_the_next_transaction_fails_with_the_complete_record_before_it(h: TxnHarness) -> None:
+    h.writer.hold_markers = True
+    pid = h.init().producer_id
+    h.add("tx", pid, 0, A0)
+    assert h.end("tx", pid, 0, commit=True) is ErrorCode.none
+    added = h.add_later("tx", pid, 0, A1)
+    h.writer.hold_appends = True
+    [release] = h.writer.held
+    release()
+    complete, ongoing = h.writer.acks
+    complete(ErrorCode.not_leader_or_follower)
+    ongoing(ErrorCode.not_leader_or_follower)
+    assert added == [ErrorCode.not_coordinator]
+    metadata = h.core.transactions["tx"]
+    assert metadata.state is S.PREPARE_COMMIT and metadata.pending is None
+
+
 def test_a_held_add_partitions_is_refused_when_the_markers_take_too_long(h: TxnHarness) -> None:
     """The hold is bounded: past FINISHING_HOLD_MS the producer hears CONCURRENT_TRANSACTIONS
     (and retries, as it would have without the hold)."""

@@ -31,7 +31,9 @@ class Marker:
 @dataclass
 class MemoryTxnWriter:
     """Keeps every appended record (encoded and decoded again, as the log would) and marker;
-    ``fail_appends`` makes appends fail with that error."""
+    ``fail_appends`` makes appends fail with that error; ``hold_appends`` keeps each append's
+    outcome in ``acks`` (called with the outcome, in order, as the log's high watermark
+    decides them) instead of deciding it at once."""
 
     records: list[tuple[int, TransactionLogRecord]] = field(default_factory=list)
     markers: list[Marker] = field(default_factory=list)
@@ -39,6 +41,8 @@ class MemoryTxnWriter:
     hold_markers: bool = False
     """Keep marker completions in ``held`` instead of finishing them at once."""
     held: list[Callable[[], None]] = field(default_factory=list)
+    hold_appends: bool = False
+    acks: list[Callable[[ErrorCode], None]] = field(default_factory=list)
 
     def append(
         self,
@@ -54,7 +58,10 @@ class MemoryTxnWriter:
             self.records.append(
                 (partition, TransactionLogRecord(decode_key(key), decode_value(value)))
             )
-        done(ErrorCode.none)
+        if self.hold_appends:
+            self.acks.append(done)
+        else:
+            done(ErrorCode.none)
 
     def write_markers(
         self,

@@ -175,3 +175,19 @@ def test_time_index_truncate_and_check(tmp_path: Path) -> None:
     with pytest.raises(CorruptIndexError, match="increase"):
         bad.check(log_size=10)
     bad.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux's /proc")
+def test_entries_are_written_with_pwrite_not_stored_through_the_map(tmp_path: Path) -> None:
+    """The first store through a writable map of the sparse preallocated file cost ~2 ms of
+    CPU on the broker's event loop (ext4, up to 20 ms wall on a busy disk), at each new
+    segment's first offset and time index entries, on leaders and followers alike: the index
+    is mapped read-only and entries go in with pwrite. A lookup reads what was written."""
+    path = tmp_path / "00000000000000000100.index"
+    index = OffsetIndex(path, 100, max_index_size=4096, writable=True)
+    index.append(103, 200)
+    maps = [line for line in Path("/proc/self/maps").read_text().splitlines() if str(path) in line]
+    assert maps, "the index is mapped"
+    assert all(line.split()[1].startswith("r-") for line in maps), maps
+    assert index.lookup(105) == OffsetPosition(103, 200)
+    index.close()

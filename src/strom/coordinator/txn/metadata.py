@@ -4,7 +4,9 @@ The coordinator changes it in two steps, as Kafka does: :meth:`TransactionMetada
 computes the next state (a copy) and marks the change pending; the copy is written to
 ``__transaction_state``; only when the write succeeded does :meth:`complete` make it current.
 A failed write just clears the pending mark. While a change is pending, other requests for the
-id answer CONCURRENT_TRANSACTIONS.
+id answer CONCURRENT_TRANSACTIONS, except that one change may be prepared from a pending
+Complete record (the coordinator's :meth:`~strom.coordinator.txn.TransactionCoordinator.
+add_partitions`): it goes in the log after it, and becomes pending when that one completes.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class TransactionMetadata:
     retried InitProducerId whose answer was lost carries it. -1 after a new instance's
     InitProducerId or a coordinator's fencing abort, so the replaced producer stays fenced."""
     pending: TransactionMetadata | None = field(default=None, repr=False)
-    """The next state while its record is being written."""
+    """The next state while its record is being written (its own ``pending``: a change
+    prepared from it meanwhile, written after it)."""
 
     def prepare(self, state: TransactionState, **changes: object) -> TransactionMetadata:
         """The next state (checked against the transition table), marked pending."""
@@ -60,7 +63,8 @@ class TransactionMetadata:
         return target
 
     def complete(self, target: TransactionMetadata) -> None:
-        """The pending change is written: it becomes the current state."""
+        """The pending change is written: it becomes the current state, and the change
+        prepared from it, if any, the pending one."""
         for name in (
             "producer_id",
             "producer_epoch",
@@ -73,7 +77,7 @@ class TransactionMetadata:
             "last_producer_epoch",
         ):
             setattr(self, name, getattr(target, name))
-        self.pending = None
+        self.pending = target.pending
 
     def to_value(self) -> TransactionLogValue:
         by_topic: defaultdict[str, list[int]] = defaultdict(list)
