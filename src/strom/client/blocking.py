@@ -1,14 +1,16 @@
 """A blocking connection to one broker: send a kio request, read its response.
 
 For the few requests strom's own tools send that no client library exposes (the Spark sink's
-DescribeTransactions and EndTxn). Plaintext only, one request in flight, every socket operation
-bounded by a timeout. Framing, headers and bodies are ``strom.protocol``'s.
+DescribeTransactions and EndTxn, the source's Fetch). Every socket operation is bounded by a
+timeout; requests may be pipelined (``send`` ahead, ``receive`` the answers in order). Framing,
+headers and bodies are ``strom.protocol``'s.
 """
 
 from __future__ import annotations
 
 import socket
 import struct
+from collections import deque
 from typing import Any
 
 from kio.static.protocol import RequestPayload
@@ -60,6 +62,7 @@ class BrokerConnection:
         self._client_id = client_id
         self._sock = socket.create_connection(self.address, timeout=timeout)
         self._next_correlation_id = 1
+        self._in_flight: deque[tuple[int, RequestPayload, type[Any] | None]] = deque()
         try:
             if security.ssl_context is not None:
                 self._sock = security.ssl_context.wrap_socket(self._sock, server_hostname=host)
@@ -90,11 +93,22 @@ class BrokerConnection:
     def request(self, body: RequestPayload, *, response_type: type[Any] | None = None) -> Any:
         """Send ``body`` and return the response body of the same API and version (kio's
         class, or ``response_type`` from ``strom.protocol.lenient``)."""
+        self.send(body, response_type=response_type)
+        return self.receive()
+
+    def send(self, body: RequestPayload, *, response_type: type[Any] | None = None) -> None:
+        """Send ``body`` without waiting: ``receive()`` returns the answers in order, so a
+        caller can keep the next request in flight while it works on an answer."""
         correlation_id = self._next_correlation_id
         self._next_correlation_id += 1
         header = make_request_header(body, correlation_id=correlation_id, client_id=self._client_id)
         payload = encode_request(header=header, body=body)
         self._sock.sendall(frame_prefix(len(payload)) + payload)
+        self._in_flight.append((correlation_id, body, response_type))
+
+    def receive(self) -> Any:
+        """The response body of the oldest request sent and not yet answered."""
+        correlation_id, body, response_type = self._in_flight.popleft()
         (size,) = _SIZE.unpack(self._read(_SIZE.size))
         answered, response = decode_response(
             self._read(size),

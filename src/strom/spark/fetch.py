@@ -1,36 +1,57 @@
 """Reading one offset range of one partition, on an executor, and reporting data loss.
 
-A Spark task reads ``[start, end)`` of a partition with its own confluent-kafka Consumer:
-``assign()`` at an explicit offset (no group, no commits), ``consume()`` in sized batches, each
-batch turned into one Arrow record batch. Offsets missing inside the range are not loss: the
-cleaner compacted records away, or they were transaction markers or aborted records. Loss is
-when the range starts below the partition's log start offset (retention or DeleteRecords took
-offsets the query still needed): it is reported with the exact lost offsets, as an error with
-``failOnDataLoss`` (the default) or as a warning without.
+A Spark task reads ``[start, end)`` of a partition with Fetch requests to the partition's
+leader (``strom.client.blocking``, the next request always in flight while an answer is
+decoded), and ``record_columns`` turns each answer's record batches into Arrow record batches
+without a Python object per record. A confluent-kafka Consumer answers what is not on the hot
+path: the partition's leader and its log start offset. Offsets missing inside the range are not
+loss: the cleaner compacted records away, or they were transaction markers or aborted records.
+Loss is when the range starts below the partition's log start offset (retention or
+DeleteRecords took offsets the query still needed): it is reported with the exact lost offsets,
+as an error with ``failOnDataLoss`` (the default) or as a warning without.
 """
 
 from __future__ import annotations
 
-import gc
+import datetime
 import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.types import TopicName
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
+from strom.client.blocking import BrokerConnection
+from strom.client.security import librdkafka_security
 from strom.spark.cluster import consumer_settings
 from strom.spark.offsets import OffsetRange
-from strom.spark.schema import RecordBatchBuilder
+from strom.spark.record_columns import Kept, RecordColumns
+from strom.spark.schema import arrow_schema
 
 __all__ = ["DataLossError", "FetchSettings", "lost_offsets", "read_range", "report_data_loss"]
 
 log = logging.getLogger("strom.spark")
 
-_POLL_S = 0.2
-_GONE = frozenset({KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET})
+_RETRY_S = 0.1
+_RETRIABLE = frozenset(
+    {
+        ErrorCode.not_leader_or_follower,
+        ErrorCode.leader_not_available,
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.fenced_leader_epoch,
+        ErrorCode.unknown_leader_epoch,
+        ErrorCode.replica_not_available,
+        ErrorCode.kafka_storage_error,
+        ErrorCode.offset_not_available,
+    }
+)
+"""Errors that a new leader lookup and another try can clear (Kafka's consumer retries them)."""
 
 
 class DataLossError(RuntimeError):
@@ -66,86 +87,161 @@ def report_data_loss(message: str, *, fail: bool) -> None:
 
 
 def read_range(offsets: OffsetRange, settings: FetchSettings) -> Iterator[Any]:
-    """Arrow record batches of the records of ``offsets``, in offset order.
-
-    The cyclic garbage collector is off while the range is read: each ``consume()`` makes
-    thousands of ``Message`` objects (which the collector tracks, though they never form
-    cycles), and the collections they trigger took ~40% of a task's time.
-    """
+    """Arrow record batches of the records of ``offsets``, in offset order, each of at most
+    ``settings.fetch_records`` rows."""
     consumer = Consumer(consumer_settings(settings.client))
-    collecting = gc.isenabled()
-    gc.disable()
     try:
         yield from _Fetch(consumer, offsets, settings).batches()
     finally:
-        if collecting:
-            gc.enable()
         consumer.close()
 
 
 class _Fetch:
-    """The state of one range being read: the next offset, and the consumer."""
+    """The state of one range being read: the next offset, the leader's connection."""
 
     def __init__(self, consumer: Any, offsets: OffsetRange, settings: FetchSettings) -> None:
         self.consumer = consumer
         self.range = offsets
         self.settings = settings
         self.position = offsets.start
-        self.builder = RecordBatchBuilder(include_headers=settings.include_headers)
         self.tp = KafkaTopicPartition(offsets.topic, offsets.partition)
+        client = settings.client
+        self.read_committed = client.get("isolation.level") == "read_committed"
+        self.wait_ms = int(client.get("fetch.wait.max.ms", 500))
+        self.partition_bytes = int(client.get("max.partition.fetch.bytes", 1_048_576))
+        self.columns = RecordColumns(
+            offsets.topic, offsets.partition, arrow_schema(include_headers=settings.include_headers)
+        )
 
     def batches(self) -> Iterator[Any]:
         self._skip_lost()
-        if self.position >= self.range.end:
-            return
-        self._assign()
         idle_since = time.monotonic()
-        done = False
-        while not done and self.position < self.range.end:
-            wanted = min(self.settings.fetch_records, self.range.end - self.position)
-            kept, done = self._keep(self.consumer.consume(wanted, _POLL_S))
-            if kept:
-                idle_since = time.monotonic()
-                yield self.builder.build(self.range.topic, self.range.partition, kept)
-            elif time.monotonic() - idle_since > self.settings.poll_timeout_ms / 1000:
-                raise TimeoutError(
-                    f"no records of {self.range.topic}-{self.range.partition} at offset "
-                    f"{self.position} (reading up to {self.range.end}) within "
-                    f"{self.settings.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs)"
-                )
+        connection: BrokerConnection | None = None
+        try:
+            while self.position < self.range.end:
+                if connection is None:
+                    connection = self._connect()
+                    if connection is None:
+                        self._wait(idle_since)
+                        continue
+                    connection.send(self._request(self.position))
+                kept = self._next(connection)
+                if kept is None:
+                    connection.close()
+                    connection = None
+                    if self.position < self.range.end:
+                        self._wait(idle_since)
+                    continue
+                if self.position < self.range.end:
+                    # In flight while these records are decoded: the broker reads the next
+                    # records while this task turns these into columns.
+                    connection.send(self._request(self.position))
+                batch = self.columns.arrow(kept, self.range.end)
+                if batch is not None:
+                    idle_since = time.monotonic()
+                    size = self.settings.fetch_records
+                    for row in range(0, batch.num_rows, size):
+                        yield batch.slice(row, size)
+                elif time.monotonic() - idle_since > self.settings.poll_timeout_ms / 1000:
+                    self._wait(idle_since)
+        finally:
+            if connection is not None:
+                connection.close()
 
-    def _keep(self, messages: list[Any]) -> tuple[list[Any], bool]:
-        """The consumed records inside the range, and whether the range is done.
+    def _next(self, connection: BrokerConnection) -> Kept | None:
+        """The batches of the next answer, the position moved past them; None when the
+        connection failed or the answer was an error to retry after a new leader lookup."""
+        answer = self._answer(connection)
+        if answer is None:
+            return None
+        if answer.error_code == ErrorCode.offset_out_of_range:
+            self._on_gone()
+            return None
+        if answer.error_code != ErrorCode.none:
+            if answer.error_code in _RETRIABLE:
+                return None
+            raise RuntimeError(
+                f"reading {self._name()} at offset {self.position}: {answer.error_code.name}"
+            )
+        aborted = None
+        if self.read_committed:
+            aborted = [(t.producer_id, t.first_offset) for t in answer.aborted_transactions or ()]
+        kept = self.columns.keep(bytes(answer.records or b""), first=self.position, aborted=aborted)
+        stable = answer.last_stable_offset if self.read_committed else answer.high_watermark
+        if kept.next_offset == self.position and self.position >= stable:
+            self.position = self.range.end  # the rest of the range holds no records
+        else:
+            self.position = kept.next_offset
+        return kept
 
-        The common case, records only and all inside the range, is decided by two C-level
-        checks; error events or the range's end among them go record by record.
-        """
-        if (
-            messages
-            and not any(map(Message.error, messages))
-            and messages[-1].offset() < self.range.end
-        ):
-            self.position = messages[-1].offset() + 1
-            return messages, False
-        kept: list[Any] = []
-        for message in messages:
-            error = message.error()
-            if error is not None:
-                if self._on_error(error):
-                    return kept, True
-                if self.position >= self.range.end:
-                    break
-                continue
-            if message.offset() >= self.range.end:
-                return kept, True
-            kept.append(message)
-            self.position = message.offset() + 1
-        return kept, False
-
-    def _assign(self) -> None:
-        self.consumer.assign(
-            [KafkaTopicPartition(self.range.topic, self.range.partition, self.position)]
+    def _request(self, offset: int) -> FetchRequest:
+        return FetchRequest(
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=self.wait_ms)),
+            min_bytes=i32(1),
+            max_bytes=i32(max(self.partition_bytes, 1)),
+            isolation_level=i8(1 if self.read_committed else 0),
+            topics=(
+                FetchTopic(
+                    topic=TopicName(self.range.topic),
+                    partitions=(
+                        FetchPartition(
+                            partition=i32(self.range.partition),
+                            fetch_offset=i64(offset),
+                            partition_max_bytes=i32(self.partition_bytes),
+                        ),
+                    ),
+                ),
+            ),
+            forgotten_topics_data=(),
         )
+
+    def _answer(self, connection: BrokerConnection) -> Any:
+        """The partition's part of the next Fetch answer; None when the connection failed."""
+        try:
+            response = connection.receive()
+        except OSError as exc:
+            log.info("strom source: fetching %s: %s; retrying", self._name(), exc)
+            return None
+        if response.error_code != ErrorCode.none:
+            raise RuntimeError(f"fetching {self._name()}: {response.error_code.name}")
+        for topic in response.responses:
+            for partition in topic.partitions:
+                if partition.partition_index == self.range.partition:
+                    return partition
+        raise RuntimeError(f"the fetch answer has no {self._name()}")
+
+    def _connect(self) -> BrokerConnection | None:
+        """A connection to the partition's leader; None while it has none."""
+        timeout = self.settings.api_timeout_ms / 1000
+        try:
+            metadata = self.consumer.list_topics(self.range.topic, timeout=timeout)
+            partition = metadata.topics[self.range.topic].partitions.get(self.range.partition)
+            broker = None if partition is None else metadata.brokers.get(partition.leader)
+            if broker is None:
+                return None
+            return BrokerConnection(
+                broker.host,
+                broker.port,
+                timeout=timeout + self.wait_ms / 1000,
+                client_id=str(self.settings.client.get("client.id", "strom-spark")),
+                security=librdkafka_security(self.settings.client),
+            )
+        except (KafkaException, OSError) as exc:
+            log.info("strom source: no connection to the leader of %s: %s", self._name(), exc)
+            return None
+
+    def _wait(self, idle_since: float) -> None:
+        """Back off before another try; past ``pollTimeoutMs`` without records, fail."""
+        if time.monotonic() - idle_since > self.settings.poll_timeout_ms / 1000:
+            raise TimeoutError(
+                f"no records of {self._name()} at offset {self.position} (reading up to "
+                f"{self.range.end}) within {self.settings.poll_timeout_ms} ms "
+                "(kafkaConsumer.pollTimeoutMs)"
+            )
+        time.sleep(_RETRY_S)
+
+    def _name(self) -> str:
+        return f"{self.range.topic}-{self.range.partition}"
 
     def _log_start(self) -> int:
         try:
@@ -153,10 +249,7 @@ class _Fetch:
                 self.tp, timeout=self.settings.api_timeout_ms / 1000
             )
         except KafkaException as exc:
-            raise RuntimeError(
-                f"cannot get the offsets of {self.range.topic}-{self.range.partition}: "
-                f"{exc.args[0]}"
-            ) from None
+            raise RuntimeError(f"cannot get the offsets of {self._name()}: {exc.args[0]}") from None
         return int(low)
 
     def _skip_lost(self) -> None:
@@ -170,26 +263,14 @@ class _Fetch:
             )
             self.position = lost_to
 
-    def _on_error(self, error: Any) -> bool:
-        """Handle an error event; True when the range is done."""
-        code = error.code()
-        if code == KafkaError._PARTITION_EOF:
-            return True  # the rest of the range holds no records (markers, compacted away)
-        if code in _GONE:
-            before = self.position
-            self._skip_lost()
-            if self.position == before:
-                # Not below the log start, so past the log end: the partition was truncated
-                # or recreated, and the rest of the range is gone.
-                report_data_loss(
-                    lost_offsets(self.range.topic, self.range.partition, before, self.range.end),
-                    fail=self.settings.fail_on_data_loss,
-                )
-                return True
-            if self.position < self.range.end:
-                self._assign()
-            return False
-        raise RuntimeError(
-            f"reading {self.range.topic}-{self.range.partition} at offset {self.position}: "
-            f"{error.str()}"
-        )
+    def _on_gone(self) -> None:
+        """The fetch offset is out of range: below the log start (lost, skipped to it) or
+        past the log end (the partition was truncated or recreated: the rest is gone)."""
+        before = self.position
+        self._skip_lost()
+        if self.position == before:
+            report_data_loss(
+                lost_offsets(self.range.topic, self.range.partition, before, self.range.end),
+                fail=self.settings.fail_on_data_loss,
+            )
+            self.position = self.range.end
