@@ -62,6 +62,7 @@ class BrokerConnection:
         self._client_id = client_id
         self._sock = socket.create_connection(self.address, timeout=timeout)
         self._next_correlation_id = 1
+        self._buffer = bytearray()
         self._in_flight: deque[tuple[int, RequestPayload, type[Any] | None]] = deque()
         try:
             if security.ssl_context is not None:
@@ -110,12 +111,17 @@ class BrokerConnection:
         """The response body of the oldest request sent and not yet answered."""
         correlation_id, body, response_type = self._in_flight.popleft()
         (size,) = _SIZE.unpack(self._read(_SIZE.size))
-        answered, response = decode_response(
-            self._read(size),
-            api_key=body.__api_key__,
-            api_version=body.__version__,
-            body_type=response_type,
-        )
+        if size > len(self._buffer):
+            self._buffer = bytearray(size)
+        with memoryview(self._buffer) as buffer, buffer[:size] as frame:
+            self._read_into(frame)
+            with frame.toreadonly() as readonly:
+                answered, response = decode_response(
+                    readonly,
+                    api_key=body.__api_key__,
+                    api_version=body.__version__,
+                    body_type=response_type,
+                )
         if answered != correlation_id:
             raise ConnectionLost(
                 f"{self.address[0]}:{self.address[1]} answered correlation id {answered}, "
@@ -124,13 +130,19 @@ class BrokerConnection:
         return response
 
     def _read(self, size: int) -> bytes:
-        data = bytearray()
-        while len(data) < size:
-            chunk = self._sock.recv(size - len(data))
-            if not chunk:
+        data = bytearray(size)
+        self._read_into(memoryview(data))
+        return bytes(data)
+
+    def _read_into(self, view: memoryview) -> None:
+        """Fill ``view`` from the socket (the answers are read into one buffer per connection,
+        kept between answers: a Fetch answer of megabytes is not allocated anew each time)."""
+        received, size = 0, len(view)
+        while received < size:
+            count = self._sock.recv_into(view[received:])
+            if not count:
                 raise ConnectionLost(
                     f"{self.address[0]}:{self.address[1]} closed the connection "
                     "(does the broker support this request version?)"
                 )
-            data += chunk
-        return bytes(data)
+            received += count

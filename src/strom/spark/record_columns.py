@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from kio.serial.readers import read_signed_varint
 
 from strom.common import ErrorCode, KafkaError
 from strom.protocol.batch import (
@@ -50,8 +51,6 @@ __all__ = ["AbortedTransaction", "Kept", "RecordColumns"]
 AbortedTransaction = tuple[int, int]
 """``(producer_id, first_offset)`` of a Fetch answer's aborted transactions."""
 
-_VARINT = 5
-_VARLONG = 10
 _INLINE = 12  # a binary_view element holds up to 12 bytes itself
 
 
@@ -216,48 +215,46 @@ def _bodies(
     for (begin, stop), count in zip(spans, counts, strict=True):
         position = begin
         for _ in range(count):
-            raw = data[position]
-            position += 1
-            if raw & 0x80:
-                raw, position = _varint_tail(data, position, raw)
-            if raw & 1 or raw == 0:
-                raise _corrupt(f"record length {-(raw + 1) >> 1 if raw & 1 else 0}")
+            length = data[position]
+            if length < 0x80:  # one byte: a body under 64 bytes
+                position += 1
+                length = (length >> 1) ^ -(length & 1)
+            elif data[position + 1] < 0x80:  # two bytes: under 8 KiB
+                length = (length & 0x7F) | (data[position + 1] << 7)
+                position += 2
+                length = (length >> 1) ^ -(length & 1)
+            else:
+                length, size = read_signed_varint(data, position)
+                position += size
+            if length <= 0:
+                raise _corrupt(f"record length {length}")
             start(position)
-            position += raw >> 1
+            position += length
             end(position)
         if position != stop:
             raise _corrupt(f"a batch's records end {position - stop} bytes off its length")
     return np.array(starts, np.int64), np.array(ends, np.int64)
 
 
-def _varint_tail(data: bytes, position: int, raw: int) -> tuple[int, int]:
-    """The rest of an unsigned varint whose first byte was ``raw``."""
-    value, shift = raw & 0x7F, 7
-    while True:
-        if position >= len(data) or shift > 28:
-            raise _corrupt("bad record length varint")
-        byte = data[position]
-        position += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, position
-        shift += 7
-
-
 def _varints(
-    buffer: np.ndarray[Any, Any], positions: np.ndarray[Any, Any], width: int
+    buffer: np.ndarray[Any, Any], positions: np.ndarray[Any, Any]
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """The zig-zag varints at ``positions`` (``width``: 5 for varint, 10 for varlong) and
-    their sizes in bytes, all at once."""
-    lanes = np.arange(width)
-    raw = buffer[np.minimum(positions[:, None] + lanes, len(buffer) - 1)]
-    more = raw >= 0x80
-    sizes = np.argmin(more, axis=1) + 1
-    if more.all(axis=1).any():
-        raise _corrupt("a record varint runs past its width")
-    parts = (raw & 0x7F).astype(np.uint64) << (7 * lanes).astype(np.uint64)
-    parts[lanes >= sizes[:, None]] = 0
-    unsigned = np.bitwise_or.reduce(parts, axis=1)
+    """The zig-zag varints (or varlongs) at ``positions`` and their sizes in bytes: one numpy
+    step per byte of the longest, over the varints that have that byte."""
+    last = len(buffer) - 1
+    byte = buffer[np.minimum(positions, last)].astype(np.uint64)
+    unsigned = byte & np.uint64(0x7F)
+    sizes = np.ones(len(positions), np.int64)
+    more = np.flatnonzero(byte & np.uint64(0x80))
+    shift = 7
+    while len(more):
+        if shift > 63:
+            raise _corrupt("a record varint longer than 10 bytes")
+        byte = buffer[np.minimum(positions[more] + sizes[more], last)].astype(np.uint64)
+        unsigned[more] |= (byte & np.uint64(0x7F)) << np.uint64(shift)
+        sizes[more] += 1
+        more = more[(byte & np.uint64(0x80)) != 0]
+        shift += 7
     values = (unsigned >> np.uint64(1)).astype(np.int64) ^ -(unsigned & np.uint64(1)).astype(
         np.int64
     )
@@ -273,13 +270,13 @@ class _Fields:
         self.data = data
         self.buffer = buffer = np.frombuffer(data, np.uint8)
         position = starts + 1  # the attributes byte: no record-level attribute is defined
-        self.timestamp_delta, size = _varints(buffer, position, _VARLONG)
+        self.timestamp_delta, size = _varints(buffer, position)
         position = position + size
-        self.offset_delta, size = _varints(buffer, position, _VARINT)
+        self.offset_delta, size = _varints(buffer, position)
         position = position + size
         self.key_start, self.key_length, position = _bytes_field(buffer, position)
         self.value_start, self.value_length, position = _bytes_field(buffer, position)
-        self.header_count, size = _varints(buffer, position, _VARINT)
+        self.header_count, size = _varints(buffer, position)
         if (self.header_count < 0).any():
             raise _corrupt("negative header count")
         position = position + size
@@ -309,7 +306,7 @@ def _bytes_field(
     buffer: np.ndarray[Any, Any], position: np.ndarray[Any, Any]
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Start and length (-1: null) of a length-prefixed bytes field, and the position after."""
-    length, size = _varints(buffer, position, _VARINT)
+    length, size = _varints(buffer, position)
     if (length < -1).any():
         raise _corrupt("negative field length")
     start = position + size
@@ -389,16 +386,18 @@ def _binary(
     """
     buffer, rows = fields.buffer, len(start)
     sizes = np.maximum(length, 0).astype(np.int32)
-    lanes = np.arange(_INLINE)
-    inline = buffer[np.minimum(start[:, None] + lanes, len(buffer) - 1)]
-    inline[lanes >= sizes[:, None]] = 0
-    views = np.empty((rows, 16), np.uint8)
+    views = np.zeros((rows, 16), np.uint8)
     views[:, 0:4] = sizes.astype("<i4").view(np.uint8).reshape(rows, 4)
-    views[:, 4:16] = inline
-    words = views.view("<i4")
-    out_of_line = sizes > _INLINE
-    words[out_of_line, 2] = 0  # the data buffer's index
-    words[out_of_line, 3] = start[out_of_line]
+    short = np.flatnonzero(sizes <= _INLINE)
+    if len(short):
+        lanes = np.arange(_INLINE)
+        inline = buffer[np.minimum(start[short, None] + lanes, len(buffer) - 1)]
+        inline[lanes >= sizes[short, None]] = 0
+        views[short, 4:16] = inline
+    out_of_line = np.flatnonzero(sizes > _INLINE)
+    if len(out_of_line):  # the first 4 bytes, then the data buffer's index (0) and offset
+        views[out_of_line, 4:8] = buffer[start[out_of_line, None] + np.arange(4)]
+        views.view("<i4")[out_of_line, 3] = start[out_of_line]
     nulls = length < 0
     validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if nulls.any() else None
     array = pa.Array.from_buffers(
