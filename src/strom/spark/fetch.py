@@ -28,7 +28,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from strom.client.blocking import BrokerConnection
-from strom.client.security import librdkafka_security
+from strom.client.security import ClientSecurity, librdkafka_security
 from strom.spark.cluster import consumer_settings
 from strom.spark.offsets import OffsetRange
 from strom.spark.record_columns import Kept, RecordColumns
@@ -90,6 +90,30 @@ def report_data_loss(message: str, *, fail: bool) -> None:
     log.warning("%s; skipping them (failOnDataLoss=false)", message)
 
 
+_UNREAD_SETTINGS = ("ssl.keystore.location", "ssl.key.pem", "ssl.certificate.pem")
+_LOGINS = frozenset({"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"})
+
+
+def fetch_security(client: dict[str, str]) -> ClientSecurity:
+    """TLS and SASL of the tasks' Fetch connections, from the librdkafka settings; settings
+    strom's own client cannot honour fail with one message instead of a failed handshake."""
+    unread = [name for name in _UNREAD_SETTINGS if client.get(name)]
+    if unread:
+        raise ValueError(
+            f"the strom source's readers cannot use kafka.{unread[0]}: give the client "
+            "certificate and key as PEM files (kafka.ssl.certificate.location, "
+            "kafka.ssl.key.location)"
+        )
+    mechanism = str(client.get("sasl.mechanism", "PLAIN")).upper()
+    protocol = str(client.get("security.protocol", "PLAINTEXT")).upper()
+    if protocol.startswith("SASL") and mechanism not in _LOGINS:
+        raise ValueError(
+            f"the strom source's readers cannot log in with SASL {mechanism}: use one of "
+            f"{', '.join(sorted(_LOGINS))}"
+        )
+    return librdkafka_security(client)
+
+
 def read_range(offsets: OffsetRange, settings: FetchSettings) -> Iterator[Any]:
     """Arrow record batches of the records of ``offsets``, in offset order, each of at most
     ``settings.fetch_records`` rows."""
@@ -115,6 +139,7 @@ class _Fetch:
         self.partition_bytes = int(
             client.get("max.partition.fetch.bytes", DEFAULT_PARTITION_FETCH_BYTES)
         )
+        self.security = fetch_security(client)
         self.columns = RecordColumns(
             offsets.topic, offsets.partition, arrow_schema(include_headers=settings.include_headers)
         )
@@ -230,7 +255,7 @@ class _Fetch:
                 broker.port,
                 timeout=timeout + self.wait_ms / 1000,
                 client_id=str(self.settings.client.get("client.id", "strom-spark")),
-                security=librdkafka_security(self.settings.client),
+                security=self.security,
             )
         except (KafkaException, OSError) as exc:
             log.info("strom source: no connection to the leader of %s: %s", self._name(), exc)

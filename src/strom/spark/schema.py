@@ -1,11 +1,10 @@
-"""The source's schema, Spark's Kafka source's exactly, and records turned into Arrow batches.
+"""The source's schema, Spark's Kafka source's exactly, in Spark's and in Arrow's types.
 
 Columns: key binary, value binary, topic string, partition int, offset long, timestamp
-timestamp, timestampType int (0 create time, 1 log append time, as Spark numbers them; -1 when
-the record has none), and headers array<struct<key string, value binary>> with
-``includeHeaders``. A batch of consumed records becomes one ``pyarrow.RecordBatch`` column by
-column, which Spark takes without converting rows one by one.
-"""
+timestamp, timestampType int (0 create time, 1 log append time, as Spark numbers them), and
+headers array<struct<key string, value binary>> with ``includeHeaders``. The readers hand
+Spark ``pyarrow.RecordBatch``es in ``arrow_schema`` (built by ``record_columns``), which Spark
+takes without converting rows one by one."""
 
 from __future__ import annotations
 
