@@ -23,6 +23,7 @@ Record layout (zig-zag varints), as in Kafka's ``DefaultRecord``::
 from __future__ import annotations
 
 import heapq
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -206,34 +207,37 @@ def _is_abort(batch: bytes) -> bool:
 def _bodies(
     data: bytes, spans: Sequence[tuple[int, int]], counts: Sequence[int]
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Where each record's body (after its length prefix) starts and ends: the one walk per
-    record, over the length prefixes only (see the module docstring)."""
-    starts: list[int] = []
-    ends: list[int] = []
-    start, end = starts.append, ends.append
-    position = 0
-    for (begin, stop), count in zip(spans, counts, strict=True):
-        position = begin
-        for _ in range(count):
-            length = data[position]
-            if length < 0x80:  # one byte: a body under 64 bytes
-                position += 1
-                length = (length >> 1) ^ -(length & 1)
-            elif data[position + 1] < 0x80:  # two bytes: under 8 KiB
-                length = (length & 0x7F) | (data[position + 1] << 7)
-                position += 2
-                length = (length >> 1) ^ -(length & 1)
-            else:
-                length, size = read_signed_varint(data, position)
-                position += size
-            if length <= 0:
-                raise _corrupt(f"record length {length}")
-            start(position)
-            position += length
-            end(position)
-        if position != stop:
-            raise _corrupt(f"a batch's records end {position - stop} bytes off its length")
-    return np.array(starts, np.int64), np.array(ends, np.int64)
+    """Where each record's body (after its length prefix) starts and ends.
+
+    The one walk per record (see the module docstring) only notes where each length prefix
+    is and steps over the record; the prefixes are then decoded and checked all at once.
+    """
+    prefixes = array("q")
+    note = prefixes.append
+    try:
+        position = 0
+        for (begin, stop), count in zip(spans, counts, strict=True):
+            position = begin
+            for _ in range(count):
+                note(position)
+                raw = data[position]
+                if raw < 0x80:  # one byte: a body under 64 bytes (zig-zag: twice its length)
+                    position += 1 + (raw >> 1)
+                elif data[position + 1] < 0x80:  # two bytes: under 8 KiB
+                    position += 2 + (((raw & 0x7F) | (data[position + 1] << 7)) >> 1)
+                else:
+                    length, size = read_signed_varint(data, position)
+                    position += size + length
+            if position != stop:
+                raise _corrupt(f"a batch's records end {position - stop} bytes off its length")
+    except IndexError:
+        raise _corrupt("a record runs past its batch") from None
+    positions = np.frombuffer(prefixes, np.int64)
+    lengths, sizes = _varints(np.frombuffer(data, np.uint8), positions)
+    if (lengths <= 0).any():
+        raise _corrupt("a record length that is not positive")
+    starts = positions + sizes
+    return starts, starts + lengths
 
 
 def _varints(
