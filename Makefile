@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,spark,chaos,registry]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,spark,chaos,registry,connect,sql,rest]'
 	touch $(STAMP)
 
 # Debian's kcat is a real client the integration tests drive; iproute2 and nftables make the
@@ -18,6 +18,12 @@ tools:
 	@command -v kcat >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq kcat >/dev/null 2>&1) || \
 	  echo "kcat not installed: its tests will be skipped"; }
+	@command -v jq >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq jq >/dev/null 2>&1) || \
+	  echo "jq not installed: docs/rest.md's examples will fail"; }
+	@command -v chromedriver >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1) || \
+	  echo "chromium not installed: the console's browser tests will be skipped"; }
 	@command -v java >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1) || \
 	  echo "java not installed: the Spark tests will be skipped"; }

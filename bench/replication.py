@@ -8,7 +8,10 @@ every process on the same two cores, so each broker gets a fraction of one).
    (``min.insync.replicas`` 2 for RF 3): as fast as it can (MB/s), then paced at
    ``--rate`` records/s with linger.ms 0 (p50 and p99 from ``produce()`` to the
    acknowledgement, as librdkafka measures it). The reference is RF 1 on the same cluster: the
-   ratio is what replication costs.
+   ratio is what replication costs. ``--rounds`` rounds interleave RF 1 and RF 3 (the load
+   other work puts on the machine moves every figure, and moves both alike within a round);
+   each row is the median over the rounds, its ratio the median of the rounds' ratios, with
+   the load average (``os.getloadavg``) before and after.
 2. Failover: each trial kills -9 the leader of a single-partition RF 3 topic and at once sends
    a record with a producer that was connected to it (acks=all, idempotent); the clock stops
    when that record is acknowledged by the new leader. Then the broker is restarted and the
@@ -16,13 +19,15 @@ every process on the same two cores, so each broker gets a fraction of one).
    the controller moves a dead broker's partitions once its session runs out (Kafka's KRaft
    does the same), so that is the floor of the figure for any KRaft system with these settings.
 
-Run: ``.venv/bin/python -m bench.replication [--trials 20] [--records 100000] [--rate 2000]``
+Run: ``.venv/bin/python -m bench.replication [--trials 20] [--records 100000] [--rate 2000]
+[--rounds 3]``
 (``--trials 0``: the throughput and latency rows only).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Mapping
@@ -64,7 +69,9 @@ def produce(servers: str, topic: str, spec: ProduceSpec, linger_ms: int) -> Prod
     return run_produce(config, ProduceSpec(topic, spec.num_records, 1024, spec.throughput))
 
 
-def throughput_rows(cluster: Cluster, admin: KafkaAdminClient, records: int, rate: int) -> None:
+def throughput_rows(
+    cluster: Cluster, admin: KafkaAdminClient, records: int, rate: int, rounds: int
+) -> None:
     topics = {}
     for replicas in (1, 3):
         name = unique_topic_name(f"rf{replicas}")
@@ -77,20 +84,33 @@ def throughput_rows(cluster: Cluster, admin: KafkaAdminClient, records: int, rat
         )
         topics[replicas] = name
     time.sleep(2)
-    rows: dict[str, dict[int, float]] = {"MB/s": {}, "p50 ms": {}, "p99 ms": {}}
-    for replicas, topic in topics.items():
-        fast = produce(cluster.bootstrap_servers, topic, ProduceSpec(topic, records, 1024), 5)
-        paced = produce(
-            cluster.bootstrap_servers, topic, ProduceSpec(topic, rate * 10, 1024, rate), 0
-        )
-        rows["MB/s"][replicas] = fast.mb_per_s
-        rows["p50 ms"][replicas] = paced.p50_ms
-        rows["p99 ms"][replicas] = paced.p99_ms
-    print(f"1 KB records, acks=all, 3 partitions ({records} as fast as possible; {rate}/s paced)")
-    print(f"{'figure':<28}{'RF 1':>10}{'RF 3':>10}{'RF 3 / RF 1':>14}")
+    load_before = os.getloadavg()[0]
+    rows: dict[str, dict[int, list[float]]] = {
+        name: {1: [], 3: []} for name in ("MB/s", "p50 ms", "p99 ms")
+    }
+    for _ in range(rounds):
+        for replicas, topic in topics.items():
+            fast = produce(cluster.bootstrap_servers, topic, ProduceSpec(topic, records, 1024), 5)
+            rows["MB/s"][replicas].append(fast.mb_per_s)
+        for replicas, topic in topics.items():
+            paced = produce(
+                cluster.bootstrap_servers, topic, ProduceSpec(topic, rate * 10, 1024, rate), 0
+            )
+            rows["p50 ms"][replicas].append(paced.p50_ms)
+            rows["p99 ms"][replicas].append(paced.p99_ms)
+    print(
+        f"1 KB records, acks=all, 3 partitions ({records} as fast as possible; {rate}/s paced), "
+        f"median of {rounds} interleaved rounds, load average {load_before:.2f} before and "
+        f"{os.getloadavg()[0]:.2f} after"
+    )
+    print(f"{'figure':<28}{'RF 1':>10}{'RF 3':>10}{'RF 3 / RF 1':>14}  ratio per round")
     for name, by_rf in rows.items():
         label = "produce " + name if name == "MB/s" else f"latency at {rate}/s, {name}"
-        print(f"{label:<28}{by_rf[1]:>10.2f}{by_rf[3]:>10.2f}{by_rf[3] / by_rf[1]:>14.2f}")
+        ratios = [rf3 / rf1 for rf1, rf3 in zip(by_rf[1], by_rf[3], strict=True)]
+        print(
+            f"{label:<28}{statistics.median(by_rf[1]):>10.2f}{statistics.median(by_rf[3]):>10.2f}"
+            f"{statistics.median(ratios):>14.2f}  {' '.join(f'{r:.2f}' for r in ratios)}"
+        )
 
 
 def failover_trial(cluster: Cluster, admin: KafkaAdminClient, topic: str) -> float:
@@ -130,10 +150,11 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--rate", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved RF 1 / RF 3 rounds")
     args = parser.parse_args()
     with Cluster(brokers=3, controllers=1, config=SETTINGS) as cluster:
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-        throughput_rows(cluster, admin, args.records, args.rate)
+        throughput_rows(cluster, admin, args.records, args.rate, args.rounds)
         topic = unique_topic_name("failover")
         admin.create_topics([NewTopic(topic, 1, 3, topic_configs={"min.insync.replicas": "2"})])
         cluster.wait_for(

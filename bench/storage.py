@@ -5,9 +5,9 @@ in 1 MB fetches, then writes and reads the very same bytes with plain ``os.write
 in the same chunk sizes. Prints MB/s for both and the ratio. Run: ``.venv/bin/python
 bench/storage.py [--megabytes 256] [--runs 3]``.
 
-A fetch ends at its byte limit, possibly inside a batch, as Kafka's does; the next fetch starts
-at that batch again (what a consumer does), so read MB/s counts each byte of the log once and
-the bytes fetched twice are strom's cost. Each figure is the best of ``--runs`` runs (strom and
+A fetch ends after the last whole batch within its byte limit; the next fetch starts at the
+batch after it (what a consumer does), so read MB/s counts each byte of the log once. Each
+figure is the best of ``--runs`` runs (strom and
 raw alternate, each in a fresh directory of the same file system), because a shared machine's
 noise is larger than the differences measured.
 """

@@ -1,5 +1,6 @@
 """The loop of the seeded simulations' command lines (``tests/unit/raft/simulate.py``,
-``tests/unit/server/replica_sim/simulate_replicas.py``): run each seed, print each failure and
+``tests/unit/server/replica/replica_sim/simulate_replicas.py``): run each seed, print each failure
+and
 the progress every hundred seeds, and say how many failed."""
 
 from __future__ import annotations

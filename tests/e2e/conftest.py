@@ -80,3 +80,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     process = start_strom_server(data_dir=base / "data", cwd=base, overrides=SERVER_OVERRIDES)
     yield Server(process)
     process.stop(signal.SIGTERM)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """The run's one headless Chromium (see ``browser.py``)."""
+    from e2e.browser import headless_chromium  # noqa: PLC0415
+
+    yield from headless_chromium()

@@ -1,6 +1,6 @@
-"""The documents, run: every ``$`` example of docs/cli.md, docs/broker.md and docs/cluster.md
-against a ``strom server`` of its own per document, in the order a reader meets them, each
-output checked against the one the document shows.
+"""The documents, run: every ``$`` example of docs/cli.md, docs/broker.md, docs/cluster.md,
+docs/connect.md and docs/rest.md against a ``strom server`` of its own per document, in the
+order a reader meets them, each output checked against the one the document shows.
 
 The examples run in a shell in a scratch directory, ``strom`` pointed at the test's broker (a
 wrapper adds ``--bootstrap-server`` where the example gives none; a document without a client
@@ -37,6 +37,9 @@ GRACE_S = 0.5
 already written: more would come in the same fetch)."""
 _PROCESSED = re.compile(r"^Processed a total of (\d+) messages$")
 SETTLE_S = float(os.environ.get("DOCS_SETTLE_S", "20"))
+SETTLE_S_OF = {"connect.md": float(os.environ.get("DOCS_SPARK_SETTLE_S", "180"))}
+"""Documents whose data goes through Spark queries: a JVM that starts, a first micro-batch
+(minutes on a loaded machine)."""
 NOT_RUN = {
     "cat client.properties": "the reader's own client settings",
     "strom topics list --bootstrap-server broker1:9093 --command-config client.properties": (
@@ -46,6 +49,15 @@ NOT_RUN = {
 FILES = {
     "cli.md": {"lines.txt": "k1:v1\nk2:v2\n"},
     "broker.md": {},
+    "rest.md": {},
+    "connect.md": {
+        "worker.properties": "bootstrap.servers=localhost:9092\ngroup.id=connect-cluster\n"
+        "config.storage.topic=connect-configs\noffset.storage.topic=connect-offsets\n"
+        "status.storage.topic=connect-status\nconfig.storage.replication.factor=1\n"
+        "offset.storage.replication.factor=1\nstatus.storage.replication.factor=1\n"
+        "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
+        "value.converter=org.apache.kafka.connect.storage.StringConverter\nspark.master=local[2]\n"
+    },
     "cluster.md": {
         "node.properties": "process.roles=broker,controller\nnode.id=1\n"
         "listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n"
@@ -70,6 +82,8 @@ _CLIENT_COMMANDS = (
     "log-dirs",
     "transactions",
     "features",
+    "connect",
+    "rest",
 )
 _SHAPES = [
     (re.compile(r"TopicId: [A-Za-z0-9_-]{22}"), "TopicId: <id>"),
@@ -142,8 +156,20 @@ def session(
     for name, text in FILES[document].items():
         (work / name).write_text(text)
     yield document, server, work
+    _stop_left_in(work)  # what a failed example left running in the background
     if server is not None:
         server.stop(signal.SIGTERM)
+
+
+def _stop_left_in(work: Path) -> None:
+    """SIGTERM every process still running in ``work`` (a worker the document starts with
+    ``&`` and stops with its last example, when an example before that failed)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (proc / "cwd").readlink() == work:
+                os.kill(int(proc.name), signal.SIGTERM)
+        except OSError:
+            continue
 
 
 def _run(example: Example, work: Path, address: str | None, expected: list[str]) -> list[str]:
@@ -208,7 +234,7 @@ def test_the_documented_commands_print_what_the_document_shows(
         if example.command in NOT_RUN:
             continue
         expected = [_shape(line) for line in example.output]
-        deadline = time.monotonic() + SETTLE_S
+        deadline = time.monotonic() + SETTLE_S_OF.get(document, SETTLE_S)
         while True:
             actual = _run(example, work, address, expected)
             if matches(expected, actual) or time.monotonic() > deadline:

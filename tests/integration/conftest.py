@@ -63,3 +63,18 @@ def registry(bootstrap: str) -> Iterator[Registry]:
 
     with Registry(bootstrap) as started:
         yield started
+
+
+@pytest.fixture(scope="module")
+def rest_url(bootstrap: str) -> Iterator[str]:
+    """A REST proxy (``strom.rest``) in front of the module's server."""
+    from strom.rest.app import RestProxy  # noqa: PLC0415 - see the imports above
+    from strom.rest.settings import RestSettings  # noqa: PLC0415
+
+    settings = RestSettings.from_properties(
+        {"bootstrap.servers": bootstrap, "listeners": "http://127.0.0.1:0"}
+    )
+    proxy = RestProxy(settings)
+    proxy.start()
+    yield proxy.url
+    proxy.stop()

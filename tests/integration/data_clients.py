@@ -8,12 +8,13 @@ import itertools
 import sys
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
+from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v4.request import FetchPartition as FetchPartitionV4
 from kio.schema.fetch.v4.request import FetchRequest as FetchRequestV4
 from kio.schema.fetch.v4.request import FetchTopic as FetchTopicV4
@@ -33,6 +34,26 @@ _counter = itertools.count()
 
 def unique_topic(prefix: str) -> str:
     return f"{prefix}-{next(_counter)}-{uuid.uuid4().hex[:8]}"
+
+
+COORDINATOR_WAIT: frozenset[ErrorCode] = frozenset(
+    {ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress}
+)
+"""The coordinator errors a client waits out and retries at the same coordinator (not
+NOT_COORDINATOR, which sends it to FindCoordinator)."""
+
+
+def coordinator_request(
+    wire: KafkaWire, body: Any, error_of: Callable[[Any], int], *, seconds: float = 15.0
+) -> Any:
+    """The first answer to ``body`` whose error (``error_of``) is not one of
+    :data:`COORDINATOR_WAIT`, as a client retries; the last one once ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        response = wire.request(body)
+        if error_of(response) not in COORDINATOR_WAIT or time.monotonic() > deadline:
+            return response
+        time.sleep(0.05)
 
 
 def admin(bootstrap: str) -> Any:

@@ -12,13 +12,13 @@ from kio.schema.errors import ErrorCode
 from strom_harness import KafkaWire
 
 from strom.config import ServerConfig
+from strom.server.configs.node_config import HostPort
 from strom.server.meta_properties import (
     MetaPropertiesError,
     ensure_meta_properties,
     random_kafka_uuid,
     validate_kafka_uuid,
 )
-from strom.server.network.listener import HostPort
 from strom.server.node import Node
 
 

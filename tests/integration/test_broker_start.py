@@ -27,9 +27,9 @@ from strom_harness import KafkaWire, StromServer, strom_server_args
 from strom.common import ErrorCode
 from strom.config import ServerConfig
 from strom.metadata import MetadataDelta, MetadataImage
-from strom.server.coordinator_runtime import CoordinatorRuntime
+from strom.server.coordinator.coordinator_runtime import CoordinatorRuntime
 from strom.server.node import Node
-from strom.server.replica_manager import ReplicaManager
+from strom.server.replica.replica_manager import ReplicaManager
 from strom.testing import Cluster
 
 STARTS = int(os.environ.get("STROM_TEST_FRESH_STARTS", "5"))
@@ -150,7 +150,7 @@ def test_a_restarted_broker_acts_only_on_metadata_past_its_registration(
         return apply_metadata(self, delta, image)
 
     def coordinator(
-        self: CoordinatorRuntime, delta: MetadataDelta | None, image: MetadataImage
+        self: CoordinatorRuntime[Any, Any], delta: MetadataDelta | None, image: MetadataImage
     ) -> None:
         seen.append((self.topic, epoch_of(image)))
         on_metadata(self, delta, image)

@@ -6,7 +6,7 @@ answer that produce at once with the partition's error, and go on answering the 
 follow on the same connection (responses are ordered per connection, so one unanswered
 request holds back every later one). librdkafka's test 0107 met this. (A broker that applies
 the deletion and the topic's re-creation in one metadata change, from a snapshot, is the case
-that stalled; tests/unit/server/test_leaving_partitions.py draws it.)
+that stalled; tests/unit/server/replica/test_leaving_partitions.py draws it.)
 """
 
 from __future__ import annotations

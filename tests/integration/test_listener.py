@@ -29,16 +29,18 @@ from kio.static.primitive import i32
 from strom.protocol.api import ApiKey, VersionRange, decode_response, encode_request
 from strom.protocol.api import make_request_header as header_for
 from strom.protocol.framing import frame_prefix
-from strom.server.handlers.api_versions import ApiVersionsHandler
-from strom.server.handlers.registry import (
+from strom.server.api.handler_table import (
     NO_RESPONSE,
-    HandlerRegistry,
     HandlerResult,
+    HandlerTable,
     RequestContext,
 )
+from strom.server.api.response import Response
+from strom.server.configs.node_config import HostPort
+from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.network.connection import ConnectionSettings
-from strom.server.network.listener import HostPort, Listener
-from strom.server.network.response import Response
+from strom.server.network.listener import Listener
+from strom.server.network.writer import INLINE_MAX_BYTES
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
     "uvloop": uvloop.new_event_loop,
@@ -160,7 +162,7 @@ def run(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[...
 
     def run_scenario(scenario: Scenario, *, max_in_flight: int = 64, sendfile: bool = True) -> None:
         async def main() -> None:
-            registry = HandlerRegistry()
+            registry = HandlerTable()
             registry.register(ApiVersionsHandler(registry))
             handler = ScriptedHandler(data_file)
             registry.register(handler)
@@ -290,6 +292,36 @@ def test_file_regions_are_sent_in_place(
     assert bool(calls) == sendfile
 
 
+def test_small_file_regions_go_out_with_the_frame(
+    run: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regions adding up to at most INLINE_MAX_BYTES are read into the frame's own write (one
+    send, one wake-up of the reader); larger ones are sent from the file."""
+    calls: list[int] = []
+    real_sendfile = os.sendfile
+
+    def counting_sendfile(out_fd: int, in_fd: int, offset: int | None, count: int) -> int:
+        calls.append(count)
+        return real_sendfile(out_fd, in_fd, offset, count)
+
+    monkeypatch.setattr(os, "sendfile", counting_sendfile)
+
+    async def scenario(listener: Listener, handler: ScriptedHandler) -> None:
+        data = handler.data_file.read_bytes()
+        client = await Client.connect(listener.bound_address)
+        for size, sent_from_file in ((1024, False), (INLINE_MAX_BYTES, False), (1 << 20, True)):
+            calls.clear()
+            correlation_id = client.send(heartbeat(f"file:{size}"))
+            frame = await client.read_frame(timeout=20)
+            assert struct.unpack_from(">i", frame)[0] == correlation_id
+            assert frame[4:] == data[:size] + b"|"  # the handler's second region is empty
+            assert bool(calls) == sent_from_file
+        assert all(region.closed for region in handler.regions)
+        await client.close()
+
+    run(scenario)
+
+
 def test_region_past_end_of_file_closes_the_connection(run: Callable[..., None]) -> None:
     async def scenario(listener: Listener, handler: ScriptedHandler) -> None:
         client = await Client.connect(listener.bound_address)
@@ -365,7 +397,7 @@ def test_registry_refuses_versions_outside_kafkas_table(tmp_path: Path) -> None:
     class TooNew(ScriptedHandler):
         versions = VersionRange(0, 5)
 
-    registry = HandlerRegistry()
+    registry = HandlerTable()
     with pytest.raises(ValueError, match="outside the v0-v4"):
         registry.register(TooNew(tmp_path))
     registry.register(ScriptedHandler(tmp_path))

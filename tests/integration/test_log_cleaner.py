@@ -10,7 +10,7 @@ from data_clients import admin, consumer, create_topic, unique_topic
 from strom_harness import StartServer, StromServer
 
 from strom.storage.checkpoint import read_offset_checkpoint
-from strom.storage.cleaner import CLEANER_OFFSET_CHECKPOINT
+from strom.storage.cleaner_checkpoint import CLEANER_OFFSET_CHECKPOINT
 
 KEYS = 8
 ROUNDS = 30

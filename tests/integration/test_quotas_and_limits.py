@@ -5,9 +5,9 @@ consumer running flat out are held to within 20% of their byte rates. The quota 
 over 5 windows of a second: a client may first use at once what the windows hold (Kafka's
 sampled rate lets a burst through), and again when that burst's window expires, so rates are
 measured over whole 5-second periods, with requests small against the quota. A producer's is
-measured after its first burst. A consumer's starts with its first record: its fetches over
-the quota are answered empty (as Kafka's), so it gets its records in one burst a period, the
-first one at once.
+measured after its first burst. A consumer's fetches over the quota are answered empty (as
+Kafka's), so it gets its records in one burst a period, the first one at once: its rate is
+the records of whole periods, from its first burst to its third, over their length.
 """
 
 from __future__ import annotations
@@ -36,9 +36,13 @@ PRODUCE_QUOTA = 200 * 1024
 CONSUME_QUOTA = 400 * 1024
 MEASURED = (3.0, 13.0)
 """Seconds from the start of a producer's run over which its rate is measured."""
-CONSUMED = 10.0
-"""Seconds from a consumer's first record over which its rate is measured: two periods of the
-5 windows, each beginning with a burst (the first one included)."""
+BURST_PERIOD = 5.0
+"""The quota's 5 windows of a second: a throttled consumer gets one burst per period."""
+BURST_GAP = 1.0
+"""A pause in a consumer's records longer than this begins a new burst."""
+PERIODS = 2
+"""Whole periods a consumer's rate is measured over, from its first burst to its third: the
+records of whole periods over their length, whatever delay the first record had."""
 VALUE = b"x" * 10_000
 SMALL = 65536
 """Requests and answers of at most this size, so that the rate is even over a few seconds."""
@@ -133,7 +137,7 @@ def test_a_consumer_is_held_to_its_byte_rate(broker: Broker) -> None:
     batch = records_batch([VALUE] * 6)
     host, port = broker.bootstrap_servers.rsplit(":", 1)
     with KafkaWire(host, int(port)) as wire:  # what the consumer will read at most, and more
-        for _ in range(int(CONSUME_QUOTA * 1.5 * CONSUMED / len(batch))):
+        for _ in range(int(CONSUME_QUOTA * 1.5 * (PERIODS + 1) * BURST_PERIOD / len(batch))):
             answer = wire.request(produce_v3({(topic, 0): batch}))
             assert answer.responses[0].partition_responses[0].error_code == 0
     configs(broker, "alter", "--entity-type", "users", "--entity-default",
@@ -145,19 +149,30 @@ def test_a_consumer_is_held_to_its_byte_rate(broker: Broker) -> None:
          "max.partition.fetch.bytes": len(batch)}
     )  # fmt: skip
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-    received: list[tuple[float, int]] = []
+    bursts: list[float] = []  # when each burst began
+    consumed = 0  # bytes received before the last burst began
+    pending = 0  # bytes of the burst under way
+    last = 0.0
     try:
-        while not received or time.monotonic() - received[0][0] < CONSUMED:
+        deadline = time.monotonic() + 4 * BURST_PERIOD
+        while len(bursts) <= PERIODS and time.monotonic() < deadline:
             message = consumer.poll(0.2)
-            if message is not None and message.error() is None:
-                received.append((time.monotonic(), len(message.value() or b"")))
+            if message is None or message.error() is not None:
+                continue
+            now = time.monotonic()
+            if not bursts or now - last > BURST_GAP:
+                bursts.append(now)
+                consumed += pending
+                pending = 0
+            pending += len(message.value() or b"")
+            last = now
     finally:
         consumer.close()
         configs(broker, "alter", "--entity-type", "users", "--entity-default",
                 "--delete-config", "consumer_byte_rate")  # fmt: skip
-    first = received[0][0]
-    consumed = sum(size for at, size in received if at - first < CONSUMED) / CONSUMED
-    assert consumed == pytest.approx(CONSUME_QUOTA, rel=0.2)
+    assert len(bursts) > PERIODS, f"bursts began at {bursts}"
+    rate = consumed / (bursts[-1] - bursts[0])
+    assert rate == pytest.approx(CONSUME_QUOTA, rel=0.2)
 
 
 @dataclass

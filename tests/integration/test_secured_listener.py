@@ -26,13 +26,15 @@ from strom.security.principal import KafkaPrincipal
 from strom.security.principal_mapping import PrincipalMapper
 from strom.security.sasl import PlainServer
 from strom.security.sasl_authenticator import SaslAuthenticator
+from strom.server.api.handler_table import HandlerResult, HandlerTable, RequestContext
+from strom.server.api.response import Response
+from strom.server.auth.listener_security import ListenerSecurity
+from strom.server.configs.node_config import HostPort
 from strom.server.handlers.api_versions import ApiVersionsHandler
-from strom.server.handlers.registry import HandlerRegistry, HandlerResult, RequestContext
-from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
-from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
 from strom.server.network.connection import ConnectionSettings
-from strom.server.network.listener import HostPort, Listener, ListenerSecurity
-from strom.server.network.response import Response
+from strom.server.network.listener import Listener
+from strom.server.network.sasl_authenticate import SaslAuthenticateHandler
+from strom.server.network.sasl_handshake import SaslHandshakeHandler
 from strom.testing.certificates import CertificateAuthority
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
@@ -93,7 +95,7 @@ def serve(
     data: Path,
     client: Callable[[HostPort, Recorder], Awaitable[None]],
 ) -> Recorder:
-    registry = HandlerRegistry()
+    registry = HandlerTable()
     recorder = Recorder(data)
     for handler in (
         ApiVersionsHandler(registry),

@@ -46,12 +46,14 @@ from kio.schema.create_topics.v7.request import (
     CreateTopicsRequest,
 )
 from kio.schema.create_topics.v7.response import CreatableTopicResult, CreateTopicsResponse
+from kio.schema.errors import ErrorCode
+from kio.schema.offset_fetch.v7.request import OffsetFetchRequest, OffsetFetchRequestTopic
 from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
-from kio.schema.types import TopicName
+from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 from secured_clients import client_config, kafka_python_config, kcat, requires_kcat, strom_as, wire
-from strom_harness import strom_command
+from strom_harness import KafkaWire, strom_command
 
 from strom.testing import Broker, unique_topic_name
 from strom.testing.security import Security
@@ -455,12 +457,18 @@ def test_configs_need_describe_configs_and_alter_configs(broker: Broker) -> None
     assert raised.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
 
 
+def logged_in(broker: Broker, user: str) -> KafkaWire:
+    """A raw connection to ``broker`` authenticated as ``user`` (SASL PLAIN)."""
+    connection = wire(broker)
+    assert connection.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+    login = SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{USERS[user]}".encode())
+    assert connection.request(login).error_code == 0
+    return connection
+
+
 def created_as(broker: Broker, user: str, topic: str) -> CreatableTopicResult:
     """The CreateTopics v7 answer to ``user`` creating ``topic`` (2 partitions)."""
-    with wire(broker) as connection:
-        assert connection.request(SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
-        login = SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{USERS[user]}".encode())
-        assert connection.request(login).error_code == 0
+    with logged_in(broker, user) as connection:
         creatable = CreatableTopic(
             name=TopicName(topic),
             num_partitions=i32(2),
@@ -504,6 +512,23 @@ def test_acls_outlive_a_restart(tmp_path: Path) -> None:
     with Broker(security=security, process=True, config=config, data_dir=data_dir) as second:
         everything = acl_filter(None, resource_type=ResourceType.ANY)
         assert admin(second).describe_acls(everything).result(10) == [binding]
+
+
+def test_an_offset_fetch_of_a_group_it_may_not_describe_creates_nothing(tmp_path: Path) -> None:
+    """The group ACL is checked before the offsets topic is created: a principal with no
+    rights must not make a fresh broker create ``__consumer_offsets``."""
+    security = Security(protocol="SASL_PLAINTEXT", users=USERS)
+    config = {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:admin"}
+    with Broker(security=security, process=True, config=config, data_dir=tmp_path) as fresh:
+        request = OffsetFetchRequest(
+            group_id=GroupId("secret"),
+            topics=(OffsetFetchRequestTopic(name=TopicName("t"), partition_indexes=(i32(0),)),),
+            require_stable=False,
+        )
+        with logged_in(fresh, "bob") as connection:
+            answer = connection.request(request)
+        assert answer.error_code == ErrorCode.group_authorization_failed
+        assert "__consumer_offsets" not in admin(fresh).list_topics(timeout=10).topics
 
 
 def test_transactions_need_write_on_the_transactional_id(broker: Broker) -> None:

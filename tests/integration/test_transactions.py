@@ -16,7 +16,14 @@ from typing import Any, Final
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
-from data_clients import consumer, create_topic, produce_v3, records_batch, unique_topic
+from data_clients import (
+    consumer,
+    coordinator_request,
+    create_topic,
+    produce_v3,
+    records_batch,
+    unique_topic,
+)
 from kafka import KafkaProducer
 from kio.schema.add_partitions_to_txn.v1 import request as add_v1
 from kio.schema.add_partitions_to_txn.v3 import request as add_v3
@@ -230,7 +237,9 @@ def test_abort_after_messages_timed_out_in_flight_bumps_the_epoch_and_goes_on() 
 def test_a_replaced_instance_cannot_pass_its_old_epoch_off_as_a_retry(server: StromServer) -> None:
     txn = unique_topic("replaced")
     with server.connect() as wire:
-        first = _init(wire, txn)
+        # The file's first request when run alone: the coordinator may still be loading.
+        first = coordinator_request(wire, _init_request(txn), lambda r: r.error_code)
+        assert (first.error_code, first.producer_epoch) == (ErrorCode.none, 0)
         pid = int(first.producer_id)
         assert _init(wire, txn).producer_epoch == 1  # a new instance
         # The replaced instance's KIP-360 bump (as librdkafka sends after timed-out messages).
@@ -299,17 +308,21 @@ def test_a_transaction_open_across_a_kill_9_is_aborted_after_the_restart(
 # --- over the wire --------------------------------------------------------------------------
 
 
+def _init_request(
+    transactional_id: str, timeout_ms: int = 60_000, pid: int = -1, epoch: int = -1
+) -> InitProducerIdRequest:
+    return InitProducerIdRequest(
+        transactional_id=TransactionalId(transactional_id),
+        transaction_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+        producer_id=ProducerId(pid),
+        producer_epoch=i16(epoch),
+    )
+
+
 def _init(
     wire: KafkaWire, transactional_id: str, timeout_ms: int = 60_000, pid: int = -1, epoch: int = -1
 ) -> Any:
-    return wire.request(
-        InitProducerIdRequest(
-            transactional_id=TransactionalId(transactional_id),
-            transaction_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
-            producer_id=ProducerId(pid),
-            producer_epoch=i16(epoch),
-        )
-    )
+    return wire.request(_init_request(transactional_id, timeout_ms, pid, epoch))
 
 
 def _add_v3(wire: KafkaWire, txn: str, pid: int, epoch: int, topic: str) -> Any:

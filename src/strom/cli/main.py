@@ -35,6 +35,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "chaos": (".chaos:chaos", "Fault scenarios on a local cluster, checked for lost data."),
     "registry": (".registry:registry", "Run a Confluent-compatible schema registry."),
     "schemas": (".schemas:schemas", "List, read, register and delete registry schemas."),
+    "connect": (".connect:connect", "Run a Kafka Connect worker whose connectors run on Spark."),
+    "connectors": (".connectors:connectors", "Create, list and manage Kafka Connect connectors."),
+    "rest": (".rest:rest", "Run a REST proxy (Confluent REST Proxy's v3 API)."),
+    "console": (".console:console", "Run the web console."),
     "get-offsets": (".get_offsets:get_offsets", "Print each partition's offset at a time."),
     "delete-records": (".delete_records:delete_records", "Delete records below offsets."),
     "log-dirs": (".log_dirs:log_dirs", "Describe the brokers' log directories."),
@@ -55,14 +59,24 @@ EXTRAS: dict[str, str] = {
 }
 """Top-level module -> the extra of pyproject.toml that installs it."""
 
+COMMAND_EXTRAS: dict[str, str] = {
+    "connect": "connect",
+    "connectors": "connect",
+    "rest": "rest",
+    "console": "rest",
+}
+"""Subcommand -> the one extra that installs all it needs, where its modules are in several."""
 
-def missing_extra(error: ModuleNotFoundError, what: str) -> click.ClickException | None:
-    """The one-line error for a module of an extra that is not installed, else None."""
+
+def missing_extra(error: ImportError, command: str) -> click.ClickException | None:
+    """The one-line error for a module of an extra that is not installed (``error.name``),
+    else None."""
     extra = EXTRAS.get((error.name or "").partition(".")[0])
     if extra is None:
         return None
+    extra = COMMAND_EXTRAS.get(command, extra)
     return click.ClickException(
-        f"{what} needs the {extra!r} extra ({error.name} is not installed): "
+        f"strom {command} needs the {extra!r} extra ({error.name} is not installed): "
         f"pip install 'strom[{extra}]'"
     )
 
@@ -81,7 +95,7 @@ class LazyGroup(click.Group):
         try:
             command = getattr(importlib.import_module(module, "strom.cli"), attribute)
         except ModuleNotFoundError as error:
-            raise missing_extra(error, f"strom {cmd_name}") or error from None
+            raise missing_extra(error, cmd_name) or error from None
         assert isinstance(command, click.Command)
         return command
 
@@ -89,6 +103,7 @@ class LazyGroup(click.Group):
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
+        ctx.meta["strom.command"] = name
         if name in SUBCOMMANDS or name.startswith("-"):
             return super().resolve_command(ctx, args)
         close = difflib.get_close_matches(name, SUBCOMMANDS, n=1)
@@ -99,8 +114,8 @@ class LazyGroup(click.Group):
         """Run the subcommand; a module it imports late from a missing extra is one line."""
         try:
             return super().invoke(ctx)
-        except ModuleNotFoundError as error:
-            raise missing_extra(error, "this command") or error from None
+        except ImportError as error:
+            raise missing_extra(error, ctx.meta.get("strom.command", "")) or error from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Each command with its short help from ``SUBCOMMANDS`` (nothing is imported)."""

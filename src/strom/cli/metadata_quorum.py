@@ -173,12 +173,12 @@ def add_controller(
     from strom.cli.client_common import CliError  # noqa: PLC0415
     from strom.cli.settings import build_config  # noqa: PLC0415
     from strom.config import ConfigError  # noqa: PLC0415
+    from strom.server.configs.node_config import NodeConfig  # noqa: PLC0415
     from strom.server.meta_properties import (  # noqa: PLC0415
         MetaPropertiesError,
         load_formatted,
     )
-    from strom.server.node_config import NodeConfig  # noqa: PLC0415
-    from strom.server.quorum_voters import directory_uuid  # noqa: PLC0415
+    from strom.server.raft.quorum_voters import directory_uuid  # noqa: PLC0415
 
     try:
         config = build_config(
@@ -236,7 +236,7 @@ def remove_controller(
     from kio.schema.remove_raft_voter.v0.request import RemoveRaftVoterRequest  # noqa: PLC0415
     from kio.static.primitive import i32  # noqa: PLC0415
 
-    from strom.server.quorum_voters import directory_uuid  # noqa: PLC0415
+    from strom.server.raft.quorum_voters import directory_uuid  # noqa: PLC0415
 
     try:
         directory = directory_uuid(controller_directory_id)

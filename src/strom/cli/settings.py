@@ -9,7 +9,7 @@ from pathlib import Path
 
 from strom.config import ConfigError, ServerConfig, load_properties, unknown_settings
 from strom.security.jaas import LOGIN_CONFIG, login_config_from_jvm_options
-from strom.server.network.listener import HostPort
+from strom.server.configs.node_config import HostPort
 
 __all__ = ["REGISTRY_PREFIX", "build_config", "registry_section"]
 

@@ -143,8 +143,8 @@ def format_(
         scram_records,
         write_bootstrap_checkpoint,
     )
-    from strom.server.node_config import NodeConfig  # noqa: PLC0415
-    from strom.server.quorum_voters import (  # noqa: PLC0415
+    from strom.server.configs.node_config import NodeConfig  # noqa: PLC0415
+    from strom.server.raft.quorum_voters import (  # noqa: PLC0415
         initial_voters,
         kafka_uuid,
         standalone_voters,

@@ -5,7 +5,7 @@ For the partitions a plan moves: ``leader.replication.throttled.replicas`` names
 replicas (any of them may be the leader the new replicas copy from) and
 ``follower.replication.throttled.replicas`` the replicas being added; every broker involved
 gets ``leader.replication.throttled.rate`` and ``follower.replication.throttled.rate``. Only
-replicas out of the ISR are slowed (:mod:`strom.server.replication_quota`).
+replicas out of the ISR are slowed (:mod:`strom.server.replica.replication_quota`).
 """
 
 from __future__ import annotations

@@ -219,12 +219,14 @@ def describe(
     if not wanted:
         return
     # Strom's own client (kio): imported on use, so the other commands start faster.
-    from strom.cli.quorum_client import connect  # noqa: PLC0415
+    from strom.cli.quorum_client import connect, describe_cluster  # noqa: PLC0415
     from strom.cli.topic_partitions import describe_topic_partitions  # noqa: PLC0415
 
     with connect(str(config.settings["bootstrap.servers"])) as connection:
         descriptions = describe_topic_partitions(connection, wanted)
-    live = {broker.id for broker in metadata.brokers.values()}
+        # Live brokers as Kafka's kafka-topics sees them (DescribeCluster): Metadata lists a
+        # broker fenced moments ago a few seconds more (docs/cluster.md).
+        live = {node.node_id for node in describe_cluster(connection).nodes if not node.fenced}
     console = output_console()
     if report is not None:
         console.print(_report_table(admin, descriptions, report, live))

@@ -7,7 +7,8 @@ request is written at once, and one reader task matches the responses to the req
 too). A request that is not answered within its timeout, a closed connection or a response that
 does not match fails every request in flight on that connection with :class:`RequestFailed` and
 drops the connection, as Kafka's ``NetworkClient`` does; the next request reconnects, after
-``reconnect_backoff`` once a connection attempt has failed.
+``reconnect_backoff`` once a connection attempt has failed. ``on_dropped`` hears of every
+connection lost that way, or closed by the peer between requests.
 
 :class:`NodeClients` holds a connection per node id, with addresses looked up when connecting, so
 an address learnt later (from metadata or the quorum) is used at the next reconnect.
@@ -26,6 +27,7 @@ import struct
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from kio.static.protocol import RequestPayload
@@ -77,8 +79,11 @@ class NodeConnection:
         request_timeout: float = 30.0,
         reconnect_backoff: float = 0.05,
         security: ClientSecurity = PLAINTEXT,
+        on_dropped: Callable[[], None] | None = None,
     ) -> None:
+        """``on_dropped``: called when an open connection is lost (not on :meth:`close`)."""
         self.host = host
+        self._on_dropped = on_dropped
         self._security = security
         self._session_ends = float("inf")
         self.port = port
@@ -258,6 +263,8 @@ class NodeConnection:
         self._reader_task = None
         if current is not None:
             current.close()
+            if self._on_dropped is not None and not self._closed:
+                self._on_dropped()
         pending, self._pending = self._pending, deque()
         for item in pending:
             if not item.future.done():
@@ -282,6 +289,16 @@ class NodeClients:
         self._request_timeout = request_timeout
         self._connections: dict[int, NodeConnection] = {}
         self._closed = False
+        self._dropped: list[Callable[[int], None]] = []
+
+    def when_dropped(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(node_id)`` whenever an open connection to a node is lost: a request
+        timed out, or the node closed it (also between requests)."""
+        self._dropped.append(callback)
+
+    def _connection_dropped(self, node_id: int) -> None:
+        for callback in self._dropped:
+            callback(node_id)
 
     def connection(self, node_id: int) -> NodeConnection:
         """The connection to ``node_id`` (re-made when the node's address changed)."""
@@ -300,6 +317,7 @@ class NodeClients:
             client_id=self._client_id,
             request_timeout=self._request_timeout,
             security=self._security,
+            on_dropped=partial(self._connection_dropped, node_id),
         )
         self._connections[node_id] = connection
         return connection

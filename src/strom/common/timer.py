@@ -12,7 +12,7 @@ from typing import Protocol
 
 from strom.common.clock import ManualClock
 
-__all__ = ["LoopTimer", "ManualTimer", "Timer", "TimerHandle"]
+__all__ = ["LoopTimer", "ManualTimer", "Timer", "TimerHandle", "Wakeup", "sleep"]
 
 
 class TimerHandle(Protocol):
@@ -32,6 +32,43 @@ class LoopTimer:
 
     def call_later(self, delay_ms: int, callback: Callable[[], object]) -> TimerHandle:
         return asyncio.get_running_loop().call_later(delay_ms / 1000, callback)
+
+
+async def sleep(timer: Timer, delay_ms: int) -> None:
+    """``asyncio.sleep`` on ``timer``'s time."""
+    await Wakeup(timer).wait(delay_ms)
+
+
+class Wakeup:
+    """What a background loop sleeps on: :meth:`wait` returns when :meth:`wake` is called or
+    its timeout passes on the timer, whichever comes first (an ``asyncio.Event`` waited with a
+    timeout, on a Timer's time)."""
+
+    def __init__(self, timer: Timer) -> None:
+        self._timer = timer
+        self._waiter: asyncio.Future[bool] | None = None
+
+    def wake(self) -> None:
+        """End the wait in progress, if any (True)."""
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(True)
+
+    async def wait(self, timeout_ms: int | None) -> bool:
+        """Until :meth:`wake` (True) or ``timeout_ms`` (False; None: no limit)."""
+        waiter: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiter = waiter
+
+        def expire() -> None:
+            if not waiter.done():
+                waiter.set_result(False)
+
+        handle = None if timeout_ms is None else self._timer.call_later(timeout_ms, expire)
+        try:
+            return await waiter
+        finally:
+            self._waiter = None
+            if handle is not None:
+                handle.cancel()
 
 
 class _ManualHandle:

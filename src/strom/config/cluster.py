@@ -72,9 +72,11 @@ CLUSTER_SETTINGS: Final = (
     Setting(
         "broker.heartbeat.connection.close.grace.ms",
         INT,
-        1000,
-        "strom: a broker whose heartbeat connection closed and that sends no heartbeat this long "
-        "is fenced without waiting for broker.session.timeout.ms (-1: never).",
+        100,
+        "strom: when a broker's heartbeat connection closes, the controller tries its listeners; "
+        "a broker whose listeners all refuse connections (a dead process) and that sends no "
+        "heartbeat this long after the close is fenced without waiting for "
+        "broker.session.timeout.ms (-1: never).",
         at_least(-1),
         read_only=True,
     ),

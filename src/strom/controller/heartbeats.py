@@ -12,11 +12,15 @@ registration of another incarnation until the broker has heartbeated to this con
 restarted after a crash registers at once instead of waiting out the session of its dead self.
 
 Fast fencing (strom's own, ``broker.heartbeat.connection.close.grace.ms``): the connection a
-broker last heartbeated on closing is an input (:meth:`connection_closed`). A process that dies
-has its connections closed by its kernel at once, so a session whose heartbeat connection
-closed and that heard no heartbeat within the grace runs out then, not a whole session timeout
-after its last heartbeat. A network partition or a stopped process closes nothing and still
-waits for the session timeout; a heartbeat on any connection ends the grace.
+broker last heartbeated on closing is an input (:meth:`connection_closed`), and so is what the
+shell learns when it then tries the broker's listeners (:meth:`listeners_refused`,
+:meth:`listeners_answered`). A process that dies has its connections closed and its listening
+sockets shut by its kernel at once, so a broker whose heartbeat connection closed and whose
+listeners all refuse connections is dead: its session runs out the grace after the close (or at
+the refusal, if later), not a whole session timeout after its last heartbeat. A live broker, even
+one too slow to heartbeat again within the grace (or stopped), has a kernel that accepts on its
+listeners, and keeps the normal session; so does a broker behind a network partition, which
+closes nothing and answers nothing. A heartbeat on any connection ends the grace.
 """
 
 from __future__ import annotations
@@ -40,12 +44,16 @@ class _Session:
     """The connection of the last heartbeat (None: not known, or not a network one)."""
     closed_ms: int | None = None
     """When that connection closed (None: it has not, or a heartbeat came since)."""
+    refused_ms: int | None = None
+    """When the broker's listeners were found refusing connections after that close (None:
+    not found, or a heartbeat or an accepted connection came since)."""
 
 
 class BrokerSessions:
     def __init__(self, *, session_timeout_ms: int, close_grace_ms: int | None = None) -> None:
-        """``close_grace_ms``: how long after its heartbeat connection closed a silent broker's
-        session runs out (None: only the session timeout counts)."""
+        """``close_grace_ms``: how long after its heartbeat connection closed a silent broker
+        whose listeners refuse connections has its session run out (None: only the session
+        timeout counts)."""
         self.session_timeout_ms = session_timeout_ms
         self.close_grace_ms = close_grace_ms
         self._sessions: dict[int, _Session] = {}
@@ -88,12 +96,13 @@ class BrokerSessions:
         session.heard = True
         session.connection = connection
         session.closed_ms = None
+        session.refused_ms = None
         session.metadata_offset = max(session.metadata_offset, metadata_offset)
         return session.metadata_offset >= session.registration_offset
 
     def connection_closed(self, connection: str, now_ms: int) -> list[int]:
-        """``connection`` closed: the brokers whose last heartbeat came on it, whose sessions
-        now run out ``close_grace_ms`` after ``now_ms`` unless they heartbeat again."""
+        """``connection`` closed: the brokers whose last heartbeat came on it, whose listeners
+        the caller should now try (:meth:`listeners_refused`, :meth:`listeners_answered`)."""
         if self.close_grace_ms is None:
             return []
         closed = []
@@ -108,10 +117,30 @@ class BrokerSessions:
         session = self._sessions.get(broker_id)
         return session is not None and session.closed_ms is not None
 
+    def listeners_refused(self, broker_id: int, now_ms: int) -> None:
+        """Every listener of the broker refused a connection at ``now_ms``, after its heartbeat
+        connection closed: its process is gone, and its session runs out at the end of the
+        grace (at once if the grace is over)."""
+        session = self._sessions.get(broker_id)
+        if session is not None and session.closed_ms is not None:
+            session.refused_ms = now_ms
+
+    def listeners_answered(self, broker_id: int) -> None:
+        """A listener of the broker accepted a connection: its process is alive (a refusal seen
+        before is forgotten), and only the session timeout counts."""
+        session = self._sessions.get(broker_id)
+        if session is not None:
+            session.refused_ms = None
+
     def _deadline(self, session: _Session) -> int:
         deadline = session.last_contact_ms + self.session_timeout_ms
-        if session.closed_ms is not None and self.close_grace_ms is not None:
-            return min(deadline, session.closed_ms + self.close_grace_ms)
+        if (
+            session.closed_ms is not None
+            and session.refused_ms is not None
+            and self.close_grace_ms is not None
+        ):
+            fast = max(session.closed_ms + self.close_grace_ms, session.refused_ms)
+            return min(deadline, fast)
         return deadline
 
     def expired(self, now_ms: int, image: MetadataImage) -> list[tuple[int, int]]:

@@ -23,7 +23,12 @@ __all__ = [
 
 LENGTH_PREFIX_SIZE: Final = 4
 LARGE_FRAME: Final = 64 * 1024
-"""Frames from this size on are collected as chunks and joined once (``FrameDecoder``)."""
+"""Frames from this size on are received straight into a buffer of their size
+(``FrameDecoder``)."""
+_SCRATCH_SIZE: Final = LARGE_FRAME
+"""What one receive outside a large frame takes: room for many small frames, and little of a
+large frame's start (which is copied twice, through the buffer, before the rest goes straight
+into the frame)."""
 BytesLike: TypeAlias = bytes | bytearray | memoryview
 _SIZE = struct.Struct(">i")
 
@@ -57,9 +62,14 @@ class FrameDecoder:
     raised ``InvalidFrameSizeError`` the stream cannot be resynchronised: every later ``feed``
     raises the same error.
 
-    Small frames are cut out of one buffer. The rest of a frame of ``LARGE_FRAME`` bytes or more
-    (a produce request's batches) is kept as the chunks it arrives in and joined once, so each
-    of its bytes is copied once here rather than into the buffer and then out of it.
+    Small frames are cut out of one buffer. A frame of ``LARGE_FRAME`` bytes or more (a produce
+    request's batches) gets a ``bytearray`` of its size once its prefix is read, and is handed
+    out as a read-only view of it.
+
+    Bytes come in either way: ``feed`` takes a chunk the caller received (and copies it), or
+    ``get_buffer`` and ``buffer_updated`` let the caller receive into the decoder's memory
+    (``asyncio.BufferedProtocol``): the rest of a large frame straight into its ``bytearray``,
+    so no chunk of it is allocated and copied again.
     """
 
     def __init__(self, *, max_frame_size: int) -> None:
@@ -67,11 +77,11 @@ class FrameDecoder:
             raise ValueError(f"max_frame_size must not be negative, got {max_frame_size}")
         self._max_frame_size = max_frame_size
         self._buffer = bytearray()
-        self._parts: list[BytesLike] = []
-        """The received part of a large frame's payload (its size prefix is consumed)."""
-        self._missing = 0
-        """Bytes the large frame in ``_parts`` still lacks; 0 when none is being collected."""
-        self._collected = 0
+        self._frame: bytearray | None = None
+        """The large frame being received (its size prefix is consumed), if any."""
+        self._filled = 0
+        """Bytes of ``_frame`` received so far."""
+        self._scratch = memoryview(bytearray(_SCRATCH_SIZE))
         self._error: InvalidFrameSizeError | None = None
 
     @property
@@ -89,44 +99,59 @@ class FrameDecoder:
     @property
     def buffered(self) -> int:
         """Bytes received that do not yet make a complete frame."""
-        if self._missing:
-            return LENGTH_PREFIX_SIZE + self._collected
+        if self._frame is not None:
+            return LENGTH_PREFIX_SIZE + self._filled
         return len(self._buffer)
 
     @property
     def at_frame_boundary(self) -> bool:
         """True when no partial frame is buffered (an EOF now would truncate nothing)."""
-        return not self._buffer and not self._missing
+        return not self._buffer and self._frame is None
 
-    def feed(self, data: BytesLike) -> list[bytes]:
+    def feed(self, data: BytesLike) -> list[BytesLike]:
+        """The frames completed by ``data`` (bytes, or read-only views of large frames)."""
         if self._error is not None:
             raise self._error
-        if self._missing:
-            return self._collect(data)
-        return self._split(data)
-
-    def _collect(self, data: BytesLike) -> list[bytes]:
-        """Add ``data`` to the large frame being collected; the frames it completes."""
-        missing = self._missing
-        if len(data) < missing:
-            # The caller may reuse a mutable buffer: keep only immutable chunks.
-            self._parts.append(data if isinstance(data, bytes) else bytes(data))
-            self._missing -= len(data)
-            self._collected += len(data)
-            return []
+        if self._frame is None:
+            return self._split(data)
         with memoryview(data) as view:
-            self._parts.append(view[:missing])
-            frames = [b"".join(self._parts)]
-            self._parts = []
-            self._missing = self._collected = 0
-            if len(view) > missing:
-                frames += self._split(view[missing:])
+            taken = min(len(view), len(self._frame) - self._filled)
+            self._frame[self._filled : self._filled + taken] = view[:taken]
+            frames = self._fill(taken)
+            if taken < len(view):
+                frames += self._split(view[taken:])
         return frames
 
-    def _split(self, data: BytesLike) -> list[bytes]:
+    def get_buffer(self) -> memoryview:
+        """Where the next bytes received should go: the rest of the large frame being
+        received, or else a scratch buffer. Then call :meth:`buffer_updated`."""
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled :]
+        return self._scratch
+
+    def buffer_updated(self, size: int) -> list[BytesLike]:
+        """The frames completed by the ``size`` bytes just received into :meth:`get_buffer`."""
+        if self._error is not None:
+            raise self._error
+        if self._frame is not None:
+            return self._fill(size)
+        return self._split(self._scratch[:size])
+
+    def _fill(self, size: int) -> list[BytesLike]:
+        """``size`` more bytes of the large frame are in; the frame when it is complete."""
+        assert self._frame is not None
+        self._filled += size
+        if self._filled < len(self._frame):
+            return []
+        frame = memoryview(self._frame).toreadonly()
+        self._frame = None
+        self._filled = 0
+        return [frame]
+
+    def _split(self, data: BytesLike) -> list[BytesLike]:
         buffer = self._buffer
         buffer += data
-        frames: list[bytes] = []
+        frames: list[BytesLike] = []
         position = 0
         available = len(buffer)
         while available - position >= LENGTH_PREFIX_SIZE:
@@ -139,10 +164,10 @@ class FrameDecoder:
             end = start + size
             if end > available:
                 if size >= LARGE_FRAME:
+                    self._frame = bytearray(size)
                     with memoryview(buffer) as view:
-                        self._parts = [bytes(view[start:])]
-                    self._collected = available - start
-                    self._missing = end - available
+                        self._frame[: available - start] = view[start:]
+                    self._filled = available - start
                     position = available
                 break
             with memoryview(buffer) as view:  # one copy, straight into the frame's bytes

@@ -1,7 +1,8 @@
 """How the core talks to other nodes without doing I/O: it hands requests to a ``Channel`` and
 is handed what arrives (``RaftClient.handle_request`` / ``handle_response``).
 
-The shell (``strom.server.raft_manager``) sends over TCP; the simulation delivers in memory, with
+The shell (``strom.server.raft.raft_manager``) sends over TCP; the simulation delivers in memory,
+with
 the drops, delays and partitions it chooses. Either way a response is matched to its request by
 the channel and given back with it; a request that fails (no connection, no answer in time, a
 partition) comes back with ``body=None``.

@@ -115,7 +115,7 @@ class QuorumStateStore(Protocol):
 
     def write(self, state: ElectionState, voters: frozenset[int]) -> None:
         """Store durably before the node's next request or answer leaves: the file store
-        fsyncs before returning; the server's (``strom.server.raft_disk``) fsyncs on a worker
+        fsyncs before returning; the server's (``strom.server.raft.raft_disk``) fsyncs on a worker
         thread and its shell holds the messages until then."""
         ...
 

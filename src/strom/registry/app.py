@@ -14,18 +14,18 @@ from typing import Any
 import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from strom.registry.commands import SchemaRequest, Writes
 from strom.registry.errors import RegistryError
-from strom.registry.http import AuthAndLimits, BasicAuth, raw_response, registry_response
+from strom.registry.http import CONTENT_TYPE, raw_response, registry_response, request_log
 from strom.registry.protobuf_schema import ProtobufSchema
 from strom.registry.schema_types import SchemaType
 from strom.registry.service import RegistryService
 from strom.registry.state import RegistryState, StoredSchema
+from strom.web import http as web
 
 __all__ = ["create_app"]
 
@@ -365,28 +365,20 @@ class _Api:
 
 
 def create_app(
-    service: RegistryService, *, auth: BasicAuth | None = None, max_body_bytes: int = 16 << 20
+    service: RegistryService, *, auth: web.BasicAuth | None = None, max_body_bytes: int = 16 << 20
 ) -> Starlette:
-    """The ASGI app of one registry instance."""
-    api = _Api(service)
-    return Starlette(
-        routes=api.routes(),
-        middleware=[Middleware(AuthAndLimits, auth=auth, max_body_bytes=max_body_bytes)],
-        exception_handlers={
-            RegistryError: _registry_error,
-            HTTPException: _http_error,
-        },
+    """The ASGI app of one registry instance (``/health`` answers without authentication)."""
+    return web.create_app(
+        _Api(service).routes(),
+        errors={RegistryError: _registry_error},
+        auth=auth,
+        max_body_bytes=max_body_bytes,
+        media_type=CONTENT_TYPE,
+        log=request_log,
+        open_paths=frozenset({"/health"}),
     )
 
 
 async def _registry_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, RegistryError)
     return registry_response(error.body, status=error.status)
-
-
-async def _http_error(request: Request, error: Exception) -> Response:
-    assert isinstance(error, HTTPException)
-    return registry_response(
-        {"error_code": error.status_code, "message": f"HTTP {error.status_code} {error.detail}"},
-        status=error.status_code,
-    )

@@ -111,6 +111,11 @@ class RegistryCodec:
         schema_id: int = answer["id"]
         return schema_id
 
+    def subject_version(self, subject: str, version: int | str = "latest") -> tuple[int, int]:
+        """The schema id and version number of ``subject``'s ``version``."""
+        body = self._request("GET", f"/subjects/{subject}/versions/{version}")
+        return int(body["id"]), int(body["version"])
+
     def latest(self, subject: str) -> RegistrySchema:
         """The latest version of a subject (a reader schema)."""
         body = self._request("GET", f"/subjects/{subject}/versions/latest")

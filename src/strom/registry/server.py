@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
-
 from strom.registry.app import create_app
 from strom.registry.compatibility import CompatibilityLevel
 from strom.registry.election import GroupElection
-from strom.registry.http import BasicAuth
-from strom.registry.security import SecurityError, jaas_users, listener_ssl_context
 from strom.registry.service import RegistryService
 from strom.security.jaas import LOGIN_CONFIG, login_config_from_jvm_options
+from strom.web.http import BasicAuth
+from strom.web.security import SecurityError, jaas_users, listener_ssl_context
+from strom.web.server import HttpServer, Listener
 
 __all__ = ["RegistryServer", "RegistrySettings"]
 
@@ -52,8 +49,7 @@ class RegistrySettings:
         """Settings from Confluent's ``schema-registry.properties`` names (docs/registry.md);
         the JAAS file may also come as ``-Djava.security.auth.login.config=`` in
         ``$SCHEMA_REGISTRY_OPTS``, as Confluent's start script passes it."""
-        listener = values.get("listeners", "http://localhost:8081").split(",")[0]
-        scheme, _, address = listener.rpartition("://")
+        listener = Listener.parse(values.get("listeners", "http://localhost:8081"))
         method = values.get("authentication.method", "NONE").upper()
         if method not in ("NONE", "BASIC"):
             raise SecurityError(f"authentication.method={method} is not supported (NONE, BASIC)")
@@ -65,7 +61,7 @@ class RegistrySettings:
         roles = values.get("authentication.roles", "*")
         return cls(
             bootstrap_servers=values["kafkastore.bootstrap.servers"].replace("PLAINTEXT://", ""),
-            listener=address,
+            listener=f"{listener.host}:{listener.port}",
             topic=values.get("kafkastore.topic", "_schemas"),
             group_id=values.get("schema.registry.group.id", "schema-registry"),
             compatibility=CompatibilityLevel(
@@ -77,7 +73,7 @@ class RegistrySettings:
             == "true",
             advertised_url=values.get("advertised.url"),
             tls={k: v for k, v in values.items() if k.startswith("ssl.")}
-            if scheme.lower() == "https"
+            if listener.scheme == "https"
             else None,
             jaas_config=jaas if method == "BASIC" else None,
             realm=values.get("authentication.realm", "SchemaRegistry"),
@@ -99,11 +95,7 @@ class RegistryServer:
         )
         context = listener_ssl_context(settings.tls) if settings.tls is not None else None
         host, _, port = settings.listener.rpartition(":")
-        self._socket = socket.create_server((host or "0.0.0.0", int(port)), reuse_port=False)
-        bound_port = self._socket.getsockname()[1]
         scheme = "https" if settings.tls is not None else "http"
-        shown_host = "localhost" if host in ("", "0.0.0.0") else host
-        self.url = settings.advertised_url or f"{scheme}://{shown_host}:{bound_port}"
         self.service = RegistryService(
             bootstrap_servers=settings.bootstrap_servers,
             topic=settings.topic,
@@ -112,6 +104,14 @@ class RegistryServer:
             client_config=dict(settings.client_config),
             timeout=settings.timeout,
         )
+        self._app = create_app(self.service, auth=auth, max_body_bytes=settings.max_body_bytes)
+        self._http = HttpServer(
+            Listener(scheme, host, int(port)),
+            ssl_context=context,
+            advertised_url=settings.advertised_url,
+            name="registry-http",
+        )
+        self.url = self._http.url
         self.election = GroupElection(
             bootstrap_servers=settings.bootstrap_servers,
             topic=settings.topic,
@@ -119,24 +119,12 @@ class RegistryServer:
             url=self.url,
             client_config=dict(settings.client_config),
         )
-        app = create_app(self.service, auth=auth, max_body_bytes=settings.max_body_bytes)
-        self._uvicorn = uvicorn.Server(
-            uvicorn.Config(
-                app,
-                log_level="warning",
-                access_log=False,
-                ssl_context_factory=(lambda _config, _default: context) if context else None,
-                timeout_graceful_shutdown=2,
-            )
-        )
-        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         """Replay ``_schemas``, join the election and listen, in a thread of its own."""
         self.service.start(self.election)
         self.election.start()
-        self._thread = threading.Thread(target=self._serve, name="registry-http", daemon=True)
-        self._thread.start()
+        self._http.start(self._app)
         self.election.primary_url()  # returns once some instance is primary
 
     def serve_forever(self) -> None:
@@ -145,16 +133,10 @@ class RegistryServer:
         self.election.start()
         log.info("ready: schema registry listening on %s", self.url)
         try:
-            self._serve()
+            self._http.serve(self._app)
         finally:
             self.service.stop()
 
-    def _serve(self) -> None:
-        self._uvicorn.run(sockets=[self._socket])
-
     def stop(self) -> None:
-        self._uvicorn.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._http.stop()
         self.service.stop()
-        self._socket.close()

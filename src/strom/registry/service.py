@@ -99,5 +99,5 @@ class RegistryService:
             with self.lock:
                 result, records = command(Writes(self.state))
             if records:
-                self.store.write(records)
+                self.store.write_records(records)
             return result

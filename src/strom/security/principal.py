@@ -7,7 +7,6 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
-from cryptography import x509
 from kio.schema.default_principal_data.v0.data import DefaultPrincipalData
 from kio.serial import entity_reader, entity_writer
 
@@ -45,6 +44,8 @@ ANONYMOUS: Final = KafkaPrincipal.user("ANONYMOUS")
 def subject_name(der_certificate: bytes) -> str:
     """The certificate's subject as an RFC 2253 string (``CN=alice,O=acme``), as Java's
     ``X500Principal.getName()`` writes it: the most specific name first."""
+    from cryptography import x509  # noqa: PLC0415 - TLS client certificates only
+
     certificate = x509.load_der_x509_certificate(der_certificate)
     return certificate.subject.rfc4514_string()
 

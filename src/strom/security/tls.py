@@ -23,9 +23,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.serialization import pkcs12
-
 from strom.config.setting import ConfigError, Value
 
 __all__ = ["TlsConfigError", "client_context", "server_context"]
@@ -194,6 +191,9 @@ def _load_keystore(context: ssl.SSLContext, setting: Lookup) -> None:
 
 
 def _pkcs12_as_pem(setting: Lookup, location: str) -> bytes:
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - PKCS12 only
+    from cryptography.hazmat.primitives.serialization import pkcs12  # noqa: PLC0415
+
     data = _read("ssl.keystore.location", location)
     password = _password(setting, "ssl.keystore.password")
     try:
@@ -228,6 +228,9 @@ def _load_truststore(context: ssl.SSLContext, setting: Lookup, purpose: ssl.Purp
 
 
 def _pkcs12_certificates(setting: Lookup, location: str) -> str:
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - PKCS12 only
+    from cryptography.hazmat.primitives.serialization import pkcs12  # noqa: PLC0415
+
     data = _read("ssl.truststore.location", location)
     try:
         store = pkcs12.load_pkcs12(data, _password(setting, "ssl.truststore.password"))

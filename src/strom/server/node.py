@@ -29,6 +29,7 @@ import os
 import random
 import time
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Final
 
@@ -52,61 +53,39 @@ from strom.raft import RaftClient, RaftConfig
 from strom.raft.voters import VoterSet
 from strom.security.acls import AclOperation
 from strom.security.scram import ScramCredential, ScramMechanism
-from strom.server.authorizer import Authorizer, authorizer_settings
+from strom.server.api.handler_table import Handler, HandlerTable, RequestContext
+from strom.server.api.metadata_view import MetadataWaiter
+from strom.server.auth.authorizer import Authorizer, authorizer_settings
+from strom.server.auth.listener_security import client_security, listener_security
 from strom.server.bootstrap_metadata import (
     read_bootstrap_metadata_version,
     read_bootstrap_scram,
 )
-from strom.server.broker import Broker, BrokerParts, BrokerStartError
-from strom.server.cleaner_service import CleanerService
-from strom.server.client_quotas import ClientQuotas
-from strom.server.config_entries import ConfigDescriber
-from strom.server.controller_channel import ControllerChannel
-from strom.server.controller_server import ControllerServer
-from strom.server.handlers import alter_client_quotas, alter_user_scram_credentials
-from strom.server.handlers.acls import CreateAclsHandler, DeleteAclsHandler, DescribeAclsHandler
-from strom.server.handlers.allocate_producer_ids import AllocateProducerIdsHandler
-from strom.server.handlers.alter_client_quotas import AlterClientQuotasHandler
-from strom.server.handlers.alter_configs import AlterConfigsHandler
-from strom.server.handlers.alter_partition import AlterPartitionHandler
-from strom.server.handlers.alter_user_scram_credentials import (
-    AlterUserScramCredentialsHandler,
-)
+from strom.server.broker.broker import Broker, BrokerParts, BrokerStartError
+from strom.server.broker.cleaner_service import CleanerService
+from strom.server.channel.controller_channel import ControllerChannel
+from strom.server.configs.config_entries import ConfigDescriber
+from strom.server.configs.log_configs import TopicConfigResolver
+from strom.server.configs.node_config import HostPort, NodeConfig
+from strom.server.controller.controller_server import ControllerServer
+from strom.server.controller.handlers.controller_table import ADMIN_APIS, controller_handlers
 from strom.server.handlers.api_versions import ApiVersionsHandler
-from strom.server.handlers.broker_heartbeat import BrokerHeartbeatHandler
-from strom.server.handlers.broker_registration import BrokerRegistrationHandler
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress
-from strom.server.handlers.create_partitions import CreatePartitionsHandler
-from strom.server.handlers.create_topics import CreateTopicsHandler
-from strom.server.handlers.delete_topics import DeleteTopicsHandler
-from strom.server.handlers.describe_cluster import CONTROLLERS_ENDPOINT, DescribeClusterHandler
-from strom.server.handlers.elect_leaders import ElectLeadersHandler
-from strom.server.handlers.envelope import EnvelopeHandler
-from strom.server.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
-from strom.server.handlers.partition_reassignments import (
-    AlterPartitionReassignmentsHandler,
-    ListPartitionReassignmentsHandler,
-)
-from strom.server.handlers.registry import Handler, HandlerRegistry, RequestContext
-from strom.server.handlers.sasl_authenticate import SaslAuthenticateHandler
-from strom.server.handlers.sasl_handshake import SaslHandshakeHandler
-from strom.server.handlers.update_features import UpdateFeaturesHandler
-from strom.server.listener_security import client_security, listener_security
-from strom.server.log_configs import TopicConfigResolver
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
-from strom.server.metadata_view import MetadataWaiter
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.connection_quotas import connection_limits
 from strom.server.network.faults import Faults
 from strom.server.network.faults_file import faults_from_environment
-from strom.server.network.listener import HostPort, Listener
+from strom.server.network.listener import Listener
 from strom.server.network.request_time import CONTROLLER_EXEMPT
-from strom.server.node_config import NodeConfig
-from strom.server.quorum_voters import QuorumAddresses, directory_uuid
-from strom.server.raft_disk import BackgroundQuorumStateStore, DiskWriter
-from strom.server.raft_log import METADATA_LOG_CONFIG, METADATA_PARTITION, FileRaftLog
-from strom.server.raft_manager import (
+from strom.server.network.sasl_authenticate import SaslAuthenticateHandler
+from strom.server.network.sasl_handshake import SaslHandshakeHandler
+from strom.server.quotas.client_quotas import ClientQuotas
+from strom.server.raft.quorum_voters import QuorumAddresses, directory_uuid
+from strom.server.raft.raft_disk import BackgroundQuorumStateStore, DiskWriter
+from strom.server.raft.raft_log import METADATA_LOG_CONFIG, METADATA_PARTITION, FileRaftLog
+from strom.server.raft.raft_manager import (
     RAFT_API_OPERATIONS,
     RAFT_APIS,
     RaftApiHandler,
@@ -348,7 +327,7 @@ class Node:
     async def _bind(self) -> None:
         """Every listener takes its address first: a port in use stops the start at once."""
         if self.node.is_controller:
-            self.controller_registry = HandlerRegistry(reference=KAFKA_CONTROLLER_VERSIONS)
+            self.controller_registry = HandlerTable(reference=KAFKA_CONTROLLER_VERSIONS)
             self.controller_registry.authorizer = self.authorizer
             self.metadata.install_publisher(
                 lambda _delta, image: self.controller_quotas.on_image(image.client_quotas)
@@ -459,49 +438,13 @@ class Node:
         registry.register(ApiVersionsHandler(registry))
         registry.register(SaslHandshakeHandler())
         registry.register(SaslAuthenticateHandler())
-        describer = ConfigDescriber(TopicConfigResolver(self.config, node_id=self.node_id))
-        mutations = self.controller_quotas.controller_mutation
         handlers: list[Handler] = [
-            CreateTopicsHandler(controller, describer, quotas=mutations),
-            DeleteTopicsHandler(controller, quotas=mutations),
-            CreatePartitionsHandler(controller, quotas=mutations),
-            ClusterAuthorized(ElectLeadersHandler(controller), AclOperation.ALTER),
-            ClusterAuthorized(UpdateFeaturesHandler(controller), AclOperation.ALTER),
-            ClusterAuthorized(AlterPartitionReassignmentsHandler(controller), AclOperation.ALTER),
-            ClusterAuthorized(ListPartitionReassignmentsHandler(controller), AclOperation.DESCRIBE),
-            AlterConfigsHandler(controller),
-            ClusterAuthorized(AlterPartitionHandler(controller), AclOperation.CLUSTER_ACTION),
-            IncrementalAlterConfigsHandler(controller),
-            EnvelopeHandler(
-                registry,
+            *controller_handlers(
                 controller,
+                registry=registry,
+                cluster_id=self.cluster_id,
                 request_quota=self.controller_quotas.request,
                 request_exempt=CONTROLLER_EXEMPT,
-            ),
-            ClusterAuthorized(
-                BrokerRegistrationHandler(controller, cluster_id=self.cluster_id),
-                AclOperation.CLUSTER_ACTION,
-            ),
-            ClusterAuthorized(BrokerHeartbeatHandler(controller), AclOperation.CLUSTER_ACTION),
-            ClusterAuthorized(AllocateProducerIdsHandler(controller), AclOperation.CLUSTER_ACTION),
-            ClusterAuthorized(
-                AlterUserScramCredentialsHandler(controller),
-                AclOperation.ALTER,
-                refuse=alter_user_scram_credentials.error_response,
-            ),
-            ClusterAuthorized(
-                AlterClientQuotasHandler(controller),
-                AclOperation.ALTER_CONFIGS,
-                refuse=alter_client_quotas.error_response,
-            ),
-            CreateAclsHandler(controller),
-            DeleteAclsHandler(controller),
-            DescribeAclsHandler(lambda: self.metadata.image),
-            DescribeClusterHandler(
-                cluster_id=self.cluster_id,
-                controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,
-                nodes=lambda _listener, _fenced: self._controller_addresses(),
-                endpoint_type=CONTROLLERS_ENDPOINT,
             ),
             *(
                 ClusterAuthorized(
@@ -511,11 +454,37 @@ class Node:
                 for api_key in RAFT_APIS
             ),
         ]
+        registry.register_lazy(
+            (*ADMIN_APIS, ApiKey.DESCRIBE_CLUSTER), partial(self._admin_handlers, controller)
+        )
         for handler in handlers:
             registry.register(handler)
         self.raft.attach_controller(controller)
         if self._controller_listener is not None:
             await self._controller_listener.start()
+
+    def _admin_handlers(self, controller: ControllerServer) -> list[Handler]:
+        """The controller's admin APIs and DescribeCluster (built on the first request to one
+        of them, so their modules and kio schemas load then, not at start)."""
+        from strom.server.controller.handlers.admin_table import (  # noqa: PLC0415 - first use
+            admin_handlers,
+        )
+        from strom.server.handlers import describe_cluster  # noqa: PLC0415 - first use
+
+        return [
+            *admin_handlers(
+                controller,
+                describer=ConfigDescriber(TopicConfigResolver(self.config, node_id=self.node_id)),
+                mutations=self.controller_quotas.controller_mutation,
+                image=lambda: self.metadata.image,
+            ),
+            describe_cluster.DescribeClusterHandler(
+                cluster_id=self.cluster_id,
+                controller_id=lambda: self.raft.client.leader_and_epoch.leader_id or -1,
+                nodes=lambda _listener, _fenced: self._controller_addresses(),
+                endpoint_type=describe_cluster.CONTROLLERS_ENDPOINT,
+            ),
+        ]
 
     def _controller_addresses(self) -> list[BrokerAddress]:
         """The voters as other nodes reach them (``controller.quorum.voters``, or the latest

@@ -18,11 +18,13 @@ _MISSING = [m for m in ("pyspark", "pyarrow", "fastavro") if importlib.util.find
 if _MISSING:
     raise ImportError(
         f"strom.spark needs {', '.join(_MISSING)}, which this environment lacks: "
-        "pip install 'strom[spark]'"
+        "pip install 'strom[spark]'",
+        name=_MISSING[0],
     )
 
+from strom.spark.avro import from_avro, to_avro  # noqa: E402
 from strom.spark.foreach_batch import write_stream  # noqa: E402
-from strom.spark.formats import decode_value, encode_value, from_avro, to_avro  # noqa: E402
+from strom.spark.formats import decode_value, encode_value  # noqa: E402
 from strom.spark.session import register, session  # noqa: E402
 from strom.spark.source import StromDataSource  # noqa: E402
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from strom.client.java_tls import TLS_STORE_SETTINGS, tls_settings
 from strom.common import TopicPartition
 from strom.spark.offsets import (
     EARLIEST,
@@ -25,7 +26,6 @@ from strom.spark.offsets import (
     parse_partitions_json,
     parse_timestamps_json,
 )
-from strom.spark.tls_options import TLS_STORE_SETTINGS, tls_settings
 
 __all__ = [
     "OptionError",

@@ -19,7 +19,7 @@ from pyspark.sql.types import BinaryType, StringType, StructType
 
 from strom.registry.codec import RegistryCodec
 from strom.registry.schema_types import SchemaType
-from strom.spark.formats import as_plain_data, avro_type
+from strom.spark.avro import as_plain_data, avro_type
 
 __all__ = ["decode_registry_value", "encode_registry_value"]
 

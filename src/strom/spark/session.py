@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from strom.spark.source import StromDataSource
 
-__all__ = ["WorkerPythonError", "register", "session", "worker_python_problem"]
+__all__ = ["WorkerPythonError", "activate", "register", "session", "worker_python_problem"]
 
 LOCAL_CONF = {
     "spark.ui.enabled": "false",
@@ -90,3 +90,15 @@ def session(
     if log_level is not None:
         spark.sparkContext.setLogLevel(log_level)
     return register(spark)
+
+
+def activate(spark: SparkSession) -> SparkSession:
+    """Make ``spark`` the active session of the calling thread; returns it.
+
+    The JVM keeps the active session per thread, and a streaming query started from a thread
+    without one cannot find the Python data sources registered in the session (``strom``
+    included): a service that starts queries from its own threads calls this first.
+    """
+    assert spark._jvm is not None
+    SparkSession._get_j_spark_session_class(spark._jvm).setActiveSession(spark._jsparkSession)
+    return spark

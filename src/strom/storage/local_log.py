@@ -241,7 +241,7 @@ class LocalLog:
         pieces, _ = self.plan_read(
             offset, max_bytes=max_bytes, max_offset=max_offset, min_one_message=min_one_message
         )
-        return b"".join(piece.segment.read(piece.position, piece.whole_length) for piece in pieces)
+        return b"".join(piece.segment.read(piece.position, piece.length) for piece in pieces)
 
     # --- timestamps ------------------------------------------------------------------------
 

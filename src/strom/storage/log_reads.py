@@ -16,13 +16,11 @@ __all__ = ["ReadPiece", "first_offset_by_timestamp", "offset_of_max_timestamp", 
 
 @dataclass(frozen=True, slots=True)
 class ReadPiece:
-    """The bytes of one segment a read returns."""
+    """The bytes of one segment a read returns: whole batches only."""
 
     segment: LogSegment
     position: int
     length: int
-    whole_length: int
-    """The bytes of the whole batches the piece starts with (all but a partial last batch)."""
 
 
 def plan_read(
@@ -38,7 +36,11 @@ def plan_read(
     """Kafka's ``LogSegment.read``: find where the batch holding ``offset`` starts, then take
     bytes up to ``max_bytes`` or the position of offset ``limit``, whichever is first; continue
     into the next segments while the limit allows their first batch. Returns the pieces and
-    the offset after the last whole batch (``offset`` when there is none)."""
+    the offset after the last whole batch (``offset`` when there is none).
+
+    Unlike Kafka's, a piece ends after its last whole batch rather than inside the next one:
+    clients drop a partial trailing batch, so its bytes (with large batches, a tenth or more
+    of an answer) would only cost the broker and the client a copy each."""
     pieces: list[ReadPiece] = []
     next_offset = offset
     if offset >= limit:
@@ -61,7 +63,7 @@ def plan_read(
             whole = segment.last_batch_end(start, end)
             assert whole is not None  # the first batch fits: checked above
             whole_end, next_offset = whole
-            pieces.append(ReadPiece(segment, start, end - start, whole_end - start))
+            pieces.append(ReadPiece(segment, start, whole_end - start))
             remaining -= end - start
             if end < segment.size or remaining <= 0:
                 break

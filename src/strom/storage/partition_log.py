@@ -537,8 +537,9 @@ class PartitionLog:
         """The log from the batch holding ``offset``, as :class:`FileRegion` objects (Fetch).
 
         Kafka's semantics: the regions start at the batch holding ``offset`` (or the first
-        batch after it, past a compaction gap) and hold at most ``max_bytes``, so the last
-        batch may be cut short (clients drop a partial trailing batch). With
+        batch after it, past a compaction gap) and hold at most ``max_bytes``; they end after
+        the last whole batch that fits (Kafka's may end inside the next one, which clients
+        drop). With
         ``min_one_message`` a first batch larger than ``max_bytes`` comes whole (KIP-74);
         without it the result is then empty. The offset ``isolation`` gives (log end, high
         watermark or last stable offset) is never passed: only bytes of batches entirely
@@ -570,10 +571,7 @@ class PartitionLog:
         isolation: FetchIsolation = FetchIsolation.LOG_END,
         min_one_message: bool = True,
     ) -> bytes:
-        """The whole batches of what :meth:`read` would return, copied into memory.
-
-        Unlike :meth:`read`, never a partial batch: the bytes end after the last whole one.
-        """
+        """The bytes :meth:`read` would return, copied into memory."""
         max_offset = self._max_offset(offset, isolation)
         return self._local.read_bytes(
             offset, max_bytes=max_bytes, max_offset=max_offset, min_one_message=min_one_message
@@ -620,6 +618,11 @@ class PartitionLog:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         local = self._local
         if offset >= local.log_end_offset:
+            # Nothing to cut, but an epoch this replica began as leader and never appended to
+            # starts at the log end: kept, it would be the follower's last fetched epoch, which
+            # the new leader never had, and every fetch would diverge again (Kafka's
+            # truncateTo trims the epoch cache here too).
+            self._epochs.truncate_from_end(local.log_end_offset)
             return
         if offset < local.first_base_offset:
             self.truncate_fully_and_start_at(offset)

@@ -39,7 +39,7 @@ from strom.client.blocking import BrokerConnection
 from strom.client.security import PLAINTEXT
 from strom.raft.voters import Endpoint, VoterNode, VoterSet
 from strom.server.meta_properties import format_data_dir, random_kafka_uuid
-from strom.server.quorum_voters import directory_uuid, write_bootstrap_voters
+from strom.server.raft.quorum_voters import directory_uuid, write_bootstrap_voters
 from strom.testing.broker import TEST_DEFAULTS, _ClientConfigs
 from strom.testing.netns import NamespaceNetwork
 from strom.testing.network import NetworkNemesis

@@ -13,7 +13,7 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from strom.client.security import ClientSecurity
 from strom.controller import DEFAULT_METADATA_VERSION
@@ -23,7 +23,9 @@ from strom.server.bootstrap_metadata import (
     scram_records,
     write_bootstrap_checkpoint,
 )
-from strom.testing.certificates import CertificateAuthority, IssuedCertificate
+
+if TYPE_CHECKING:
+    from strom.testing.certificates import IssuedCertificate
 
 __all__ = ["Security", "SecurityFiles"]
 
@@ -61,6 +63,8 @@ class SecurityFiles:
     """The certificates of one secured broker, written under ``directory``."""
 
     def __init__(self, security: Security, directory: Path, host: str) -> None:
+        from strom.testing.certificates import CertificateAuthority  # noqa: PLC0415 - secured only
+
         self.security = security
         directory.mkdir(parents=True, exist_ok=True)
         self.ca = CertificateAuthority()

@@ -119,3 +119,21 @@ def test_a_missing_registry_extra_is_one_line(tmp_path: Path, args: list[str]) -
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().count("\n") == 0, result.stderr
     assert "pip install 'strom[registry]'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "blocked"),
+    [
+        (["connect", "--bootstrap-server", "127.0.0.1:1"], ("pyspark", "pyarrow")),
+        (["connectors", "list"], REGISTRY_MODULES),
+    ],
+)
+def test_a_missing_connect_extra_is_one_line(
+    tmp_path: Path, args: list[str], blocked: tuple[str, ...]
+) -> None:
+    """The Connect commands name their own extra, though their modules are in others' too."""
+    result = run_strom(args, tmp_path, blocked=blocked)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert "pip install 'strom[connect]'" in result.stderr

@@ -22,7 +22,7 @@ from strom.server.meta_properties import (
     read_meta_properties,
     validate_kafka_uuid,
 )
-from strom.server.quorum_voters import directory_uuid
+from strom.server.raft.quorum_voters import directory_uuid
 
 from .conftest import Invoke, error_lines
 

@@ -13,8 +13,8 @@ from strom.security.oauthbearer import OAuthBearerServer, UnsecuredValidator
 from strom.security.sasl import PlainServer
 from strom.security.sasl_authenticator import SaslAuthenticator
 from strom.security.scram import ScramMechanism, ScramServer, credential_from_password
-from strom.server.handlers.sasl_authenticate import authenticate_response
-from strom.server.handlers.sasl_handshake import handshake_response
+from strom.server.network.sasl_authenticate import authenticate_response
+from strom.server.network.sasl_handshake import handshake_response
 
 SHA512 = ScramMechanism.SCRAM_SHA_512
 ALICE = credential_from_password(SHA512, "alice-secret")

@@ -97,7 +97,7 @@ def test_sessions_expire_and_heartbeats_renew_them() -> None:
     assert sessions.expired(200, h.image) == [(1, epoch)]
 
 
-def test_a_closed_heartbeat_connection_ends_the_session_after_the_grace() -> None:
+def test_a_closed_heartbeat_connection_and_refusing_listeners_end_the_session() -> None:
     h = Harness()
     epoch = h.add_broker(1)
     offset = h.image.highest_offset
@@ -108,11 +108,52 @@ def test_a_closed_heartbeat_connection_ends_the_session_after_the_grace() -> Non
     assert sessions.next_expiry_ms(h.image) == 9100
     assert sessions.connection_closed("a", 500) == [1]
     assert sessions.connection_lost(1)
+    assert sessions.next_expiry_ms(h.image) == 9100  # no proof of death yet
+    sessions.listeners_refused(1, 600)
     assert sessions.next_expiry_ms(h.image) == 1500
     assert sessions.is_alive(1, 1499)
     assert sessions.expired(1499, h.image) == []
     assert sessions.expired(1500, h.image) == [(1, epoch)]
     assert not sessions.is_alive(1, 1500)
+
+
+def test_a_refusal_after_the_grace_ends_the_session_at_once() -> None:
+    h = Harness()
+    epoch = h.add_broker(1)
+    offset = h.image.highest_offset
+    sessions = BrokerSessions(session_timeout_ms=9000, close_grace_ms=1000)
+    sessions.registered(1, epoch=epoch, registration_offset=offset, now_ms=0)
+    sessions.heartbeat(1, epoch=epoch, metadata_offset=offset, now_ms=100, connection="a")
+    sessions.connection_closed("a", 500)
+    sessions.listeners_refused(1, 4000)
+    assert sessions.expired(4000, h.image) == [(1, epoch)]
+
+
+def test_a_closed_connection_of_a_broker_whose_listener_answers_waits_the_session() -> None:
+    """A live broker too slow to heartbeat again within the grace keeps its session."""
+    h = Harness()
+    epoch = h.add_broker(1)
+    offset = h.image.highest_offset
+    sessions = BrokerSessions(session_timeout_ms=9000, close_grace_ms=0)
+    sessions.registered(1, epoch=epoch, registration_offset=offset, now_ms=0)
+    sessions.heartbeat(1, epoch=epoch, metadata_offset=offset, now_ms=100, connection="a")
+    sessions.connection_closed("a", 500)
+    assert sessions.expired(9099, h.image) == []
+    sessions.listeners_refused(1, 600)  # a process on its way out...
+    sessions.listeners_answered(1)  # ...but it answered later: the refusal is forgotten
+    assert sessions.expired(9099, h.image) == []
+    assert sessions.expired(9100, h.image) == [(1, epoch)]
+
+
+def test_a_refusal_before_any_close_counts_for_nothing() -> None:
+    h = Harness()
+    epoch = h.add_broker(1)
+    offset = h.image.highest_offset
+    sessions = BrokerSessions(session_timeout_ms=9000, close_grace_ms=0)
+    sessions.registered(1, epoch=epoch, registration_offset=offset, now_ms=0)
+    sessions.heartbeat(1, epoch=epoch, metadata_offset=offset, now_ms=100, connection="a")
+    sessions.listeners_refused(1, 200)
+    assert sessions.expired(9099, h.image) == []
 
 
 def test_a_heartbeat_within_the_grace_keeps_the_session() -> None:
@@ -123,6 +164,7 @@ def test_a_heartbeat_within_the_grace_keeps_the_session() -> None:
     sessions.registered(1, epoch=epoch, registration_offset=offset, now_ms=0)
     sessions.heartbeat(1, epoch=epoch, metadata_offset=offset, now_ms=100, connection="a")
     sessions.connection_closed("a", 500)
+    sessions.listeners_refused(1, 600)
     sessions.heartbeat(1, epoch=epoch, metadata_offset=offset, now_ms=900, connection="b")
     assert not sessions.connection_lost(1)
     assert sessions.expired(5000, h.image) == []

@@ -34,9 +34,9 @@ from strom.metadata import (
     PartitionChangeRecord,
     PartitionRegistration,
 )
-from strom.server.alter_partition_manager import AlterPartitionManager
-from strom.server.handlers.alter_partition import parse_alter_partition
-from strom.server.partition_replication import IsrChange
+from strom.replication.partition_replication import IsrChange
+from strom.server.controller.handlers.alter_partition import parse_alter_partition
+from strom.server.replica.alter_partition_manager import AlterPartitionManager
 
 
 def cluster(**configs: str) -> tuple[Harness, dict[int, int]]:

@@ -7,7 +7,7 @@ import pytest
 from txn_harness import Marker, TxnHarness
 
 from strom.common import ErrorCode, TopicPartition
-from strom.coordinator.txn import TransactionState
+from strom.coordinator.txn import FINISHING_HOLD_MS, TransactionState
 from strom.coordinator.txn.metadata import MAX_PRODUCER_EPOCH
 
 S = TransactionState
@@ -119,7 +119,9 @@ def test_requests_while_the_markers_are_written(h: TxnHarness) -> None:
     assert h.core.transactions["tx"].state is S.PREPARE_COMMIT
     assert h.end("tx", pid, 0, commit=True) is ErrorCode.concurrent_transactions
     assert h.end("tx", pid, 0, commit=False) is ErrorCode.invalid_txn_state
-    assert h.add("tx", pid, 0, A1) is ErrorCode.concurrent_transactions
+    added = h.add_later("tx", pid, 0, A1)  # held until the Complete record is written
+    assert added == []
+    assert h.add_later("tx", pid + 1, 0, A1) == [ErrorCode.invalid_producer_id_mapping]
     # A produce verified meanwhile (KIP-890) is told to retry, as Kafka's
     # handleVerifyPartitionsInTransaction: INVALID_TXN_STATE is fatal to librdkafka (issue 25).
     verified = h.core.verify_partitions("tx", producer_id=pid, producer_epoch=0, partitions=[A0])
@@ -127,8 +129,37 @@ def test_requests_while_the_markers_are_written(h: TxnHarness) -> None:
     assert h.init().error is ErrorCode.concurrent_transactions
     [release] = h.writer.held
     release()
+    assert added == [ErrorCode.none]  # answered once the commit was complete
+    assert state_of(h, "tx") is S.ONGOING and h.core.transactions["tx"].partitions == {A1}
+
+
+def test_a_held_add_partitions_is_refused_when_the_markers_take_too_long(h: TxnHarness) -> None:
+    """The hold is bounded: past FINISHING_HOLD_MS the producer hears CONCURRENT_TRANSACTIONS
+    (and retries, as it would have without the hold)."""
+    h.writer.hold_markers = True
+    pid = h.init().producer_id
+    h.add("tx", pid, 0, A0)
+    assert h.end("tx", pid, 0, commit=True) is ErrorCode.none
+    added = h.add_later("tx", pid, 0, A1)
+    assert h.core.next_deadline() == h.now + FINISHING_HOLD_MS
+    h.advance(FINISHING_HOLD_MS - 1)
+    assert added == []
+    h.advance(1)
+    assert added == [ErrorCode.concurrent_transactions]
+    [release] = h.writer.held
+    release()
     assert state_of(h, "tx") is S.COMPLETE_COMMIT
-    assert h.init().producer_epoch == 1
+    assert h.add("tx", pid, 0, A1) is ErrorCode.none
+
+
+def test_a_held_add_partitions_is_answered_when_the_coordinator_moves(h: TxnHarness) -> None:
+    h.writer.hold_markers = True
+    pid = h.init().producer_id
+    h.add("tx", pid, 0, A0)
+    assert h.end("tx", pid, 0, commit=True) is ErrorCode.none
+    added = h.add_later("tx", pid, 0, A1)
+    h.core.unload_partition(h.core.partition_of("tx"))
+    assert added == [ErrorCode.not_coordinator]
 
 
 def test_a_new_producer_aborts_the_ongoing_transaction_and_fences_the_old_one(

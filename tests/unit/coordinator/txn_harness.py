@@ -135,6 +135,13 @@ class TxnHarness:
         return answer
 
     def add(self, txn: str, producer_id: int, epoch: int, *partitions: TopicPartition) -> ErrorCode:
+        [answer] = self.add_later(txn, producer_id, epoch, *partitions)
+        return answer
+
+    def add_later(
+        self, txn: str, producer_id: int, epoch: int, *partitions: TopicPartition
+    ) -> list[ErrorCode]:
+        """AddPartitionsToTxn; the list its answer goes to (empty while it is held)."""
         answers: list[ErrorCode] = []
         self.core.add_partitions(
             txn,
@@ -144,8 +151,7 @@ class TxnHarness:
             now_ms=self.now,
             reply=answers.append,
         )
-        [answer] = answers
-        return answer
+        return answers
 
     def end(self, txn: str, producer_id: int, epoch: int, *, commit: bool) -> ErrorCode:
         answers: list[ErrorCode] = []

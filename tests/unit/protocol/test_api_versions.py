@@ -21,8 +21,8 @@ from strom.protocol.api import (
     make_request_header,
     request_type,
 )
+from strom.server.api.handler_table import HandlerTable, RequestContext
 from strom.server.handlers.api_versions import ApiVersionsHandler
-from strom.server.handlers.registry import HandlerRegistry, RequestContext
 
 
 class MetadataStub:
@@ -35,7 +35,7 @@ class MetadataStub:
 
 def answer(body: Any, *, frame: bytes | None = None) -> bytes:
     """The response frame payload the handler gives to ``body`` (or to a raw ``frame``)."""
-    registry = HandlerRegistry()
+    registry = HandlerTable()
     registry.register(ApiVersionsHandler(registry))
     registry.register(MetadataStub())
     if frame is None:

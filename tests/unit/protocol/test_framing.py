@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strom.protocol.framing import LARGE_FRAME, FrameDecoder, InvalidFrameSizeError, frame_prefix
+from strom.protocol.framing import (
+    LARGE_FRAME,
+    BytesLike,
+    FrameDecoder,
+    InvalidFrameSizeError,
+    frame_prefix,
+)
 
 
 def framed(*payloads: bytes) -> bytes:
@@ -24,7 +30,7 @@ def test_whole_frame_in_one_feed() -> None:
 def test_partial_feeds_byte_by_byte() -> None:
     decoder = FrameDecoder(max_frame_size=100)
     data = framed(b"abc", b"defgh")
-    out: list[bytes] = []
+    out: list[BytesLike] = []
     for index in range(len(data)):
         out += decoder.feed(data[index : index + 1])
     assert out == [b"abc", b"defgh"]
@@ -101,7 +107,7 @@ def test_any_chunking_yields_the_same_frames(payloads: list[bytes], cuts: list[i
     data = framed(*payloads)
     points = sorted({0, len(data), *(cut for cut in cuts if cut < len(data))})
     decoder = FrameDecoder(max_frame_size=40)
-    out: list[bytes] = []
+    out: list[BytesLike] = []
     for start, end in itertools.pairwise(points):
         out += decoder.feed(data[start:end])
     assert out == payloads
@@ -117,13 +123,14 @@ def test_any_chunking_yields_the_same_frames(payloads: list[bytes], cuts: list[i
 def test_large_frames_in_any_chunking_from_a_reused_buffer(
     sizes: list[int], cuts: list[int]
 ) -> None:
-    """Large frames are collected as chunks: the result must not depend on how they were cut,
+    """Large frames are copied into a buffer of their size: the result must not depend on how
+    they were cut,
     nor keep a reference to a caller's buffer that is overwritten after ``feed``."""
     payloads = [bytes([index % 251]) * size for index, size in enumerate(sizes)]
     data = framed(*payloads)
     points = sorted({0, len(data), *(cut for cut in cuts if cut < len(data))})
     decoder = FrameDecoder(max_frame_size=3 * LARGE_FRAME)
-    out: list[bytes] = []
+    out: list[BytesLike] = []
     for start, end in itertools.pairwise(points):
         chunk = bytearray(data[start:end])
         out += decoder.feed(memoryview(chunk))
@@ -131,3 +138,48 @@ def test_large_frames_in_any_chunking_from_a_reused_buffer(
         chunk[:] = b"\xff" * len(chunk)
     assert out == payloads
     assert decoder.at_frame_boundary
+
+
+@given(
+    sizes=st.lists(
+        st.sampled_from([0, 3, LARGE_FRAME - 1, LARGE_FRAME, 3 * LARGE_FRAME]), max_size=5
+    ),
+    reads=st.lists(st.integers(min_value=1, max_value=6 * LARGE_FRAME), max_size=12),
+)
+def test_receiving_into_the_decoders_buffers(sizes: list[int], reads: list[int]) -> None:
+    """``get_buffer``/``buffer_updated`` (a buffered protocol's receive) give the frames
+    ``feed`` gives, whatever the size of each receive; a large frame's rest is received into
+    the frame itself, and a frame handed out is read-only and never overwritten by later
+    receives."""
+    payloads = [bytes([index % 251]) * size for index, size in enumerate(sizes)]
+    data = framed(*payloads)
+    decoder = FrameDecoder(max_frame_size=3 * LARGE_FRAME)
+    out: list[BytesLike] = []
+    position = 0
+    for want in itertools.chain(reads, itertools.repeat(LARGE_FRAME)):
+        if position == len(data):
+            break
+        buffer = decoder.get_buffer()
+        size = min(want, len(buffer), len(data) - position)
+        buffer[:size] = data[position : position + size]
+        position += size
+        out += decoder.buffer_updated(size)
+    assert [bytes(frame) for frame in out] == payloads
+    assert decoder.at_frame_boundary
+    for frame in out:
+        if isinstance(frame, memoryview):
+            assert frame.readonly
+
+
+def test_large_frame_rest_is_received_in_place() -> None:
+    decoder = FrameDecoder(max_frame_size=2 * LARGE_FRAME)
+    payload = bytes(range(256)) * (LARGE_FRAME // 256 + 1)
+    data = framed(payload)
+    head = decoder.get_buffer()
+    head[:100] = data[:100]
+    assert decoder.buffer_updated(100) == []
+    rest = decoder.get_buffer()
+    assert len(rest) == len(payload) - 96  # exactly the frame's missing bytes
+    rest[:] = data[100:]
+    assert [bytes(frame) for frame in decoder.buffer_updated(len(rest))] == [payload]
+    assert decoder.get_buffer() is head  # back to the scratch buffer

@@ -60,7 +60,7 @@ def test_a_voter_whose_leader_connection_flaps_does_not_disrupt_the_leader(seed:
         if sim.rng.random() < 0.05:
             flapping.client.connection_closed(leader.node_id)
             flapping.next_poll = sim.clock.monotonic_ms()
-            asked += flapping.client._prospect is not None
+            asked += flapping.client.prospect is not None
         sim.step(faults=False)
         assert sim._leader() is leader
         assert all(node.client.epoch == epoch for node in sim.nodes.values())

@@ -21,8 +21,8 @@ from strom.protocol.api import (
     encode_response,
     make_request_header,
 )
-from strom.server.controller_server import ControllerServer
-from strom.server.handlers.registry import HandlerRegistry, RequestContext
+from strom.server.api.handler_table import HandlerTable, RequestContext
+from strom.server.controller.controller_server import ControllerServer
 from strom.server.node import Node
 from strom.storage.log_manager import LogManager
 
@@ -69,7 +69,7 @@ class AdminNode:
         return self.node.controller
 
     @property
-    def registry(self) -> HandlerRegistry:
+    def registry(self) -> HandlerTable:
         assert self.node.broker is not None
         return self.node.broker.registry
 

@@ -21,7 +21,7 @@ from kio.schema.types import ProducerId, TopicName, TransactionalId
 from kio.static.primitive import i8, i16, i32, i32Timedelta
 
 from strom.protocol.api import ApiKey, request_type
-from strom.server.handlers._schema import convert
+from strom.server.api.kio_entities import convert
 
 TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
 ZERO = uuid.UUID(int=0)

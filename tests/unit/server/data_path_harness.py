@@ -25,7 +25,7 @@ from strom.metadata.image import (
     TopicsImage,
 )
 from strom.protocol.records import Record, build_batch
-from strom.server.replica_manager import HighWatermarkUpdate, ReplicaManager
+from strom.server.replica.replica_manager import HighWatermarkUpdate, ReplicaManager
 from strom.storage.log_config import LogConfig
 from strom.storage.log_manager import LogManager
 

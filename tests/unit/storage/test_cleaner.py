@@ -30,13 +30,9 @@ from strom.protocol.records import (
     iter_records,
 )
 from strom.storage.checkpoint import read_offset_checkpoint
-from strom.storage.cleaner import (
-    CLEANER_OFFSET_CHECKPOINT,
-    CleaningPass,
-    CleanStats,
-    LogCleaner,
-    group_segments_by_size,
-)
+from strom.storage.cleaner import CleanStats, LogCleaner
+from strom.storage.cleaner_checkpoint import CLEANER_OFFSET_CHECKPOINT
+from strom.storage.cleaner_plan import CleaningPass, group_segments_by_size
 from strom.storage.log_config import LOG_APPEND_TIME, LogConfig
 from strom.storage.partition_log import PartitionLog
 from strom.storage.producer_state import AppendOrigin

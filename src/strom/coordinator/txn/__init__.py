@@ -2,6 +2,7 @@
 
 from strom.coordinator.partitions import partition_for
 from strom.coordinator.txn.coordinator import (
+    FINISHING_HOLD_MS,
     InitProducerIdResult,
     TransactionCoordinator,
     TransactionWriter,
@@ -12,6 +13,7 @@ from strom.coordinator.txn.records import TransactionLogRecord
 from strom.coordinator.txn.state import TransactionState
 
 __all__ = [
+    "FINISHING_HOLD_MS",
     "InitProducerIdResult",
     "TransactionCoordinator",
     "TransactionLogRecord",

@@ -11,10 +11,10 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.protocol.api import response_type
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
-from strom.server.handlers._schema import build, convert
-from strom.server.handlers.common import NO_THROTTLE
-from strom.server.handlers.registry import RequestContext
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import build, convert
+from strom.server.api.throttle import NO_THROTTLE
+from strom.server.coordinator.group_coordinator_runtime import GroupCoordinatorRuntime
 
 __all__ = [
     "GroupHandler",

@@ -9,7 +9,7 @@ import typing
 from kio.static.primitive import TZAware, i32Timedelta
 
 from strom.common import ErrorCode
-from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
+from strom.server.coordinator.txn_coordinator_runtime import TxnCoordinatorRuntime
 
 __all__ = ["TxnHandler", "for_client", "timeout", "timestamp"]
 

@@ -19,11 +19,11 @@ from strom.controller.topic_names import GROUP_METADATA_TOPIC
 from strom.coordinator.group import partition_for
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers._schema import for_version
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest, for_version
+from strom.server.api.throttle import NO_THROTTLE
+from strom.server.coordinator.txn_coordinator_runtime import TxnCoordinatorRuntime
 from strom.server.handlers._txns import TxnHandler, for_client
-from strom.server.handlers.common import NO_THROTTLE, as_newest
-from strom.server.handlers.registry import RequestContext
-from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
 
 __all__ = ["AddOffsetsToTxnHandler"]
 

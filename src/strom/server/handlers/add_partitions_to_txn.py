@@ -17,10 +17,10 @@ from kio.static.primitive import i32
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers._schema import build, response_module
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import build, response_module
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.handlers._txns import TxnHandler, for_client
-from strom.server.handlers.common import NO_THROTTLE
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["AddPartitionsToTxnHandler"]
 

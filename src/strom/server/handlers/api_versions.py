@@ -34,7 +34,7 @@ from kio.static.primitive import i16, i32Timedelta, i64
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey, VersionRange
-from strom.server.handlers.registry import HandlerRegistry, RequestContext
+from strom.server.api.handler_table import HandlerTable, RequestContext
 
 __all__ = ["ApiVersionsHandler", "Features", "build_response"]
 
@@ -59,7 +59,7 @@ class ApiVersionsHandler:
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.API_VERSIONS]
 
     def __init__(
-        self, registry: HandlerRegistry, *, features: Callable[[], Features] | None = None
+        self, registry: HandlerTable, *, features: Callable[[], Features] | None = None
     ) -> None:
         self._registry = registry
         self._features = features

@@ -18,8 +18,8 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.protocol.api import response_type
 from strom.security.acls import AclOperation
-from strom.server.handlers.common import NO_THROTTLE
-from strom.server.handlers.registry import Handler, HandlerResult, RequestContext
+from strom.server.api.handler_table import Handler, HandlerResult, RequestContext
+from strom.server.api.throttle import NO_THROTTLE
 
 __all__ = ["ClusterAuthorized", "refusal"]
 

@@ -1,88 +1,33 @@
 """What the admin and metadata handlers share: a few constants of the protocol, broker
-addresses, request views and log lines. Responses for each version are built with
-:mod:`strom.server.handlers._schema`.
+addresses, topic ids and the ACL check of config resources. Responses for each version are
+built with :mod:`strom.server.api.kio_entities`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import logging
-import typing
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Final, TypeVar
+from collections.abc import Mapping
+from typing import Final
 
-from kio.static.primitive import i8, i32, i32Timedelta
+from kio.static.primitive import i32
 
 from strom.common import ErrorCode
-from strom.controller import (
-    AlterConfigsResource,
-    AlterConfigsResult,
-    ApiError,
-    IncrementalAlterConfigsResource,
-)
 from strom.metadata import BrokerRegistration, ConfigResourceType, MetadataImage
 from strom.security.acls import CLUSTER_NAME, AclOperation, ResourceType
-from strom.server.client_quotas import ControllerMutationQuota, ControllerMutationQuotaManager
-from strom.server.handlers.registry import RequestContext
+from strom.server.api.handler_table import RequestContext
 
 __all__ = [
     "ALL_CLUSTER_OPERATIONS",
     "ALL_GROUP_OPERATIONS",
     "ALL_TOPIC_OPERATIONS",
     "AUTHORIZED_OPERATIONS_OMITTED",
-    "NO_THROTTLE",
     "BrokerAddress",
-    "alter_configs_results",
-    "as_newest",
     "authorized_operations",
     "broker_addresses",
     "config_refusal",
-    "log_config_changes",
-    "mutation_quota",
-    "mutation_throttle",
-    "request_field",
-    "split_config_resources",
-    "throttle_field",
-    "throttle_of",
     "wire_uuid",
 ]
-
-T = TypeVar("T")
-
-NO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
-
-
-def throttle_field(throttle_ms: int) -> i32Timedelta:
-    """A response's ``throttle_time_ms``."""
-    if not throttle_ms:
-        return NO_THROTTLE
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=throttle_ms))
-
-
-def mutation_quota(
-    quotas: ControllerMutationQuotaManager, context: RequestContext, *, strict_since: int
-) -> ControllerMutationQuota:
-    """The client's ``controller_mutation_rate`` for this request (KIP-599): strict from
-    version ``strict_since`` on, permissive before."""
-    strict = context.api_version >= strict_since
-    return quotas.new_quota(context.user, context.client_id, strict=strict)
-
-
-def mutation_throttle(quota: ControllerMutationQuota, context: RequestContext) -> i32Timedelta:
-    """The answer's ``throttle_time_ms`` for the quota, the client's connection muted for it
-    (a forwarded request's is muted by the broker that forwarded it)."""
-    throttle_ms = quota.throttle_time_ms()
-    context.throttle(throttle_ms)
-    return throttle_field(throttle_ms)
-
-
-def throttle_of(body: object) -> int:
-    """A response body's ``throttle_time_ms`` (0 when its version has none)."""
-    throttle: datetime.timedelta | None = getattr(body, "throttle_time", None)
-    return 0 if throttle is None else round(throttle.total_seconds() * 1000)
-
 
 AUTHORIZED_OPERATIONS_OMITTED: Final = i32(-(2**31))
 """Kafka's value of an ``*_authorized_operations`` field the client did not ask for."""
@@ -157,68 +102,6 @@ def wire_uuid(value: uuid.UUID | None) -> uuid.UUID | None:
     return None if value is None or value.int == 0 else value
 
 
-def as_newest(body: object, newest: type[T]) -> T:
-    """``body`` typed as the newest request class of its API, so that mypy checks field names.
-
-    Only a view: an older version's body lacks the newer fields; read those with
-    :func:`request_field`.
-    """
-    return typing.cast(T, body)
-
-
-def resource_label(resource_type: int, name: str) -> str:
-    """``topic orders``, ``broker 1``, ``cluster-wide broker defaults``, for log lines."""
-    if resource_type == ConfigResourceType.TOPIC:
-        return f"topic {name}"
-    if resource_type == ConfigResourceType.BROKER:
-        return f"broker {name}" if name else "cluster-wide broker defaults"
-    return f"resource type {resource_type} {name!r}"
-
-
-def log_config_changes(
-    log: logging.Logger,
-    *,
-    api: str,
-    client: str,
-    results: Sequence[AlterConfigsResult],
-    changes: Mapping[tuple[int, str], str],
-    validate_only: bool,
-) -> None:
-    """One line per resource: what changed, or why not; ``changes`` describes each request."""
-    for result in results:
-        label = resource_label(result.resource_type, result.resource_name)
-        change = changes.get((result.resource_type, result.resource_name), "")
-        if result.error.is_failure:
-            log.info(
-                "%s from %s: %s not changed: %s (%s)",
-                api,
-                client,
-                label,
-                result.error.message,
-                result.error.code.name.upper(),
-            )
-        elif validate_only:
-            log.info("%s from %s: %s: %s would be valid", api, client, label, change)
-        else:
-            log.info("configs of %s changed: %s", label, change)
-
-
-def alter_configs_results(
-    entry: Callable[..., T], results: Sequence[AlterConfigsResult]
-) -> tuple[T, ...]:
-    """The per-resource answers of AlterConfigs and IncrementalAlterConfigs, whose entry classes
-    (``AlterConfigsResourceResponse`` of each) have the same fields."""
-    return tuple(
-        entry(
-            error_code=result.error.code,
-            error_message=result.error.message if result.error.is_failure else None,
-            resource_type=i8(result.resource_type),
-            resource_name=result.resource_name,
-        )
-        for result in results
-    )
-
-
 _CONFIG_RESOURCES: Final[Mapping[int, tuple[ResourceType, ErrorCode]]] = {
     ConfigResourceType.TOPIC: (ResourceType.TOPIC, ErrorCode.topic_authorization_failed),
     ConfigResourceType.GROUP: (ResourceType.GROUP, ErrorCode.group_authorization_failed),
@@ -237,36 +120,3 @@ def config_refusal(
     )
     name = name if acl_type is not ResourceType.CLUSTER else CLUSTER_NAME
     return None if context.authorize(operation, acl_type, name) else error
-
-
-ConfigResourceT = TypeVar("ConfigResourceT", AlterConfigsResource, IncrementalAlterConfigsResource)
-
-
-def split_config_resources(
-    context: RequestContext, resources: Sequence[ConfigResourceT]
-) -> tuple[list[ConfigResourceT], list[AlterConfigsResult]]:
-    """The resources an alter request may change (ALTER_CONFIGS), and the others' refusals."""
-    allowed: list[ConfigResourceT] = []
-    refused: list[AlterConfigsResult] = []
-    for resource in resources:
-        name, kind = resource.resource_name, resource.resource_type
-        error = config_refusal(context, kind, name, AclOperation.ALTER_CONFIGS)
-        if error is None:
-            allowed.append(resource)
-        else:
-            refused.append(AlterConfigsResult(kind, name, ApiError(error)))
-    return allowed, refused
-
-
-def refused_config_results(
-    resources: Iterable[AlterConfigsResource | IncrementalAlterConfigsResource], code: ErrorCode
-) -> list[AlterConfigsResult]:
-    """Every resource of an AlterConfigs or IncrementalAlterConfigs request refused with
-    ``code`` (the controller was not reached)."""
-    return [AlterConfigsResult(r.resource_type, r.resource_name, ApiError(code)) for r in resources]
-
-
-def request_field(body: object, name: str, default: T) -> T:
-    """A request field that older versions lack, or ``default`` (the value Kafka assumes)."""
-    value: T = getattr(body, name, default)
-    return value

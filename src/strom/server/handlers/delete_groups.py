@@ -13,10 +13,9 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest, for_version
 from strom.server.handlers._groups import GroupHandler
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import as_newest
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["DeleteGroupsHandler"]
 

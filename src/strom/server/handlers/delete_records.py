@@ -12,7 +12,7 @@ bring deleted records back.
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kio.static.primitive import i32, i64
 from kio.static.protocol import ResponsePayload
@@ -20,14 +20,22 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers._schema import build, response_module
-from strom.server.handlers.common import NO_THROTTLE
-from strom.server.handlers.registry import RequestContext
-from strom.server.replica_manager import ReplicaManager
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import build, response_module
+from strom.server.api.throttle import NO_THROTTLE
 
 __all__ = ["DeleteRecordsHandler"]
 
 log = logging.getLogger(__name__)
+
+
+class RecordsDeleter(Protocol):
+    """What DeleteRecords needs of the replica manager."""
+
+    def delete_records(self, tp: TopicPartition, offset: int) -> int:
+        """Move the log start offset to ``offset`` (-1: the high watermark); the new low
+        watermark. Raises KafkaError."""
+        ...
 
 
 class DeleteRecordsHandler:
@@ -36,7 +44,7 @@ class DeleteRecordsHandler:
     api_key: Final = ApiKey.DELETE_RECORDS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.DELETE_RECORDS]
 
-    def __init__(self, *, replica_manager: ReplicaManager) -> None:
+    def __init__(self, *, replica_manager: RecordsDeleter) -> None:
         self._replica_manager = replica_manager
 
     async def handle(self, context: RequestContext) -> ResponsePayload:

@@ -14,9 +14,9 @@ from strom.common import ErrorCode, KafkaError
 from strom.metadata.client_quotas import describe_client_quotas
 from strom.metadata.image import MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.handlers._schema import response_module
-from strom.server.handlers.common import NO_THROTTLE, as_newest
-from strom.server.handlers.registry import RequestContext
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest, response_module
+from strom.server.api.throttle import NO_THROTTLE
 
 __all__ = ["DescribeClientQuotasHandler"]
 

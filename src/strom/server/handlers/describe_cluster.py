@@ -21,16 +21,14 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import ResourceType
-from strom.server.handlers._schema import for_version
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest, for_version, request_field
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.handlers.common import (
     AUTHORIZED_OPERATIONS_OMITTED,
-    NO_THROTTLE,
     BrokerAddress,
-    as_newest,
     authorized_operations,
-    request_field,
 )
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["DescribeClusterHandler"]
 

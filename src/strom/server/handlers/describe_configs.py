@@ -15,7 +15,8 @@ As Kafka's ``ConfigHelper.describeConfigs``:
   yet).
 
 Values, sources, synonyms, read-only flags and types come from
-:class:`strom.server.config_entries.ConfigDescriber`; synonyms only when ``include_synonyms``
+:class:`strom.server.configs.config_entries.ConfigDescriber`; synonyms only when
+``include_synonyms``
 and documentation only when ``include_documentation`` (v3+).
 """
 
@@ -33,11 +34,12 @@ from strom.controller import invalid_topic_reason
 from strom.metadata import ConfigResourceType, MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation
-from strom.server.config_entries import ConfigDescriber, DescribedConfig
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import NO_THROTTLE, as_newest, config_refusal, request_field
-from strom.server.handlers.registry import RequestContext
-from strom.server.metadata_view import MetadataView
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest, for_version, request_field
+from strom.server.api.metadata_view import MetadataView
+from strom.server.api.throttle import NO_THROTTLE
+from strom.server.configs.config_entries import ConfigDescriber, DescribedConfig
+from strom.server.handlers.common import config_refusal
 
 __all__ = ["DescribeConfigsHandler"]
 

@@ -23,9 +23,9 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import NO_THROTTLE, as_newest
-from strom.server.handlers.registry import RequestContext
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest, for_version
+from strom.server.api.throttle import NO_THROTTLE
 from strom.storage.log_manager import LogManager
 
 __all__ = ["DescribeLogDirsHandler"]

@@ -10,7 +10,7 @@ does not lead is NOT_LEADER_OR_FOLLOWER (Kafka also answers from a follower's re
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.describe_producers.v0 import request as newest
 from kio.schema.describe_producers.v0 import response as latest
@@ -21,18 +21,27 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers.common import NO_THROTTLE, as_newest
-from strom.server.handlers.registry import RequestContext
-from strom.server.replica_manager import ReplicaManager
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest
+from strom.server.api.throttle import NO_THROTTLE
+from strom.server.replica.partition import Partition
 
 __all__ = ["DescribeProducersHandler"]
+
+
+class LedPartitions(Protocol):
+    """What DescribeProducers needs of the replica manager."""
+
+    def partition(self, tp: TopicPartition, *, current_leader_epoch: int = -1) -> Partition:
+        """The partition, led by this broker; raises KafkaError."""
+        ...
 
 
 class DescribeProducersHandler:
     api_key: Final = ApiKey.DESCRIBE_PRODUCERS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.DESCRIBE_PRODUCERS]
 
-    def __init__(self, *, replica_manager: ReplicaManager) -> None:
+    def __init__(self, *, replica_manager: LedPartitions) -> None:
         self._replica_manager = replica_manager
 
     async def handle(self, context: RequestContext) -> ResponsePayload:

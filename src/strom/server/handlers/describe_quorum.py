@@ -12,8 +12,8 @@ from kio.schema.describe_quorum.v2 import response as latest
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.registry import RequestContext
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version
 
 __all__ = ["error_response"]
 

@@ -28,14 +28,11 @@ from strom.controller import ZERO_UUID, invalid_topic_reason, is_internal
 from strom.metadata import PartitionRegistration, TopicImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers.common import (
-    NO_THROTTLE,
-    as_newest,
-    authorized_operations,
-    broker_addresses,
-)
-from strom.server.handlers.registry import RequestContext
-from strom.server.metadata_view import MetadataView
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest
+from strom.server.api.metadata_view import MetadataView
+from strom.server.api.throttle import NO_THROTTLE
+from strom.server.handlers.common import authorized_operations, broker_addresses
 
 __all__ = ["DescribeTopicPartitionsHandler"]
 

@@ -19,8 +19,9 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.metadata.image import MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.handlers.common import NO_THROTTLE, as_newest
-from strom.server.handlers.registry import RequestContext
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest
+from strom.server.api.throttle import NO_THROTTLE
 
 __all__ = ["DescribeUserScramCredentialsHandler"]
 

@@ -19,8 +19,9 @@ records and encodes the answer (Kafka's ``KafkaApis.handleFetchRequest``):
    with the larger throttle time, as Kafka's (``FetchContext.getThrottledResponse``).
    Followers are exempt from both.
 4. **Answer**: the context picks the partitions to send (all, or for an incremental session
-   those that changed) and the response is encoded by ``RecordsSplicer``: kio writes the
-   response, each partition's records are file regions of the segments (``Response`` parts).
+   those that changed); each partition's records are file regions of the segments
+   (``Response`` parts). The usual answer is packed with ``struct`` (``pack_fetch_response``);
+   one with a diverging epoch or leader hints is written by kio (``RecordsSplicer``).
 
 read_committed answers, per partition, the last stable offset and the aborted transactions
 overlapping the records sent (producer id, first offset; clients drop those producers' records
@@ -46,16 +47,23 @@ from __future__ import annotations
 import datetime
 import logging
 import uuid
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kio.static.primitive import i32, i64
 
 from strom.common import Clock, ErrorCode, TopicPartition
+from strom.metadata import MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.protocol.fetch_response import RecordsSplicer
+from strom.protocol.fetch_response import FetchedPartition, RecordsSplicer, pack_fetch_response
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.client_quotas import ClientQuotaManager
-from strom.server.fetch_session import (
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import build, response_module
+from strom.server.api.response import Response
+from strom.server.api.throttle import throttle_field
+from strom.server.handlers.leader_hints import LeaderHints
+from strom.server.quotas.client_quotas import ClientQuotaManager
+from strom.server.replica.delayed_fetch import FetchPartitions
+from strom.server.replica.fetch_session import (
     ContextKind,
     FetchContext,
     FetchSessionCache,
@@ -63,17 +71,11 @@ from strom.server.fetch_session import (
     PartitionOutcome,
     SessionPartition,
 )
-from strom.server.handlers._schema import build, response_module
-from strom.server.handlers.common import throttle_field
-from strom.server.handlers.leader_hints import LeaderHints
-from strom.server.handlers.registry import RequestContext
-from strom.server.network.response import Response
-from strom.server.replica_manager import (
+from strom.server.replica.replica_results import (
     READ_COMMITTED,
     READ_LOG_END,
     FetchParams,
     ReadResultInfo,
-    ReplicaManager,
 )
 from strom.storage.file_region import FileRegion
 
@@ -90,6 +92,7 @@ _HINTED: Final = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_l
 
 _Partitions = list[tuple[SessionPartition, PartitionFetch]]
 _DENIED: Final = ReadResultInfo(error=ErrorCode.topic_authorization_failed)
+_NO_TOPIC_ID: Final = uuid.UUID(int=0)
 
 
 def _ms(value: datetime.timedelta) -> int:
@@ -136,6 +139,59 @@ def _leader(
     return {"current_leader": hints.current_leader(schema, tp, read.error)}
 
 
+class MessageFetcher(Protocol):
+    """What Fetch needs of the replica manager."""
+
+    @property
+    def image(self) -> MetadataImage:
+        """The metadata image the replica manager applied last."""
+        ...
+
+    async def fetch_messages(
+        self, params: FetchParams, partitions: FetchPartitions
+    ) -> list[ReadResultInfo]:
+        """Each partition's read, at once or after a long poll (Kafka's ``fetchMessages``)."""
+        ...
+
+
+def _packed_topics(
+    partitions: _Partitions,
+    reads: list[ReadResultInfo],
+    selected: list[int],
+    *,
+    by_ids: bool,
+    committed: bool,
+) -> list[tuple[str, uuid.UUID, list[FetchedPartition[FileRegion]]]]:
+    """The selected partitions' answers grouped by topic, in order, as plain values; aborted
+    transactions are null unless ``committed`` (read_committed), as in ``_aborted``."""
+    topics: list[tuple[str, uuid.UUID, list[FetchedPartition[FileRegion]]]] = []
+    last: SessionPartition | None = None
+    for index in selected:
+        key = partitions[index][0]
+        read = reads[index]
+        aborted = None
+        if committed:
+            aborted = [(t.producer_id, t.first_offset) for t in read.aborted_transactions or ()]
+        answer = FetchedPartition(
+            key.partition,
+            read.error,
+            read.high_watermark,
+            read.last_stable_offset,
+            read.log_start_offset,
+            aborted,
+            read.regions,
+        )
+        same_topic = last is not None and (
+            last.topic_id == key.topic_id if by_ids else last.topic == key.topic
+        )
+        if same_topic:
+            topics[-1][2].append(answer)
+        else:
+            topics.append((key.topic, key.topic_id or _NO_TOPIC_ID, [answer]))
+        last = key
+    return topics
+
+
 class FetchHandler:
     """Answers Fetch with file regions (see the module doc)."""
 
@@ -145,7 +201,7 @@ class FetchHandler:
     def __init__(
         self,
         *,
-        replica_manager: ReplicaManager,
+        replica_manager: MessageFetcher,
         sessions: FetchSessionCache,
         clock: Clock,
         quota: ClientQuotaManager | None = None,
@@ -312,9 +368,29 @@ class FetchHandler:
         for index, read in enumerate(reads):
             if index not in chosen:
                 read.close()
+        hinted = version >= _LEADER_HINTS_VERSION and any(
+            reads[i].error in _HINTED for i in selected
+        )
+        if not hinted and all(reads[i].diverging_epoch is None for i in selected):
+            packed = pack_fetch_response(
+                version=version,
+                correlation_id=context.request.correlation_id,
+                throttle_ms=throttle_ms,
+                error_code=error,
+                session_id=session_id,
+                topics=_packed_topics(
+                    partitions,
+                    reads,
+                    selected,
+                    by_ids=version >= _TOPIC_IDS_VERSION,
+                    committed=isolation_level == READ_COMMITTED,
+                ),
+            )
+            if packed is not None:
+                return Response.from_parts(packed)
         schema = response_module(ApiKey.FETCH, version)
         hints = None
-        if version >= _LEADER_HINTS_VERSION and any(reads[i].error in _HINTED for i in selected):
+        if hinted:
             hints = LeaderHints(self._replica_manager.image, context.listener_name, _HINTED)
         splicer: RecordsSplicer[FileRegion] = RecordsSplicer()
         by_ids = version >= _TOPIC_IDS_VERSION

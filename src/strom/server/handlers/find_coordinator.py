@@ -22,13 +22,13 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.coordinator_runtime import CoordinatorRuntime
-from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest, for_version, request_field
+from strom.server.api.throttle import NO_THROTTLE
+from strom.server.coordinator.group_coordinator_runtime import GroupCoordinatorRuntime
+from strom.server.coordinator.txn_coordinator_runtime import TxnCoordinatorRuntime
 from strom.server.handlers._groups import GroupHandler
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import NO_THROTTLE, BrokerAddress, as_newest, request_field
-from strom.server.handlers.registry import RequestContext
-from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
+from strom.server.handlers.common import BrokerAddress
 
 __all__ = ["FindCoordinatorHandler"]
 
@@ -88,7 +88,7 @@ class FindCoordinatorHandler(GroupHandler):
             if not context.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
                 return _coordinator(key, ErrorCode.transactional_id_authorization_failed, None)
             error = await self._transactions.ensure_topic()
-            runtime: CoordinatorRuntime = self._transactions
+            topic = self._transactions.topic
             partition: Callable[[str], int] = self._transactions.coordinator.partition_of
         elif key_type == GROUP_KEY:
             if not key:
@@ -96,16 +96,14 @@ class FindCoordinatorHandler(GroupHandler):
             if not context.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
                 return _coordinator(key, ErrorCode.group_authorization_failed, None)
             error = await self._runtime.ensure_topic()
-            runtime, partition = self._runtime, self._coordinator.partition_of
+            topic, partition = self._runtime.topic, self._coordinator.partition_of
         else:
             return _coordinator(
                 key, ErrorCode.invalid_request, None, f"unknown key type {key_type}"
             )
         if error is not ErrorCode.none:
             return _coordinator(key, error, None)
-        address = self._leader_address(
-            TopicPartition(runtime.topic, partition(key)), context.listener_name
-        )
+        address = self._leader_address(TopicPartition(topic, partition(key)), context.listener_name)
         if address is None:
             return _coordinator(key, ErrorCode.coordinator_not_available, None)
         return _coordinator(key, ErrorCode.none, address)

@@ -3,7 +3,7 @@ Kafka's brokers do: CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, 
 IncrementalAlterConfigs, DescribeQuorum.
 
 The client's request goes as it came (header and body) with its address, through the
-:class:`~strom.server.controller_channel.ControllerChannel` (which retries while the active
+:class:`~strom.server.channel.controller_channel.ControllerChannel` (which retries while the active
 controller changes), and the controller's answer is handed back to the client unchanged but for
 its throttle: the client's connection is muted for the controller's ``throttle_time_ms`` (its
 quotas: the request quota and the mutation rate there), or longer when this broker's request
@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final, Protocol
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
+from kio.static.protocol import RequestPayload, ResponsePayload
 
 from strom.protocol.api import ApiKey, VersionRange, api_name
-from strom.server.controller_channel import (
-    ControllerChannel,
-    ControllerUnavailable,
-    EnvelopeRefused,
-)
-from strom.server.handlers.common import throttle_of
-from strom.server.handlers.registry import RequestContext
+from strom.protocol.headers import RequestHeader
+from strom.security.principal import KafkaPrincipal
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.throttle import throttle_of
+from strom.server.channel.controller_channel import ControllerUnavailable, EnvelopeRefused
 
 __all__ = ["FORWARD_TIMEOUT", "ErrorResponse", "ForwardingHandler"]
 
@@ -42,12 +40,29 @@ ErrorResponse = Callable[[RequestContext, ErrorCode], ResponsePayload]
 """The API's answer to the request with every item failed with one error code."""
 
 
+class Forwarder(Protocol):
+    """What forwarding needs of the broker's channel to the active controller."""
+
+    async def forward(
+        self,
+        body: RequestPayload,
+        *,
+        header: RequestHeader | None = None,
+        client_address: str = "",
+        principal: KafkaPrincipal | None = None,
+        timeout: float,
+    ) -> Any:
+        """``body`` inside an Envelope to the active controller; the inner response. Raises
+        ControllerUnavailable or EnvelopeRefused."""
+        ...
+
+
 class ForwardingHandler:
     def __init__(
         self,
         api_key: ApiKey,
         versions: VersionRange,
-        channel: ControllerChannel,
+        channel: Forwarder,
         *,
         error_response: ErrorResponse,
     ) -> None:

@@ -9,9 +9,9 @@ from kio.schema.heartbeat.v4 import request as newest
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version
 from strom.server.handlers._groups import GroupHandler, group_refused, newest_request
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["HeartbeatHandler"]
 

@@ -4,9 +4,12 @@ Without a transactional id, Kafka's ``TransactionCoordinator.handleInitProducerI
 out a new producer id at epoch 0, whatever producer id and epoch the request carries (v3+ may
 carry the current ones to bump the epoch; that matters only for transactional producers).
 
-With one, the transaction coordinator answers (``coordinator/txn``): a new producer id for a
-new transactional id, else the same id with a bumped epoch (fencing older instances), after
-aborting an open transaction (CONCURRENT_TRANSACTIONS until that is done; the client retries).
+With one, the transaction coordinator answers (``coordinator/txn``), once
+``__transaction_state`` exists (created here when this is the first transactional request, as
+FindCoordinator would; COORDINATOR_LOAD_IN_PROGRESS while its partition loads): a new producer
+id for a new transactional id, else the same id with a bumped epoch (fencing older instances),
+after aborting an open transaction (CONCURRENT_TRANSACTIONS until that is done; the client
+retries).
 A new producer id is taken from the controller's blocks first when the core needs one (a new
 transactional id, an exhausted epoch); without one, nothing is awaited between that check and
 the core's call, so the answer cannot change in between. An empty
@@ -17,7 +20,7 @@ Kafka.
 from __future__ import annotations
 
 import logging
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.init_producer_id.v5 import request as newest
 from kio.schema.init_producer_id.v5 import response as latest
@@ -26,28 +29,34 @@ from kio.static.primitive import i16
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
+from strom.controller import ApiError
 from strom.coordinator.txn import InitProducerIdResult
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers._schema import for_version
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest, for_version, request_field
+from strom.server.api.throttle import NO_THROTTLE
+from strom.server.coordinator.txn_coordinator_runtime import TxnCoordinatorRuntime
 from strom.server.handlers._txns import for_client
-from strom.server.handlers.common import NO_THROTTLE, as_newest, request_field
-from strom.server.handlers.registry import RequestContext
-from strom.server.producer_ids import ProducerIdManager
-from strom.server.txn_coordinator_runtime import TxnCoordinatorRuntime
 
 __all__ = ["InitProducerIdHandler"]
 
 log = logging.getLogger(__name__)
 
 
+class ProducerIdSource(Protocol):
+    """Where InitProducerId gets a new producer id (the broker's ``ProducerIdManager``)."""
+
+    async def generate(self) -> int | ApiError:
+        """A producer id never handed out before, or the controller's error."""
+        ...
+
+
 class InitProducerIdHandler:
     api_key: Final = ApiKey.INIT_PRODUCER_ID
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.INIT_PRODUCER_ID]
 
-    def __init__(
-        self, producer_ids: ProducerIdManager, transactions: TxnCoordinatorRuntime
-    ) -> None:
+    def __init__(self, producer_ids: ProducerIdSource, transactions: TxnCoordinatorRuntime) -> None:
         self._producer_ids = producer_ids
         self._transactions = transactions
 
@@ -88,7 +97,9 @@ class InitProducerIdHandler:
     ) -> ResponsePayload:
         version = context.api_version
         coordinator = self._transactions.coordinator
-        error = coordinator.txn_error(transactional_id)
+        error = await self._transactions.ensure_topic()
+        if error is ErrorCode.none:
+            error = coordinator.txn_error(transactional_id)
         if error is not ErrorCode.none:
             return self._error(error, version)
         candidate: int | None = None

@@ -15,15 +15,14 @@ from kio.schema.join_group.v9 import response as join
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version, request_field
 from strom.server.handlers._groups import (
     GroupHandler,
     client_host,
     group_refused,
     newest_request,
 )
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import request_field
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["JoinGroupHandler"]
 
@@ -54,6 +53,7 @@ class JoinGroupHandler(GroupHandler):
         )
         if refused is not None:
             return refused
+        await self._runtime.ensure_topic()
         response: join.JoinGroupResponse = await self._runtime.call(
             lambda reply: self._coordinator.join_group(
                 request,

@@ -19,7 +19,7 @@ from kio.static.primitive import i32
 
 from strom.common import ErrorCode, TopicPartition
 from strom.metadata import MetadataImage
-from strom.server.handlers._schema import build
+from strom.server.api.kio_entities import build
 from strom.server.handlers.common import BrokerAddress
 
 __all__ = ["LeaderHints"]

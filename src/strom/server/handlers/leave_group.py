@@ -10,10 +10,9 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest, for_version, request_field
 from strom.server.handlers._groups import GroupHandler, group_refused
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import as_newest, request_field
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["LeaveGroupHandler"]
 

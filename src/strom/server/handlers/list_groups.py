@@ -11,9 +11,9 @@ from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version
 from strom.server.handlers._groups import GroupHandler, newest_request
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["ListGroupsHandler"]
 

@@ -13,7 +13,7 @@ partition for now). A partition named twice in one request gets INVALID_REQUEST,
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kio.static.primitive import i32, i64
 from kio.static.protocol import ResponsePayload
@@ -21,14 +21,29 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers._schema import build, response_module
-from strom.server.handlers.common import NO_THROTTLE
-from strom.server.handlers.registry import RequestContext
-from strom.server.replica_manager import READ_UNCOMMITTED, ReplicaManager
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import build, response_module
+from strom.server.api.throttle import NO_THROTTLE
+from strom.server.replica.replica_results import READ_UNCOMMITTED, OffsetAnswer
 
 __all__ = ["ListOffsetsHandler"]
 
 CONSUMER_REPLICA_ID: Final = -1
+
+
+class OffsetLister(Protocol):
+    """What ListOffsets needs of the replica manager."""
+
+    def list_offset(
+        self,
+        tp: TopicPartition,
+        *,
+        timestamp: int,
+        isolation_level: int | None,
+        current_leader_epoch: int = -1,
+    ) -> OffsetAnswer:
+        """ListOffsets for one partition; raises KafkaError."""
+        ...
 
 
 class ListOffsetsHandler:
@@ -37,7 +52,7 @@ class ListOffsetsHandler:
     api_key: Final = ApiKey.LIST_OFFSETS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.LIST_OFFSETS]
 
-    def __init__(self, *, replica_manager: ReplicaManager) -> None:
+    def __init__(self, *, replica_manager: OffsetLister) -> None:
         self._replica_manager = replica_manager
 
     async def handle(self, context: RequestContext) -> ResponsePayload:

@@ -14,6 +14,8 @@ Kafka's rules (``KafkaApis.handleTopicMetadataRequest``, ``KRaftMetadataCache``)
   names Kafka would not accept INVALID_TOPIC_EXCEPTION.
 * brokers: the unfenced brokers' endpoints on the client listener; the controller id is this
   node (Kafka gives clients an alive broker, since controllers are not reachable by them).
+  Unlike Kafka, a broker fenced moments ago is listed a few seconds more (see
+  ``fenced_brokers``: librdkafka would otherwise undo the move of the partitions it led).
 * a partition whose leader has no endpoint gets LEADER_NOT_AVAILABLE and leader -1; replicas on
   brokers that are not alive are listed as offline.
 * with an authorizer (Kafka's rules): an all-topics request lists only the topics the principal
@@ -28,9 +30,9 @@ Kafka's rules (``KafkaApis.handleTopicMetadataRequest``, ``KRaftMetadataCache``)
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 from kio.schema.metadata.v13 import request as newest
 from kio.schema.metadata.v13 import response as latest
@@ -39,23 +41,27 @@ from kio.static.primitive import i32
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
-from strom.controller import CLUSTER_METADATA_TOPIC, ZERO_UUID, invalid_topic_reason, is_internal
+from strom.controller import (
+    CLUSTER_METADATA_TOPIC,
+    ZERO_UUID,
+    ApiError,
+    invalid_topic_reason,
+    is_internal,
+)
 from strom.metadata import MetadataImage, PartitionRegistration, TopicImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.auto_topics import AutoTopicCreator
-from strom.server.handlers._schema import for_version
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest, for_version, request_field
+from strom.server.api.metadata_view import MetadataView
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.handlers.common import (
     AUTHORIZED_OPERATIONS_OMITTED,
-    NO_THROTTLE,
-    as_newest,
     authorized_operations,
     broker_addresses,
-    request_field,
     wire_uuid,
 )
-from strom.server.handlers.registry import RequestContext
-from strom.server.metadata_view import MetadataView
+from strom.server.handlers.fenced_brokers import RecentlyFenced
 
 __all__ = ["MetadataHandler", "MetadataQuery"]
 
@@ -105,6 +111,20 @@ class MetadataQuery:
         )
 
 
+class TopicAutoCreator(Protocol):
+    """What Metadata needs to create the topics it is asked for (the broker's
+    ``AutoTopicCreator``)."""
+
+    @property
+    def enabled(self) -> bool:
+        """``auto.create.topics.enable`` as of now."""
+        ...
+
+    async def create(self, names: Sequence[str]) -> Mapping[str, ApiError]:
+        """Create the topics; the outcome per name."""
+        ...
+
+
 class MetadataHandler:
     api_key: Final = ApiKey.METADATA
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.METADATA]
@@ -115,12 +135,15 @@ class MetadataHandler:
         *,
         cluster_id: str,
         controller_id: Callable[[], int],
-        auto_topics: AutoTopicCreator,
+        auto_topics: TopicAutoCreator,
+        recently_fenced: RecentlyFenced | None = None,
     ) -> None:
+        """``recently_fenced``: the fenced brokers still listed (None: none, as Kafka)."""
         self._metadata = metadata
         self._cluster_id = cluster_id
         self._controller_id = controller_id
         self._auto_topics = auto_topics
+        self._recently_fenced = recently_fenced
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         version = context.api_version
@@ -167,8 +190,17 @@ class MetadataHandler:
         """The response (newest version) to ``query`` as of ``image``, brokers as reached on
         the context's listener; topics the principal may not describe are left out of an
         all-topics answer, and answered TOPIC_AUTHORIZATION_FAILED when named (``denied``)."""
-        brokers = broker_addresses(image, context.listener_name)
-        alive = {address.node_id for address in brokers}
+        recently_fenced = (
+            frozenset() if self._recently_fenced is None else self._recently_fenced.listed()
+        )
+        brokers = [
+            address
+            for address in broker_addresses(
+                image, context.listener_name, include_fenced=bool(recently_fenced)
+            )
+            if not address.fenced or address.node_id in recently_fenced
+        ]
+        alive = {address.node_id for address in brokers if not address.fenced}
         topics: list[latest.MetadataResponseTopic] = []
         if query.names is None:
             for name in sorted(image.topics.topics_by_name):

@@ -19,10 +19,9 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version, request_field
 from strom.server.handlers._groups import GroupHandler, newest_request, split_commit
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.common import request_field
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["OffsetCommitHandler"]
 
@@ -43,6 +42,7 @@ class OffsetCommitHandler(GroupHandler):
         )
         allowed, denied = split_commit(context, request.group_id, request.topics)
         request = dataclasses.replace(request, topics=allowed)
+        await self._runtime.ensure_topic()
         response: commit.OffsetCommitResponse = await self._runtime.call(
             lambda reply: self._coordinator.offset_commit(
                 request, retention_ms=retention_ms, now_ms=self._runtime.now_ms(), reply=reply

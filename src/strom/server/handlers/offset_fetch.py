@@ -17,10 +17,10 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import build, for_version, request_field, response_module
+from strom.server.api.throttle import NO_THROTTLE
 from strom.server.handlers._groups import GroupHandler, newest_request
-from strom.server.handlers._schema import build, for_version, response_module
-from strom.server.handlers.common import NO_THROTTLE, request_field
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["OffsetFetchHandler"]
 
@@ -35,7 +35,7 @@ class OffsetFetchHandler(GroupHandler):
         version = context.api_version
         if version >= BATCHED_VERSION:
             request = newest_request(context, newest.OffsetFetchRequest)
-            return for_version(self._fetch(context, request), version)
+            return for_version(await self._fetch(context, request), version)
         body = context.body
         topics = request_field(body, "topics", None)
         group = newest.OffsetFetchRequestGroup(
@@ -48,11 +48,13 @@ class OffsetFetchHandler(GroupHandler):
                 for t in topics
             ),
         )
-        answer = self._fetch(
-            context,
-            newest.OffsetFetchRequest(
-                groups=(group,), require_stable=request_field(body, "require_stable", False)
-            ),
+        answer = (
+            await self._fetch(
+                context,
+                newest.OffsetFetchRequest(
+                    groups=(group,), require_stable=request_field(body, "require_stable", False)
+                ),
+            )
         ).groups[0]
         old = response_module(self.api_key, version)
         response: ResponsePayload = build(
@@ -75,13 +77,15 @@ class OffsetFetchHandler(GroupHandler):
         )
         return response
 
-    def _fetch(
+    async def _fetch(
         self, context: RequestContext, request: newest.OffsetFetchRequest
     ) -> latest.OffsetFetchResponse:
         """The coordinator's answer, with Kafka's checks: DESCRIBE on each group (else
         GROUP_AUTHORIZATION_FAILED) and on each topic (a named one it may not describe answers
-        TOPIC_AUTHORIZATION_FAILED; an all-topics fetch leaves such topics out)."""
+        TOPIC_AUTHORIZATION_FAILED; an all-topics fetch leaves such topics out). The offsets
+        topic is created only for a request that may read some group."""
         if context.authorizer is None:
+            await self._runtime.ensure_topic()
             return self._coordinator.offset_fetch(request)
         allowed: list[newest.OffsetFetchRequestGroup] = []
         denied_topics: dict[str, list[latest.OffsetFetchResponseTopics]] = {}
@@ -97,6 +101,8 @@ class OffsetFetchHandler(GroupHandler):
             ]
             kept = tuple(t for t in group.topics if named[t.name])
             allowed.append(dataclasses.replace(group, topics=kept))
+        if allowed:
+            await self._runtime.ensure_topic()
         answered = {
             group.group_id: group
             for group in self._coordinator.offset_fetch(

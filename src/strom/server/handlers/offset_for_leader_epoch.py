@@ -11,7 +11,7 @@ first: FENCED_LEADER_EPOCH when older than the partition's, UNKNOWN_LEADER_EPOCH
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kio.static.primitive import i32, i64
 from kio.static.protocol import ResponsePayload
@@ -19,12 +19,21 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers._schema import build, response_module
-from strom.server.handlers.common import NO_THROTTLE
-from strom.server.handlers.registry import RequestContext
-from strom.server.replica_manager import ReplicaManager
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import build, response_module
+from strom.server.api.throttle import NO_THROTTLE
 
 __all__ = ["OffsetForLeaderEpochHandler"]
+
+
+class EpochEndOffsets(Protocol):
+    """What OffsetForLeaderEpoch needs of the replica manager."""
+
+    def end_offset_for_epoch(
+        self, tp: TopicPartition, *, leader_epoch: int, current_leader_epoch: int = -1
+    ) -> tuple[int, int]:
+        """(epoch, end offset) of ``leader_epoch``; raises KafkaError."""
+        ...
 
 
 class OffsetForLeaderEpochHandler:
@@ -33,7 +42,7 @@ class OffsetForLeaderEpochHandler:
     api_key: Final = ApiKey.OFFSET_FOR_LEADER_EPOCH
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.OFFSET_FOR_LEADER_EPOCH]
 
-    def __init__(self, *, replica_manager: ReplicaManager) -> None:
+    def __init__(self, *, replica_manager: EpochEndOffsets) -> None:
         self._replica_manager = replica_manager
 
     async def handle(self, context: RequestContext) -> ResponsePayload:

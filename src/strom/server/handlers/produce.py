@@ -51,13 +51,14 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Protocol
 
 from kio.static.primitive import i32, i64
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, TopicPartition
+from strom.metadata import MetadataImage
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
 from strom.protocol.batch import (
     COMPRESSION_MASK,
@@ -74,17 +75,18 @@ from strom.protocol.produce_response import (
     response_header_version,
 )
 from strom.security.acls import AclOperation, ResourceType
-from strom.server.handlers._schema import build, response_module
-from strom.server.handlers.common import throttle_field
-from strom.server.handlers.leader_hints import LeaderHints
-from strom.server.handlers.registry import (
+from strom.server.api.handler_table import (
     NO_RESPONSE,
     CloseConnection,
     HandlerResult,
     RequestContext,
 )
-from strom.server.network.response import Response
-from strom.server.replica_manager import AppendResult, ReplicaManager
+from strom.server.api.kio_entities import build, response_module
+from strom.server.api.response import Response
+from strom.server.api.throttle import throttle_field
+from strom.server.handlers.leader_hints import LeaderHints
+from strom.server.replica.replica_results import AppendResult
+from strom.storage.producer_state import AppendOrigin
 
 __all__ = [
     "AcksZeroProduceError",
@@ -157,6 +159,27 @@ def check_produce_records(version: int, records: bytes | None) -> tuple[ErrorCod
     return None
 
 
+class RecordsAppender(Protocol):
+    """What Produce needs of the replica manager."""
+
+    @property
+    def image(self) -> MetadataImage:
+        """The metadata image the replica manager applied last."""
+        ...
+
+    async def append_records(
+        self,
+        entries: Iterable[tuple[TopicPartition, bytes | None]],
+        *,
+        required_acks: int,
+        timeout_ms: int,
+        internal_topics_allowed: bool = False,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> list[tuple[TopicPartition, AppendResult]]:
+        """Append now, then for acks=all wait (Kafka's ``appendRecords``)."""
+        ...
+
+
 class ProduceHandler:
     """Answers Produce through the replica manager."""
 
@@ -166,7 +189,7 @@ class ProduceHandler:
     def __init__(
         self,
         *,
-        replica_manager: ReplicaManager,
+        replica_manager: RecordsAppender,
         verify_txn: TxnVerifier | None = None,
     ) -> None:
         """``verify_txn``: the transaction coordinator's KIP-890 check (see the module docs)."""

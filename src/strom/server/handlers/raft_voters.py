@@ -12,7 +12,7 @@ from kio.static.primitive import i32Timedelta
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode
-from strom.server.handlers.registry import RequestContext
+from strom.server.api.handler_table import RequestContext
 
 __all__ = ["add_error_response", "remove_error_response"]
 

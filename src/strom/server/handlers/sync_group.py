@@ -10,9 +10,9 @@ from kio.schema.sync_group.v5 import response as sync
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version
 from strom.server.handlers._groups import GroupHandler, group_refused, newest_request
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["SyncGroupHandler"]
 

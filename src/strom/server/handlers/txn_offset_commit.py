@@ -24,10 +24,10 @@ from kio.static.protocol import ResponsePayload
 from strom.common import ErrorCode, TopicPartition
 from strom.controller.topic_names import GROUP_METADATA_TOPIC
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.group_coordinator_runtime import GroupCoordinatorRuntime
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import for_version
+from strom.server.coordinator.group_coordinator_runtime import GroupCoordinatorRuntime
 from strom.server.handlers._groups import GroupHandler, newest_request, split_commit
-from strom.server.handlers._schema import for_version
-from strom.server.handlers.registry import RequestContext
 
 __all__ = ["TxnOffsetCommitHandler", "TxnVerifier"]
 

@@ -17,20 +17,46 @@ local transaction coordinator calls the replica manager directly.
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Any, Final, Protocol
 
 from kio.static.primitive import i32
 from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
-from strom.server.handlers._schema import build, response_module
-from strom.server.handlers.registry import RequestContext
-from strom.server.replica_manager import ReplicaManager
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import build, response_module
 
 __all__ = ["WriteTxnMarkersHandler"]
 
 log = logging.getLogger(__name__)
+
+
+class MarkerWriter(Protocol):
+    """What WriteTxnMarkers needs of the replica manager."""
+
+    def write_txn_marker(
+        self,
+        tp: TopicPartition,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> ErrorCode:
+        """Append the COMMIT/ABORT marker of ``producer_id`` to ``tp``."""
+        ...
+
+    def log_end_offset(self, tp: TopicPartition) -> int:
+        """The log end offset of a partition led here; raises KafkaError."""
+        ...
+
+    async def wait_for_acks(
+        self, required_offsets: Mapping[TopicPartition, int], *, timeout_ms: int
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Each partition's acks=all outcome once its high watermark reaches its offset."""
+        ...
 
 
 class WriteTxnMarkersHandler:
@@ -39,7 +65,7 @@ class WriteTxnMarkersHandler:
     api_key: Final = ApiKey.WRITE_TXN_MARKERS
     versions: Final = KAFKA_BROKER_VERSIONS[ApiKey.WRITE_TXN_MARKERS]
 
-    def __init__(self, *, replica_manager: ReplicaManager, timeout_ms: int = 30_000) -> None:
+    def __init__(self, *, replica_manager: MarkerWriter, timeout_ms: int = 30_000) -> None:
         """``timeout_ms``: how long the answer waits for the in-sync replicas."""
         self._replica_manager = replica_manager
         self._timeout_ms = timeout_ms

@@ -1,8 +1,10 @@
 """One client connection: frames in, handlers run concurrently, responses out in request order.
 
-Reading: bytes go through a ``FrameDecoder``; each frame is decoded (``decode_request``) and its
-handler starts at once as a task, so a client may pipeline requests and a slow handler (a long
-poll fetch) delays only this connection's later responses, never other connections.
+Reading: bytes go through a ``FrameDecoder``, received into its memory (a buffered protocol:
+a large produce request lands straight in one buffer of its size, not in chunks copied again);
+each frame is decoded (``decode_request``) and its handler starts at once as a task, so a
+client may pipeline requests and a slow handler (a long poll fetch) delays only this
+connection's later responses, never other connections.
 
 Writing: a single writer task takes the in-flight requests in arrival order, waits for each
 handler's result and writes it (``FrameWriter``). Kafka clients match responses to requests by
@@ -37,23 +39,23 @@ from strom.protocol.api import (
     decode_request,
     encode_response,
 )
-from strom.protocol.framing import FrameDecoder, InvalidFrameSizeError
+from strom.protocol.framing import BytesLike, FrameDecoder, InvalidFrameSizeError
 from strom.security.principal import ANONYMOUS, KafkaPrincipal, ssl_principal
 from strom.security.principal_mapping import NoMatchingRule, PrincipalMapper
-from strom.server.client_quotas import ClientQuotas
-from strom.server.handlers.injected_errors import injected_error_response
-from strom.server.handlers.registry import (
+from strom.server.api.handler_table import (
     NO_RESPONSE,
     CloseConnection,
     Handler,
-    HandlerRegistry,
     HandlerResult,
+    HandlerTable,
     RequestContext,
 )
+from strom.server.api.response import Response
 from strom.server.network.faults import Faults
+from strom.server.network.injected_errors import injected_error_response
 from strom.server.network.request_time import CLUSTER_ACTIONS, RequestTime, request_time
-from strom.server.network.response import Response
 from strom.server.network.writer import FrameWriter
+from strom.server.quotas.client_quotas import ClientQuotas
 
 __all__ = ["Connection", "ConnectionSettings", "format_address"]
 
@@ -78,13 +80,13 @@ class _InFlight:
     task: asyncio.Task[Response | None]
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     """The asyncio protocol of one accepted connection."""
 
     def __init__(
         self,
         *,
-        registry: HandlerRegistry,
+        registry: HandlerTable,
         settings: ConnectionSettings,
         index: int,
         on_started: Callable[[Connection], None],
@@ -118,7 +120,7 @@ class Connection(asyncio.Protocol):
         self._reading_paused = False
         self._unmute: asyncio.TimerHandle | None = None
         """Set while the connection is muted for a quota's throttle time."""
-        self._held: deque[bytes] = deque()
+        self._held: deque[BytesLike] = deque()
         """Frames read while muted, served once the mute ends (Kafka reads none meanwhile)."""
         self._transport: asyncio.Transport | None = None
         self._when_closed: list[Callable[[], None]] | None = []
@@ -150,12 +152,22 @@ class Connection(asyncio.Protocol):
         if self._principal_mapper is not None:
             self._take_certificate_principal()
 
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._received(self._decoder.buffer_updated, nbytes)
+
     def data_received(self, data: bytes) -> None:
+        """Bytes handed over rather than received into :meth:`get_buffer` (tests, wrappers)."""
+        self._received(self._decoder.feed, data)
+
+    def _received(self, decode: Callable[[Any], list[BytesLike]], data: Any) -> None:
         if self._input_closed:
             return
         self.last_active = time.monotonic()
         try:
-            frames = self._decoder.feed(data)
+            frames = decode(data)
         except InvalidFrameSizeError as error:
             self._fail(str(error))
             return
@@ -230,7 +242,7 @@ class Connection(asyncio.Protocol):
 
     # internals
 
-    def _dispatch(self, frame: bytes) -> bool:
+    def _dispatch(self, frame: BytesLike) -> bool:
         """Start handling one frame; False when it was bad input and the connection is closing."""
         request = self._decode(frame)
         return request is not None and self._serve(request)
@@ -260,7 +272,7 @@ class Connection(asyncio.Protocol):
         """The request's time under the request quota (None: not counted)."""
         return request_time(quotas.request, context, self._request_exempt)
 
-    def _decode(self, frame: bytes) -> Request | None:
+    def _decode(self, frame: BytesLike) -> Request | None:
         """The frame's request, or None after closing the connection on bad input."""
         try:
             return decode_request(frame, versions=self._registry.versions)

@@ -20,71 +20,25 @@ import errno
 import itertools
 import logging
 import socket
-import ssl
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from strom.protocol.api import ApiKey
-from strom.security.principal_mapping import PrincipalMapper
-from strom.security.sasl_authenticator import SaslAuthenticator
-from strom.server.client_quotas import ClientQuotas
-from strom.server.handlers.registry import HandlerRegistry
+from strom.server.api.handler_table import HandlerTable
+from strom.server.auth.listener_security import ListenerSecurity
+from strom.server.configs.node_config import HostPort
 from strom.server.network.connection import Connection, ConnectionSettings, format_address
 from strom.server.network.connection_quotas import ConnectionQuotas
 from strom.server.network.faults import Faults
 from strom.server.network.request_time import CLUSTER_ACTIONS
 from strom.server.network.sasl_connection import SaslConnection
+from strom.server.quotas.client_quotas import ClientQuotas
 
-__all__ = ["HostPort", "Listener", "ListenerSecurity"]
+__all__ = ["Listener"]
 
 log = logging.getLogger(__name__)
 
 _WILDCARDS = frozenset({"", "0.0.0.0", "::"})
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-
-
-@dataclass(frozen=True, slots=True)
-class HostPort:
-    """A listener address; ``host`` may be a name, an IPv4 or an IPv6 address (no brackets)."""
-
-    host: str
-    port: int
-
-    @classmethod
-    def parse(cls, text: str) -> HostPort:
-        """``host:port``, ``[v6]:port`` or ``:port`` (every interface)."""
-        host, sep, port_text = text.strip().rpartition(":")
-        if not sep or not port_text.isdigit():
-            raise ValueError(f"expected HOST:PORT, got {text!r}")
-        if host.startswith("[") and host.endswith("]"):
-            host = host[1:-1]
-        elif ":" in host:
-            raise ValueError(f"write an IPv6 address in brackets, as [{host}]:{port_text}")
-        port = int(port_text)
-        if port > 65535:
-            raise ValueError(f"port {port} is out of range")
-        return cls(host, port)
-
-    def __str__(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-
-
-@dataclass(frozen=True, slots=True)
-class ListenerSecurity:
-    """How a listener secures its connections; the default is PLAINTEXT."""
-
-    ssl_context: ssl.SSLContext | None = None
-    """SSL and SASL_SSL: the server side of TLS."""
-    principal_mapper: PrincipalMapper | None = None
-    """SSL: names clients by their certificate's subject (``ssl.principal.mapping.rules``)."""
-    sasl: Callable[[], SaslAuthenticator] | None = None
-    """SASL_PLAINTEXT and SASL_SSL: a new connection's authenticator."""
-    sasl_max_receive_size: int = 524288
-    """``sasl.server.max.receive.size``: the largest frame a client may send before it has
-    authenticated."""
-    handshake_timeout: float = 10.0
-    """Seconds a client has to finish the TLS handshake."""
 
 
 _PLAINTEXT = ListenerSecurity()
@@ -98,7 +52,7 @@ class Listener:
         *,
         name: str = "PLAINTEXT",
         address: HostPort,
-        registry: HandlerRegistry,
+        registry: HandlerTable,
         settings: ConnectionSettings,
         backlog: int = 1024,
         faults: Faults | None = None,

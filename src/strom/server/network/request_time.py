@@ -34,10 +34,10 @@ from typing import Any, Final, TypeVar
 
 from strom.protocol.api import ApiKey
 from strom.security.acls import AclOperation
-from strom.server.client_quotas import ClientQuotaManager
-from strom.server.handlers.common import throttle_field, throttle_of
-from strom.server.handlers.registry import NO_RESPONSE, HandlerResult, RequestContext
-from strom.server.network.response import Response
+from strom.server.api.handler_table import NO_RESPONSE, HandlerResult, RequestContext
+from strom.server.api.response import Response
+from strom.server.api.throttle import throttle_field, throttle_of
+from strom.server.quotas.client_quotas import ClientQuotaManager
 
 __all__ = ["CLUSTER_ACTIONS", "CONTROLLER_EXEMPT", "RequestTime", "request_time"]
 

@@ -22,15 +22,16 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.static.protocol import ResponsePayload
 
 from strom.protocol.api import ApiKey, Request, api_name, encode_response
+from strom.protocol.framing import BytesLike
 from strom.security.sasl_authenticator import SaslAuthenticator
-from strom.server.client_quotas import ClientQuotas
-from strom.server.handlers.common import as_newest
-from strom.server.handlers.registry import RequestContext
-from strom.server.handlers.sasl_authenticate import authenticate_response
-from strom.server.handlers.sasl_handshake import handshake_response
+from strom.server.api.handler_table import RequestContext
+from strom.server.api.kio_entities import as_newest
+from strom.server.api.response import Response
 from strom.server.network.connection import Connection
 from strom.server.network.request_time import RequestTime
-from strom.server.network.response import Response
+from strom.server.network.sasl_authenticate import authenticate_response
+from strom.server.network.sasl_handshake import handshake_response
+from strom.server.quotas.client_quotas import ClientQuotas
 
 __all__ = ["SaslConnection"]
 
@@ -51,10 +52,10 @@ class SaslConnection(Connection):
         self._handshake: RequestContext | None = None
         """The last SaslHandshake's context: bare tokens (v0) are queued under it."""
 
-    def _dispatch(self, frame: bytes) -> bool:
+    def _dispatch(self, frame: BytesLike) -> bool:
         authenticator = self._authenticator
         if authenticator.expects_raw_token:
-            return self._raw_token(frame)
+            return self._raw_token(bytes(frame))
         request = self._decode(frame)
         if request is None:
             return False

@@ -1,0 +1,2 @@
+"""The connectors, one package per family: ``files`` (Kafka's FileStreamSource and
+FileStreamSink)."""

@@ -1,0 +1,110 @@
+"""Kafka Connect's converters by their class names, as Spark column expressions (no
+per-record Python): ``serialize`` turns a connector's data (a column and its Spark type, the
+Connect schema) into a record's bytes, ``to_text`` turns a record's bytes into the text a
+file sink writes. Data a converter cannot take fails the query (``raise_error``) with
+Connect's message, as a task with ``errors.tolerance=none`` fails."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, DataType, StringType
+
+__all__ = ["CONVERTERS", "Converter", "converter", "converter_problem"]
+
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+STRING = "org.apache.kafka.connect.storage.StringConverter"
+BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
+CONVERTERS = (JSON, STRING, BYTES)
+
+_ENVELOPE_ERROR = (
+    'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
+    "contain additional fields. If you are trying to deserialize plain JSON data, set "
+    "schemas.enable=false in your converter configuration."
+)
+_JSON_ERROR = "Converting byte[] to Kafka Connect data failed due to serialization error: "
+
+
+def _connect_type(data_type: DataType) -> str:
+    if isinstance(data_type, StringType):
+        return "STRING"
+    if isinstance(data_type, BinaryType):
+        return "BYTES"
+    return data_type.simpleString().upper()
+
+
+@dataclass(frozen=True)
+class Converter:
+    """One converter: its class and, for JsonConverter, ``schemas.enable``."""
+
+    class_name: str
+    schemas_enable: bool = True
+
+    def serialize(self, data: Column, data_type: DataType) -> Column:
+        """A record's bytes for ``data`` (null stays null, a tombstone)."""
+        if self.class_name == STRING:
+            return F.when(data.isNull(), F.lit(None)).otherwise(
+                F.encode(data.cast("string"), "UTF-8")
+            )
+        if self.class_name == BYTES:
+            if not isinstance(data_type, BinaryType):
+                message = f"Invalid schema type for ByteArrayConverter: {_connect_type(data_type)}"
+                return F.when(data.isNull(), F.lit(None).cast("binary")).otherwise(
+                    F.raise_error(F.lit(message)).cast("binary")
+                )
+            return data
+        if not isinstance(data_type, StringType):
+            raise ValueError(f"JsonConverter: {data_type.simpleString()} data is not supported yet")
+        if self.schemas_enable:
+            envelope = F.to_json(
+                F.struct(
+                    F.struct(F.lit("string").alias("type"), F.lit(False).alias("optional")).alias(
+                        "schema"
+                    ),
+                    data.alias("payload"),
+                )
+            )
+            return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(envelope, "UTF-8"))
+        # {"v":X} -> X: the JSON text of the string, as Spark's to_json writes it
+        bare = F.regexp_extract(F.to_json(F.struct(data.alias("v"))), r'^\{"v":(.*)\}$', 1)
+        return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(bare, "UTF-8"))
+
+    def to_text(self, raw: Column) -> Column:
+        """The record's value as text: a string as itself, other JSON as its JSON text, null
+        as ``null`` (what Kafka's FileStreamSink prints)."""
+        text = raw.cast("string")
+        if self.class_name in (STRING, BYTES):
+            return F.coalesce(text, F.lit("null"))
+        if self.schemas_enable:
+            keys = F.array_sort(F.json_object_keys(text))
+            good = keys == F.array(F.lit("payload"), F.lit("schema"))
+            value = F.when(
+                F.coalesce(good, F.lit(False)), F.get_json_object(text, "$.payload")
+            ).otherwise(F.raise_error(F.lit(_ENVELOPE_ERROR)).cast("string"))
+        else:
+            parsed = F.get_json_object(text, "$")
+            value = F.when(
+                parsed.isNull() & (F.trim(text) != "null"),
+                F.raise_error(F.concat(F.lit(_JSON_ERROR), text)).cast("string"),
+            ).otherwise(parsed)
+        return F.when(raw.isNull(), F.lit("null")).otherwise(F.coalesce(value, F.lit("null")))
+
+
+def converter_problem(class_name: str) -> str | None:
+    """Why ``class_name`` cannot be used as a converter, or None."""
+    if class_name in CONVERTERS:
+        return None
+    return f"Class {class_name} could not be found."
+
+
+def converter(class_name: str, settings: Mapping[str, str]) -> Converter:
+    """The converter of ``class_name`` with its settings (names without the ``key.converter.``
+    or ``value.converter.`` prefix)."""
+    problem = converter_problem(class_name)
+    if problem is not None:
+        raise ValueError(problem)
+    enabled = settings.get("schemas.enable", "true").strip().lower() == "true"
+    return Converter(class_name, schemas_enable=enabled)

@@ -1,0 +1,519 @@
+"""The worker's herder: the connectors' configs, target states and status, kept in the config,
+status and offsets topics (``TopicLog``, applied to the pure ``ConfigState``/``StatusState``),
+and each connector's Spark query started, paused, stopped and restarted to match them. The REST
+API calls its methods from its threads; one request changes things at a time.
+
+One worker per ``group.id`` for now: it is always the leader, runs every connector, and writes
+the task configs itself (the membership of several workers is for later)."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from strom.connect.config_def import error_messages
+from strom.connect.converters import converter
+from strom.connect.errors import ConnectError
+from strom.connect.offsets import SinkOffsets, SourceOffsets
+from strom.connect.plugins import ConnectorPlugin, RunContext, find_plugin
+from strom.connect.records import TargetState, decode, encode
+from strom.connect.settings import WorkerSettings
+from strom.connect.state import ConfigState, Record, Status, StatusState
+from strom.connect.topics import TopicLog
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+__all__ = ["Herder"]
+
+log = logging.getLogger(__name__)
+
+MONITOR_INTERVAL_S = 0.5
+T = TypeVar("T")
+Config = dict[str, str]
+
+
+class Herder:
+    """The state and the running queries of one worker."""
+
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        *,
+        worker_id: str,
+        spark: Callable[[], SparkSession],
+    ) -> None:
+        self.settings = settings
+        self.worker_id = worker_id
+        self._spark_factory = spark
+        self._spark: SparkSession | None = None
+        self._spark_lock = threading.Lock()
+        self.configs = ConfigState()
+        self.statuses = StatusState()
+        self.source_offsets = SourceOffsets()
+        self._state_lock = threading.Lock()
+        self._ops = threading.RLock()
+        client = settings.client_config()
+        self.client = client
+        self.sink_offsets = SinkOffsets(client, settings.timeout)
+        self._config_log = TopicLog(
+            topic=settings.config_topic,
+            partitions=1,
+            replication_factor=settings.config_replication_factor,
+            client=client,
+            apply=lambda k, v: self.configs.apply((k or b"").decode(), decode(v)),
+            lock=self._state_lock,
+            timeout=settings.timeout,
+        )
+        self._status_log = TopicLog(
+            topic=settings.status_topic,
+            partitions=settings.status_partitions,
+            replication_factor=settings.status_replication_factor,
+            client=client,
+            apply=lambda k, v: self.statuses.apply((k or b"").decode(), decode(v)),
+            lock=self._state_lock,
+            timeout=settings.timeout,
+        )
+        self._offset_log = TopicLog(
+            topic=settings.offset_topic,
+            partitions=settings.offset_partitions,
+            replication_factor=settings.offset_replication_factor,
+            client=client,
+            apply=self.source_offsets.apply,
+            lock=self._state_lock,
+            timeout=settings.timeout,
+        )
+        self.generation = 0
+        self.cluster_id: str | None = None
+        self._queries: dict[str, StreamingQuery] = {}
+        self._stopping = threading.Event()
+        self._monitor: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self, *, warm_up: bool = False) -> None:
+        """Read the three topics to their ends, then run what they say should run;
+        ``warm_up`` starts the Spark session meanwhile."""
+        for topic_log in (self._config_log, self._offset_log, self._status_log):
+            topic_log.start()
+        self.generation = self.statuses.generation + 1
+        self.cluster_id = self.sink_offsets.cluster_id()
+        with self._ops:
+            for name in self.connector_names():
+                self._reconcile(name)
+        self._monitor = threading.Thread(
+            target=self._watch, args=(warm_up,), name="connect-monitor", daemon=True
+        )
+        self._monitor.start()
+
+    def stop(self) -> None:
+        """Stop every query (their status becomes UNASSIGNED, as a leaving worker's does)."""
+        self._stopping.set()
+        if self._monitor is not None:
+            self._monitor.join(timeout=5)
+        with self._ops:
+            for name in list(self._queries):
+                self._stop_query(name)
+                self._set_status(name, "UNASSIGNED")
+        for topic_log in (self._config_log, self._offset_log, self._status_log):
+            topic_log.stop()
+
+    @property
+    def spark(self) -> SparkSession:
+        """The connectors' session, active in the calling thread (queries start from the
+        REST API's threads)."""
+        from strom.spark.session import activate  # noqa: PLC0415
+
+        with self._spark_lock:
+            if self._spark is None:
+                self._spark = self._spark_factory()
+            return activate(self._spark)
+
+    def _warm_up(self) -> None:
+        """Start the session before the first connector needs it (a JVM takes seconds)."""
+        try:
+            self.spark  # noqa: B018
+        except Exception:
+            log.exception("cannot start the Spark session; connectors will fail to start")
+
+    # -- reads -----------------------------------------------------------------------------
+    def read(self, query: Callable[[], T]) -> T:
+        """Run ``query`` under the lock the topics' readers apply records under."""
+        with self._state_lock:
+            return query()
+
+    def connector_names(self) -> list[str]:
+        return self.read(lambda: sorted(self.configs.configs))
+
+    def info(self, name: str) -> dict[str, Any]:
+        """Connect's ``ConnectorInfo``."""
+
+        def query() -> dict[str, Any]:
+            config = self.configs.config(name)
+            return {
+                "name": name,
+                "config": dict(config),
+                "tasks": [
+                    {"connector": name, "task": i}
+                    for i in range(len(self.configs.tasks.get(name, [])))
+                ],
+                "type": _plugin_type(config),
+            }
+
+        return self.read(query)
+
+    def status(self, name: str) -> dict[str, Any]:
+        """Connect's ``ConnectorStateInfo``."""
+
+        def query() -> dict[str, Any]:
+            config = self.configs.config(name)
+            connector = self.statuses.connectors.get(name) or Status("UNASSIGNED", self.worker_id)
+            tasks = [
+                _state(
+                    self.statuses.tasks.get((name, i)) or Status("UNASSIGNED", self.worker_id), id=i
+                )
+                for i in range(len(self.configs.tasks.get(name, [])))
+            ]
+            return {
+                "name": name,
+                "connector": _state(connector),
+                "tasks": tasks,
+                "type": _plugin_type(config),
+            }
+
+        return self.read(query)
+
+    def task_status(self, name: str, task: int) -> dict[str, Any]:
+        status = self.status(name)
+        for entry in status["tasks"]:
+            if entry["id"] == task:
+                return dict(entry)
+        raise ConnectError.task_not_found(name, task)
+
+    def tasks(self, name: str) -> list[dict[str, Any]]:
+        def query() -> list[dict[str, Any]]:
+            return [
+                {"id": {"connector": name, "task": i}, "config": dict(c)}
+                for i, c in enumerate(self.configs.task_configs(name))
+            ]
+
+        return self.read(query)
+
+    def active_topics(self, name: str) -> list[str]:
+        """KIP-558's active topics of a connector."""
+
+        def query() -> list[str]:
+            self.configs.config(name)
+            return sorted(self.statuses.topics.get(name, ()))
+
+        return self.read(query)
+
+    # -- writes ----------------------------------------------------------------------------
+    def validate(self, plugin_name: str, config: Mapping[str, str]) -> dict[str, Any]:
+        plugin = find_plugin(plugin_name)
+        return plugin.validate(config)
+
+    def put(
+        self,
+        name: str,
+        config: Config,
+        *,
+        create_only: bool,
+        initial: TargetState = TargetState.STARTED,
+    ) -> tuple[bool, dict[str, Any]]:
+        """Create or update a connector: (created, its info); a 400 naming every problem of
+        the config, a 409 for ``create_only`` and an existing connector."""
+        if "connector.class" not in config:
+            raise ConnectError.bad_request(
+                "Connector config " + str(config) + " contains no connector type"
+            )
+        plugin = find_plugin(config["connector.class"])
+        errors = error_messages(plugin.validate({**config, "name": name}))
+        if errors:
+            raise ConnectError.bad_request(
+                f"Connector configuration is invalid and contains the following {len(errors)}"
+                " error(s):\n" + "\n".join(errors) + "\nYou can also find the above list of"
+                " errors at the endpoint `/connector-plugins/{connectorType}/config/validate`"
+            )
+        with self._ops:
+            exists = self.read(lambda: name in self.configs.configs)
+            if exists and create_only:
+                raise ConnectError.already_exists(name)
+            created, records = self.read(lambda: self.configs.plan_put(name, config, initial))
+            self._write_configs(records)
+            if created:  # a checkpoint a deleted connector of this name left is not its
+                shutil.rmtree(self._checkpoint(name), ignore_errors=True)
+            else:
+                self._stop_query(name)  # a new config restarts the query
+            self._reconcile(name)
+            return created, self.info(name)
+
+    def delete(self, name: str) -> None:
+        with self._ops:
+            records = self.read(lambda: self.configs.plan_delete(name))
+            task_count = self.read(lambda: len(self.configs.tasks.get(name, [])))
+            self._stop_query(name)
+            self._write_configs(records)
+            tombstones = self.read(
+                lambda: self.statuses.plan(name, None, dict.fromkeys(range(task_count)))
+            )
+            topics = self.read(lambda: sorted(self.statuses.topics.get(name, ())))
+            self._write_status([*tombstones, *_topic_tombstones(name, topics)])
+            shutil.rmtree(self._checkpoint(name), ignore_errors=True)
+
+    def set_target(self, name: str, target: TargetState) -> None:
+        with self._ops:
+            records = self.read(lambda: self.configs.plan_target(name, target))
+            self._write_configs(records)
+            self._reconcile(name)
+
+    def restart(self, name: str, *, include_tasks: bool, only_failed: bool) -> dict[str, Any]:
+        """Restart the connector (and with ``include_tasks`` its tasks; with ``only_failed``
+        only what failed); the status as it was, what restarts shown RESTARTING."""
+        with self._ops:
+            status = self.status(name)
+            connector_failed = status["connector"]["state"] == "FAILED"
+            if connector_failed or not only_failed:
+                status["connector"]["state"] = "RESTARTING"
+                status["connector"].pop("trace", None)
+            restarted = [
+                task
+                for task in status["tasks"]
+                if include_tasks and (task["state"] == "FAILED" or not only_failed)
+            ]
+            for task in restarted:
+                task["state"] = "RESTARTING"
+                task.pop("trace", None)
+            # the connector and its tasks are one Spark query: restarting either restarts it
+            if restarted or connector_failed:
+                self._stop_query(name)
+                self._reconcile(name)
+            return status
+
+    def restart_task(self, name: str, task: int) -> None:
+        self.task_status(name, task)
+        with self._ops:
+            self._stop_query(name)
+            self._reconcile(name)
+
+    def reset_topics(self, name: str) -> None:
+        with self._ops:
+            topics = self.active_topics(name)
+            self._write_status(_topic_tombstones(name, topics))
+
+    # -- offsets (KIP-875) -----------------------------------------------------------------
+    def offsets(self, name: str) -> dict[str, Any]:
+        config = self.read(lambda: dict(self.configs.config(name)))
+        if _plugin_type(config) == "sink":
+            return {"offsets": self.sink_offsets.listed(_sink_group(name, config))}
+        return {"offsets": self.read(lambda: self.source_offsets.listed(name))}
+
+    def alter_offsets(
+        self, name: str, entries: list[tuple[dict[str, Any], dict[str, Any] | None]] | None
+    ) -> str:
+        """Alter (``entries``) or reset (None) a stopped connector's offsets; the message."""
+        with self._ops:
+            config = self.read(lambda: dict(self.configs.config(name)))
+            if self.read(lambda: self.configs.target(name)) is not TargetState.STOPPED:
+                raise ConnectError.bad_request(
+                    "Connectors must be in the STOPPED state before their offsets can be modified."
+                    " This can be done for the specified connector by issuing a 'PUT' request to"
+                    f" the '/connectors/{name}/stop' endpoint"
+                )
+            verb = "altered" if entries is not None else "reset"
+            if _plugin_type(config) == "sink":
+                group = _sink_group(name, config)
+                if entries is None:
+                    self.sink_offsets.reset(group)
+                else:
+                    self.sink_offsets.alter(group, entries)
+                message = f"The offsets for this connector have been {verb} successfully"
+            else:
+                records = self.read(lambda: self.source_offsets.records(name, entries))
+                if records:
+                    self._offset_log.write(records)
+                message = (
+                    f"The Connect framework-managed offsets for this connector have been {verb}"
+                    " successfully. However, if this connector manages offsets externally, they"
+                    f" will need to be manually {verb} in the system"
+                    " that the connector uses."
+                )
+            # the query's checkpoint holds offsets too: the next start reads the new ones
+            shutil.rmtree(self._checkpoint(name), ignore_errors=True)
+            return message
+
+    # -- running queries -------------------------------------------------------------------
+    def _reconcile(self, name: str) -> None:
+        """Make the query of ``name`` and its status match the config topic."""
+        config = self.read(lambda: dict(self.configs.configs.get(name, {})))
+        if not config:
+            return
+        target = self.read(lambda: self.configs.target(name))
+        if target is not TargetState.STARTED:
+            self._stop_query(name)
+            state = "PAUSED" if target is TargetState.PAUSED else "STOPPED"
+            self._set_status(name, state, tasks_state=None if state == "STOPPED" else state)
+            return
+        plugin = find_plugin(config["connector.class"])()
+        try:
+            max_tasks = int(config.get("tasks.max", "1"))
+            task_configs = plugin.task_configs(config, max_tasks)
+            self._write_configs(self.read(lambda: self.configs.plan_tasks(name, task_configs)))
+            if name not in self._queries:
+                self._queries[name] = plugin.start(self._context(name, plugin, config))
+                self._write_status(
+                    _topic_records(
+                        name,
+                        plugin.topics(config),
+                        self.read(lambda: self.statuses.topics.get(name, set())),
+                    )
+                )
+        except ConnectError:
+            raise
+        except Exception as error:
+            log.exception("connector %s failed to start", name)
+            self._set_status(name, "FAILED", trace=_trace(error), tasks_state="UNASSIGNED")
+            return
+        self._set_status(name, "RUNNING")
+
+    def _context(self, name: str, plugin: ConnectorPlugin, config: Config) -> RunContext:
+        settings = self.settings
+
+        def converter_of(which: str) -> Any:
+            class_name = config.get(f"{which}.converter") or getattr(settings, f"{which}_converter")
+            prefix = f"{which}.converter."
+            source = config if f"{which}.converter" in config else settings.converter_settings
+            return converter(
+                class_name,
+                {k.removeprefix(prefix): v for k, v in source.items() if k.startswith(prefix)},
+            )
+
+        checkpoint = self._checkpoint(name)
+        group = _sink_group(name, config)
+        start = "earliest"
+        if plugin.kind == "sink" and not checkpoint.exists():
+            start = self.sink_offsets.starting_offsets(group, plugin.topics(config))
+        return RunContext(
+            spark=self.spark,
+            name=name,
+            config=config,
+            tasks=self.read(lambda: list(self.configs.tasks.get(name, []))),
+            key_converter=converter_of("key"),
+            value_converter=converter_of("value"),
+            spark_options=settings.spark_options(),
+            client=self.client,
+            offsets_topic=settings.offset_topic,
+            source_offset=lambda p: self.read(lambda: self.source_offsets.offset(name, p)),
+            checkpoint=str(checkpoint),
+            sink_group=group,
+            sink_start=start,
+        )
+
+    def _checkpoint(self, name: str) -> Path:
+        return self.settings.checkpoint(self.cluster_id or "unknown-cluster", name)
+
+    def _stop_query(self, name: str) -> None:
+        query = self._queries.pop(name, None)
+        if query is not None:
+            try:
+                query.stop()
+            except Exception:  # a failed query may throw its failure again
+                log.debug("stopping the query of %s", name, exc_info=True)
+
+    def _watch(self, warm_up: bool) -> None:
+        """Notice failed queries: their tasks become FAILED with the failure's trace. With
+        ``warm_up``, start the session first, in this thread that lives as long as the worker
+        (a session made in a thread that ends loses py4j's connection of that thread)."""
+        if warm_up:
+            self._warm_up()
+        while not self._stopping.wait(MONITOR_INTERVAL_S):
+            with self._ops:
+                for name, query in list(self._queries.items()):
+                    if query.isActive:
+                        continue
+                    error = query.exception()
+                    del self._queries[name]
+                    trace = _trace(error) if error is not None else "the query stopped"
+                    log.warning("connector %s: its query stopped: %s", name, trace.splitlines()[0])
+                    self._set_status(name, "RUNNING", tasks_state="FAILED", trace=trace)
+
+    # -- records ---------------------------------------------------------------------------
+    def _write_configs(self, records: list[Record]) -> None:
+        if records:
+            self._config_log.write((k.encode(), encode(v)) for k, v in records)
+
+    def _write_status(self, records: list[Record]) -> None:
+        if records:
+            self._status_log.write((k.encode(), encode(v)) for k, v in records)
+
+    def _set_status(
+        self, name: str, state: str, *, tasks_state: str | None = "", trace: str | None = None
+    ) -> None:
+        """The connector's status, and its tasks' (``tasks_state``: "" the same as the
+        connector's, None tombstones); a trace goes with FAILED states only."""
+        tasks_state = state if tasks_state == "" else tasks_state
+        count = self.read(lambda: len(self.configs.tasks.get(name, [])))
+        old_count = self.read(lambda: sum(1 for (n, _) in self.statuses.tasks if n == name))
+
+        def status(value: str | None) -> Status | None:
+            if value is None:
+                return None
+            return Status(
+                value, self.worker_id, self.generation, trace if value == "FAILED" else None
+            )
+
+        tasks = {i: status(tasks_state) for i in range(count)}
+        tasks.update(dict.fromkeys(range(count, old_count)))
+        self._write_status(self.read(lambda: self.statuses.plan(name, status(state), tasks)))
+
+
+def _state(status: Status, **more: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {**more, "state": status.state, "worker_id": status.worker_id}
+    if status.trace is not None:
+        entry["trace"] = status.trace
+    return entry
+
+
+def _plugin_type(config: Mapping[str, str]) -> str:
+    try:
+        return find_plugin(config.get("connector.class", "")).kind
+    except ConnectError:
+        return "unknown"
+
+
+def _sink_group(name: str, config: Mapping[str, str]) -> str:
+    return config.get("consumer.override.group.id") or f"connect-{name}"
+
+
+def _trace(error: BaseException) -> str:
+    return "".join(traceback.format_exception(error)).strip()
+
+
+def _topic_records(name: str, topics: list[str], known: set[str]) -> list[Record]:
+    now = int(time.time() * 1000)
+    return [
+        (
+            f"status-topic-{topic}:connector-{name}",
+            {
+                "topic": {
+                    "name": topic,
+                    "connector": name,
+                    "task": 0,
+                    "partition": 0,
+                    "discoverTimestamp": now,
+                }
+            },
+        )
+        for topic in topics
+        if topic not in known
+    ]
+
+
+def _topic_tombstones(name: str, topics: list[str]) -> list[Record]:
+    return [(f"status-topic-{topic}:connector-{name}", None) for topic in topics]

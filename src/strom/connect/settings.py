@@ -1,0 +1,134 @@
+"""A worker's settings under Kafka Connect's distributed-mode names (``connect-distributed
+.properties``), plus the Spark ones: ``spark.master`` and any ``spark.*`` conf of the session
+the connectors run in."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from strom.client.java_tls import tls_settings
+from strom.web.server import Listener
+
+__all__ = ["SettingsError", "WorkerSettings"]
+
+DEFAULT_LISTENER = Listener("http", "localhost", 8083)
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+_CLIENT_PREFIXES = ("security.", "sasl.", "ssl.")
+
+
+class SettingsError(ValueError):
+    """A worker setting that cannot be used; the message names it."""
+
+
+def _int(values: Mapping[str, str], name: str, default: int) -> int:
+    text = values.get(name)
+    if text is None:
+        return default
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise SettingsError(f"{name}: expected an integer, got {text!r}") from None
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """One worker's settings; ``from_properties`` reads them by Kafka Connect's names."""
+
+    bootstrap_servers: str = "localhost:9092"
+    group_id: str = "connect-cluster"
+    config_topic: str = "connect-configs"
+    offset_topic: str = "connect-offsets"
+    status_topic: str = "connect-status"
+    config_replication_factor: int = 3
+    offset_replication_factor: int = 3
+    status_replication_factor: int = 3
+    offset_partitions: int = 25
+    status_partitions: int = 5
+    key_converter: str = JSON_CONVERTER
+    value_converter: str = JSON_CONVERTER
+    converter_settings: Mapping[str, str] = field(default_factory=dict)
+    """``key.converter.*`` and ``value.converter.*``, under their full names."""
+    listener: Listener = DEFAULT_LISTENER
+    listener_tls: Mapping[str, str] | None = None
+    advertised_url: str | None = None
+    client_security: Mapping[str, str] = field(default_factory=dict)
+    """The worker's ``security.*``, ``sasl.*`` and ``ssl.*`` settings by Java's names."""
+    spark_master: str = "local[*]"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    checkpoint_root: Path = Path(tempfile.gettempdir()) / "strom-connect"
+    timeout: float = 30.0
+
+    @classmethod
+    def from_properties(cls, values: Mapping[str, str]) -> WorkerSettings:
+        listener = Listener.parse(values.get("listeners", "http://localhost:8083"))
+        https = {
+            k.removeprefix("listeners.https."): v
+            for k, v in values.items()
+            if k.startswith("listeners.https.ssl.")
+        } or {k: v for k, v in values.items() if k.startswith("ssl.")}
+        advertised = None
+        if any(k.startswith("rest.advertised.") for k in values):
+            advertised = (
+                f"{values.get('rest.advertised.listener', listener.scheme)}://"
+                f"{values.get('rest.advertised.host.name', listener.host or 'localhost')}:"
+                f"{values.get('rest.advertised.port', listener.port)}"
+            )
+        spark = {k: v for k, v in values.items() if k.startswith("spark.") and k != "spark.master"}
+        checkpoints = spark.pop("spark.sql.streaming.checkpointLocation", None)
+        return cls(
+            bootstrap_servers=values.get("bootstrap.servers", cls.bootstrap_servers),
+            group_id=values.get("group.id", cls.group_id),
+            config_topic=values.get("config.storage.topic", cls.config_topic),
+            offset_topic=values.get("offset.storage.topic", cls.offset_topic),
+            status_topic=values.get("status.storage.topic", cls.status_topic),
+            config_replication_factor=_int(values, "config.storage.replication.factor", 3),
+            offset_replication_factor=_int(values, "offset.storage.replication.factor", 3),
+            status_replication_factor=_int(values, "status.storage.replication.factor", 3),
+            offset_partitions=_int(values, "offset.storage.partitions", 25),
+            status_partitions=_int(values, "status.storage.partitions", 5),
+            key_converter=values.get("key.converter", JSON_CONVERTER),
+            value_converter=values.get("value.converter", JSON_CONVERTER),
+            converter_settings={
+                k: v
+                for k, v in values.items()
+                if k.startswith(("key.converter.", "value.converter."))
+            },
+            listener=listener,
+            listener_tls=https if listener.scheme == "https" else None,
+            advertised_url=advertised,
+            client_security={
+                k: v
+                for k, v in values.items()
+                if k.startswith(_CLIENT_PREFIXES) and not k.startswith("ssl.client.auth")
+            },
+            spark_master=values.get("spark.master", cls.spark_master),
+            spark_conf=spark,
+            checkpoint_root=Path(checkpoints) if checkpoints else cls.checkpoint_root,
+        )
+
+    def client_config(self) -> dict[str, str]:
+        """The settings of the worker's own (librdkafka) clients."""
+        tls, problem = tls_settings(self.client_security)
+        if problem is not None:
+            raise SettingsError(problem)
+        plain = {
+            k: v
+            for k, v in self.client_security.items()
+            if k.startswith(("security.", "sasl.")) or k == "ssl.key.password"
+        }
+        return {"bootstrap.servers": self.bootstrap_servers, **plain, **tls}
+
+    def spark_options(self) -> dict[str, str]:
+        """The ``strom`` source's and sink's options that reach this worker's cluster."""
+        return {
+            "kafka.bootstrap.servers": self.bootstrap_servers,
+            **{f"kafka.{k}": v for k, v in self.client_security.items()},
+        }
+
+    def checkpoint(self, cluster_id: str, connector: str) -> Path:
+        """Where the Spark query of ``connector`` keeps its checkpoint: under the cluster's id,
+        so that a worker of another cluster with the same group never resumes it."""
+        return self.checkpoint_root / cluster_id / self.group_id / connector

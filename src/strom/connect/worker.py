@@ -1,0 +1,77 @@
+"""Running one Connect worker: its herder (the internal topics and the connectors' Spark
+queries) and its REST listener, in the calling thread or a thread of its own."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from strom.connect.herder import Herder
+from strom.connect.rest import create_app
+from strom.connect.settings import WorkerSettings
+from strom.web.security import listener_ssl_context
+from strom.web.server import HttpServer
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["ConnectWorker"]
+
+log = logging.getLogger(__name__)
+
+
+def _local_spark(settings: WorkerSettings) -> Callable[[], SparkSession]:
+    def start() -> SparkSession:
+        import strom.spark  # noqa: PLC0415
+
+        return strom.spark.session(
+            master=settings.spark_master,
+            app_name=f"strom-connect-{settings.group_id}",
+            conf=dict(settings.spark_conf),
+        )
+
+    return start
+
+
+class ConnectWorker:
+    """A worker: ``url`` is where its REST API answers. ``spark`` makes the SparkSession the
+    connectors run in (default: ``strom.spark.session`` with the settings' master and conf),
+    called once, when the first connector starts."""
+
+    def __init__(
+        self, settings: WorkerSettings, *, spark: Callable[[], SparkSession] | None = None
+    ) -> None:
+        self.settings = settings
+        context = listener_ssl_context(settings.listener_tls) if settings.listener_tls else None
+        self._http = HttpServer(
+            settings.listener,
+            ssl_context=context,
+            advertised_url=settings.advertised_url,
+            name="connect-http",
+        )
+        self.url = self._http.url
+        self.herder = Herder(
+            settings,
+            worker_id=self.url.partition("://")[2],
+            spark=spark or _local_spark(settings),
+        )
+        self._app = create_app(self.herder)
+
+    def start(self) -> None:
+        """Read the internal topics, start the connectors and listen, in a thread."""
+        self.herder.start()
+        self._http.start(self._app)
+
+    def serve_forever(self) -> None:
+        """Start and serve in the calling thread until interrupted."""
+        self.herder.start(warm_up=True)
+        log.info("ready: Kafka Connect REST API on %s", self.url)
+        try:
+            self._http.serve(self._app)
+        finally:
+            self.herder.stop()
+
+    def stop(self) -> None:
+        self._http.stop()
+        self.herder.stop()

@@ -1,0 +1,255 @@
+"""The console's own JSON views (``/api/console/...``), gathered with the proxy's clients of the
+HTTP user's login: the cluster's health, topics, a topic's partitions with offsets and its
+settings, records by partition and offset, consumer groups with their lag. The page produces
+records and changes settings through the proxy's v3 API itself."""
+
+from __future__ import annotations
+
+import base64
+import time
+from typing import Any, Final
+
+from confluent_kafka import Consumer as KafkaConsumer
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    KafkaException,
+    TopicCollection,
+    TopicPartition,
+)
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    ConfigResource,
+    OffsetSpec,
+    ResourceType,
+)
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from strom.console.views import BrokerView, PartitionView, cluster_health, topic_row
+from strom.rest.context import ProxyContext
+from strom.rest.errors import RestError, from_kafka
+from strom.rest.gateway import blocking, result
+from strom.web.http import json_response
+
+__all__ = ["console_api"]
+
+EARLIEST: Final = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+LATEST: Final = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+MAX_RECORDS: Final = 500
+BROWSE_WAIT_S: Final = 2.0
+
+
+def _partitions(described: Any) -> list[PartitionView]:
+    return [
+        PartitionView(
+            described.name,
+            p.id,
+            None if p.leader is None else p.leader.id,
+            tuple(n.id for n in p.replicas),
+            tuple(n.id for n in p.isr),
+        )
+        for p in described.partitions
+    ]
+
+
+def _headers(message: Any) -> list[tuple[str, bytes | None]]:
+    return list(message.headers() or ())
+
+
+def _text(data: str | bytes | None) -> str | None:
+    """A key or value as the page shows it: its text, or base64 when it is not UTF-8."""
+    if data is None or isinstance(data, str):
+        return data
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return "base64:" + base64.b64encode(data).decode()
+
+
+def _browse(
+    config: dict[str, Any], where: TopicPartition, limit: int, end: int
+) -> list[dict[str, object]]:
+    """Up to ``limit`` records of a partition from ``where``'s offset (not past ``end``)."""
+    settings = {"group.id": "strom-console", "enable.auto.commit": False}
+    consumer = KafkaConsumer({**config, **settings, "enable.partition.eof": True})
+    offset = where.offset
+    try:
+        consumer.assign([where])
+        found: list[dict[str, object]] = []
+        deadline = time.monotonic() + BROWSE_WAIT_S
+        while len(found) < limit and offset + len(found) < end and time.monotonic() < deadline:
+            for message in consumer.consume(limit - len(found), 0.2):
+                if message.error() is not None:
+                    continue  # the partition's end, or a record this login may not read
+                _, timestamp = message.timestamp()
+                found.append(
+                    {
+                        "partition": message.partition(),
+                        "offset": message.offset(),
+                        "timestamp": timestamp,
+                        "key": _text(message.key()),
+                        "value": _text(message.value()),
+                        "headers": [[k, _text(v)] for k, v in _headers(message)],
+                    }
+                )
+        return found
+    finally:
+        consumer.close()
+
+
+def _held(
+    offsets: dict[tuple[str, int], tuple[int, int]], parts: list[PartitionView]
+) -> dict[int, tuple[int, int]]:
+    return {p.partition: offsets.get((p.topic, p.partition), (0, 0)) for p in parts}
+
+
+def console_api(context: ProxyContext) -> list[Route]:
+    async def _call(future: Any) -> Any:
+        try:
+            return await result(future)
+        except KafkaException as error:
+            raise from_kafka(error) from error
+
+    async def _described(request: Request, names: list[str]) -> list[Any]:
+        if not names:
+            return []
+        futures = context.admin(request).describe_topics(TopicCollection(names))
+        return [await _call(futures[name]) for name in names]
+
+    async def _offsets(
+        request: Request, parts: list[PartitionView]
+    ) -> dict[tuple[str, int], tuple[int, int]]:
+        if not parts:
+            return {}
+        admin = context.admin(request)
+        keys = [TopicPartition(p.topic, p.partition) for p in parts if not p.offline]
+        earliest = admin.list_offsets(dict.fromkeys(keys, EARLIEST))
+        latest = admin.list_offsets(dict.fromkeys(keys, LATEST))
+        found = {}
+        for tp in keys:
+            try:
+                found[(tp.topic, tp.partition)] = (
+                    (await result(earliest[tp])).offset,
+                    (await result(latest[tp])).offset,
+                )
+            except KafkaException:
+                continue  # a partition without a leader right now
+        return found
+
+    async def cluster(request: Request) -> Response:
+        admin = context.admin(request)
+        described = await _call(admin.describe_cluster())
+        metadata = await blocking(admin.list_topics, timeout=10)
+        topics = await _described(request, sorted(metadata.topics))
+        live = [BrokerView(n.id, n.host, n.port, n.rack, alive=True) for n in described.nodes]
+        controller = None if described.controller is None else described.controller.id
+        health = cluster_health(live, (p for t in topics for p in _partitions(t)), controller)
+        return json_response({"cluster_id": described.cluster_id, **health})
+
+    async def topics(request: Request) -> Response:
+        metadata = await blocking(context.admin(request).list_topics, timeout=10)
+        described = await _described(request, sorted(metadata.topics))
+        parts = {t.name: _partitions(t) for t in described}
+        offsets = await _offsets(request, [p for ps in parts.values() for p in ps])
+        rows = [
+            topic_row(t.name, parts[t.name], _held(offsets, parts[t.name]), internal=t.is_internal)
+            for t in described
+        ]
+        return json_response(rows)
+
+    async def topic(request: Request) -> Response:
+        name = request.path_params["topic"]
+        [described] = await _described(request, [name])
+        parts = _partitions(described)
+        offsets = await _offsets(request, parts)
+        resource = ConfigResource(ResourceType.TOPIC, name)
+        [entries] = [
+            await _call(f) for f in context.admin(request).describe_configs([resource]).values()
+        ]
+        return json_response({
+            "name": name,
+            "partitions": [
+                {"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas),
+                 "isr": list(p.isr), "earliest": offsets.get((name, p.partition), (0, 0))[0],
+                 "latest": offsets.get((name, p.partition), (0, 0))[1]}
+                for p in parts
+            ],
+            "configs": [
+                {"name": e.name, "value": None if e.is_sensitive else e.value,
+                 "default": e.is_default, "read_only": e.is_read_only}
+                for _, e in sorted(entries.items())
+            ],
+        })  # fmt: skip
+
+    async def records(request: Request) -> Response:
+        name = request.path_params["topic"]
+        try:
+            partition = int(request.query_params.get("partition", "0"))
+            offset = int(request.query_params.get("offset", "0"))
+            limit = min(MAX_RECORDS, int(request.query_params.get("limit", "50")))
+        except ValueError:
+            raise RestError(400, 400, "partition, offset and limit are integers") from None
+        [described] = await _described(request, [name])
+        parts = [p for p in _partitions(described) if p.partition == partition]
+        if not parts:
+            raise RestError(404, 40402, "Partition not found.")
+        earliest, latest = (await _offsets(request, parts)).get((name, partition), (0, 0))
+        start = max(offset, earliest)
+        config = context.clients.config(context.login(request))
+        where = TopicPartition(name, partition, start)
+        found = await blocking(_browse, config, where, limit, latest)
+        return json_response({"earliest": earliest, "latest": latest, "records": found})
+
+    async def groups(request: Request) -> Response:
+        admin = context.admin(request)
+        listed = await _call(admin.list_consumer_groups())
+        names = sorted(g.group_id for g in listed.valid)
+        rows = []
+        for name in names:
+            lag = await _group_lag(request, name)
+            described = await _call(admin.describe_consumer_groups([name])[name])
+            row = {"group": name, "state": described.state.name}
+            row |= {"members": len(described.members), "lag": sum(one["lag"] for one in lag)}
+            rows.append(row)
+        return json_response(rows)
+
+    async def _group_lag(request: Request, name: str) -> list[dict[str, Any]]:
+        admin = context.admin(request)
+        committed = await _call(
+            admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(name)])[name]
+        )
+        positions = {(tp.topic, tp.partition): tp.offset for tp in committed.topic_partitions
+                     if tp.offset >= 0}  # fmt: skip
+        if not positions:
+            return []
+        ends = admin.list_offsets({TopicPartition(t, p): LATEST for t, p in positions})
+        lags = []
+        for tp, future in ends.items():
+            end = (await _call(future)).offset
+            current = positions[(tp.topic, tp.partition)]
+            lags.append({"topic": tp.topic, "partition": tp.partition, "current": current,
+                         "end": end, "lag": max(0, end - current)})  # fmt: skip
+        return sorted(lags, key=lambda lag: (lag["topic"], lag["partition"]))
+
+    async def group(request: Request) -> Response:
+        name = request.path_params["group"]
+        described = await _call(context.admin(request).describe_consumer_groups([name])[name])
+        return json_response({
+            "group": name, "state": described.state.name,
+            "members": [
+                {"member": m.member_id, "client": m.client_id, "host": m.host,
+                 "assignment": [f"{t.topic}-{t.partition}" for t in m.assignment.topic_partitions]}
+                for m in described.members
+            ],
+            "lag": await _group_lag(request, name),
+        })  # fmt: skip
+
+    base = "/api/console"
+    return [
+        Route(f"{base}/cluster", cluster),
+        Route(f"{base}/topics", topics),
+        Route(f"{base}/topics/{{topic}}", topic),
+        Route(f"{base}/topics/{{topic}}/records", records),
+        Route(f"{base}/groups", groups),
+        Route(f"{base}/groups/{{group}}", group),
+    ]

@@ -1,0 +1,51 @@
+"""The console's server: the page and its assets, the console's API, and the REST proxy's API
+the page also calls, on one listener (the proxy's settings: TLS, basic authentication with
+principal propagation, the clients' security)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from strom.console.api import console_api
+from strom.rest.app import RestProxy
+from strom.rest.context import ProxyContext
+from strom.rest.errors import not_found
+from strom.rest.settings import RestSettings
+
+__all__ = ["DEFAULT_LISTENER", "Console", "page_routes"]
+
+DEFAULT_LISTENER: Final = "http://localhost:9021"
+ASSETS: Final = Path(__file__).parent / "assets"
+_MEDIA_TYPES: Final = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+}
+
+
+async def _index(request: Request) -> Response:
+    return FileResponse(ASSETS / "index.html", media_type=_MEDIA_TYPES[".html"])
+
+
+async def _asset(request: Request) -> Response:
+    name = request.path_params["name"]
+    path = ASSETS / name
+    if "/" in name or path.suffix not in _MEDIA_TYPES or not path.is_file():
+        raise not_found(f"No asset {name}.")
+    return FileResponse(path, media_type=_MEDIA_TYPES[path.suffix])
+
+
+def page_routes(context: ProxyContext) -> list[BaseRoute]:
+    return [Route("/", _index), Route("/assets/{name}", _asset), *console_api(context)]
+
+
+class Console(RestProxy):
+    """A started console: ``url`` is where its page is."""
+
+    def __init__(self, settings: RestSettings) -> None:
+        super().__init__(settings, extra_routes=page_routes, name="console-http")

@@ -1,0 +1,69 @@
+"""The answers of one produce stream, in the order of its records: each record takes a slot,
+its answer fills the slot from whichever thread learns it (librdkafka's delivery reports come
+on the producer's poll thread), and the writer takes every answer ready in order as one chunk.
+The loop is woken once per batch of reports, not once per record; at most ``limit`` records
+wait for their answers, so a stream of any length is served in bounded memory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+__all__ = ["StreamAnswers"]
+
+
+class StreamAnswers:
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int) -> None:
+        self._loop = loop
+        self._limit = limit
+        self._slots: dict[int, bytes] = {}
+        self._taken = 0  # answers written
+        self._reserved = 0  # records that took a slot
+        self._finished = False  # no more records will come
+        self._changed = asyncio.Event()
+        self._room = asyncio.Event()
+        self._lock = threading.Lock()
+        self._wake_pending = False
+
+    async def reserve(self) -> int:
+        """A slot for the next record, once fewer than ``limit`` wait for answers."""
+        while self._reserved - self._taken >= self._limit:
+            self._room.clear()
+            await self._room.wait()
+        self._reserved += 1
+        return self._reserved - 1
+
+    def fill(self, slot: int, answer: dict[str, object]) -> None:
+        """Any thread: the answer of the record in ``slot``."""
+        self._slots[slot] = json.dumps(answer, separators=(",", ":")).encode() + b"\n"
+        with self._lock:
+            if self._wake_pending:
+                return
+            self._wake_pending = True
+        self._loop.call_soon_threadsafe(self._wake)
+
+    def finish(self) -> None:
+        """No more records: the last answer ends the stream."""
+        self._finished = True
+        self._changed.set()
+
+    def _wake(self) -> None:
+        with self._lock:
+            self._wake_pending = False
+        self._changed.set()
+
+    async def next_chunk(self) -> bytes | None:
+        """Every answer ready in order (waiting for the first of them); None at the end."""
+        while True:
+            self._changed.clear()
+            ready = []
+            while self._taken in self._slots:
+                ready.append(self._slots.pop(self._taken))
+                self._taken += 1
+            if ready:
+                self._room.set()
+                return b"".join(ready)
+            if self._finished and self._taken == self._reserved:
+                return None
+            await self._changed.wait()

@@ -1,0 +1,182 @@
+"""Produce requests of the v3 API (``POST .../topics/{topic}/records``), pure: a request's
+JSON object becomes the record's key, value, headers, partition and timestamp in bytes (the
+``BINARY``, ``JSON`` and ``STRING`` types; the registry's types are encoded by ``schemas``), and
+a delivered record its answer."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from strom.rest.errors import RestError
+
+__all__ = ["PLAIN_TYPES", "DataSpec", "ProduceRecord", "delivered", "encode_plain", "parse"]
+
+PLAIN_TYPES: Final = frozenset({"BINARY", "JSON", "STRING"})
+SCHEMA_TYPES: Final = frozenset({"AVRO", "JSONSCHEMA", "PROTOBUF"})
+TYPES: Final = ("BINARY", "JSON", "STRING", "AVRO", "JSONSCHEMA", "PROTOBUF")
+_SCHEMA_FIELDS: Final = (
+    "subject",
+    "subject_name_strategy",
+    "schema_id",
+    "schema_version",
+    "schema",
+)
+
+
+def _bad(message: str) -> RestError:
+    return RestError(400, 400, message)
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """A key's or value's part of a request: its ``type`` (None: not given), the registry
+    fields, and ``data``."""
+
+    type: str | None
+    data: object
+    subject: str | None = None
+    subject_name_strategy: str | None = None
+    schema_id: int | None = None
+    schema_version: int | None = None
+    schema: str | None = None
+
+    @property
+    def needs_schema(self) -> bool:
+        """A registry type, or no type with registry fields (or none at all: the subject's
+        latest schema when a registry is configured)."""
+        return self.type in SCHEMA_TYPES or self.type is None
+
+
+@dataclass(frozen=True)
+class ProduceRecord:
+    partition: int | None
+    key: DataSpec | None
+    value: DataSpec | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp_ms: int | None
+
+
+def _spec(raw: object, what: str) -> DataSpec | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise _bad(f"{what}: expected an object with 'type' and 'data'")
+    kind = raw.get("type")
+    if kind is not None and (
+        not isinstance(kind, str) or kind.upper() not in PLAIN_TYPES | SCHEMA_TYPES
+    ):
+        raise _bad(f"{what}.type: expected one of {', '.join(TYPES)}, got {kind!r}")
+    fields = {name: raw.get(name) for name in _SCHEMA_FIELDS}
+    for name in ("schema_id", "schema_version"):
+        if fields[name] is not None and not isinstance(fields[name], int):
+            raise _bad(f"{what}.{name}: expected an integer")
+    return DataSpec(
+        type=None if kind is None else kind.upper(),
+        data=raw.get("data"),
+        **fields,
+    )
+
+
+def _timestamp(raw: object) -> int | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str):
+        raise _bad("timestamp: expected an ISO-8601 date-time")
+    try:
+        moment = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise _bad(f"timestamp: not an ISO-8601 date-time: {raw!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _headers(raw: object) -> tuple[tuple[str, bytes | None], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise _bad("headers: expected an array of {name, value}")
+    out = []
+    for header in raw:
+        if not isinstance(header, Mapping) or not isinstance(header.get("name"), str):
+            raise _bad("headers: each needs a 'name'")
+        value = header.get("value")
+        out.append((header["name"], None if value is None else _base64(value, "headers.value")))
+    return tuple(out)
+
+
+def _base64(text: object, what: str) -> bytes:
+    if not isinstance(text, str):
+        raise _bad(f"{what}: expected a base64 string")
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise _bad(f"{what}: not valid base64: {text[:40]!r}") from None
+
+
+def parse(raw: object) -> ProduceRecord:
+    """One request object; a ``RestError`` (400) naming the field that cannot be used."""
+    if not isinstance(raw, Mapping):
+        raise _bad("expected a JSON object per record")
+    partition = raw.get("partition_id")
+    if partition is not None and (not isinstance(partition, int) or isinstance(partition, bool)):
+        raise _bad("partition_id: expected an integer")
+    if partition is not None and partition < 0:
+        raise RestError(404, 40402, "Partition not found.")
+    return ProduceRecord(
+        partition=partition,
+        key=_spec(raw.get("key"), "key"),
+        value=_spec(raw.get("value"), "value"),
+        headers=_headers(raw.get("headers")),
+        timestamp_ms=_timestamp(raw.get("timestamp")),
+    )
+
+
+def encode_plain(spec: DataSpec | None, what: str) -> bytes | None:
+    """A ``BINARY`` (base64), ``JSON`` or ``STRING`` part as bytes; null data is no bytes."""
+    if spec is None or spec.data is None:
+        return None
+    kind = spec.type or "BINARY"
+    if kind == "BINARY":
+        return _base64(spec.data, f"{what}.data")
+    if kind == "STRING":
+        if not isinstance(spec.data, str):
+            raise _bad(f"{what}.data: a STRING needs a JSON string")
+        return spec.data.encode()
+    return json.dumps(spec.data, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def delivered(
+    *,
+    cluster_id: str,
+    topic: str,
+    partition: int,
+    offset: int,
+    timestamp_ms: int | None,
+    key: Mapping[str, object] | None,
+    value: Mapping[str, object] | None,
+) -> dict[str, object]:
+    """The answer to a record the cluster acknowledged."""
+    when = (
+        None
+        if timestamp_ms is None
+        else datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+    return {
+        "error_code": 200,
+        "cluster_id": cluster_id,
+        "topic_name": topic,
+        "partition_id": partition,
+        "offset": offset,
+        "timestamp": when,
+        "key": key,
+        "value": value,
+    }

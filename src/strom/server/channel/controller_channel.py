@@ -1,0 +1,151 @@
+"""How a broker reaches the active controller (Kafka's ``NodeToControllerChannelManager``).
+
+:meth:`ControllerChannel.send` sends one request to whichever node is the active controller now:
+the quorum's leader as this node's Raft client knows it. When that is this very process (a
+combined node), the controller's handler is called directly, without a connection; otherwise the
+request goes over the controller listener (``strom.client.async_client``). A controller that
+turns out not to be active (NOT_CONTROLLER), a lost connection or no known leader make the channel
+wait ``retry_backoff`` and try again with whoever leads then, until ``timeout``; then it raises
+:class:`ControllerUnavailable`. A request is sent again only when the answer says it was not
+handled, or was lost with the connection: the operations sent here are safe to repeat (a
+repeated topic creation meets the topic it made).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kio.schema.envelope.v0.request import EnvelopeRequest
+from kio.schema.errors import ErrorCode
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from strom.client.async_client import NodeClients, RequestFailed
+from strom.protocol.api import decode_response, encode_request, make_request_header
+from strom.protocol.headers import RequestHeader
+from strom.security.principal import KafkaPrincipal, serialize_principal
+
+__all__ = [
+    "ControllerChannel",
+    "ControllerUnavailable",
+    "EnvelopeRefused",
+    "LocalController",
+]
+
+log = logging.getLogger(__name__)
+
+LocalController = Callable[[RequestPayload], Awaitable[ResponsePayload]]
+"""This process's controller, answering a request directly (None in a broker-only node)."""
+
+
+class ControllerUnavailable(Exception):
+    """No active controller answered within the timeout."""
+
+
+class EnvelopeRefused(Exception):
+    """The controller refused a forwarded request as a whole (its envelope's error code)."""
+
+    def __init__(self, error_code: ErrorCode) -> None:
+        super().__init__(f"the controller refused the forwarded request: {error_code.name}")
+        self.error_code = error_code
+
+
+class ControllerChannel:
+    def __init__(
+        self,
+        *,
+        node_id: int,
+        leader: Callable[[], int | None],
+        clients: NodeClients,
+        local: LocalController | None = None,
+        retry_backoff: float = 0.05,
+    ) -> None:
+        self._node_id = node_id
+        self._leader = leader
+        self._clients = clients
+        self._local = local
+        self._retry_backoff = retry_backoff
+        self._connection_lost: list[Callable[[], None]] = []
+        clients.when_dropped(self._dropped)
+
+    def when_connection_lost(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever a connection to a controller is lost: a request timed
+        out, or the controller's end closed, also between requests. The broker then heartbeats
+        at once, since the controller fences a broker whose heartbeat connection closed unless
+        it hears from it within a short grace."""
+        self._connection_lost.append(callback)
+
+    def _dropped(self, _node_id: int) -> None:
+        for callback in self._connection_lost:
+            callback()
+
+    async def send(self, body: RequestPayload, *, timeout: float) -> Any:
+        """The active controller's answer to ``body`` (one whose top-level error code is not
+        NOT_CONTROLLER). Raises :class:`ControllerUnavailable` after ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        reason = "no controller is known yet"
+        while True:
+            leader = self._leader()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise ControllerUnavailable(
+                    f"no active controller answered within {timeout:g} s ({reason})"
+                )
+            if leader is not None:
+                try:
+                    response = await self._send_to(leader, body, remaining)
+                except RequestFailed as error:
+                    reason = str(error)
+                else:
+                    if getattr(response, "error_code", None) != ErrorCode.not_controller:
+                        return response
+                    reason = f"node {leader} is not the active controller"
+            await asyncio.sleep(min(self._retry_backoff, max(deadline - loop.time(), 0)))
+
+    async def forward(
+        self,
+        body: RequestPayload,
+        *,
+        header: RequestHeader | None = None,
+        client_address: str = "",
+        principal: KafkaPrincipal | None = None,
+        timeout: float,
+    ) -> Any:
+        """``body`` (with the client's ``header``, or one of this broker's) inside an Envelope
+        to the active controller; the answer's body. Raises :class:`ControllerUnavailable` or
+        :class:`EnvelopeRefused`."""
+        if header is None:
+            header = make_request_header(
+                body, correlation_id=0, client_id=f"strom-broker-{self._node_id}"
+            )
+        envelope = EnvelopeRequest(
+            request_data=encode_request(header=header, body=body),
+            request_principal=None if principal is None else serialize_principal(principal),
+            client_host_address=_packed_host(client_address),
+        )
+        answer = await self.send(envelope, timeout=timeout)
+        if answer.error_code != ErrorCode.none or answer.response_data is None:
+            raise EnvelopeRefused(ErrorCode(answer.error_code))
+        _, response = decode_response(
+            answer.response_data, api_key=body.__api_key__, api_version=body.__version__
+        )
+        return response
+
+    async def _send_to(self, leader: int, body: RequestPayload, timeout: float) -> Any:
+        if leader == self._node_id and self._local is not None:
+            async with asyncio.timeout(timeout):
+                return await self._local(body)
+        return await self._clients.request(leader, body, timeout=timeout)
+
+
+def _packed_host(address: str) -> bytes:
+    """``host:port`` as an envelope's 4- or 16-byte client address (empty when not an IP)."""
+    host = address.rsplit(":", 1)[0].strip("[]")
+    try:
+        return ipaddress.ip_address(host).packed
+    except ValueError:
+        return b""

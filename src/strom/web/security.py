@@ -1,0 +1,127 @@
+"""An HTTP service's listener security under Kafka's and Confluent's settings: TLS from the
+``ssl.*`` settings, read by ``strom.security.tls`` as the broker's listeners are (PKCS12 or PEM
+stores; JKS refused with the ``keytool`` command that converts it), with ``ssl.client.auth``
+(Kafka Connect's ``none``/``requested``/``required``, or Confluent's ``true``/``false``) or
+Confluent's ``ssl.client.authentication``; and HTTP basic authentication's users from the JAAS
+file that ``java.security.auth.login.config`` names (Jetty's ``PropertyFileLoginModule`` and its
+``user: password[,role...]`` file)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from strom.config.setting import Value
+from strom.security.jaas import LOGIN_CONFIG, JaasConfigError, read_jaas_file
+from strom.security.tls import server_context
+
+__all__ = ["SecurityError", "User", "jaas_users", "listener_ssl_context"]
+
+PROPERTY_FILE_LOGIN_MODULE = "org.eclipse.jetty.jaas.spi.PropertyFileLoginModule"
+_LISTS = {"ssl.enabled.protocols": "TLSv1.2,TLSv1.3", "ssl.cipher.suites": ""}
+_CLIENT_AUTH = {"NONE": "none", "REQUESTED": "requested", "REQUIRED": "required"}
+
+
+class SecurityError(ValueError):
+    """A security setting that cannot be used; the message names the setting."""
+
+
+def listener_ssl_context(values: Mapping[str, str]) -> ssl.SSLContext:
+    """The https listener's context from the ``ssl.*`` settings; a ``ValueError`` naming the
+    setting when one cannot be used."""
+
+    def setting(name: str) -> Value:
+        if name in _LISTS:
+            return tuple(part.strip() for part in values.get(name, _LISTS[name]).split(","))
+        return values.get(name)
+
+    name = "ssl.client.authentication"
+    mode = values.get(name)
+    if mode is None:  # Kafka's names, or Confluent's older boolean
+        name, mode = "ssl.client.auth", values.get("ssl.client.auth", "none")
+        mode = {"true": "REQUIRED", "false": "NONE"}.get(mode.strip().lower(), mode)
+    if mode.strip().upper() not in _CLIENT_AUTH:
+        raise SecurityError(f"{name}: expected NONE, REQUESTED or REQUIRED, got {mode}")
+    return server_context(setting, client_auth=_CLIENT_AUTH[mode.strip().upper()])
+
+
+@dataclass(frozen=True)
+class User:
+    """A user of the password file: the password as written (plain, ``MD5:`` or ``OBF:``,
+    as Jetty's ``Credential`` reads it) and the roles."""
+
+    password: str
+    roles: frozenset[str]
+
+    def accepts(self, password: str) -> bool:
+        stored = self.password
+        if stored.startswith("MD5:"):
+            given = hashlib.md5(password.encode(), usedforsecurity=False).hexdigest()
+            return hmac.compare_digest(stored[4:].lower(), given)
+        if stored.startswith("OBF:"):
+            stored = _deobfuscate(stored[4:])
+        return hmac.compare_digest(stored.encode(), password.encode())
+
+
+def _deobfuscate(text: str) -> str:
+    """Jetty's ``Password.deobfuscate``: base-36 groups of four (``U`` and four for a byte
+    above 127)."""
+    out = bytearray()
+    index = 0
+    while index < len(text):
+        if text[index] == "U":
+            out.append((int(text[index + 1 : index + 5], 36) >> 8) & 0xFF)
+            index += 5
+        else:
+            value = int(text[index : index + 4], 36)
+            out.append(((value // 256 + value % 256 - 254) // 2) & 0xFF)
+            index += 4
+    return out.decode()
+
+
+def _password_file(path: Path) -> dict[str, User]:
+    users: dict[str, User] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")) or ":" not in line:
+            continue
+        name, rest = line.split(":", 1)
+        password, *roles = (part.strip() for part in rest.split(","))
+        if password.startswith("CRYPT:"):
+            raise SecurityError(f"{path}: user {name.strip()}: CRYPT: passwords are not read")
+        users[name.strip()] = User(password, frozenset(filter(None, roles)))
+    return users
+
+
+def jaas_users(config: str | Path, realm: str) -> dict[str, User]:
+    """The users of the JAAS ``config`` file's section named ``realm``
+    (``authentication.realm``), whose login module must be Jetty's property file one."""
+    try:
+        sections = read_jaas_file(config)
+    except JaasConfigError as error:
+        raise SecurityError(f"{LOGIN_CONFIG}: {error}") from error
+    if realm not in sections:
+        raise SecurityError(
+            f"{LOGIN_CONFIG}: {config} has no section {realm!r} (authentication.realm)"
+        )
+    modules = sections[realm]
+    if len(modules) != 1:
+        raise SecurityError(
+            f"{config}: section {realm!r}: expected one login module, got {len(modules)}"
+        )
+    module = modules[0]
+    if module.class_name != PROPERTY_FILE_LOGIN_MODULE:
+        raise SecurityError(
+            f"{config}: login module {module.class_name} is not supported (only"
+            f" {PROPERTY_FILE_LOGIN_MODULE})"
+        )
+    if "file" not in module.options:
+        raise SecurityError(f"{config}: {module.class_name} in {realm!r} names no file=")
+    try:
+        return _password_file(Path(module.options["file"]))
+    except OSError as error:
+        raise SecurityError(f"{config}: the password file: {error}") from error

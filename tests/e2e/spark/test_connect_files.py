@@ -1,0 +1,230 @@
+"""Kafka's file connectors on a strom Connect worker, driven through the REST API with httpx as
+any Connect client: lines appended to a file reach a topic in JsonConverter's envelope and come
+out of a FileStreamSink into another file, offsets are in the offsets topic and the sink's
+group, a restarted worker continues where the last stopped (nothing twice, nothing lost), and
+data a converter cannot take fails the task with Connect's message until the config is fixed.
+The worker runs its connectors in the suite's one SparkSession."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+from pyspark.sql import SparkSession
+from strom_harness import StromServer
+
+from e2e.spark.clients import Record, consume_all, create_topic, produce
+from strom.testing.connect import Connect
+
+WAIT_S = float(os.environ.get("CONNECT_TEST_WAIT_S", "90"))
+T = TypeVar("T")
+ENVELOPE = '{{"schema":{{"type":"string","optional":false}},"payload":{}}}'
+JSON_SCHEMAS = {
+    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "value.converter.schemas.enable": "true",
+}
+
+
+def _eventually(check: Callable[[], T | None], what: str) -> T:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"no {what} within {WAIT_S}s"
+        time.sleep(0.3)
+
+
+def _lines(path: Path, count: int) -> Callable[[], list[str] | None]:
+    def check() -> list[str] | None:
+        lines = path.read_text().splitlines() if path.exists() else []
+        assert len(lines) <= count, f"more lines than written: {lines}"
+        return lines if len(lines) == count else None
+
+    return check
+
+
+def _create(api: httpx.Client, name: str, config: dict[str, str]) -> None:
+    answer = api.post("/connectors", json={"name": name, "config": config})
+    assert answer.status_code == 201, answer.text
+
+
+def _states(api: httpx.Client, name: str) -> tuple[str, list[str]]:
+    status = api.get(f"/connectors/{name}/status").json()
+    return status["connector"]["state"], [t["state"] for t in status["tasks"]]
+
+
+def _failed(api: httpx.Client, name: str) -> Callable[[], bool]:
+    return lambda: _states(api, name) == ("RUNNING", ["FAILED"])
+
+
+def test_file_to_topic_to_file_and_a_restarted_worker_continues(
+    spark: SparkSession, broker: StromServer, tmp_path: Path
+) -> None:
+    topic = create_topic(broker.bootstrap, "connect-lines")
+    source, sink = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("one\ntwo\n")
+    worker = Connect(broker.bootstrap, spark=lambda: spark)
+    with worker, httpx.Client(base_url=worker.url, timeout=60) as api:
+        _create(
+            api,
+            "lines-in",
+            {
+                "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                "file": str(source),
+                "topic": topic,
+                **JSON_SCHEMAS,
+            },
+        )
+        _create(
+            api,
+            "lines-out",
+            {
+                "connector.class": "FileStreamSink",
+                "topics": topic,
+                "file": str(sink),
+                "tasks.max": "2",
+                **JSON_SCHEMAS,
+            },
+        )
+        assert _eventually(_lines(sink, 2), "two lines out") == ["one", "two"]
+        assert [r.value for r in consume_all(broker.bootstrap, topic)] == [
+            ENVELOPE.format(json.dumps(line)).encode() for line in ("one", "two")
+        ]
+        assert _states(api, "lines-in") == ("RUNNING", ["RUNNING"])
+        assert _states(api, "lines-out") == ("RUNNING", ["RUNNING", "RUNNING"])
+        assert api.get("/connectors/lines-out/topics").json() == {"lines-out": {"topics": [topic]}}
+        with source.open("a") as out:
+            out.write('"quoted" \\ three\nfour, half')  # the half line waits for its newline
+        assert _eventually(_lines(sink, 3), "three lines out")[2] == '"quoted" \\ three'
+
+        read = len(source.read_bytes()) - len(b"four, half")
+
+        def source_offsets() -> Any:
+            answer = api.get("/connectors/lines-in/offsets").json()["offsets"]
+            return answer if answer and answer[0]["offset"]["position"] == read else None
+
+        assert _eventually(source_offsets, "the source's offset") == [
+            {"partition": {"filename": str(source)}, "offset": {"position": read}}
+        ]
+        sink_offsets = {
+            "partition": {"kafka_topic": topic, "kafka_partition": 0},
+            "offset": {"kafka_offset": 3},
+        }
+        _eventually(
+            lambda: api.get("/connectors/lines-out/offsets").json()["offsets"] == [sink_offsets],
+            "the sink's offsets",
+        )
+    with source.open("a") as out:
+        out.write(" done\nfive\n")  # written while no worker runs
+    again = Connect(broker.bootstrap, spark=lambda: spark, settings=worker.settings)
+    with again, httpx.Client(base_url=again.url, timeout=60) as api:
+        assert sorted(api.get("/connectors").json()) == ["lines-in", "lines-out"]
+        lines = _eventually(_lines(sink, 5), "five lines out")
+        assert lines == ["one", "two", '"quoted" \\ three', "four, half done", "five"]
+        assert api.put("/connectors/lines-in/pause").status_code == 202
+        assert _states(api, "lines-in") == ("PAUSED", ["PAUSED"])
+        assert api.put("/connectors/lines-in/stop").status_code == 204
+        assert api.get("/connectors/lines-in/tasks").json() == []
+        reset = {"offsets": [{"partition": {"filename": str(source)}, "offset": {"position": 4}}]}
+        assert api.patch("/connectors/lines-in/offsets", json=reset).status_code == 200
+        assert api.put("/connectors/lines-in/resume").status_code == 202
+        # from byte 4: the lines after "one" again, as the altered offset asks
+        assert _eventually(_lines(sink, 9), "nine lines out")[5:] == lines[1:]
+        assert api.delete("/connectors/lines-in").status_code == 204
+        assert api.delete("/connectors/lines-out").status_code == 204
+
+
+def test_data_a_converter_cannot_take_fails_the_task_until_fixed(
+    spark: SparkSession, broker: StromServer, tmp_path: Path
+) -> None:
+    topic = create_topic(broker.bootstrap, "connect-bad")
+    produce(broker.bootstrap, topic, [Record(b"not json")])
+    sink, source = tmp_path / "out.txt", tmp_path / "in.txt"
+    source.write_text("x\n")
+    with (
+        Connect(broker.bootstrap, spark=lambda: spark) as worker,
+        httpx.Client(base_url=worker.url, timeout=60) as api,
+    ):
+        config = {
+            "connector.class": "FileStreamSink",
+            "topics": topic,
+            "file": str(sink),
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+        }
+        _create(api, "bad-json", config)
+        _create(
+            api,
+            "bytes-of-strings",
+            {
+                "connector.class": "FileStreamSource",
+                "file": str(source),
+                "topic": topic,
+                "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+            },
+        )
+        for name, message in [
+            ("bad-json", "Converting byte[] to Kafka Connect data failed"),
+            ("bytes-of-strings", "Invalid schema type for ByteArrayConverter: STRING"),
+        ]:
+            _eventually(_failed(api, name), f"{name} failing")
+            task = api.get(f"/connectors/{name}/tasks/0/status").json()
+            assert task["state"] == "FAILED" and message in task["trace"]
+        restarted = api.post(
+            "/connectors/bad-json/restart", params={"includeTasks": "true", "onlyFailed": "true"}
+        )
+        assert restarted.status_code == 202
+        assert restarted.json()["tasks"] == [
+            {"id": 0, "state": "RESTARTING", "worker_id": worker.url.partition("://")[2]}
+        ]
+        fixed = {**config, "value.converter": "org.apache.kafka.connect.storage.StringConverter"}
+        assert api.put("/connectors/bad-json/config", json=fixed).status_code == 200
+        assert _eventually(_lines(sink, 1), "the line out") == ["not json"]
+        assert _states(api, "bad-json") == ("RUNNING", ["RUNNING"])
+
+
+def test_converters_write_and_read_connects_bytes(spark: SparkSession) -> None:
+    """The converters' column expressions on a batch: JsonConverter's envelope and bare JSON
+    (quotes, backslashes, newlines and non-ASCII escaped as JSON), StringConverter's UTF-8, and
+    the text a sink writes of each."""
+    from pyspark.sql import functions as F  # noqa: PLC0415
+    from pyspark.sql.types import StringType  # noqa: PLC0415
+
+    from strom.connect.converters import converter  # noqa: PLC0415
+
+    lines = ['say "hi"\\', "tab\there\nnewline", "grüße", None]
+    df = spark.createDataFrame([(line,) for line in lines], "line string").coalesce(1)
+    wrapped = converter("org.apache.kafka.connect.json.JsonConverter", {})
+    bare = converter("org.apache.kafka.connect.json.JsonConverter", {"schemas.enable": "false"})
+    text = converter("org.apache.kafka.connect.storage.StringConverter", {})
+    rows = df.select(
+        *(
+            c.serialize(F.col("line"), StringType()).alias(name)
+            for name, c in (("wrapped", wrapped), ("bare", bare), ("text", text))
+        )
+    ).collect()
+    for line, row in zip(lines, rows, strict=True):
+        if line is None:
+            assert (row.wrapped, row.bare, row.text) == (None, None, None)
+            continue
+        assert json.loads(row.wrapped) == {
+            "schema": {"type": "string", "optional": False},
+            "payload": line,
+        }
+        assert json.loads(row.bare) == line
+        assert bytes(row.text) == line.encode()
+    read = spark.createDataFrame(
+        [(r.wrapped, r.bare) for r in rows], "wrapped binary, bare binary"
+    ).select(
+        wrapped.to_text(F.col("wrapped")).alias("wrapped"),
+        bare.to_text(F.col("bare")).alias("bare"),
+    )
+    assert [(r.wrapped, r.bare) for r in read.collect()] == [
+        (line or "null", line or "null") for line in lines
+    ]

@@ -1,0 +1,132 @@
+"""The web console in a real browser (headless Chromium) against a real 3-node cluster: a
+record produced in the page is consumed by confluent-kafka, a consumer group's lag grows and
+shrinks on the page, and a killed broker shows as down with its partitions under-replicated,
+each within seconds of happening."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from e2e.browser import eventually
+from strom.console.app import Console
+from strom.rest.settings import RestSettings
+from strom.testing import Cluster, unique_topic_name
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.xdist_group("cluster")]
+
+PAGE_S = 20.0
+"""How long the page may take to show a change (it refreshes every two seconds)."""
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with Cluster(brokers=3, combined=True) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def console(cluster: Cluster) -> Iterator[str]:
+    settings = RestSettings.from_properties(
+        {"bootstrap.servers": cluster.bootstrap_servers, "listeners": "http://127.0.0.1:0"}
+    )
+    started = Console(settings)
+    started.start()
+    yield started.url
+    started.stop()
+
+
+def _topic(cluster: Cluster, partitions: int = 3) -> str:
+    name = unique_topic_name("console")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(name, partitions, 3)])[name].result(30)
+    return name
+
+
+def _text(browser: Any, selector: str) -> str:
+    from selenium.common.exceptions import WebDriverException  # noqa: PLC0415
+    from selenium.webdriver.common.by import By  # noqa: PLC0415
+
+    try:
+        return str(browser.find_element(By.CSS_SELECTOR, selector).text)
+    except WebDriverException:  # not on the page yet, or replaced by a refresh
+        return ""
+
+
+def test_a_record_produced_in_the_page_is_consumed(
+    browser: Any, console: str, cluster: Cluster
+) -> None:
+    from selenium.webdriver.common.by import By  # noqa: PLC0415
+
+    name = _topic(cluster, 1)
+    browser.get(f"{console}/#/topics/{name}")
+    eventually(lambda: bool(_text(browser, "#partitions")), seconds=PAGE_S, what="the topic page")
+    browser.find_element(By.ID, "produce-key").send_keys("k1")
+    browser.find_element(By.ID, "produce-value").send_keys("made in the page")
+    browser.find_element(By.ID, "produce-send").click()
+    eventually(lambda: "offset 0" in _text(browser, "#produce-result"), seconds=PAGE_S,
+               what="the page's produce answered")  # fmt: skip
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": name,
+                         "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer.subscribe([name])
+    try:
+        message = None
+        deadline = time.monotonic() + 30
+        while message is None and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+        assert message is not None and message.error() is None
+        assert (message.key(), message.value()) == (b"k1", b"made in the page")
+    finally:
+        consumer.close()
+    eventually(lambda: "made in the page" in _text(browser, "#records"), seconds=PAGE_S,
+               what="the record in the page's records")  # fmt: skip
+
+
+def test_a_groups_lag_grows_and_shrinks_on_the_page(
+    browser: Any, console: str, cluster: Cluster
+) -> None:
+    name = _topic(cluster, 1)
+    group = unique_topic_name("console-group")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for n in range(20):
+        producer.produce(name, str(n).encode())
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        consumer.commit(offsets=[TopicPartition(name, 0, 5)], asynchronous=False)
+        browser.get(f"{console}/#/groups/{group}")
+        eventually(lambda: _text(browser, "#total-lag") == "15", seconds=PAGE_S,
+                   what="a lag of 15")  # fmt: skip
+        for n in range(10):
+            producer.produce(name, str(n).encode())
+        assert producer.flush(30) == 0
+        eventually(lambda: _text(browser, "#total-lag") == "25", seconds=PAGE_S,
+                   what="the lag grown to 25")  # fmt: skip
+        consumer.commit(offsets=[TopicPartition(name, 0, 30)], asynchronous=False)
+        eventually(lambda: _text(browser, "#total-lag") == "0", seconds=PAGE_S,
+                   what="the lag back to 0")  # fmt: skip
+        assert _text(browser, "#lag-chart") is not None
+    finally:
+        consumer.close()
+
+
+def test_a_killed_broker_shows_as_down_with_its_partitions_under_replicated(
+    browser: Any, console: str, cluster: Cluster
+) -> None:
+    _topic(cluster, 3)
+    browser.get(f"{console}/#/cluster")
+    eventually(lambda: _text(browser, "#brokers-up") == "3 / 3", seconds=PAGE_S,
+               what="three brokers up")  # fmt: skip
+    victim = cluster.broker_ids[-1]
+    cluster.kill(victim)
+    row = f'#brokers tr[data-broker="{victim}"] .state'
+    eventually(lambda: _text(browser, row) == "down", seconds=PAGE_S, what=f"broker {victim} down")
+    eventually(lambda: int(_text(browser, "#under-replicated-count") or 0) > 0,
+               seconds=PAGE_S, what="under-replicated partitions")  # fmt: skip
+    assert "under-replicated" in _text(browser, "#problems")

@@ -1,0 +1,49 @@
+"""A produce stream's answers (``strom.rest.answers.StreamAnswers``): written in the order of
+the records whatever order their reports come in, from any thread, with at most ``limit``
+records waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+
+from strom.rest.answers import StreamAnswers
+
+
+def test_answers_come_in_record_order_whatever_order_they_are_filled() -> None:
+    async def run() -> list[int]:
+        answers = StreamAnswers(asyncio.get_running_loop(), limit=1000)
+        slots = [await answers.reserve() for _ in range(200)]
+        order = slots[:]
+        random.Random(3).shuffle(order)
+
+        def report() -> None:  # librdkafka's poll thread
+            for slot in order:
+                answers.fill(slot, {"offset": slot})
+            answers.finish()
+
+        threading.Thread(target=report).start()
+        written: list[int] = []
+        while (chunk := await answers.next_chunk()) is not None:
+            written += [json.loads(line)["offset"] for line in chunk.splitlines()]
+        return written
+
+    assert asyncio.run(run()) == list(range(200))
+
+
+def test_a_stream_waits_for_room_when_limit_records_wait() -> None:
+    async def run() -> tuple[bool, bool]:
+        answers = StreamAnswers(asyncio.get_running_loop(), limit=2)
+        await answers.reserve()
+        await answers.reserve()
+        third = asyncio.ensure_future(answers.reserve())
+        await asyncio.sleep(0.01)
+        blocked = not third.done()
+        answers.fill(0, {"offset": 0})
+        await answers.next_chunk()
+        await asyncio.wait_for(third, 1)
+        return blocked, third.done()
+
+    assert asyncio.run(run()) == (True, True)
