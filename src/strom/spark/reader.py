@@ -31,7 +31,7 @@ from strom.spark.cluster import Cluster, consumer_settings
 from strom.spark.fetch import (
     DataLossError,
     FetchSettings,
-    fetch_security,
+    log_read_path,
     lost_offsets,
     read_range,
     report_data_loss,
@@ -125,7 +125,7 @@ class StromBatchReader(DataSourceReader):
     """``spark.read.format("strom")``: the ranges between the starting and ending offsets."""
 
     def __init__(self, options: ReadOptions) -> None:
-        fetch_security(options.client)  # what the tasks cannot use fails the query now
+        log_read_path(options.client)
         self.options = options
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -168,7 +168,7 @@ class StromStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """
 
     def __init__(self, options: ReadOptions) -> None:
-        fetch_security(options.client)  # what the tasks cannot use fails the query now
+        log_read_path(options.client)
         self.options = options
         self._cluster: Cluster | None = None
         self._group: Any = None
