@@ -13,7 +13,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Debian's kcat is a real client the integration tests drive; iproute2 and nftables make the
-# network namespaces and network faults of the cluster tests (as root). Install them when we can.
+# network namespaces and network faults of the cluster tests (as root); PostgreSQL is the database
+# of the JDBC and CDC connectors' tests. Install them when we can.
 tools:
 	@command -v kcat >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq kcat >/dev/null 2>&1) || \
@@ -33,6 +34,9 @@ tools:
 	@command -v nft >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq nftables >/dev/null 2>&1) || \
 	  echo "nft not installed: the network-fault tests will be skipped"; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq postgresql >/dev/null 2>&1) || \
+	  echo "postgresql not installed: the JDBC and CDC connector tests will be skipped"; }
 
 LISTENER ?= localhost:9092
 DATA_DIR ?= ./data

@@ -15,6 +15,21 @@ from dataclasses import dataclass
 import pytest
 from strom_harness import StromServer, start_strom_server, strom_command
 
+from strom.testing.postgres import Postgres, PostgresUnavailable
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    """The run's one PostgreSQL (``wal_level=logical``, for the JDBC and CDC connectors), in a
+    temporary directory as the ``postgres`` user; skipped, saying why, where it cannot run."""
+    try:
+        server = Postgres.start()
+    except PostgresUnavailable as error:
+        pytest.skip(f"no PostgreSQL: {error}")
+    yield server
+    server.stop()
+
+
 SERVER_OVERRIDES = {"num.partitions": "2"}
 """Settings the tests check come back (a non-default broker default, a static config)."""
 

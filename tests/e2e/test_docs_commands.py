@@ -66,6 +66,12 @@ FILES = {
     },
 }
 """Per document, the files of the reader's that its examples read."""
+TIMEOUT_S_OF = {"connect.md": float(os.environ.get("DOCS_SPARK_TIMEOUT_S", "600"))}
+"""Documents whose walkthrough outlasts the suite's per-test timeout: connect.md starts a Spark
+worker and five connectors, each a Spark query (minutes on a loaded machine)."""
+NEEDS_POSTGRES = {"connect.md"}
+"""Documents whose examples use a PostgreSQL (the one libpq's ``PG*`` variables name): the run's
+(``postgres`` of ``conftest.py``); the document is skipped, saying why, where it cannot run."""
 _CLIENT_COMMANDS = (
     "topics",
     "configs",
@@ -95,6 +101,8 @@ _SHAPES = [
     (re.compile(r"\tEpoch: \d+$"), "\tEpoch: <offset>"),
     (re.compile(r"^\d+ records sent, (?=.* max latency\.$)"), "<n> records sent, "),
     (re.compile(r"\d+(\.\d+)? (records/sec|MB/sec|ms)"), r"<n> \2"),
+    (re.compile(r'"(ts_ms|lsn|txId)":\d+'), r'"\1":<n>'),
+    (re.compile(r'"version":"[^"]*"'), '"version":"<version>"'),
 ]
 
 
@@ -107,12 +115,30 @@ def _shape(line: str) -> str:
     return line.rstrip()
 
 
-@pytest.fixture(params=sorted(FILES))
+@pytest.fixture(
+    params=[
+        pytest.param(d, marks=[pytest.mark.timeout(TIMEOUT_S_OF[d])] if d in TIMEOUT_S_OF else [])
+        for d in sorted(FILES)
+    ]
+)
 def session(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[str, StromServer | None, Path]]:
+) -> Iterator[tuple[str, StromServer | None, Path, dict[str, str]]]:
     document = str(request.param)
     base = tmp_path_factory.mktemp("docs")
+    database = None
+    if document in NEEDS_POSTGRES:
+        database = request.getfixturevalue("postgres")  # skips, saying why, without one
+    libpq = (
+        {}
+        if database is None
+        else {
+            "PGHOST": database.host,
+            "PGPORT": str(database.port),
+            "PGUSER": "postgres",
+            "PGDATABASE": database.database,
+        }
+    )
     server = None
     if any(_CLIENT_COMMAND.search(example.command) for example in _examples(document)):
         server = start_strom_server(
@@ -155,7 +181,7 @@ def session(
     work.mkdir()
     for name, text in FILES[document].items():
         (work / name).write_text(text)
-    yield document, server, work
+    yield document, server, work, libpq
     _stop_left_in(work)  # what a failed example left running in the background
     if server is not None:
         server.stop(signal.SIGTERM)
@@ -172,8 +198,10 @@ def _stop_left_in(work: Path) -> None:
             continue
 
 
-def _run(example: Example, work: Path, address: str | None, expected: list[str]) -> list[str]:
-    env = {**os.environ, "PATH": f"{work.parent / 'bin'}:{os.environ['PATH']}"}
+def _run(
+    example: Example, work: Path, address: str | None, expected: list[str], libpq: dict[str, str]
+) -> list[str]:
+    env = {**os.environ, **libpq, "PATH": f"{work.parent / 'bin'}:{os.environ['PATH']}"}
     process = subprocess.Popen(
         ["bash", "-c", example.command],
         cwd=work,
@@ -226,9 +254,9 @@ def test_every_example_not_run_is_still_in_a_document() -> None:
 
 
 def test_the_documented_commands_print_what_the_document_shows(
-    session: tuple[str, StromServer | None, Path],
+    session: tuple[str, StromServer | None, Path, dict[str, str]],
 ) -> None:
-    document, server, work = session
+    document, server, work, libpq = session
     address = None if server is None else server.bootstrap
     for example in _examples(document):
         if example.command in NOT_RUN:
@@ -236,7 +264,7 @@ def test_the_documented_commands_print_what_the_document_shows(
         expected = [_shape(line) for line in example.output]
         deadline = time.monotonic() + SETTLE_S_OF.get(document, SETTLE_S)
         while True:
-            actual = _run(example, work, address, expected)
+            actual = _run(example, work, address, expected, libpq)
             if matches(expected, actual) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)

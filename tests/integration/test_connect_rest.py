@@ -17,6 +17,9 @@ from strom.testing.connect import Connect
 
 SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+JDBC_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
+JDBC_SOURCE = "io.confluent.connect.jdbc.JdbcSourceConnector"
+CDC = "io.debezium.connector.postgresql.PostgresConnector"
 
 
 def _no_spark() -> Any:
@@ -46,6 +49,9 @@ def test_root_and_plugins(api: httpx.Client) -> None:
     assert api.get("/connector-plugins").json() == [
         {"class": SINK, "type": "sink", "version": root["version"]},
         {"class": SOURCE, "type": "source", "version": root["version"]},
+        {"class": JDBC_SINK, "type": "sink", "version": root["version"]},
+        {"class": JDBC_SOURCE, "type": "source", "version": root["version"]},
+        {"class": CDC, "type": "source", "version": root["version"]},
     ]
     everything = api.get("/connector-plugins", params={"connectorsOnly": "false"}).json()
     assert "org.apache.kafka.connect.json.JsonConverter" in {p["class"] for p in everything}
@@ -82,9 +88,9 @@ def test_validate_names_every_problem(api: httpx.Client) -> None:
     assert mismatch.json()["message"] == (
         f"Included connector type {SINK} does not match request type FileStreamSource"
     )
-    unknown = api.put("/connector-plugins/JdbcSinkConnector/config/validate", json={})
+    unknown = api.put("/connector-plugins/NoSuchConnector/config/validate", json={})
     assert unknown.status_code == 400
-    assert "which name matches JdbcSinkConnector" in unknown.json()["message"]
+    assert "which name matches NoSuchConnector" in unknown.json()["message"]
 
 
 def test_create_refusals_change_nothing(api: httpx.Client) -> None:

@@ -6,12 +6,28 @@ Connect's message, as a task with ``errors.tolerance=none`` fails."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, DataType, StringType
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampType,
+)
 
 __all__ = ["CONVERTERS", "Converter", "converter", "converter_problem"]
 
@@ -28,12 +44,74 @@ _ENVELOPE_ERROR = (
 _JSON_ERROR = "Converting byte[] to Kafka Connect data failed due to serialization error: "
 
 
+_PRIMITIVES: tuple[tuple[type[DataType], str], ...] = (
+    (ShortType, "int16"),
+    (IntegerType, "int32"),
+    (LongType, "int64"),
+    (FloatType, "float"),
+    (DoubleType, "double"),
+    (BooleanType, "boolean"),
+    (StringType, "string"),
+    (BinaryType, "bytes"),
+)
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
+DATE = "org.apache.kafka.connect.data.Date"
+TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
+
+
 def _connect_type(data_type: DataType) -> str:
     if isinstance(data_type, StringType):
         return "STRING"
     if isinstance(data_type, BinaryType):
         return "BYTES"
     return data_type.simpleString().upper()
+
+
+def connect_schema(data_type: DataType, optional: bool, name: str | None = None) -> dict[str, Any]:
+    """The Connect schema of a Spark type, as JsonConverter writes it (``schema`` of the
+    envelope): structs, primitives, and Connect's logical Decimal, Date and Timestamp."""
+    schema: dict[str, Any]
+    if isinstance(data_type, StructType):
+        fields = [
+            {**connect_schema(f.dataType, f.nullable), "field": f.name} for f in data_type.fields
+        ]
+        schema = {"type": "struct", "fields": fields, "optional": optional}
+    elif isinstance(data_type, DecimalType):
+        parameters = {"scale": str(data_type.scale)}
+        parameters["connect.decimal.precision"] = str(data_type.precision)
+        schema = {"type": "bytes", "optional": optional, "name": DECIMAL, "version": 1}
+        schema["parameters"] = parameters
+    elif isinstance(data_type, DateType):
+        schema = {"type": "int32", "optional": optional, "name": DATE, "version": 1}
+    elif isinstance(data_type, TimestampType):
+        schema = {"type": "int64", "optional": optional, "name": TIMESTAMP, "version": 1}
+    else:
+        kind = next((k for t, k in _PRIMITIVES if isinstance(data_type, t)), None)
+        if kind is None:
+            raise ValueError(f"JsonConverter: {data_type.simpleString()} data is not supported")
+        schema = {"type": kind, "optional": optional}
+    if name is not None:
+        schema["name"] = name
+    return schema
+
+
+def _json_payload(data: Column, data_type: DataType) -> Column:
+    """``data`` as JsonConverter's payload wants it: dates as days, timestamps as epoch
+    milliseconds, decimals as the base64 of the unscaled value's two's complement bytes
+    (precision up to 18), bytes as base64 (Spark's to_json already writes binary so)."""
+    if isinstance(data_type, StructType):
+        fields = [_json_payload(data[f.name], f.dataType).alias(f.name) for f in data_type.fields]
+        return F.when(data.isNull(), F.lit(None)).otherwise(F.struct(*fields))
+    if isinstance(data_type, DateType):
+        return F.unix_date(data)
+    if isinstance(data_type, TimestampType):
+        return F.unix_millis(data)
+    if isinstance(data_type, DecimalType):
+        if data_type.precision > 18:
+            raise ValueError("JsonConverter: decimals of precision above 18 are not supported yet")
+        unscaled = (data * F.lit(10**data_type.scale)).cast("long")
+        return F.base64(F.unhex(F.lpad(F.hex(unscaled), 16, "0")))
+    return data
 
 
 @dataclass(frozen=True)
@@ -43,8 +121,22 @@ class Converter:
     class_name: str
     schemas_enable: bool = True
 
-    def serialize(self, data: Column, data_type: DataType) -> Column:
-        """A record's bytes for ``data`` (null stays null, a tombstone)."""
+    def serialize(self, data: Column, data_type: DataType, name: str | None = None) -> Column:
+        """A record's bytes for ``data`` (null stays null, a tombstone); ``name`` names a
+        struct's Connect schema."""
+        if isinstance(data_type, StructType) and self.class_name == STRING:
+            # Connect's Struct.toString(): Struct{a=1,b=x}, null fields left out
+            shown = [
+                F.concat(F.lit(f"{f.name}="), data[f.name].cast("string")) for f in data_type.fields
+            ]
+            text = F.concat(F.lit("Struct{"), F.concat_ws(",", *shown), F.lit("}"))
+            return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(text, "UTF-8"))
+        if isinstance(data_type, StructType) and self.class_name != BYTES:
+            payload = F.to_json(_json_payload(data, data_type), {"ignoreNullFields": "false"})
+            if self.schemas_enable:
+                schema = json.dumps(connect_schema(data_type, False, name), separators=(",", ":"))
+                payload = F.concat(F.lit(f'{{"schema":{schema},"payload":'), payload, F.lit("}"))
+            return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(payload, "UTF-8"))
         if self.class_name == STRING:
             return F.when(data.isNull(), F.lit(None)).otherwise(
                 F.encode(data.cast("string"), "UTF-8")

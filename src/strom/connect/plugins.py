@@ -297,9 +297,11 @@ class ConnectorPlugin(ABC):
 
 def plugins() -> list[type[ConnectorPlugin]]:
     """Every connector plugin, by class name."""
+    from strom.connect.connectors.cdc import PostgresConnector  # noqa: PLC0415
     from strom.connect.connectors.files import FileStreamSink, FileStreamSource  # noqa: PLC0415
+    from strom.connect.connectors.jdbc import JdbcSink, JdbcSource  # noqa: PLC0415
 
-    return [FileStreamSink, FileStreamSource]
+    return [FileStreamSink, FileStreamSource, JdbcSink, JdbcSource, PostgresConnector]
 
 
 def find_plugin(name: str) -> type[ConnectorPlugin]:

@@ -1,4 +1,6 @@
-"""One local SparkSession and one ``strom server`` for every Spark test of a run.
+"""One local SparkSession and one ``strom server`` for every Spark test of a run (and the
+end-to-end tests' PostgreSQL, ``postgres`` of ``tests/e2e/conftest.py``, for the JDBC and CDC
+connectors).
 
 The server is the integration tests' (``tests/strom_harness.py``); the session is
 ``strom.spark.session()`` on ``local[2]`` with the UI off, two shuffle partitions and a quick

@@ -8,36 +8,23 @@ The worker runs its connectors in the suite's one SparkSession."""
 from __future__ import annotations
 
 import json
-import os
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.spark.clients import Record, consume_all, create_topic, produce
+from e2e.spark.connect_api import create, eventually, failed, states
 from strom.testing.connect import Connect
 
-WAIT_S = float(os.environ.get("CONNECT_TEST_WAIT_S", "90"))
-T = TypeVar("T")
 ENVELOPE = '{{"schema":{{"type":"string","optional":false}},"payload":{}}}'
 JSON_SCHEMAS = {
     "value.converter": "org.apache.kafka.connect.json.JsonConverter",
     "value.converter.schemas.enable": "true",
 }
-
-
-def _eventually(check: Callable[[], T | None], what: str) -> T:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"no {what} within {WAIT_S}s"
-        time.sleep(0.3)
 
 
 def _lines(path: Path, count: int) -> Callable[[], list[str] | None]:
@@ -49,20 +36,6 @@ def _lines(path: Path, count: int) -> Callable[[], list[str] | None]:
     return check
 
 
-def _create(api: httpx.Client, name: str, config: dict[str, str]) -> None:
-    answer = api.post("/connectors", json={"name": name, "config": config})
-    assert answer.status_code == 201, answer.text
-
-
-def _states(api: httpx.Client, name: str) -> tuple[str, list[str]]:
-    status = api.get(f"/connectors/{name}/status").json()
-    return status["connector"]["state"], [t["state"] for t in status["tasks"]]
-
-
-def _failed(api: httpx.Client, name: str) -> Callable[[], bool]:
-    return lambda: _states(api, name) == ("RUNNING", ["FAILED"])
-
-
 def test_file_to_topic_to_file_and_a_restarted_worker_continues(
     spark: SparkSession, broker: StromServer, tmp_path: Path
 ) -> None:
@@ -71,7 +44,7 @@ def test_file_to_topic_to_file_and_a_restarted_worker_continues(
     source.write_text("one\ntwo\n")
     worker = Connect(broker.bootstrap, spark=lambda: spark)
     with worker, httpx.Client(base_url=worker.url, timeout=60) as api:
-        _create(
+        create(
             api,
             "lines-in",
             {
@@ -81,7 +54,7 @@ def test_file_to_topic_to_file_and_a_restarted_worker_continues(
                 **JSON_SCHEMAS,
             },
         )
-        _create(
+        create(
             api,
             "lines-out",
             {
@@ -92,16 +65,16 @@ def test_file_to_topic_to_file_and_a_restarted_worker_continues(
                 **JSON_SCHEMAS,
             },
         )
-        assert _eventually(_lines(sink, 2), "two lines out") == ["one", "two"]
+        assert eventually(_lines(sink, 2), "two lines out") == ["one", "two"]
         assert [r.value for r in consume_all(broker.bootstrap, topic)] == [
             ENVELOPE.format(json.dumps(line)).encode() for line in ("one", "two")
         ]
-        assert _states(api, "lines-in") == ("RUNNING", ["RUNNING"])
-        assert _states(api, "lines-out") == ("RUNNING", ["RUNNING", "RUNNING"])
+        assert states(api, "lines-in") == ("RUNNING", ["RUNNING"])
+        assert states(api, "lines-out") == ("RUNNING", ["RUNNING", "RUNNING"])
         assert api.get("/connectors/lines-out/topics").json() == {"lines-out": {"topics": [topic]}}
         with source.open("a") as out:
             out.write('"quoted" \\ three\nfour, half')  # the half line waits for its newline
-        assert _eventually(_lines(sink, 3), "three lines out")[2] == '"quoted" \\ three'
+        assert eventually(_lines(sink, 3), "three lines out")[2] == '"quoted" \\ three'
 
         read = len(source.read_bytes()) - len(b"four, half")
 
@@ -109,14 +82,14 @@ def test_file_to_topic_to_file_and_a_restarted_worker_continues(
             answer = api.get("/connectors/lines-in/offsets").json()["offsets"]
             return answer if answer and answer[0]["offset"]["position"] == read else None
 
-        assert _eventually(source_offsets, "the source's offset") == [
+        assert eventually(source_offsets, "the source's offset") == [
             {"partition": {"filename": str(source)}, "offset": {"position": read}}
         ]
         sink_offsets = {
             "partition": {"kafka_topic": topic, "kafka_partition": 0},
             "offset": {"kafka_offset": 3},
         }
-        _eventually(
+        eventually(
             lambda: api.get("/connectors/lines-out/offsets").json()["offsets"] == [sink_offsets],
             "the sink's offsets",
         )
@@ -125,17 +98,17 @@ def test_file_to_topic_to_file_and_a_restarted_worker_continues(
     again = Connect(broker.bootstrap, spark=lambda: spark, settings=worker.settings)
     with again, httpx.Client(base_url=again.url, timeout=60) as api:
         assert sorted(api.get("/connectors").json()) == ["lines-in", "lines-out"]
-        lines = _eventually(_lines(sink, 5), "five lines out")
+        lines = eventually(_lines(sink, 5), "five lines out")
         assert lines == ["one", "two", '"quoted" \\ three', "four, half done", "five"]
         assert api.put("/connectors/lines-in/pause").status_code == 202
-        assert _states(api, "lines-in") == ("PAUSED", ["PAUSED"])
+        assert states(api, "lines-in") == ("PAUSED", ["PAUSED"])
         assert api.put("/connectors/lines-in/stop").status_code == 204
         assert api.get("/connectors/lines-in/tasks").json() == []
         reset = {"offsets": [{"partition": {"filename": str(source)}, "offset": {"position": 4}}]}
         assert api.patch("/connectors/lines-in/offsets", json=reset).status_code == 200
         assert api.put("/connectors/lines-in/resume").status_code == 202
         # from byte 4: the lines after "one" again, as the altered offset asks
-        assert _eventually(_lines(sink, 9), "nine lines out")[5:] == lines[1:]
+        assert eventually(_lines(sink, 9), "nine lines out")[5:] == lines[1:]
         assert api.delete("/connectors/lines-in").status_code == 204
         assert api.delete("/connectors/lines-out").status_code == 204
 
@@ -158,8 +131,8 @@ def test_data_a_converter_cannot_take_fails_the_task_until_fixed(
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             "value.converter.schemas.enable": "false",
         }
-        _create(api, "bad-json", config)
-        _create(
+        create(api, "bad-json", config)
+        create(
             api,
             "bytes-of-strings",
             {
@@ -173,7 +146,7 @@ def test_data_a_converter_cannot_take_fails_the_task_until_fixed(
             ("bad-json", "Converting byte[] to Kafka Connect data failed"),
             ("bytes-of-strings", "Invalid schema type for ByteArrayConverter: STRING"),
         ]:
-            _eventually(_failed(api, name), f"{name} failing")
+            eventually(failed(api, name), f"{name} failing")
             task = api.get(f"/connectors/{name}/tasks/0/status").json()
             assert task["state"] == "FAILED" and message in task["trace"]
         restarted = api.post(
@@ -185,8 +158,8 @@ def test_data_a_converter_cannot_take_fails_the_task_until_fixed(
         ]
         fixed = {**config, "value.converter": "org.apache.kafka.connect.storage.StringConverter"}
         assert api.put("/connectors/bad-json/config", json=fixed).status_code == 200
-        assert _eventually(_lines(sink, 1), "the line out") == ["not json"]
-        assert _states(api, "bad-json") == ("RUNNING", ["RUNNING"])
+        assert eventually(_lines(sink, 1), "the line out") == ["not json"]
+        assert states(api, "bad-json") == ("RUNNING", ["RUNNING"])
 
 
 def test_converters_write_and_read_connects_bytes(spark: SparkSession) -> None:

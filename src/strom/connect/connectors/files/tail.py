@@ -12,11 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 from pyspark.sql.types import StructType
 
-from strom.connect.records import encode, offset_key
+from strom.connect.connectors.offset_writer import OffsetWriter
 
 __all__ = ["TailSource"]
 
@@ -44,21 +43,20 @@ class TailSource(DataSource):
 class _TailReader(SimpleDataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         self.file = Path(options["path"])
-        self.filename = options["filename"]
         self.batch_size = int(options.get("batch.size", "2000"))
         self.start = int(options.get("position", "0"))
-        self.connector = options["connector"]
-        self.topic = options["offsets.topic"]
-        self.client: dict[str, Any] = json.loads(options["client"])
-        self._producer: Producer | None = None
-        self._written: int | None = None
+        client: dict[str, Any] = json.loads(options["client"])
+        partition = {"filename": options["filename"]}
+        self.offsets = OffsetWriter(
+            client, options["offsets.topic"], options["connector"], partition
+        )
 
     def initialOffset(self) -> dict[str, int]:
         return {"position": self.start}
 
     def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[str]], dict[str, int]]:
         # Spark plans a micro-batch once the one before it completed: ``start`` is done.
-        self._store(start["position"])
+        self.offsets.store(start)
         lines, end = self._lines(start["position"], self.batch_size)
         return iter([(line,) for line in lines]), {"position": end}
 
@@ -69,7 +67,7 @@ class _TailReader(SimpleDataSourceStreamReader):
         return iter([(line,) for line in lines])
 
     def commit(self, end: dict[str, int]) -> None:
-        self._store(end["position"])
+        self.offsets.store(end)
 
     def _lines(
         self, position: int, limit: int | None, stop: int | None = None
@@ -90,16 +88,3 @@ class _TailReader(SimpleDataSourceStreamReader):
         return [line.removesuffix(b"\r").decode("utf-8", "replace") for line in lines], (
             position + used
         )
-
-    def _store(self, position: int) -> None:
-        """Write the position to the offsets topic (once per new position)."""
-        if position == self._written:
-            return
-        if self._producer is None:
-            self._producer = Producer(
-                {**self.client, "enable.idempotence": True, "partitioner": "murmur2_random"}
-            )
-        key = offset_key(self.connector, {"filename": self.filename})
-        self._producer.produce(self.topic, encode({"position": position}), key)
-        self._producer.flush(30)
-        self._written = position
