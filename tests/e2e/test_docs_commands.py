@@ -1,6 +1,7 @@
 """The documents, run: every ``$`` example of docs/cli.md, docs/broker.md, docs/cluster.md,
-docs/connect.md and docs/rest.md against a ``strom server`` of its own per document, in the
-order a reader meets them, each output checked against the one the document shows.
+docs/connect.md, docs/rest.md and docs/sql.md against a ``strom server`` of its own per
+document, in the order a reader meets them, each output checked against the one the document
+shows.
 
 The examples run in a shell in a scratch directory, ``strom`` pointed at the test's broker (a
 wrapper adds ``--bootstrap-server`` where the example gives none; a document without a client
@@ -37,7 +38,9 @@ GRACE_S = 0.5
 already written: more would come in the same fetch)."""
 _PROCESSED = re.compile(r"^Processed a total of (\d+) messages$")
 SETTLE_S = float(os.environ.get("DOCS_SETTLE_S", "20"))
-SETTLE_S_OF = {"connect.md": float(os.environ.get("DOCS_SPARK_SETTLE_S", "180"))}
+SETTLE_S_OF = dict.fromkeys(
+    ["connect.md", "sql.md"], float(os.environ.get("DOCS_SPARK_SETTLE_S", "180"))
+)
 """Documents whose data goes through Spark queries: a JVM that starts, a first micro-batch
 (minutes on a loaded machine)."""
 NOT_RUN = {
@@ -58,6 +61,11 @@ FILES = {
         "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
         "value.converter=org.apache.kafka.connect.storage.StringConverter\nspark.master=local[2]\n"
     },
+    "sql.md": {
+        "sql.properties": "bootstrap.servers=localhost:9092\nksql.service.id=walkthrough\n"
+        "ksql.streams.auto.offset.reset=earliest\nksql.streams.state.dir=state\n"
+        "spark.master=local[2]\nspark.sql.shuffle.partitions=1\n"
+    },
     "cluster.md": {
         "node.properties": "process.roles=broker,controller\nnode.id=1\n"
         "listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n"
@@ -66,7 +74,9 @@ FILES = {
     },
 }
 """Per document, the files of the reader's that its examples read."""
-TIMEOUT_S_OF = {"connect.md": float(os.environ.get("DOCS_SPARK_TIMEOUT_S", "600"))}
+TIMEOUT_S_OF = dict.fromkeys(
+    ["connect.md", "sql.md"], float(os.environ.get("DOCS_SPARK_TIMEOUT_S", "600"))
+)
 """Documents whose walkthrough outlasts the suite's per-test timeout: connect.md starts a Spark
 worker and five connectors, each a Spark query (minutes on a loaded machine)."""
 NEEDS_POSTGRES = {"connect.md"}
@@ -90,6 +100,7 @@ _CLIENT_COMMANDS = (
     "features",
     "connect",
     "rest",
+    "sql",
 )
 _SHAPES = [
     (re.compile(r"TopicId: [A-Za-z0-9_-]{22}"), "TopicId: <id>"),

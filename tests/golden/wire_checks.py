@@ -22,7 +22,9 @@ from strom.protocol.api import (
     decode_response,
     encode_request,
     encode_response,
+    request_type,
 )
+from strom.protocol.produce_request import ProduceRequestData, as_kio
 
 EXPECTED_ERRORS: dict[ApiKey, frozenset[ErrorCode]] = {
     # A first JoinGroup (v4+) gets a member id to join with.
@@ -46,7 +48,10 @@ def check_request(frame: bytes) -> Request:
     request = decode_request(frame, versions=KAFKA_BROKER_VERSIONS)
     assert not request.unsupported_version, f"{request}: unsupported version"
     body_end = len(frame) - request.trailing_bytes
-    encoded = encode_request(header=request.header, body=request.body)
+    body: Any = request.body
+    if isinstance(body, ProduceRequestData):  # read without kio
+        body = as_kio(body, request_type(request.api_key, request.api_version))
+    encoded = encode_request(header=request.header, body=body)
     assert encoded == frame[:body_end], f"{request}: re-encoding changed the frame"
     return request
 

@@ -1,6 +1,7 @@
 """A fresh interpreter's first ``strom.testing.Broker()`` imports what serving needs and no
-more: the handlers of an API (and the kio schemas they import) load on its first request, and
-TLS and JWKS code only for listeners that use them."""
+more: the handlers of an API (and the kio schemas they import) load on its first request, TLS
+and JWKS code only for listeners that use them, and a follower's Fetch and ListOffsets requests
+only when the broker follows a leader."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ DEFERRED = (
     "strom.server.handlers.join_group",
     "strom.server.handlers.end_txn",
     "kio.schema.create_acls.v3.response",
+    "kio.schema.fetch.v15.request",
+    "kio.schema.list_offsets.v7.request",
     "cryptography",
     "strom.security.jwks",
 )

@@ -84,6 +84,36 @@ def test_confluent_kafka_every_codec(strom_server: StromServer, codec: str) -> N
         assert offsets == list(range(100))
 
 
+def test_large_requests_are_read_without_kio(strom_server: StromServer) -> None:
+    """Requests of 64 KB and more are read by ``protocol.produce_request`` (records as views
+    of the frame): an idempotent producer's batches of ~200 KB per partition land whole."""
+    topic = create_topic(strom_server.bootstrap, unique_topic("large"), partitions=3)
+    value = b"0123456789abcdef" * 512  # 8 KB
+    reports: list[Any] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": strom_server.bootstrap,
+            "linger.ms": 500,
+            "enable.idempotence": True,
+            "batch.size": 1_000_000,
+        }
+    )
+    for i in range(75):
+        producer.produce(
+            topic,
+            value=value + str(i).encode(),
+            partition=i % 3,
+            on_delivery=lambda error, message: reports.append((error, message)),
+        )
+    assert producer.flush(30) == 0
+    assert [error for error, _ in reports if error is not None] == []
+    messages = consume(strom_server.bootstrap, topic, partitions=3, count=75)
+    assert sorted(m.value() for m in messages) == sorted(value + str(i).encode() for i in range(75))
+    for partition in range(3):
+        offsets = sorted(m.offset() for m in messages if m.partition() == partition)
+        assert offsets == list(range(25))
+
+
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
 def test_confluent_kafka_acks(strom_server: StromServer, acks: str) -> None:
     topic = create_topic(strom_server.bootstrap, unique_topic(f"acks-{acks}"))

@@ -60,8 +60,14 @@ def cluster() -> None:
     "--base-port",
     type=click.IntRange(1, 65535),
     default=None,
-    help="Listen on this port and the ones after it (two a node).  [default: the ports the "
-    "--data-dir had, else free ones]",
+    help="Listen on this port and the ones after it (two a node, then each node's metrics).  "
+    "[default: the ports the --data-dir had, else free ones]",
+)
+@click.option(
+    "--metrics/--no-metrics",
+    default=True,
+    show_default=True,
+    help="Every node serves GET /metrics (Prometheus's text format) on a metrics listener.",
 )
 def up(
     *,
@@ -72,6 +78,7 @@ def up(
     overrides: tuple[str, ...],
     host: str,
     base_port: int | None,
+    metrics: bool,
 ) -> None:
     """Start a cluster of strom processes on this machine until Ctrl-C.
 
@@ -94,6 +101,7 @@ def up(
         host=host,
         defaults={},
         base_port=base_port,
+        metrics=metrics,
     )
     stop = threading.Event()
 
@@ -119,6 +127,8 @@ def up(
                 f"  node {node.node_id:>5} {'+'.join(node.roles):<18} {node.address:<22} "
                 f"{node.data_dir}"
             )
+            if node.metrics_url is not None:
+                click.echo(f"             metrics {node.metrics_url}")
         click.echo(f"bootstrap servers: {local.bootstrap_servers}")
         click.echo("press Ctrl-C to stop every node", err=True)
         while not stop.wait(0.5):

@@ -17,7 +17,7 @@ __all__ = ["connect"]
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def _pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
+def pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
     found = {}
     for value in values:
         name, sep, setting = value.partition("=")
@@ -79,8 +79,8 @@ def connect(
 
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
     values = dict(load_properties(properties_file)) if properties_file else {}
-    values.update(_pairs(overrides, "--override"))
-    spark = _pairs(confs, "--conf")
+    values.update(pairs(overrides, "--override"))
+    spark = pairs(confs, "--conf")
     if bad := [name for name in spark if not name.startswith("spark.")]:
         raise click.BadParameter(f"not a Spark setting: {bad[0]}", param_hint="--conf")
     values.update(spark)

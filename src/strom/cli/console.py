@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from strom.cli.connect import pairs
 from strom.config import load_properties
 
 __all__ = ["console"]
@@ -54,13 +55,7 @@ def console(
     values = {"listeners": DEFAULT_LISTENER}
     if properties_file:
         values.update(load_properties(properties_file))
-    for override in overrides:
-        name, sep, value = override.partition("=")
-        if not sep:
-            raise click.BadParameter(
-                f"expected NAME=VALUE, got {override!r}", param_hint="--override"
-            )
-        values[name.strip()] = value.strip()
+    values.update(pairs(overrides, "--override"))
     if bootstrap_servers is not None:
         values["bootstrap.servers"] = bootstrap_servers
     if listener is not None:

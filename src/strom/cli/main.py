@@ -9,7 +9,6 @@ are not installed says in one line which extra to install.
 from __future__ import annotations
 
 import difflib
-import importlib
 from typing import Any
 
 import click
@@ -30,8 +29,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "leader-election": (".leader_election:leader_election", "Elect partition leaders."),
     "partitions": (".partitions:partitions", "Move partition replicas between brokers."),
     "broker": (".broker:broker", "Operate on one broker of the cluster."),
+    "balance": (".balance:balance", "Plan and carry out moves that even out the cluster."),
     "cluster": (".cluster:cluster", "Run a local cluster, or describe a cluster's brokers."),
     "metadata-quorum": (".metadata_quorum:metadata_quorum", "Describe the controller quorum."),
+    "metrics": (".metrics:metrics", "Print a node's metrics (its metrics listener) as a table."),
     "chaos": (".chaos:chaos", "Fault scenarios on a local cluster, checked for lost data."),
     "registry": (".registry:registry", "Run a Confluent-compatible schema registry."),
     "schemas": (".schemas:schemas", "List, read, register and delete registry schemas."),
@@ -39,6 +40,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "connectors": (".connectors:connectors", "Create, list and manage Kafka Connect connectors."),
     "rest": (".rest:rest", "Run a REST proxy (Confluent REST Proxy's v3 API)."),
     "console": (".console:console", "Run the web console."),
+    "sql": (".sql:sql", "Run a ksqlDB-compatible SQL server on Spark."),
     "get-offsets": (".get_offsets:get_offsets", "Print each partition's offset at a time."),
     "delete-records": (".delete_records:delete_records", "Delete records below offsets."),
     "log-dirs": (".log_dirs:log_dirs", "Describe the brokers' log directories."),
@@ -55,6 +57,7 @@ EXTRAS: dict[str, str] = {
     ),
     **dict.fromkeys(["referencing", "google", "grpc_tools", "authlib", "cachetools"], "registry"),
     "matplotlib": "chaos",
+    "lark": "sql",
     **dict.fromkeys(["pyspark", "pyarrow"], "spark"),
 }
 """Top-level module -> the extra of pyproject.toml that installs it."""
@@ -64,6 +67,7 @@ COMMAND_EXTRAS: dict[str, str] = {
     "connectors": "connect",
     "rest": "rest",
     "console": "rest",
+    "sql": "sql",
 }
 """Subcommand -> the one extra that installs all it needs, where its modules are in several."""
 
@@ -91,9 +95,11 @@ class LazyGroup(click.Group):
         entry = SUBCOMMANDS.get(cmd_name)
         if entry is None:
             return None
+        from strom.server.collector import import_module  # noqa: PLC0415 - not for --help
+
         module, _, attribute = entry[0].partition(":")
         try:
-            command = getattr(importlib.import_module(module, "strom.cli"), attribute)
+            command = getattr(import_module(module, "strom.cli"), attribute)
         except ModuleNotFoundError as error:
             raise missing_extra(error, cmd_name) or error from None
         assert isinstance(command, click.Command)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from strom.cli.connect import pairs
 from strom.config import load_properties
 
 __all__ = ["rest"]
@@ -53,13 +54,7 @@ def rest(
 
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
     values = dict(load_properties(properties_file)) if properties_file else {}
-    for override in overrides:
-        name, sep, value = override.partition("=")
-        if not sep:
-            raise click.BadParameter(
-                f"expected NAME=VALUE, got {override!r}", param_hint="--override"
-            )
-        values[name.strip()] = value.strip()
+    values.update(pairs(overrides, "--override"))
     if bootstrap_servers is not None:
         values["bootstrap.servers"] = bootstrap_servers
     if listener is not None:

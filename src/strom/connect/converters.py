@@ -67,7 +67,9 @@ def _connect_type(data_type: DataType) -> str:
     return data_type.simpleString().upper()
 
 
-def connect_schema(data_type: DataType, optional: bool, name: str | None = None) -> dict[str, Any]:
+def connect_schema(
+    data_type: DataType, optional: bool, name: str | None = None, version: int | None = None
+) -> dict[str, Any]:
     """The Connect schema of a Spark type, as JsonConverter writes it (``schema`` of the
     envelope): structs, primitives, and Connect's logical Decimal, Date and Timestamp."""
     schema: dict[str, Any]
@@ -92,6 +94,8 @@ def connect_schema(data_type: DataType, optional: bool, name: str | None = None)
         schema = {"type": kind, "optional": optional}
     if name is not None:
         schema["name"] = name
+    if version is not None:
+        schema["version"] = version
     return schema
 
 
@@ -121,9 +125,15 @@ class Converter:
     class_name: str
     schemas_enable: bool = True
 
-    def serialize(self, data: Column, data_type: DataType, name: str | None = None) -> Column:
-        """A record's bytes for ``data`` (null stays null, a tombstone); ``name`` names a
-        struct's Connect schema."""
+    def serialize(
+        self,
+        data: Column,
+        data_type: DataType,
+        name: str | None = None,
+        version: int | None = None,
+    ) -> Column:
+        """A record's bytes for ``data`` (null stays null, a tombstone); ``name`` and
+        ``version`` name a struct's Connect schema."""
         if isinstance(data_type, StructType) and self.class_name == STRING:
             # Connect's Struct.toString(): Struct{a=1,b=x}, null fields left out
             shown = [
@@ -134,7 +144,9 @@ class Converter:
         if isinstance(data_type, StructType) and self.class_name != BYTES:
             payload = F.to_json(_json_payload(data, data_type), {"ignoreNullFields": "false"})
             if self.schemas_enable:
-                schema = json.dumps(connect_schema(data_type, False, name), separators=(",", ":"))
+                schema = json.dumps(
+                    connect_schema(data_type, False, name, version), separators=(",", ":")
+                )
                 payload = F.concat(F.lit(f'{{"schema":{schema},"payload":'), payload, F.lit("}"))
             return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(payload, "UTF-8"))
         if self.class_name == STRING:
@@ -164,24 +176,28 @@ class Converter:
         bare = F.regexp_extract(F.to_json(F.struct(data.alias("v"))), r'^\{"v":(.*)\}$', 1)
         return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(bare, "UTF-8"))
 
+    def text_error(self, raw: Column) -> Column:
+        """Why ``raw`` is no data of this converter (Connect's message), or null."""
+        if self.class_name in (STRING, BYTES):
+            return F.lit(None).cast("string")
+        text = raw.cast("string")
+        if self.schemas_enable:
+            keys = F.array_sort(F.json_object_keys(text))
+            good = F.coalesce(keys == F.array(F.lit("payload"), F.lit("schema")), F.lit(False))
+            return F.when(raw.isNotNull() & ~good, F.lit(_ENVELOPE_ERROR))
+        bad = F.get_json_object(text, "$").isNull() & (F.trim(text) != "null")
+        return F.when(raw.isNotNull() & bad, F.concat(F.lit(_JSON_ERROR), text))
+
     def to_text(self, raw: Column) -> Column:
         """The record's value as text: a string as itself, other JSON as its JSON text, null
-        as ``null`` (what Kafka's FileStreamSink prints)."""
+        as ``null`` (what Kafka's FileStreamSink prints). Data the converter cannot take fails
+        the query with Connect's message (``text_error``)."""
         text = raw.cast("string")
         if self.class_name in (STRING, BYTES):
             return F.coalesce(text, F.lit("null"))
-        if self.schemas_enable:
-            keys = F.array_sort(F.json_object_keys(text))
-            good = keys == F.array(F.lit("payload"), F.lit("schema"))
-            value = F.when(
-                F.coalesce(good, F.lit(False)), F.get_json_object(text, "$.payload")
-            ).otherwise(F.raise_error(F.lit(_ENVELOPE_ERROR)).cast("string"))
-        else:
-            parsed = F.get_json_object(text, "$")
-            value = F.when(
-                parsed.isNull() & (F.trim(text) != "null"),
-                F.raise_error(F.concat(F.lit(_JSON_ERROR), text)).cast("string"),
-            ).otherwise(parsed)
+        value = F.get_json_object(text, "$.payload" if self.schemas_enable else "$")
+        error = self.text_error(raw)
+        value = F.when(error.isNotNull(), F.raise_error(error).cast("string")).otherwise(value)
         return F.when(raw.isNull(), F.lit("null")).otherwise(F.coalesce(value, F.lit("null")))
 
 

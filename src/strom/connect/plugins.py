@@ -13,6 +13,7 @@ from strom import __version__
 from strom.connect.config_def import NO_DEFAULT, Definition, at_least, one_of, validate
 from strom.connect.converters import CONVERTERS, converter_problem
 from strom.connect.errors import ConnectError
+from strom.connect.transforms.specs import problems as transform_problems
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -201,6 +202,17 @@ SINK_DEFINITIONS = (
         6,
         "Dead Letter Queue Topic Name",
     ),
+    Definition(
+        "errors.deadletterqueue.context.headers.enable",
+        "BOOLEAN",
+        False,
+        "MEDIUM",
+        "If true, add headers containing error context to the messages written to the dead"
+        " letter queue.",
+        ERRORS,
+        8,
+        "Enable Error Context Headers",
+    ),
 )
 """Kafka's ``SinkConnectorConfig`` on top of the common settings."""
 
@@ -234,6 +246,8 @@ class ConnectorPlugin(ABC):
     class_name: ClassVar[str]
     kind: ClassVar[str]  # "source" or "sink"
     definitions: ClassVar[tuple[Definition, ...]] = ()
+    tolerates_errors: ClassVar[bool] = False
+    """Whether the connector runs ``errors.tolerance=all`` (and a sink's dead letter queue)."""
 
     @classmethod
     def aliases(cls) -> tuple[str, ...]:
@@ -254,10 +268,11 @@ class ConnectorPlugin(ABC):
         for name in ("key.converter", "value.converter"):
             if name in config and (problem := converter_problem(config[name].strip())):
                 found[name] = [f"Invalid value {config[name]} for configuration {name}: {problem}"]
-        if config.get("transforms", "").strip():
-            found["transforms"] = ["Single message transforms are not supported by strom yet"]
-        if config.get("errors.tolerance", "none").strip() == "all":
-            found["errors.tolerance"] = ["errors.tolerance=all is not supported by strom yet"]
+        found.update(transform_problems(config))
+        if config.get("errors.tolerance", "none").strip() == "all" and not cls.tolerates_errors:
+            found["errors.tolerance"] = [
+                "errors.tolerance=all is not supported by this connector in strom yet"
+            ]
         if cls.kind == "sink":
             topics, regex = config.get("topics", "").strip(), config.get("topics.regex", "").strip()
             if topics and regex:
@@ -266,9 +281,10 @@ class ConnectorPlugin(ABC):
                 ]
             elif not topics and not regex:
                 found["topics"] = ["Must configure one of topics or topics.regex"]
-            if config.get("errors.deadletterqueue.topic.name", "").strip():
+            dlq = config.get("errors.deadletterqueue.topic.name", "").strip()
+            if dlq and not cls.tolerates_errors:
                 found["errors.deadletterqueue.topic.name"] = [
-                    "Dead letter queues are not supported by strom yet"
+                    "Dead letter queues are not supported by this connector in strom yet"
                 ]
         return found
 

@@ -56,6 +56,11 @@ from strom.protocol.headers import (
     request_header_version,
     response_header_version,
 )
+from strom.protocol.produce_request import (
+    PRODUCE_VIEW_MIN,
+    ProduceRequestData,
+    decode_produce_request,
+)
 from strom.protocol.produce_response import encode_produce_response
 
 __all__ = [
@@ -367,7 +372,8 @@ class Request:
     """A decoded request: kio's header and body."""
 
     header: RequestHeader
-    body: RequestPayload
+    body: RequestPayload | ProduceRequestData
+    """kio's body; a Produce body is read without kio where it can be (``produce_request``)."""
     unsupported_version: bool = False
     """Set only for ApiVersions at a version the broker does not implement; ``body`` is then an
     empty ApiVersions v0 request and the answer must be v0 with UNSUPPORTED_VERSION."""
@@ -438,7 +444,18 @@ def decode_request(frame: BytesLike, *, versions: Mapping[ApiKey, VersionRange])
             api_version=api_version,
             correlation_id=correlation_id,
         )
+    packed = None
+    if api_key == ApiKey.PRODUCE and len(frame) >= PRODUCE_VIEW_MIN:
+        packed = decode_produce_request(frame, offset, api_version)
+    if packed is not None:  # its records are views of the frame, not kio's copies
+        return Request(
+            header=header,
+            body=packed[0],
+            trailing_bytes=len(frame) - offset - packed[1],
+            size=len(frame),
+        )
     body_type = request_type(api_key, api_version)
+    body: RequestPayload | ProduceRequestData
     try:
         body, size = _reader(body_type)(frame, offset)
     except Exception as error:  # kio raises DecodeError, or KeyError for an unknown tag

@@ -41,6 +41,7 @@ from strom.common import Clock, TopicPartition
 from strom.common.clock import system_clock
 from strom.common.dir_lock import DirectoryInUseError, DirectoryLock
 from strom.config import ConfigError, ServerConfig
+from strom.config.broker import parse_http_address
 from strom.controller import ControllerSettings, QuorumController
 from strom.metadata import MetadataLoader
 from strom.protocol.api import (
@@ -73,6 +74,8 @@ from strom.server.handlers.api_versions import ApiVersionsHandler
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress
 from strom.server.meta_properties import MetaProperties, ensure_meta_properties, load_formatted
+from strom.server.metrics import NodeMetrics
+from strom.server.metrics_http import MetricsServer
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.connection_quotas import connection_limits
 from strom.server.network.faults import Faults
@@ -81,6 +84,7 @@ from strom.server.network.listener import Listener
 from strom.server.network.request_time import CONTROLLER_EXEMPT
 from strom.server.network.sasl_authenticate import SaslAuthenticateHandler
 from strom.server.network.sasl_handshake import SaslHandshakeHandler
+from strom.server.node_metrics import NodeCollector, NodeParts
 from strom.server.quotas.client_quotas import ClientQuotas
 from strom.server.raft.quorum_voters import QuorumAddresses, directory_uuid
 from strom.server.raft.raft_disk import BackgroundQuorumStateStore, DiskWriter
@@ -174,6 +178,13 @@ class Node:
             voter_set=self._latest_voters,
         )
         self._controller_listener: Listener | None = None
+        metrics_listener = config["metrics.listener"]
+        self.metrics = NodeMetrics() if metrics_listener else None
+        """The node's counters; None when ``metrics.listener`` is unset (nothing counted)."""
+        self._metrics_address = (
+            parse_http_address(str(metrics_listener)) if metrics_listener else None
+        )
+        self._metrics_server: MetricsServer | None = None
         self._started = False
         self._ready = False
         self._closed = False
@@ -275,6 +286,8 @@ class Node:
             len(image.topics),
             (time.monotonic() - started) * 1000,
         )
+        if self.metrics_url is not None:
+            log.info("metrics: %s", self.metrics_url)
         self._ready = True
 
     def _lock_data_dir(self) -> None:
@@ -339,7 +352,8 @@ class Node:
                     address=listener_config.address,
                     registry=self.controller_registry,
                     settings=ConnectionSettings(
-                        max_request_size=self.config.get_int("socket.request.max.bytes")
+                        max_request_size=self.config.get_int("socket.request.max.bytes"),
+                        metrics=self.metrics,
                     ),
                     faults=self._faults,
                     security=self.security[listener_config.name],
@@ -352,6 +366,41 @@ class Node:
             self.broker = self._make_broker()
             self.broker.registry.authorizer = self.authorizer
             await self.broker.bind()
+        if self._metrics_address is not None and self.metrics is not None:
+            await self._bind_metrics(*self._metrics_address, self.metrics)
+
+    async def _bind_metrics(self, host: str, port: int, metrics: NodeMetrics) -> None:
+        """The metrics listener: its families read this node's parts at each scrape."""
+        collector = NodeCollector(
+            NodeParts(
+                metrics=metrics,
+                image=lambda: self.metadata.image,
+                raft=lambda: getattr(self, "raft", None),
+                broker=lambda: self.broker,
+                controller=lambda: self.controller,
+                listeners=self._kafka_listeners,
+            )
+        )
+        server = MetricsServer(host, port, collector.render)
+        try:
+            await server.bind()
+        except OSError as error:
+            raise NodeStartError(
+                f"cannot listen on metrics.listener http://{host}:{port}: "
+                f"{os.strerror(error.errno) if error.errno else error}"
+            ) from None
+        self._metrics_server = server
+
+    def _kafka_listeners(self) -> list[Listener]:
+        listeners = list(self.broker.listeners) if self.broker is not None else []
+        if self._controller_listener is not None:
+            listeners.append(self._controller_listener)
+        return listeners
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where the node's metrics are scraped (None: ``metrics.listener`` is unset)."""
+        return None if self._metrics_server is None else self._metrics_server.url
 
     def _latest_voters(self) -> VoterSet:
         raft: RaftManager | None = getattr(self, "raft", None)
@@ -543,6 +592,7 @@ class Node:
                 security=self.security,
                 inter_broker_security=self._inter_broker_client,
                 connection_limits=self.connection_limits,
+                metrics=self.metrics,
             )
         )
 
@@ -550,6 +600,9 @@ class Node:
 
     async def stop(self, *, timeout: float = 10.0) -> None:
         """Stop every role, then close the logs (flush, checkpoints, clean-shutdown marker)."""
+        metrics_server, self._metrics_server = self._metrics_server, None
+        if metrics_server is not None:
+            await metrics_server.stop()
         if self.broker is not None:
             await self.broker.stop(timeout=timeout)
         listener, self._controller_listener = self._controller_listener, None

@@ -2,8 +2,8 @@
 `analyzer` and `ExpressionTypeManager`). Every source must exist, every column resolve to one
 source, every operator get operands it can take; the result is the query's output columns.
 
-Function calls are checked in their arguments only: their result types come with the function
-registry, a later step, so a call's type is unknown (None) here, as is NULL's.
+Function calls are typed by the function registry (`functions.resolve`); NULL's type is
+unknown (None), and fits wherever a value does.
 """
 
 from __future__ import annotations
@@ -12,12 +12,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from strom.sql import expressions as ex
+from strom.sql import functions
 from strom.sql import statements as st
 from strom.sql import types as ty
 from strom.sql.errors import SqlSemanticError
 from strom.sql.formatter import format_expression, format_type
 
-__all__ = ["Column", "OutputColumn", "ResolvedQuery", "SourceSchema", "analyze"]
+__all__ = [
+    "Column",
+    "OutputColumn",
+    "ResolvedQuery",
+    "SourceSchema",
+    "analyze",
+    "expression_type",
+]
 
 
 @dataclass(frozen=True)
@@ -42,8 +50,8 @@ class SourceSchema:
 
 @dataclass(frozen=True)
 class OutputColumn:
-    """A column of a query's result; `type` is None where it comes from a function call or a
-    NULL, until the function registry types them."""
+    """A column of a query's result; `type` is None where it is a NULL (or a function of
+    NULLs alone, such as `COALESCE(NULL, NULL)`)."""
 
     name: str
     type: ty.SqlType | None
@@ -103,6 +111,13 @@ def analyze(query: st.Query, sources: Mapping[str, SourceSchema]) -> ResolvedQue
     if query.having is not None:
         typer.boolean(query.having, "HAVING")
     return ResolvedQuery(tuple(_output(query, scope, typer)))
+
+
+def expression_type(
+    e: ex.Expression, scope: Mapping[str, SourceSchema], *, windowed: bool = False
+) -> ty.SqlType | None:
+    """The type of `e` over the sources of `scope` (by alias), checked as in a SELECT."""
+    return _Typer(dict(scope), windowed).check(e, "SELECT")
 
 
 def _relations(relation: st.Relation) -> list[st.AliasedRelation]:
@@ -331,13 +346,13 @@ class _Typer:
                     f"Cannot subscript {format_expression(base)} ({_name(t)}) "
                     f"with {format_expression(index)} ({_name(i)})."
                 )
-            case ex.FunctionCall(_, args):
-                for arg in args:
-                    if not isinstance(arg, ex.Lambda):  # typed with the function registry
-                        self._type(arg)
-                return None
+            case ex.FunctionCall(name, args):
+                if any(isinstance(arg, ex.Lambda) for arg in args):
+                    raise SqlSemanticError(f"{name}: functions taking lambdas are not supported.")
+                types = [self._type(arg) for arg in args]
+                return functions.resolve(name, types).result(types)
             case ex.Lambda():
-                return None
+                raise SqlSemanticError(f"Unexpected lambda {format_expression(e)}.")
             case ex.Unary(_, operand):
                 t = self._type(operand)
                 if t is not None and not _numeric(t):

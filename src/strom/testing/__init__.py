@@ -10,7 +10,6 @@ package) stays cheap and imports no broker code until a fixture needs it.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -64,4 +63,6 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'strom.testing' has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+    from strom.server.collector import import_module  # noqa: PLC0415 - on first use
+
+    return getattr(import_module(home), name)

@@ -59,6 +59,7 @@ CLUSTER_TEST_DEFAULTS: Final[Mapping[str, str]] = {
 twice a second and are fenced after 4 s of silence."""
 
 _READY: Final = re.compile(r"ready: listening on (?P<address>\S+),")
+_METRICS: Final = re.compile(r"metrics: (?P<url>http://\S+)")
 _NETNS_PORTS: Final = (9092, 9093)
 """The broker and controller ports of a node in a namespace of its own (its own address)."""
 
@@ -101,6 +102,15 @@ class ClusterNode:
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where its metrics are scraped, as its current process said (None: not serving)."""
+        for line in reversed(self.lines[self.started_at_line :]):
+            found = _METRICS.search(line)
+            if found is not None:
+                return found["url"]
+        return None
 
     @property
     def address(self) -> str:
@@ -172,12 +182,15 @@ class Cluster(_ClientConfigs):
         security: Security | None = None,
         dynamic_quorum: bool = False,
         base_port: int | None = None,
+        metrics: bool = False,
     ) -> None:
         """``security``: every listener (client, inter-broker and controller) speaks its
         protocol, with generated certificates and users; nodes log in to each other as the
         first user. ``base_port``: the nodes listen on it and the ports after it (broker, then
         controller port of each node in id order: controllers first); without it, a node of
-        an existing ``data_dir`` keeps the ports it had, and new nodes get free ones."""
+        an existing ``data_dir`` keeps the ports it had, and new nodes get free ones.
+        ``metrics``: every node serves its metrics (``metrics.listener``; on the ports after the
+        nodes' with ``base_port``, else free ones: :attr:`ClusterNode.metrics_url`)."""
         if brokers < (0 if not combined else 1) or (not combined and controllers < 1):
             raise ValueError("a cluster needs at least one controller (and brokers >= 0)")
         layout: list[tuple[int, tuple[str, ...]]]
@@ -241,8 +254,11 @@ class Cluster(_ClientConfigs):
             voters = ",".join(
                 f"{node.node_id}@{node.host}:{node.controller_port}" for node in quorum
             )
-        for node in self.nodes.values():
+        for index, node in enumerate(self.nodes.values()):
             own = {k: str(v) for k, v in ((node_config or {}).get(node.node_id) or {}).items()}
+            if metrics:
+                port = 0 if base_port is None else base_port + 2 * len(layout) + index
+                own.setdefault("metrics.listener", f"http://{node.host}:{port}")
             self._write_properties(node, {**settings, **own}, voters)
         self.bootstrap_servers = ",".join(
             node.address for node in self.nodes.values() if node.is_broker

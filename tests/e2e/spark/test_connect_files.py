@@ -162,6 +162,61 @@ def test_data_a_converter_cannot_take_fails_the_task_until_fixed(
         assert states(api, "bad-json") == ("RUNNING", ["RUNNING"])
 
 
+def test_tolerated_errors_go_to_the_dead_letter_queue_with_their_context(
+    spark: SparkSession, broker: StromServer, tmp_path: Path
+) -> None:
+    topic = create_topic(broker.bootstrap, "connect-mixed")
+    dlq = create_topic(broker.bootstrap, "connect-dlq")
+    produce(
+        broker.bootstrap,
+        topic,
+        [Record(b'{"n":1}'), Record(b"not json", headers=(("h", b"1"),)), Record(b'{"n":2}')],
+    )
+    sink = tmp_path / "out.txt"
+    with (
+        Connect(broker.bootstrap, spark=lambda: spark) as worker,
+        httpx.Client(base_url=worker.url, timeout=60) as api,
+    ):
+        create(
+            api,
+            "tolerant",
+            {
+                "connector.class": "FileStreamSink",
+                "topics": topic,
+                "file": str(sink),
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable": "false",
+                "errors.tolerance": "all",
+                "errors.log.enable": "true",
+                "errors.deadletterqueue.topic.name": dlq,
+                "errors.deadletterqueue.context.headers.enable": "true",
+            },
+        )
+        assert eventually(_lines(sink, 2), "the good lines") == ['{"n":1}', '{"n":2}']
+        letters = eventually(lambda: consume_all(broker.bootstrap, dlq), "a dead letter")
+        assert [r.value for r in letters] == [b"not json"]
+        headers = dict(letters[0].headers)
+        message = b"Converting byte[] to Kafka Connect data failed due to serialization error: "
+        assert headers == {
+            "h": b"1",
+            "__connect.errors.topic": topic.encode(),
+            "__connect.errors.partition": b"0",
+            "__connect.errors.offset": b"1",
+            "__connect.errors.connector.name": b"tolerant",
+            "__connect.errors.task.id": b"0",
+            "__connect.errors.stage": b"VALUE_CONVERTER",
+            "__connect.errors.class.name": b"org.apache.kafka.connect.json.JsonConverter",
+            "__connect.errors.exception.class.name": (
+                b"org.apache.kafka.connect.errors.DataException"
+            ),
+            "__connect.errors.exception.message": message + b"not json",
+            "__connect.errors.exception.stacktrace": (
+                b"org.apache.kafka.connect.errors.DataException: " + message + b"not json"
+            ),
+        }
+        assert states(api, "tolerant") == ("RUNNING", ["RUNNING"])
+
+
 def test_converters_write_and_read_connects_bytes(spark: SparkSession) -> None:
     """The converters' column expressions on a batch: JsonConverter's envelope and bare JSON
     (quotes, backslashes, newlines and non-ASCII escaped as JSON), StringConverter's UTF-8, and

@@ -368,3 +368,35 @@ def test_a_partition_led_elsewhere_is_unloaded_and_loads_again_by_replay(h: TxnH
     h.core.finish_loading(partition, coordinator_epoch=1, now_ms=0)
     again = h.init()
     assert (again.producer_id, again.producer_epoch) == (first.producer_id, 1)
+
+
+def test_markers_of_an_earlier_load_do_not_write_a_stale_complete_record(h: TxnHarness) -> None:
+    """A transaction prepared at one load has its markers still retrying when the partition
+    is unloaded and loaded again; the new load completes it and the producer moves on to a
+    new epoch. When the first markers finally return, their Complete record must not be
+    written: it carried the old producer epoch, and a coordinator loading the log after it
+    handed out an epoch already used (found by the replica simulation, seed 222 with the cut
+    after expansion limited to orders-0: a later transaction's batches were taken for
+    duplicates of an earlier one's and its acknowledged COMMIT was visible nowhere)."""
+    h.writer.hold_markers = True
+    pid = h.init().producer_id
+    h.add("tx", pid, 0, A0)
+    assert h.end("tx", pid, 0, commit=True) is ErrorCode.none
+    [first_markers] = h.writer.held
+    partition = h.core.partition_of("tx")
+    h.core.unload_partition(partition)  # led elsewhere, then here again
+    h.core.begin_loading_partition(partition)
+    for record_partition, record in h.writer.records:
+        if record_partition == partition:
+            h.core.replay(record)
+    h.core.finish_loading(partition, coordinator_epoch=1, now_ms=h.now)
+    _, second_markers = h.writer.held
+    second_markers()  # this load's markers: Complete written
+    again = h.init()
+    assert again.producer_epoch == 1
+    h.add("tx", pid, 1, A1)
+    assert h.end("tx", pid, 1, commit=True) is ErrorCode.none  # prepared again, epoch 1
+    written = len(h.writer.records)
+    first_markers()  # the first load's markers come back at last
+    assert len(h.writer.records) == written
+    assert h.core.transactions["tx"].producer_epoch == 1

@@ -66,7 +66,7 @@ def test_projection_types_and_names() -> None:
         OutputColumn("S", ty.STRING),
         OutputColumn("ROWTIME", ty.BIGINT),
         OutputColumn("SIZE", ty.STRING),
-        OutputColumn("KSQL_COL_4", None),
+        OutputColumn("KSQL_COL_4", ty.STRING),
     )
 
 
@@ -153,16 +153,29 @@ def test_errors(sql: str, message: str) -> None:
     assert error(sql) == message
 
 
-def test_nulls_and_functions_pass_unchecked() -> None:
-    out = columns("SELECT NULL AS n, ABS(amount) FROM orders WHERE NULL IS NULL;")
-    assert out == (OutputColumn("N", None), OutputColumn("KSQL_COL_0", None))
-
-
-def test_struct_fields_as_columns_and_lambdas_left_to_functions() -> None:
-    out = columns("SELECT address->*, FILTER(items, x => x = 'a') FROM orders;")
+def test_nulls_are_untyped_and_functions_typed_by_the_registry() -> None:
+    out = columns(
+        "SELECT NULL AS n, ABS(amount), IFNULL(NULL, customer_id), COUNT(*), "
+        "SPLIT(address->city, ','), AVG(customer_id) FROM orders WHERE NULL IS NULL;"
+    )
     assert out == (
-        OutputColumn("CITY", ty.STRING),
-        OutputColumn("ZIP", ty.INT),
-        OutputColumn("KSQL_COL_0", None),
+        OutputColumn("N", None),
+        OutputColumn("KSQL_COL_0", ty.DecimalType(10, 2)),
+        OutputColumn("KSQL_COL_1", ty.INT),
+        OutputColumn("KSQL_COL_2", ty.BIGINT),
+        OutputColumn("KSQL_COL_3", ty.ArrayType(ty.STRING)),
+        OutputColumn("KSQL_COL_4", ty.DOUBLE),
+    )
+    assert error("SELECT NOPE(id) FROM orders;") == "Can't find any functions with the name 'NOPE'"
+    assert error("SELECT UCASE(id) FROM orders;") == (
+        "Function 'UCASE' does not accept parameters (BIGINT)."
+    )
+
+
+def test_struct_fields_as_columns_and_lambdas_refused() -> None:
+    out = columns("SELECT address->* FROM orders;")
+    assert out == (OutputColumn("CITY", ty.STRING), OutputColumn("ZIP", ty.INT))
+    assert error("SELECT FILTER(items, x => x = 'a') FROM orders;") == (
+        "FILTER: functions taking lambdas are not supported."
     )
     assert error("SELECT id->* FROM orders;") == "Expected STRUCT type for ID->* but got BIGINT."

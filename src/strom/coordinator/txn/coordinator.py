@@ -582,6 +582,8 @@ class TransactionCoordinator:
         self._completing.add(transactional_id)
 
         def markers_written() -> None:
+            if self.transactions.get(transactional_id) is not metadata:
+                return  # unloaded since (and maybe loaded again): that load completes it
             self._completing.discard(transactional_id)
             if metadata.state is not prepared or metadata.pending is not None:
                 return

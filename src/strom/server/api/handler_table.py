@@ -28,6 +28,7 @@ from strom.protocol.api import (
     api_name,
 )
 from strom.protocol.headers import RequestHeader
+from strom.protocol.produce_request import ProduceRequestData
 from strom.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from strom.security.principal import ANONYMOUS, KafkaPrincipal
 from strom.server.api.response import Response
@@ -146,8 +147,16 @@ class RequestContext:
         return self.request.header
 
     @property
-    def body(self) -> RequestPayload:
+    def body(self) -> RequestPayload | ProduceRequestData:
         return self.request.body
+
+    @property
+    def kio_body(self) -> RequestPayload:
+        """The body as kio's object: any request's but Produce (``ProduceRequestData``)."""
+        body = self.request.body
+        if isinstance(body, ProduceRequestData):
+            raise TypeError(f"{self.request} was read without kio")
+        return body
 
     @property
     def api_key(self) -> ApiKey:

@@ -89,6 +89,7 @@ from strom.server.handlers.broker_apis import (
 from strom.server.handlers.cluster_authorization import ClusterAuthorized
 from strom.server.handlers.common import BrokerAddress, broker_addresses
 from strom.server.handlers.fenced_brokers import RecentlyFenced
+from strom.server.metrics import NodeMetrics
 from strom.server.network.connection import ConnectionSettings
 from strom.server.network.connection_quotas import ConnectionLimits, ConnectionQuotas
 from strom.server.network.faults import Faults
@@ -143,6 +144,8 @@ class BrokerParts:
     """How this broker logs in to the others (replica fetchers, transaction markers)."""
     connection_limits: ConnectionLimits = field(default_factory=ConnectionLimits)
     """``max.connections`` and the rest, for the broker's listeners."""
+    metrics: NodeMetrics | None = None
+    """The node's counters (None: ``metrics.listener`` is unset)."""
 
 
 class Broker:
@@ -156,7 +159,9 @@ class Broker:
         self.log_manager = parts.log_manager
         self.log_cleaner = parts.log_cleaner
         self.metadata = parts.metadata
-        self.recently_fenced = RecentlyFenced(parts.clock)
+        self.recently_fenced = RecentlyFenced(
+            parts.clock, lambda: (self.node_id, self.broker_epoch)
+        )
         """Fenced brokers Metadata still lists (see ``handlers.fenced_brokers``)."""
         self.topic_configs = TopicConfigResolver(parts.config, node_id=self.node_id)
         """Effective topic settings and log configs as of a metadata image."""
@@ -190,6 +195,10 @@ class Broker:
     def broker_epoch(self) -> int:
         """This broker's epoch, given by its registration at start."""
         return self.lifecycle.broker_epoch
+
+    @property
+    def listeners(self) -> tuple[Listener, ...]:
+        return tuple(self._listeners)
 
     @property
     def bound_addresses(self) -> Mapping[str, HostPort]:
@@ -413,6 +422,7 @@ class Broker:
             config=self.config,
             clock=self.clock,
             topic_config=self.topic_configs.topic_config,
+            metrics=self.parts.metrics,
         )
         self._fetch_sessions = FetchSessionCache(
             random=random.Random(), max_slots=DEFAULT_SESSION_CACHE_SLOTS
@@ -640,6 +650,7 @@ class Broker:
             failed_authentication_delay_ms=self.config.get_int(
                 "connection.failed.authentication.delay.ms"
             ),
+            metrics=self.parts.metrics,
         )
         listeners = self.parts.node.broker_listeners
         connection_quotas = ConnectionQuotas(self.parts.connection_limits)

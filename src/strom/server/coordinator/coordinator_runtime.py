@@ -31,21 +31,22 @@ A coordinator keeps its state in the partitions of one internal topic:
   nothing, and wake nobody until ``replica.fetch.wait.max.ms`` (500 ms) ran out;
 * the core's timers are driven by one asyncio task that sleeps until the core's
   ``next_deadline`` or until :meth:`CoordinatorRuntime.wake` (after every request) says it may
-  have changed.
+  have changed. It sleeps on a Timer (the event loop's, or a simulation's virtual time, as the
+  replica manager's purgatories and fetchers do), and the runtime reads time only from its
+  Clock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from strom.common import Clock, ErrorCode, TopicPartition
-from strom.common.waiting import wait_event
+from strom.common.timer import LoopTimer, Timer, Wakeup
 from strom.metadata import MetadataDelta, MetadataImage
 from strom.protocol.batch import HEADER_SIZE, NO_PRODUCER_ID, BatchHeader
 from strom.protocol.records import Record, build_batch, iter_records
@@ -147,14 +148,16 @@ class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
         auto_topics: AutoTopicCreator,
         clock: Clock,
         write_timeout_ms: int,
+        timer: Timer | None = None,
     ) -> None:
+        """``timer``: what the core's timer task sleeps on (the event loop's by default)."""
         self.topic = topic
         self._replica_manager = replica_manager
         self._write_timeout_ms = write_timeout_ms
         self._auto_topics = auto_topics
         self._clock = clock
         self._create_lock = asyncio.Lock()
-        self._changed = asyncio.Event()
+        self._changed = Wakeup(timer or LoopTimer())
         self._task: asyncio.Task[None] | None = None
         self._epochs: dict[int, int] = {}
         """Partition -> the leader epoch it is loading or loaded at (coordinated here)."""
@@ -274,7 +277,7 @@ class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
         """Replay ``partition`` in chunks, yielding to the event loop after each; abandoned as
         soon as this broker no longer coordinates it at ``epoch`` (the unload dropped what was
         replayed)."""
-        started = time.monotonic()
+        started = self._clock.monotonic_ms()
         tp = TopicPartition(self.topic, partition)
         loaded = 0
         for chunk in self._chunks(tp):
@@ -288,12 +291,12 @@ class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
         self._finish_loading(partition, epoch)
         self.wake()
         log.info(
-            "%s-%d loaded as coordinator of leader epoch %d: %d record(s) in %.0f ms",
+            "%s-%d loaded as coordinator of leader epoch %d: %d record(s) in %d ms",
             self.topic,
             partition,
             epoch,
             loaded,
-            (time.monotonic() - started) * 1000,
+            self._clock.monotonic_ms() - started,
         )
 
     def _chunks(self, tp: TopicPartition) -> Iterator[list[tuple[BatchHeader, bytes]]]:
@@ -390,14 +393,13 @@ class CoordinatorRuntime(ABC, Generic[CoreT, RecordT]):
 
     def wake(self) -> None:
         """The core's deadlines may have changed."""
-        self._changed.set()
+        self._changed.wake()
 
     async def _drive(self) -> None:
         while True:
             deadline = self.core.next_deadline()
-            timeout = None if deadline is None else max(deadline - self.now_ms(), 0) / 1000
-            await wait_event(self._changed, timeout)
-            self._changed.clear()
+            timeout_ms = None if deadline is None else max(deadline - self.now_ms(), 0)
+            await self._changed.wait(timeout_ms)
             try:
                 self.core.poll(self.now_ms())
             except Exception:

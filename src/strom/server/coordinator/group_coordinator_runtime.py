@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from strom.common import Clock, ErrorCode, TopicPartition
+from strom.common.timer import Timer
 from strom.config import ServerConfig
 from strom.controller.topic_names import GROUP_METADATA_TOPIC
 from strom.coordinator.group import CoordinatorRecord, CoordinatorSettings, GroupCoordinator
@@ -61,13 +62,16 @@ class GroupCoordinatorRuntime(CoordinatorRuntime[GroupCoordinator, CoordinatorRe
         replica_manager: GroupReplicas,
         auto_topics: AutoTopicCreator,
         clock: Clock,
+        timer: Timer | None = None,
     ) -> None:
+        """``timer``: what the core's timers wait on (the event loop's by default)."""
         super().__init__(
             topic=GROUP_METADATA_TOPIC,
             replica_manager=replica_manager,
             auto_topics=auto_topics,
             clock=clock,
             write_timeout_ms=config.get_int("offsets.commit.timeout.ms"),
+            timer=timer,
         )
         self.coordinator = GroupCoordinator(
             settings=settings_from_config(config),

@@ -17,8 +17,8 @@ import asyncio
 from collections.abc import Callable, Collection
 from typing import Protocol
 
-from strom.client.async_client import NodeClients
 from strom.common import Clock, ErrorCode, TopicPartition
+from strom.common.timer import Timer
 from strom.config import ServerConfig
 from strom.controller.topic_names import TRANSACTION_STATE_TOPIC
 from strom.coordinator.txn import (
@@ -31,6 +31,7 @@ from strom.protocol.batch import BatchHeader
 from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.coordinator.coordinator_runtime import CoordinatorReplicas, CoordinatorRuntime
 from strom.server.coordinator.txn_markers import Marker, MarkerWriter, TxnMarkerChannel
+from strom.server.replica.replica_fetcher import BrokerClients
 
 __all__ = ["TxnCoordinatorRuntime", "txn_settings_from_config"]
 
@@ -62,15 +63,18 @@ class TxnCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinator, Transacti
         replica_manager: TxnReplicas,
         auto_topics: AutoTopicCreator,
         clock: Clock,
-        marker_clients: NodeClients | None = None,
+        marker_clients: BrokerClients | None = None,
+        timer: Timer | None = None,
     ) -> None:
-        """``marker_clients``: connections to other brokers, for their partitions' markers."""
+        """``marker_clients``: connections to other brokers, for their partitions' markers;
+        ``timer``: what the core's timers and the markers' retries wait on."""
         super().__init__(
             topic=TRANSACTION_STATE_TOPIC,
             replica_manager=replica_manager,
             auto_topics=auto_topics,
             clock=clock,
             write_timeout_ms=config.get_int("request.timeout.ms"),
+            timer=timer,
         )
         self.coordinator = TransactionCoordinator(
             settings=txn_settings_from_config(config), writer=self
@@ -80,6 +84,7 @@ class TxnCoordinatorRuntime(CoordinatorRuntime[TransactionCoordinator, Transacti
             clients=marker_clients,
             wait_acks=self._committed,
             request_timeout=config.get_int("request.timeout.ms") / 1000,
+            timer=timer,
         )
         self._marker_tasks: set[asyncio.Task[None]] = set()
 

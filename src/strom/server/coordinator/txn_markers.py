@@ -7,8 +7,9 @@ broker through a WriteTxnMarkers request to it (``clients``: connections to the 
 inter-broker listener). A marker counts as written once every in-sync replica has it (the
 remote broker answers only then; a local one waits for the high watermark). A partition that
 cannot take it now (no leader, led elsewhere, too few replicas, a timeout, a lost connection)
-is tried again after :data:`MARKER_RETRY_BACKOFF_S` with the leader the metadata names then; a
-deleted partition, a newer producer epoch or coordinator epoch is given up on, as in Kafka.
+is tried again after :data:`MARKER_RETRY_BACKOFF_MS` with the leader the metadata names then; a
+deleted partition, a newer producer epoch or coordinator epoch is given up on, as in Kafka. The
+backoff waits on a Timer (the event loop's, or a simulation's virtual time).
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ from kio.schema.write_txn_markers.v1.request import (
 )
 from kio.static.primitive import i16, i32
 
-from strom.client.async_client import NodeClients, RequestFailed
+from strom.client.async_client import RequestFailed
 from strom.common import ErrorCode, TopicPartition
+from strom.common.timer import LoopTimer, Timer, sleep
 from strom.metadata import MetadataImage
+from strom.server.replica.replica_fetcher import BrokerClients
 
 __all__ = [
-    "MARKER_RETRY_BACKOFF_MAX_S",
-    "MARKER_RETRY_BACKOFF_S",
+    "MARKER_RETRY_BACKOFF_MAX_MS",
+    "MARKER_RETRY_BACKOFF_MS",
     "Marker",
     "MarkerWriter",
     "TxnMarkerChannel",
@@ -41,12 +44,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-MARKER_RETRY_BACKOFF_S: Final = 0.1
+MARKER_RETRY_BACKOFF_MS: Final = 100
 """Kafka's ``retry.backoff.ms`` default for the coordinator's marker requests: the first wait
-before a retry, doubled at each retry of the same markers up to ``MARKER_RETRY_BACKOFF_MAX_S``
+before a retry, doubled at each retry of the same markers up to ``MARKER_RETRY_BACKOFF_MAX_MS``
 (``retry.backoff.max.ms``, KIP-580), so that an outage of several replicas is not met with ten
 requests a second per transaction."""
-MARKER_RETRY_BACKOFF_MAX_S: Final = 1.0
+MARKER_RETRY_BACKOFF_MAX_MS: Final = 1_000
 
 _RETRIABLE: Final = frozenset(
     {
@@ -107,14 +110,17 @@ class TxnMarkerChannel:
         self,
         *,
         replica_manager: MarkerWriter,
-        clients: NodeClients | None,
+        clients: BrokerClients | None,
         wait_acks: AckWaiter,
         request_timeout: float = 30.0,
+        timer: Timer | None = None,
     ) -> None:
+        """``timer``: what the retry backoff waits on (the event loop's by default)."""
         self._replica_manager = replica_manager
         self._clients = clients
         self._wait_acks = wait_acks
         self._request_timeout = request_timeout
+        self._timer = timer or LoopTimer()
 
     async def close(self) -> None:
         if self._clients is not None:
@@ -123,7 +129,7 @@ class TxnMarkerChannel:
     async def deliver(self, marker: Marker, partitions: Collection[TopicPartition]) -> None:
         """Return once every partition has the marker or was given up on."""
         pending = sorted(partitions)
-        backoff = MARKER_RETRY_BACKOFF_S
+        backoff_ms = MARKER_RETRY_BACKOFF_MS
         while True:
             by_leader: dict[int, list[TopicPartition]] = {}
             image = self._replica_manager.image
@@ -161,8 +167,8 @@ class TxnMarkerChannel:
                 "%s marker for producer id %d: retrying %s", marker.kind, marker.producer_id, retry
             )
             pending = sorted(retry)
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, MARKER_RETRY_BACKOFF_MAX_S)
+            await sleep(self._timer, backoff_ms)
+            backoff_ms = min(backoff_ms * 2, MARKER_RETRY_BACKOFF_MAX_MS)
 
     async def _write(
         self, leader: int, marker: Marker, partitions: list[TopicPartition]

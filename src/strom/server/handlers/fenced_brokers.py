@@ -11,10 +11,14 @@ broker is retired by a later answer, when none of its partitions is on it any mo
 That is no more than Kafka does before the fence: it lists a dead broker for its whole session
 (``broker.session.timeout.ms``, 9 s). Only the broker list changes: the partitions' leaders,
 ISRs and offline replicas are as Kafka's, and DescribeCluster is Kafka's.
+
+Only a fence this broker sees while it serves (its own registration unfenced) counts: a broker
+that restarts replays fences from long ago while it catches up, and must not list those.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from strom.common import Clock
@@ -30,10 +34,12 @@ LISTED_AFTER_FENCE_MS: Final = 5000
 class RecentlyFenced:
     """A metadata publisher that tells which fenced brokers to list still: those seen fenced
     (unfenced in the image before, fenced in this one, same broker epoch) less than
-    :data:`LISTED_AFTER_FENCE_MS` ago."""
+    :data:`LISTED_AFTER_FENCE_MS` ago, while this broker served."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, own: Callable[[], tuple[int, int]]) -> None:
+        """``own``: this broker's id and current broker epoch."""
         self._clock = clock
+        self._own = own
         self._unfenced: frozenset[tuple[int, int]] = frozenset()
         """(broker id, epoch) of the unfenced brokers of the image published before."""
         self._fenced_at: dict[tuple[int, int], int] = {}
@@ -42,8 +48,9 @@ class RecentlyFenced:
         brokers = image.cluster.brokers.values()
         now_ms = self._clock.monotonic_ms()
         fenced = {(b.id, b.epoch) for b in brokers if b.fenced}
-        for key in fenced & self._unfenced:
-            self._fenced_at[key] = now_ms
+        if self._own() in self._unfenced:
+            for key in fenced & self._unfenced:
+                self._fenced_at[key] = now_ms
         self._unfenced = frozenset((b.id, b.epoch) for b in brokers if not b.fenced)
         self._fenced_at = {key: at for key, at in self._fenced_at.items() if key in fenced}
 

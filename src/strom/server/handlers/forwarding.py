@@ -74,7 +74,7 @@ class ForwardingHandler:
     async def handle(self, context: RequestContext) -> ResponsePayload:
         try:
             response: ResponsePayload = await self._channel.forward(
-                context.body,
+                context.kio_body,
                 header=context.header,
                 client_address=context.client_address,
                 principal=context.principal,

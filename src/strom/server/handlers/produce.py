@@ -68,6 +68,7 @@ from strom.protocol.batch import (
     BatchHeader,
     Compression,
 )
+from strom.protocol.framing import BytesLike
 from strom.protocol.headers import encode_response_header
 from strom.protocol.produce_response import (
     PartitionAnswer,
@@ -126,7 +127,7 @@ class AcksZeroProduceError(CloseConnection):
     """Raised to close the connection of an acks=0 produce that failed somewhere (as Kafka)."""
 
 
-def check_produce_records(version: int, records: bytes | None) -> tuple[ErrorCode, str] | None:
+def check_produce_records(version: int, records: BytesLike | None) -> tuple[ErrorCode, str] | None:
     """Kafka's per-request record checks: exactly one v2 batch; zstd only from v7.
 
     Looks at the first batch header only; a batch that does not frame properly is left to the
@@ -169,7 +170,7 @@ class RecordsAppender(Protocol):
 
     async def append_records(
         self,
-        entries: Iterable[tuple[TopicPartition, bytes | None]],
+        entries: Iterable[tuple[TopicPartition, BytesLike | None]],
         *,
         required_acks: int,
         timeout_ms: int,
@@ -246,10 +247,10 @@ class ProduceHandler:
 
     def _check(
         self, context: RequestContext, body: Any
-    ) -> tuple[list[tuple[TopicPartition, bytes | None]], dict[int, AppendResult]]:
+    ) -> tuple[list[tuple[TopicPartition, BytesLike | None]], dict[int, AppendResult]]:
         """Each partition's records, and the failures of those that may not be appended (by
         their index): authorization, the request-level checks and KIP-890 verification."""
-        entries: list[tuple[TopicPartition, bytes | None]] = []
+        entries: list[tuple[TopicPartition, BytesLike | None]] = []
         rejected: dict[int, AppendResult] = {}
         authorizer = context.authorizer
         for topic in body.topic_data:
@@ -269,7 +270,7 @@ class ProduceHandler:
         return entries, rejected
 
     def _check_txn(
-        self, transactional_id: str, tp: TopicPartition, records: bytes | None
+        self, transactional_id: str, tp: TopicPartition, records: BytesLike | None
     ) -> tuple[ErrorCode, str] | None:
         """KIP-890 verification of a transactional batch (None: it may be appended)."""
         if self._verify_txn is None or records is None or len(records) < HEADER_SIZE:

@@ -51,6 +51,7 @@ from strom.server.api.handler_table import (
     RequestContext,
 )
 from strom.server.api.response import Response
+from strom.server.metrics import NodeMetrics, request_name
 from strom.server.network.faults import Faults
 from strom.server.network.injected_errors import injected_error_response
 from strom.server.network.request_time import CLUSTER_ACTIONS, RequestTime, request_time
@@ -72,12 +73,16 @@ class ConnectionSettings:
     failed_authentication_delay_ms: int = 100
     """``connection.failed.authentication.delay.ms``: a failed login is answered and closed
     this much later."""
+    metrics: NodeMetrics | None = None
+    """The node's counters: each request's API, version and total time (None: not counted)."""
 
 
 @dataclass(slots=True)
 class _InFlight:
     context: RequestContext
     task: asyncio.Task[Response | None]
+    started_ns: int
+    """When the request was read (``time.perf_counter_ns``)."""
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -298,7 +303,7 @@ class Connection(asyncio.BufferedProtocol):
     def _start(self, work: Coroutine[Any, Any, Response | None], context: RequestContext) -> None:
         """Queue the answer to one request behind the earlier ones."""
         task = asyncio.get_running_loop().create_task(work)
-        self._in_flight.append(_InFlight(context, task))
+        self._in_flight.append(_InFlight(context, task, time.perf_counter_ns()))
         _wake(self._work)
 
     async def _handle(
@@ -353,6 +358,14 @@ class Connection(asyncio.BufferedProtocol):
                     self._close_input()
                     self._transport.close()
                 self._in_flight.popleft()
+                metrics = self._settings.metrics
+                if metrics is not None:
+                    request = in_flight.context.request
+                    metrics.answered(
+                        request_name(request.api_key),
+                        request.api_version,
+                        (time.perf_counter_ns() - in_flight.started_ns) / 1e6,
+                    )
                 self._apply_backpressure()
                 if response is None:
                     continue

@@ -145,6 +145,11 @@ class Listener:
     def connection_count(self) -> int:
         return len(self._connections)
 
+    @property
+    def requests_in_flight(self) -> int:
+        """Requests read on this listener's connections and not yet answered."""
+        return sum(connection.in_flight for connection in self._connections)
+
     async def _accept(self, server: socket.socket) -> None:
         """Accept connections while the listener runs; wait for a slot when the connection
         limits leave none (Kafka's ``Acceptor``)."""

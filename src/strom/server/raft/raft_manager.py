@@ -25,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -50,7 +52,10 @@ from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import for_version
 from strom.server.raft.raft_disk import DiskWriter
 
-__all__ = ["RAFT_APIS", "RaftApiHandler", "RaftManager", "SnapshotPolicy"]
+__all__ = ["COMMIT_LATENCY_SAMPLES", "RAFT_APIS", "RaftApiHandler", "RaftManager", "SnapshotPolicy"]
+
+COMMIT_LATENCY_SAMPLES: Final = 128
+"""The recent commit latencies kept for the ``raft-metrics`` average and maximum."""
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +134,12 @@ class RaftManager:
         self._sends: set[asyncio.Task[None]] = set()
         self._controller: ActiveControllerListener | None = None
         self.committed_offset = -1
+        self._appended: deque[tuple[int, float]] = deque()
+        """The controller's batches appended as leader and not yet committed: (last offset,
+        when)."""
+        self.commit_latencies: deque[float] = deque(maxlen=COMMIT_LATENCY_SAMPLES)
+        """Milliseconds from appending each recent batch as leader to its commit (Kafka's
+        ``commit-latency``)."""
         """The last offset delivered by ``handle_commit`` (data or control)."""
         self._caught_up = asyncio.Event()
         self._catch_up_target: int | None = None
@@ -199,6 +210,7 @@ class RaftManager:
     def append(self, records: Sequence[bytes], *, epoch: int) -> int:
         """The controller's batch (``QuorumLog``): its last offset."""
         offset = self.client.append(records, epoch=epoch)
+        self._appended.append((offset, time.monotonic()))
         self._wake.set()
         return offset
 
@@ -248,7 +260,7 @@ class RaftManager:
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
         answer: asyncio.Future[ResponsePayload] = asyncio.get_running_loop().create_future()
-        self.client.handle_request(InboundRequest(ref=answer, source=None, body=context.body))
+        self.client.handle_request(InboundRequest(ref=answer, source=None, body=context.kio_body))
         self._wake.set()
         response = await answer
         if response.__version__ != context.api_version:
@@ -275,6 +287,9 @@ class RaftManager:
                     )
             self._bytes_since_snapshot += sum(len(record) for record in batch.records)
         self.committed_offset = batch.last_offset
+        appended, now = self._appended, time.monotonic()
+        while appended and appended[0][0] <= batch.last_offset:
+            self.commit_latencies.append((now - appended.popleft()[1]) * 1000)
         self._note_progress()
         if self._controller is not None:
             self._controller.committed(batch.last_offset)
@@ -295,6 +310,7 @@ class RaftManager:
             "unknown" if leader.leader_id is None else f"node {leader.leader_id}",
             leader.epoch,
         )
+        self._appended.clear()  # a former leader's uncommitted batches may be truncated
         if self._controller is None:
             return
         if leader.leader_id == self.node_id:

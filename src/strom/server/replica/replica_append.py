@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.controller.topic_names import INTERNAL_TOPICS
+from strom.protocol.framing import BytesLike
 from strom.server.replica.partition import Partition
 from strom.server.replica.replica_results import AppendResult, HighWatermarkUpdate
 from strom.storage.log_validator import RecordValidationError
@@ -42,7 +43,7 @@ _NO_LOG_START_ERRORS: Final = frozenset(
 
 def append_to_local_log(
     manager: ReplicaManager,
-    entries: Iterable[tuple[TopicPartition, bytes | None]],
+    entries: Iterable[tuple[TopicPartition, BytesLike | None]],
     *,
     required_acks: int,
     internal_topics_allowed: bool = False,
@@ -78,7 +79,7 @@ def append_to_local_log(
 def _append_to_leader(
     manager: ReplicaManager,
     tp: TopicPartition,
-    records: bytes | None,
+    records: BytesLike | None,
     *,
     required_acks: int,
     internal_topics_allowed: bool,
@@ -107,6 +108,9 @@ def _append_to_leader(
         )
     if info.last_offset >= partition.log.high_watermark:  # not a duplicate of older batches
         appended(manager, partition, info.base_offset, info.last_offset, info.size)
+        metrics = manager.metrics
+        if metrics is not None:
+            metrics.appended(tp.topic, info.last_offset - info.base_offset + 1, info.size)
     return AppendResult(
         base_offset=info.base_offset,
         last_offset=info.last_offset,

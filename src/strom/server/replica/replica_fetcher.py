@@ -44,12 +44,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from kio.schema.fetch.v15.request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
-from kio.schema.list_offsets.v7.request import (
-    ListOffsetsPartition,
-    ListOffsetsRequest,
-    ListOffsetsTopic,
-)
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 from kio.static.protocol import RequestPayload
@@ -198,6 +192,14 @@ class ReplicaFetcher:
                 followed.delayed_until_ms = until
 
     async def _fetch_once(self, ready: dict[TopicPartition, _Followed]) -> None:
+        # Imported here: a broker that follows no leader (one node) never sends these.
+        from kio.schema.fetch.v15.request import (  # noqa: PLC0415
+            FetchPartition,
+            FetchRequest,
+            FetchTopic,
+            ReplicaState,
+        )
+
         sent: dict[TopicPartition, tuple[int, int]] = {}
         topics: dict[uuid.UUID, list[FetchPartition]] = {}
         names: dict[uuid.UUID, str] = {}
@@ -319,6 +321,12 @@ class ReplicaFetcher:
 
     async def _reset(self, tp: TopicPartition, leader_epoch: int) -> None:
         """OFFSET_OUT_OF_RANGE: ask the leader for its log start and end, then cut or restart."""
+        from kio.schema.list_offsets.v7.request import (  # noqa: PLC0415 - as _fetch_once's
+            ListOffsetsPartition,
+            ListOffsetsRequest,
+            ListOffsetsTopic,
+        )
+
         offsets: dict[int, int] = {}
         for timestamp in (_EARLIEST, _LATEST):
             request = ListOffsetsRequest(

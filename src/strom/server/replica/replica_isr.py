@@ -19,7 +19,7 @@ from strom.server.replica.partition import Partition
 if TYPE_CHECKING:
     from strom.server.replica.replica_manager import ReplicaManager
 
-__all__ = ["check_isr", "isr_change_done", "record_follower_fetch"]
+__all__ = ["check_isr", "count_isr_change", "isr_change_done", "record_follower_fetch"]
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,8 @@ def record_follower_fetch(
 ) -> None:
     """A follower fetched from ``log_end_offset`` (in its broker epoch ``replica_epoch``):
     it has everything below. The high watermark may advance; a follower back in sync is
-    proposed for the ISR."""
+    proposed for the ISR. A fetch in a broker epoch older than the follower's registered one
+    is refused (NOT_LEADER_OR_FOLLOWER), as Kafka's leader does since KIP-903."""
     partition = manager.partition(tp)
     replication = partition.replication
     assert replication is not None
@@ -42,6 +43,15 @@ def record_follower_fetch(
         raise KafkaError(
             ErrorCode.not_leader_or_follower,
             f"broker {replica_id} is not a replica of {tp}",
+        )
+    registered = manager.image.cluster.brokers.get(replica_id)
+    if replica_epoch != -1 and registered is not None and registered.epoch > replica_epoch:
+        # Kafka's Replica.updateFetchStateOrThrow (KIP-903): a fetch of the follower's
+        # earlier life (long-polled, or late on the network) would count what it lost
+        raise KafkaError(
+            ErrorCode.not_leader_or_follower,
+            f"broker {replica_id} fetched {tp} in broker epoch {replica_epoch}, older than "
+            f"its registered epoch {registered.epoch}: a stale fetch",
         )
     now = manager.clock.monotonic_ms()
     replication.record_fetch(
@@ -107,7 +117,22 @@ def isr_change_done(
     if isr is None:
         return replication.isr_change_failed(change, error)
     if partition_epoch >= replication.partition_epoch:
+        before = len(replication.isr)
         replication.isr_committed(isr, partition_epoch)
+        count_isr_change(manager, before, len(isr))
     manager.maybe_advance_high_watermark(partition)
     manager.notify(tp, None)
     return False
+
+
+def count_isr_change(manager: ReplicaManager, before: int, after: int) -> None:
+    """Kafka's IsrShrinksPerSec and IsrExpandsPerSec: a led partition's committed ISR went
+    from ``before`` to ``after`` members (by this leader's AlterPartition, or by the
+    controller, which takes a fenced broker out)."""
+    metrics = manager.metrics
+    if metrics is None or before == after:
+        return
+    if after < before:
+        metrics.isr_shrinks += 1
+    else:
+        metrics.isr_expands += 1

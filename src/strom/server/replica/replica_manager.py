@@ -87,8 +87,10 @@ from strom.common.timer import Timer
 from strom.config import ServerConfig, TopicConfig
 from strom.metadata.delta import MetadataDelta
 from strom.metadata.image import MetadataImage, PartitionRegistration
+from strom.protocol.framing import BytesLike
 from strom.replication.partition_replication import IsrChange
 from strom.server.api.metadata_view import MetadataView
+from strom.server.metrics import NodeMetrics
 from strom.server.replica import leadership, replica_append, replica_isr, replica_read
 from strom.server.replica.delayed_fetch import DelayedFetch, FetchPartitions
 from strom.server.replica.delayed_produce import (
@@ -173,11 +175,14 @@ class ReplicaManager:
         clock: Clock,
         topic_config: Callable[[MetadataImage, str], TopicConfig] | None = None,
         timer: Timer | None = None,
+        metrics: NodeMetrics | None = None,
     ) -> None:
         """``topic_config`` gives a topic's effective settings (min.insync.replicas); by
         default the topic's overrides in the image over ``config``. ``timer`` runs the
-        purgatories' timeouts (the event loop's by default; a simulation's virtual one)."""
+        purgatories' timeouts (the event loop's by default; a simulation's virtual one).
+        ``metrics``: the node's counters (None: not counted)."""
         self.node_id = node_id
+        self.metrics = metrics
         self.log_manager = log_manager
         self._metadata = metadata
         self._config = config
@@ -260,7 +265,9 @@ class ReplicaManager:
         elif registration.partition_epoch > replication.partition_epoch:
             if registration.replicas != replication.replicas:
                 replication.reassigned(registration.replicas)
+            before = len(replication.isr)
             replication.isr_committed(registration.isr, registration.partition_epoch)
+            replica_isr.count_isr_change(self, before, len(registration.isr))
         return partition
 
     def _registration(self, tp: TopicPartition) -> PartitionRegistration:
@@ -492,7 +499,7 @@ class ReplicaManager:
 
     async def append_records(
         self,
-        entries: Iterable[tuple[TopicPartition, bytes | None]],
+        entries: Iterable[tuple[TopicPartition, BytesLike | None]],
         *,
         required_acks: int,
         timeout_ms: int,
@@ -547,7 +554,7 @@ class ReplicaManager:
 
     def append_to_local_log(
         self,
-        entries: Iterable[tuple[TopicPartition, bytes | None]],
+        entries: Iterable[tuple[TopicPartition, BytesLike | None]],
         *,
         required_acks: int,
         internal_topics_allowed: bool = False,

@@ -49,7 +49,7 @@ async def fetch_messages(
         or sum(read.size for read in reads) >= params.min_bytes
         or any(read.error != ErrorCode.none or read.diverging_epoch is not None for read in reads)
     ):
-        return reads
+        return _counted(manager, params, partitions, reads)
     statuses = {
         TopicPartition(key.topic, key.partition): FetchPartitionStatus(
             fetch_offset=request.fetch_offset,
@@ -70,7 +70,23 @@ async def fetch_messages(
     )
     if not purgatory.try_complete_else_watch(operation, statuses):
         await operation.wait()
-    return read_from_log(manager, params, partitions)
+    return _counted(manager, params, partitions, read_from_log(manager, params, partitions))
+
+
+def _counted(
+    manager: ReplicaManager,
+    params: FetchParams,
+    partitions: FetchPartitions,
+    reads: list[ReadResultInfo],
+) -> list[ReadResultInfo]:
+    """``reads``, once the bytes they send a consumer are counted (Kafka's BytesOutPerSec;
+    a follower's are replication, not counted there)."""
+    metrics = manager.metrics
+    if metrics is not None and not params.is_from_follower:
+        for (key, _), read in zip(partitions, reads, strict=True):
+            if read.size:
+                metrics.sent(key.topic, read.size)
+    return reads
 
 
 def read_from_log(

@@ -4,14 +4,16 @@ cannot take one yet, and gives up on those that will never take it (Kafka's mark
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import cast
 
-import pytest
 from data_path_harness import NODE_ID, image_of, registration
 
 from strom.common import ErrorCode, TopicPartition
+from strom.common.clock import ManualClock
+from strom.common.timer import ManualTimer
 from strom.server.coordinator.txn_markers import (
-    MARKER_RETRY_BACKOFF_MAX_S,
+    MARKER_RETRY_BACKOFF_MAX_MS,
     Marker,
     TxnMarkerChannel,
 )
@@ -129,19 +131,41 @@ def test_a_partition_led_elsewhere_without_connections_is_retried() -> None:
     assert partitions.written == [ORDERS]
 
 
-def test_retries_of_the_same_markers_back_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A partition below min ISR for a while: the waits double up to the cap instead of a
-    request every 100 ms (109 markers were once written in one outage)."""
-    waits: list[float] = []
-    real_sleep = asyncio.sleep
-
-    async def sleep(delay: float) -> None:
-        waits.append(delay)
-        await real_sleep(0)
-
-    monkeypatch.setattr(asyncio, "sleep", sleep)
+def test_retries_of_the_same_markers_back_off() -> None:
+    """A partition below min ISR for a while: the waits (on the channel's timer, virtual time
+    here) double up to the cap instead of a request every 100 ms (109 markers were once
+    written in one outage)."""
     not_ready = [ErrorCode.not_enough_replicas] * 6 + [ErrorCode.none]
     partitions = Partitions({ORDERS: not_ready})
-    deliver(partitions)
-    assert waits == [0.1, 0.2, 0.4, 0.8, MARKER_RETRY_BACKOFF_MAX_S, MARKER_RETRY_BACKOFF_MAX_S]
+    timer = ManualTimer(ManualClock())
+    tries: list[int] = []
+    write = partitions.write_txn_marker
+
+    def write_and_note(tp: TopicPartition, **rest: object) -> ErrorCode:
+        tries.append(timer.clock.monotonic_ms())
+        return write(tp, **rest)
+
+    partitions.write_txn_marker = write_and_note  # type: ignore[method-assign]
+
+    async def acknowledged(tp: TopicPartition, offset: int) -> ErrorCode:
+        return ErrorCode.none
+
+    async def run() -> None:
+        channel = TxnMarkerChannel(
+            replica_manager=cast(ReplicaManager, partitions),
+            clients=None,
+            wait_acks=acknowledged,
+            timer=timer,
+        )
+        task = asyncio.create_task(channel.deliver(Marker(7, 0, True, 0), [ORDERS]))
+        while not task.done():
+            await asyncio.sleep(0)
+            if (due := timer.next_due_ms()) is not None:
+                timer.advance_to(due)
+        await task
+
+    asyncio.run(run())
+    waits = [later - earlier for earlier, later in itertools.pairwise(tries)]
+    cap = MARKER_RETRY_BACKOFF_MAX_MS
+    assert waits == [100, 200, 400, 800, cap, cap]
     assert partitions.written == [ORDERS]

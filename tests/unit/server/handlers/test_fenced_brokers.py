@@ -1,5 +1,6 @@
 """RecentlyFenced: a broker seen going from unfenced to fenced is listed for a few seconds more;
-a broker registered fenced (a new start) or unfenced again is not."""
+a broker registered fenced (a new start) or unfenced again is not, nor one whose fence a
+restarting broker replays before it serves."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def _register(broker_id: int, epoch: int) -> RegisterBrokerRecord:
 
 def test_a_fenced_broker_is_listed_for_a_while() -> None:
     clock = ManualClock()
-    recently = RecentlyFenced(clock)
+    recently = RecentlyFenced(clock, lambda: (1, 10))
     image = MetadataImage.empty()
     steps: list[tuple[MetadataRecord, ...]] = [
         (_register(1, 10), _register(2, 11)),
@@ -62,11 +63,11 @@ def test_a_fenced_broker_is_listed_for_a_while() -> None:
 
 def test_a_new_start_or_an_unfence_is_no_fence() -> None:
     clock = ManualClock()
-    recently = RecentlyFenced(clock)
+    recently = RecentlyFenced(clock, lambda: (5, 5))
     image = MetadataImage.empty()
     steps: list[tuple[MetadataRecord, ...]] = [
-        (_register(1, 10),),
-        (UnfenceBrokerRecord(1, 10),),
+        (_register(5, 5), _register(1, 10)),
+        (UnfenceBrokerRecord(5, 5), UnfenceBrokerRecord(1, 10)),
         (FenceBrokerRecord(1, 10),),
     ]
     for records in steps:
@@ -79,3 +80,28 @@ def test_a_new_start_or_an_unfence_is_no_fence() -> None:
     delta, image = _apply(image, UnfenceBrokerRecord(1, 20))
     recently(delta, image)
     assert recently.listed() == frozenset()
+
+
+def test_fences_replayed_before_this_broker_serves_are_history() -> None:
+    """Broker 1 restarts as epoch 30: its old log has broker 3 unfenced, the catch-up brings
+    broker 3's fence from long ago, then broker 1's new registration and unfence."""
+    clock = ManualClock()
+    recently = RecentlyFenced(clock, lambda: (1, 30))
+    image = MetadataImage.empty()
+    steps: list[tuple[MetadataRecord, ...]] = [
+        (_register(1, 10), _register(3, 12)),
+        (UnfenceBrokerRecord(1, 10), UnfenceBrokerRecord(3, 12)),
+        (FenceBrokerRecord(1, 10),),
+        (FenceBrokerRecord(3, 12),),
+        (_register(1, 30),),
+        (UnfenceBrokerRecord(1, 30),),
+    ]
+    for records in steps:
+        delta, image = _apply(image, *records)
+        recently(delta, image)
+        assert recently.listed() == frozenset()
+    delta, image = _apply(image, _register(3, 40), UnfenceBrokerRecord(3, 40))
+    recently(delta, image)
+    delta, image = _apply(image, FenceBrokerRecord(3, 40))  # seen while serving: listed
+    recently(delta, image)
+    assert recently.listed() == {3}

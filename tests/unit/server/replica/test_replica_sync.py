@@ -367,6 +367,36 @@ def test_a_fenced_follower_does_not_hold_back_the_acks_of_the_others(tmp_path: P
     assert manager.is_acknowledged(TP, 1) == ErrorCode.none
 
 
+def test_a_fetch_of_an_earlier_life_of_the_follower_is_refused(tmp_path: Path) -> None:
+    """KIP-903: a fetch in a broker epoch older than the follower's registered one (a long
+    poll of its life before a restart, answered late) must not move its position: it would
+    count records the restarted follower lost, and move the high watermark past them (found
+    by the replica simulation, seed 74; Kafka's ``Replica.updateFetchStateOrThrow``)."""
+    clock = ManualClock()
+    leader = Broker(1, tmp_path, clock)
+    leader.set(registration(leader=1, epoch=0, isr=(1, 2)))
+    manager = leader.replica_manager
+    leader.produce(2, b"a")
+    image = leader.metadata.image
+    brokers = dict(image.cluster.brokers)
+    earlier = brokers[2].epoch
+    brokers[2] = dataclasses.replace(brokers[2], epoch=earlier + 1)  # broker 2 restarted
+    leader.metadata.image = dataclasses.replace(image, cluster=ClusterImage(brokers))
+    read = manager.read_for_follower(
+        TP,
+        replica_id=2,
+        replica_epoch=earlier,
+        fetch_offset=2,
+        max_bytes=1 << 20,
+        current_leader_epoch=0,
+        last_fetched_epoch=0,
+    )
+    read.close()
+    assert read.error == ErrorCode.not_leader_or_follower
+    assert manager.partition(TP).log.high_watermark == 0
+    assert manager.is_acknowledged(TP, 2) is None
+
+
 def expansion_proposed(a: Broker, b: Broker) -> IsrChange:
     """Leader 1 alone in the ISR, 10 records; follower 2 catches up and is proposed back."""
     a.set(registration(leader=1, epoch=0, isr=(1,)))

@@ -33,6 +33,7 @@ from strom.connect.config_def import NO_DEFAULT, Definition, at_least, one_of
 from strom.connect.connectors.cdc.reader import ChangeSource
 from strom.connect.connectors.jdbc.database import Column, columns, connect, quote_table
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.connect.transforms.columns import Names, record_columns, serialized
 
 __all__ = ["PostgresConnector"]
 
@@ -332,17 +333,13 @@ def _events(
     row = F.coalesce(image("after"), image("before"))
     key = F.struct(*[row[k].alias(k) for k in keys])
     base = f"{prefix}.{schema_name}.{name}"
-    serialized_key = (
-        context.key_converter.serialize(key, key_type, f"{base}.Key")
-        if keys
-        else F.lit(None).cast("binary")
-    )
-    value = context.value_converter.serialize(envelope, envelope_type, f"{base}.Envelope")
-    record = F.struct(serialized_key.alias("key"), value.alias("value"))
-    tombstone = F.struct(serialized_key.alias("key"), F.lit(None).cast("binary").alias("value"))
+    record = F.struct((key if keys else F.lit(None)).alias("key"), envelope.alias("value"))
+    tombstone = record.withField("value", F.lit(None).cast(envelope_type))
     both = F.when(F.col("op") == "d", F.array(record, tombstone)).otherwise(F.array(record))
-    return (
-        rows.where(F.col("table") == table)
-        .select(F.explode(both).alias("r"))
-        .select(F.lit(base).alias("topic"), "r.key", "r.value")
+    events = rows.where(F.col("table") == table).select(F.explode(both).alias("r"))
+    frame = events.select(*record_columns(F.col("r.key"), F.col("r.value"), F.lit(base)))
+    names = Names(
+        {"key": f"{base}.Key", "value": f"{base}.Envelope"},
+        types={"key": key_type, "value": envelope_type},
     )
+    return serialized(frame, context, names)

@@ -16,7 +16,10 @@ from pyspark.sql.types import StringType
 
 from strom.connect.config_def import NO_DEFAULT, Definition, at_least
 from strom.connect.connectors.files.tail import TailSource
+from strom.connect.converters import STRING, Converter
+from strom.connect.dead_letters import ErrorHandler
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.connect.transforms.columns import record_columns, serialized, sink_records
 
 __all__ = ["FileStreamSink", "FileStreamSource"]
 
@@ -86,6 +89,7 @@ class FileStreamSource(ConnectorPlugin):
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config
+        topic = config["topic"].strip()
         offset = context.source_offset({"filename": config["file"]}) or {}
         context.spark.dataSource.register(TailSource)
         lines = (
@@ -99,14 +103,11 @@ class FileStreamSource(ConnectorPlugin):
             .option("client", json.dumps(dict(context.client)))
             .load()
         )
-        records = lines.select(
-            F.lit(None).cast("binary").alias("key"),
-            context.value_converter.serialize(F.col("line"), StringType()).alias("value"),
-        )
+        frame = lines.select(*record_columns(F.lit(None), F.col("line"), F.lit(topic)))
         return (
-            records.writeStream.format("strom")
+            serialized(frame, context)
+            .writeStream.format("strom")
             .options(**context.spark_options)
-            .option("topic", config["topic"].strip())
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=TRIGGER)
@@ -121,6 +122,7 @@ class FileStreamSink(ConnectorPlugin):
 
     class_name = "org.apache.kafka.connect.file.FileStreamSinkConnector"
     kind = "sink"
+    tolerates_errors = True
     definitions: ClassVar[tuple[Definition, ...]] = (
         Definition(
             "file",
@@ -153,14 +155,28 @@ class FileStreamSink(ConnectorPlugin):
             .option("commitToGroup", context.sink_group)
             .option("minPartitions", str(len(context.tasks) or 1))
             .option("failOnDataLoss", "false")
+            .option("includeHeaders", "true")
             .load()
         )
-        lines = records.select(context.value_converter.to_text(F.col("value")).alias("line"))
+        errors = ErrorHandler.of(context.name, config)
+        if errors.tolerate:
+            error = ErrorHandler.error(context.key_converter, context.value_converter)
+            records = records.withColumn("error", error)
+        _lines(sink_records(records, context))  # a transform that cannot run fails the start
         file = config.get("file", "").strip()
         path = Path(file).absolute() if file else None
 
         def append(batch: DataFrame, batch_id: int) -> None:
-            column = batch.coalesce(1).toArrow().column("line").to_pylist()
+            good = batch
+            if errors.tolerate:
+                batch.persist()
+                bad = batch.where(F.col("error").isNotNull())
+                if not bad.isEmpty():
+                    errors.report(bad, context.spark_options)
+                good = batch.where(F.col("error").isNull())
+            lines = _lines(sink_records(good, context))
+            column = lines.coalesce(1).toArrow().column("line").to_pylist()
+            batch.unpersist()
             if not column:
                 return
             text = "".join(f"{line}\n" for line in column)
@@ -172,9 +188,21 @@ class FileStreamSink(ConnectorPlugin):
                     out.write(text)
 
         return (
-            lines.writeStream.foreachBatch(append)
+            records.writeStream.foreachBatch(append)
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=TRIGGER)
             .start()
         )
+
+
+def _lines(records: DataFrame) -> DataFrame:
+    """Each record's value as Kafka's FileStreamSink prints it: text as itself, a struct (a
+    transform's) as Connect's ``Struct{...}``, null as ``null``."""
+    value, data_type = F.col("value"), records.schema["value"].dataType
+    text = (
+        value
+        if isinstance(data_type, StringType)
+        else F.decode(Converter(STRING).serialize(value, data_type), "UTF-8")
+    )
+    return records.select(F.coalesce(text, F.lit("null")).alias("line"))

@@ -122,6 +122,10 @@ class JdbcSink(ConnectorPlugin):
     @classmethod
     def problems(cls, config: Mapping[str, str]) -> dict[str, list[str]]:
         found = super().problems(config)
+        if config.get("transforms", "").strip():
+            found.setdefault("transforms", []).append(
+                "The JDBC sink runs no transforms yet: transform in the source, or before it"
+            )
         url = config.get("connection.url", "").strip()
         if url:
             try:

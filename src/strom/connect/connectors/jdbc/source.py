@@ -30,6 +30,7 @@ from strom.connect.connectors.jdbc.database import (
 from strom.connect.connectors.jdbc.modes import Mode
 from strom.connect.connectors.jdbc.reader import JdbcTableSource
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.connect.transforms.columns import Names, record_columns, serialized
 
 __all__ = ["JdbcSource"]
 
@@ -268,11 +269,8 @@ class JdbcSource(ConnectorPlugin):
         struct = StructType([StructField(c.name, c.spark_type, c.nullable) for c in cols])
         data = F.struct(*[_typed(F.col(c.name), c).alias(c.name) for c in cols])
         name = source.table.rpartition(".")[2] if source.table else None
-        return rows.select(
-            F.lit(source.topic).alias("topic"),
-            F.lit(None).cast("binary").alias("key"),
-            context.value_converter.serialize(data, struct, name).alias("value"),
-        )
+        frame = rows.select(*record_columns(F.lit(None), data, F.lit(source.topic)))
+        return serialized(frame, context, Names({"value": name}, types={"value": struct}))
 
 
 def _typed(column: SparkColumn, described: Column) -> SparkColumn:

@@ -1,7 +1,11 @@
 """A seeded, virtual-time simulation of three brokers and a scripted controller over the real
 replica code: each broker's ``ReplicaManager`` (its ``Partition``, the produce and fetch
 purgatories) over a real ``LogManager`` on disk, its real ``ReplicaFetcherManager`` and
-``AlterPartitionManager``, all on one ``ManualTimer`` (``sim_broker``).
+``AlterPartitionManager``, and its real group and transaction coordinator runtimes (loaded
+and unloaded by leader epoch as the leadership of ``__consumer_offsets`` and
+``__transaction_state`` moves, the markers written by the real ``txn_markers``), all on one
+``ManualTimer`` (``sim_broker``). Clients write to ``orders-0``, commit a group's offsets and
+run transactions over ``orders-0`` and ``orders-1`` (``sim_clients``).
 
 The controller (``sim_controller``) commits metadata records (broker registrations, fencing,
 ISR and leader changes) and publishes them to each broker, which replays what it has not seen
@@ -15,7 +19,8 @@ Faults, by seed (``sim_faults``): messages between brokers and the controller dr
 are cut off from the cluster while clients still write to them.
 
 Invariants (``sim_invariants``) are checked after every event; at the end, with every broker
-back and the network quiet, the cluster must take writes again, and a follower cut off then
+back and the network quiet, the cluster must take writes again, every transaction must be
+decided on every partition it wrote to, and a follower cut off then
 must stop holding the high watermark back once the controller fenced it, long before
 ``replica.lag.time.max.ms`` (the cluster-wide stall of issue 25 part 3). A failure raises
 :class:`InvariantViolated` naming its seed; ``simulate_replicas.py --seed N`` replays it.
@@ -30,7 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sim_broker import SimBroker
-from sim_controller import BROKERS, TP, SimController
+from sim_clients import CLIENT_TIMEOUT_MS, TXN_TIMEOUT_MS, SimClients
+from sim_controller import BROKERS, PARTITIONS, TP, SimController
 from sim_faults import (
     LAG_MS,
     METADATA_PUBLISH_MS,
@@ -73,11 +79,17 @@ class Simulation:
             {
                 "replica.lag.time.max.ms": str(LAG_MS),
                 "min.insync.replicas": str(self.faults.min_isr),
+                "offsets.commit.timeout.ms": str(PRODUCE_TIMEOUT_MS),
+                "request.timeout.ms": str(PRODUCE_TIMEOUT_MS),
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms": str(
+                    TXN_ABORT_CHECK_MS
+                ),
             }
         )
         self.controller = SimController(self)
         self.brokers = {b: SimBroker(self, b) for b in BROKERS}
         self.invariants = Invariants(self)
+        self.clients = SimClients(self)
         self.answered: dict[Batch, ErrorCode] = {}
         """acks=all writes answered so far, with their outcome."""
         self.values = 0
@@ -99,9 +111,13 @@ class Simulation:
                 await self._advance(self.rng.randint(1, 60))
                 if self.step % 5 == 0:
                     self.invariants.check_logs()
+                    self.invariants.check_offsets()
+                    self.invariants.check_transactions()
             await self._recover()
+            await self._recover_coordinators()
             await self._probe_stall()
         finally:
+            await self.clients.stop()
             for broker in self.brokers.values():
                 if broker.alive:
                     broker.crash()
@@ -168,6 +184,20 @@ class Simulation:
                 f"answered {self.answered.get(batch) if batch else None}"
             )
 
+    async def _recover_coordinators(self) -> None:
+        """With the network quiet: the group coordinator loads and still has the last
+        acknowledged commit; every transaction is decided (an open one times out and is
+        aborted) and atomic on every partition it wrote to."""
+        await self._advance_until(lambda: not self.clients.tasks, 2 * CLIENT_TIMEOUT_MS)
+        await self._advance_until(self.invariants.check_offsets, 4 * LAG_MS)
+        if not self.invariants.check_offsets():
+            self.invariants.violated("no recovery: the group coordinator did not load")
+        await self._advance_until(
+            self.invariants.transactions_settled,
+            TXN_TIMEOUT_MS + 2 * TXN_ABORT_CHECK_MS + 2 * FETCH_ROUND_MS,
+        )
+        self.invariants.check_transactions(final=True)
+
     async def _probe_stall(self) -> None:
         """A follower cut off from a quiet, converged cluster: once the controller fences it
         (after the session timeout) the leader's next write is answered, not held back for
@@ -226,6 +256,12 @@ class Simulation:
         )
         return batch
 
+    def _commit_offset(self) -> None:
+        self.clients.commit_offset()
+
+    def _transact(self) -> None:
+        self.clients.transact()
+
     def _crash(self, *, lose: bool = False) -> None:
         alive = [
             b for b in self.brokers.values() if b.alive and b.node_id not in self.network.cut_off
@@ -233,8 +269,9 @@ class Simulation:
         if len(alive) < 2:
             return
         broker = self.rng.choice(alive)
-        registration = self.controller.registration
-        if lose and registration.isr == (broker.node_id,):
+        if lose and any(
+            self.controller.registration_of(tp).isr == (broker.node_id,) for tp in PARTITIONS
+        ):
             return  # unflushed data lost by a replica the controller may elect: Kafka's limit too
         broker.crash()
         if lose:
@@ -290,12 +327,23 @@ class Simulation:
     def _nothing(self) -> None:
         pass
 
-    _actions = (_produce, _crash, _crash_losing_unflushed, _restart, _cut_off, _nothing)
-    _weights = (60, 5, 5, 10, 5, 5)
+    _actions = (
+        _produce,
+        _commit_offset,
+        _transact,
+        _crash,
+        _crash_losing_unflushed,
+        _restart,
+        _cut_off,
+        _nothing,
+    )
+    _weights = (60, 10, 10, 5, 5, 10, 5, 5)
 
 
 FETCH_ROUND_MS = 500
 """Long enough for a quiet follower to fetch and the leader to move its high watermark."""
+TXN_ABORT_CHECK_MS = 500
+"""How often the transaction coordinator aborts transactions past their timeout."""
 
 
 async def _settle() -> None:

@@ -1,15 +1,17 @@
 """One simulated broker: the real ``ReplicaManager`` (its ``Partition``, purgatories, follower
-fetch path) over a real ``LogManager`` on disk, the real ``ReplicaFetcherManager`` and
-``AlterPartitionManager`` on the simulation's timer, their requests carried by the simulated
-network (:class:`SimBrokerClients`, :class:`SimControllerChannel`), and the leader's side of
-the requests they send (Fetch through ``ReplicaManager.fetch_messages``, ListOffsets)."""
+fetch path) over a real ``LogManager`` on disk, the real ``ReplicaFetcherManager``,
+``AlterPartitionManager`` and group and transaction coordinator runtimes (loaded and unloaded
+by leader epoch as the metadata moves their partitions' leadership) on the simulation's timer,
+their requests carried by the simulated network (:class:`SimBrokerClients`,
+:class:`SimControllerChannel`), and the leader's side of the requests they send (Fetch through
+``ReplicaManager.fetch_messages``, ListOffsets, WriteTxnMarkers through its real handler)."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
 from kio.schema.alter_partition.v3.response import AlterPartitionResponse
@@ -26,9 +28,10 @@ from kio.schema.list_offsets.v7.response import (
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )
+from kio.schema.write_txn_markers.v1.request import WriteTxnMarkersRequest
 from kio.static.primitive import Records, i32, i32Timedelta, i64
 from kio.static.protocol import RequestPayload
-from sim_controller import TP
+from sim_controller import PARTITIONS, TP
 from sim_faults import (
     ALTER_TIMEOUT_MS,
     CHECKPOINT_MS,
@@ -37,14 +40,21 @@ from sim_faults import (
     FETCH_SOCKET_TIMEOUT_MS,
     FETCH_WAIT_MAX_MS,
     ISR_CHECK_MS,
+    PRODUCE_TIMEOUT_MS,
 )
 
 from strom.client.async_client import RequestFailed
 from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.metadata import MetadataDelta, MetadataImage
+from strom.protocol.api import Request, make_request_header
 from strom.protocol.batch import scan_batches
 from strom.replication.partition_replication import PartitionReplication
+from strom.server.api.handler_table import RequestContext
+from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.channel.controller_channel import ControllerUnavailable
+from strom.server.coordinator.group_coordinator_runtime import GroupCoordinatorRuntime
+from strom.server.coordinator.txn_coordinator_runtime import TxnCoordinatorRuntime
+from strom.server.handlers.write_txn_markers import WriteTxnMarkersHandler
 from strom.server.replica.alter_partition_manager import AlterPartitionManager
 from strom.server.replica.fetch_session import PartitionFetch, SessionPartition
 from strom.server.replica.replica_fetcher import FetcherSettings, ReplicaFetcherManager
@@ -75,6 +85,8 @@ class SimBroker:
         self.replica_manager: ReplicaManager | None = None
         self.fetchers: ReplicaFetcherManager | None = None
         self.isr_changes: AlterPartitionManager | None = None
+        self.group_runtime: GroupCoordinatorRuntime | None = None
+        self.txn_runtime: TxnCoordinatorRuntime | None = None
         self.serving: set[asyncio.Task[None]] = set()
         """The answers this life is working on (a long-polled Fetch)."""
         self.served: set[asyncio.Task[None]] = set()
@@ -96,11 +108,12 @@ class SimBroker:
         self.alive = True
         self.broker_epoch = broker_epoch
         self.log_manager = LogManager(self.data_dir, sim.clock)
-        log = self.log_manager.get_or_create(TP)
-        if lose:
-            batches_left = sorted(batch_map(log))
-            cut = batches_left[-lose] if len(batches_left) >= lose else 0
-            log.truncate_to(cut)
+        for tp in PARTITIONS:
+            log = self.log_manager.get_or_create(tp)
+            if lose:
+                batches_left = sorted(batch_map(log))
+                cut = batches_left[-lose] if len(batches_left) >= lose else 0
+                log.truncate_to(cut)
         self.metadata = _Metadata()
         self.applied = 0
         self.replica_manager = ReplicaManager(
@@ -133,6 +146,27 @@ class SimBroker:
             clock=sim.clock,
             timer=sim.timer,
         )
+        no_topic_creation = cast(AutoTopicCreator, None)  # the controller made the topics
+        self.group_runtime = GroupCoordinatorRuntime(
+            config=sim.config,
+            replica_manager=self.replica_manager,
+            auto_topics=no_topic_creation,
+            clock=sim.clock,
+            timer=sim.timer,
+        )
+        self.txn_runtime = TxnCoordinatorRuntime(
+            config=sim.config,
+            replica_manager=self.replica_manager,
+            auto_topics=no_topic_creation,
+            clock=sim.clock,
+            marker_clients=SimBrokerClients(self),
+            timer=sim.timer,
+        )
+        self.markers_handler = WriteTxnMarkersHandler(
+            replica_manager=self.replica_manager, timeout_ms=PRODUCE_TIMEOUT_MS
+        )
+        self.group_runtime.start()
+        self.txn_runtime.start()
         self._every(ISR_CHECK_MS, self.manager.check_isr)
         self._every(CHECKPOINT_MS, self.manager.checkpoint_high_watermarks)
 
@@ -153,11 +187,14 @@ class SimBroker:
         self.stopping = [
             loop.create_task(self.fetchers.stop()),
             loop.create_task(self.isr_changes.stop()),
+            loop.create_task(self.groups.stop()),
+            loop.create_task(self.txns.stop()),
         ]
         assert self.log_manager is not None
         self.log_manager.close_without_flush()
         self.log_manager = self.replica_manager = None
         self.fetchers = self.isr_changes = None
+        self.group_runtime = self.txn_runtime = None
 
     def _every(self, period_ms: int, task: Callable[[], object]) -> None:
         life = self.life
@@ -175,15 +212,28 @@ class SimBroker:
         return self.replica_manager
 
     @property
+    def groups(self) -> GroupCoordinatorRuntime:
+        assert self.group_runtime is not None
+        return self.group_runtime
+
+    @property
+    def txns(self) -> TxnCoordinatorRuntime:
+        assert self.txn_runtime is not None
+        return self.txn_runtime
+
+    @property
     def log(self) -> PartitionLog:
+        return self.log_of(TP)
+
+    def log_of(self, tp: TopicPartition) -> PartitionLog:
         assert self.log_manager is not None
-        log = self.log_manager.get(TP)
+        log = self.log_manager.get(tp)
         assert log is not None
         return log
 
-    def leads(self) -> int | None:
-        """The leader epoch this broker leads the partition in, if it does."""
-        replication = self._replication()
+    def leads(self, tp: TopicPartition = TP) -> int | None:
+        """The leader epoch this broker leads ``tp`` in, if it does."""
+        replication = self._replication(tp)
         return None if replication is None else replication.leader_epoch
 
     def leader_isr(self) -> tuple[int, ...]:
@@ -191,8 +241,8 @@ class SimBroker:
         replication = self._replication()
         return () if replication is None else replication.isr
 
-    def _replication(self) -> PartitionReplication | None:
-        partition = self.manager.local_partitions.get(TP)
+    def _replication(self, tp: TopicPartition = TP) -> PartitionReplication | None:
+        partition = self.manager.local_partitions.get(tp)
         return None if partition is None else partition.replication
 
     # --- metadata ----------------------------------------------------------------------------
@@ -222,6 +272,8 @@ class SimBroker:
         self.metadata.image = image
         assert self.fetchers is not None
         self.fetchers.apply(self.manager.apply_metadata(delta, image))
+        self.groups.on_metadata(delta, image)  # after the replica manager, as the publishers
+        self.txns.on_metadata(delta, image)
 
     # --- the leader's side of the fetchers' requests -----------------------------------------
 
@@ -234,6 +286,14 @@ class SimBroker:
         answer: Coroutine[Any, Any, Any]
         if isinstance(body, FetchRequest):
             answer = self._fetch(body)
+        elif isinstance(body, WriteTxnMarkersRequest):
+            header = make_request_header(body, correlation_id=0, client_id="sim")
+            context = RequestContext(
+                request=Request(header=header, body=body),
+                client_address=f"broker-{requester.node_id}:0",
+                connection_id="sim",
+            )
+            answer = self.markers_handler.handle(context)
         else:
             assert isinstance(body, ListOffsetsRequest)
             answer = self._list_offsets(body)

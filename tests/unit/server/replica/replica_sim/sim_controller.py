@@ -1,7 +1,10 @@
 """The replica simulation's controller: a metadata log it commits to and publishes from, broker
 sessions and fencing, KIP-966 leader elections, and AlterPartition checked as Kafka's
 controller does (partition epoch, leader epoch, KIP-903 broker epochs), answered on time, late
-or never."""
+or never; over four partitions on the same replicas: the data partitions ``orders-0`` (every
+client write) and ``orders-1`` (transactions span both), and one partition each of
+``__consumer_offsets`` and ``__transaction_state`` for the coordinators, each led first by
+another broker."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from kio.static.primitive import i8, i32, i32Timedelta
 from sim_faults import ALTER_TIMEOUT_MS, CONTROLLER, LAG_MS, SESSION_TIMEOUT_MS
 
 from strom.common import ErrorCode, TopicPartition
+from strom.controller.topic_names import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from strom.metadata import NO_LEADER, NO_LEADER_CHANGE, MetadataDelta, MetadataImage
 from strom.metadata.image import PartitionRegistration
 from strom.metadata.records import (
@@ -37,7 +41,16 @@ if TYPE_CHECKING:
     from replica_simulation import Simulation
 
 TP = TopicPartition("orders", 0)
-TOPIC_ID = uuid.UUID(int=25)
+TP2 = TopicPartition("orders", 1)
+OFFSETS_TP = TopicPartition(GROUP_METADATA_TOPIC, 0)
+TXN_TP = TopicPartition(TRANSACTION_STATE_TOPIC, 0)
+DATA = (TP, TP2)
+PARTITIONS = (TP, TP2, OFFSETS_TP, TXN_TP)
+TOPIC_IDS = {
+    TP.topic: uuid.UUID(int=25),
+    OFFSETS_TP.topic: uuid.UUID(int=26),
+    TXN_TP.topic: uuid.UUID(int=27),
+}
 BROKERS = (1, 2, 3)
 
 
@@ -50,7 +63,7 @@ class SimController:
         self.image = MetadataImage.empty()
         self.next_broker_epoch = 100
         self.last_heard: dict[int, int] = {}
-        self.elr: set[int] = set()
+        self.elr: dict[TopicPartition, set[int]] = {tp: set() for tp in PARTITIONS}
         """KIP-966's eligible leader replicas: members that left an ISR smaller than min ISR
         (they hold every committed record), electable when no ISR member is."""
 
@@ -75,7 +88,10 @@ class SimController:
 
     @property
     def registration(self) -> PartitionRegistration:
-        registration = self.image.topics.get_partition(TP)
+        return self.registration_of(TP)
+
+    def registration_of(self, tp: TopicPartition) -> PartitionRegistration:
+        registration = self.image.topics.get_partition(tp)
         assert registration is not None
         return registration
 
@@ -98,33 +114,47 @@ class SimController:
         return epoch
 
     def create_topic(self) -> None:
+        """The four partitions on the same replicas, each led first by another of them."""
         replicas = BROKERS[: self.sim.faults.replication_factor]
-        self.commit(
-            TopicRecord(name=TP.topic, topic_id=TOPIC_ID),
-            PartitionRecord(
-                partition_id=TP.partition,
-                topic_id=TOPIC_ID,
-                replicas=replicas,
-                isr=replicas,
-                leader=BROKERS[0],
-                leader_epoch=0,
-                partition_epoch=0,
-            ),
-        )
+        records: list[MetadataRecord] = []
+        for index, tp in enumerate(PARTITIONS):
+            if tp.partition == 0:
+                records.append(TopicRecord(name=tp.topic, topic_id=TOPIC_IDS[tp.topic]))
+            records.append(
+                PartitionRecord(
+                    partition_id=tp.partition,
+                    topic_id=TOPIC_IDS[tp.topic],
+                    replicas=replicas,
+                    isr=replicas,
+                    leader=replicas[index % len(replicas)],
+                    leader_epoch=0,
+                    partition_epoch=0,
+                )
+            )
+        self.commit(*records)
 
-    def change(self, *, isr: tuple[int, ...] | None = None, leader: int = NO_LEADER_CHANGE) -> None:
+    def change(
+        self,
+        tp: TopicPartition,
+        *,
+        isr: tuple[int, ...] | None = None,
+        leader: int = NO_LEADER_CHANGE,
+    ) -> None:
         if isr is not None:
-            left = set(self.registration.isr) - set(isr)
+            elr = self.elr[tp]
+            left = set(self.registration_of(tp).isr) - set(isr)
             if len(isr) < self.sim.faults.min_isr:
-                self.elr |= left
+                elr |= left
             else:
-                self.elr.clear()
-            self.elr -= set(isr)
+                elr.clear()
+            elr -= set(isr)
         self.commit(
             PartitionChangeRecord(
-                partition_id=TP.partition, topic_id=TOPIC_ID, isr=isr, leader=leader
+                partition_id=tp.partition, topic_id=TOPIC_IDS[tp.topic], isr=isr, leader=leader
             )
         )
+        if tp == TP:
+            self.sim.invariants.changed = True
 
     def fence(self, broker_id: int, *, unclean: bool = False) -> None:
         """The broker's session ended: fence it, take it out of the ISR (unless it is the
@@ -135,7 +165,8 @@ class SimController:
             self.commit(FenceBrokerRecord(id=broker_id, epoch=epoch))
             self._settle()
         if unclean:
-            self.elr.discard(broker_id)
+            for elr in self.elr.values():
+                elr.discard(broker_id)
 
     def unfence(self, broker_id: int) -> None:
         registered = self.image.cluster.brokers.get(broker_id)
@@ -144,23 +175,26 @@ class SimController:
         self._settle()
 
     def _settle(self) -> None:
-        """Fenced brokers leave the ISR (not its last member); a leaderless or fenced-led
+        """Fenced brokers leave each ISR (not its last member); a leaderless or fenced-led
         partition gets a leader from the ISR's active members, else from the ELR's."""
         if self.image.topics.get_partition(TP) is None:
             return
-        registration, active = self.registration, self.active()
-        isr = tuple(b for b in registration.isr if b in active) or registration.isr
-        leader = registration.leader
-        if leader not in active:
-            candidates = [b for b in isr if b in active]
-            eligible = sorted(b for b in self.elr if b in active)
-            if not candidates and eligible:
-                candidates, isr = eligible[:1], tuple(eligible[:1])
-            leader = self.sim.rng.choice(candidates) if candidates else NO_LEADER
-        if isr != registration.isr or leader != registration.leader:
-            self.change(
-                isr=isr, leader=NO_LEADER_CHANGE if leader == registration.leader else leader
-            )
+        for tp in PARTITIONS:
+            registration, active = self.registration_of(tp), self.active()
+            isr = tuple(b for b in registration.isr if b in active) or registration.isr
+            leader = registration.leader
+            if leader not in active:
+                candidates = [b for b in isr if b in active]
+                eligible = sorted(b for b in self.elr[tp] if b in active)
+                if not candidates and eligible:
+                    candidates, isr = eligible[:1], tuple(eligible[:1])
+                leader = self.sim.rng.choice(candidates) if candidates else NO_LEADER
+            if isr != registration.isr or leader != registration.leader:
+                self.change(
+                    tp,
+                    isr=isr,
+                    leader=NO_LEADER_CHANGE if leader == registration.leader else leader,
+                )
 
     def heartbeats(self) -> None:
         now = self.sim.clock.monotonic_ms()
@@ -181,8 +215,11 @@ class SimController:
         time) through ``reply``."""
         [topic] = request.topics
         [asked] = topic.partitions
+        topic_id = topic.topic_id
+        name = next(name for name, known in TOPIC_IDS.items() if known == topic_id)
+        tp = TopicPartition(name, int(asked.partition_index))
         new_isr = tuple(int(member.broker_id) for member in asked.new_isr_with_epochs)
-        registration, active = self.registration, self.active()
+        registration, active = self.registration_of(tp), self.active()
         added = set(new_isr) - set(registration.isr)
         if active.get(node_id) != int(request.broker_epoch):
             error = ErrorCode.stale_broker_epoch
@@ -200,17 +237,17 @@ class SimController:
             error = ErrorCode.ineligible_replica
         else:
             error = ErrorCode.none
-            self.change(isr=new_isr)
-        registration = self.registration
+            self.change(tp, isr=new_isr)
+        registration = self.registration_of(tp)
         answer = AlterPartitionResponse(
             throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
             error_code=ErrorCode.none,
             topics=(
                 TopicData(
-                    topic_id=TOPIC_ID,
+                    topic_id=topic_id,
                     partitions=(
                         PartitionData(
-                            partition_index=i32(TP.partition),
+                            partition_index=i32(tp.partition),
                             error_code=error,
                             leader_id=BrokerId(registration.leader),
                             leader_epoch=i32(registration.leader_epoch),

@@ -21,8 +21,10 @@ def _quiet() -> Iterator[None]:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_seed(seed: int) -> None:
-    """Three brokers (the real replica manager, fetchers and AlterPartition manager), acks=all
-    writes, ISR and leader changes under message faults, crashes (some losing an unflushed
-    tail), restarts and a cut-off broker; the invariants hold, and at the end the cluster
-    takes writes again and a fenced follower holds nothing back."""
+    """Three brokers (the real replica manager, fetchers, AlterPartition manager and group
+    and transaction coordinator runtimes), acks=all writes, offset commits and transactions,
+    ISR and leader changes under message faults, crashes (some losing an unflushed tail),
+    restarts and a cut-off broker; the invariants hold (committed offsets never go back,
+    transactions atomic among them), and at the end the cluster takes writes again, every
+    transaction is decided everywhere and a fenced follower holds nothing back."""
     run_seed(seed, steps=STEPS)

@@ -1,0 +1,119 @@
+"""Keys and values in ksqlDB's formats, read from and written to the `strom` source's binary
+columns as Spark expressions (no Python per record):
+
+- JSON: an object whose fields are the columns (names matched case-insensitively on read, as
+  ksqlDB does, so the object is read as a map first: Spark's JSON reader matches names
+  exactly; written as the columns are named, NULLs included).
+- DELIMITED: the columns' values in order, separated by commas.
+- KAFKA: one column, as Kafka's own serializers write it: a STRING as UTF-8, an INTEGER as 4
+  big-endian bytes, a BIGINT as 8.
+- NONE: nothing (no key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from strom.sql import types as ty
+from strom.sql.analyzer import Column as SqlColumn
+from strom.sql.compiler import column, spark_type
+from strom.sql.errors import SqlSemanticError
+from strom.sql.formatter import format_type
+
+__all__ = ["decode", "encode"]
+
+_TWO_32 = 2**32
+_TWO_64 = 2**64
+_KAFKA_WIDTHS: dict[ty.SqlType, int] = {ty.INT: 8, ty.BIGINT: 16}
+"""Hex digits of the KAFKA format's integers."""
+
+
+def _kafka_type(columns: Sequence[SqlColumn]) -> ty.SqlType:
+    if len(columns) != 1:
+        raise SqlSemanticError(
+            f"The 'KAFKA' format only supports a single field. Got: {len(columns)} columns"
+        )
+    t = columns[0].type
+    if t != ty.STRING and t not in _KAFKA_WIDTHS:
+        raise SqlSemanticError(
+            f"The 'KAFKA' format does not support {format_type(t)} on Spark yet "
+            "(STRING, INTEGER and BIGINT)."
+        )
+    return t
+
+
+def _check_delimited(columns: Sequence[SqlColumn]) -> None:
+    for c in columns:
+        if isinstance(c.type, ty.ArrayType | ty.MapType | ty.StructType):
+            kind = type(c.type).__name__.removesuffix("Type").upper()
+            raise SqlSemanticError(f"The 'DELIMITED' format does not support type '{kind}'")
+
+
+def _from_text(text: Column, t: ty.SqlType) -> Column:
+    """A JSON field's text (a nested value as JSON text) as a value of `t`; NULL where it is
+    not one. TIMESTAMPs are milliseconds since the epoch, DATEs days (ksqlDB's JSON)."""
+    if t == ty.STRING:
+        return text
+    if isinstance(t, ty.ArrayType | ty.MapType | ty.StructType):
+        return F.from_json(text, spark_type(t))
+    if t == ty.TIMESTAMP:
+        return F.timestamp_millis(text.try_cast("bigint"))
+    if t == ty.DATE:
+        return F.date_from_unix_date(text.try_cast("int"))
+    return text.try_cast(spark_type(t))
+
+
+def decode(data: Column, columns: Sequence[SqlColumn], fmt: str) -> list[Column]:
+    """The columns (named as declared) read from the binary `data`."""
+    if not columns:
+        return []
+    if fmt == "JSON":
+        fields = F.transform_keys(
+            F.from_json(data.cast("string"), "map<string,string>"), lambda k, _: F.upper(k)
+        )
+        return [
+            _from_text(F.try_element_at(fields, F.lit(c.name.upper())), c.type).alias(c.name)
+            for c in columns
+        ]
+    if fmt == "DELIMITED":
+        _check_delimited(columns)
+        parts = F.split(data.cast("string"), ",")
+        return [
+            F.nullif(F.try_element_at(parts, F.lit(i + 1)), F.lit(""))
+            .try_cast(spark_type(c.type))
+            .alias(c.name)
+            for i, c in enumerate(columns)
+        ]
+    if fmt == "KAFKA":
+        t = _kafka_type(columns)
+        if t == ty.STRING:
+            return [data.cast("string").alias(columns[0].name)]
+        unsigned = F.conv(F.hex(data), 16, 10).cast("decimal(20,0)")
+        half = _TWO_32 // 2 if t == ty.INT else _TWO_64 // 2
+        signed = F.when(unsigned >= half, unsigned - (half * 2)).otherwise(unsigned)
+        return [signed.cast(spark_type(t)).alias(columns[0].name)]
+    raise SqlSemanticError(f"The {fmt} format holds no columns.")
+
+
+def encode(columns: Sequence[SqlColumn], fmt: str) -> Column:
+    """The binary (or text) the sink writes for `columns` of the current row."""
+    if fmt == "JSON":
+        fields = F.struct(*[column(c.name) for c in columns])
+        return F.to_json(fields, {"ignoreNullFields": "false"})
+    if fmt == "DELIMITED":
+        _check_delimited(columns)
+        return F.concat_ws(
+            ",", *[F.coalesce(column(c.name).cast("string"), F.lit("")) for c in columns]
+        )
+    if fmt == "KAFKA":
+        t = _kafka_type(columns)
+        value = column(columns[0].name)
+        if t == ty.STRING:
+            return value.cast("string")
+        width = _KAFKA_WIDTHS[t]
+        digits = F.lpad(F.hex(value.cast("bigint")), 16, "0")
+        return F.unhex(F.substring(digits, 17 - width, width))
+    raise SqlSemanticError(f"The {fmt} format holds no columns.")

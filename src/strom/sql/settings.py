@@ -1,0 +1,109 @@
+"""A SQL server's settings under ksqlDB's names (`ksql-server.properties`), plus the Spark ones:
+`spark.master` and any `spark.*` conf of the session its queries run in."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from strom.client.java_tls import tls_settings
+from strom.web.server import Listener
+
+__all__ = ["SqlSettings", "SqlSettingsError"]
+
+_CLIENT_PREFIXES = ("security.", "sasl.", "ssl.")
+OFFSET_RESETS = ("earliest", "latest")
+DEFAULT_LISTENER = Listener("http", "localhost", 8088)
+
+
+class SqlSettingsError(ValueError):
+    """A setting that cannot be used; the message names it."""
+
+
+@dataclass(frozen=True)
+class SqlSettings:
+    """One server's settings; `from_properties` reads them by ksqlDB's names."""
+
+    bootstrap_servers: str = "localhost:9092"
+    service_id: str = "default_"
+    listener: Listener = DEFAULT_LISTENER
+    state_dir: Path = Path(tempfile.gettempdir()) / "strom-sql"
+    """ksqlDB's `ksql.streams.state.dir`: the persistent queries' Spark checkpoints."""
+    offset_reset: str = "latest"
+    """Where a new query starts reading (`ksql.streams.auto.offset.reset`)."""
+    sink_replicas: int = -1
+    """Replicas of the topics queries create (`ksql.sink.replicas`; -1: the broker default)."""
+    command_topic_replicas: int = -1
+    client_security: Mapping[str, str] = field(default_factory=dict)
+    spark_master: str = "local[*]"
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    values: Mapping[str, str] = field(default_factory=dict)
+    """Every setting given, for SHOW PROPERTIES."""
+    timeout: float = 30.0
+
+    @classmethod
+    def from_properties(cls, values: Mapping[str, str]) -> SqlSettings:
+        listener = Listener.parse(values.get("listeners", "http://localhost:8088"))
+        reset = values.get(
+            "ksql.streams.auto.offset.reset", values.get("auto.offset.reset", cls.offset_reset)
+        ).lower()
+        if reset not in OFFSET_RESETS:
+            raise SqlSettingsError(
+                f"ksql.streams.auto.offset.reset: earliest or latest, not {reset!r}"
+            )
+        state = values.get("ksql.streams.state.dir")
+        spark = {k: v for k, v in values.items() if k.startswith("spark.") and k != "spark.master"}
+        return cls(
+            bootstrap_servers=values.get(
+                "bootstrap.servers",
+                values.get("ksql.streams.bootstrap.servers", cls.bootstrap_servers),
+            ),
+            service_id=values.get("ksql.service.id", cls.service_id),
+            listener=listener,
+            state_dir=Path(state) if state else cls.state_dir,
+            offset_reset=reset,
+            sink_replicas=_int(values, "ksql.sink.replicas", -1),
+            command_topic_replicas=_int(values, "ksql.internal.topic.replicas", -1),
+            client_security={k: v for k, v in values.items() if k.startswith(_CLIENT_PREFIXES)},
+            spark_master=values.get("spark.master", cls.spark_master),
+            spark_conf=spark,
+            values=dict(values),
+        )
+
+    @property
+    def command_topic(self) -> str:
+        return f"_confluent-ksql-{self.service_id}_command_topic"
+
+    def client_config(self) -> dict[str, str]:
+        """The settings of the server's own (librdkafka) clients."""
+        tls, problem = tls_settings(self.client_security)
+        if problem is not None:
+            raise SqlSettingsError(problem)
+        plain = {
+            k: v
+            for k, v in self.client_security.items()
+            if k.startswith(("security.", "sasl.")) or k == "ssl.key.password"
+        }
+        return {"bootstrap.servers": self.bootstrap_servers, **plain, **tls}
+
+    def spark_options(self) -> dict[str, str]:
+        """The `strom` source's and sink's options that reach the cluster."""
+        return {
+            "kafka.bootstrap.servers": self.bootstrap_servers,
+            **{f"kafka.{k}": v for k, v in self.client_security.items()},
+        }
+
+    def checkpoint(self, query_id: str) -> Path:
+        return self.state_dir / self.service_id / query_id
+
+
+def _int(values: Mapping[str, str], name: str, default: int) -> int:
+    text = values.get(name)
+    if text is None:
+        return default
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise SqlSettingsError(f"{name}: expected an integer, got {text!r}") from None

@@ -1,0 +1,155 @@
+"""Records in Python, in the formats the planner reads and writes on Spark: `encode_insert` makes
+the record of `INSERT INTO source (columns) VALUES (...)` (ksqlDB's `InsertValuesExecutor`; the
+key and value bytes, and the timestamp when ROWTIME is given), `decode_record` reads a record
+of a table's topic for a pull query. Pure."""
+
+from __future__ import annotations
+
+import decimal
+import json
+import struct
+from collections.abc import Sequence
+
+from strom.sql import expressions as ex
+from strom.sql import statements as st
+from strom.sql import types as ty
+from strom.sql.analyzer import Column
+from strom.sql.errors import SqlSemanticError
+from strom.sql.formatter import format_expression
+from strom.sql.metastore import DataSource
+
+__all__ = ["Record", "decode_record", "encode_insert"]
+
+Record = tuple[bytes | None, bytes | None, int | None]
+"""Key, value, timestamp (None: the producer's clock)."""
+
+
+def _literal(e: ex.Expression) -> object:
+    match e:
+        case ex.NullLiteral():
+            return None
+        case ex.StringLiteral(v) | ex.BooleanLiteral(v) | ex.IntegerLiteral(v):
+            return v
+        case ex.DoubleLiteral(v):
+            return v
+        case ex.DecimalLiteral(v):
+            return v
+        case ex.Unary("-", operand):
+            value = _literal(operand)
+            if isinstance(value, int | float | decimal.Decimal) and not isinstance(value, bool):
+                return -value
+    raise SqlSemanticError(
+        f"Only literals can be inserted with VALUES, not {format_expression(e)}."
+    )
+
+
+def _coerce(column: Column, value: object) -> object:
+    """`value` as `column`'s type takes it, or an error naming both."""
+    t = column.type
+    if value is None:
+        return None
+    if t in (ty.INT, ty.BIGINT) and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if t == ty.DOUBLE and isinstance(value, int | float | decimal.Decimal):
+        return float(value)
+    if isinstance(t, ty.DecimalType) and isinstance(value, int | decimal.Decimal):
+        return float(value)
+    if t == ty.STRING and isinstance(value, str):
+        return value
+    if t == ty.BOOLEAN and isinstance(value, bool):
+        return value
+    raise SqlSemanticError(
+        f"Expected type {t.primitive.value if isinstance(t, ty.PrimitiveType) else t} for field "
+        f"{column.name} but got {value!r}"
+    )
+
+
+def _encode(columns: Sequence[Column], values: dict[str, object], fmt: str) -> bytes | None:
+    if not columns:
+        return None
+    if fmt == "JSON":
+        return json.dumps({c.name: values.get(c.name) for c in columns}).encode()
+    if fmt == "DELIMITED":
+        text = ",".join("" if values.get(c.name) is None else str(values[c.name]) for c in columns)
+        return text.encode()
+    value = values.get(columns[0].name)
+    if value is None:
+        return None
+    if columns[0].type == ty.INT:
+        return struct.pack(">i", value)
+    if columns[0].type == ty.BIGINT:
+        return struct.pack(">q", value)
+    return str(value).encode()
+
+
+def encode_insert(source: DataSource, s: st.InsertValues) -> Record:
+    """The record `s` inserts into `source`."""
+    names = list(s.columns) or [c.name for c in source.columns]
+    if len(names) != len(s.values):
+        raise SqlSemanticError(
+            f"Expected a value for each column. Expected Columns: {names}. "
+            f"Got {[format_expression(v) for v in s.values]}"
+        )
+    given: dict[str, object] = {}
+    timestamp = None
+    for name, e in zip(names, s.values, strict=True):
+        value = _literal(e)
+        if name == "ROWTIME":
+            timestamp = _coerce(Column("ROWTIME", ty.BIGINT), value)
+            continue
+        column = source.schema.column(name)
+        if column is None:
+            raise SqlSemanticError(f"Column name {name} does not exist.")
+        given[name] = _coerce(column, value)
+    key = _encode(source.keys, given, source.key_format)
+    value_bytes = _encode(source.values, given, source.value_format)
+    return key, value_bytes, timestamp if isinstance(timestamp, int) else None
+
+
+def _from_text(text: str | None, t: ty.SqlType) -> object:
+    if text is None or text == "":
+        return None
+    try:
+        if t in (ty.INT, ty.BIGINT):
+            return int(text)
+        if t == ty.DOUBLE or isinstance(t, ty.DecimalType):
+            return float(text)
+        if t == ty.BOOLEAN:
+            return text.strip().lower() == "true"
+    except ValueError:
+        return None
+    return text
+
+
+def _decode(columns: Sequence[Column], data: bytes | None, fmt: str) -> dict[str, object]:
+    if not columns or data is None:
+        return {}
+    if fmt == "JSON":
+        try:
+            fields = json.loads(data)
+        except ValueError:
+            return {}
+        if not isinstance(fields, dict):
+            return {}
+        upper = {str(k).upper(): v for k, v in fields.items()}
+        return {c.name: upper.get(c.name.upper()) for c in columns}
+    if fmt == "DELIMITED":
+        parts = data.decode(errors="replace").split(",")
+        return {
+            c.name: _from_text(parts[i] if i < len(parts) else None, c.type)
+            for i, c in enumerate(columns)
+        }
+    t = columns[0].type
+    if t == ty.INT and len(data) == 4:
+        return {columns[0].name: struct.unpack(">i", data)[0]}
+    if t == ty.BIGINT and len(data) == 8:
+        return {columns[0].name: struct.unpack(">q", data)[0]}
+    return {columns[0].name: data.decode(errors="replace")}
+
+
+def decode_record(source: DataSource, key: bytes | None, value: bytes | None) -> dict[str, object]:
+    """A record's columns by name (its key's and its value's), as the planner's formats read."""
+    return {
+        **_decode(source.keys, key, source.key_format),
+        **_decode(source.values, value, source.value_format),
+    }
