@@ -389,10 +389,13 @@ def _binary(
     Arrow's cast then copies out, element by element in C.
     """
     buffer, rows = fields.buffer, len(start)
+    nulls = length < 0
+    if nulls.all():  # keys usually: no views to build, nothing to copy
+        return pa.nulls(rows, kind or pa.binary())
     sizes = np.maximum(length, 0).astype(np.int32)
     views = np.zeros((rows, 16), np.uint8)
     views[:, 0:4] = sizes.astype("<i4").view(np.uint8).reshape(rows, 4)
-    short = np.flatnonzero(sizes <= _INLINE)
+    short = np.flatnonzero((sizes > 0) & (sizes <= _INLINE))  # empty and null: all zeros
     if len(short):
         lanes = np.arange(_INLINE)
         inline = buffer[np.minimum(start[short, None] + lanes, len(buffer) - 1)]
@@ -402,7 +405,6 @@ def _binary(
     if len(out_of_line):  # the first 4 bytes, then the data buffer's index (0) and offset
         views[out_of_line, 4:8] = buffer[start[out_of_line, None] + np.arange(4)]
         views.view("<i4")[out_of_line, 3] = start[out_of_line]
-    nulls = length < 0
     validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if nulls.any() else None
     array = pa.Array.from_buffers(
         pa.binary_view(),

@@ -129,6 +129,17 @@ def test_without_headers_the_column_is_left_out() -> None:
     assert decoded.batch.column("value").to_pylist() == [r.value for r in iter_records(batch)]
 
 
+def test_columns_of_nulls_only_or_empty_values_only() -> None:
+    records = [
+        Record(offset=i, timestamp=MS, key=None, value=b"", headers=(("h", None),))
+        for i in range(20)
+    ]
+    batch = build_batch(records)
+    decoded = decode(batch, first=0, end=99)
+    assert rows(decoded.batch) == expected([batch])
+    assert decoded.batch.column("key").null_count == 20
+
+
 def marker(kind: ControlRecordType, producer: int, offset: int) -> bytes:
     return build_control_batch(
         kind, producer_id=producer, producer_epoch=0, coordinator_epoch=0,
