@@ -11,6 +11,8 @@ from __future__ import annotations
 import socket
 import struct
 from collections import deque
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from kio.static.protocol import RequestPayload
@@ -63,7 +65,7 @@ class BrokerConnection:
         self._sock = socket.create_connection(self.address, timeout=timeout)
         self._next_correlation_id = 1
         self._buffer = bytearray()
-        self._in_flight: deque[tuple[int, RequestPayload, type[Any] | None]] = deque()
+        self._in_flight: deque[tuple[int, Callable[[memoryview], tuple[int, Any]]]] = deque()
         try:
             if security.ssl_context is not None:
                 self._sock = security.ssl_context.wrap_socket(self._sock, server_hostname=host)
@@ -97,31 +99,43 @@ class BrokerConnection:
         self.send(body, response_type=response_type)
         return self.receive()
 
-    def send(self, body: RequestPayload, *, response_type: type[Any] | None = None) -> None:
+    def send(
+        self,
+        body: RequestPayload,
+        *,
+        response_type: type[Any] | None = None,
+        reader: Callable[[memoryview], tuple[int, Any]] | None = None,
+    ) -> None:
         """Send ``body`` without waiting: ``receive()`` returns the answers in order, so a
-        caller can keep the next request in flight while it works on an answer."""
+        caller can keep the next request in flight while it works on an answer.
+
+        ``reader`` reads the response frame instead of kio (correlation id and body, as
+        ``strom.protocol.fetch_answer.read``); views of the frame it returns are valid until
+        the next ``receive()``, which reads the next answer into the same buffer."""
         correlation_id = self._next_correlation_id
         self._next_correlation_id += 1
         header = make_request_header(body, correlation_id=correlation_id, client_id=self._client_id)
         payload = encode_request(header=header, body=body)
         self._sock.sendall(frame_prefix(len(payload)) + payload)
-        self._in_flight.append((correlation_id, body, response_type))
+        if reader is None:
+            reader = partial(
+                decode_response,
+                api_key=body.__api_key__,
+                api_version=body.__version__,
+                body_type=response_type,
+            )
+        self._in_flight.append((correlation_id, reader))
 
     def receive(self) -> Any:
         """The response body of the oldest request sent and not yet answered."""
-        correlation_id, body, response_type = self._in_flight.popleft()
+        correlation_id, reader = self._in_flight.popleft()
         (size,) = _SIZE.unpack(self._read(_SIZE.size))
         if size > len(self._buffer):
             self._buffer = bytearray(size)
         with memoryview(self._buffer) as buffer, buffer[:size] as frame:
             self._read_into(frame)
             with frame.toreadonly() as readonly:
-                answered, response = decode_response(
-                    readonly,
-                    api_key=body.__api_key__,
-                    api_version=body.__version__,
-                    body_type=response_type,
-                )
+                answered, response = reader(readonly)
         if answered != correlation_id:
             raise ConnectionLost(
                 f"{self.address[0]}:{self.address[1]} answered correlation id {answered}, "

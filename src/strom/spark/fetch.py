@@ -34,6 +34,7 @@ from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from strom.client.blocking import BrokerConnection
 from strom.client.security import ClientSecurity, librdkafka_security
+from strom.protocol import fetch_answer
 from strom.spark.cluster import consumer_settings
 from strom.spark.offsets import OffsetRange
 from strom.spark.record_columns import Kept, RecordColumns
@@ -256,7 +257,7 @@ class _Fetch(_Range):
                     if connection is None:
                         self._wait(idle_since)
                         continue
-                    connection.send(self._request(self.position))
+                    self._send(connection)
                 kept = self._next(connection)
                 if kept is None:
                     connection.close()
@@ -267,7 +268,7 @@ class _Fetch(_Range):
                 if self.position < self.range.end:
                     # In flight while these records are decoded: the broker reads the next
                     # records while this task turns these into columns.
-                    connection.send(self._request(self.position))
+                    self._send(connection)
                 batch = self.columns.arrow(kept, self.range.end)
                 if batch is not None:
                     idle_since = time.monotonic()
@@ -297,14 +298,19 @@ class _Fetch(_Range):
             )
         aborted = None
         if self.read_committed:
-            aborted = [(t.producer_id, t.first_offset) for t in answer.aborted_transactions or ()]
-        kept = self.columns.keep(bytes(answer.records or b""), first=self.position, aborted=aborted)
+            aborted = answer.aborted_transactions or ()
+        kept = self.columns.keep(answer.records or b"", first=self.position, aborted=aborted)
         stable = answer.last_stable_offset if self.read_committed else answer.high_watermark
         if kept.next_offset == self.position and self.position >= stable:
             self.position = self.range.end  # the rest of the range holds no records
         else:
             self.position = kept.next_offset
         return kept
+
+    def _send(self, connection: BrokerConnection) -> None:
+        """Ask for the records from the position on; the answer's records are read as a view
+        of the connection's buffer (no copy), used up before the next ``receive``."""
+        connection.send(self._request(self.position), reader=fetch_answer.read)
 
     def _request(self, offset: int) -> FetchRequest:
         return FetchRequest(
@@ -327,10 +333,10 @@ class _Fetch(_Range):
             forgotten_topics_data=(),
         )
 
-    def _answer(self, connection: BrokerConnection) -> Any:
+    def _answer(self, connection: BrokerConnection) -> fetch_answer.FetchedPartition | None:
         """The partition's part of the next Fetch answer; None when the connection failed."""
         try:
-            response = connection.receive()
+            response: fetch_answer.FetchAnswer = connection.receive()
         except OSError as exc:
             log.info("strom source: fetching %s: %s; retrying", self._name(), exc)
             return None

@@ -45,6 +45,7 @@ from strom.protocol.batch import (
     whole_batches_size,
 )
 from strom.protocol.compression import decompress
+from strom.protocol.framing import BytesLike
 from strom.protocol.records import ControlRecordType, iter_records, read_control_record
 
 __all__ = ["AbortedTransaction", "Kept", "RecordColumns"]
@@ -64,10 +65,10 @@ class Kept:
     """The data batches kept from one Fetch answer (their records' bytes and per-batch fields),
     the first offset wanted, and the offset after the answer's last whole batch."""
 
-    records: bytes
+    records: BytesLike
     first: int
     next_offset: int
-    pieces: list[tuple[bytes, int, int]] = field(default_factory=list)  # (bytes, start, end)
+    pieces: list[tuple[BytesLike, int, int]] = field(default_factory=list)  # (bytes, start, end)
     counts: list[int] = field(default_factory=list)
     base_offsets: list[int] = field(default_factory=list)
     base_timestamps: list[int] = field(default_factory=list)
@@ -86,7 +87,9 @@ class RecordColumns:
         self.include_headers = "headers" in schema.names
 
     @staticmethod
-    def keep(records: bytes, *, first: int, aborted: Sequence[AbortedTransaction] | None) -> Kept:
+    def keep(
+        records: BytesLike, *, first: int, aborted: Sequence[AbortedTransaction] | None
+    ) -> Kept:
         """The data batches of the whole batches of ``records`` holding offsets from ``first``
         on; ``aborted`` (read_committed only, else None) names the transactions to leave out.
         ``next_offset`` is ``first`` when ``records`` holds no whole batch."""
@@ -167,7 +170,7 @@ class RecordColumns:
         return arrays
 
 
-def _keep(kept: Kept, header: BatchHeader, records: bytes, position: int) -> None:
+def _keep(kept: Kept, header: BatchHeader, records: BytesLike, position: int) -> None:
     attributes = header.attributes
     codec = attributes & COMPRESSION_MASK
     body_start, body_end = position + HEADER_SIZE, position + header.size
@@ -184,8 +187,8 @@ def _keep(kept: Kept, header: BatchHeader, records: bytes, position: int) -> Non
 
 
 def _one_buffer(
-    records: bytes, pieces: Sequence[tuple[bytes, int, int]]
-) -> tuple[bytes, list[tuple[int, int]]]:
+    records: BytesLike, pieces: Sequence[tuple[BytesLike, int, int]]
+) -> tuple[BytesLike, list[tuple[int, int]]]:
     """One buffer holding every kept batch's records, and each batch's span in it: the
     fetched bytes themselves unless a batch was compressed."""
     if all(source is records for source, _, _ in pieces):
@@ -198,14 +201,14 @@ def _one_buffer(
     return data, spans
 
 
-def _is_abort(batch: bytes) -> bool:
+def _is_abort(batch: BytesLike) -> bool:
     return any(
         read_control_record(record)[0] == ControlRecordType.ABORT for record in iter_records(batch)
     )
 
 
 def _bodies(
-    data: bytes, spans: Sequence[tuple[int, int]], counts: Sequence[int]
+    data: BytesLike, spans: Sequence[tuple[int, int]], counts: Sequence[int]
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Where each record's body (after its length prefix) starts and ends.
 
@@ -269,7 +272,7 @@ class _Fields:
     """Every record's fields, decoded from where the bodies start, as numpy columns."""
 
     def __init__(
-        self, data: bytes, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any]
+        self, data: BytesLike, starts: np.ndarray[Any, Any], ends: np.ndarray[Any, Any]
     ) -> None:
         self.data = data
         self.buffer = buffer = np.frombuffer(data, np.uint8)
