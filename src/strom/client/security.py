@@ -61,7 +61,7 @@ PLAINTEXT = ClientSecurity()
 
 def librdkafka_security(settings: Mapping[str, Any]) -> ClientSecurity:
     """The security of librdkafka settings (``security.protocol``, ``ssl.ca.location`` or
-    ``ssl.ca.pem``, ``ssl.certificate.location`` and ``ssl.key.location``,
+    ``ssl.ca.pem``, ``ssl.certificate.location``, ``ssl.key.location`` and ``ssl.key.password``,
     ``ssl.endpoint.identification.algorithm``, ``sasl.mechanism``, ``sasl.username``,
     ``sasl.password``), for strom's own clients beside a librdkafka one."""
     protocol = str(settings.get("security.protocol", "PLAINTEXT")).upper()
@@ -74,7 +74,9 @@ def librdkafka_security(settings: Mapping[str, Any]) -> ClientSecurity:
             context.check_hostname = False
         if settings.get("ssl.certificate.location"):
             context.load_cert_chain(
-                settings["ssl.certificate.location"], settings.get("ssl.key.location")
+                settings["ssl.certificate.location"],
+                settings.get("ssl.key.location"),
+                settings.get("ssl.key.password"),
             )
     if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
         return ClientSecurity(ssl_context=context)

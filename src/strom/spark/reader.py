@@ -31,6 +31,7 @@ from strom.spark.cluster import Cluster, consumer_settings
 from strom.spark.fetch import (
     DataLossError,
     FetchSettings,
+    log_read_path,
     lost_offsets,
     read_range,
     report_data_loss,
@@ -124,6 +125,7 @@ class StromBatchReader(DataSourceReader):
     """``spark.read.format("strom")``: the ranges between the starting and ending offsets."""
 
     def __init__(self, options: ReadOptions) -> None:
+        log_read_path(options.client)
         self.options = options
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -166,6 +168,7 @@ class StromStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """
 
     def __init__(self, options: ReadOptions) -> None:
+        log_read_path(options.client)
         self.options = options
         self._cluster: Cluster | None = None
         self._group: Any = None

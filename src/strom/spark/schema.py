@@ -3,8 +3,10 @@
 Columns: key binary, value binary, topic string, partition int, offset long, timestamp
 timestamp, timestampType int (0 create time, 1 log append time, as Spark numbers them; -1 when
 the record has none), and headers array<struct<key string, value binary>> with
-``includeHeaders``. A batch of consumed records becomes one ``pyarrow.RecordBatch`` column by
-column, which Spark takes without converting rows one by one.
+``includeHeaders``. The readers hand Spark ``pyarrow.RecordBatch``es in ``arrow_schema``, which
+Spark takes without converting rows one by one: built from fetched batch bytes
+(``record_columns``) or, on the librdkafka path, from consumed messages column by column
+(``RecordBatchBuilder``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-__all__ = ["HEADERS_TYPE", "RecordBatchBuilder", "source_schema"]
+__all__ = ["HEADERS_TYPE", "RecordBatchBuilder", "arrow_schema", "source_schema"]
 
 HEADERS_TYPE = ArrayType(
     StructType([StructField("key", StringType()), StructField("value", BinaryType())])
@@ -57,14 +59,17 @@ def source_schema(*, include_headers: bool) -> StructType:
     return StructType(fields)
 
 
+def arrow_schema(*, include_headers: bool) -> Any:
+    """The source's schema as the Arrow schema of the record batches its readers yield."""
+    return to_arrow_schema(source_schema(include_headers=include_headers), timezone="UTC")
+
+
 class RecordBatchBuilder:
     """Turns lists of consumed messages (one partition's) into Arrow record batches."""
 
     def __init__(self, *, include_headers: bool) -> None:
         self.include_headers = include_headers
-        self.schema: Any = to_arrow_schema(
-            source_schema(include_headers=include_headers), timezone="UTC"
-        )
+        self.schema: Any = arrow_schema(include_headers=include_headers)
 
     def build(self, topic: str, partition: int, messages: Sequence[Any]) -> Any:
         """A ``pyarrow.RecordBatch`` of the (one or more) messages, in the source's schema.
