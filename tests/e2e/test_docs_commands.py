@@ -230,7 +230,12 @@ def _stop_left_in(work: Path) -> None:
 def _run(
     example: Example, work: Path, address: str | None, expected: list[str], libpq: dict[str, str]
 ) -> list[str]:
-    env = {**os.environ, **libpq, "PATH": f"{work.parent / 'bin'}:{os.environ['PATH']}"}
+    env = {
+        **os.environ,
+        **libpq,
+        "PATH": f"{work.parent / 'bin'}:{os.environ['PATH']}",
+        "PYTHONFAULTHANDLER": "1",  # a command that hangs shows where, when aborted
+    }
     process = subprocess.Popen(
         ["bash", "-c", example.command],
         cwd=work,
@@ -268,7 +273,15 @@ def _run(
         time.sleep(0.05)
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGINT)
-    process.wait(30)
+    try:
+        process.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGABRT)  # faulthandler prints where each thread is
+        process.wait(30)
+        reader.join(30)
+        raise AssertionError(
+            f"{example.command!r} still ran 60 s after Ctrl-C; it printed:\n{''.join(printed)}"
+        ) from None
     reader.join(30)
     return shaped("".join(printed).splitlines())
 

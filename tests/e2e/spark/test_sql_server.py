@@ -24,8 +24,8 @@ from strom.sql.server import SqlServer
 from strom.sql.settings import SqlSettings
 from strom.web.server import Listener
 
-pytestmark = pytest.mark.timeout(300)  # several Spark queries, a restart: slow when loaded
-WAIT_S = float(os.environ.get("SQL_TEST_WAIT_S", "120"))
+pytestmark = pytest.mark.timeout(600)  # several Spark queries, a restart: slow when loaded
+WAIT_S = float(os.environ.get("SQL_TEST_WAIT_S", "240"))
 EARLIEST = {"ksql.streams.auto.offset.reset": "earliest"}
 T = TypeVar("T")
 
