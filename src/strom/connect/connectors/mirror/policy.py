@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar, Self
 
 __all__ = [
     "DefaultReplicationPolicy",
@@ -167,49 +168,49 @@ def _patterns(config: Mapping[str, str], name: str, default: str) -> re.Pattern[
 
 
 @dataclass(frozen=True)
-class TopicFilter:
+class _NameFilter:
+    """Names matching the ``KIND`` regex list minus those matching ``KIND.exclude`` (or the
+    older ``KIND.blacklist``), as MM2's default filters read them."""
+
+    KIND: ClassVar[str]
+    INCLUDE_DEFAULT: ClassVar[str]
+    EXCLUDE_DEFAULT: ClassVar[str]
+    include: re.Pattern[str]
+    exclude: re.Pattern[str]
+
+    @classmethod
+    def of(cls, config: Mapping[str, str]) -> Self:
+        key = f"{cls.KIND}.exclude"
+        exclude = config.get(key, config.get(f"{cls.KIND}.blacklist"))
+        return cls(
+            _patterns(config, cls.KIND, cls.INCLUDE_DEFAULT),
+            _patterns({key: exclude} if exclude is not None else {}, key, cls.EXCLUDE_DEFAULT),
+        )
+
+    def accepts(self, name: str) -> bool:
+        return bool(self.include.fullmatch(name)) and not self.exclude.fullmatch(name)
+
+
+class TopicFilter(_NameFilter):
     """MM2's ``DefaultTopicFilter``: ``topics`` minus ``topics.exclude`` (regex lists)."""
 
-    include: re.Pattern[str]
-    exclude: re.Pattern[str]
-
-    @classmethod
-    def of(cls, config: Mapping[str, str]) -> TopicFilter:
-        exclude = config.get("topics.exclude", config.get("topics.blacklist"))
-        return cls(
-            _patterns(config, "topics", TOPICS_DEFAULT),
-            _patterns(
-                {"topics.exclude": exclude} if exclude is not None else {},
-                "topics.exclude",
-                TOPICS_EXCLUDE_DEFAULT,
-            ),
-        )
+    KIND = "topics"
+    INCLUDE_DEFAULT = TOPICS_DEFAULT
+    EXCLUDE_DEFAULT = TOPICS_EXCLUDE_DEFAULT
 
     def should_replicate_topic(self, topic: str) -> bool:
-        return bool(self.include.fullmatch(topic)) and not self.exclude.fullmatch(topic)
+        return self.accepts(topic)
 
 
-@dataclass(frozen=True)
-class GroupFilter:
+class GroupFilter(_NameFilter):
     """MM2's ``DefaultGroupFilter``: ``groups`` minus ``groups.exclude`` (regex lists)."""
 
-    include: re.Pattern[str]
-    exclude: re.Pattern[str]
-
-    @classmethod
-    def of(cls, config: Mapping[str, str]) -> GroupFilter:
-        exclude = config.get("groups.exclude", config.get("groups.blacklist"))
-        return cls(
-            _patterns(config, "groups", GROUPS_DEFAULT),
-            _patterns(
-                {"groups.exclude": exclude} if exclude is not None else {},
-                "groups.exclude",
-                GROUPS_EXCLUDE_DEFAULT,
-            ),
-        )
+    KIND = "groups"
+    INCLUDE_DEFAULT = GROUPS_DEFAULT
+    EXCLUDE_DEFAULT = GROUPS_EXCLUDE_DEFAULT
 
     def should_replicate_group(self, group: str) -> bool:
-        return bool(self.include.fullmatch(group)) and not self.exclude.fullmatch(group)
+        return self.accepts(group)
 
 
 @dataclass(frozen=True)
