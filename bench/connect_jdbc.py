@@ -33,9 +33,10 @@ from pathlib import Path
 
 import httpx
 import psycopg
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 import strom.spark
+from bench.connector_run import time_connector
 from strom.testing import Broker
 from strom.testing.connect import Connect
 from strom.testing.postgres import Postgres
@@ -99,13 +100,6 @@ def _lines(copy: psycopg.Copy) -> Iterator[bytes]:
         yield from lines
 
 
-def _end(consumer: Consumer, topic: str) -> int:
-    try:
-        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)[1])
-    except Exception:  # the topic is not there yet
-        return 0
-
-
 def connector_run(
     api: httpx.Client, postgres: Postgres, bootstrap: str, run: int, rows: int
 ) -> tuple[float, float]:
@@ -123,23 +117,16 @@ def connector_run(
         "tasks.max": "2",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
     }
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watermarks"})
-    created = time.perf_counter()
-    answer = api.post("/connectors", json={"name": f"bench-{run}", "config": config})
-    assert answer.status_code == 201, answer.text
-    topic, first = f"{prefix}bench", None
-    try:
-        while (end := _end(consumer, topic)) < rows:
-            if first is None and end > 0:
-                first = time.perf_counter()
-            assert time.perf_counter() - created < TIMEOUT_S, f"{end} of {rows} rows"
-            time.sleep(0.05)
-        done = time.perf_counter()
-    finally:
-        consumer.close()
-        api.delete(f"/connectors/bench-{run}")
-    first = first or done
-    return rows / max(done - first, 1e-3), first - created
+    return time_connector(
+        api,
+        f"bench-{run}",
+        config,
+        bootstrap=bootstrap,
+        topic=f"{prefix}bench",
+        partitions=1,
+        count=rows,
+        timeout_s=TIMEOUT_S,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -35,6 +35,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 import strom.spark
+from bench.connector_run import time_connector
 from strom.testing import Broker
 from strom.testing.connect import Connect
 
@@ -108,16 +109,6 @@ def direct_copy(source: str, target: str, topic: str, records: int) -> float:
         consumer.close()
 
 
-def _end(consumer: Consumer, topic: str) -> int:
-    try:
-        return sum(
-            int(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1])
-            for p in range(PARTITIONS)
-        )
-    except Exception:  # the topic is not there yet
-        return 0
-
-
 def mirror_run(
     api: httpx.Client, source: str, target: str, topic: str, records: int
 ) -> tuple[float, float]:
@@ -132,23 +123,16 @@ def mirror_run(
         "replication.factor": "1",
         "offset-syncs.topic.replication.factor": "1",
     }
-    consumer = Consumer({"bootstrap.servers": target, "group.id": "bench-watermarks"})
-    created = time.perf_counter()
-    answer = api.post("/connectors", json={"name": f"bench-{topic}", "config": config})
-    assert answer.status_code == 201, answer.text
-    first = None
-    try:
-        while (end := _end(consumer, f"A.{topic}")) < records:
-            if first is None and end > 0:
-                first = time.perf_counter()
-            assert time.perf_counter() - created < TIMEOUT_S, f"{end} of {records} records"
-            time.sleep(0.05)
-        done = time.perf_counter()
-    finally:
-        consumer.close()
-        api.delete(f"/connectors/bench-{topic}")
-    first = first or done
-    return records / max(done - first, 1e-3), first - created
+    return time_connector(
+        api,
+        f"bench-{topic}",
+        config,
+        bootstrap=target,
+        topic=f"A.{topic}",
+        partitions=PARTITIONS,
+        count=records,
+        timeout_s=TIMEOUT_S,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
