@@ -7,11 +7,9 @@ refuses."""
 from __future__ import annotations
 
 import json
-import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
@@ -19,47 +17,20 @@ from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.spark.clients import Record, produce, unique_topic
+from e2e.spark.sql_api import eventually, ksql, sql_settings
 from strom.sql.server import SqlServer
-from strom.sql.settings import SqlSettings
-from strom.web.server import Listener
 
 pytestmark = pytest.mark.timeout(300)  # a Spark query: slow when loaded
-WAIT_S = float(os.environ.get("SQL_TEST_WAIT_S", "120"))
-T = TypeVar("T")
-
-
-def _eventually(check: Callable[[], T], what: str) -> T:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"no {what} within {WAIT_S}s (last: {found!r})"
-        time.sleep(0.5)
 
 
 @pytest.fixture
 def api(spark: SparkSession, broker: StromServer, tmp_path: Path) -> Iterator[httpx.Client]:
-    service = unique_topic("sql-pull")
-    settings = SqlSettings(
-        bootstrap_servers=broker.bootstrap,
-        service_id=service,
-        listener=Listener("http", "127.0.0.1", 0),
-        state_dir=tmp_path / "state",
-        command_topic_replicas=1,
-        sink_replicas=1,
-    )
+    settings = sql_settings(broker.bootstrap, unique_topic("sql-pull"), tmp_path / "state")
     server = SqlServer(settings, spark=lambda: spark)
     server.start()
     with httpx.Client(base_url=server.url, timeout=60) as client:
         yield client
     server.stop()
-
-
-def _ksql(api: httpx.Client, text: str, **properties: str) -> Any:
-    answer = api.post("/ksql", json={"ksql": text, "streamsProperties": properties})
-    assert answer.status_code == 200, answer.text
-    return answer.json()
 
 
 def _pull(api: httpx.Client, sql: str, **properties: str) -> list[Any]:
@@ -85,7 +56,7 @@ def _refused(api: httpx.Client, sql: str, **properties: str) -> str:
 )
 def test_pull_queries_read_the_state_of_an_aggregate(api: httpx.Client) -> None:
     orders = unique_topic("sql-pull-orders")
-    _ksql(
+    ksql(
         api,
         "CREATE STREAM orders (id STRING KEY, item STRING, amount DOUBLE) "
         f"WITH (KAFKA_TOPIC='{orders}', VALUE_FORMAT='JSON', PARTITIONS=2);"
@@ -93,16 +64,16 @@ def test_pull_queries_read_the_state_of_an_aggregate(api: httpx.Client) -> None:
         "INSERT INTO orders (id, item, amount) VALUES ('o2', 'pear', 7.5);"
         "INSERT INTO orders (id, item, amount) VALUES ('o3', 'apple', 12.0);",
     )
-    _ksql(
+    ksql(
         api,
         "CREATE TABLE totals AS SELECT item, COUNT(*) AS n, SUM(amount) AS total "
         "FROM orders GROUP BY item EMIT CHANGES;",
         **{"ksql.streams.auto.offset.reset": "earliest"},
     )
     apple = "SELECT * FROM totals WHERE item = 'apple';"
-    assert _eventually(lambda: _pull(api, apple) == [["apple", 2, 15.5]], "apple's row")
+    assert eventually(lambda: _pull(api, apple) == [["apple", 2, 15.5]], "apple's row")
     rows = [["apple", 2, 15.5], ["pear", 1, 7.5]]
-    assert _eventually(lambda: sorted(_pull(api, "SELECT * FROM totals;")) == rows, "a scan")
+    assert eventually(lambda: sorted(_pull(api, "SELECT * FROM totals;")) == rows, "a scan")
     assert sorted(_pull(api, "SELECT total, item FROM totals WHERE item IN ('pear', 'fig');")) == [
         [7.5, "pear"]
     ]
@@ -118,8 +89,8 @@ def test_pull_queries_read_the_state_of_an_aggregate(api: httpx.Client) -> None:
     assert chunks[0]["header"]["schema"] == "`ITEM` STRING KEY, `N` BIGINT"
     assert chunks[1:] == [{"row": {"columns": ["pear", 1]}}]
 
-    _ksql(api, "INSERT INTO orders (id, item, amount) VALUES ('o4', 'pear', 0.5);")
-    assert _eventually(
+    ksql(api, "INSERT INTO orders (id, item, amount) VALUES ('o4', 'pear', 0.5);")
+    assert eventually(
         lambda: _pull(api, "SELECT n, total FROM totals WHERE item = 'pear';") == [[2, 8.0]],
         "the state following the table's topic",
     )
@@ -143,7 +114,7 @@ def test_a_declared_table_is_queryable_as_a_source_table_only(
     api: httpx.Client, broker: StromServer
 ) -> None:
     prices, plain = unique_topic("sql-pull-prices"), unique_topic("sql-pull-plain")
-    _ksql(
+    ksql(
         api,
         "CREATE SOURCE TABLE prices (item STRING PRIMARY KEY, price DOUBLE) "
         f"WITH (KAFKA_TOPIC='{prices}', VALUE_FORMAT='JSON', PARTITIONS=1);"
@@ -165,9 +136,9 @@ def test_a_declared_table_is_queryable_as_a_source_table_only(
         ],
     )
     scan = "SELECT * FROM prices;"
-    assert _eventually(lambda: sorted(_pull(api, scan)) == [["fig", 1.5], ["kiwi", 2.0]], "rows")
+    assert eventually(lambda: sorted(_pull(api, scan)) == [["fig", 1.5], ["kiwi", 2.0]], "rows")
     produce(broker.bootstrap, prices, [Record(None, b"kiwi")])  # a tombstone
-    assert _eventually(lambda: _pull(api, scan) == [["fig", 1.5]], "the key deleted")
+    assert eventually(lambda: _pull(api, scan) == [["fig", 1.5]], "the key deleted")
     assert _pull(api, "SELECT * FROM prices WHERE item = 'kiwi';") == []
-    _ksql(api, "DROP TABLE prices;")
+    ksql(api, "DROP TABLE prices;")
     assert _refused(api, scan) == "PRICES does not exist."

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,9 +19,8 @@ from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.spark.clients import Record, consume_all, produce, unique_topic
+from e2e.spark.sql_api import eventually, ksql, sql_settings
 from strom.sql.server import SqlServer
-from strom.sql.settings import SqlSettings
-from strom.web.server import Listener
 
 pytestmark = pytest.mark.timeout(600)  # several Spark queries, a restart: slow when loaded
 WAIT_S = float(os.environ.get("SQL_TEST_WAIT_S", "240"))
@@ -31,23 +29,11 @@ T = TypeVar("T")
 
 
 def _eventually(check: Callable[[], T | None], what: str) -> T:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"no {what} within {WAIT_S}s"
-        time.sleep(0.5)
+    return eventually(check, what, within=WAIT_S)
 
 
 def _ksql(api: httpx.Client, text: str, **properties: str) -> Any:
-    answer = api.post(
-        "/ksql",
-        json={"ksql": text, "streamsProperties": properties},
-        headers={"Accept": "application/vnd.ksql.v1+json"},
-    )
-    assert answer.status_code == 200, answer.text
-    return answer.json()
+    return ksql(api, text, accept="application/vnd.ksql.v1+json", **properties)
 
 
 def _error(api: httpx.Client, text: str) -> dict[str, Any]:
@@ -74,15 +60,7 @@ def test_streams_tables_push_queries_and_a_restart(
 ) -> None:
     bootstrap = broker.bootstrap
     orders, service = unique_topic("sql-orders"), unique_topic("sql")
-    settings = SqlSettings(
-        bootstrap_servers=bootstrap,
-        service_id=service,
-        listener=Listener("http", "127.0.0.1", 0),
-        state_dir=tmp_path / "state",
-        command_topic_replicas=1,
-        sink_replicas=1,
-        values={"ksql.service.id": service},
-    )
+    settings = sql_settings(bootstrap, service, tmp_path / "state", {"ksql.service.id": service})
     server = SqlServer(settings, spark=lambda: spark)
     server.start()
     try:
@@ -238,14 +216,7 @@ def test_a_stream_table_join_meets_the_table_as_it_is_now(
 ) -> None:
     bootstrap = broker.bootstrap
     service = unique_topic("sql-join")
-    settings = SqlSettings(
-        bootstrap_servers=bootstrap,
-        service_id=service,
-        listener=Listener("http", "127.0.0.1", 0),
-        state_dir=tmp_path / "state",
-        command_topic_replicas=1,
-        sink_replicas=1,
-    )
+    settings = sql_settings(bootstrap, service, tmp_path / "state")
     customers, payments = unique_topic("sql-customers"), unique_topic("sql-payments")
     server = SqlServer(settings, spark=lambda: spark)
     server.start()

@@ -22,12 +22,10 @@ from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.spark.clients import unique_topic
+from e2e.spark.sql_api import WAIT_S, sql_settings
 from strom.sql.server import SqlServer
-from strom.sql.settings import SqlSettings
-from strom.web.server import Listener
 
 pytestmark = pytest.mark.timeout(300)  # Spark queries: slow when loaded
-WAIT_S = float(os.environ.get("SQL_TEST_WAIT_S", "120"))
 
 
 @pytest.fixture
@@ -35,15 +33,7 @@ def sql_server(
     spark: SparkSession, broker: StromServer, tmp_path: Path
 ) -> Iterator[tuple[SqlServer, str]]:
     """A SQL server of its own service id, and a topic name for its stream of orders."""
-    service = unique_topic("sql-shell")
-    settings = SqlSettings(
-        bootstrap_servers=broker.bootstrap,
-        service_id=service,
-        listener=Listener("http", "127.0.0.1", 0),
-        state_dir=tmp_path / "state",
-        command_topic_replicas=1,
-        sink_replicas=1,
-    )
+    settings = sql_settings(broker.bootstrap, unique_topic("sql-shell"), tmp_path / "state")
     server = SqlServer(settings, spark=lambda: spark)
     server.start()
     yield server, unique_topic("sql-shell-orders")

@@ -8,7 +8,6 @@ match at once, and a record without one, NULLs for the other side, once its wind
 from __future__ import annotations
 
 import json
-import os
 import struct
 import time
 from collections.abc import Iterator
@@ -21,36 +20,20 @@ from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.spark.clients import consume_all, unique_topic
+from e2e.spark.sql_api import WAIT_S, ksql, sql_settings
 from strom.sql.server import SqlServer
-from strom.sql.settings import SqlSettings
-from strom.web.server import Listener
 
 pytestmark = pytest.mark.timeout(300)  # a Spark query: slow when loaded
-WAIT_S = float(os.environ.get("SQL_TEST_WAIT_S", "120"))
 
 
 @pytest.fixture
 def api(spark: SparkSession, broker: StromServer, tmp_path: Path) -> Iterator[httpx.Client]:
-    service = unique_topic("sql-windows")
-    settings = SqlSettings(
-        bootstrap_servers=broker.bootstrap,
-        service_id=service,
-        listener=Listener("http", "127.0.0.1", 0),
-        state_dir=tmp_path / "state",
-        command_topic_replicas=1,
-        sink_replicas=1,
-    )
+    settings = sql_settings(broker.bootstrap, unique_topic("sql-windows"), tmp_path / "state")
     server = SqlServer(settings, spark=lambda: spark)
     server.start()
     with httpx.Client(base_url=server.url, timeout=60) as client:
         yield client
     server.stop()
-
-
-def _ksql(api: httpx.Client, text: str, **properties: str) -> Any:
-    answer = api.post("/ksql", json={"ksql": text, "streamsProperties": properties})
-    assert answer.status_code == 200, answer.text
-    return answer.json()
 
 
 def _error(api: httpx.Client, text: str) -> str:
@@ -67,7 +50,7 @@ def test_session_windows_emit_each_closed_session_once(
     api: httpx.Client, broker: StromServer
 ) -> None:
     clicks = unique_topic("sql-clicks")
-    _ksql(
+    ksql(
         api,
         "CREATE STREAM clicks (user STRING KEY, page STRING) "
         f"WITH (KAFKA_TOPIC='{clicks}', VALUE_FORMAT='JSON', PARTITIONS=1);",
@@ -84,14 +67,14 @@ def test_session_windows_emit_each_closed_session_once(
         == "EMIT FINAL is only supported for windowed aggregations."
     )
     inserts = [("a", "p1", 1_000), ("a", "p2", 3_000), ("b", "p1", 4_000), ("a", "p3", 20_000)]
-    _ksql(
+    ksql(
         api,
         "".join(
             f"INSERT INTO clicks (user, page, ROWTIME) VALUES ('{u}', '{p}', {t});"
             for u, p, t in inserts
         ),
     )
-    _ksql(
+    ksql(
         api,
         "CREATE TABLE sessions AS SELECT user, COUNT(*) AS n, "
         "WINDOWSTART AS first_ms, WINDOWEND AS last_ms "
@@ -114,7 +97,7 @@ def test_session_windows_emit_each_closed_session_once(
     while output() != closed:
         assert time.monotonic() < deadline, f"sessions: {output()}"
         time.sleep(0.5)
-    _ksql(api, "INSERT INTO clicks (user, page, ROWTIME) VALUES ('c', 'p9', 40000);")
+    ksql(api, "INSERT INTO clicks (user, page, ROWTIME) VALUES ('c', 'p9', 40000);")
     closed[_session_key("a", 20_000, 20_000)] = {"N": 1, "FIRST_MS": 20_000, "LAST_MS": 20_000}
     while output() != closed:
         assert time.monotonic() < deadline, f"sessions: {output()}"
@@ -124,7 +107,7 @@ def test_session_windows_emit_each_closed_session_once(
 
 def test_a_stream_stream_join_within_a_window(api: httpx.Client, broker: StromServer) -> None:
     shown, clicks = unique_topic("sql-shown"), unique_topic("sql-clicked")
-    _ksql(
+    ksql(
         api,
         "CREATE STREAM shown (id STRING KEY, ad STRING) "
         f"WITH (KAFKA_TOPIC='{shown}', VALUE_FORMAT='JSON', PARTITIONS=1);"
@@ -147,13 +130,13 @@ def test_a_stream_stream_join_within_a_window(api: httpx.Client, broker: StromSe
         ("shown", "z", "adz", 100_000),  # both streams move the watermark on
         ("clicks", "x", "adx", 100_000),
     ]
-    _ksql(
+    ksql(
         api,
         "".join(
             f"INSERT INTO {s} (id, ad, ROWTIME) VALUES ('{i}', '{a}', {t});" for s, i, a, t in rows
         ),
     )
-    _ksql(
+    ksql(
         api,
         "CREATE STREAM clicked AS SELECT s.id, s.ad, c.ad AS clicked_ad FROM shown s "
         "LEFT JOIN clicks c WITHIN 10 SECONDS GRACE PERIOD 1 SECOND ON s.id = c.id "

@@ -1,0 +1,57 @@
+"""The SQL server tests' steps: a server of its own service id whose queries run in the
+suite's one SparkSession, statements over its REST API (httpx, as ksqlDB's clients send them),
+and waits for something to be so."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from strom.sql.settings import SqlSettings
+from strom.web.server import Listener
+
+WAIT_S = float(os.environ.get("SQL_TEST_WAIT_S", "120"))
+T = TypeVar("T")
+
+
+def eventually(check: Callable[[], T | None], what: str, *, within: float = WAIT_S) -> T:
+    """``check()``'s first truthy answer, polled for up to ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"no {what} within {within}s (last: {found!r})"
+        time.sleep(0.5)
+
+
+def sql_settings(
+    bootstrap: str, service: str, state_dir: Path, values: dict[str, str] | None = None
+) -> SqlSettings:
+    """A server on a free port of this host, its topics with one replica."""
+    return SqlSettings(
+        bootstrap_servers=bootstrap,
+        service_id=service,
+        listener=Listener("http", "127.0.0.1", 0),
+        state_dir=state_dir,
+        command_topic_replicas=1,
+        sink_replicas=1,
+        values=values or {},
+    )
+
+
+def ksql(api: httpx.Client, text: str, *, accept: str | None = None, **properties: str) -> Any:
+    """The answer of ``POST /ksql`` to ``text`` with these ``streamsProperties`` (and this
+    Accept header); 200 or fail."""
+    answer = api.post(
+        "/ksql",
+        json={"ksql": text, "streamsProperties": properties},
+        headers=None if accept is None else {"Accept": accept},
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.json()
