@@ -15,6 +15,7 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ from strom.sql.parser import parse, parse_statement
 from strom.sql.planner import Plan, plan_query, read_source, sink_frame
 from strom.sql.pull import TABLE_SCAN, PullQuery, not_queryable
 from strom.sql.push import PushQuery
+from strom.sql.retries import Retried
 from strom.sql.settings import OFFSET_RESETS, SqlSettings
 from strom.sql.stream_joins import stream_stream_plan
 from strom.sql.values import encode_insert
@@ -68,13 +70,13 @@ class PersistentQuery:
     sink: str
     sink_topic: str
     sources: tuple[str, ...]
-    query: StreamingQuery
+    run: Retried
 
     @property
     def state(self) -> str:
-        if self.query.isActive:
-            return "RUNNING"
-        return "ERROR" if self.query.exception() is not None else "NOT_RUNNING"
+        if self.run.failed:
+            return "ERROR"
+        return "RUNNING" if self.run.query.isActive else "NOT_RUNNING"
 
     def entry(self) -> Json:
         return entities.query_entry(
@@ -116,6 +118,7 @@ class Engine:
         self._spark_factory = spark
         self._spark: SparkSession | None = None
         self._lock = threading.RLock()
+        self._stopping = threading.Event()
         self.commands = CommandLog(
             topic=settings.command_topic,
             client=self._client,
@@ -137,14 +140,23 @@ class Engine:
         self.commands.start()
         with self._lock:
             self._run_commands()
+        threading.Thread(target=self._retry_failed, name="sql-query-retries", daemon=True).start()
+
+    def _retry_failed(self) -> None:
+        """Start failed persistent queries again (`retries`), until the engine stops."""
+        while not self._stopping.wait(1.0):
+            with self._lock:
+                for query in self.queries.values():
+                    query.run.check(time.monotonic(), self.settings.retry_backoff)
 
     def stop(self) -> None:
         """Stop the queries (their checkpoints stay, for the next start) and the topic."""
         with self._lock:
             for push in list(self.push_queries.values()):
                 push.close()
+            self._stopping.set()
             for query in self.queries.values():
-                query.query.stop()
+                query.run.query.stop()
             self.queries.clear()
             for state in self.tables.values():
                 state.stop()
@@ -428,8 +440,11 @@ class Engine:
         given = {**self.settings.spark_options(), "kafka.partitioner": "murmur2_random"}
         options: dict[str, Any] = {name.replace(".", "_"): value for name, value in given.items()}
         checkpoint = str(self.settings.checkpoint(query_id))
-        if join is None:
-            streaming = write_stream(
+
+        def start() -> StreamingQuery:
+            if join is not None:
+                return self._start_join(join, checkpoint, sink, given)
+            return write_stream(
                 frame,
                 checkpoint=checkpoint,
                 topic=sink.topic,
@@ -437,15 +452,14 @@ class Engine:
                 exactly_once=True,
                 **options,
             )
-        else:
-            streaming = self._start_join(join, checkpoint, sink, given)
+
         self.queries[query_id] = PersistentQuery(
             query_id,
             text,
             sink.name,
             sink.topic,
             tuple(s.name for s in sources.values()),
-            streaming,
+            Retried(query_id, start, start()),
         )
 
     def _start_join(
@@ -498,7 +512,7 @@ class Engine:
         if not run:
             return None
         for query_id in ids:
-            self.queries.pop(query_id).query.stop()
+            self.queries.pop(query_id).run.query.stop()
             shutil.rmtree(self.settings.checkpoint(query_id), ignore_errors=True)
         return entities.current_status(s.text, _command_id(s), "Query terminated.", seq)
 

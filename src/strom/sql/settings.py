@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from strom.client.service_settings import ServiceClients, int_setting
+from strom.sql.retries import Backoff
 from strom.web.server import Listener
 
 __all__ = ["SqlSettings", "SqlSettingsError"]
@@ -42,6 +43,8 @@ class SqlSettings(ServiceClients):
     client_security: Mapping[str, str] = field(default_factory=dict)
     spark_master: str = "local[*]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    retry_backoff: Backoff = field(default_factory=Backoff)
+    """How long a failed persistent query waits to start again (`ksql.query.retry.backoff.*`)."""
     values: Mapping[str, str] = field(default_factory=dict)
     """Every setting given, for SHOW PROPERTIES."""
     timeout: float = 30.0
@@ -68,6 +71,10 @@ class SqlSettings(ServiceClients):
             state_dir=Path(state) if state else cls.state_dir,
             offset_reset=reset,
             sink_replicas=_int(values, "ksql.sink.replicas", -1),
+            retry_backoff=Backoff(
+                _int(values, "ksql.query.retry.backoff.initial.ms", Backoff.initial_ms),
+                _int(values, "ksql.query.retry.backoff.max.ms", Backoff.max_ms),
+            ),
             command_topic_replicas=_int(values, "ksql.internal.topic.replicas", -1),
             client_security={k: v for k, v in values.items() if k.startswith(_CLIENT_PREFIXES)},
             spark_master=values.get("spark.master", cls.spark_master),

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from strom.sql.retries import Backoff
 from strom.sql.settings import SqlSettings
 from strom.web.server import Listener
 
@@ -41,6 +42,7 @@ def sql_settings(
         state_dir=state_dir,
         command_topic_replicas=1,
         sink_replicas=1,
+        retry_backoff=Backoff(initial_ms=1_000, max_ms=10_000),
         values=values or {},
     )
 
@@ -55,3 +57,8 @@ def ksql(api: httpx.Client, text: str, *, accept: str | None = None, **propertie
     )
     assert answer.status_code == 200, answer.text
     return answer.json()
+
+
+def query_states(api: httpx.Client) -> dict[str, str]:
+    """The persistent queries' states by id (`SHOW QUERIES`), for a failure's message."""
+    return {q["id"]: q["state"] for q in ksql(api, "SHOW QUERIES;")[0]["queries"]}

@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.spark.clients import consume_all, unique_topic
-from e2e.spark.sql_api import WAIT_S, ksql, sql_settings
+from e2e.spark.sql_api import WAIT_S, ksql, query_states, sql_settings
 from strom.sql.server import SqlServer
 
 pytestmark = pytest.mark.timeout(300)  # a Spark query: slow when loaded
@@ -95,12 +95,12 @@ def test_session_windows_emit_each_closed_session_once(
 
     deadline = time.monotonic() + WAIT_S
     while output() != closed:
-        assert time.monotonic() < deadline, f"sessions: {output()}"
+        assert time.monotonic() < deadline, f"sessions: {output()}, queries: {query_states(api)}"
         time.sleep(0.5)
     ksql(api, "INSERT INTO clicks (user, page, ROWTIME) VALUES ('c', 'p9', 40000);")
     closed[_session_key("a", 20_000, 20_000)] = {"N": 1, "FIRST_MS": 20_000, "LAST_MS": 20_000}
     while output() != closed:
-        assert time.monotonic() < deadline, f"sessions: {output()}"
+        assert time.monotonic() < deadline, f"sessions: {output()}, queries: {query_states(api)}"
         time.sleep(0.5)
     assert len(consume_all(broker.bootstrap, "SESSIONS")) == 3  # each session once
 
@@ -154,5 +154,5 @@ def test_a_stream_stream_join_within_a_window(api: httpx.Client, broker: StromSe
 
     deadline = time.monotonic() + WAIT_S
     while output() != expected:
-        assert time.monotonic() < deadline, f"joined: {output()}"
+        assert time.monotonic() < deadline, f"joined: {output()}, queries: {query_states(api)}"
         time.sleep(0.5)
