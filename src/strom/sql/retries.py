@@ -10,6 +10,7 @@ query's state is ERROR. A query stopped on purpose (TERMINATE, a server stop) is
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -17,9 +18,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
-__all__ = ["Backoff", "Retried"]
+__all__ = ["Backoff", "Retried", "summary"]
 
 log = logging.getLogger(__name__)
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)\b.*: \S")
+
+
+def summary(error: str) -> str:
+    """The line of a query's error that says what went wrong: the Python exception raised in
+    a data source (Spark wraps it with a traceback), else the first line."""
+    lines = error.splitlines()
+    raised = [line for line in lines if _RAISED.match(line)]
+    return raised[-1] if raised else (lines[0] if lines else "")
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,7 @@ class Retried:
         if self.retry_at is None:
             if self.query.isActive or (error := self.query.exception()) is None:
                 return
-            self._failed(now, backoff, str(error).splitlines()[0] if str(error) else "")
+            self._failed(now, backoff, summary(str(error)))
         elif now >= self.retry_at:
             try:
                 self.query = self.start()

@@ -15,11 +15,12 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
+from confluent_kafka.cimpl import NewTopic
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
-from e2e.spark.clients import Record, consume_all, produce, unique_topic
-from e2e.spark.sql_api import eventually, ksql, sql_settings
+from e2e.spark.clients import Record, admin, consume_all, produce, unique_topic
+from e2e.spark.sql_api import eventually, ksql, query_states, sql_settings
 from strom.sql.server import SqlServer
 
 pytestmark = pytest.mark.timeout(600)  # several Spark queries, a restart: slow when loaded
@@ -266,6 +267,46 @@ def test_a_stream_table_join_meets_the_table_as_it_is_now(
                     and found
                 ),
                 "a record joined with the table's new row",
+            )
+    finally:
+        server.stop()
+
+
+def test_a_failed_query_starts_again_from_its_checkpoint(
+    spark: SparkSession, broker: StromServer, tmp_path: Path
+) -> None:
+    """Its source topic deleted, a query fails (ERROR); the topic made again with the same
+    first record, it starts again on its own from its checkpoint (offset 1): the record after
+    it is copied, the first is not copied twice."""
+    bootstrap, readings = broker.bootstrap, unique_topic("sql-readings")
+    settings = sql_settings(bootstrap, unique_topic("sql-retry"), tmp_path)
+    server = SqlServer(settings, spark=lambda: spark)
+    server.start()
+    client = admin(bootstrap)
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as api:
+            _ksql(
+                api,
+                "CREATE STREAM readings (id STRING KEY, v INT) "
+                f"WITH (KAFKA_TOPIC='{readings}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+                "INSERT INTO readings (id, v) VALUES ('a', 1);",
+            )
+            query = _ksql(api, "CREATE STREAM copied AS SELECT id, v FROM readings;", **EARLIEST)
+            query_id = query[0]["commandStatus"]["queryId"]
+            _eventually(lambda: _values(bootstrap, "COPIED"), "the first row copied")
+            client.delete_topics([readings])[readings].result(15)
+            _eventually(lambda: query_states(api)[query_id] == "ERROR", "a failed query")
+            client.create_topics([NewTopic(readings, 1, 1)])[readings].result(15)
+            _ksql(
+                api,
+                "INSERT INTO readings (id, v) VALUES ('a', 1);"
+                "INSERT INTO readings (id, v) VALUES ('b', 2);",
+            )
+            _eventually(lambda: query_states(api)[query_id] == "RUNNING", "the query again")
+            both = [(b"a", {"V": 1}), (b"b", {"V": 2})]
+            assert _eventually(
+                lambda: (found := _values(bootstrap, "COPIED")) == both and found,
+                "the row written while it was down",
             )
     finally:
         server.stop()

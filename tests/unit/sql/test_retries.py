@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from strom.sql.retries import Backoff, Retried
+from strom.sql.retries import Backoff, Retried, summary
 
 BACKOFF = Backoff(initial_ms=1_000, max_ms=3_000)
 
@@ -82,3 +82,17 @@ def test_each_failure_waits_longer_and_a_failed_start_counts_as_one() -> None:
 @pytest.mark.parametrize("failures", [1, 2, 10, 60])
 def test_the_wait_never_passes_the_maximum(failures: int) -> None:
     assert 0 < BACKOFF.delay(failures) <= 3.0
+
+
+def test_the_summary_of_a_data_source_failure_is_the_python_exception() -> None:
+    spark = (
+        "[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when Python streaming data source "
+        "perform latestOffset: Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in latest\n'
+        "strom.spark.cluster.ClusterError: cannot list offsets: no leaders\n"
+        "\tat org.apache.spark.sql.errors.QueryExecutionErrors$.x(QueryExecutionErrors.scala:1)"
+    )
+    assert summary(spark) == "strom.spark.cluster.ClusterError: cannot list offsets: no leaders"
+    assert summary("TimeoutException: no answer\nmore") == "TimeoutException: no answer"
+    assert summary("something odd\nhappened") == "something odd"
+    assert summary("") == ""
