@@ -51,9 +51,10 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 # Two workers (pytest-xdist): most tests wait on brokers and clients, not on the CPU; the Spark
-# tests stay together in one worker (one JVM, one session).
+# tests stay together in one worker (one JVM, one session). The slowest tests are listed at
+# the end, to watch the suite's time.
 test: $(STAMP) tools lint
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadgroup --durations=20
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
