@@ -284,8 +284,11 @@ class PartitionReplication:
 
     def reassigned(self, replicas: tuple[int, ...]) -> None:
         """The replica set changed (a reassignment): new followers start unknown, followers
-        no longer assigned are forgotten."""
+        no longer assigned are forgotten, and so is a pending change that names one (the
+        controller refuses an ISR outside the replicas: it can never commit)."""
         self.replicas = replicas
+        if self.pending is not None and not set(self.pending.isr) <= set(replicas):
+            self.pending = None
         for broker_id in replicas:
             if broker_id != self.leader_id and broker_id not in self.followers:
                 self.followers[broker_id] = FollowerState(broker_id)

@@ -196,3 +196,13 @@ def test_a_fenced_follower_out_of_the_isr_holds_the_high_watermark_back_no_more(
     assert state.high_watermark_candidate(20, now_ms=2_000, eligible=ALL) == 10
     # Registered anew (a restart): its earlier fetches make it eligible no more.
     assert state.high_watermark_candidate(20, now_ms=2_000, eligible={**ALL, 3: 31}) == 20
+
+
+def test_a_reassignment_drops_a_pending_change_only_when_it_names_a_removed_replica() -> None:
+    state = leader(replicas=(1, 2, 3, 4), isr=(1,))
+    change = IsrChange(isr=(1, 3), partition_epoch=7, added=(3,))
+    state.pending = change
+    state.reassigned((1, 2, 3))
+    assert (state.pending, state.maximal_isr) == (change, (1, 3))
+    state.reassigned((1, 2, 4))  # 3 moved away: the controller would refuse the change
+    assert (state.maximal_isr, sorted(state.followers)) == ((1,), [2, 4])

@@ -262,17 +262,20 @@ class ReplicaManager:
                 now_ms=self.clock.monotonic_ms(),
             )
             self.maybe_advance_high_watermark(partition)
-        elif registration.partition_epoch > replication.partition_epoch or (
-            # The controller completed a reassignment in the record of this leader's own ISR
-            # change: its answer gave the epoch, only the metadata gives the new replicas.
-            registration.partition_epoch == replication.partition_epoch
-            and registration.replicas != replication.replicas
-        ):
+        elif registration.partition_epoch > replication.partition_epoch:
             if registration.replicas != replication.replicas:
                 replication.reassigned(registration.replicas)
             before = len(replication.isr)
             replication.isr_committed(registration.isr, registration.partition_epoch)
             replica_isr.count_isr_change(self, before, len(registration.isr))
+        elif (
+            registration.partition_epoch == replication.partition_epoch
+            and registration.replicas != replication.replicas
+        ):
+            # The controller completed a reassignment in the record of this leader's own ISR
+            # change: its answer gave that epoch and ISR, only the metadata gives the replicas.
+            # A change proposed since stays pending: the controller may commit it.
+            replication.reassigned(registration.replicas)
         return partition
 
     def _registration(self, tp: TopicPartition) -> PartitionRegistration:

@@ -604,3 +604,36 @@ def test_a_reassignment_completed_by_the_leaders_own_isr_change_drops_the_remove
     finally:
         for broker in (leader, removed, added):
             broker.log_manager.close_without_flush()
+
+
+def test_a_change_proposed_before_a_completed_reassignment_is_seen_stays_pending(
+    tmp_path: Path,
+) -> None:
+    """Replicas (1, 4, 2, 3) move to (1, 4, 2): follower 4 joins the ISR and the controller
+    completes the reassignment in that record (epoch 1). Before the leader sees the metadata,
+    follower 2 catches up and the leader proposes it into the ISR, based on epoch 1: the
+    controller may commit that, so when the metadata of epoch 1 arrives with the new replicas,
+    the proposal must stay pending (its replica counting in the maximal ISR) until answered."""
+    clock = ManualClock()
+    leader, kept, removed, added = (Broker(b, tmp_path, clock) for b in (1, 2, 3, 4))
+    try:
+        moving = dataclasses.replace(
+            registration(leader=1, epoch=0, isr=(1,)), replicas=(1, 4, 2, 3)
+        )
+        for broker in (leader, kept, removed, added):
+            broker.set(moving)
+        manager = leader.replica_manager
+        assert fetch(leader, added, 0) == ErrorCode.none
+        [(_, joined)] = leader.proposed
+        manager.isr_change_done(TP, leader_epoch=0, change=joined, isr=(1, 4), partition_epoch=1)
+        assert fetch(leader, kept, 0) == ErrorCode.none
+        [_, (_, rejoined)] = leader.proposed
+        assert (rejoined.added, rejoined.partition_epoch) == ((2,), 1)
+        leader.set(dataclasses.replace(moving, replicas=(1, 4, 2), isr=(1, 4), partition_epoch=1))
+        replication = manager.partition(TP).replication
+        assert replication is not None
+        assert (replication.replicas, replication.pending) == ((1, 4, 2), rejoined)
+        assert replication.maximal_isr == (1, 2, 4)
+    finally:
+        for broker in (leader, kept, removed, added):
+            broker.log_manager.close_without_flush()
