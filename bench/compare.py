@@ -110,6 +110,12 @@ FULL = Sizes(records_100=1_500_000, records_1k=300_000, latency_s=10)
 QUICK = Sizes(records_100=400_000, records_1k=80_000, latency_s=5)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
 @dataclass
 class Broker:
     """A running broker process and where it listens."""
@@ -120,9 +126,7 @@ class Broker:
     ready_s: float
 
     def cpu_s(self) -> float:
-        """User and system CPU seconds of the process, all its threads."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        return cpu_seconds(self.process.pid)
 
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():

@@ -234,6 +234,11 @@ class Broker(_ClientConfigs):
         return self._data_dir.path
 
     @property
+    def pid(self) -> int | None:
+        """The ``strom server`` child's process id (``process=True``, once started)."""
+        return None if self._child is None else self._child.pid
+
+    @property
     def faults(self) -> Faults:
         """Inject errors, delays and connection failures (in-process brokers only)."""
         if self._inner is None:
