@@ -7,6 +7,9 @@ columns as Spark expressions (no Python per record):
 - DELIMITED: the columns' values in order, separated by commas.
 - KAFKA: one column, as Kafka's own serializers write it: a STRING as UTF-8, an INTEGER as 4
   big-endian bytes, a BIGINT as 8.
+- JSON_SR: JSON in Confluent's schema-registry wire format: the magic byte 0 and the 4-byte
+  schema id, then the JSON (read as JSON after those 5 bytes; written behind the id of the
+  schema the engine registered for the sink).
 - NONE: nothing (no key).
 """
 
@@ -17,6 +20,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from strom.registry.wire import frame
 from strom.sql import types as ty
 from strom.sql.analyzer import Column as SqlColumn
 from strom.sql.compiler import column, spark_type
@@ -25,6 +29,8 @@ from strom.sql.formatter import format_type
 
 __all__ = ["decode", "encode"]
 
+_HEADER_BYTES = 5
+"""The magic byte and the schema id before a registry format's payload."""
 _TWO_32 = 2**32
 _TWO_64 = 2**64
 _KAFKA_WIDTHS: dict[ty.SqlType, int] = {ty.INT: 8, ty.BIGINT: 16}
@@ -70,7 +76,9 @@ def decode(data: Column, columns: Sequence[SqlColumn], fmt: str) -> list[Column]
     """The columns (named as declared) read from the binary `data`."""
     if not columns:
         return []
-    if fmt == "JSON":
+    if fmt == "JSON_SR":
+        data = F.substring(data, _HEADER_BYTES + 1, 2**31 - 1)
+    if fmt in ("JSON", "JSON_SR"):
         fields = F.transform_keys(
             F.from_json(data.cast("string"), "map<string,string>"), lambda k, _: F.upper(k)
         )
@@ -98,11 +106,17 @@ def decode(data: Column, columns: Sequence[SqlColumn], fmt: str) -> list[Column]
     raise SqlSemanticError(f"The {fmt} format holds no columns.")
 
 
-def encode(columns: Sequence[SqlColumn], fmt: str) -> Column:
-    """The binary (or text) the sink writes for `columns` of the current row."""
-    if fmt == "JSON":
+def encode(columns: Sequence[SqlColumn], fmt: str, schema_id: int | None = None) -> Column:
+    """The binary (or text) the sink writes for `columns` of the current row; a registry
+    format's records are framed with `schema_id`."""
+    if fmt in ("JSON", "JSON_SR"):
         fields = F.struct(*[column(c.name) for c in columns])
-        return F.to_json(fields, {"ignoreNullFields": "false"})
+        text = F.to_json(fields, {"ignoreNullFields": "false"})
+        if fmt == "JSON":
+            return text
+        if schema_id is None:
+            raise SqlSemanticError("The 'JSON_SR' format needs a registered schema to write.")
+        return F.concat(F.lit(frame(schema_id, b"")), F.encode(text, "UTF-8"))
     if fmt == "DELIMITED":
         _check_delimited(columns)
         return F.concat_ws(

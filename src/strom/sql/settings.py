@@ -42,6 +42,8 @@ class SqlSettings(ServiceClients):
     client_security: Mapping[str, str] = field(default_factory=dict)
     spark_master: str = "local[*]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    schema_registry_url: str | None = None
+    """`ksql.schema.registry.url`: the registry of the JSON_SR format."""
     values: Mapping[str, str] = field(default_factory=dict)
     """Every setting given, for SHOW PROPERTIES."""
     timeout: float = 30.0
@@ -72,6 +74,7 @@ class SqlSettings(ServiceClients):
             client_security={k: v for k, v in values.items() if k.startswith(_CLIENT_PREFIXES)},
             spark_master=values.get("spark.master", cls.spark_master),
             spark_conf=spark,
+            schema_registry_url=values.get("ksql.schema.registry.url") or None,
             values=dict(values),
         )
 
