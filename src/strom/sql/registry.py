@@ -74,13 +74,17 @@ class SchemaRegistry:
                 f"Registry\n\t-> Use the REST API to list available subjects\n\t-> See "
                 f"https://docs.confluent.io/current/schema-registry/docs/api.html#get--subjects"
             ) from None
+        self._check_type(fmt, subject, schema)
+        return json_columns(schema.text), int(schema.id)
+
+    @staticmethod
+    def _check_type(fmt: str, subject: str, schema: Any) -> None:
         kind = schema.schema_type.value
         if kind != _TYPES[fmt]:
             raise SqlSemanticError(
                 f"Format {fmt} expects a {_TYPES[fmt]} schema, but the schema of {subject} "
                 f"(id {schema.id}) is {kind}."
             )
-        return json_columns(schema.text), int(schema.id)
 
     def with_schemas(self, source: DataSource, *, generated: bool) -> DataSource:
         """`source` with the ids its records are written with: for a sink of a query
@@ -106,10 +110,13 @@ class SchemaRegistry:
         try:
             if not generated:
                 try:
-                    return int(codec.subject_version(subject)[0])
+                    latest = codec.latest(subject)
                 except RegistryClientError as e:
                     if e.status != 404:
                         raise
+                else:
+                    self._check_type(fmt, subject, latest)
+                    return int(latest.id)
             return int(codec.register(subject, SchemaType(_TYPES[fmt]), json_schema(columns)))
         except RegistryClientError as e:
             raise SqlSemanticError(

@@ -42,8 +42,6 @@ class SqlSettings(ServiceClients):
     client_security: Mapping[str, str] = field(default_factory=dict)
     spark_master: str = "local[*]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
-    schema_registry_url: str | None = None
-    """`ksql.schema.registry.url`: the registry of the JSON_SR format."""
     values: Mapping[str, str] = field(default_factory=dict)
     """Every setting given, for SHOW PROPERTIES."""
     timeout: float = 30.0
@@ -74,13 +72,17 @@ class SqlSettings(ServiceClients):
             client_security={k: v for k, v in values.items() if k.startswith(_CLIENT_PREFIXES)},
             spark_master=values.get("spark.master", cls.spark_master),
             spark_conf=spark,
-            schema_registry_url=values.get("ksql.schema.registry.url") or None,
             values=dict(values),
         )
 
     @property
     def command_topic(self) -> str:
         return f"_confluent-ksql-{self.service_id}_command_topic"
+
+    @property
+    def schema_registry_url(self) -> str | None:
+        """`ksql.schema.registry.url`: the registry of the JSON_SR format."""
+        return self.values.get("ksql.schema.registry.url") or None
 
     def checkpoint(self, query_id: str) -> Path:
         return self.state_dir / self.service_id / query_id
