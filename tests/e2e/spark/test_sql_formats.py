@@ -99,7 +99,7 @@ def test_json_sr_in_and_out(api: httpx.Client, broker: StromServer, registry: Re
     )
     ksql(api, "INSERT INTO readings (sensor, reading, count) VALUES ('t9', 9.0, 9);")
 
-    registered = json.loads(client.get_latest_version(f"{sink}-value").schema.schema_str)
+    registered = json.loads(client.get_latest_version(f"{sink}-value").schema.schema_str or "")
     assert list(registered["properties"]) == ["SENSOR", "TWICE", "COUNT"]
     assert registered["properties"]["TWICE"]["oneOf"] == [
         {"type": "null"},
