@@ -30,9 +30,15 @@ _PRIMITIVES: dict[ty.SqlType, dict[str, Any]] = {
     ty.DOUBLE: {"type": "number", "connect.type": "float64"},
     ty.STRING: {"type": "string"},
     ty.BYTES: {"type": "string", "connect.type": "bytes"},
-    ty.DATE: {"type": "integer", "title": _CONNECT + "Date", "connect.version": 1},
-    ty.TIME: {"type": "integer", "title": _CONNECT + "Time", "connect.version": 1},
-    ty.TIMESTAMP: {"type": "integer", "title": _CONNECT + "Timestamp", "connect.version": 1},
+    **{
+        t: {
+            "type": "integer",
+            "title": _CONNECT + name,
+            "connect.version": 1,
+            "connect.type": "int64" if t == ty.TIMESTAMP else "int32",
+        }
+        for t, name in ((ty.DATE, "Date"), (ty.TIME, "Time"), (ty.TIMESTAMP, "Timestamp"))
+    },
 }
 _LOGICAL = {
     _CONNECT + "Date": ty.DATE,
@@ -47,12 +53,7 @@ def _optional(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _json_type(t: ty.SqlType) -> dict[str, Any]:
     if t in _PRIMITIVES:
-        schema = dict(_PRIMITIVES[t])
-        if t in (ty.DATE, ty.TIME):
-            schema["connect.type"] = "int32"
-        elif t == ty.TIMESTAMP:
-            schema["connect.type"] = "int64"
-        return schema
+        return dict(_PRIMITIVES[t])
     if isinstance(t, ty.DecimalType):
         parameters = {"scale": str(t.scale), "connect.decimal.precision": str(t.precision)}
         return {

@@ -60,9 +60,12 @@ def _check_delimited(columns: Sequence[SqlColumn]) -> None:
 
 def _from_text(text: Column, t: ty.SqlType) -> Column:
     """A JSON field's text (a nested value as JSON text) as a value of `t`; NULL where it is
-    not one. TIMESTAMPs are milliseconds since the epoch, DATEs days (ksqlDB's JSON)."""
+    not one. TIMESTAMPs are milliseconds since the epoch, DATEs days, BYTES base64 (ksqlDB's
+    JSON)."""
     if t == ty.STRING:
         return text
+    if t == ty.BYTES:  # base64, as Spark's to_json writes binary and ksqlDB's JSON has it
+        return F.try_to_binary(text, F.lit("base64"))
     if isinstance(t, ty.ArrayType | ty.MapType | ty.StructType):
         return F.from_json(text, spark_type(t))
     if t == ty.TIMESTAMP:
@@ -70,6 +73,16 @@ def _from_text(text: Column, t: ty.SqlType) -> Column:
     if t == ty.DATE:
         return F.date_from_unix_date(text.try_cast("int"))
     return text.try_cast(spark_type(t))
+
+
+def _connect_json(value: Column, t: ty.SqlType) -> Column:
+    """A column as Connect's JSON Schema types want it: TIMESTAMPs as epoch milliseconds,
+    DATEs as days (nested ones as Spark writes them)."""
+    if t == ty.TIMESTAMP:
+        return F.unix_millis(value)
+    if t == ty.DATE:
+        return F.unix_date(value)
+    return value
 
 
 def decode(data: Column, columns: Sequence[SqlColumn], fmt: str) -> list[Column]:
@@ -109,11 +122,12 @@ def decode(data: Column, columns: Sequence[SqlColumn], fmt: str) -> list[Column]
 def encode(columns: Sequence[SqlColumn], fmt: str, schema_id: int | None = None) -> Column:
     """The binary (or text) the sink writes for `columns` of the current row; a registry
     format's records are framed with `schema_id`."""
-    if fmt in ("JSON", "JSON_SR"):
+    if fmt == "JSON":
         fields = F.struct(*[column(c.name) for c in columns])
+        return F.to_json(fields, {"ignoreNullFields": "false"})
+    if fmt == "JSON_SR":
+        fields = F.struct(*[_connect_json(column(c.name), c.type).alias(c.name) for c in columns])
         text = F.to_json(fields, {"ignoreNullFields": "false"})
-        if fmt == "JSON":
-            return text
         if schema_id is None:
             raise SqlSemanticError("The 'JSON_SR' format needs a registered schema to write.")
         return F.concat(F.lit(frame(schema_id, b"")), F.encode(text, "UTF-8"))

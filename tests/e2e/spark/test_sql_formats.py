@@ -3,7 +3,8 @@ JSON_SR records written by confluent-kafka's JSONSerializer read by a stream who
 are inferred from the registry, a CREATE STREAM AS SELECT and an INSERT VALUES written in
 JSON_SR and read back by confluent-kafka's JSONDeserializer, the sink's schema registered as
 ksqlDB generates it; ksqlDB's errors for a server without a registry, a subject that does not
-exist and a sink subject whose schema is incompatible."""
+exist and a sink subject whose schema is incompatible; the records' JSON as Connect's JSON
+Schema converter writes it (TIMESTAMPs as epoch milliseconds, DATEs as days, BYTES base64)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,14 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from strom_harness import StromServer
 
 from e2e.spark.clients import Record, consume_all, create_topic, produce, unique_topic
 from e2e.spark.sql_api import eventually, ksql, sql_settings
+from strom.sql import types as ty
+from strom.sql.analyzer import Column
+from strom.sql.serde import decode, encode
 from strom.sql.server import SqlServer
 from strom.testing.registry import Registry
 
@@ -167,3 +172,29 @@ def test_json_sr_errors(
         f"Schema registry fetch for topic {topic} request failed.\nCaused by: KSQL is not "
         "configured to use a schema registry. To enable it, please set ksql.schema.registry.url"
     )
+
+
+def test_json_sr_records_as_connect_writes_them(spark: SparkSession) -> None:
+    columns = [
+        Column("S", ty.STRING),
+        Column("T", ty.TIMESTAMP),
+        Column("D", ty.DATE),
+        Column("B", ty.BYTES),
+        Column("DEC", ty.DecimalType(5, 2)),
+    ]
+    row = spark.sql(
+        "SELECT 'x' AS S, timestamp_millis(1700000000123) AS T, date_from_unix_date(19000) AS D, "
+        "CAST('hi' AS BINARY) AS B, CAST(1.25 AS DECIMAL(5, 2)) AS DEC"
+    )
+    encoded = row.select(encode(columns, "JSON_SR", 7).alias("v"))
+    value = bytes(encoded.collect()[0].v)
+    assert value[:5] == b"\x00\x00\x00\x00\x07"
+    assert json.loads(value[5:]) == {
+        "S": "x",
+        "T": 1700000000123,
+        "D": 19000,
+        "B": "aGk=",
+        "DEC": 1.25,
+    }
+    decoded = encoded.select(*decode(F.col("v"), columns, "JSON_SR")).collect()[0]
+    assert tuple(decoded) == tuple(row.collect()[0])
