@@ -158,6 +158,21 @@ def test_json_sr_errors(
     assert refused.startswith("Could not register schema for topic:"), refused
     assert f"Subject: {taken}-value" in refused
 
+    reading_id = client.register_schema("sql-reading-schema", Schema(json.dumps(READING), "JSON"))
+    ksql(
+        api,
+        f"CREATE STREAM by_id WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON_SR', "
+        f"VALUE_SCHEMA_ID={reading_id});",
+    )
+    described = ksql(api, "DESCRIBE by_id;")[0]["sourceDescription"]
+    assert [f["name"] for f in described["fields"]] == ["SENSOR", "READING", "COUNT"]
+    unknown = _error(
+        api,
+        f"CREATE STREAM no_id WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON_SR', "
+        "VALUE_SCHEMA_ID=99999);",
+    )
+    assert unknown == "Schema with id 99999 does not exist in the Schema Registry."
+
     bare = _server(spark, broker, tmp_path / "bare", {})
     try:
         with httpx.Client(base_url=bare.url, timeout=60) as plain:
