@@ -75,7 +75,10 @@ FILES = {
     "sql.md": {
         "sql.properties": "bootstrap.servers=localhost:9092\nksql.service.id=walkthrough\n"
         "ksql.streams.auto.offset.reset=earliest\nksql.streams.state.dir=state\n"
+        "ksql.schema.registry.url=http://localhost:8081\n"
         "spark.master=local[2]\nspark.sql.shuffle.partitions=1\n",
+        "registry.properties": "kafkastore.bootstrap.servers=localhost:9092\n"
+        "listeners=http://localhost:8081\n",
         "returns.sql": "-- returns, as a migration adds them\n"
         "CREATE STREAM returns (id STRING KEY, reason STRING)\n"
         "  WITH (KAFKA_TOPIC='returns', VALUE_FORMAT='JSON', PARTITIONS=1);\n"

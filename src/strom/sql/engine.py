@@ -38,6 +38,7 @@ from strom.sql.parser import parse, parse_statement
 from strom.sql.planner import Plan, plan_query, read_source, sink_frame
 from strom.sql.pull import TABLE_SCAN, PullQuery, not_queryable
 from strom.sql.push import PushQuery
+from strom.sql.registry import SchemaRegistry
 from strom.sql.retries import Retried
 from strom.sql.settings import OFFSET_RESETS, SqlSettings
 from strom.sql.stream_joins import stream_stream_plan
@@ -119,6 +120,7 @@ class Engine:
         self._spark: SparkSession | None = None
         self._lock = threading.RLock()
         self._stopping = threading.Event()
+        self.registry = SchemaRegistry(settings.schema_registry_url)
         self.commands = CommandLog(
             topic=settings.command_topic,
             client=self._client,
@@ -296,7 +298,9 @@ class Engine:
         if s.if_not_exists and s.name in self.sources:
             return entities.current_status(s.text, _command_id(s), f"{kind} already exists.", seq)
         self._check_new(s.kind, s.name, s.or_replace)
-        source = declared_source(s)
+        source = self.registry.with_schemas(
+            declared_source(s, self.registry.infer), generated=False
+        )
         partitions = self._partitions(source.topic)
         if partitions is None and source.partitions is None:
             raise SqlSemanticError(
@@ -382,7 +386,9 @@ class Engine:
                 "Invalid result type. Your SELECT query produces a STREAM. Please use CREATE "
                 "STREAM AS SELECT statement instead."
             )
-        sink = derived_source(s, plan.columns, source, plan.windowed)
+        sink = self.registry.with_schemas(
+            derived_source(s, plan.columns, source, plan.windowed), generated=True
+        )
         frame = sink_frame(plan, sink)
         if not run:
             return None

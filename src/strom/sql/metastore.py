@@ -4,7 +4,7 @@ from the query of a `CREATE ... AS SELECT`. Pure: the planner and the REST answe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from strom.sql import expressions as ex
@@ -12,11 +12,16 @@ from strom.sql import statements as st
 from strom.sql import types as ty
 from strom.sql.analyzer import Column, OutputColumn, SourceSchema
 from strom.sql.errors import SqlSemanticError
+from strom.sql.registry_schemas import REGISTRY_FORMATS
 
-__all__ = ["FORMATS", "DataSource", "declared_source", "derived_source", "properties"]
+__all__ = ["FORMATS", "DataSource", "Infer", "declared_source", "derived_source", "properties"]
 
-FORMATS = frozenset({"JSON", "DELIMITED", "KAFKA", "NONE"})
+FORMATS = frozenset({"JSON", "DELIMITED", "KAFKA", "NONE"}) | REGISTRY_FORMATS
 """The key and value formats the planner reads and writes."""
+
+Infer = Callable[[str, str, int | None], tuple[tuple[Column, ...], int]]
+"""The columns (and schema id) of a registry format's subject, or of a given schema id:
+`infer(format, subject, schema_id)`; the engine's registry look-up."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,9 @@ class DataSource:
     replicas: int | None = None
     windowed: bool = False
     statement: str = ""
+    key_schema_id: int | None = None
+    value_schema_id: int | None = None
+    """The registry's id of the schema records are written with (registry formats only)."""
 
     @property
     def schema(self) -> SourceSchema:
@@ -103,18 +111,26 @@ def _check_key_format(name: str, key_format: str, keys: tuple[Column, ...]) -> N
         )
 
 
-def declared_source(s: st.CreateSource) -> DataSource:
-    """The source a `CREATE STREAM|TABLE (columns) WITH (...)` declares."""
+def declared_source(s: st.CreateSource, infer: Infer | None = None) -> DataSource:
+    """The source a `CREATE STREAM|TABLE (columns) WITH (...)` declares; without value
+    columns, a registry format's are inferred from the registry (`infer`): the latest schema
+    of `<topic>-value`, or `VALUE_SCHEMA_ID`'s."""
     props = properties(s.properties)
     topic = props.get("KAFKA_TOPIC")
     if not isinstance(topic, str):
         raise SqlSemanticError(
             'Missing required property "KAFKA_TOPIC" which has no default value.'
         )
-    if not s.elements:
+    key_format, value_format = _formats(props)
+    schema_id = _int(props, "VALUE_SCHEMA_ID")
+    inferred: tuple[Column, ...] = ()
+    if value_format in REGISTRY_FORMATS and infer is not None:
+        if not any(e.constraint is None for e in s.elements):
+            inferred, schema_id = infer(value_format, f"{topic}-value", schema_id)
+    elif not s.elements:
         raise SqlSemanticError(
-            f"The statement does not define any columns (schema inference from a registry is "
-            f"not supported yet): {s.name}"
+            f"The statement does not define any columns. Schema inference needs a registry "
+            f"VALUE_FORMAT ({', '.join(sorted(REGISTRY_FORMATS))}): {s.name}"
         )
     key_constraint = (
         st.ColumnConstraint.KEY
@@ -136,7 +152,7 @@ def declared_source(s: st.CreateSource) -> DataSource:
         raise SqlSemanticError(
             f"Tables require a PRIMARY KEY. Please define the PRIMARY KEY. Table: {s.name}"
         )
-    key_format, value_format = _formats(props)
+    columns += inferred
     source = DataSource(
         s.name,
         s.kind,
@@ -147,6 +163,8 @@ def declared_source(s: st.CreateSource) -> DataSource:
         partitions=_int(props, "PARTITIONS"),
         replicas=_int(props, "REPLICAS"),
         statement=s.text,
+        key_schema_id=_int(props, "KEY_SCHEMA_ID"),
+        value_schema_id=schema_id,
     )
     _check_key_format(s.name, key_format, source.keys)
     return source

@@ -287,9 +287,9 @@ def sink_frame(plan: Plan, sink: DataSource) -> DataFrame:
     session-windowed keys) and `value`."""
     keys = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if c.key]
     values = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if not c.key]
-    out = [encode(values, sink.value_format).alias("value")]
+    out = [encode(values, sink.value_format, sink.value_schema_id).alias("value")]
     if keys:
-        key = encode(keys, sink.key_format).cast("binary")
+        key = encode(keys, sink.key_format, sink.key_schema_id).cast("binary")
         if plan.windowed:
             bounds = ("end", "start") if plan.session else ("start",)
             longs = [

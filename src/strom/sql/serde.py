@@ -7,6 +7,9 @@ columns as Spark expressions (no Python per record):
 - DELIMITED: the columns' values in order, separated by commas.
 - KAFKA: one column, as Kafka's own serializers write it: a STRING as UTF-8, an INTEGER as 4
   big-endian bytes, a BIGINT as 8.
+- JSON_SR: JSON in Confluent's schema-registry wire format: the magic byte 0 and the 4-byte
+  schema id, then the JSON (read as JSON after those 5 bytes; written behind the id of the
+  schema the engine registered for the sink).
 - NONE: nothing (no key).
 """
 
@@ -17,6 +20,7 @@ from collections.abc import Sequence
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from strom.registry.wire import frame
 from strom.sql import types as ty
 from strom.sql.analyzer import Column as SqlColumn
 from strom.sql.compiler import column, spark_type
@@ -25,6 +29,8 @@ from strom.sql.formatter import format_type
 
 __all__ = ["decode", "encode"]
 
+_HEADER_BYTES = 5
+"""The magic byte and the schema id before a registry format's payload."""
 _TWO_32 = 2**32
 _TWO_64 = 2**64
 _KAFKA_WIDTHS: dict[ty.SqlType, int] = {ty.INT: 8, ty.BIGINT: 16}
@@ -54,9 +60,12 @@ def _check_delimited(columns: Sequence[SqlColumn]) -> None:
 
 def _from_text(text: Column, t: ty.SqlType) -> Column:
     """A JSON field's text (a nested value as JSON text) as a value of `t`; NULL where it is
-    not one. TIMESTAMPs are milliseconds since the epoch, DATEs days (ksqlDB's JSON)."""
+    not one. TIMESTAMPs are milliseconds since the epoch, DATEs days, BYTES base64 (ksqlDB's
+    JSON)."""
     if t == ty.STRING:
         return text
+    if t == ty.BYTES:  # base64, as Spark's to_json writes binary and ksqlDB's JSON has it
+        return F.try_to_binary(text, F.lit("base64"))
     if isinstance(t, ty.ArrayType | ty.MapType | ty.StructType):
         return F.from_json(text, spark_type(t))
     if t == ty.TIMESTAMP:
@@ -66,11 +75,23 @@ def _from_text(text: Column, t: ty.SqlType) -> Column:
     return text.try_cast(spark_type(t))
 
 
+def _connect_json(value: Column, t: ty.SqlType) -> Column:
+    """A column as Connect's JSON Schema types want it: TIMESTAMPs as epoch milliseconds,
+    DATEs as days (nested ones as Spark writes them)."""
+    if t == ty.TIMESTAMP:
+        return F.unix_millis(value)
+    if t == ty.DATE:
+        return F.unix_date(value)
+    return value
+
+
 def decode(data: Column, columns: Sequence[SqlColumn], fmt: str) -> list[Column]:
     """The columns (named as declared) read from the binary `data`."""
     if not columns:
         return []
-    if fmt == "JSON":
+    if fmt == "JSON_SR":
+        data = F.substring(data, _HEADER_BYTES + 1, 2**31 - 1)
+    if fmt in ("JSON", "JSON_SR"):
         fields = F.transform_keys(
             F.from_json(data.cast("string"), "map<string,string>"), lambda k, _: F.upper(k)
         )
@@ -98,11 +119,18 @@ def decode(data: Column, columns: Sequence[SqlColumn], fmt: str) -> list[Column]
     raise SqlSemanticError(f"The {fmt} format holds no columns.")
 
 
-def encode(columns: Sequence[SqlColumn], fmt: str) -> Column:
-    """The binary (or text) the sink writes for `columns` of the current row."""
+def encode(columns: Sequence[SqlColumn], fmt: str, schema_id: int | None = None) -> Column:
+    """The binary (or text) the sink writes for `columns` of the current row; a registry
+    format's records are framed with `schema_id`."""
     if fmt == "JSON":
         fields = F.struct(*[column(c.name) for c in columns])
         return F.to_json(fields, {"ignoreNullFields": "false"})
+    if fmt == "JSON_SR":
+        fields = F.struct(*[_connect_json(column(c.name), c.type).alias(c.name) for c in columns])
+        text = F.to_json(fields, {"ignoreNullFields": "false"})
+        if schema_id is None:
+            raise SqlSemanticError("The 'JSON_SR' format needs a registered schema to write.")
+        return F.concat(F.lit(frame(schema_id, b"")), F.encode(text, "UTF-8"))
     if fmt == "DELIMITED":
         _check_delimited(columns)
         return F.concat_ws(

@@ -86,6 +86,11 @@ class SqlSettings(ServiceClients):
     def command_topic(self) -> str:
         return f"_confluent-ksql-{self.service_id}_command_topic"
 
+    @property
+    def schema_registry_url(self) -> str | None:
+        """`ksql.schema.registry.url`: the registry of the JSON_SR format."""
+        return self.values.get("ksql.schema.registry.url") or None
+
     def checkpoint(self, query_id: str) -> Path:
         return self.state_dir / self.service_id / query_id
 

@@ -10,6 +10,7 @@ import json
 import struct
 from collections.abc import Sequence
 
+from strom.registry.wire import frame, unframe
 from strom.sql import expressions as ex
 from strom.sql import statements as st
 from strom.sql import types as ty
@@ -64,11 +65,18 @@ def _coerce(column: Column, value: object) -> object:
     )
 
 
-def _encode(columns: Sequence[Column], values: dict[str, object], fmt: str) -> bytes | None:
+def _encode(
+    columns: Sequence[Column], values: dict[str, object], fmt: str, schema_id: int | None
+) -> bytes | None:
     if not columns:
         return None
-    if fmt == "JSON":
-        return json.dumps({c.name: values.get(c.name) for c in columns}).encode()
+    if fmt in ("JSON", "JSON_SR"):
+        payload = json.dumps({c.name: values.get(c.name) for c in columns}).encode()
+        if fmt == "JSON":
+            return payload
+        if schema_id is None:
+            raise SqlSemanticError(f"The '{fmt}' format needs a registered schema to write.")
+        return frame(schema_id, payload)
     if fmt == "DELIMITED":
         text = ",".join("" if values.get(c.name) is None else str(values[c.name]) for c in columns)
         return text.encode()
@@ -101,8 +109,8 @@ def encode_insert(source: DataSource, s: st.InsertValues) -> Record:
         if column is None:
             raise SqlSemanticError(f"Column name {name} does not exist.")
         given[name] = _coerce(column, value)
-    key = _encode(source.keys, given, source.key_format)
-    value_bytes = _encode(source.values, given, source.value_format)
+    key = _encode(source.keys, given, source.key_format, source.key_schema_id)
+    value_bytes = _encode(source.values, given, source.value_format, source.value_schema_id)
     return key, value_bytes, timestamp if isinstance(timestamp, int) else None
 
 
@@ -124,9 +132,9 @@ def _from_text(text: str | None, t: ty.SqlType) -> object:
 def _decode(columns: Sequence[Column], data: bytes | None, fmt: str) -> dict[str, object]:
     if not columns or data is None:
         return {}
-    if fmt == "JSON":
+    if fmt in ("JSON", "JSON_SR"):
         try:
-            fields = json.loads(data)
+            fields = json.loads(bytes(unframe(data)[1]) if fmt == "JSON_SR" else data)
         except ValueError:
             return {}
         if not isinstance(fields, dict):

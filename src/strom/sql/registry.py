@@ -1,0 +1,124 @@
+"""The SQL server's schema registry (`ksql.schema.registry.url`): the columns of a registered
+schema, for a `CREATE` without columns, and the ids that the records of a source in a
+registry format are written with (its subject's latest schema, or the one ksqlDB generates
+from the columns, registered). The I/O shell of `registry_schemas`."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from strom.sql.analyzer import Column
+from strom.sql.errors import SqlSemanticError
+from strom.sql.metastore import DataSource
+from strom.sql.registry_schemas import REGISTRY_FORMATS, json_columns, json_schema
+
+__all__ = ["SchemaRegistry"]
+
+NOT_CONFIGURED = (
+    "KSQL is not configured to use a schema registry. To enable it, please set "
+    "ksql.schema.registry.url"
+)
+_TYPES = {"JSON_SR": "JSON"}
+"""The registry's schema type of each format."""
+
+
+class SchemaRegistry:
+    """The registry at `url` (None: not configured, and every use is an error saying so)."""
+
+    def __init__(self, url: str | None) -> None:
+        self.url = url or None
+        self._codec: Any = None
+
+    def _client(self, topic: str) -> Any:
+        if self.url is None:
+            raise SqlSemanticError(
+                f"Schema registry fetch for topic {topic} request failed.\n"
+                f"Caused by: {NOT_CONFIGURED}"
+            )
+        if self._codec is None:
+            from strom.registry.codec import RegistryCodec  # noqa: PLC0415 - strom[registry]
+
+            self._codec = RegistryCodec(self.url)
+        return self._codec
+
+    def infer(
+        self, fmt: str, subject: str, schema_id: int | None
+    ) -> tuple[tuple[Column, ...], int]:
+        """The columns of `schema_id`'s schema, or of `subject`'s latest, and its id."""
+        from strom.registry.codec import RegistryClientError  # noqa: PLC0415
+
+        topic = subject.rsplit("-", 1)[0]
+        codec = self._client(topic)
+        try:
+            schema = codec.schema(schema_id) if schema_id is not None else codec.latest(subject)
+        except RegistryClientError as e:
+            if e.status != 404:
+                raise SqlSemanticError(
+                    f"Schema registry fetch for topic {topic} failed: {e}"
+                ) from None
+            if schema_id is not None:
+                raise SqlSemanticError(
+                    f"Schema with id {schema_id} does not exist in the Schema Registry."
+                ) from None
+            raise SqlSemanticError(
+                f"Schema for message values on topic '{topic}' does not exist in the Schema "
+                f"Registry.\nSubject: {subject}\n\nPossible causes include:\n- The topic itself "
+                f"does not exist\n\t-> Use SHOW TOPICS; to check\n- Messages on the topic are "
+                f"not serialized using a format Schema Registry supports\n\t-> Use PRINT "
+                f"'{topic}' FROM BEGINNING; to verify\n- Messages on the topic have not been "
+                f"serialized using a Confluent Schema Registry supported serializer\n\t-> See "
+                f"https://docs.confluent.io/current/schema-registry/docs/serdes-develop/index."
+                f"html\n- The schema is registered on a different instance of the Schema "
+                f"Registry\n\t-> Use the REST API to list available subjects\n\t-> See "
+                f"https://docs.confluent.io/current/schema-registry/docs/api.html#get--subjects"
+            ) from None
+        self._check_type(fmt, subject, schema)
+        return json_columns(schema.text), int(schema.id)
+
+    @staticmethod
+    def _check_type(fmt: str, subject: str, schema: Any) -> None:
+        kind = schema.schema_type.value
+        if kind != _TYPES[fmt]:
+            raise SqlSemanticError(
+                f"Format {fmt} expects a {_TYPES[fmt]} schema, but the schema of {subject} "
+                f"(id {schema.id}) is {kind}."
+            )
+
+    def with_schemas(self, source: DataSource, *, generated: bool) -> DataSource:
+        """`source` with the ids its records are written with: for a sink of a query
+        (`generated`), ksqlDB's schema of its columns registered under the topic's subject;
+        for a declared source, its given id, else the subject's latest, else the generated."""
+        key_id, value_id = source.key_schema_id, source.value_schema_id
+        if source.key_format in REGISTRY_FORMATS and source.keys and key_id is None:
+            key_id = self._schema_id(
+                source.key_format, f"{source.topic}-key", source.keys, generated
+            )
+        if source.value_format in REGISTRY_FORMATS and source.values and value_id is None:
+            value_id = self._schema_id(
+                source.value_format, f"{source.topic}-value", source.values, generated
+            )
+        return dataclasses.replace(source, key_schema_id=key_id, value_schema_id=value_id)
+
+    def _schema_id(self, fmt: str, subject: str, columns: Sequence[Column], generated: bool) -> int:
+        from strom.registry.codec import RegistryClientError  # noqa: PLC0415
+        from strom.registry.schema_types import SchemaType  # noqa: PLC0415
+
+        topic = subject.rsplit("-", 1)[0]
+        codec = self._client(topic)
+        try:
+            if not generated:
+                try:
+                    latest = codec.latest(subject)
+                except RegistryClientError as e:
+                    if e.status != 404:
+                        raise
+                else:
+                    self._check_type(fmt, subject, latest)
+                    return int(latest.id)
+            return int(codec.register(subject, SchemaType(_TYPES[fmt]), json_schema(columns)))
+        except RegistryClientError as e:
+            raise SqlSemanticError(
+                f"Could not register schema for topic: {e}\nSubject: {subject}"
+            ) from None

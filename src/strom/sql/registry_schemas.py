@@ -1,0 +1,153 @@
+"""SQL columns <-> the schemas of the registry formats (ksqlDB's `JSON_SR`). Pure.
+
+`json_schema` writes the JSON Schema ksqlDB registers for a sink: what Confluent's
+JsonSchemaConverter makes of the Connect schema of the columns (an object of optional fields,
+each a `oneOf` of null and the field's type, with `connect.index` and `connect.type`, and
+Connect's logical types named by `title`). `json_columns` reads a registered JSON Schema back
+as columns, as ksqlDB infers a source's columns when a `CREATE` gives none.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from strom.sql import types as ty
+from strom.sql.analyzer import Column
+from strom.sql.errors import SqlSemanticError
+
+__all__ = ["REGISTRY_FORMATS", "json_columns", "json_schema"]
+
+REGISTRY_FORMATS = frozenset({"JSON_SR"})
+"""The formats whose records are framed with a schema id of `ksql.schema.registry.url`."""
+
+_CONNECT = "org.apache.kafka.connect.data."
+_PRIMITIVES: dict[ty.SqlType, dict[str, Any]] = {
+    ty.BOOLEAN: {"type": "boolean"},
+    ty.INT: {"type": "integer", "connect.type": "int32"},
+    ty.BIGINT: {"type": "integer", "connect.type": "int64"},
+    ty.DOUBLE: {"type": "number", "connect.type": "float64"},
+    ty.STRING: {"type": "string"},
+    ty.BYTES: {"type": "string", "connect.type": "bytes"},
+    **{
+        t: {
+            "type": "integer",
+            "title": _CONNECT + name,
+            "connect.version": 1,
+            "connect.type": "int64" if t == ty.TIMESTAMP else "int32",
+        }
+        for t, name in ((ty.DATE, "Date"), (ty.TIME, "Time"), (ty.TIMESTAMP, "Timestamp"))
+    },
+}
+_LOGICAL = {
+    _CONNECT + "Date": ty.DATE,
+    _CONNECT + "Time": ty.TIME,
+    _CONNECT + "Timestamp": ty.TIMESTAMP,
+}
+
+
+def _optional(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"oneOf": [{"type": "null"}, schema]}
+
+
+def _json_type(t: ty.SqlType) -> dict[str, Any]:
+    if t in _PRIMITIVES:
+        return dict(_PRIMITIVES[t])
+    if isinstance(t, ty.DecimalType):
+        parameters = {"scale": str(t.scale), "connect.decimal.precision": str(t.precision)}
+        return {
+            "type": "number",
+            "title": _CONNECT + "Decimal",
+            "connect.version": 1,
+            "connect.parameters": parameters,
+        }
+    if isinstance(t, ty.ArrayType):
+        return {"type": "array", "items": _optional(_json_type(t.element))}
+    if isinstance(t, ty.MapType):
+        if t.key != ty.STRING:
+            raise SqlSemanticError("The 'JSON_SR' format only supports MAP types with STRING keys")
+        return {
+            "type": "object",
+            "additionalProperties": _optional(_json_type(t.value)),
+            "connect.type": "map",
+        }
+    assert isinstance(t, ty.StructType)
+    return _object([(f.name, f.type) for f in t.fields])
+
+
+def _object(fields: Sequence[tuple[str, ty.SqlType]]) -> dict[str, Any]:
+    properties = {
+        name: {"connect.index": i, **_optional(_json_type(t))} for i, (name, t) in enumerate(fields)
+    }
+    return {"type": "object", "properties": properties}
+
+
+def json_schema(columns: Sequence[Column]) -> str:
+    """The JSON Schema (text) of a record holding `columns`, as ksqlDB registers it."""
+    return json.dumps(_object([(c.name, c.type) for c in columns]), separators=(",", ":"))
+
+
+def _unsupported(schema: object) -> SqlSemanticError:
+    return SqlSemanticError(f"Unsupported JSON schema type: {json.dumps(schema)}")
+
+
+def _sql_type(schema: Any) -> ty.SqlType:
+    if not isinstance(schema, dict):
+        raise _unsupported(schema)
+    for union in ("oneOf", "anyOf"):
+        if union in schema:
+            members = [m for m in schema[union] if m != {"type": "null"}]
+            if len(members) != 1:
+                raise _unsupported(schema)
+            return _sql_type(members[0])
+    kind = schema.get("type")
+    if isinstance(kind, list):  # {"type": ["null", "string"]}
+        members = [k for k in kind if k != "null"]
+        if len(members) != 1:
+            raise _unsupported(schema)
+        return _sql_type({**schema, "type": members[0]})
+    title = schema.get("title")
+    if title in _LOGICAL:
+        return _LOGICAL[title]
+    if title == _CONNECT + "Decimal":
+        parameters = schema.get("connect.parameters", {})
+        return ty.DecimalType(
+            int(parameters.get("connect.decimal.precision", 64)), int(parameters.get("scale", 0))
+        )
+    connect = schema.get("connect.type")
+    match kind:
+        case "boolean":
+            return ty.BOOLEAN
+        case "integer":
+            return ty.INT if connect in ("int8", "int16", "int32") else ty.BIGINT
+        case "number":
+            return ty.DOUBLE
+        case "string":
+            return ty.BYTES if connect == "bytes" else ty.STRING
+        case "array":
+            return ty.ArrayType(_sql_type(schema.get("items", {"type": "string"})))
+        case "object" if "properties" in schema:
+            return ty.StructType(tuple(ty.StructField(n, t) for n, t in _fields(schema)))
+        case "object":
+            values = schema.get("additionalProperties", {"type": "string"})
+            return ty.MapType(ty.STRING, _sql_type(values))
+    raise _unsupported(schema)
+
+
+def _fields(schema: dict[str, Any]) -> list[tuple[str, ty.SqlType]]:
+    properties = schema.get("properties", {})
+    ordered = sorted(properties.items(), key=lambda p: p[1].get("connect.index", 0))
+    return [(name, _sql_type(field)) for name, field in ordered]
+
+
+def json_columns(text: str) -> tuple[Column, ...]:
+    """The value columns of a registered JSON Schema (an object's properties, in their
+    `connect.index` order, upper-cased as ksqlDB names inferred columns)."""
+    schema = json.loads(text)
+    if not isinstance(schema, dict) or "properties" not in schema:
+        raise SqlSemanticError(
+            f"The JSON schema is not an object with properties, which ksqlDB reads as the "
+            f"columns of a record: {text}"
+        )
+    return tuple(Column(name.upper(), t) for name, t in _fields(schema))

@@ -1,0 +1,215 @@
+"""The registry formats of strom's SQL on a real `strom server` and a real `strom registry`:
+JSON_SR records written by confluent-kafka's JSONSerializer read by a stream whose columns
+are inferred from the registry, a CREATE STREAM AS SELECT and an INSERT VALUES written in
+JSON_SR and read back by confluent-kafka's JSONDeserializer, the sink's schema registered as
+ksqlDB generates it; ksqlDB's errors for a server without a registry, a subject that does not
+exist and a sink subject whose schema is incompatible; the records' JSON as Connect's JSON
+Schema converter writes it (TIMESTAMPs as epoch milliseconds, DATEs as days, BYTES base64)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from strom_harness import StromServer
+
+from e2e.spark.clients import Record, consume_all, create_topic, produce, unique_topic
+from e2e.spark.sql_api import eventually, ksql, sql_settings
+from strom.sql import types as ty
+from strom.sql.analyzer import Column
+from strom.sql.serde import decode, encode
+from strom.sql.server import SqlServer
+from strom.testing.registry import Registry
+
+pytestmark = pytest.mark.timeout(300)  # a Spark query: slow when loaded
+
+READING = {
+    "type": "object",
+    "properties": {
+        "sensor": {"type": "string"},
+        "reading": {"type": "number"},
+        "count": {"type": "integer"},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def registry(broker: StromServer) -> Iterator[Registry]:
+    with Registry(broker.bootstrap) as started:
+        yield started
+
+
+def _server(
+    spark: SparkSession, broker: StromServer, state: Path, values: dict[str, str]
+) -> SqlServer:
+    settings = sql_settings(broker.bootstrap, unique_topic("sql-formats"), state, values)
+    server = SqlServer(settings, spark=lambda: spark)
+    server.start()
+    return server
+
+
+@pytest.fixture
+def api(
+    spark: SparkSession, broker: StromServer, registry: Registry, tmp_path: Path
+) -> Iterator[httpx.Client]:
+    server = _server(spark, broker, tmp_path / "state", {"ksql.schema.registry.url": registry.url})
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        yield client
+    server.stop()
+
+
+def _error(api: httpx.Client, text: str) -> str:
+    answer = api.post("/ksql", json={"ksql": text, "streamsProperties": {}})
+    assert answer.status_code == 400, answer.text
+    body: dict[str, Any] = answer.json()
+    assert body["@type"] == "statement_error"
+    return str(body["message"])
+
+
+def test_json_sr_in_and_out(api: httpx.Client, broker: StromServer, registry: Registry) -> None:
+    topic = create_topic(broker.bootstrap, "sql-readings")
+    client = SchemaRegistryClient({"url": registry.url})
+    serializer = JSONSerializer(json.dumps(READING), client)
+    context = SerializationContext(topic, MessageField.VALUE)
+    produce(
+        broker.bootstrap,
+        topic,
+        [
+            Record(serializer({"sensor": s, "reading": r, "count": n}, context))
+            for s, r, n in (("t1", 1.5, 1), ("t2", 0.5, 2), ("t3", 4.0, 3))
+        ],
+    )
+    ksql(api, f"CREATE STREAM readings WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON_SR');")
+    described = ksql(api, "DESCRIBE readings;")[0]["sourceDescription"]
+    assert [(f["name"], f["schema"]["type"]) for f in described["fields"]] == [
+        ("SENSOR", "STRING"),
+        ("READING", "DOUBLE"),
+        ("COUNT", "BIGINT"),
+    ]
+    sink = unique_topic("sql-hot")
+    ksql(
+        api,
+        f"CREATE STREAM hot WITH (KAFKA_TOPIC='{sink}') AS SELECT sensor, reading * 2 AS twice, "
+        "count FROM readings WHERE reading > 1 EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+    ksql(api, "INSERT INTO readings (sensor, reading, count) VALUES ('t9', 9.0, 9);")
+
+    registered = json.loads(client.get_latest_version(f"{sink}-value").schema.schema_str or "")
+    assert list(registered["properties"]) == ["SENSOR", "TWICE", "COUNT"]
+    assert registered["properties"]["TWICE"]["oneOf"] == [
+        {"type": "null"},
+        {"type": "number", "connect.type": "float64"},
+    ]
+    deserializer = JSONDeserializer(None, schema_registry_client=client)
+    sink_context = SerializationContext(sink, MessageField.VALUE)
+
+    def rows() -> list[Any]:
+        records = consume_all(broker.bootstrap, sink)
+        return sorted(
+            (v["SENSOR"], v["TWICE"], v["COUNT"])
+            for v in (deserializer(r.value, sink_context) for r in records)
+        )
+
+    expected = [("t1", 3.0, 1), ("t3", 8.0, 3), ("t9", 18.0, 9)]
+    assert eventually(lambda: rows() == expected and expected, "the JSON_SR sink's rows")
+
+
+def test_json_sr_errors(
+    api: httpx.Client,
+    spark: SparkSession,
+    broker: StromServer,
+    registry: Registry,
+    tmp_path: Path,
+) -> None:
+    topic = create_topic(broker.bootstrap, "sql-unregistered")
+    missing = _error(
+        api, f"CREATE STREAM nothing WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON_SR');"
+    )
+    assert missing.startswith(
+        f"Schema for message values on topic '{topic}' does not exist in the Schema Registry."
+    )
+    assert f"Subject: {topic}-value" in missing
+
+    taken = create_topic(broker.bootstrap, "sql-taken")
+    client = SchemaRegistryClient({"url": registry.url})
+    client.register_schema(f"{taken}-value", Schema('"string"', "AVRO"))
+    other_type = _error(
+        api,
+        f"CREATE STREAM taken (name STRING) WITH (KAFKA_TOPIC='{taken}', VALUE_FORMAT='JSON_SR');",
+    )
+    assert other_type.startswith("Format JSON_SR expects a JSON schema, but the schema of ")
+    ksql(
+        api,
+        f"CREATE STREAM names (name STRING) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON_SR');",
+    )
+    refused = _error(
+        api, f"CREATE STREAM copy WITH (KAFKA_TOPIC='{taken}') AS SELECT * FROM names;"
+    )
+    assert refused.startswith("Could not register schema for topic:"), refused
+    assert f"Subject: {taken}-value" in refused
+
+    reading_id = client.register_schema("sql-reading-schema", Schema(json.dumps(READING), "JSON"))
+    ksql(
+        api,
+        f"CREATE STREAM by_id WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON_SR', "
+        f"VALUE_SCHEMA_ID={reading_id});",
+    )
+    described = ksql(api, "DESCRIBE by_id;")[0]["sourceDescription"]
+    assert [f["name"] for f in described["fields"]] == ["SENSOR", "READING", "COUNT"]
+    unknown = _error(
+        api,
+        f"CREATE STREAM no_id WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='JSON_SR', "
+        "VALUE_SCHEMA_ID=99999);",
+    )
+    assert unknown == "Schema with id 99999 does not exist in the Schema Registry."
+
+    bare = _server(spark, broker, tmp_path / "bare", {})
+    try:
+        with httpx.Client(base_url=bare.url, timeout=60) as plain:
+            unset = _error(
+                plain,
+                f"CREATE STREAM s (name STRING) WITH (KAFKA_TOPIC='{topic}', "
+                "VALUE_FORMAT='JSON_SR');",
+            )
+    finally:
+        bare.stop()
+    assert unset == (
+        f"Schema registry fetch for topic {topic} request failed.\nCaused by: KSQL is not "
+        "configured to use a schema registry. To enable it, please set ksql.schema.registry.url"
+    )
+
+
+def test_json_sr_records_as_connect_writes_them(spark: SparkSession) -> None:
+    columns = [
+        Column("S", ty.STRING),
+        Column("T", ty.TIMESTAMP),
+        Column("D", ty.DATE),
+        Column("B", ty.BYTES),
+        Column("DEC", ty.DecimalType(5, 2)),
+    ]
+    row = spark.sql(
+        "SELECT 'x' AS S, timestamp_millis(1700000000123) AS T, date_from_unix_date(19000) AS D, "
+        "CAST('hi' AS BINARY) AS B, CAST(1.25 AS DECIMAL(5, 2)) AS DEC"
+    )
+    encoded = row.select(encode(columns, "JSON_SR", 7).alias("v"))
+    value = bytes(encoded.collect()[0].v)
+    assert value[:5] == b"\x00\x00\x00\x00\x07"
+    assert json.loads(value[5:]) == {
+        "S": "x",
+        "T": 1700000000123,
+        "D": 19000,
+        "B": "aGk=",
+        "DEC": 1.25,
+    }
+    decoded = encoded.select(*decode(F.col("v"), columns, "JSON_SR")).collect()[0]
+    assert tuple(decoded) == tuple(row.collect()[0])

@@ -1,0 +1,117 @@
+"""SQL columns <-> JSON Schema (the JSON_SR format): the schema ksqlDB registers for a sink,
+read back to the same columns; schemas written by other producers (confluent-kafka's
+JSONSerializer, nullable type lists) read as ksqlDB infers them; and the JSON_SR properties of
+a CREATE (inference, VALUE_SCHEMA_ID)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from strom.sql import types as ty
+from strom.sql.analyzer import Column
+from strom.sql.errors import SqlSemanticError
+from strom.sql.metastore import declared_source
+from strom.sql.parser import parse_statement
+from strom.sql.registry_schemas import json_columns, json_schema
+from strom.sql.statements import CreateSource
+
+EVERY_TYPE = (
+    Column("B", ty.BOOLEAN),
+    Column("I", ty.INT),
+    Column("L", ty.BIGINT),
+    Column("D", ty.DOUBLE),
+    Column("S", ty.STRING),
+    Column("BY", ty.BYTES),
+    Column("DT", ty.DATE),
+    Column("TM", ty.TIME),
+    Column("TS", ty.TIMESTAMP),
+    Column("DEC", ty.DecimalType(10, 2)),
+    Column("A", ty.ArrayType(ty.STRING)),
+    Column("M", ty.MapType(ty.STRING, ty.BIGINT)),
+    Column("ST", ty.StructType((ty.StructField("x", ty.INT), ty.StructField("y", ty.STRING)))),
+)
+
+
+def test_every_type_reads_back_from_the_schema_ksqldb_registers() -> None:
+    assert json_columns(json_schema(EVERY_TYPE)) == EVERY_TYPE
+
+
+def test_the_registered_schema_is_connects_optional_fields_in_order() -> None:
+    schema = json.loads(json_schema([Column("NAME", ty.STRING), Column("N", ty.INT)]))
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "NAME": {"connect.index": 0, "oneOf": [{"type": "null"}, {"type": "string"}]},
+            "N": {
+                "connect.index": 1,
+                "oneOf": [{"type": "null"}, {"type": "integer", "connect.type": "int32"}],
+            },
+        },
+    }
+
+
+def test_a_producers_schema_is_read_as_ksqldb_infers_it() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "sensor": {"type": "string"},
+            "value": {"type": ["null", "number"]},
+            "count": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "where": {"type": "object", "properties": {"lat": {"type": "number"}}},
+            "extra": {"type": "object", "additionalProperties": {"type": "boolean"}},
+        },
+    }
+    assert json_columns(json.dumps(schema)) == (
+        Column("SENSOR", ty.STRING),
+        Column("VALUE", ty.DOUBLE),
+        Column("COUNT", ty.BIGINT),
+        Column("TAGS", ty.ArrayType(ty.STRING)),
+        Column("WHERE", ty.StructType((ty.StructField("lat", ty.DOUBLE),))),
+        Column("EXTRA", ty.MapType(ty.STRING, ty.BOOLEAN)),
+    )
+
+
+def test_schemas_ksqldb_cannot_read_are_refused() -> None:
+    with pytest.raises(SqlSemanticError, match="not an object with properties"):
+        json_columns('{"type": "string"}')
+    with pytest.raises(SqlSemanticError, match="Unsupported JSON schema type"):
+        json_columns(
+            '{"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}, '
+            '{"type": "integer"}]}}}'
+        )
+    with pytest.raises(SqlSemanticError, match="STRING keys"):
+        json_schema([Column("M", ty.MapType(ty.INT, ty.INT))])
+
+
+def _create(text: str) -> CreateSource:
+    s = parse_statement(text)
+    assert isinstance(s, CreateSource)
+    return s
+
+
+def test_a_create_without_columns_takes_the_registrys() -> None:
+    asked = []
+
+    def infer(fmt: str, subject: str, schema_id: int | None) -> tuple[tuple[Column, ...], int]:
+        asked.append((fmt, subject, schema_id))
+        return (Column("X", ty.STRING),), schema_id or 7
+
+    latest = declared_source(
+        _create("CREATE STREAM s WITH (KAFKA_TOPIC='t', VALUE_FORMAT='JSON_SR');"), infer
+    )
+    assert (latest.columns, latest.value_schema_id) == ((Column("X", ty.STRING),), 7)
+    given = declared_source(
+        _create(
+            "CREATE TABLE t (k STRING PRIMARY KEY) WITH "
+            "(KAFKA_TOPIC='t', VALUE_FORMAT='JSON_SR', VALUE_SCHEMA_ID=3);"
+        ),
+        infer,
+    )
+    assert given.columns == (Column("K", ty.STRING, key=True), Column("X", ty.STRING))
+    assert given.value_schema_id == 3
+    assert asked == [("JSON_SR", "t-value", None), ("JSON_SR", "t-value", 3)]
+    with pytest.raises(SqlSemanticError, match="Schema inference needs a registry VALUE_FORMAT"):
+        declared_source(_create("CREATE STREAM s WITH (KAFKA_TOPIC='t', VALUE_FORMAT='JSON');"))
