@@ -4,7 +4,10 @@ by the replication policy, with their keys, values, headers, timestamps and part
 topics created with the source's partition count (and configs), kept in step every
 ``refresh.topics.interval.seconds``; offset syncs written after each micro-batch. One Spark
 query: the ``strom`` source reading the source cluster, a ``foreachBatch`` writing each batch to
-the target with the ``strom`` sink. At least once (a replayed micro-batch is written again)."""
+the target with the ``strom`` sink. At least once (a replayed micro-batch is written again), or
+with ``exactly.once.source.support=enabled`` exactly once (KIP-656's approach): each
+micro-batch's records go to the target in transactions that also hold its batch id, whose source
+offsets are in the query's checkpoint, so a replayed micro-batch writes nothing twice."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-from strom.connect.config_def import Definition
+from strom.connect.config_def import Definition, one_of
 from strom.connect.connectors.mirror.clients import Cluster, TopicSync, cluster_of
 from strom.connect.connectors.mirror.policy import Flow
 from strom.connect.connectors.mirror.settings import (
@@ -120,6 +123,16 @@ class MirrorSource(ConnectorPlugin):
             49,
         ),
         setting(
+            "exactly.once.source.support",
+            "STRING",
+            "disabled",
+            "Whether records are mirrored exactly once (enabled: transactional writes to the"
+            " target, committed with the micro-batch; read them with isolation.level"
+            " read_committed).",
+            50,
+            check=one_of("enabled", "preparing", "disabled"),
+        ),
+        setting(
             "emit.offset-syncs.enabled",
             "BOOLEAN",
             True,
@@ -152,7 +165,8 @@ class MirrorSource(ConnectorPlugin):
         target = cluster_of(config, "target", worker)
         topics = TopicSync(flow, source, target, config)
         topics.sync(configs=True)
-        syncs = _OffsetSyncs(flow, source, target, config)
+        exactly_once = config.get("exactly.once.source.support", "").strip() == "enabled"
+        syncs = _OffsetSyncs(flow, source, target, config, markers=exactly_once)
         records = (
             context.spark.readStream.format("strom")
             .options(**source.spark_options())
@@ -163,6 +177,8 @@ class MirrorSource(ConnectorPlugin):
             .load()
         )
         sink = target.spark_options()
+        if exactly_once:  # the prefix stays the same across restarts, and differs by flow
+            sink.update(exactlyOnce="true", transactionalIdPrefix=query_name(context))
 
         def mirror(batch: DataFrame, batch_id: int) -> None:
             batch.persist()
@@ -248,12 +264,20 @@ def _refresh(query: StreamingQuery, topics: TopicSync, interval: float) -> None:
 class _OffsetSyncs:
     """Writes offset syncs to ``mm2-offset-syncs.<target>.internal`` (on the source cluster,
     or the target with ``offset-syncs.topic.location=target``): after a batch, where the
-    records it copied of each partition are on the target (``translate.batch_syncs``)."""
+    records it copied of each partition are on the target (``translate.batch_syncs``). With
+    ``markers`` (exactly once) each remote partition a batch wrote ends in its transaction's
+    commit marker, one offset past the batch's last record."""
 
     def __init__(
-        self, flow: Flow, source: Cluster, target: Cluster, config: Mapping[str, str]
+        self,
+        flow: Flow,
+        source: Cluster,
+        target: Cluster,
+        config: Mapping[str, str],
+        *,
+        markers: bool = False,
     ) -> None:
-        self.flow, self.target = flow, target
+        self.flow, self.target, self.markers = flow, target, markers
         self.enabled = config.get("emit.offset-syncs.enabled", "true").strip().lower() == "true"
         location = config.get("offset-syncs.topic.location", "source").strip()
         self.cluster = target if location == "target" else source
@@ -282,7 +306,7 @@ class _OffsetSyncs:
                 first=row.first,
                 last=row.last,
                 count=row["count"],
-                end=ends[remote[row.topic, row.partition]],
+                end=ends[remote[row.topic, row.partition]] - self.markers,
                 lag_max=self.lag_max,
             ):
                 self._producer.produce(self.topic, sync.value(), sync.key(), partition=0)
