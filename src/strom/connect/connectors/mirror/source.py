@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from strom.connect.config_def import Definition, one_of
-from strom.connect.connectors.mirror.clients import Cluster, TopicSync, cluster_of
+from strom.connect.connectors.mirror.clients import Cluster, TopicSync, cluster_of, unreachable_in
 from strom.connect.connectors.mirror.policy import Flow
 from strom.connect.connectors.mirror.settings import (
     COMMON,
@@ -156,6 +156,9 @@ class MirrorSource(ConnectorPlugin):
 
     def topics(self, config: Mapping[str, str]) -> list[str]:
         return []
+
+    def retriable(self, config: Mapping[str, str], error: BaseException) -> str | None:
+        return unreachable_in(config, error)  # MM2's clients wait for a cluster that is down
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config
@@ -311,4 +314,4 @@ class _OffsetSyncs:
             ):
                 self._producer.produce(self.topic, sync.value(), sync.key(), partition=0)
         if self._producer.flush(30):
-            raise RuntimeError(f"offset syncs not written to {self.topic} within 30 s")
+            raise self.cluster.unreachable(f"offset syncs not written to {self.topic} in 30 s")
