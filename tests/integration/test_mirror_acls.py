@@ -1,6 +1,7 @@
-"""``strom mirror`` refuses, in one line before anything starts, a flow naming a topic its
-source cluster's user may not read: a real SASL_PLAINTEXT ``strom server`` with ACLs
-(``StandardAuthorizer``), where alice may describe ``orders`` but not read it."""
+"""The mirror and ACLs, on a real SASL_PLAINTEXT ``strom server`` with ``StandardAuthorizer``
+where alice may describe ``orders`` but not read it: ``strom mirror`` refuses, in one line before
+anything starts, a flow naming a topic its source cluster's user may not read; and
+``sync.topic.acls.enabled`` gives remote topics their source topics' ACLs as MM2 does."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -21,8 +23,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from secured_clients import client_config
 from strom_harness import strom_command
 
+from strom.connect.connectors.mirror.clients import Cluster, TopicSync
 from strom.connect.connectors.mirror.maker import MirrorMaker
 from strom.connect.connectors.mirror.mm2config import MirrorMakerConfig
+from strom.connect.connectors.mirror.policy import Flow
 from strom.testing import Broker
 from strom.testing.security import Security
 
@@ -97,3 +101,41 @@ def test_topics_the_source_user_may_read_pass(broker: Broker) -> None:
     for alias, user in (("A", "alice"), ("B", "admin")):
         values |= {f"{alias}.{k}": str(v) for k, v in client_config(broker, user).items()}
     MirrorMaker(MirrorMakerConfig.of(values)).check_clusters()  # regexes are not checked
+
+
+def test_topic_acls_are_synced_as_mm2_does(broker: Broker) -> None:
+    extra = [("open", "User:bob", AclOperation.ALL), ("open", "User:carol", AclOperation.WRITE)]
+    admin = AdminClient(client_config(broker, "admin"))
+    bindings = [
+        AclBinding(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            principal,
+            "*",
+            operation,
+            AclPermissionType.ALLOW,
+        )
+        for topic, principal, operation in extra
+    ]
+    for future in admin.create_acls(bindings).values():
+        future.result(10)
+    config = {"source.cluster.alias": "A", "target.cluster.alias": "B", "topics": "open"}
+    java = {k: str(v) for k, v in client_config(broker, "admin").items()}
+    sync = TopicSync(Flow.of(config), Cluster("A", java), Cluster("B", java), config)
+    assert sync.sync_acls() == 3  # alice's Describe and Read, bob's All as Read; not Write
+    remote = AclBindingFilter(
+        ResourceType.TOPIC,
+        "A.open",
+        ResourcePatternType.LITERAL,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    found = admin.describe_acls(remote).result(10)
+    assert {(acl.principal, acl.operation) for acl in found} == {
+        ("User:alice", AclOperation.DESCRIBE),
+        ("User:alice", AclOperation.READ),
+        ("User:bob", AclOperation.READ),
+    }

@@ -15,6 +15,10 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
@@ -22,6 +26,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    ResourcePatternType,
+    ResourceType,
 )
 
 from strom.client.java_tls import tls_settings
@@ -35,6 +41,15 @@ log = logging.getLogger(__name__)
 TIMEOUT_S = 30.0
 RETRY_S = 0.2
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+_TOPIC_ACLS = AclBindingFilter(  # every literal topic ACL (None: any name, principal, host)
+    ResourceType.TOPIC,
+    None,  # type: ignore[arg-type]
+    ResourcePatternType.LITERAL,
+    None,  # type: ignore[arg-type]
+    None,  # type: ignore[arg-type]
+    AclOperation.ANY,
+    AclPermissionType.ANY,
+)
 CONFIGS_EXCLUDE_DEFAULT = (
     r"follower\.replication\.throttled\.replicas, leader\.replication\.throttled\.replicas,"
     r" message\.timestamp\.difference\.max\.ms, message\.timestamp\.type,"
@@ -226,6 +241,37 @@ class TopicSync:
             for topic, count in mirrored.items():
                 self._known[topic] = count
             return created
+
+    def sync_acls(self) -> int:
+        """Give the remote topics their source topics' ACLs as MM2 does (``sync.topic.acls
+        .enabled``): literal topic ACLs of mirrored topics, but ALLOW WRITE (only the mirror
+        writes a remote topic), with ALLOW ALL downgraded to READ. The ACLs created (existing
+        ones are created again: a no-op); -1 when the source has no authorizer."""
+        future = self.source.admin.describe_acls(_TOPIC_ACLS, request_timeout=self.source.timeout)
+        try:
+            found: list[AclBinding] = future.result()
+        except KafkaException as error:
+            if error.args[0].name() == "SECURITY_DISABLED":
+                return -1
+            raise
+        wanted = [
+            AclBinding(
+                ResourceType.TOPIC,
+                self.flow.remote_topic(acl.name),
+                ResourcePatternType.LITERAL,
+                acl.principal,
+                acl.host,
+                AclOperation.READ if allow and acl.operation == AclOperation.ALL else acl.operation,
+                acl.permission_type,
+            )
+            for acl in found
+            if self.flow.should_replicate(acl.name)
+            for allow in [acl.permission_type == AclPermissionType.ALLOW]
+            if not (allow and acl.operation == AclOperation.WRITE)
+        ]
+        if wanted:
+            _wait(self.target.admin.create_acls(wanted), exists_ok=False, what="create ACLs")
+        return len(wanted)
 
     def _configs(self, topics: Mapping[str, int]) -> dict[str, dict[str, str]]:
         return {

@@ -96,9 +96,16 @@ class MirrorSource(ConnectorPlugin):
         setting(
             "sync.topic.acls.enabled",
             "BOOLEAN",
-            False,
+            True,
             "Whether to periodically configure remote topic ACLs to match their corresponding"
-            " upstream topics (not in strom yet: true is refused).",
+            " upstream topics.",
+            45,
+        ),
+        setting(
+            "sync.topic.acls.interval.seconds",
+            "LONG",
+            600,
+            "Frequency of topic ACL sync.",
             45,
         ),
         setting(
@@ -145,10 +152,6 @@ class MirrorSource(ConnectorPlugin):
     def problems(cls, config: Mapping[str, str]) -> dict[str, list[str]]:
         found = super().problems(config)
         found.update(mirror_problems(config))
-        if config.get("sync.topic.acls.enabled", "false").strip().lower() == "true":
-            found["sync.topic.acls.enabled"] = [
-                "syncing topic ACLs is not supported by strom's mirror yet: set it to false"
-            ]
         return found
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
@@ -197,14 +200,17 @@ class MirrorSource(ConnectorPlugin):
             .trigger(processingTime=TRIGGER)
             .start()
         )
-        if config.get("refresh.topics.enabled", "true").strip().lower() == "true":
-            interval = interval_s(config, "refresh.topics.interval.seconds", 600)
-            threading.Thread(
-                target=_refresh,
-                args=(query, topics, interval),
-                name=f"mirror-refresh-{context.name}",
-                daemon=True,
-            ).start()
+        for job, switch, every, first in (
+            ("refresh", "refresh.topics.enabled", "refresh.topics.interval.seconds", False),
+            ("acls", "sync.topic.acls.enabled", "sync.topic.acls.interval.seconds", True),
+        ):
+            if config.get(switch, "true").strip().lower() == "true":
+                threading.Thread(
+                    target=_every,
+                    args=(query, interval_s(config, every, 600), job, topics, first),
+                    name=f"mirror-{job}-{context.name}",
+                    daemon=True,
+                ).start()
         return query
 
 
@@ -252,16 +258,36 @@ def _mirror(
     syncs.emit([row for row in ends if row.topic in allowed])
 
 
-def _refresh(query: StreamingQuery, topics: TopicSync, interval: float) -> None:
-    """Every ``interval`` seconds while the query runs: new topics, partitions and configs."""
-    while True:
+def _refresh(topics: TopicSync) -> bool:
+    """syncing new topics, partitions and configs"""
+    topics.sync(configs=True)
+    return True
+
+
+def _sync_acls(topics: TopicSync) -> bool:
+    """syncing the remote topics' ACLs (False: no more rounds, the source has no authorizer)"""
+    if topics.sync_acls() >= 0:
+        return True
+    log.info("not syncing topic ACLs: cluster %s has no authorizer", topics.source.alias)
+    return False
+
+
+_JOBS = {"refresh": _refresh, "acls": _sync_acls}
+
+
+def _every(
+    query: StreamingQuery, interval: float, job: str, topics: TopicSync, first: bool
+) -> None:
+    """``job`` every ``interval`` seconds while the query runs (``first``: from the start)."""
+    if not first:
         time.sleep(interval)
+    while query.isActive:
         try:
-            if not query.isActive:
+            if not _JOBS[job](topics):
                 return
-            topics.sync(configs=True)
         except Exception:  # the next round tries again; the query itself carries on
-            log.warning("refreshing the remote topics failed", exc_info=True)
+            log.warning("mirror %s: %s failed", job, _JOBS[job].__doc__, exc_info=True)
+        time.sleep(interval)
 
 
 class _OffsetSyncs:
