@@ -457,7 +457,11 @@ class Herder:
                 now = time.monotonic()
                 for name, (when, _) in list(self._retries.items()):
                     if when <= now and name not in self._queries:
-                        self._reconcile(name)
+                        try:
+                            self._reconcile(name)
+                        except ConnectError as error:  # a refusal, not worth retrying
+                            self._retries.pop(name, None)
+                            self._set_status(name, "FAILED", trace=_trace(error))
 
     def _retry_failed(self, name: str, error: BaseException) -> bool:
         """``_retry`` for the query of ``name`` that stopped with ``error``."""
