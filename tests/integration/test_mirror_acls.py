@@ -128,8 +128,8 @@ def test_topic_acls_are_synced_as_mm2_does(broker: Broker) -> None:
         ResourceType.TOPIC,
         "A.open",
         ResourcePatternType.LITERAL,
-        None,
-        None,
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
         AclOperation.ANY,
         AclPermissionType.ANY,
     )
