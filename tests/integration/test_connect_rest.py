@@ -101,7 +101,7 @@ def test_validate_names_every_problem(api: httpx.Client) -> None:
 def test_mirror_validate_names_every_problem(api: httpx.Client) -> None:
     infos = api.put(
         "/connector-plugins/MirrorSourceConnector/config/validate",
-        json={"name": "m", "topics": "orders, (", "sync.topic.acls.enabled": "true"},
+        json={"name": "m", "topics": "orders, (", "exactly.once.source.support": "maybe"},
     ).json()
     assert infos["name"] == MIRROR.format("Source")
     errors = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"]}
@@ -111,7 +111,10 @@ def test_mirror_validate_names_every_problem(api: httpx.Client) -> None:
         missing.format("source.cluster.bootstrap.servers")
     ]
     assert errors["topics"][0].startswith("topics: '(' is not a regular expression")
-    assert "not supported" in errors["sync.topic.acls.enabled"][0]
+    assert errors["exactly.once.source.support"] == [
+        "Invalid value maybe for configuration exactly.once.source.support:"
+        " String must be one of: enabled, preparing, disabled"
+    ]
     assert infos["error_count"] == 4
 
 

@@ -36,6 +36,9 @@ __all__ = ["Herder"]
 log = logging.getLogger(__name__)
 
 MONITOR_INTERVAL_S = 0.5
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 30.0
+"""Backoff of a connector whose query failed for a reason its plugin calls retriable."""
 T = TypeVar("T")
 Config = dict[str, str]
 
@@ -93,6 +96,8 @@ class Herder:
         self.generation = 0
         self.cluster_id: str | None = None
         self._queries: dict[str, StreamingQuery] = {}
+        self._retries: dict[str, tuple[float, int]] = {}
+        """Connectors to start again: when (monotonic) and how many attempts so far."""
         self._stopping = threading.Event()
         self._monitor: threading.Thread | None = None
 
@@ -367,6 +372,8 @@ class Herder:
             self._write_configs(self.read(lambda: self.configs.plan_tasks(name, task_configs)))
             if name not in self._queries:
                 self._queries[name] = plugin.start(self._context(name, plugin, config))
+                if self._retries.pop(name, None) is not None:
+                    log.info("connector %s: started again", name)
                 self._write_status(
                     _topic_records(
                         name,
@@ -377,6 +384,8 @@ class Herder:
         except ConnectError:
             raise
         except Exception as error:
+            if self._retry(name, plugin, config, error):
+                return
             log.exception("connector %s failed to start", name)
             self._set_status(name, "FAILED", trace=_trace(error), tasks_state="UNASSIGNED")
             return
@@ -419,6 +428,7 @@ class Herder:
         return self.settings.checkpoint(self.cluster_id or "unknown-cluster", name)
 
     def _stop_query(self, name: str) -> None:
+        self._retries.pop(name, None)
         query = self._queries.pop(name, None)
         if query is not None:
             try:
@@ -439,9 +449,46 @@ class Herder:
                         continue
                     error = query.exception()
                     del self._queries[name]
+                    if error is not None and self._retry_failed(name, error):
+                        continue
                     trace = _trace(error) if error is not None else "the query stopped"
                     log.warning("connector %s: its query stopped: %s", name, trace.splitlines()[0])
                     self._set_status(name, "RUNNING", tasks_state="FAILED", trace=trace)
+                now = time.monotonic()
+                for name, (when, _) in list(self._retries.items()):
+                    if when <= now and name not in self._queries:
+                        try:
+                            self._reconcile(name)
+                        except ConnectError as error:  # a refusal, not worth retrying
+                            self._retries.pop(name, None)
+                            self._set_status(name, "FAILED", trace=_trace(error))
+
+    def _retry_failed(self, name: str, error: BaseException) -> bool:
+        """``_retry`` for the query of ``name`` that stopped with ``error``."""
+        config = self.read(lambda: dict(self.configs.configs.get(name, {})))
+        return bool(config) and self._retry(
+            name, find_plugin(config["connector.class"])(), config, error
+        )
+
+    def _retry(
+        self, name: str, plugin: ConnectorPlugin, config: Config, error: BaseException
+    ) -> bool:
+        """Start ``name`` again later, with backoff, when its plugin calls ``error``
+        retriable; one warning line when the trouble starts, debug lines after."""
+        reason = plugin.retriable(config, error)
+        if reason is None:
+            self._retries.pop(name, None)
+            return False
+        _, attempts = self._retries.get(name, (0.0, 0))
+        delay = min(RETRY_FIRST_S * 2**attempts, RETRY_MAX_S)
+        self._retries[name] = (time.monotonic() + delay, attempts + 1)
+        (log.debug if attempts else log.warning)(
+            "connector %s: %s; retrying every %g s at most, still RUNNING",
+            name,
+            reason,
+            RETRY_MAX_S,
+        )
+        return True
 
     # -- records ---------------------------------------------------------------------------
     def _write_configs(self, records: list[Record]) -> None:

@@ -310,6 +310,12 @@ class ConnectorPlugin(ABC):
     def start(self, context: RunContext) -> StreamingQuery:
         """Start the connector's query."""
 
+    def retriable(self, config: Config, error: BaseException) -> str | None:
+        """Why a start or a query that failed with ``error`` is tried again (a cluster the
+        connector reads is down for a while: it stays RUNNING, as a Kafka client keeps
+        retrying), one line; None when its tasks fail."""
+        return None
+
 
 def plugins() -> list[type[ConnectorPlugin]]:
     """Every connector plugin, by class name."""

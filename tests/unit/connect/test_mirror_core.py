@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from strom.connect.connectors.mirror.clients import unreachable_in
 from strom.connect.connectors.mirror.formats import Checkpoint, FormatError, Heartbeat, OffsetSync
 from strom.connect.connectors.mirror.mm2config import (
     CHECKPOINT,
@@ -276,3 +277,17 @@ def test_mm2_properties_flows_and_connector_configs() -> None:
 def test_mm2_properties_problems_are_named(change: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         MirrorMakerConfig.of({**MM2, **change})
+
+
+def test_an_unreachable_cluster_is_named_and_other_failures_are_not_retried() -> None:
+    config = {
+        "source.cluster.alias": "A",
+        "source.cluster.bootstrap.servers": "a:9092",
+        "target.cluster.alias": "B",
+        "target.cluster.bootstrap.servers": "b:9092",
+    }
+    down = RuntimeError("ClusterError: cannot reach the cluster at 'a:9092' within 2s: ...")
+    assert unreachable_in(config, down) == "cluster A (a:9092) is unreachable"
+    vague = RuntimeError("Traceback\nKafkaError{str='Local: Broker transport failure'}")
+    assert unreachable_in(config, vague) == "a cluster is unreachable (Traceback)"
+    assert unreachable_in(config, RuntimeError("TOPIC_AUTHORIZATION_FAILED")) is None

@@ -15,6 +15,10 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
@@ -22,19 +26,30 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    ResourcePatternType,
+    ResourceType,
 )
 
 from strom.client.java_tls import tls_settings
 from strom.connect.connectors.mirror.policy import Flow
 from strom.connect.errors import ConnectError
 
-__all__ = ["Cluster", "TopicSync", "cluster_of"]
+__all__ = ["Cluster", "TopicSync", "cluster_of", "unreachable", "unreachable_in"]
 
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
 RETRY_S = 0.2
 _LATEST = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+_TOPIC_ACLS = AclBindingFilter(  # every literal topic ACL (None: any name, principal, host)
+    ResourceType.TOPIC,
+    None,  # type: ignore[arg-type]
+    ResourcePatternType.LITERAL,
+    None,  # type: ignore[arg-type]
+    None,  # type: ignore[arg-type]
+    AclOperation.ANY,
+    AclPermissionType.ANY,
+)
 CONFIGS_EXCLUDE_DEFAULT = (
     r"follower\.replication\.throttled\.replicas, leader\.replication\.throttled\.replicas,"
     r" message\.timestamp\.difference\.max\.ms, message\.timestamp\.type,"
@@ -42,6 +57,13 @@ CONFIGS_EXCLUDE_DEFAULT = (
     r" message\.timestamp\.after\.max\.ms, message\.timestamp\.before\.max\.ms"
 )
 _CLIENT_PREFIXES = ("security.", "sasl.", "ssl.")
+_UNREACHABLE = (
+    "cannot reach the cluster",  # the strom Spark source's driver
+    "listing offsets took more than",
+    "Local: Broker transport failure",
+    "Local: All broker connections are down",
+    "Local: Timed out",
+)
 
 
 class Cluster:
@@ -64,6 +86,8 @@ class Cluster:
             **plain,
             **tls,
         }
+        self.timeout = float(self.java.get("default.api.timeout.ms", TIMEOUT_S * 1000)) / 1000
+        """How long one request may take (``default.api.timeout.ms``)."""
         self._admin: AdminClient | None = None
 
     @property
@@ -72,13 +96,24 @@ class Cluster:
             self._admin = AdminClient(self.client)
         return self._admin
 
+    def unreachable(self, error: KafkaException | str) -> ConnectionError:
+        """``error`` of a request to this cluster, naming it (``unreachable`` finds it)."""
+        detail = error if isinstance(error, str) else error.args[0].str()
+        return ConnectionError(
+            f"cannot reach the cluster at {self.java['bootstrap.servers']!r} ({self.alias}):"
+            f" {detail}"
+        )
+
     def spark_options(self) -> dict[str, str]:
         """The ``strom`` source's and sink's options that reach this cluster."""
         return {f"kafka.{k}": v for k, v in self.java.items()}
 
     def partition_counts(self) -> dict[str, int]:
         """Every topic's partition count."""
-        metadata = self.admin.list_topics(timeout=TIMEOUT_S)
+        try:
+            metadata = self.admin.list_topics(timeout=self.timeout)
+        except KafkaException as error:
+            raise self.unreachable(error) from None
         return {name: len(t.partitions) for name, t in metadata.topics.items() if not t.error}
 
     def ensure_topic(self, name: str, *, partitions: int, replication: int, compact: bool) -> None:
@@ -94,15 +129,15 @@ class Cluster:
         wanted = {KafkaTopicPartition(t, p): _LATEST for t, p in partitions}
         if not wanted:
             return {}
-        deadline = time.monotonic() + TIMEOUT_S
+        deadline = time.monotonic() + self.timeout
         while True:
-            futures = self.admin.list_offsets(wanted, request_timeout=TIMEOUT_S)
+            futures = self.admin.list_offsets(wanted, request_timeout=self.timeout)
             try:
                 return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
-            except KafkaException:
+            except KafkaException as error:
                 # a partition just added has no leader in the client's metadata yet
                 if time.monotonic() > deadline:
-                    raise
+                    raise self.unreachable(error) from None
                 time.sleep(RETRY_S)
 
     def topic_configs(self, topics: Iterable[str]) -> dict[str, dict[str, str]]:
@@ -112,7 +147,7 @@ class Cluster:
             return {}
         found: dict[str, dict[str, str]] = {}
         for resource, future in self.admin.describe_configs(
-            resources, request_timeout=TIMEOUT_S
+            resources, request_timeout=self.timeout
         ).items():
             entries: dict[str, ConfigEntry] = future.result()
             found[resource.name] = {
@@ -132,6 +167,27 @@ def cluster_of(config: Mapping[str, str], side: str, default: Mapping[str, str])
     if not java.get("bootstrap.servers", "").strip():
         java = {**default, **java, "bootstrap.servers": default["bootstrap.servers"]}
     return Cluster(config.get(f"{side}.cluster.alias", side), java)
+
+
+def unreachable(error: BaseException, *clusters: Cluster) -> str | None:
+    """Which of ``clusters`` ``error`` (a client's, or a Spark query's naming one) says is
+    unreachable, one line; None when it is another failure."""
+    text = str(error)
+    if not any(sign in text for sign in _UNREACHABLE):
+        return None
+    named = [c for c in clusters if c.java["bootstrap.servers"] in text]
+    if not named:
+        line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+        return f"a cluster is unreachable ({line[:200]})"
+    return " and ".join(
+        f"cluster {c.alias} ({c.java['bootstrap.servers']}) is unreachable" for c in named
+    )
+
+
+def unreachable_in(config: Mapping[str, str], error: BaseException) -> str | None:
+    """``unreachable`` for a mirror connector's clusters (those its config names)."""
+    sides = (cluster_of(config, side, {"bootstrap.servers": ""}) for side in ("source", "target"))
+    return unreachable(error, *(c for c in sides if c.java["bootstrap.servers"]))
 
 
 def _wait(futures: Mapping[Any, Any], *, exists_ok: bool, what: str) -> None:
@@ -185,6 +241,37 @@ class TopicSync:
             for topic, count in mirrored.items():
                 self._known[topic] = count
             return created
+
+    def sync_acls(self) -> int:
+        """Give the remote topics their source topics' ACLs as MM2 does (``sync.topic.acls
+        .enabled``): literal topic ACLs of mirrored topics, but ALLOW WRITE (only the mirror
+        writes a remote topic), with ALLOW ALL downgraded to READ. The ACLs created (existing
+        ones are created again: a no-op); -1 when the source has no authorizer."""
+        future = self.source.admin.describe_acls(_TOPIC_ACLS, request_timeout=self.source.timeout)
+        try:
+            found: list[AclBinding] = future.result()
+        except KafkaException as error:
+            if error.args[0].name() == "SECURITY_DISABLED":
+                return -1
+            raise
+        wanted = [
+            AclBinding(
+                ResourceType.TOPIC,
+                self.flow.remote_topic(acl.name),
+                ResourcePatternType.LITERAL,
+                acl.principal,
+                acl.host,
+                AclOperation.READ if allow and acl.operation == AclOperation.ALL else acl.operation,
+                acl.permission_type,
+            )
+            for acl in found
+            if self.flow.should_replicate(acl.name)
+            for allow in [acl.permission_type == AclPermissionType.ALLOW]
+            if not (allow and acl.operation == AclOperation.WRITE)
+        ]
+        if wanted:
+            _wait(self.target.admin.create_acls(wanted), exists_ok=False, what="create ACLs")
+        return len(wanted)
 
     def _configs(self, topics: Mapping[str, int]) -> dict[str, dict[str, str]]:
         return {

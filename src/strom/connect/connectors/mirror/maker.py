@@ -7,12 +7,14 @@ and queries' checkpoints are the herders')."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka.admin import AclOperation  # type: ignore[attr-defined]
 
 from strom.connect.connectors.mirror.clients import Cluster
 from strom.connect.connectors.mirror.mm2config import ConfigError, FlowPlan, MirrorMakerConfig
@@ -27,6 +29,8 @@ __all__ = ["MirrorMaker"]
 log = logging.getLogger(__name__)
 
 REACH_TIMEOUT_S = 10.0
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
+"""A ``topics`` entry that names one topic (MM2 reads it as a regex matching itself)."""
 
 
 class MirrorMaker:
@@ -64,6 +68,38 @@ class MirrorMaker:
                     f"cluster {alias} ({cluster.client['bootstrap.servers']}) is unreachable:"
                     f" {error.args[0].str()}; check {alias}.bootstrap.servers"
                 ) from None
+        for flow in self.flows:
+            if flow.replicate:
+                self._check_readable(flow)
+
+    def _check_readable(self, flow: FlowPlan) -> None:
+        """Fail with one line naming a topic the flow names that its source's user may not
+        read (its ACLs deny Read or Describe); topics that do not exist yet pass."""
+        topics = self.config.flow_settings(flow.source, flow.target).get("topics", "")
+        names = [t.strip() for t in topics.split(",") if _TOPIC_NAME.fullmatch(t.strip())]
+        if not names:
+            return
+        cluster = Cluster(flow.source, self.config.cluster(flow.source))
+        futures = cluster.admin.describe_topics(
+            TopicCollection(names),
+            include_authorized_operations=True,
+            request_timeout=REACH_TIMEOUT_S,
+        )
+        for name, future in futures.items():
+            try:
+                operations = future.result().authorized_operations
+            except KafkaException as error:
+                if error.args[0].name() != "TOPIC_AUTHORIZATION_FAILED":
+                    continue  # not there yet: the mirror picks it up once it is
+                operations = []
+            if operations is not None and AclOperation.READ not in operations:
+                user = cluster.java.get("sasl.username") or _jaas_user(cluster.java)
+                raise ConfigError(
+                    f"{flow.name}.topics: cluster {flow.source} does not let {user} read topic"
+                    f" {name!r}; grant it Read and Describe on the topic (strom acls add"
+                    f" --allow-principal User:{user} --operation Read --operation Describe"
+                    f" --topic {name}) or leave the topic out"
+                )
 
     def _session(self) -> SparkSession:
         with self._lock:
@@ -103,6 +139,12 @@ class MirrorMaker:
         for herder in self.herders.values():
             herder.stop()
         self.herders.clear()
+
+
+def _jaas_user(java: dict[str, str]) -> str:
+    """The user of a ``sasl.jaas.config`` (``username="alice"``), or "the mirror's user"."""
+    found = re.search(r'username\s*=\s*"([^"]*)"', java.get("sasl.jaas.config", ""))
+    return found.group(1) if found else "the mirror's user"
 
 
 def _configs(herder: Herder) -> dict[str, dict[str, str]]:

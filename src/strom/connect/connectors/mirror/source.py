@@ -4,7 +4,10 @@ by the replication policy, with their keys, values, headers, timestamps and part
 topics created with the source's partition count (and configs), kept in step every
 ``refresh.topics.interval.seconds``; offset syncs written after each micro-batch. One Spark
 query: the ``strom`` source reading the source cluster, a ``foreachBatch`` writing each batch to
-the target with the ``strom`` sink. At least once (a replayed micro-batch is written again)."""
+the target with the ``strom`` sink. At least once (a replayed micro-batch is written again), or
+with ``exactly.once.source.support=enabled`` exactly once (KIP-656's approach): each
+micro-batch's records go to the target in transactions that also hold its batch id, whose source
+offsets are in the query's checkpoint, so a replayed micro-batch writes nothing twice."""
 
 from __future__ import annotations
 
@@ -19,8 +22,8 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-from strom.connect.config_def import Definition
-from strom.connect.connectors.mirror.clients import Cluster, TopicSync, cluster_of
+from strom.connect.config_def import Definition, one_of
+from strom.connect.connectors.mirror.clients import Cluster, TopicSync, cluster_of, unreachable_in
 from strom.connect.connectors.mirror.policy import Flow
 from strom.connect.connectors.mirror.settings import (
     COMMON,
@@ -93,9 +96,16 @@ class MirrorSource(ConnectorPlugin):
         setting(
             "sync.topic.acls.enabled",
             "BOOLEAN",
-            False,
+            True,
             "Whether to periodically configure remote topic ACLs to match their corresponding"
-            " upstream topics (not in strom yet: true is refused).",
+            " upstream topics.",
+            45,
+        ),
+        setting(
+            "sync.topic.acls.interval.seconds",
+            "LONG",
+            600,
+            "Frequency of topic ACL sync.",
             45,
         ),
         setting(
@@ -120,6 +130,16 @@ class MirrorSource(ConnectorPlugin):
             49,
         ),
         setting(
+            "exactly.once.source.support",
+            "STRING",
+            "disabled",
+            "Whether records are mirrored exactly once (enabled: transactional writes to the"
+            " target, committed with the micro-batch; read them with isolation.level"
+            " read_committed).",
+            50,
+            check=one_of("enabled", "preparing", "disabled"),
+        ),
+        setting(
             "emit.offset-syncs.enabled",
             "BOOLEAN",
             True,
@@ -132,10 +152,6 @@ class MirrorSource(ConnectorPlugin):
     def problems(cls, config: Mapping[str, str]) -> dict[str, list[str]]:
         found = super().problems(config)
         found.update(mirror_problems(config))
-        if config.get("sync.topic.acls.enabled", "false").strip().lower() == "true":
-            found["sync.topic.acls.enabled"] = [
-                "syncing topic ACLs is not supported by strom's mirror yet: set it to false"
-            ]
         return found
 
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
@@ -143,6 +159,9 @@ class MirrorSource(ConnectorPlugin):
 
     def topics(self, config: Mapping[str, str]) -> list[str]:
         return []
+
+    def retriable(self, config: Mapping[str, str], error: BaseException) -> str | None:
+        return unreachable_in(config, error)  # MM2's clients wait for a cluster that is down
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config
@@ -152,7 +171,8 @@ class MirrorSource(ConnectorPlugin):
         target = cluster_of(config, "target", worker)
         topics = TopicSync(flow, source, target, config)
         topics.sync(configs=True)
-        syncs = _OffsetSyncs(flow, source, target, config)
+        exactly_once = config.get("exactly.once.source.support", "").strip() == "enabled"
+        syncs = _OffsetSyncs(flow, source, target, config, markers=exactly_once)
         records = (
             context.spark.readStream.format("strom")
             .options(**source.spark_options())
@@ -163,6 +183,8 @@ class MirrorSource(ConnectorPlugin):
             .load()
         )
         sink = target.spark_options()
+        if exactly_once:  # the prefix stays the same across restarts, and differs by flow
+            sink.update(exactlyOnce="true", transactionalIdPrefix=query_name(context))
 
         def mirror(batch: DataFrame, batch_id: int) -> None:
             batch.persist()
@@ -178,14 +200,17 @@ class MirrorSource(ConnectorPlugin):
             .trigger(processingTime=TRIGGER)
             .start()
         )
-        if config.get("refresh.topics.enabled", "true").strip().lower() == "true":
-            interval = interval_s(config, "refresh.topics.interval.seconds", 600)
-            threading.Thread(
-                target=_refresh,
-                args=(query, topics, interval),
-                name=f"mirror-refresh-{context.name}",
-                daemon=True,
-            ).start()
+        for job, switch, every, first in (
+            ("refresh", "refresh.topics.enabled", "refresh.topics.interval.seconds", False),
+            ("acls", "sync.topic.acls.enabled", "sync.topic.acls.interval.seconds", True),
+        ):
+            if config.get(switch, "true").strip().lower() == "true":
+                threading.Thread(
+                    target=_every,
+                    args=(query, interval_s(config, every, 600), job, topics, first),
+                    name=f"mirror-{job}-{context.name}",
+                    daemon=True,
+                ).start()
         return query
 
 
@@ -233,27 +258,55 @@ def _mirror(
     syncs.emit([row for row in ends if row.topic in allowed])
 
 
-def _refresh(query: StreamingQuery, topics: TopicSync, interval: float) -> None:
-    """Every ``interval`` seconds while the query runs: new topics, partitions and configs."""
-    while True:
+def _refresh(topics: TopicSync) -> bool:
+    """syncing new topics, partitions and configs"""
+    topics.sync(configs=True)
+    return True
+
+
+def _sync_acls(topics: TopicSync) -> bool:
+    """syncing the remote topics' ACLs (False: no more rounds, the source has no authorizer)"""
+    if topics.sync_acls() >= 0:
+        return True
+    log.info("not syncing topic ACLs: cluster %s has no authorizer", topics.source.alias)
+    return False
+
+
+_JOBS = {"refresh": _refresh, "acls": _sync_acls}
+
+
+def _every(
+    query: StreamingQuery, interval: float, job: str, topics: TopicSync, first: bool
+) -> None:
+    """``job`` every ``interval`` seconds while the query runs (``first``: from the start)."""
+    if not first:
         time.sleep(interval)
+    while query.isActive:
         try:
-            if not query.isActive:
+            if not _JOBS[job](topics):
                 return
-            topics.sync(configs=True)
         except Exception:  # the next round tries again; the query itself carries on
-            log.warning("refreshing the remote topics failed", exc_info=True)
+            log.warning("mirror %s: %s failed", job, _JOBS[job].__doc__, exc_info=True)
+        time.sleep(interval)
 
 
 class _OffsetSyncs:
     """Writes offset syncs to ``mm2-offset-syncs.<target>.internal`` (on the source cluster,
     or the target with ``offset-syncs.topic.location=target``): after a batch, where the
-    records it copied of each partition are on the target (``translate.batch_syncs``)."""
+    records it copied of each partition are on the target (``translate.batch_syncs``). With
+    ``markers`` (exactly once) each remote partition a batch wrote ends in its transaction's
+    commit marker, one offset past the batch's last record."""
 
     def __init__(
-        self, flow: Flow, source: Cluster, target: Cluster, config: Mapping[str, str]
+        self,
+        flow: Flow,
+        source: Cluster,
+        target: Cluster,
+        config: Mapping[str, str],
+        *,
+        markers: bool = False,
     ) -> None:
-        self.flow, self.target = flow, target
+        self.flow, self.target, self.markers = flow, target, markers
         self.enabled = config.get("emit.offset-syncs.enabled", "true").strip().lower() == "true"
         location = config.get("offset-syncs.topic.location", "source").strip()
         self.cluster = target if location == "target" else source
@@ -282,9 +335,9 @@ class _OffsetSyncs:
                 first=row.first,
                 last=row.last,
                 count=row["count"],
-                end=ends[remote[row.topic, row.partition]],
+                end=ends[remote[row.topic, row.partition]] - self.markers,
                 lag_max=self.lag_max,
             ):
                 self._producer.produce(self.topic, sync.value(), sync.key(), partition=0)
         if self._producer.flush(30):
-            raise RuntimeError(f"offset syncs not written to {self.topic} within 30 s")
+            raise self.cluster.unreachable(f"offset syncs not written to {self.topic} in 30 s")
