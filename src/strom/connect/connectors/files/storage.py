@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from strom.connect.config_def import NO_DEFAULT, Definition, at_least
-from strom.connect.connectors.files.connectors import TRIGGER
+from strom.connect.connectors.files.connectors import TRIGGER, sink_stream
 from strom.connect.connectors.files.layout import FORMATS, PARTITIONERS, Layout, layout_problems
 from strom.connect.connectors.files.rolling import RollingFiles
 from strom.connect.plugins import ConnectorPlugin, RunContext
@@ -155,19 +155,7 @@ class StorageSink(ConnectorPlugin):
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config
-        reader = context.spark.readStream.format("strom").options(**context.spark_options)
-        if config.get("topics.regex", "").strip():
-            reader = reader.option("subscribePattern", config["topics.regex"].strip())
-        else:
-            reader = reader.option("subscribe", ",".join(self.topics(config)))
-        records = (
-            reader.option("startingOffsets", context.sink_start)
-            .option("commitToGroup", context.sink_group)
-            .option("minPartitions", str(len(context.tasks) or 1))
-            .option("failOnDataLoss", "false")
-            .option("includeHeaders", "true")
-            .load()
-        )
+        records = sink_stream(context, self.topics(config))
         layout, flush = Layout.of(config), int(config["flush.size"])
         sink_records(records, context)  # a transform that cannot run fails the start
         context.spark.dataSource.register(RollingFiles)
