@@ -20,6 +20,7 @@ SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 JDBC_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
 JDBC_SOURCE = "io.confluent.connect.jdbc.JdbcSourceConnector"
 CDC = "io.debezium.connector.postgresql.PostgresConnector"
+STORAGE = "strom.connect.storage.StorageSinkConnector"
 MIRROR = "org.apache.kafka.connect.mirror.Mirror{}Connector"
 
 
@@ -57,6 +58,7 @@ def test_root_and_plugins(api: httpx.Client) -> None:
             for kind in ("Checkpoint", "Heartbeat", "Source")
         ),
         {"class": CDC, "type": "source", "version": root["version"]},
+        {"class": STORAGE, "type": "sink", "version": root["version"]},
     ]
     everything = api.get("/connector-plugins", params={"connectorsOnly": "false"}).json()
     assert "org.apache.kafka.connect.json.JsonConverter" in {p["class"] for p in everything}

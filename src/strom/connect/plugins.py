@@ -320,7 +320,11 @@ class ConnectorPlugin(ABC):
 def plugins() -> list[type[ConnectorPlugin]]:
     """Every connector plugin, by class name."""
     from strom.connect.connectors.cdc import PostgresConnector  # noqa: PLC0415
-    from strom.connect.connectors.files import FileStreamSink, FileStreamSource  # noqa: PLC0415
+    from strom.connect.connectors.files import (  # noqa: PLC0415
+        FileStreamSink,
+        FileStreamSource,
+        StorageSink,
+    )
     from strom.connect.connectors.jdbc import JdbcSink, JdbcSource  # noqa: PLC0415
     from strom.connect.connectors.mirror.checkpoint import MirrorCheckpoint  # noqa: PLC0415
     from strom.connect.connectors.mirror.heartbeat import MirrorHeartbeat  # noqa: PLC0415
@@ -335,6 +339,7 @@ def plugins() -> list[type[ConnectorPlugin]]:
         MirrorHeartbeat,
         MirrorSource,
         PostgresConnector,
+        StorageSink,
     ]
 
 

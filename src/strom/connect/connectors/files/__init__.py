@@ -2,5 +2,6 @@
 and ``FileStreamSink`` (a topic's records, as lines of a file)."""
 
 from strom.connect.connectors.files.connectors import FileStreamSink, FileStreamSource
+from strom.connect.connectors.files.storage import StorageSink
 
-__all__ = ["FileStreamSink", "FileStreamSource"]
+__all__ = ["FileStreamSink", "FileStreamSource", "StorageSink"]

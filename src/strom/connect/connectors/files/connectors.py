@@ -21,7 +21,7 @@ from strom.connect.dead_letters import ErrorHandler
 from strom.connect.plugins import ConnectorPlugin, RunContext
 from strom.connect.transforms.columns import record_columns, serialized, sink_records
 
-__all__ = ["FileStreamSink", "FileStreamSource"]
+__all__ = ["FileStreamSink", "FileStreamSource", "sink_stream"]
 
 TRIGGER = "500 milliseconds"
 """How often a file connector's query looks for new lines or records."""
@@ -145,19 +145,7 @@ class FileStreamSink(ConnectorPlugin):
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config
-        reader = context.spark.readStream.format("strom").options(**context.spark_options)
-        if config.get("topics.regex", "").strip():
-            reader = reader.option("subscribePattern", config["topics.regex"].strip())
-        else:
-            reader = reader.option("subscribe", ",".join(self.topics(config)))
-        records = (
-            reader.option("startingOffsets", context.sink_start)
-            .option("commitToGroup", context.sink_group)
-            .option("minPartitions", str(len(context.tasks) or 1))
-            .option("failOnDataLoss", "false")
-            .option("includeHeaders", "true")
-            .load()
-        )
+        records = sink_stream(context, self.topics(config))
         errors = ErrorHandler.of(context.name, config)
         if errors.tolerate:
             error = ErrorHandler.error(context.key_converter, context.value_converter)
@@ -194,6 +182,25 @@ class FileStreamSink(ConnectorPlugin):
             .trigger(processingTime=TRIGGER)
             .start()
         )
+
+
+def sink_stream(context: RunContext, topics: list[str]) -> DataFrame:
+    """A sink's records: the ``strom`` source of ``topics`` (or ``topics.regex``) with headers,
+    from its group's offsets, committing to the group, ``tasks.max`` partitions at least."""
+    regex = context.config.get("topics.regex", "").strip()
+    reader = context.spark.readStream.format("strom").options(**context.spark_options)
+    if regex:
+        reader = reader.option("subscribePattern", regex)
+    else:
+        reader = reader.option("subscribe", ",".join(topics))
+    return (
+        reader.option("startingOffsets", context.sink_start)
+        .option("commitToGroup", context.sink_group)
+        .option("minPartitions", str(len(context.tasks) or 1))
+        .option("failOnDataLoss", "false")
+        .option("includeHeaders", "true")
+        .load()
+    )
 
 
 def _lines(records: DataFrame) -> DataFrame:
