@@ -1,7 +1,8 @@
 """The web console in a real browser (headless Chromium) against a real 3-node cluster: a
 record produced in the page is consumed by confluent-kafka, a consumer group's lag grows and
-shrinks on the page, and a killed broker shows as down with its partitions under-replicated,
-each within seconds of happening."""
+shrinks on the page, a topic's setting is changed and reset, a group's offsets are reset after
+a dry run (and not while it has members), and a killed broker shows as down with its partitions
+under-replicated, each within seconds of happening."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from e2e.browser import eventually
 from strom.console.app import Console
@@ -114,6 +120,119 @@ def test_a_groups_lag_grows_and_shrinks_on_the_page(
         assert _text(browser, "#lag-chart") is not None
     finally:
         consumer.close()
+
+
+def _configs(cluster: Cluster, topic: str) -> dict[str, Any]:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    return dict(admin.describe_configs([resource])[resource].result(30))
+
+
+def _fill(browser: Any, element_id: str, text: str) -> None:
+    from selenium.webdriver.common.by import By  # noqa: PLC0415
+
+    field = browser.find_element(By.ID, element_id)
+    field.clear()
+    field.send_keys(text)
+
+
+def _click(browser: Any, element_id: str) -> None:
+    from selenium.webdriver.common.by import By  # noqa: PLC0415
+
+    browser.find_element(By.ID, element_id).click()
+
+
+def test_a_topic_setting_is_changed_and_reset_in_the_page(
+    browser: Any, console: str, cluster: Cluster
+) -> None:
+    name = _topic(cluster, 1)
+    browser.get(f"{console}/#/topics/{name}")
+    eventually(lambda: bool(_text(browser, "#partitions")), seconds=PAGE_S, what="the topic page")
+    _fill(browser, "config-name", "retention.ms")
+    _fill(browser, "config-value", "3600000")
+    _click(browser, "config-set")
+    eventually(lambda: _text(browser, "#config-result") == "set retention.ms=3600000",
+               seconds=PAGE_S, what="the setting changed")  # fmt: skip
+    entry = _configs(cluster, name)["retention.ms"]
+    assert (entry.value, entry.is_default) == ("3600000", False)
+    row = '#configs tr[data-config="retention.ms"]'
+    eventually(lambda: "3600000" in _text(browser, row), seconds=PAGE_S, what="the new setting")
+
+    _fill(browser, "config-value", "an hour")
+    _click(browser, "config-set")
+    eventually(lambda: "retention.ms" in _text(browser, "#config-result.bad"), seconds=PAGE_S,
+               what="a bad value refused in one line")  # fmt: skip
+    assert "\n" not in _text(browser, "#config-result")
+    assert _configs(cluster, name)["retention.ms"].value == "3600000"
+
+    _click(browser, "config-delete")
+    eventually(lambda: "back to its default" in _text(browser, "#config-result"),
+               seconds=PAGE_S, what="the setting reset")  # fmt: skip
+    assert _configs(cluster, name)["retention.ms"].is_default
+
+
+def _committed(cluster: Cluster, group: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+    try:
+        [where] = consumer.committed([TopicPartition(topic, 0)], timeout=30)
+        return int(where.offset)
+    finally:
+        consumer.close()
+
+
+def test_a_groups_offsets_are_reset_after_a_dry_run_and_not_while_it_is_active(
+    browser: Any, console: str, cluster: Cluster
+) -> None:
+    from selenium.webdriver.support.ui import Select  # noqa: PLC0415
+
+    name = _topic(cluster, 1)
+    group = unique_topic_name("console-reset")
+    base = 1_700_000_000_000
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for n in range(20):
+        producer.produce(name, str(n).encode(), timestamp=base + n * 1000)
+    assert producer.flush(30) == 0
+    committer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
+    committer.commit(offsets=[TopicPartition(name, 0, 5)], asynchronous=False)
+    committer.close()
+
+    browser.get(f"{console}/#/groups/{group}")
+    eventually(lambda: _text(browser, "#total-lag") == "15", seconds=PAGE_S, what="a lag of 15")
+    Select(browser.find_element("id", "reset-to")).select_by_visible_text("earliest")
+    _click(browser, "reset-preview")
+    eventually(lambda: _text(browser, "#reset-plan .new-offset") == "0", seconds=PAGE_S,
+               what="the dry run's plan")  # fmt: skip
+    assert "not yet applied" in _text(browser, "#reset-result")
+    assert _committed(cluster, group, name) == 5
+    _click(browser, "reset-apply")
+    eventually(lambda: _text(browser, "#total-lag") == "20", seconds=PAGE_S,
+               what="the lag after the reset to earliest")  # fmt: skip
+    assert _committed(cluster, group, name) == 0
+
+    Select(browser.find_element("id", "reset-to")).select_by_visible_text("timestamp")
+    _fill(browser, "reset-value", str(base + 7000))
+    _click(browser, "reset-preview")
+    eventually(lambda: _text(browser, "#reset-plan .new-offset") == "7", seconds=PAGE_S,
+               what="the dry run to a timestamp")  # fmt: skip
+    _click(browser, "reset-apply")
+    eventually(lambda: _text(browser, "#total-lag") == "13", seconds=PAGE_S,
+               what="the lag after the reset to a timestamp")  # fmt: skip
+    assert _committed(cluster, group, name) == 7
+
+    member = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                       "enable.auto.commit": False})  # fmt: skip
+    try:
+        member.subscribe([name])
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        _click(browser, "reset-preview")
+        eventually(lambda: "can only be reset if the group" in _text(browser, "#reset-result.bad"),
+                   seconds=PAGE_S, what="the reset refused while the group is active")  # fmt: skip
+        assert "current state is Stable" in _text(browser, "#reset-result")
+    finally:
+        member.close()
+    assert _committed(cluster, group, name) == 7
 
 
 def test_a_killed_broker_shows_as_down_with_its_partitions_under_replicated(

@@ -1,7 +1,8 @@
 """The console's own JSON views (``/api/console/...``), gathered with the proxy's clients of the
 HTTP user's login: the cluster's health, topics, a topic's partitions with offsets and its
-settings, records by partition and offset, consumer groups with their lag. The page produces
-records and changes settings through the proxy's v3 API itself."""
+settings, records by partition and offset, consumer groups with their lag, and a group's offset
+reset (a dry run first). The page produces records and changes settings through the proxy's v3
+API itself."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from strom.console.resets import ResetTarget, check_inactive, new_offset, parse_target
 from strom.console.views import BrokerView, PartitionView, cluster_health, topic_row
 from strom.rest.context import ProxyContext
 from strom.rest.errors import RestError, from_kafka
@@ -244,6 +246,57 @@ def console_api(context: ProxyContext) -> list[Route]:
             "lag": await _group_lag(request, name),
         })  # fmt: skip
 
+    async def _reset_plan(
+        request: Request, name: str, topics: list[str], target: ResetTarget
+    ) -> list[dict[str, int | str]]:
+        admin = context.admin(request)
+        parts = [p for t in await _described(request, topics) for p in _partitions(t)]
+        offsets = await _offsets(request, parts)
+        by_time: dict[tuple[str, int], int] = {}
+        if target.kind == "timestamp":
+            spec = OffsetSpec.for_timestamp(target.value or 0)
+            found = admin.list_offsets({TopicPartition(t, p): spec for t, p in offsets})
+            by_time = {(tp.topic, tp.partition): (await _call(f)).offset for tp, f in found.items()}
+        current = {(lag["topic"], lag["partition"]): lag["current"]
+                   for lag in await _group_lag(request, name)}  # fmt: skip
+        return [
+            {"topic": t, "partition": p, "current": current.get((t, p), -1),
+             "new": new_offset(target, earliest, latest, by_time.get((t, p)))}
+            for (t, p), (earliest, latest) in sorted(offsets.items())
+        ]  # fmt: skip
+
+    async def reset(request: Request) -> Response:
+        """Plan (``dry_run``, the default) or make a reset of the group's offsets on ``topic``
+        (or on every topic it has committed offsets on)."""
+        name = request.path_params["group"]
+        body = await context.json(request)
+        if not isinstance(body, dict):
+            raise RestError(400, 400, "a JSON object {topic, to, value, dry_run} is expected")
+        try:
+            target = parse_target(body)
+        except ValueError as error:
+            raise RestError(400, 400, str(error)) from None
+        admin = context.admin(request)
+        described = await _call(admin.describe_consumer_groups([name])[name])
+        try:
+            check_inactive(name, described.state.name)
+        except ValueError as error:
+            raise RestError(409, 40901, str(error)) from None
+        topic = body.get("topic")
+        topics = [topic] if isinstance(topic, str) and topic else sorted(
+            {lag["topic"] for lag in await _group_lag(request, name)}
+        )  # fmt: skip
+        if not topics:
+            raise RestError(400, 400, "topic: the group has no offsets; name a topic")
+        plan = await _reset_plan(request, name, topics, target)
+        dry_run = body.get("dry_run", True) is not False
+        if not dry_run:
+            offsets = [TopicPartition(str(p["topic"]), int(p["partition"]), int(p["new"]))
+                       for p in plan]  # fmt: skip
+            changes = ConsumerGroupTopicPartitions(name, offsets)
+            await _call(admin.alter_consumer_group_offsets([changes])[name])
+        return json_response({"group": name, "dry_run": dry_run, "offsets": plan})
+
     base = "/api/console"
     return [
         Route(f"{base}/cluster", cluster),
@@ -252,4 +305,5 @@ def console_api(context: ProxyContext) -> list[Route]:
         Route(f"{base}/topics/{{topic}}/records", records),
         Route(f"{base}/groups", groups),
         Route(f"{base}/groups/{{group}}", group),
+        Route(f"{base}/groups/{{group}}/offsets:reset", reset, methods=["POST"]),
     ]

@@ -5,8 +5,10 @@
 const REFRESH_MS = 2000;
 const LAG_POINTS = 90;
 const lagHistory = {};  // group -> its total lag at each refresh, for the chart
+const resetPlans = {};  // group -> the dry run of a reset, shown until applied
 let clusterId = null;
 let timer = null;
+let renderedHash = null;
 
 const page = document.getElementById("page");
 
@@ -19,6 +21,37 @@ async function api(path, options) {
   const body = answer.status === 204 ? null : await answer.json();
   if (!answer.ok) throw new Error(body && body.message ? body.message : answer.statusText);
   return body;
+}
+
+async function currentClusterId() {
+  if (!clusterId) clusterId = (await api("/api/console/cluster")).cluster_id;
+  return clusterId;
+}
+
+// What the user typed (inputs, choices, one-line results) survives the page's refresh.
+function saveInputs() {
+  const values = {};
+  page.querySelectorAll("input[id], select[id]").forEach((e) => { values[e.id] = e.value; });
+  const results = [...page.querySelectorAll(".result[id]")];
+  return { values, results, focused: document.activeElement && document.activeElement.id };
+}
+
+function restoreInputs({ values, results, focused }) {
+  for (const [id, value] of Object.entries(values)) setValue(id, value);
+  for (const line of results) document.getElementById(line.id)?.replaceWith(line);
+  if (focused) document.getElementById(focused)?.focus();
+}
+
+// Runs one of the page's actions, its outcome (or error) as one line in the element `resultId`.
+async function act(resultId, action) {
+  const line = document.getElementById(resultId);
+  try {
+    line.textContent = await action();
+    line.className = "result muted";
+  } catch (error) {
+    line.textContent = error.message;
+    line.className = "result bad";
+  }
 }
 
 function table(id, headers, rows) {
@@ -67,49 +100,64 @@ async function topicView(name) {
       <td>${p.replicas.join(", ")}</td><td class="${p.isr.length < p.replicas.length ? "bad" : ""}">${p.isr.join(", ")}</td>
       <td class="num">${p.earliest}</td><td class="num">${p.latest}</td></tr>`);
   const configs = t.configs.filter((c) => !c.default).map((c) =>
-    `<tr><td>${esc(c.name)}</td><td>${esc(c.value)}</td></tr>`);
+    `<tr data-config="${esc(c.name)}"><td>${esc(c.name)}</td><td>${esc(c.value)}</td></tr>`);
+  const editable = t.configs.filter((c) => !c.read_only).map((c) => `<option value="${esc(c.name)}">`);
   const records = await api(`/api/console/topics/${encodeURIComponent(name)}/records?partition=${keep.partition}&offset=${keep.offset}&limit=50`);
   const recordRows = records.records.map((r) => `<tr><td class="num">${r.offset}</td>
       <td>${r.timestamp ? new Date(r.timestamp).toISOString() : ""}</td><td>${esc(r.key)}</td>
       <td class="value">${esc(r.value)}</td><td>${esc(r.headers.map((h) => h.join(":")).join(", "))}</td></tr>`);
-  const focused = document.activeElement && document.activeElement.id;
-  const typed = { key: valueOf("produce-key"), value: valueOf("produce-value"), result: page.querySelector("#produce-result")?.textContent ?? "" };
   page.innerHTML = `<h1>Topic ${esc(name)}</h1>
     ${table("partitions", ["Partition", "Leader", "Replicas", "In sync", "Earliest", "Latest"], parts)}
     <h2>Settings (not default)</h2>
     ${table("configs", ["Setting", "Value"], configs.length ? configs : ['<tr><td colspan="2" class="muted">all default</td></tr>'])}
+    <form id="config-edit" onsubmit="return false">setting <input id="config-name" list="config-names" size="28">
+      <datalist id="config-names">${editable.join("")}</datalist> value <input id="config-value">
+      <button id="config-set" type="button">Set</button> <button id="config-delete" type="button">Reset to default</button>
+      <span id="config-result" class="result muted"></span></form>
     <h2>Records</h2>
     <form id="browse" onsubmit="return false">partition <input id="browse-partition" type="number" min="0" value="${keep.partition}">
       from offset <input id="browse-offset" type="number" min="0" value="${keep.offset}"></form>
     ${table("records", ["Offset", "Timestamp", "Key", "Value", "Headers"], recordRows)}
     <h2>Produce a record</h2>
     <form id="produce" onsubmit="return false">key <input id="produce-key"> value <input id="produce-value" size="40">
-      <button id="produce-send" type="button">Send</button> <span id="produce-result" class="muted"></span></form>`;
-  setValue("produce-key", typed.key);
-  setValue("produce-value", typed.value);
-  page.querySelector("#produce-result").textContent = typed.result;
-  if (focused) document.getElementById(focused)?.focus();
+      <button id="produce-send" type="button">Send</button> <span id="produce-result" class="result muted"></span></form>`;
   page.querySelector("#produce-send").onclick = () => produce(name);
+  page.querySelector("#config-set").onclick = () => alterConfig(name, "SET");
+  page.querySelector("#config-delete").onclick = () => alterConfig(name, "DELETE");
+}
+
+// Changes one of a topic's settings with the proxy's v3 batch alter (IncrementalAlterConfigs).
+function alterConfig(topic, operation) {
+  return act("config-result", async () => {
+    const setting = valueOf("config-name").trim();
+    if (!setting) throw new Error("name a setting");
+    const change = { name: setting, operation };
+    if (operation === "SET") change.value = valueOf("config-value");
+    await api(`/v3/clusters/${await currentClusterId()}/topics/${encodeURIComponent(topic)}/configs:alter`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ data: [change] }),
+    });
+    return operation === "SET" ? `set ${setting}=${change.value}` : `${setting} back to its default`;
+  });
 }
 
 function valueOf(id) { return document.getElementById(id)?.value ?? ""; }
 function setValue(id, value) { const e = document.getElementById(id); if (e) e.value = value; }
 function readBrowse() { return { partition: Number(valueOf("browse-partition") || 0), offset: Number(valueOf("browse-offset") || 0) }; }
 
-async function produce(topic) {
-  const result = page.querySelector("#produce-result");
-  const key = valueOf("produce-key");
-  const body = { value: { type: "STRING", data: valueOf("produce-value") } };
-  if (key) body.key = { type: "STRING", data: key };
-  try {
-    if (!clusterId) clusterId = (await api("/api/console/cluster")).cluster_id;
-    const answer = await api(`/v3/clusters/${clusterId}/topics/${encodeURIComponent(topic)}/records`, {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
-    });
-    result.textContent = `sent: partition ${answer.partition_id}, offset ${answer.offset}`;
-  } catch (error) {
-    result.textContent = `not sent: ${error.message}`;
-  }
+function produce(topic) {
+  return act("produce-result", async () => {
+    const key = valueOf("produce-key");
+    const body = { value: { type: "STRING", data: valueOf("produce-value") } };
+    if (key) body.key = { type: "STRING", data: key };
+    try {
+      const answer = await api(`/v3/clusters/${await currentClusterId()}/topics/${encodeURIComponent(topic)}/records`, {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+      });
+      return `sent: partition ${answer.partition_id}, offset ${answer.offset}`;
+    } catch (error) {
+      throw new Error(`not sent: ${error.message}`);
+    }
+  });
 }
 
 async function groupsView() {
@@ -139,19 +187,54 @@ async function groupView(name) {
     <div class="cards"><div class="card">Total lag<b id="total-lag">${total}</b></div></div>
     ${chart(history)}
     <h2>Members</h2>${table("members", ["Member", "Client", "Host", "Partitions"], members)}
-    <h2>Lag per partition</h2>${table("lags", ["Topic", "Partition", "Committed", "End", "Lag"], lags)}`;
+    <h2>Lag per partition</h2>${table("lags", ["Topic", "Partition", "Committed", "End", "Lag"], lags)}
+    <h2>Reset offsets</h2>
+    <form id="reset" onsubmit="return false">topic <input id="reset-topic" placeholder="every topic of the group">
+      to <select id="reset-to"><option>earliest</option><option>latest</option><option>timestamp</option><option>offset</option></select>
+      <input id="reset-value" placeholder="ms since epoch, or offset">
+      <button id="reset-preview" type="button">Dry run</button>
+      <span id="reset-result" class="result muted"></span></form>
+    ${planView(resetPlans[name])}`;
+  page.querySelector("#reset-preview").onclick = () => resetOffsets(name, true);
+  page.querySelector("#reset-apply")?.addEventListener("click", () => resetOffsets(name, false));
+}
+
+function planView(plan) {
+  if (!plan) return "";
+  const rows = plan.offsets.map((o) => `<tr><td>${esc(o.topic)}</td><td>${o.partition}</td>
+      <td class="num">${o.current < 0 ? "none" : o.current}</td><td class="num new-offset">${o.new}</td></tr>`);
+  return `${table("reset-plan", ["Topic", "Partition", "Committed", "New offset"], rows)}
+    <p><button id="reset-apply" type="button">Apply this reset</button></p>`;
+}
+
+// A reset's dry run first (shown as a plan), then the same reset applied.
+function resetOffsets(group, dryRun) {
+  return act("reset-result", async () => {
+    const request = dryRun ? {
+      topic: valueOf("reset-topic").trim() || null, to: valueOf("reset-to"), value: valueOf("reset-value").trim(),
+    } : resetPlans[group].request;
+    delete resetPlans[group];
+    const answer = await api(`/api/console/groups/${encodeURIComponent(group)}/offsets:reset`, {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ ...request, dry_run: dryRun }),
+    });
+    if (dryRun) resetPlans[group] = { request, offsets: answer.offsets };
+    return dryRun ? `dry run: ${answer.offsets.length} partitions, not yet applied` : `reset ${answer.offsets.length} partitions`;
+  }).then(schedule);
 }
 
 async function render() {
   const [, view, name] = (location.hash || "#/cluster").split("/").map(decodeURIComponent);
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.page === view));
   const status = document.getElementById("status");
+  const kept = location.hash === renderedHash ? saveInputs() : null;
   try {
     if (view === "topics" && name) await topicView(name);
     else if (view === "topics") await topicsView();
     else if (view === "groups" && name) await groupView(name);
     else if (view === "groups") await groupsView();
     else await clusterView();
+    if (kept) restoreInputs(kept);
+    renderedHash = location.hash;
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (error) {
     status.textContent = `cannot reach strom: ${error.message}`;
