@@ -6,6 +6,7 @@ under-replicated, each within seconds of happening."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +24,7 @@ from e2e.browser import eventually
 from strom.console.app import Console
 from strom.rest.settings import RestSettings
 from strom.testing import Cluster, unique_topic_name
+from strom.testing.registry import Registry
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.xdist_group("cluster")]
 
@@ -37,10 +39,16 @@ def cluster() -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="module")
-def console(cluster: Cluster) -> Iterator[str]:
-    settings = RestSettings.from_properties(
-        {"bootstrap.servers": cluster.bootstrap_servers, "listeners": "http://127.0.0.1:0"}
-    )
+def registry(cluster: Cluster) -> Iterator[Registry]:
+    with Registry(cluster.bootstrap_servers) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def console(cluster: Cluster, registry: Registry) -> Iterator[str]:
+    settings = RestSettings.from_properties({"bootstrap.servers": cluster.bootstrap_servers,
+                                             "listeners": "http://127.0.0.1:0",
+                                             "schema.registry.url": registry.url})  # fmt: skip
     started = Console(settings)
     started.start()
     yield started.url
@@ -233,6 +241,46 @@ def test_a_groups_offsets_are_reset_after_a_dry_run_and_not_while_it_is_active(
     finally:
         member.close()
     assert _committed(cluster, group, name) == 7
+
+
+def _order_schema(*fields: str) -> Any:
+    from confluent_kafka.schema_registry import Schema  # noqa: PLC0415
+
+    record = {"type": "record", "name": "Order", "fields": [
+        {"name": f, "type": "string", "default": ""} for f in fields]}  # fmt: skip
+    return Schema(json.dumps(record), "AVRO")
+
+
+def test_a_subjects_versions_diff_and_compatibility_are_on_the_schemas_page(
+    browser: Any, console: str, registry: Registry
+) -> None:
+    from selenium.webdriver.support.ui import Select  # noqa: PLC0415
+
+    subject = unique_topic_name("orders") + "-value"
+    client = registry.client()
+    client.register_schema(subject, _order_schema("id"))
+    client.register_schema(subject, _order_schema("id", "note"))
+    client.set_compatibility(subject, "FULL")
+
+    browser.get(f"{console}/#/schemas")
+    row = f'#subjects tr[data-subject="{subject}"]'
+    eventually(lambda: _text(browser, row).split()[1:2] == ["2"], seconds=PAGE_S,
+               what="the subject at version 2")  # fmt: skip
+    assert _text(browser, "#nav-schemas") == "Schemas"
+    browser.get(f"{console}/#/schemas/{subject}")
+    eventually(lambda: _text(browser, "#compatibility") == "FULL", seconds=PAGE_S,
+               what="the subject's compatibility level")  # fmt: skip
+    added = [e.text for e in browser.find_elements("css selector", "#schema-diff .added")]
+    assert any('"name": "note"' in line for line in added)
+    assert not browser.find_elements("css selector", "#schema-diff .removed")
+    Select(browser.find_element("id", "diff-from")).select_by_visible_text("2")
+    eventually(lambda: not _text(browser, "#schema-diff .added"), seconds=PAGE_S,
+               what="no changes from version 2 to 2")  # fmt: skip
+
+    browser.get(f"{console}/#/schemas/no-such-subject")
+    eventually(lambda: "Subject 'no-such-subject' not found" in _text(browser, "#status"),
+               seconds=PAGE_S, what="a missing subject as one line")  # fmt: skip
+    assert "\n" not in _text(browser, "#status")
 
 
 def test_a_killed_broker_shows_as_down_with_its_partitions_under_replicated(

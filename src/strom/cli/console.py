@@ -13,6 +13,12 @@ __all__ = ["console"]
     "console",
     listener="Where to serve the console (listeners).  [default: localhost:9021]",
     override="Any setting by its REST proxy name (see docs/console.md); repeatable.",
+    urls={
+        "registry": (
+            "schema.registry.url",
+            "A schema registry: its subjects on the Schemas page (schema.registry.url).",
+        ),
+    },
 )
 def console(options: ServiceOptions) -> None:
     """Run strom's web console (settings: PROPERTIES_FILE, with the REST proxy's names, then

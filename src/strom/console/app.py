@@ -1,4 +1,5 @@
-"""The console's server: the page and its assets, the console's API, and the REST proxy's API
+"""The console's server: the page and its assets, the console's API (with the Schemas page's,
+over the schema registry at ``schema.registry.url``), and the REST proxy's API
 the page also calls, on one listener (the proxy's settings: TLS, basic authentication with
 principal propagation, the clients' security)."""
 
@@ -12,6 +13,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from strom.console.api import console_api
+from strom.console.registry import registry_routes
 from strom.rest.app import RestProxy
 from strom.rest.context import ProxyContext
 from strom.rest.errors import not_found
@@ -41,7 +43,12 @@ async def _asset(request: Request) -> Response:
 
 
 def page_routes(context: ProxyContext) -> list[BaseRoute]:
-    return [Route("/", _index), Route("/assets/{name}", _asset), *console_api(context)]
+    return [
+        Route("/", _index),
+        Route("/assets/{name}", _asset),
+        *console_api(context),
+        *registry_routes(context.settings.schema_registry_url),
+    ]
 
 
 class Console(RestProxy):

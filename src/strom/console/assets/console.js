@@ -222,6 +222,35 @@ function resetOffsets(group, dryRun) {
   }).then(schedule);
 }
 
+async function schemasView() {
+  const s = await api("/api/console/schemas");
+  const rows = s.subjects.map((v) => `<tr data-subject="${esc(v.subject)}">
+      <td><a href="#/schemas/${encodeURIComponent(v.subject)}">${esc(v.subject)}</a></td>
+      <td class="num">${v.version}</td><td class="num">${v.id}</td><td>${esc(v.type)}</td></tr>`);
+  page.innerHTML = `<h1>Schemas <span class="muted">compatibility <span id="global-compatibility">${esc(s.compatibility ?? "")}</span></span></h1>
+    ${table("subjects", ["Subject", "Latest version", "Schema id", "Type"], rows)}`;
+}
+
+async function schemaView(subject) {
+  const range = valueOf("diff-from") ? `?from=${valueOf("diff-from")}&to=${valueOf("diff-to")}` : "";
+  const s = await api(`/api/console/schemas/${encodeURIComponent(subject)}${range}`);
+  const rows = s.versions.map((v) => `<tr data-version="${v.version}"><td class="num">${v.version}</td>
+      <td class="num">${v.id}</td><td>${esc(v.type)}</td></tr>`);
+  const choices = (chosen) => s.versions.map((v) =>
+    `<option${v.version === chosen ? " selected" : ""}>${v.version}</option>`).join("");
+  const lines = s.diff.lines.map(([sign, text]) =>
+    `<span class="${sign === "+" ? "added" : sign === "-" ? "removed" : ""}">${esc(sign + " " + text)}</span>`);
+  page.innerHTML = `<h1>Subject ${esc(subject)}</h1>
+    <div class="cards"><div class="card">Compatibility<b id="compatibility">${esc(s.compatibility ?? "")}</b></div>
+      <div class="card">Versions<b>${s.versions.length}</b></div></div>
+    ${table("versions", ["Version", "Schema id", "Type"], rows)}
+    <h2>Diff</h2>
+    <form id="diff" onsubmit="return false">version <select id="diff-from">${choices(s.diff.from)}</select>
+      to <select id="diff-to">${choices(s.diff.to)}</select></form>
+    <pre id="schema-diff" class="diff">${lines.join("\n")}</pre>`;
+  page.querySelectorAll("#diff select").forEach((e) => { e.onchange = schedule; });
+}
+
 async function render() {
   const [, view, name] = (location.hash || "#/cluster").split("/").map(decodeURIComponent);
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.page === view));
@@ -232,6 +261,8 @@ async function render() {
     else if (view === "topics") await topicsView();
     else if (view === "groups" && name) await groupView(name);
     else if (view === "groups") await groupsView();
+    else if (view === "schemas" && name) await schemaView(name);
+    else if (view === "schemas") await schemasView();
     else await clusterView();
     if (kept) restoreInputs(kept);
     renderedHash = location.hash;
@@ -246,5 +277,6 @@ function schedule() {
   render().finally(() => { timer = setTimeout(schedule, REFRESH_MS); });
 }
 
+api("/api/console/features").then((f) => { document.getElementById("nav-schemas").hidden = !f.schemas; });
 window.addEventListener("hashchange", schedule);
 schedule();
