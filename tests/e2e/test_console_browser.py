@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
@@ -22,8 +23,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 
 from e2e.browser import eventually
 from strom.console.app import Console
+from strom.console.services import Services
 from strom.rest.settings import RestSettings
 from strom.testing import Cluster, unique_topic_name
+from strom.testing.connect import Connect
 from strom.testing.registry import Registry
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.xdist_group("cluster")]
@@ -44,12 +47,22 @@ def registry(cluster: Cluster) -> Iterator[Registry]:
         yield running
 
 
+def _no_spark() -> Any:
+    raise RuntimeError("no Spark in the console's tests")
+
+
 @pytest.fixture(scope="module")
-def console(cluster: Cluster, registry: Registry) -> Iterator[str]:
-    settings = RestSettings.from_properties({"bootstrap.servers": cluster.bootstrap_servers,
-                                             "listeners": "http://127.0.0.1:0",
-                                             "schema.registry.url": registry.url})  # fmt: skip
-    started = Console(settings)
+def connect(cluster: Cluster) -> Iterator[Connect]:
+    with Connect(cluster.bootstrap_servers, spark=_no_spark) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def console(cluster: Cluster, registry: Registry, connect: Connect) -> Iterator[str]:
+    settings = RestSettings.from_properties(
+        {"bootstrap.servers": cluster.bootstrap_servers, "listeners": "http://127.0.0.1:0"}
+    )
+    started = Console(settings, Services(registry=registry.url, connect=connect.url))
     started.start()
     yield started.url
     started.stop()
@@ -278,9 +291,47 @@ def test_a_subjects_versions_diff_and_compatibility_are_on_the_schemas_page(
                what="no changes from version 2 to 2")  # fmt: skip
 
     browser.get(f"{console}/#/schemas/no-such-subject")
-    eventually(lambda: "Subject 'no-such-subject' not found" in _text(browser, "#status"),
-               seconds=PAGE_S, what="a missing subject as one line")  # fmt: skip
+    missing = "schema registry: Subject 'no-such-subject' not found"
+    eventually(lambda: missing in _text(browser, "#status"), seconds=PAGE_S,
+               what="a missing subject as one line")  # fmt: skip
     assert "\n" not in _text(browser, "#status")
+
+
+def test_connectors_are_paused_resumed_and_restarted_with_their_errors_on_the_page(
+    browser: Any, console: str, connect: Connect
+) -> None:
+    name = unique_topic_name("files")
+    config = {"connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/none"}
+    body = {"name": name, "config": config, "initial_state": "STOPPED"}
+    created = httpx.post(f"{connect.url}/connectors", json=body, timeout=30)
+    assert created.status_code == 201, created.text
+    browser.get(f"{console}/#/connectors")
+    row = f'#connectors tr[data-connector="{name}"]'
+    eventually(lambda: _text(browser, f"{row} .state") == "STOPPED", seconds=PAGE_S,
+               what="the connector stopped")  # fmt: skip
+    assert _text(browser, "#nav-connectors") == "Connectors"
+
+    def click(action: str) -> None:
+        browser.find_element("css selector", f'{row} button[data-action="{action}"]').click()
+        eventually(lambda: _text(browser, "#connector-result") == f"{action}: {name}",
+                   seconds=PAGE_S, what=f"{action} done")  # fmt: skip
+
+    def state() -> str:
+        answer = httpx.get(f"{connect.url}/connectors/{name}/status", timeout=30)
+        return str(answer.json()["connector"]["state"])
+
+    click("pause")
+    eventually(lambda: _text(browser, f"{row} .state") == "PAUSED", seconds=PAGE_S,
+               what="the connector paused")  # fmt: skip
+    assert state() == "PAUSED"
+    click("resume")
+    eventually(lambda: _text(browser, f"{row} .state") == "FAILED", seconds=PAGE_S,
+               what="the connector failed to start")  # fmt: skip
+    assert _text(browser, f"{row} .error") == "RuntimeError: no Spark in the console's tests"
+    click("pause")
+    eventually(lambda: state() == "PAUSED", seconds=PAGE_S, what="paused again")
+    click("restart")
+    assert "bad" not in browser.find_element("id", "connector-result").get_attribute("class")
 
 
 def test_a_killed_broker_shows_as_down_with_its_partitions_under_replicated(

@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Any, Final
 from urllib.parse import quote
 
-import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from strom.console.services import ServiceClient
 from strom.rest.errors import RestError
 from strom.web.http import json_response
 
 __all__ = ["registry_routes", "schema_diff"]
-
-TIMEOUT_S: Final = 10.0
 
 
 def _lines(schema: str) -> list[str]:
@@ -42,20 +39,7 @@ def schema_diff(old: str, new: str) -> list[list[str]]:
 
 
 def registry_routes(url: str | None) -> list[Route]:
-    async def _get(path: str) -> Any:
-        if url is None:
-            raise RestError(404, 404, "No schema registry: start the console with --registry URL.")
-        try:
-            async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
-                answer = await client.get(url.rstrip("/") + path)
-        except httpx.HTTPError as error:
-            message = f"Cannot reach the schema registry at {url}: {error}"
-            raise RestError(502, 502, message) from None
-        body = answer.json() if answer.content else None
-        if answer.is_error:
-            said = body.get("message") if isinstance(body, dict) else answer.reason_phrase
-            raise RestError(answer.status_code, answer.status_code, f"Schema registry: {said}")
-        return body
+    _get = ServiceClient("schema registry", "--registry", url).get
 
     async def _level(subject: str | None) -> str | None:
         path = "/config" if subject is None else f"/config/{quote(subject, safe='')}"
@@ -93,12 +77,8 @@ def registry_routes(url: str | None) -> list[Route]:
             "diff": {"from": old, "to": new, "lines": schema_diff(by_number[old], by_number[new])},
         })  # fmt: skip
 
-    async def features(request: Request) -> Response:
-        return json_response({"schemas": url is not None})
-
     base = "/api/console"
     return [
-        Route(f"{base}/features", features),
         Route(f"{base}/schemas", subjects),
         Route(f"{base}/schemas/{{subject}}", subject),
     ]

@@ -251,6 +251,25 @@ async function schemaView(subject) {
   page.querySelectorAll("#diff select").forEach((e) => { e.onchange = schedule; });
 }
 
+async function connectorsView() {
+  const rows = (await api("/api/console/connectors")).map((c) => `<tr data-connector="${esc(c.name)}">
+      <td>${esc(c.name)}</td><td>${esc(c.type)}</td><td class="muted">${esc(c.class)}</td>
+      <td class="state ${c.state === "FAILED" ? "bad" : c.state === "RUNNING" ? "up" : ""}">${esc(c.state)}</td>
+      <td>${esc(c.tasks.map((t) => `${t.id}: ${t.state}`).join(", "))}</td>
+      <td class="error bad">${esc(c.error ?? "")}</td>
+      <td>${["pause", "resume", "restart"].map((a) =>
+        `<button type="button" data-action="${a}" data-name="${esc(c.name)}">${a}</button>`).join(" ")}</td></tr>`);
+  page.innerHTML = `<h1>Connectors</h1>
+    ${table("connectors", ["Connector", "Type", "Class", "State", "Tasks", "Error", ""], rows)}
+    <p><span id="connector-result" class="result muted"></span></p>`;
+  page.querySelectorAll("#connectors button").forEach((b) => {
+    b.onclick = () => act("connector-result", async () => {
+      await api(`/api/console/connectors/${encodeURIComponent(b.dataset.name)}/${b.dataset.action}`, { method: "POST" });
+      return `${b.dataset.action}: ${b.dataset.name}`;
+    }).then(schedule);
+  });
+}
+
 async function render() {
   const [, view, name] = (location.hash || "#/cluster").split("/").map(decodeURIComponent);
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.page === view));
@@ -263,6 +282,7 @@ async function render() {
     else if (view === "groups") await groupsView();
     else if (view === "schemas" && name) await schemaView(name);
     else if (view === "schemas") await schemasView();
+    else if (view === "connectors") await connectorsView();
     else await clusterView();
     if (kept) restoreInputs(kept);
     renderedHash = location.hash;
@@ -277,6 +297,9 @@ function schedule() {
   render().finally(() => { timer = setTimeout(schedule, REFRESH_MS); });
 }
 
-api("/api/console/features").then((f) => { document.getElementById("nav-schemas").hidden = !f.schemas; });
+api("/api/console/features").then((f) => {
+  document.getElementById("nav-schemas").hidden = !f.schemas;
+  document.getElementById("nav-connectors").hidden = !f.connectors;
+});
 window.addEventListener("hashchange", schedule);
 schedule();
