@@ -68,10 +68,10 @@ def console(cluster: Cluster, registry: Registry, connect: Connect) -> Iterator[
     started.stop()
 
 
-def _topic(cluster: Cluster, partitions: int = 3) -> str:
+def _topic(cluster: Cluster, partitions: int = 3, **config: str) -> str:
     name = unique_topic_name("console")
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic(name, partitions, 3)])[name].result(30)
+    admin.create_topics([NewTopic(name, partitions, 3, config=config)])[name].result(30)
     return name
 
 
@@ -337,7 +337,7 @@ def test_connectors_are_paused_resumed_and_restarted_with_their_errors_on_the_pa
 def test_a_killed_broker_shows_as_down_with_its_partitions_under_replicated(
     browser: Any, console: str, cluster: Cluster
 ) -> None:
-    _topic(cluster, 3)
+    strict = _topic(cluster, 3, **{"min.insync.replicas": "3"})
     browser.get(f"{console}/#/cluster")
     eventually(lambda: _text(browser, "#brokers-up") == "3 / 3", seconds=PAGE_S,
                what="three brokers up")  # fmt: skip
@@ -348,3 +348,10 @@ def test_a_killed_broker_shows_as_down_with_its_partitions_under_replicated(
     eventually(lambda: int(_text(browser, "#under-replicated-count") or 0) > 0,
                seconds=PAGE_S, what="under-replicated partitions")  # fmt: skip
     assert "under-replicated" in _text(browser, "#problems")
+    eventually(lambda: int(_text(browser, "#under-min-isr-count") or 0) > 0,
+               seconds=PAGE_S, what="partitions under min ISR")  # fmt: skip
+    assert f"{strict}-" in _text(browser, "#problems .under-min-isr")
+    browser.get(f"{console}/#/topics")
+    row = f'#topics tr[data-topic="{strict}"] .health'
+    eventually(lambda: "under min ISR" in _text(browser, row), seconds=PAGE_S,
+               what="the topic's partitions under min ISR")  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Mapping
 from typing import Any, Final
 
 from confluent_kafka import Consumer as KafkaConsumer
@@ -41,7 +42,7 @@ MAX_RECORDS: Final = 500
 BROWSE_WAIT_S: Final = 2.0
 
 
-def _partitions(described: Any) -> list[PartitionView]:
+def _partitions(described: Any, min_isr: Mapping[str, int] | None = None) -> list[PartitionView]:
     return [
         PartitionView(
             described.name,
@@ -49,6 +50,7 @@ def _partitions(described: Any) -> list[PartitionView]:
             None if p.leader is None else p.leader.id,
             tuple(n.id for n in p.replicas),
             tuple(n.id for n in p.isr),
+            (min_isr or {}).get(described.name, 1),
         )
         for p in described.partitions
     ]
@@ -118,6 +120,21 @@ def console_api(context: ProxyContext) -> list[Route]:
         futures = context.admin(request).describe_topics(TopicCollection(names))
         return [await _call(futures[name]) for name in names]
 
+    async def _min_isr(request: Request, names: list[str]) -> dict[str, int]:
+        """Each topic's ``min.insync.replicas`` (1 for one this login may not describe)."""
+        if not names:
+            return {}
+        resources = [ConfigResource(ResourceType.TOPIC, name) for name in names]
+        found = {}
+        for resource, future in context.admin(request).describe_configs(resources).items():
+            try:
+                entry = (await result(future)).get("min.insync.replicas")
+            except KafkaException:
+                continue
+            if entry is not None and entry.value is not None:
+                found[resource.name] = int(entry.value)
+        return found
+
     async def _offsets(
         request: Request, parts: list[PartitionView]
     ) -> dict[tuple[str, int], tuple[int, int]]:
@@ -143,15 +160,18 @@ def console_api(context: ProxyContext) -> list[Route]:
         described = await _call(admin.describe_cluster())
         metadata = await blocking(admin.list_topics, timeout=10)
         topics = await _described(request, sorted(metadata.topics))
+        min_isr = await _min_isr(request, sorted(metadata.topics))
         live = [BrokerView(n.id, n.host, n.port, n.rack, alive=True) for n in described.nodes]
         controller = None if described.controller is None else described.controller.id
-        health = cluster_health(live, (p for t in topics for p in _partitions(t)), controller)
+        partitions = (p for t in topics for p in _partitions(t, min_isr))
+        health = cluster_health(live, partitions, controller)
         return json_response({"cluster_id": described.cluster_id, **health})
 
     async def topics(request: Request) -> Response:
         metadata = await blocking(context.admin(request).list_topics, timeout=10)
         described = await _described(request, sorted(metadata.topics))
-        parts = {t.name: _partitions(t) for t in described}
+        min_isr = await _min_isr(request, sorted(metadata.topics))
+        parts = {t.name: _partitions(t, min_isr) for t in described}
         offsets = await _offsets(request, [p for ps in parts.values() for p in ps])
         rows = [
             topic_row(t.name, parts[t.name], _held(offsets, parts[t.name]), internal=t.is_internal)
@@ -162,18 +182,21 @@ def console_api(context: ProxyContext) -> list[Route]:
     async def topic(request: Request) -> Response:
         name = request.path_params["topic"]
         [described] = await _described(request, [name])
-        parts = _partitions(described)
-        offsets = await _offsets(request, parts)
         resource = ConfigResource(ResourceType.TOPIC, name)
         [entries] = [
             await _call(f) for f in context.admin(request).describe_configs([resource]).values()
         ]
+        min_isr = entries.get("min.insync.replicas")
+        given = min_isr is not None and min_isr.value is not None
+        parts = _partitions(described, {name: int(min_isr.value)} if given else None)
+        offsets = await _offsets(request, parts)
         return json_response({
             "name": name,
             "partitions": [
                 {"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas),
                  "isr": list(p.isr), "earliest": offsets.get((name, p.partition), (0, 0))[0],
-                 "latest": offsets.get((name, p.partition), (0, 0))[1]}
+                 "latest": offsets.get((name, p.partition), (0, 0))[1],
+                 "under_min_isr": p.under_min_isr}
                 for p in parts
             ],
             "configs": [

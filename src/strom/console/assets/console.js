@@ -69,6 +69,7 @@ async function clusterView() {
       <td class="num">${b.leaders}</td><td class="num">${b.replicas}</td></tr>`);
   const problems = [
     ...c.offline.map((p) => `<li class="bad offline">${esc(p)} offline</li>`),
+    ...c.under_min_isr.map((p) => `<li class="bad under-min-isr">${esc(p)} under min ISR (acks=all producers refused)</li>`),
     ...c.under_replicated.map((p) => `<li class="bad under-replicated">${esc(p)} under-replicated</li>`),
   ];
   page.innerHTML = `<h1>Cluster <span class="muted">${esc(c.cluster_id)}</span></h1>
@@ -76,6 +77,7 @@ async function clusterView() {
       <div class="card">Brokers up<b id="brokers-up">${c.brokers.filter((b) => b.alive).length} / ${c.brokers.length}</b></div>
       <div class="card">Partitions<b>${c.partitions}</b></div>
       <div class="card">Under-replicated<b id="under-replicated-count">${c.under_replicated.length}</b></div>
+      <div class="card">Under min ISR<b id="under-min-isr-count">${c.under_min_isr.length}</b></div>
       <div class="card">Offline<b id="offline-count">${c.offline.length}</b></div>
     </div>
     ${table("brokers", ["Broker", "Address", "Rack", "State", "Leaders", "Replicas"], brokers)}
@@ -83,12 +85,17 @@ async function clusterView() {
     <ul id="problems">${problems.join("") || '<li class="muted">none</li>'}</ul>`;
 }
 
+function health(t) {
+  const problems = [[t.offline, "offline"], [t.under_min_isr, "under min ISR"], [t.under_replicated, "under-replicated"]];
+  return problems.filter(([n]) => n).map(([n, what]) => `${n} ${what}`).join(", ") || "ok";
+}
+
 async function topicsView() {
   const rows = (await api("/api/console/topics")).map((t) => `<tr data-topic="${esc(t.name)}">
       <td><a href="#/topics/${encodeURIComponent(t.name)}">${esc(t.name)}</a>${t.internal ? ' <span class="muted">internal</span>' : ""}</td>
       <td class="num">${t.partitions}</td><td class="num">${t.replication_factor}</td>
       <td class="num records">${t.records}</td>
-      <td class="${t.under_replicated || t.offline ? "bad" : ""}">${t.offline ? t.offline + " offline" : t.under_replicated ? t.under_replicated + " under-replicated" : "ok"}</td></tr>`);
+      <td class="health ${t.under_replicated || t.offline ? "bad" : ""}">${health(t)}</td></tr>`);
   page.innerHTML = `<h1>Topics</h1>${table("topics", ["Topic", "Partitions", "Replication", "Records", "Health"], rows)}`;
 }
 
@@ -97,7 +104,7 @@ async function topicView(name) {
   const keep = page.querySelector("#browse") ? readBrowse() : { partition: 0, offset: 0 };
   const parts = t.partitions.map((p) => `<tr data-partition="${p.partition}">
       <td>${p.partition}</td><td>${p.leader ?? '<span class="bad">none</span>'}</td>
-      <td>${p.replicas.join(", ")}</td><td class="${p.isr.length < p.replicas.length ? "bad" : ""}">${p.isr.join(", ")}</td>
+      <td>${p.replicas.join(", ")}</td><td class="isr ${p.isr.length < p.replicas.length ? "bad" : ""}">${p.isr.join(", ")}${p.under_min_isr ? " (under min ISR)" : ""}</td>
       <td class="num">${p.earliest}</td><td class="num">${p.latest}</td></tr>`);
   const configs = t.configs.filter((c) => !c.default).map((c) =>
     `<tr data-config="${esc(c.name)}"><td>${esc(c.name)}</td><td>${esc(c.value)}</td></tr>`);
