@@ -143,6 +143,29 @@ def test_a_groups_lag_grows_and_shrinks_on_the_page(
         consumer.close()
 
 
+def test_records_are_browsed_from_a_time(browser: Any, console: str, cluster: Cluster) -> None:
+    name = _topic(cluster, 1)
+    base = 1_700_000_000_000
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for n in range(10):
+        producer.produce(name, f"r{n}".encode(), timestamp=base + n * 1000)
+    assert producer.flush(30) == 0
+    browser.get(f"{console}/#/topics/{name}")
+
+    def first_offset() -> str:
+        return _text(browser, "#records tbody tr td").strip()
+
+    eventually(lambda: first_offset() == "0", seconds=PAGE_S, what="the records from offset 0")
+    _fill(browser, "browse-time", str(base + 4000))
+    eventually(lambda: first_offset() == "4", seconds=PAGE_S, what="the records from a time (ms)")
+    assert _text(browser, "#browse-from") == "from offset 4"
+    _fill(browser, "browse-time", "2023-11-14T22:13:26.5Z")  # base + 6500 ms
+    eventually(lambda: first_offset() == "7", seconds=PAGE_S, what="the records from an ISO time")
+    _fill(browser, "browse-time", "yesterday-ish")
+    eventually(lambda: "not a time: yesterday-ish" in _text(browser, "#status.bad"),
+               seconds=PAGE_S, what="a bad time as one line")  # fmt: skip
+
+
 def _configs(cluster: Cluster, topic: str) -> dict[str, Any]:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     resource = ConfigResource(ResourceType.TOPIC, topic)

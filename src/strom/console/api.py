@@ -212,18 +212,27 @@ def console_api(context: ProxyContext) -> list[Route]:
             partition = int(request.query_params.get("partition", "0"))
             offset = int(request.query_params.get("offset", "0"))
             limit = min(MAX_RECORDS, int(request.query_params.get("limit", "50")))
+            timestamp = request.query_params.get("timestamp")
+            at = int(timestamp) if timestamp else None
         except ValueError:
-            raise RestError(400, 400, "partition, offset and limit are integers") from None
+            message = "partition, offset, timestamp and limit are integers"
+            raise RestError(400, 400, message) from None
         [described] = await _described(request, [name])
         parts = [p for p in _partitions(described) if p.partition == partition]
         if not parts:
             raise RestError(404, 40402, "Partition not found.")
         earliest, latest = (await _offsets(request, parts)).get((name, partition), (0, 0))
+        if at is not None:  # the first record at or after it, as ListOffsets finds it
+            spec = OffsetSpec.for_timestamp(at)
+            key = TopicPartition(name, partition)
+            found = (await _call(context.admin(request).list_offsets({key: spec})[key])).offset
+            offset = latest if found < 0 else found
         start = max(offset, earliest)
         config = context.clients.config(context.login(request))
         where = TopicPartition(name, partition, start)
-        found = await blocking(_browse, config, where, limit, latest)
-        return json_response({"earliest": earliest, "latest": latest, "records": found})
+        shown = await blocking(_browse, config, where, limit, latest)
+        return json_response({"earliest": earliest, "latest": latest, "from": start,
+                              "records": shown})  # fmt: skip
 
     async def groups(request: Request) -> Response:
         admin = context.admin(request)

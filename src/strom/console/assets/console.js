@@ -17,7 +17,12 @@ function esc(value) {
 }
 
 async function api(path, options) {
-  const answer = await fetch(path, options);
+  let answer;
+  try {
+    answer = await fetch(path, options);
+  } catch (error) {
+    throw new Error(`cannot reach the console: ${error.message}`);
+  }
   const body = answer.status === 204 ? null : await answer.json();
   if (!answer.ok) throw new Error(body && body.message ? body.message : answer.statusText);
   return body;
@@ -101,7 +106,7 @@ async function topicsView() {
 
 async function topicView(name) {
   const t = await api(`/api/console/topics/${encodeURIComponent(name)}`);
-  const keep = page.querySelector("#browse") ? readBrowse() : { partition: 0, offset: 0 };
+  const keep = page.querySelector("#browse") ? readBrowse() : { partition: 0, offset: 0, time: "" };
   const parts = t.partitions.map((p) => `<tr data-partition="${p.partition}">
       <td>${p.partition}</td><td>${p.leader ?? '<span class="bad">none</span>'}</td>
       <td>${p.replicas.join(", ")}</td><td class="isr ${p.isr.length < p.replicas.length ? "bad" : ""}">${p.isr.join(", ")}${p.under_min_isr ? " (under min ISR)" : ""}</td>
@@ -109,7 +114,8 @@ async function topicView(name) {
   const configs = t.configs.filter((c) => !c.default).map((c) =>
     `<tr data-config="${esc(c.name)}"><td>${esc(c.name)}</td><td>${esc(c.value)}</td></tr>`);
   const editable = t.configs.filter((c) => !c.read_only).map((c) => `<option value="${esc(c.name)}">`);
-  const records = await api(`/api/console/topics/${encodeURIComponent(name)}/records?partition=${keep.partition}&offset=${keep.offset}&limit=50`);
+  const from = keep.time ? `timestamp=${timestampOf(keep.time)}` : `offset=${keep.offset}`;
+  const records = await api(`/api/console/topics/${encodeURIComponent(name)}/records?partition=${keep.partition}&${from}&limit=50`);
   const recordRows = records.records.map((r) => `<tr><td class="num">${r.offset}</td>
       <td>${r.timestamp ? new Date(r.timestamp).toISOString() : ""}</td><td>${esc(r.key)}</td>
       <td class="value">${esc(r.value)}</td><td>${esc(r.headers.map((h) => h.join(":")).join(", "))}</td></tr>`);
@@ -123,7 +129,9 @@ async function topicView(name) {
       <span id="config-result" class="result muted"></span></form>
     <h2>Records</h2>
     <form id="browse" onsubmit="return false">partition <input id="browse-partition" type="number" min="0" value="${keep.partition}">
-      from offset <input id="browse-offset" type="number" min="0" value="${keep.offset}"></form>
+      from offset <input id="browse-offset" type="number" min="0" value="${keep.offset}">
+      or from time <input id="browse-time" placeholder="2026-11-28T22:00:00Z or ms" value="${esc(keep.time)}">
+      <span id="browse-from" class="muted">from offset ${records.from}</span></form>
     ${table("records", ["Offset", "Timestamp", "Key", "Value", "Headers"], recordRows)}
     <h2>Produce a record</h2>
     <form id="produce" onsubmit="return false">key <input id="produce-key"> value <input id="produce-value" size="40">
@@ -149,7 +157,16 @@ function alterConfig(topic, operation) {
 
 function valueOf(id) { return document.getElementById(id)?.value ?? ""; }
 function setValue(id, value) { const e = document.getElementById(id); if (e) e.value = value; }
-function readBrowse() { return { partition: Number(valueOf("browse-partition") || 0), offset: Number(valueOf("browse-offset") || 0) }; }
+function readBrowse() {
+  return { partition: Number(valueOf("browse-partition") || 0), offset: Number(valueOf("browse-offset") || 0), time: valueOf("browse-time").trim() };
+}
+
+// A time typed as milliseconds since the epoch or as an ISO date and time.
+function timestampOf(text) {
+  const ms = /^\d+$/.test(text) ? Number(text) : Date.parse(text);
+  if (Number.isNaN(ms)) throw new Error(`not a time: ${text} (an ISO date and time, or ms since the epoch)`);
+  return ms;
+}
 
 function produce(topic) {
   return act("produce-result", async () => {
@@ -294,8 +311,10 @@ async function render() {
     if (kept) restoreInputs(kept);
     renderedHash = location.hash;
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
+    status.className = "muted";
   } catch (error) {
-    status.textContent = `cannot reach strom: ${error.message}`;
+    status.textContent = error.message;
+    status.className = "bad";
   }
 }
 
