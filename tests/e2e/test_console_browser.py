@@ -37,7 +37,7 @@ PAGE_S = 20.0
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    with Cluster(brokers=3, combined=True) as running:
+    with Cluster(brokers=3, combined=True, metrics=True) as running:
         yield running
 
 
@@ -62,7 +62,8 @@ def console(cluster: Cluster, registry: Registry, connect: Connect) -> Iterator[
     settings = RestSettings.from_properties(
         {"bootstrap.servers": cluster.bootstrap_servers, "listeners": "http://127.0.0.1:0"}
     )
-    started = Console(settings, Services(registry=registry.url, connect=connect.url))
+    scrapes = tuple(str(node.metrics_url) for node in cluster.nodes.values())
+    started = Console(settings, Services(registry.url, connect.url, scrapes))
     started.start()
     yield started.url
     started.stop()
@@ -197,8 +198,9 @@ def test_a_topic_setting_is_changed_and_reset_in_the_page(
     _click(browser, "config-set")
     eventually(lambda: _text(browser, "#config-result") == "set retention.ms=3600000",
                seconds=PAGE_S, what="the setting changed")  # fmt: skip
-    entry = _configs(cluster, name)["retention.ms"]
-    assert (entry.value, entry.is_default) == ("3600000", False)
+    # the brokers learn of the change from the controller's log, so each may answer late
+    eventually(lambda: _configs(cluster, name)["retention.ms"].value == "3600000",
+               seconds=PAGE_S, what="the brokers' retention.ms")  # fmt: skip
     row = '#configs tr[data-config="retention.ms"]'
     eventually(lambda: "3600000" in _text(browser, row), seconds=PAGE_S, what="the new setting")
 
@@ -212,7 +214,8 @@ def test_a_topic_setting_is_changed_and_reset_in_the_page(
     _click(browser, "config-delete")
     eventually(lambda: "back to its default" in _text(browser, "#config-result"),
                seconds=PAGE_S, what="the setting reset")  # fmt: skip
-    assert _configs(cluster, name)["retention.ms"].is_default
+    eventually(lambda: _configs(cluster, name)["retention.ms"].is_default, seconds=PAGE_S,
+               what="the brokers' retention.ms back to its default")  # fmt: skip
 
 
 def _committed(cluster: Cluster, group: str, topic: str) -> int:
@@ -355,6 +358,26 @@ def test_connectors_are_paused_resumed_and_restarted_with_their_errors_on_the_pa
     eventually(lambda: state() == "PAUSED", seconds=PAGE_S, what="paused again")
     click("restart")
     assert "bad" not in browser.find_element("id", "connector-result").get_attribute("class")
+
+
+def test_throughput_and_latency_from_the_nodes_metrics_are_charted(
+    browser: Any, console: str, cluster: Cluster
+) -> None:
+    browser.get(f"{console}/#/cluster")
+    eventually(lambda: _text(browser, "#messages-in-total").isdigit(), seconds=PAGE_S,
+               what="the nodes' records in")  # fmt: skip
+    before = int(_text(browser, "#messages-in-total"))
+    name = _topic(cluster, 3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for n in range(300):
+        producer.produce(name, str(n).encode())
+    assert producer.flush(30) == 0
+    eventually(lambda: int(_text(browser, "#messages-in-total") or 0) >= before + 300,
+               seconds=PAGE_S, what="300 more records in")  # fmt: skip
+    eventually(lambda: bool(browser.find_elements("id", "throughput-chart")), seconds=PAGE_S,
+               what="the throughput chart")  # fmt: skip
+    assert float(_text(browser, "#produce-p99")) >= 0
+    assert "records/s" in _text(browser, "main")
 
 
 def test_a_killed_broker_shows_as_down_with_its_partitions_under_replicated(

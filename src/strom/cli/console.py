@@ -22,6 +22,10 @@ __all__ = ["console"]
             "console.connect.url",
             "A Kafka Connect cluster: its connectors on the Connectors page.",
         ),
+        "metrics": (
+            "console.metrics.urls",
+            "The nodes' metrics (comma-separated /metrics URLs): throughput and latency charts.",
+        ),
     },
 )
 def console(options: ServiceOptions) -> None:

@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute, Route
 
 from strom.console.api import console_api
 from strom.console.connectors import connector_routes
+from strom.console.metrics import metrics_routes
 from strom.console.registry import registry_routes
 from strom.console.services import Services
 from strom.rest.app import RestProxy
@@ -49,7 +50,8 @@ def page_routes(context: ProxyContext, services: Services) -> list[BaseRoute]:
     async def features(request: Request) -> Response:
         """Which of the pages for services beside strom to show."""
         return json_response({"schemas": services.registry is not None,
-                              "connectors": services.connect is not None})  # fmt: skip
+                              "connectors": services.connect is not None,
+                              "metrics": bool(services.metrics)})  # fmt: skip
 
     return [
         Route("/", _index),
@@ -58,6 +60,7 @@ def page_routes(context: ProxyContext, services: Services) -> list[BaseRoute]:
         *console_api(context),
         *registry_routes(services.registry),
         *connector_routes(services.connect),
+        *metrics_routes(services.metrics),
     ]
 
 

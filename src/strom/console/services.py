@@ -1,5 +1,5 @@
-"""The services beside strom that the console's pages talk to over their REST APIs (a schema
-registry, a Kafka Connect cluster, a SQL server): where they are, and one small client that
+"""The services beside strom that the console's pages talk to over HTTP (a schema registry, a
+Kafka Connect cluster, the nodes' metrics listeners): where they are, and one small client that
 answers with their JSON or raises their error as one line (``RestError``)."""
 
 from __future__ import annotations
@@ -12,25 +12,27 @@ import httpx
 
 from strom.rest.errors import RestError
 
-__all__ = ["ServiceClient", "Services"]
+__all__ = ["TIMEOUT_S", "ServiceClient", "Services"]
 
 TIMEOUT_S: Final = 10.0
 
 
 @dataclass(frozen=True)
 class Services:
-    """The URLs of the services given (``--registry``, ``--connect``, ``--sql``)."""
+    """The URLs of the services given (``--registry``, ``--connect``, ``--metrics``)."""
 
     registry: str | None = None
     connect: str | None = None
-    sql: str | None = None
+    metrics: tuple[str, ...] = ()
+    """The nodes' metrics listeners' ``/metrics`` URLs."""
 
     @classmethod
     def from_properties(cls, values: Mapping[str, str]) -> Services:
+        metrics = values.get("console.metrics.urls", "").split(",")
         return cls(
             registry=values.get("schema.registry.url") or None,
             connect=values.get("console.connect.url") or None,
-            sql=values.get("console.sql.url") or None,
+            metrics=tuple(url.strip() for url in metrics if url.strip()),
         )
 
 

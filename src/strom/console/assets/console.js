@@ -5,6 +5,8 @@
 const REFRESH_MS = 2000;
 const LAG_POINTS = 90;
 const lagHistory = {};  // group -> its total lag at each refresh, for the chart
+const metricsHistory = [];  // the nodes' metrics at each refresh of the cluster page
+let features = {};
 const resetPlans = {};  // group -> the dry run of a reset, shown until applied
 let clusterId = null;
 let timer = null;
@@ -87,7 +89,34 @@ async function clusterView() {
     </div>
     ${table("brokers", ["Broker", "Address", "Rack", "State", "Leaders", "Replicas"], brokers)}
     <h2>Partitions needing attention</h2>
-    <ul id="problems">${problems.join("") || '<li class="muted">none</li>'}</ul>`;
+    <ul id="problems">${problems.join("") || '<li class="muted">none</li>'}</ul>
+    ${features.metrics ? await metricsView() : ""}`;
+}
+
+// Throughput (rates between refreshes of the nodes' totals) and Produce/Fetch p99 latency.
+async function metricsView() {
+  const m = await api("/api/console/metrics");
+  metricsHistory.push({ at: Date.now() / 1000, ...m });
+  if (metricsHistory.length > LAG_POINTS) metricsHistory.shift();
+  const rates = (name) => metricsHistory.slice(1).map((now, i) => {
+    const before = metricsHistory[i];
+    return Math.max(0, now.totals[name] - before.totals[name]) / Math.max(0.001, now.at - before.at);
+  });
+  const p99 = (api) => metricsHistory.map((s) => s.p99_ms[api] ?? 0);
+  const messages = rates("messages_in");
+  const errors = m.errors.map((e) => `<li class="bad">${esc(e)}</li>`).join("");
+  return `<h2>Throughput and latency <span class="muted">from ${m.scraped} of ${m.nodes} nodes</span></h2>
+    ${errors ? `<ul id="metrics-errors">${errors}</ul>` : ""}
+    <div class="cards">
+      <div class="card">Records in, total<b id="messages-in-total">${m.totals.messages_in}</b></div>
+      <div class="card">Records in/s<b id="messages-in-rate">${Math.round(messages.at(-1) ?? 0)}</b></div>
+      <div class="card">Produce p99 ms<b id="produce-p99">${m.p99_ms.Produce ?? "-"}</b></div>
+      <div class="card">Fetch p99 ms<b id="fetch-p99">${m.p99_ms.Fetch ?? "-"}</b></div>
+    </div>
+    <h3>Records in per second</h3>${chart("throughput-chart", messages, "records/s")}
+    <h3>Bytes in and out per second</h3>${chart("bytes-in-chart", rates("bytes_in"), "bytes/s in")}
+      ${chart("bytes-out-chart", rates("bytes_out"), "bytes/s out")}
+    <h3>Produce p99 latency</h3>${chart("latency-chart", p99("Produce"), "ms")}`;
 }
 
 function health(t) {
@@ -191,12 +220,13 @@ async function groupsView() {
   page.innerHTML = `<h1>Consumer groups</h1>${table("groups", ["Group", "State", "Members", "Lag"], rows)}`;
 }
 
-function chart(points) {
-  if (points.length < 2) return '<p class="muted">lag over time appears after a few refreshes</p>';
+// A line chart of `points` (one a refresh); `what` names their unit in the caption.
+function chart(id, points, what) {
+  if (points.length < 2) return `<p class="muted">${esc(what)} over time appear after a few refreshes</p>`;
   const top = Math.max(1, ...points);
   const xs = points.map((v, i) => `${(i * 600) / (points.length - 1)},${120 - (v * 110) / top}`);
-  return `<svg class="chart" id="lag-chart" width="600" height="125"><polyline points="${xs.join(" ")}"/></svg>
-    <div class="muted">max ${top} over the last ${points.length} refreshes</div>`;
+  return `<svg class="chart" id="${id}" width="600" height="125"><polyline points="${xs.join(" ")}"/></svg>
+    <div class="muted">max ${Math.round(top * 10) / 10} ${esc(what)} over the last ${points.length} refreshes</div>`;
 }
 
 async function groupView(name) {
@@ -209,7 +239,7 @@ async function groupView(name) {
       <td class="num">${l.current}</td><td class="num">${l.end}</td><td class="num lag">${l.lag}</td></tr>`);
   page.innerHTML = `<h1>Group ${esc(name)} <span class="muted">${esc(g.state)}</span></h1>
     <div class="cards"><div class="card">Total lag<b id="total-lag">${total}</b></div></div>
-    ${chart(history)}
+    ${chart("lag-chart", history, "records behind")}
     <h2>Members</h2>${table("members", ["Member", "Client", "Host", "Partitions"], members)}
     <h2>Lag per partition</h2>${table("lags", ["Topic", "Partition", "Committed", "End", "Lag"], lags)}
     <h2>Reset offsets</h2>
@@ -324,8 +354,10 @@ function schedule() {
 }
 
 api("/api/console/features").then((f) => {
+  features = f;
   document.getElementById("nav-schemas").hidden = !f.schemas;
   document.getElementById("nav-connectors").hidden = !f.connectors;
+}).catch(() => {}).finally(() => {  // without them, the pages for strom itself still work
+  window.addEventListener("hashchange", schedule);
+  schedule();
 });
-window.addEventListener("hashchange", schedule);
-schedule();
