@@ -358,6 +358,9 @@ api("/api/console/features").then((f) => {
   document.getElementById("nav-schemas").hidden = !f.schemas;
   document.getElementById("nav-connectors").hidden = !f.connectors;
 }).catch(() => {}).finally(() => {  // without them, the pages for strom itself still work
-  window.addEventListener("hashchange", schedule);
+  window.addEventListener("hashchange", () => {
+    page.innerHTML = '<p class="muted">loading</p>';  // no button of the page left acts meanwhile
+    schedule();
+  });
   schedule();
 });
