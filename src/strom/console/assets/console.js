@@ -93,6 +93,8 @@ async function clusterView() {
     ${features.metrics ? await metricsView() : ""}`;
 }
 
+function ms(value) { return value === undefined ? "-" : value.toFixed(1); }
+
 // Throughput (rates between refreshes of the nodes' totals) and Produce/Fetch p99 latency.
 async function metricsView() {
   const m = await api("/api/console/metrics");
@@ -110,8 +112,8 @@ async function metricsView() {
     <div class="cards">
       <div class="card">Records in, total<b id="messages-in-total">${m.totals.messages_in}</b></div>
       <div class="card">Records in/s<b id="messages-in-rate">${Math.round(messages.at(-1) ?? 0)}</b></div>
-      <div class="card">Produce p99 ms<b id="produce-p99">${m.p99_ms.Produce ?? "-"}</b></div>
-      <div class="card">Fetch p99 ms<b id="fetch-p99">${m.p99_ms.Fetch ?? "-"}</b></div>
+      <div class="card">Produce p99 ms<b id="produce-p99">${ms(m.p99_ms.Produce)}</b></div>
+      <div class="card">Fetch p99 ms<b id="fetch-p99">${ms(m.p99_ms.Fetch)}</b></div>
     </div>
     <h3>Records in per second</h3>${chart("throughput-chart", messages, "records/s")}
     <h3>Bytes in and out per second</h3>${chart("bytes-in-chart", rates("bytes_in"), "bytes/s in")}
