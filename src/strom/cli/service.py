@@ -42,6 +42,8 @@ class ServiceOptions:
     overrides: tuple[str, ...]
     master: str | None = None
     confs: tuple[str, ...] = ()
+    named: tuple[tuple[str, str | None], ...] = ()
+    """The settings that options of the command's own set (``(setting, value)``)."""
 
     def settings(
         self,
@@ -64,6 +66,7 @@ class ServiceOptions:
         if bad := [name for name in spark if not name.startswith("spark.")]:
             raise click.BadParameter(f"not a Spark setting: {bad[0]}", param_hint="--conf")
         values.update(spark)
+        values.update((name, value) for name, value in self.named if value is not None)
         if self.bootstrap_servers is not None:
             values[bootstrap_key] = self.bootstrap_servers
         if self.listener is not None:
@@ -82,11 +85,13 @@ def service_command(
     bootstrap: str = "The strom cluster (bootstrap.servers).",
     spark: str | None = None,
     group: type[click.Group] | None = None,
+    urls: Mapping[str, tuple[str, str]] | None = None,
 ) -> Callable[[Callable[[ServiceOptions], None]], click.Command]:
     """``strom NAME``, whose body takes the shared options as one ``ServiceOptions``: the
     arguments are the options' help texts, ``spark`` (what runs on Spark, as "queries")
-    adds ``--master`` and ``--conf``, and ``group`` makes it a group of that class whose body
-    runs when no subcommand is given."""
+    adds ``--master`` and ``--conf``, ``group`` makes it a group of that class whose body
+    runs when no subcommand is given, and ``urls`` adds ``--NAME URL`` options, each setting
+    one setting (``{NAME: (setting, help)}``)."""
     options = [
         click.argument(
             "properties_file", required=False, type=click.Path(dir_okay=False, path_type=Path)
@@ -117,6 +122,11 @@ def service_command(
                 help=f"A Spark setting of the {spark}' session; repeatable.",
             ),
         ]
+    urls = dict(urls or {})
+    options += [
+        click.option(f"--{flag}", flag, metavar="URL", default=None, help=text)
+        for flag, (_, text) in urls.items()
+    ]
     options.append(
         click.option("--override", "overrides", metavar="NAME=VALUE", multiple=True, help=override)
     )
@@ -124,7 +134,8 @@ def service_command(
     def decorate(body: Callable[[ServiceOptions], None]) -> click.Command:
         def run(**given: Any) -> None:
             logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stderr)
-            body(ServiceOptions(**given))
+            named = tuple((setting, given.pop(flag)) for flag, (setting, _) in urls.items())
+            body(ServiceOptions(**given, named=named))
 
         command: Callable[..., None] = update_wrapper(run, body)
         for option in reversed(options):

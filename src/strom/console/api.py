@@ -1,12 +1,14 @@
 """The console's own JSON views (``/api/console/...``), gathered with the proxy's clients of the
 HTTP user's login: the cluster's health, topics, a topic's partitions with offsets and its
-settings, records by partition and offset, consumer groups with their lag. The page produces
-records and changes settings through the proxy's v3 API itself."""
+settings, records by partition and offset, consumer groups with their lag, and a group's offset
+reset (a dry run first). The page produces records and changes settings through the proxy's v3
+API itself."""
 
 from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Mapping
 from typing import Any, Final
 
 from confluent_kafka import Consumer as KafkaConsumer
@@ -25,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from strom.console.resets import ResetTarget, check_inactive, new_offset, parse_target
 from strom.console.views import BrokerView, PartitionView, cluster_health, topic_row
 from strom.rest.context import ProxyContext
 from strom.rest.errors import RestError, from_kafka
@@ -39,7 +42,7 @@ MAX_RECORDS: Final = 500
 BROWSE_WAIT_S: Final = 2.0
 
 
-def _partitions(described: Any) -> list[PartitionView]:
+def _partitions(described: Any, min_isr: Mapping[str, int] | None = None) -> list[PartitionView]:
     return [
         PartitionView(
             described.name,
@@ -47,6 +50,7 @@ def _partitions(described: Any) -> list[PartitionView]:
             None if p.leader is None else p.leader.id,
             tuple(n.id for n in p.replicas),
             tuple(n.id for n in p.isr),
+            (min_isr or {}).get(described.name, 1),
         )
         for p in described.partitions
     ]
@@ -116,6 +120,21 @@ def console_api(context: ProxyContext) -> list[Route]:
         futures = context.admin(request).describe_topics(TopicCollection(names))
         return [await _call(futures[name]) for name in names]
 
+    async def _min_isr(request: Request, names: list[str]) -> dict[str, int]:
+        """Each topic's ``min.insync.replicas`` (1 for one this login may not describe)."""
+        if not names:
+            return {}
+        resources = [ConfigResource(ResourceType.TOPIC, name) for name in names]
+        found = {}
+        for resource, future in context.admin(request).describe_configs(resources).items():
+            try:
+                entry = (await result(future)).get("min.insync.replicas")
+            except KafkaException:
+                continue
+            if entry is not None and entry.value is not None:
+                found[resource.name] = int(entry.value)
+        return found
+
     async def _offsets(
         request: Request, parts: list[PartitionView]
     ) -> dict[tuple[str, int], tuple[int, int]]:
@@ -141,15 +160,18 @@ def console_api(context: ProxyContext) -> list[Route]:
         described = await _call(admin.describe_cluster())
         metadata = await blocking(admin.list_topics, timeout=10)
         topics = await _described(request, sorted(metadata.topics))
+        min_isr = await _min_isr(request, sorted(metadata.topics))
         live = [BrokerView(n.id, n.host, n.port, n.rack, alive=True) for n in described.nodes]
         controller = None if described.controller is None else described.controller.id
-        health = cluster_health(live, (p for t in topics for p in _partitions(t)), controller)
+        partitions = (p for t in topics for p in _partitions(t, min_isr))
+        health = cluster_health(live, partitions, controller)
         return json_response({"cluster_id": described.cluster_id, **health})
 
     async def topics(request: Request) -> Response:
         metadata = await blocking(context.admin(request).list_topics, timeout=10)
         described = await _described(request, sorted(metadata.topics))
-        parts = {t.name: _partitions(t) for t in described}
+        min_isr = await _min_isr(request, sorted(metadata.topics))
+        parts = {t.name: _partitions(t, min_isr) for t in described}
         offsets = await _offsets(request, [p for ps in parts.values() for p in ps])
         rows = [
             topic_row(t.name, parts[t.name], _held(offsets, parts[t.name]), internal=t.is_internal)
@@ -160,18 +182,21 @@ def console_api(context: ProxyContext) -> list[Route]:
     async def topic(request: Request) -> Response:
         name = request.path_params["topic"]
         [described] = await _described(request, [name])
-        parts = _partitions(described)
-        offsets = await _offsets(request, parts)
         resource = ConfigResource(ResourceType.TOPIC, name)
         [entries] = [
             await _call(f) for f in context.admin(request).describe_configs([resource]).values()
         ]
+        min_isr = entries.get("min.insync.replicas")
+        given = min_isr is not None and min_isr.value is not None
+        parts = _partitions(described, {name: int(min_isr.value)} if given else None)
+        offsets = await _offsets(request, parts)
         return json_response({
             "name": name,
             "partitions": [
                 {"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas),
                  "isr": list(p.isr), "earliest": offsets.get((name, p.partition), (0, 0))[0],
-                 "latest": offsets.get((name, p.partition), (0, 0))[1]}
+                 "latest": offsets.get((name, p.partition), (0, 0))[1],
+                 "under_min_isr": p.under_min_isr}
                 for p in parts
             ],
             "configs": [
@@ -187,18 +212,27 @@ def console_api(context: ProxyContext) -> list[Route]:
             partition = int(request.query_params.get("partition", "0"))
             offset = int(request.query_params.get("offset", "0"))
             limit = min(MAX_RECORDS, int(request.query_params.get("limit", "50")))
+            timestamp = request.query_params.get("timestamp")
+            at = int(timestamp) if timestamp else None
         except ValueError:
-            raise RestError(400, 400, "partition, offset and limit are integers") from None
+            message = "partition, offset, timestamp and limit are integers"
+            raise RestError(400, 400, message) from None
         [described] = await _described(request, [name])
         parts = [p for p in _partitions(described) if p.partition == partition]
         if not parts:
             raise RestError(404, 40402, "Partition not found.")
         earliest, latest = (await _offsets(request, parts)).get((name, partition), (0, 0))
+        if at is not None:  # the first record at or after it, as ListOffsets finds it
+            spec = OffsetSpec.for_timestamp(at)
+            key = TopicPartition(name, partition)
+            found = (await _call(context.admin(request).list_offsets({key: spec})[key])).offset
+            offset = latest if found < 0 else found
         start = max(offset, earliest)
         config = context.clients.config(context.login(request))
         where = TopicPartition(name, partition, start)
-        found = await blocking(_browse, config, where, limit, latest)
-        return json_response({"earliest": earliest, "latest": latest, "records": found})
+        shown = await blocking(_browse, config, where, limit, latest)
+        return json_response({"earliest": earliest, "latest": latest, "from": start,
+                              "records": shown})  # fmt: skip
 
     async def groups(request: Request) -> Response:
         admin = context.admin(request)
@@ -244,6 +278,57 @@ def console_api(context: ProxyContext) -> list[Route]:
             "lag": await _group_lag(request, name),
         })  # fmt: skip
 
+    async def _reset_plan(
+        request: Request, name: str, topics: list[str], target: ResetTarget
+    ) -> list[dict[str, int | str]]:
+        admin = context.admin(request)
+        parts = [p for t in await _described(request, topics) for p in _partitions(t)]
+        offsets = await _offsets(request, parts)
+        by_time: dict[tuple[str, int], int] = {}
+        if target.kind == "timestamp":
+            spec = OffsetSpec.for_timestamp(target.value or 0)
+            found = admin.list_offsets({TopicPartition(t, p): spec for t, p in offsets})
+            by_time = {(tp.topic, tp.partition): (await _call(f)).offset for tp, f in found.items()}
+        current = {(lag["topic"], lag["partition"]): lag["current"]
+                   for lag in await _group_lag(request, name)}  # fmt: skip
+        return [
+            {"topic": t, "partition": p, "current": current.get((t, p), -1),
+             "new": new_offset(target, earliest, latest, by_time.get((t, p)))}
+            for (t, p), (earliest, latest) in sorted(offsets.items())
+        ]  # fmt: skip
+
+    async def reset(request: Request) -> Response:
+        """Plan (``dry_run``, the default) or make a reset of the group's offsets on ``topic``
+        (or on every topic it has committed offsets on)."""
+        name = request.path_params["group"]
+        body = await context.json(request)
+        if not isinstance(body, dict):
+            raise RestError(400, 400, "a JSON object {topic, to, value, dry_run} is expected")
+        try:
+            target = parse_target(body)
+        except ValueError as error:
+            raise RestError(400, 400, str(error)) from None
+        admin = context.admin(request)
+        described = await _call(admin.describe_consumer_groups([name])[name])
+        try:
+            check_inactive(name, described.state.name)
+        except ValueError as error:
+            raise RestError(409, 40901, str(error)) from None
+        topic = body.get("topic")
+        topics = [topic] if isinstance(topic, str) and topic else sorted(
+            {lag["topic"] for lag in await _group_lag(request, name)}
+        )  # fmt: skip
+        if not topics:
+            raise RestError(400, 400, "topic: the group has no offsets; name a topic")
+        plan = await _reset_plan(request, name, topics, target)
+        dry_run = body.get("dry_run", True) is not False
+        if not dry_run:
+            offsets = [TopicPartition(str(p["topic"]), int(p["partition"]), int(p["new"]))
+                       for p in plan]  # fmt: skip
+            changes = ConsumerGroupTopicPartitions(name, offsets)
+            await _call(admin.alter_consumer_group_offsets([changes])[name])
+        return json_response({"group": name, "dry_run": dry_run, "offsets": plan})
+
     base = "/api/console"
     return [
         Route(f"{base}/cluster", cluster),
@@ -252,4 +337,5 @@ def console_api(context: ProxyContext) -> list[Route]:
         Route(f"{base}/topics/{{topic}}/records", records),
         Route(f"{base}/groups", groups),
         Route(f"{base}/groups/{{group}}", group),
+        Route(f"{base}/groups/{{group}}/offsets:reset", reset, methods=["POST"]),
     ]

@@ -1,4 +1,5 @@
-"""The console's server: the page and its assets, the console's API, and the REST proxy's API
+"""The console's server: the page and its assets, the console's API (with the Schemas and
+Connectors pages', over the services given), and the REST proxy's API
 the page also calls, on one listener (the proxy's settings: TLS, basic authentication with
 principal propagation, the clients' security)."""
 
@@ -12,10 +13,15 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from strom.console.api import console_api
+from strom.console.connectors import connector_routes
+from strom.console.metrics import metrics_routes
+from strom.console.registry import registry_routes
+from strom.console.services import Services
 from strom.rest.app import RestProxy
 from strom.rest.context import ProxyContext
 from strom.rest.errors import not_found
 from strom.rest.settings import RestSettings
+from strom.web.http import json_response
 
 __all__ = ["DEFAULT_LISTENER", "Console", "page_routes"]
 
@@ -40,12 +46,29 @@ async def _asset(request: Request) -> Response:
     return FileResponse(path, media_type=_MEDIA_TYPES[path.suffix])
 
 
-def page_routes(context: ProxyContext) -> list[BaseRoute]:
-    return [Route("/", _index), Route("/assets/{name}", _asset), *console_api(context)]
+def page_routes(context: ProxyContext, services: Services) -> list[BaseRoute]:
+    async def features(request: Request) -> Response:
+        """Which of the pages for services beside strom to show."""
+        return json_response({"schemas": services.registry is not None,
+                              "connectors": services.connect is not None,
+                              "metrics": bool(services.metrics)})  # fmt: skip
+
+    return [
+        Route("/", _index),
+        Route("/assets/{name}", _asset),
+        Route("/api/console/features", features),
+        *console_api(context),
+        *registry_routes(services.registry),
+        *connector_routes(services.connect),
+        *metrics_routes(services.metrics),
+    ]
 
 
 class Console(RestProxy):
     """A started console: ``url`` is where its page is."""
 
-    def __init__(self, settings: RestSettings) -> None:
-        super().__init__(settings, extra_routes=page_routes, name="console-http")
+    def __init__(self, settings: RestSettings, services: Services | None = None) -> None:
+        given = services or Services(registry=settings.schema_registry_url)
+        super().__init__(
+            settings, extra_routes=lambda context: page_routes(context, given), name="console-http"
+        )

@@ -16,6 +16,8 @@ class PartitionView:
     leader: int | None
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    min_isr: int = 1
+    """The topic's ``min.insync.replicas``."""
 
     @property
     def offline(self) -> bool:
@@ -24,6 +26,12 @@ class PartitionView:
     @property
     def under_replicated(self) -> bool:
         return len(self.isr) < len(self.replicas)
+
+    @property
+    def under_min_isr(self) -> bool:
+        """Fewer in-sync replicas than ``min.insync.replicas``: producers with ``acks=all``
+        are refused (NOT_ENOUGH_REPLICAS)."""
+        return not self.offline and len(self.isr) < self.min_isr
 
 
 @dataclass(frozen=True)
@@ -39,7 +47,8 @@ def cluster_health(
     live: Sequence[BrokerView], partitions: Iterable[PartitionView], controller: int | None
 ) -> dict[str, object]:
     """Brokers (a replica's broker that is not live is down) with their leader and replica
-    counts, and the partitions that are under-replicated or offline."""
+    counts, and the partitions that are under-replicated, under their topic's
+    ``min.insync.replicas`` or offline."""
     partitions = list(partitions)
     brokers = {b.broker_id: b for b in live}
     for p in partitions:
@@ -63,6 +72,7 @@ def cluster_health(
         ],
         "partitions": len(partitions),
         "under_replicated": [_name(p) for p in partitions if p.under_replicated and not p.offline],
+        "under_min_isr": [_name(p) for p in partitions if p.under_min_isr],
         "offline": [_name(p) for p in partitions if p.offline],
     }
 
@@ -83,6 +93,7 @@ def topic_row(
         "replication_factor": max((len(p.replicas) for p in partitions), default=0),
         "records": sum(max(0, latest - earliest) for earliest, latest in offsets.values()),
         "under_replicated": sum(1 for p in partitions if p.under_replicated),
+        "under_min_isr": sum(1 for p in partitions if p.under_min_isr),
         "offline": sum(1 for p in partitions if p.offline),
     }
 

@@ -44,6 +44,16 @@ def test_bootstrap_key_and_https_listener() -> None:
     assert options.settings()["listeners"] == "http://localhost:2"
 
 
+def test_a_url_option_sets_its_setting_over_the_override() -> None:
+    overrides = ("schema.registry.url=http://override:1",)
+    given = ServiceOptions(
+        None, None, None, overrides, named=(("schema.registry.url", "http://r:2"),)
+    )
+    assert given.settings()["schema.registry.url"] == "http://r:2"
+    absent = ServiceOptions(None, None, None, overrides, named=(("schema.registry.url", None),))
+    assert absent.settings()["schema.registry.url"] == "http://override:1"
+
+
 @pytest.mark.parametrize(
     ("overrides", "confs", "message"),
     [(("x",), (), "expected NAME=VALUE, got 'x'"), ((), ("x=1",), "not a Spark setting: x")],

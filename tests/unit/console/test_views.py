@@ -32,4 +32,17 @@ def test_a_topic_row_counts_what_its_offsets_hold() -> None:
     partitions = [PartitionView("t", 0, 1, (1, 2), (1,)), PartitionView("t", 1, -1, (2, 1), ())]
     row = topic_row("t", partitions, {0: (10, 25), 1: (0, 7)}, internal=False)
     assert row == {"name": "t", "internal": False, "partitions": 2, "replication_factor": 2,
-                   "records": 22, "under_replicated": 2, "offline": 1}  # fmt: skip
+                   "records": 22, "under_replicated": 2, "under_min_isr": 0,
+                   "offline": 1}  # fmt: skip
+
+
+def test_a_partition_with_fewer_in_sync_replicas_than_its_topics_minimum_is_under_min_isr() -> None:
+    partitions = [
+        PartitionView("t", 0, 1, (1, 2, 3), (1,), min_isr=2),
+        PartitionView("t", 1, 2, (2, 3, 1), (2, 3), min_isr=2),
+        PartitionView("t", 2, None, (3, 1, 2), (), min_isr=2),
+        PartitionView("u", 0, 1, (1, 2), (1,)),
+    ]
+    health = cluster_health(_live(1, 2), partitions, controller=1)
+    assert health["under_min_isr"] == ["t-0"]
+    assert topic_row("t", partitions[:3], {}, internal=False)["under_min_isr"] == 1
