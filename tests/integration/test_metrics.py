@@ -140,6 +140,9 @@ def test_produce_and_consume_move_the_counters(server: StromServer) -> None:
     assert value(after, "kafka_server_replicamanager_underreplicatedpartitions") == 0
     assert value(after, "kafka_log_log_size", topic=topic, partition="0") >= bytes_in
     assert value(after, "kafka_log_log_logendoffset", topic=topic, partition="0") == 300
+    partition = {"topic": topic, "partition": "0"}  # the topic's one partition: all its bytes
+    assert value(after, "kafka_log_partition_bytesin_total", **partition) == bytes_in
+    assert value(after, "kafka_log_partition_bytesout_total", **partition) == bytes_out
     assert value(after, "kafka_controller_kafkacontroller_activecontrollercount") == 1
     assert value(after, "kafka_controller_kafkacontroller_globalpartitioncount") == partitions
     assert value(after, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0

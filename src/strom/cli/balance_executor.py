@@ -3,8 +3,9 @@ for replicas and racks, DescribeLogDirs on every broker for partition sizes) and
 of a plan as partition reassignments, a bounded number at a time, under replication throttles
 (``strom partitions reassign --throttle``'s), removed at the end.
 
-Load: brokers measure no per-partition byte rate that a client can read today, so the model's
-rates are zero and the network goals have nothing to act on; sizes drive the disk goal.
+Load: brokers count bytes in and out per partition (``kafka_log_partition_bytesin_total`` on
+their metrics listener), but this does not read them yet, so the model's rates are zero and the
+network goals have nothing to act on; sizes drive the disk goal.
 """
 
 from __future__ import annotations

@@ -61,10 +61,13 @@ class RequestTimes:
 class NodeMetrics:
     """The counters of one node (see the module doc)."""
 
-    __slots__ = ("isr_expands", "isr_shrinks", "requests", "topics", "total")
+    __slots__ = ("isr_expands", "isr_shrinks", "partitions", "requests", "topics", "total")
 
     def __init__(self) -> None:
         self.topics: dict[str, TopicCounts] = {}
+        self.partitions: dict[tuple[str, int], list[int]] = {}
+        """(topic, partition) -> [bytes appended as a leader, bytes sent to consumers]: the
+        byte rates ``strom balance`` reads for its network goals (tuple keys, as a scrape's)."""
         self.total = TopicCounts()
         """All topics together (Kafka's BrokerTopicMetrics without a topic)."""
         self.requests: dict[str, RequestTimes] = {}
@@ -78,8 +81,16 @@ class NodeMetrics:
             counts = self.topics[topic] = TopicCounts()
         return counts
 
-    def appended(self, topic: str, messages: int, size: int) -> None:
+    def _partition(self, topic: str, partition: int) -> list[int]:
+        key = (topic, partition)
+        counts = self.partitions.get(key)
+        if counts is None:
+            counts = self.partitions[key] = [0, 0]
+        return counts
+
+    def appended(self, topic: str, partition: int, messages: int, size: int) -> None:
         """A batch of ``messages`` records (``size`` bytes) was appended as a leader."""
+        self._partition(topic, partition)[0] += size
         counts = self._topic(topic)
         counts.messages_in += messages
         counts.bytes_in += size
@@ -87,8 +98,9 @@ class NodeMetrics:
         total.messages_in += messages
         total.bytes_in += size
 
-    def sent(self, topic: str, size: int) -> None:
-        """``size`` bytes of the topic go to a consumer in a fetch answer."""
+    def sent(self, topic: str, partition: int, size: int) -> None:
+        """``size`` bytes of the partition go to a consumer in a fetch answer."""
+        self._partition(topic, partition)[1] += size
         self._topic(topic).bytes_out += size
         self.total.bytes_out += size
 

@@ -151,6 +151,9 @@ class NodeCollector:
         size = Family("kafka_log_log_size", GAUGE, "Bytes in the partition's log.")
         end = Family("kafka_log_log_logendoffset", GAUGE, "The partition's log end offset.")
         start = Family("kafka_log_log_logstartoffset", GAUGE, "The partition's log start offset.")
+        rates = metrics.partitions
+        bytes_in = Family("kafka_log_partition_bytesin", COUNTER, "Bytes appended as a leader.")
+        bytes_out = Family("kafka_log_partition_bytesout", COUNTER, "Bytes sent to consumers.")
         size_lines, end_lines, start_lines = size.lines, end.lines, start.lines
         for tp, partition in partitions.items():
             replication = partition.replication  # None unless led here
@@ -166,7 +169,13 @@ class NodeCollector:
             size_lines.append(f"kafka_log_log_size{text} {log.size}")
             end_lines.append(f"kafka_log_log_logendoffset{text} {log.log_end_offset}")
             start_lines.append(f"kafka_log_log_logstartoffset{text} {log.log_start_offset}")
+            counts = rates.get(key)
+            if counts is not None:
+                bytes_in.lines.append(f"kafka_log_partition_bytesin_total{text} {counts[0]}")
+                bytes_out.lines.append(f"kafka_log_partition_bytesout_total{text} {counts[1]}")
         self._partition_labels = texts  # the partitions gone here are forgotten
+        for gone in [key for key in rates if key not in texts]:
+            del rates[gone]
         prefix = "kafka_server_replicamanager_"
         yield gauge(prefix + "partitioncount", "Partitions held here.", len(partitions))
         yield gauge(prefix + "leadercount", "Partitions led here.", leaders)
@@ -180,6 +189,8 @@ class NodeCollector:
         yield size
         yield end
         yield start
+        yield bytes_in
+        yield bytes_out
 
     def _coordinator_metrics(
         self, broker: Broker, high_watermarks: dict[tuple[str, int], int]

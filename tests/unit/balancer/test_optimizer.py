@@ -191,3 +191,24 @@ def test_capacity_is_a_hard_goal() -> None:
     after = Counter(m.after[0] for m in plan.moves) + Counter({1: 3 - len(plan.moves)})
     assert after[1] <= 1
     assert after[3] == 0
+
+
+def test_byte_rates_move_hot_partitions_apart() -> None:
+    """Even replica and leader counts, but both hot partitions on broker 1: the network goals
+    (the brokers' measured per-partition byte rates) swap one hot partition away."""
+    rates = {1: 100.0, 2: 100.0, 3: 1.0, 4: 1.0, 5: 1.0, 6: 1.0}
+    placement = {1: 1, 2: 1, 3: 2, 4: 2, 5: 3, 6: 3}
+    model = ClusterModel(
+        tuple(BrokerModel(b) for b in (1, 2, 3)),
+        tuple(
+            PartitionModel(TopicPartition("t", i), (placement[i],), 0, rates[i], rates[i])
+            for i in sorted(placement)
+        ),
+    )
+    plan = plan_balance(model)
+    assert plan.before["nw_in"][1] == 200.0
+    assert max(plan.after["nw_in"].values()) == 101.0
+    assert max(plan.after["nw_out"].values()) == 101.0
+    after = _after(model)
+    assert {after[TopicPartition("t", 1)], after[TopicPartition("t", 2)]} != {(1,)}
+    assert sorted(Counter(r[0] for r in after.values()).values()) == [2, 2, 2]

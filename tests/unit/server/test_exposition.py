@@ -74,13 +74,14 @@ def test_request_names_are_kafkas() -> None:
 
 def test_counters_add_per_batch_and_keep_the_latest_request_times() -> None:
     metrics = NodeMetrics()
-    metrics.appended("a", 10, 1000)
-    metrics.appended("a", 5, 400)
-    metrics.appended("b", 1, 60)
-    metrics.sent("a", 700)
+    metrics.appended("a", 0, 10, 1000)
+    metrics.appended("a", 1, 5, 400)
+    metrics.appended("b", 0, 1, 60)
+    metrics.sent("a", 1, 700)
     assert (metrics.topics["a"].messages_in, metrics.topics["a"].bytes_in) == (15, 1400)
     assert (metrics.total.messages_in, metrics.total.bytes_in) == (16, 1460)
     assert (metrics.topics["a"].bytes_out, metrics.total.bytes_out) == (700, 700)
+    assert metrics.partitions == {("a", 0): [1000, 0], ("a", 1): [400, 700], ("b", 0): [60, 0]}
     for index in range(TIME_SAMPLES + 10):
         metrics.answered("Produce", 9 + index % 2, float(index))
     times = metrics.requests["Produce"]

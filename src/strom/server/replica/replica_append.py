@@ -110,7 +110,9 @@ def _append_to_leader(
         appended(manager, partition, info.base_offset, info.last_offset, info.size)
         metrics = manager.metrics
         if metrics is not None:
-            metrics.appended(tp.topic, info.last_offset - info.base_offset + 1, info.size)
+            metrics.appended(
+                tp.topic, tp.partition, info.last_offset - info.base_offset + 1, info.size
+            )
     return AppendResult(
         base_offset=info.base_offset,
         last_offset=info.last_offset,

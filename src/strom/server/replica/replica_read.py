@@ -89,7 +89,7 @@ def _counted(
     if metrics is not None and not params.is_from_follower:
         for (key, _), read in zip(partitions, reads, strict=True):
             if read.size:
-                metrics.sent(key.topic, read.size)
+                metrics.sent(key.topic, key.partition, read.size)
     return reads
 
 
