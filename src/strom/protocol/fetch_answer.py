@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from kio.schema.errors import ErrorCode
 
 from strom.common import KafkaError
+from strom.protocol.wire_cursor import WireCursor, WireError
 
 __all__ = ["FETCH_ANSWER_VERSION", "FetchAnswer", "FetchedPartition", "FetchedTopic", "read"]
 
@@ -69,6 +70,8 @@ def read(frame: memoryview) -> tuple[int, FetchAnswer]:
         answer = cursor.response()
     except (IndexError, struct.error):
         raise _cut_short() from None
+    except WireError as error:
+        raise KafkaError(ErrorCode.corrupt_message, f"the Fetch response: {error}") from None
     if cursor.position != len(frame):
         raise KafkaError(
             ErrorCode.corrupt_message,
@@ -81,12 +84,8 @@ def _cut_short() -> KafkaError:
     return KafkaError(ErrorCode.corrupt_message, "the Fetch response is cut short")
 
 
-class _Cursor:
-    __slots__ = ("position", "view")
-
-    def __init__(self, view: memoryview) -> None:
-        self.view = view
-        self.position = 0
+class _Cursor(WireCursor):
+    __slots__ = ()
 
     def response(self) -> tuple[int, FetchAnswer]:
         (correlation_id,) = _I32.unpack_from(self.view, 0)
@@ -134,26 +133,6 @@ class _Cursor:
         if count < 0:
             raise KafkaError(ErrorCode.corrupt_message, "a null where the Fetch response has none")
         return count
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            byte = self.view[self.position]
-            self.position += 1
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise KafkaError(ErrorCode.corrupt_message, "a varint longer than 5 bytes")
-
-    def take(self, size: int) -> memoryview:
-        end = self.position + size
-        if end > len(self.view):
-            raise _cut_short()
-        data = self.view[self.position : end]
-        self.position = end
-        return data
 
     def tagged_fields(self) -> None:
         for _ in range(self.uvarint()):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from strom.protocol.framing import BytesLike
+from strom.protocol.wire_cursor import WIRE_ERRORS, WireCursor, WireError
 
 __all__ = [
     "FIRST_VERSION",
@@ -70,10 +71,6 @@ class ProduceRequestData:
     topic_data: tuple[TopicProduceData, ...]
 
 
-class _Decline(Exception):
-    """Raised inside the reader: leave this body to kio."""
-
-
 def decode_produce_request(
     frame: BytesLike, offset: int, version: int
 ) -> tuple[ProduceRequestData, int] | None:
@@ -84,18 +81,18 @@ def decode_produce_request(
     try:
         reader = _Reader(view, offset, flexible=version >= _FIRST_FLEXIBLE)
         body = reader.body()
-    except (_Decline, struct.error, UnicodeDecodeError):
+    except (*WIRE_ERRORS, UnicodeDecodeError):
         return None
     return body, reader.position - offset
 
 
-class _Reader:
+class _Reader(WireCursor):
     """A cursor over one request body."""
 
-    __slots__ = ("flexible", "position", "view")
+    __slots__ = ("flexible",)
 
     def __init__(self, view: memoryview, position: int, *, flexible: bool) -> None:
-        self.view = view
+        self.view = view  # not super().__init__: a call less per request
         self.position = position
         self.flexible = flexible
 
@@ -122,19 +119,6 @@ class _Reader:
             topic_data=tuple(topics),
         )
 
-    def uvarint(self) -> int:
-        view = self.view
-        value = shift = 0
-        while True:
-            byte = view[self.position]  # IndexError past the end: struct.error below
-            self.position += 1
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise _Decline
-
     def length(self, fixed: struct.Struct) -> int:
         """A length: compact (unsigned varint minus one) or fixed; -1 for null."""
         try:
@@ -142,48 +126,40 @@ class _Reader:
                 return self.uvarint() - 1
             (value,) = fixed.unpack_from(self.view, self.position)
         except IndexError:
-            raise _Decline from None
+            raise WireError from None
         self.position += fixed.size
         return int(value)
 
     def array_length(self) -> int:
         length = self.length(_I32)
         if length < 0:  # a null array where kio expects one
-            raise _Decline
+            raise WireError
         return length
 
     def nullable_string(self) -> str | None:
         length = self.length(_I16)
-        return None if length < 0 else str(self._take(length), "utf-8")
+        return None if length < 0 else str(self.take(length), "utf-8")
 
     def string(self) -> str:
         value = self.nullable_string()
         if value is None:  # null where kio expects a string
-            raise _Decline
+            raise WireError
         return value
 
     def records(self) -> memoryview | None:
         length = self.length(_I32)
         if length < 0:
             return None
-        return self._take(length)
-
-    def _take(self, length: int) -> memoryview:
-        end = self.position + length
-        if end > len(self.view):
-            raise _Decline
-        data = self.view[self.position : end]
-        self.position = end
-        return data
+        return self.take(length)
 
     def no_tagged_fields(self) -> None:
         if self.flexible:
             try:
                 tagged = self.view[self.position]
             except IndexError:
-                raise _Decline from None
+                raise WireError from None
             if tagged:
-                raise _Decline
+                raise WireError
             self.position += 1
 
 
