@@ -12,6 +12,7 @@ query id, and the query id carries the command's offset, so a replay finds the s
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import tempfile
 import threading
@@ -624,7 +625,7 @@ class Engine:
         return entities.query_description(
             text,
             "",
-            statement=s.text,
+            statement=re.sub(r"^\s*EXPLAIN\s+", "", text, count=1, flags=re.IGNORECASE),
             columns=plan.columns,
             sources=[source.name for source in sources.values()],
             sinks=sinks,

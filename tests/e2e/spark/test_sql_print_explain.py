@@ -83,6 +83,7 @@ def test_explain_describes_a_statement_and_a_running_query(api: httpx.Client) ->
     (planned,) = ksql(api, f"EXPLAIN {statement}")
     assert planned["@type"] == "queryDescription"
     description = planned["queryDescription"]
+    assert description["statementText"] == statement
     assert (description["sources"], description["sinks"], description["state"]) == (
         ["ORDERS"],
         ["BIG"],
