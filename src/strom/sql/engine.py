@@ -632,7 +632,7 @@ class Engine:
             plan=str(explain(execution, "extended")),
             physical_plan=str(explain(execution, "simple")),
             state=None,
-            kind="PERSISTENT" if sinks else "PUSH",
+            kind="PERSISTENT" if sinks else "PUSH" if query.emit is st.Emit.CHANGES else "PULL",
             overridden=dict(props),
         )
 

@@ -95,6 +95,11 @@ def test_explain_describes_a_statement_and_a_running_query(api: httpx.Client) ->
     ]
     assert "== Physical Plan ==" in description["executionPlan"]
     assert "Filter" in description["topology"]
+    (push,) = ksql(api, "EXPLAIN SELECT item FROM orders EMIT CHANGES;")
+    assert (push["queryDescription"]["queryType"], push["queryDescription"]["sinks"]) == (
+        "PUSH",
+        [],
+    )
 
     created = ksql(api, statement, **{"ksql.streams.auto.offset.reset": "earliest"})
     query_id = created[0]["commandStatus"]["queryId"]
