@@ -25,7 +25,8 @@ HELP = """Statements end with ';' and may span lines. The client's own:
   SET 'property' = 'value';   a property sent with every statement and query after it
   UNSET 'property';
   RUN SCRIPT 'file.sql';      every statement of the file, stopping at the first error
-A query (SELECT) prints its rows as they arrive: Ctrl-C ends it (or its LIMIT).
+A query (SELECT) prints its rows as they arrive, PRINT 'topic' [FROM BEGINNING] the
+topic's records: Ctrl-C ends it (or its LIMIT).
 exit, quit or Ctrl-D leave the shell."""
 
 
@@ -100,6 +101,11 @@ class Session:
                 if answer.status_code >= 400:
                     raise Failed(_message(answer.read(), answer.status_code))
                 lines = answer.iter_lines()
+                if answer.headers.get("content-type", "").startswith("text/plain"):
+                    for line in lines:  # PRINT's records, as the server wrote them
+                        click.echo(line)
+                    click.echo("Topic printing ceased")
+                    return
                 header = json.loads(next(lines))
                 query_id, names = header["queryId"], header["columnNames"]
                 _print(display.query_header(names))

@@ -12,6 +12,7 @@ query id, and the query id carries the command's offset, so a replay finds the s
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import tempfile
 import threading
@@ -36,6 +37,7 @@ from strom.sql.materialized import TableState
 from strom.sql.metastore import DataSource, declared_source, derived_source
 from strom.sql.parser import parse, parse_statement
 from strom.sql.planner import Plan, plan_query, read_source, sink_frame
+from strom.sql.printer import TopicPrint, topic_named
 from strom.sql.pull import TABLE_SCAN, PullQuery, not_queryable
 from strom.sql.push import PushQuery
 from strom.sql.registry import SchemaRegistry
@@ -585,21 +587,88 @@ class Engine:
                     replication=len(partitions[0].replicas) if partitions else 0,
                     extended=extended,
                 )
+            case st.Explain(None, query_id) if query_id is not None:
+                return self._explain_query(s.text, query_id)
+            case st.Explain(statement) if statement is not None:
+                return self._explain_statement(s.text, statement, props)
             case st.DescribeFunction(name):
                 if name not in FUNCTIONS:
                     raise SqlSemanticError(f"Can't find any functions with the name '{name}'")
                 return entities.describe_function(s.text, name)
         raise SqlSemanticError(f"{type(s).__name__} statements are not supported yet.")
 
+    def _explain_query(self, text: str, query_id: str) -> Json:
+        query = self.queries.get(query_id)
+        if query is None:
+            raise SqlSemanticError(
+                f"Query with id:{query_id} does not exist, use SHOW QUERIES "
+                "to view the full set of running queries."
+            )
+        sink = self.sources.get(query.sink)
+        running = query.query._jsq  # its plans: PySpark only prints them
+        return entities.query_description(
+            text,
+            query_id,
+            statement=query.statement,
+            columns=sink.columns if sink is not None else (),
+            sources=query.sources,
+            sinks=[query.sink],
+            plan=str(running.explainInternal(True)),
+            physical_plan=str(running.explainInternal(False)),
+            state=query.state,
+            kind="PERSISTENT",
+            overridden={},
+        )
+
+    def _explain_statement(self, text: str, s: st.Statement, props: Mapping[str, Any]) -> Json:
+        """What a query statement would run, planned and not started."""
+        match s:
+            case (
+                st.QueryStatement(query)
+                | st.CreateAsSelect(query=query)
+                | st.InsertInto(query=query)
+            ):
+                pass
+            case _:
+                raise SqlSemanticError(
+                    "EXPLAIN takes a query: SELECT, CREATE ... AS SELECT or "
+                    "INSERT INTO ... SELECT, or a query id."
+                )
+        sources, plan, _join = self._plan(query, props)
+        execution = plan.frame._jdf.queryExecution()  # PySpark only prints its plans
+        jvm = self.spark._jvm
+        assert jvm is not None  # a classic (not Connect) session, as the engine's
+        explain = jvm.PythonSQLUtils.explainString
+        sinks = [s.name] if isinstance(s, st.CreateAsSelect) else []
+        if isinstance(s, st.InsertInto):
+            sinks = [s.target]
+        return entities.query_description(
+            text,
+            "",
+            statement=re.sub(r"^\s*EXPLAIN\s+", "", text, count=1, flags=re.IGNORECASE),
+            columns=plan.columns,
+            sources=[source.name for source in sources.values()],
+            sinks=sinks,
+            plan=str(explain(execution, "extended")),
+            physical_plan=str(explain(execution, "simple")),
+            state=None,
+            kind="PERSISTENT" if sinks else "PUSH" if query.emit is st.Emit.CHANGES else "PULL",
+            overridden=dict(props),
+        )
+
     # push queries
 
-    def start_query(self, text: str, properties: Mapping[str, Any]) -> PushQuery | PullQuery:
+    def start_query(
+        self, text: str, properties: Mapping[str, Any]
+    ) -> PushQuery | PullQuery | TopicPrint:
         """Start the query of `text`: a push query (`SELECT ... EMIT CHANGES`, a transient
-        Spark query) or a pull query (a table's current rows)."""
+        Spark query), a pull query (a table's current rows) or a PRINT (a topic's records)."""
         try:
             s = parse_statement(text)
         except SqlError as error:
             raise StatementError(entities.BAD_STATEMENT, str(error), text) from None
+        if isinstance(s, st.PrintTopic):
+            return self._print(s)
         if not isinstance(s, st.QueryStatement):
             raise StatementError(
                 entities.BAD_STATEMENT,
@@ -622,6 +691,18 @@ class Engine:
         except SqlError as error:
             raise StatementError(entities.BAD_STATEMENT, str(error), text) from None
         return push
+
+    def _print(self, s: st.PrintTopic) -> TopicPrint:
+        topics = self._admin.list_topics(timeout=self.settings.timeout).topics
+        topic = topic_named(s.topic, set(topics))
+        if topic is None:
+            raise StatementError(
+                entities.BAD_STATEMENT,
+                f"Could not find topic '{s.topic}', or the KSQL user does not have permissions to "
+                "list the topic. Topic names are case-sensitive.",
+                s.text,
+            )
+        return TopicPrint(s, topic, len(topics[topic].partitions), self._client)
 
     def _pull(self, query: st.Query, properties: Mapping[str, Any]) -> PullQuery:
         if isinstance(query.from_, st.Join):

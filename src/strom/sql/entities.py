@@ -24,6 +24,7 @@ __all__ = [
     "function_list",
     "properties",
     "queries",
+    "query_description",
     "query_schema",
     "schema",
     "source_description",
@@ -106,8 +107,8 @@ def schema(t: ty.SqlType) -> Json:
     return {"type": format_type(t), "fields": None, "memberSchema": None}
 
 
-def _field(c: Column) -> Json:
-    out: Json = {"name": c.name, "schema": schema(c.type)}
+def _field(c: Column | OutputColumn) -> Json:
+    out: Json = {"name": c.name, "schema": schema(c.type) if c.type is not None else None}
     if c.key:
         out["type"] = "KEY"
     return out
@@ -184,6 +185,46 @@ def query_entry(
         "statusCount": {state: 1},
         "queryType": kind,
         "state": state,
+    }
+
+
+def query_description(
+    text: str,
+    query_id: str,
+    *,
+    statement: str,
+    columns: Sequence[Column | OutputColumn],
+    sources: Sequence[str],
+    sinks: Sequence[str],
+    plan: str,
+    physical_plan: str,
+    state: str | None,
+    kind: str,
+    overridden: Mapping[str, Any],
+) -> Json:
+    """`EXPLAIN` (ksqlDB's `queryDescription`). Spark's plans stand where ksqlDB shows its
+    Kafka Streams topology (`topology`: the physical plan) and its own plan (`executionPlan`:
+    every stage, parsed to physical); `state` is None for a statement that is not running."""
+    return {
+        "@type": "queryDescription",
+        "statementText": text,
+        "queryDescription": {
+            "id": query_id,
+            "statementText": statement,
+            "windowType": None,
+            "fields": [_field(c) for c in columns],
+            "sources": list(sources),
+            "sinks": list(sinks),
+            "topology": physical_plan,
+            "executionPlan": plan,
+            "overriddenProperties": dict(overridden),
+            "ksqlHostQueryStatus": {},
+            "queryType": kind,
+            "queryErrors": [],
+            "tasksMetadata": [],
+            "state": state,
+        },
+        "warnings": [],
     }
 
 

@@ -1,6 +1,6 @@
 """ksqlDB's REST API over an `Engine`, as a Starlette app on the shared HTTP shell
-(`strom.web`): `/ksql`, `/query` and `/query-stream` (push queries, chunked, and pull
-queries), `/close-query`,
+(`strom.web`): `/ksql`, `/query` and `/query-stream` (push queries, chunked, pull queries,
+and PRINT's lines as text), `/close-query`,
 `/info`, `/healthcheck` and `/status`, with ksqlDB's bodies and `statement_error`s, so ksqlDB's
 clients and scripts work unchanged."""
 
@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -20,6 +20,7 @@ from starlette.routing import Route
 from strom import __version__
 from strom.sql import entities
 from strom.sql.engine import Engine, StatementError
+from strom.sql.printer import TopicPrint
 from strom.sql.pull import PullQuery
 from strom.sql.push import PushQuery
 from strom.web import http as web
@@ -56,19 +57,33 @@ class _BadRequest(Exception):
     pass
 
 
-async def _rows(push: PushQuery | PullQuery) -> AsyncIterator[list[Any]]:
-    """The push query's rows, without blocking the event loop; closes it at the end (the
-    client gone, its LIMIT reached, or the query closed)."""
-    rows: Iterator[list[Any] | None] = push.rows()
+Query = PushQuery | PullQuery | TopicPrint
+Row = TypeVar("Row")
+
+
+async def _rows(push: Query, rows: Iterator[Row | None]) -> AsyncIterator[Row]:
+    """The query's rows, without blocking the event loop; closes it at the end (the client
+    gone, its LIMIT reached, or the query closed)."""
+    end = object()
     try:
         while True:
-            row = await asyncio.to_thread(next, rows, StopIteration)
-            if row is StopIteration:
+            row = await asyncio.to_thread(next, rows, end)
+            if row is end:
                 return
-            if isinstance(row, list):
-                yield row
+            if row is not None:
+                yield cast(Row, row)
     finally:
         await asyncio.to_thread(push.close)
+
+
+def _printed(printing: TopicPrint) -> StreamingResponse:
+    """PRINT's answer on both query endpoints: its lines as text, as ksqlDB's `/query`."""
+
+    async def lines() -> AsyncIterator[bytes]:
+        async for text in _rows(printing, printing.rows()):
+            yield text.encode() + b"\n"
+
+    return StreamingResponse(lines(), media_type="text/plain")
 
 
 class _Api:
@@ -83,7 +98,7 @@ class _Api:
         properties = body.get("streamsProperties") or {}
         return _json(await asyncio.to_thread(self.engine.ksql, text, properties))
 
-    async def _start(self, text: object, properties: object) -> PushQuery | PullQuery:
+    async def _start(self, text: object, properties: object) -> Query:
         if not isinstance(text, str) or not text.strip():
             raise _BadRequest("The request names no query.")
         props = properties if isinstance(properties, dict) else {}
@@ -92,11 +107,13 @@ class _Api:
     async def query(self, request: Request) -> Response:
         body = await _body(request)
         push = await self._start(body.get("ksql"), body.get("streamsProperties"))
+        if isinstance(push, TopicPrint):
+            return _printed(push)
 
         async def chunks() -> AsyncIterator[bytes]:
             header = {"header": {"queryId": push.id, "schema": push.schema()}}
             yield b"[" + json.dumps(header).encode()
-            async for row in _rows(push):
+            async for row in _rows(push, push.rows()):
                 yield b",\n" + json.dumps({"row": {"columns": row}}).encode()
             if push.final_message is not None:
                 yield b",\n" + json.dumps({"finalMessage": push.final_message}).encode()
@@ -107,12 +124,14 @@ class _Api:
     async def query_stream(self, request: Request) -> Response:
         body = await _body(request)
         push = await self._start(body.get("sql"), body.get("properties"))
+        if isinstance(push, TopicPrint):
+            return _printed(push)
         as_json = "application/json" in request.headers.get("accept", "")
 
         async def lines() -> AsyncIterator[bytes]:
             header = json.dumps(push.header()).encode()
             yield (b"[" + header) if as_json else header + b"\n"
-            async for row in _rows(push):
+            async for row in _rows(push, push.rows()):
                 line = json.dumps(row).encode()
                 yield (b",\n" + line) if as_json else line + b"\n"
             if as_json:

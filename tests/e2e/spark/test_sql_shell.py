@@ -102,6 +102,7 @@ def test_the_shell_reads_statements_from_stdin(
         "RUN SCRIPT 'setup.sql';\n"
         "DESCRIBE orders;\n"
         "SELECT nope FROM orders EMIT CHANGES;\n"  # an error: the shell goes on
+        f"PRINT '{orders}' FROM BEGINNING LIMIT 1;\n"
         "SET 'auto.offset.reset' = 'earliest';\n"
         "SELECT id, amount\n"
         "  FROM orders EMIT CHANGES LIMIT 2;\n"
@@ -116,6 +117,11 @@ def test_the_shell_reads_statements_from_stdin(
     assert "Name                 : ORDERS" in lines
     assert " ID     | STRING  (key) " in lines
     assert "SELECT column 'NOPE' cannot be resolved." in lines
+    printed = lines.index("Key format: KAFKA_STRING")
+    assert lines[printed + 1] == "Value format: JSON"
+    assert lines[printed + 2].startswith("rowtime: ")
+    assert lines[printed + 2].endswith(', key: o1, value: {"AMOUNT": 3.5}, partition: 0')
+    assert lines[printed + 3] == "Topic printing ceased"
     assert (
         "Successfully changed local property 'auto.offset.reset' to 'earliest'. "
         "Use the UNSET command to revert your change."
