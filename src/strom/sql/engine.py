@@ -605,7 +605,7 @@ class Engine:
                 "to view the full set of running queries."
             )
         sink = self.sources.get(query.sink)
-        running = query.query._jsq  # its plans: PySpark only prints them
+        running = query.run.query._jsq  # its plans: PySpark only prints them
         return entities.query_description(
             text,
             query_id,
