@@ -317,6 +317,11 @@ class ConnectorPlugin(ABC):
         return None
 
 
+def listed_topics(config: Config) -> list[str]:
+    """A sink's ``topics`` setting as names (empty when it reads ``topics.regex``)."""
+    return [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
+
+
 def plugins() -> list[type[ConnectorPlugin]]:
     """Every connector plugin, by class name."""
     from strom.connect.connectors.cdc import PostgresConnector  # noqa: PLC0415

@@ -18,7 +18,7 @@ from strom.connect.config_def import NO_DEFAULT, Definition, at_least
 from strom.connect.connectors.files.connectors import TRIGGER, sink_stream
 from strom.connect.connectors.files.layout import FORMATS, PARTITIONERS, Layout, layout_problems
 from strom.connect.connectors.files.rolling import RollingFiles
-from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.connect.plugins import ConnectorPlugin, RunContext, listed_topics
 from strom.connect.transforms.columns import sink_records
 
 __all__ = ["StorageSink"]
@@ -151,7 +151,7 @@ class StorageSink(ConnectorPlugin):
         return [dict(config) for _ in range(max_tasks)]
 
     def topics(self, config: Mapping[str, str]) -> list[str]:
-        return [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
+        return listed_topics(config)
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config

@@ -23,7 +23,7 @@ from strom.connect.connectors.jdbc.database import connect, connection_settings
 from strom.connect.connectors.jdbc.schemas import Field, fields_of
 from strom.connect.connectors.jdbc.writer import TableWrite, write
 from strom.connect.converters import JSON, STRING
-from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.connect.plugins import ConnectorPlugin, RunContext, listed_topics
 
 __all__ = ["JdbcSink"]
 
@@ -155,7 +155,7 @@ class JdbcSink(ConnectorPlugin):
         return [dict(config) for _ in range(max_tasks)]
 
     def topics(self, config: Mapping[str, str]) -> list[str]:
-        return [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
+        return listed_topics(config)
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config

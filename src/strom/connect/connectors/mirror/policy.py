@@ -261,5 +261,7 @@ class Flow:
         filtered = f"(?!(?:{self.topics.exclude.pattern})$)(?:{self.topics.include.pattern})"
         never = ["__", r"\.", f".*{re.escape(policy.internal_suffix)}$"]
         if not isinstance(policy, IdentityReplicationPolicy):
-            never.append(f"(?:.*{sep})?{re.escape(self.target)}{sep}.")
+            # a remote topic of the target: its alias, a separator, then more than separators
+            # (Java's split drops trailing empty parts: "B.." is no remote topic)
+            never.append(f"(?:.*{sep})?{re.escape(self.target)}{sep}(?!(?:{sep})*$)")
         return "".join(f"(?!{n})" for n in never) + f"(?:{filtered}|{heartbeats})"
