@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+from pyspark.sql import SparkSession
 
+from e2e.spark.clients import unique_topic
 from strom.sql.retries import Backoff
+from strom.sql.server import SqlServer
 from strom.sql.settings import SqlSettings
 from strom.web.server import Listener
 
@@ -45,6 +49,23 @@ def sql_settings(
         retry_backoff=Backoff(initial_ms=1_000, max_ms=10_000),
         values=values or {},
     )
+
+
+@contextmanager
+def serving(
+    spark: SparkSession, bootstrap: str, prefix: str, state_dir: Path
+) -> Iterator[httpx.Client]:
+    """A SQL server of its own service id (named after ``prefix``) in the suite's SparkSession,
+    and an HTTP client of its REST API; the server stops after."""
+    server = SqlServer(
+        sql_settings(bootstrap, unique_topic(prefix), state_dir), spark=lambda: spark
+    )
+    server.start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            yield client
+    finally:
+        server.stop()
 
 
 def ksql(api: httpx.Client, text: str, *, accept: str | None = None, **properties: str) -> Any:

@@ -17,20 +17,15 @@ from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.spark.clients import Record, produce, unique_topic
-from e2e.spark.sql_api import eventually, ksql, sql_settings
-from strom.sql.server import SqlServer
+from e2e.spark.sql_api import eventually, ksql, serving
 
 pytestmark = pytest.mark.timeout(300)  # a Spark query: slow when loaded
 
 
 @pytest.fixture
 def api(spark: SparkSession, broker: StromServer, tmp_path: Path) -> Iterator[httpx.Client]:
-    settings = sql_settings(broker.bootstrap, unique_topic("sql-pull"), tmp_path / "state")
-    server = SqlServer(settings, spark=lambda: spark)
-    server.start()
-    with httpx.Client(base_url=server.url, timeout=60) as client:
+    with serving(spark, broker.bootstrap, "sql-pull", tmp_path / "state") as client:
         yield client
-    server.stop()
 
 
 def _pull(api: httpx.Client, sql: str, **properties: str) -> list[Any]:
