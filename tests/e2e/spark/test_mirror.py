@@ -100,6 +100,17 @@ def internal(bootstrap: str, topic: str) -> list[Record]:
     return consume_all(bootstrap, topic, partitions_of(bootstrap, topic) or 1)
 
 
+def _heartbeats(bootstrap: str, topic: str) -> set[tuple[str, str]]:
+    """The (source, target) aliases of the heartbeats in ``topic`` (none before it exists)."""
+    if partitions_of(bootstrap, topic) is None:
+        return set()
+    records = internal(bootstrap, topic)
+    return {
+        (h.source, h.target)
+        for h in (Heartbeat.decode(r.key or b"", r.value or b"") for r in records)
+    }
+
+
 def test_records_topics_and_offset_syncs_are_mirrored(
     spark: SparkSession, broker: StromServer, target: StromServer
 ) -> None:
@@ -262,8 +273,7 @@ def test_checkpoints_heartbeats_and_group_offsets_reach_the_target(
         }
         # the group fails over to B: it resumes exactly after what it read on A
         assert resume(b, group, remote, 3) == [b"v17", b"v18", b"v19"]
-        beats = [Heartbeat.decode(r.key or b"", r.value or b"") for r in internal(b, "heartbeats")]
-        assert {(h.source, h.target) for h in beats} == {("A", "B")}
+        assert eventually(lambda: _heartbeats(b, "heartbeats"), "heartbeats on B") == {("A", "B")}
         assert states(api, "mirror-cp") == ("RUNNING", ["RUNNING"])
         assert states(api, "mirror-hb") == ("RUNNING", ["RUNNING"])
 
@@ -313,15 +323,10 @@ def test_active_active_in_dedicated_mode_has_no_cycle(
         assert [r.value for r in eventually(lambda: records_of(a, f"B.{name}", 1), "B's on A")] == [
             b"from-b"
         ]
-        eventually(lambda: partitions_of(b, "A.heartbeats"), "A's heartbeats on B")
         eventually(lambda: partitions_of(a, "B.heartbeats"), "B's heartbeats on A")
-        beats = {
-            (h.source, h.target)
-            for h in (
-                Heartbeat.decode(r.key or b"", r.value or b"") for r in internal(b, "A.heartbeats")
-            )
-        }
-        assert beats == {("B", "A")}  # B->A's heartbeats into A, carried on to B
+        # B->A's heartbeats into A, carried on to B (the topic may be made before its records)
+        beats = eventually(lambda: _heartbeats(b, "A.heartbeats"), "A's heartbeats on B")
+        assert beats == {("B", "A")}
         for bootstrap in (a, b):
             assert not {
                 t
