@@ -14,14 +14,17 @@ WAIT_S = float(os.environ.get("CONNECT_TEST_WAIT_S", "90"))
 T = TypeVar("T")
 
 
-def eventually(check: Callable[[], T | None], what: str) -> T:
-    deadline = time.monotonic() + WAIT_S
+def eventually(
+    check: Callable[[], T | None], what: str, *, within: float = WAIT_S, every: float = 0.3
+) -> T:
+    """``check()``'s first truthy answer, polled every ``every`` seconds for up to ``within``."""
+    deadline = time.monotonic() + within
     while True:
         found = check()
         if found:
             return found
-        assert time.monotonic() < deadline, f"no {what} within {WAIT_S}s"
-        time.sleep(0.3)
+        assert time.monotonic() < deadline, f"no {what} within {within}s (last: {found!r})"
+        time.sleep(every)
 
 
 def create(api: httpx.Client, name: str, config: dict[str, str]) -> None:

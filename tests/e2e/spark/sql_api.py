@@ -5,7 +5,6 @@ and waits for something to be so."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any, TypeVar
 import httpx
 from pyspark.sql import SparkSession
 
+from e2e.spark import connect_api
 from e2e.spark.clients import unique_topic
 from strom.sql.retries import Backoff
 from strom.sql.server import SqlServer
@@ -26,13 +26,7 @@ T = TypeVar("T")
 
 def eventually(check: Callable[[], T | None], what: str, *, within: float = WAIT_S) -> T:
     """``check()``'s first truthy answer, polled for up to ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"no {what} within {within}s (last: {found!r})"
-        time.sleep(0.5)
+    return connect_api.eventually(check, what, within=within, every=0.5)
 
 
 def sql_settings(
