@@ -43,6 +43,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ResourcePatternType,
     ResourceType,
 )
+from confluent_kafka.cimpl import NewTopic
 
 from bench.compare import cpu_seconds
 from strom.testing import Broker
@@ -115,8 +116,6 @@ def limit(broker: Broker, admin_settings: dict[str, Any]) -> None:
 
 
 def create_topic(admin_config: dict[str, Any], name: str) -> None:
-    from confluent_kafka.cimpl import NewTopic  # noqa: PLC0415
-
     admin = AdminClient(admin_config)
     admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(30)
 
