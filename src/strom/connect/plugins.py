@@ -298,13 +298,16 @@ class ConnectorPlugin(ABC):
         """An entry of ``GET /connector-plugins``."""
         return {"class": cls.class_name, "type": cls.kind, "version": __version__}
 
-    @abstractmethod
     def task_configs(self, config: Config, max_tasks: int) -> list[dict[str, str]]:
-        """The configs of the connector's tasks (at most ``max_tasks``)."""
+        """The configs of the connector's tasks (at most ``max_tasks``): a sink's tasks share
+        its topics' partitions; a source is one Spark query, so one task (Spark's tasks are
+        its parallelism)."""
+        return [dict(config) for _ in range(max_tasks if self.kind == "sink" else 1)]
 
-    @abstractmethod
     def topics(self, config: Config) -> list[str]:
-        """The topics the connector reads or writes (KIP-558's active topics)."""
+        """The topics the connector reads or writes (KIP-558's active topics): a sink's
+        ``topics``; a source's are known once it runs (what its tasks wrote)."""
+        return listed_topics(config) if self.kind == "sink" else []
 
     @abstractmethod
     def start(self, context: RunContext) -> StreamingQuery:

@@ -11,7 +11,6 @@ as Connect's Decimal (``decimal.handling.mode=precise``). One Spark query; the o
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pyspark.sql import Column as SparkColumn
@@ -163,12 +162,6 @@ class PostgresConnector(ConnectorPlugin):
             check=at_least(1),
         ),
     )
-
-    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-        return [dict(config)]  # one slot, one reader, as Debezium's single task
-
-    def topics(self, config: Mapping[str, str]) -> list[str]:
-        return []
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config

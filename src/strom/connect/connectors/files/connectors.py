@@ -18,7 +18,7 @@ from strom.connect.config_def import NO_DEFAULT, Definition, at_least
 from strom.connect.connectors.files.tail import TailSource
 from strom.connect.converters import STRING, Converter
 from strom.connect.dead_letters import ErrorHandler
-from strom.connect.plugins import ConnectorPlugin, RunContext, listed_topics
+from strom.connect.plugins import ConnectorPlugin, RunContext
 from strom.connect.transforms.columns import record_columns, serialized, sink_records
 
 __all__ = ["FileStreamSink", "FileStreamSource", "sink_stream"]
@@ -139,9 +139,6 @@ class FileStreamSink(ConnectorPlugin):
     def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
         task = {k: config[k] for k in ("file", "topics", "topics.regex") if k in config}
         return [dict(task) for _ in range(max_tasks)]
-
-    def topics(self, config: Mapping[str, str]) -> list[str]:
-        return listed_topics(config)
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config

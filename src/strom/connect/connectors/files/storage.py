@@ -18,7 +18,7 @@ from strom.connect.config_def import NO_DEFAULT, Definition, at_least
 from strom.connect.connectors.files.connectors import TRIGGER, sink_stream
 from strom.connect.connectors.files.layout import FORMATS, PARTITIONERS, Layout, layout_problems
 from strom.connect.connectors.files.rolling import RollingFiles
-from strom.connect.plugins import ConnectorPlugin, RunContext, listed_topics
+from strom.connect.plugins import ConnectorPlugin, RunContext
 from strom.connect.transforms.columns import sink_records
 
 __all__ = ["StorageSink"]
@@ -146,12 +146,6 @@ class StorageSink(ConnectorPlugin):
         for name, problems in layout_problems(config).items():
             found.setdefault(name, []).extend(problems)
         return found
-
-    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-        return [dict(config) for _ in range(max_tasks)]
-
-    def topics(self, config: Mapping[str, str]) -> list[str]:
-        return listed_topics(config)
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config

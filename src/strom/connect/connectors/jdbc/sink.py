@@ -23,7 +23,7 @@ from strom.connect.connectors.jdbc.database import connect, connection_settings
 from strom.connect.connectors.jdbc.schemas import Field, fields_of
 from strom.connect.connectors.jdbc.writer import TableWrite, write
 from strom.connect.converters import JSON, STRING
-from strom.connect.plugins import ConnectorPlugin, RunContext, listed_topics
+from strom.connect.plugins import ConnectorPlugin, RunContext
 
 __all__ = ["JdbcSink"]
 
@@ -150,12 +150,6 @@ class JdbcSink(ConnectorPlugin):
                 " (topic, partition, offset)"
             ]
         return found
-
-    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-        return [dict(config) for _ in range(max_tasks)]
-
-    def topics(self, config: Mapping[str, str]) -> list[str]:
-        return listed_topics(config)
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config

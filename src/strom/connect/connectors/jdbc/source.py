@@ -204,12 +204,6 @@ class JdbcSource(ConnectorPlugin):
             add("timestamp.column.name", "strom reads one timestamp column, not several")
         return found
 
-    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-        return [dict(config)]  # one Spark query; each table is a stream of its own in it
-
-    def topics(self, config: Mapping[str, str]) -> list[str]:
-        return []  # known once the database is: KIP-558's topics are what the tasks wrote
-
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config
         settings = connection_settings(

@@ -106,9 +106,6 @@ class MirrorCheckpoint(ConnectorPlugin):
             ]
         return found
 
-    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-        return [dict(config)]
-
     def topics(self, config: Mapping[str, str]) -> list[str]:
         flow = Flow.of(config)
         return [flow.policy.checkpoints_topic(flow.source)]

@@ -72,9 +72,6 @@ class MirrorHeartbeat(ConnectorPlugin):
             ]
         return found
 
-    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-        return [dict(config)]
-
     def topics(self, config: Mapping[str, str]) -> list[str]:
         return [replication_policy(config).heartbeats_topic()]
 

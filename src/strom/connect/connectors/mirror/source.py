@@ -154,12 +154,6 @@ class MirrorSource(ConnectorPlugin):
         found.update(mirror_problems(config))
         return found
 
-    def task_configs(self, config: Mapping[str, str], max_tasks: int) -> list[dict[str, str]]:
-        return [dict(config)]  # one Spark query: its tasks are Spark's, one per partition range
-
-    def topics(self, config: Mapping[str, str]) -> list[str]:
-        return []
-
     def retriable(self, config: Mapping[str, str], error: BaseException) -> str | None:
         return unreachable_in(config, error)  # MM2's clients wait for a cluster that is down
 
