@@ -70,6 +70,9 @@ class TableState:
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
                 "isolation.level": "read_committed",
+                # the table is every row still in the log: a start below the log start
+                # (retention moved it) resumes at the oldest row, never at the newest
+                "auto.offset.reset": "earliest",
             }
         )
         topic = self.source.topic
