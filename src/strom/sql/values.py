@@ -71,7 +71,9 @@ def _encode(
     if not columns:
         return None
     if fmt in ("JSON", "JSON_SR"):
-        payload = json.dumps({c.name: values.get(c.name) for c in columns}).encode()
+        payload = json.dumps(
+            {c.name: values.get(c.name) for c in columns}, separators=(",", ":")
+        ).encode()
         if fmt == "JSON":
             return payload
         if schema_id is None:

@@ -3,7 +3,6 @@ ksqlDB's names, and the JSON shapes of ksqlDB's entities: the pure parts of the 
 
 from __future__ import annotations
 
-import json
 import struct
 
 import pytest
@@ -80,7 +79,7 @@ def test_insert_values_in_the_source_formats() -> None:
     assert isinstance(s, st.InsertValues)
     key, value, timestamp = encode_insert(source, s)
     assert key == struct.pack(">i", -7) and timestamp == 1000
-    assert value is not None and json.loads(value) == {"NAME": None, "AMOUNT": 2.0}
+    assert value == b'{"NAME":null,"AMOUNT":2.0}'  # compact, as ksqlDB writes it
     delimited = create(
         "CREATE STREAM d (k STRING KEY, a INT, b STRING) "
         "WITH (KAFKA_TOPIC='t', VALUE_FORMAT='DELIMITED');"
