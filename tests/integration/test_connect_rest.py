@@ -20,7 +20,7 @@ SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 JDBC_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"
 JDBC_SOURCE = "io.confluent.connect.jdbc.JdbcSourceConnector"
 CDC = "io.debezium.connector.postgresql.PostgresConnector"
-STORAGE = "strom.connect.storage.StorageSinkConnector"
+STORAGE = "strom.connect.storage.Storage{}Connector"
 MIRROR = "org.apache.kafka.connect.mirror.Mirror{}Connector"
 
 
@@ -58,7 +58,8 @@ def test_root_and_plugins(api: httpx.Client) -> None:
             for kind in ("Checkpoint", "Heartbeat", "Source")
         ),
         {"class": CDC, "type": "source", "version": root["version"]},
-        {"class": STORAGE, "type": "sink", "version": root["version"]},
+        {"class": STORAGE.format("Sink"), "type": "sink", "version": root["version"]},
+        {"class": STORAGE.format("Source"), "type": "source", "version": root["version"]},
     ]
     everything = api.get("/connector-plugins", params={"connectorsOnly": "false"}).json()
     assert "org.apache.kafka.connect.json.JsonConverter" in {p["class"] for p in everything}

@@ -385,6 +385,7 @@ class Herder:
             raise
         except Exception as error:
             if self._retry(name, plugin, config, error):
+                self._set_status(name, "RUNNING")  # waiting it out, as a Kafka client does
                 return
             log.exception("connector %s failed to start", name)
             self._set_status(name, "FAILED", trace=_trace(error), tasks_state="UNASSIGNED")

@@ -332,6 +332,7 @@ def plugins() -> list[type[ConnectorPlugin]]:
         FileStreamSink,
         FileStreamSource,
         StorageSink,
+        StorageSource,
     )
     from strom.connect.connectors.jdbc import JdbcSink, JdbcSource  # noqa: PLC0415
     from strom.connect.connectors.mirror.checkpoint import MirrorCheckpoint  # noqa: PLC0415
@@ -348,6 +349,7 @@ def plugins() -> list[type[ConnectorPlugin]]:
         MirrorSource,
         PostgresConnector,
         StorageSink,
+        StorageSource,
     ]
 
 

@@ -2,7 +2,8 @@
 worker, driven over the REST API: a topic's records land as JSON lines, Parquet or CSV files
 named ``<topic>+<partition>+<start offset>.<ext>``, ``flush.size`` records each, under the
 partitioner's directories, and Spark reads the directory back; the sink's group has the offsets.
-Bad settings are named by validate."""
+The storage source restores such files to their topics and partitions, in offset order, or
+takes any files matching its patterns into topics. Bad settings are named by validate."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import httpx
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
-from e2e.spark.clients import Record, create_topic, produce
-from e2e.spark.connect_api import create, eventually
+from e2e.spark.clients import Record, consume_all, create_topic, produce
+from e2e.spark.connect_api import create, eventually, states
 from strom.connect.plugins import find_plugin
 from strom.testing.connect import Connect
 
@@ -131,6 +132,64 @@ def test_parquet_by_field_and_csv_by_hour_in_a_time_zone(
         assert sorted(r.name for r in read.collect()) == [f"n{i}" for i in range(4)]
 
 
+def test_a_backup_restored_in_order_and_files_taken_as_they_come(
+    spark: SparkSession, broker: StromServer, tmp_path: Path
+) -> None:
+    topic = create_topic(broker.bootstrap, "storage-backup", partitions=2)
+    restored = create_topic(broker.bootstrap, "storage-restored", partitions=2)
+    sales_topic = create_topic(broker.bootstrap, "storage-sales")
+    people = [
+        Record(json.dumps({"id": i, "name": f"n{i}"}).encode(), partition=i % 2) for i in range(7)
+    ]
+    produce(broker.bootstrap, topic, people)
+    store, incoming = tmp_path / "lake", tmp_path / "incoming"
+    with (
+        Connect(broker.bootstrap, spark=lambda: spark) as worker,
+        httpx.Client(base_url=worker.url, timeout=60) as api,
+    ):
+        common = {"store.url": str(store), "format.class": "JsonFormat", **SCHEMALESS}
+        create(api, "backup", {**common, "connector.class": "StorageSink", "topics": topic,
+                               "flush.size": "2"})  # fmt: skip
+        eventually(_files(store, 4), "four files")  # partition 0: 0 2 | 4 6; 1: 1 3 | 5
+        create(
+            api,
+            "restore",
+            {
+                **common,
+                "connector.class": "strom.connect.storage.StorageSourceConnector",
+                "transforms": "rename",
+                "transforms.rename.type": "RegexRouter",
+                "transforms.rename.regex": ".*",
+                "transforms.rename.replacement": restored,
+            },
+        )
+        # nothing there yet: the connector waits for a first file, RUNNING
+        sales = {**common, "connector.class": "StorageSource", "store.url": str(incoming)}
+        create(api, "sales", sales | {"format.class": "CsvFormat", "mode": "GENERALIZED",
+                                      "topic.regex.list": f"{sales_topic}:^sales/.*"})  # fmt: skip
+
+        def read_back() -> list[Record] | None:
+            found = consume_all(broker.bootstrap, restored, partitions=2)
+            return found if len(found) == len(people) else None
+
+        back = eventually(read_back, "every record restored")
+        by_partition = sorted(back, key=lambda r: r.partition)  # each in its offset order
+        assert [(r.partition, json.loads(r.value or b"")["id"]) for r in by_partition] == [
+            (0, 0), (0, 2), (0, 4), (0, 6), (1, 1), (1, 3), (1, 5)
+        ]  # fmt: skip
+        assert states(api, "sales")[0] == "RUNNING"
+        for folder, name, rows in (("sales", "a", "1,apple\n2,pear\n"), ("misc", "b", "9,no\n")):
+            (incoming / "topics" / folder).mkdir(parents=True, exist_ok=True)
+            (incoming / "topics" / folder / f".{name}.tmp").write_text(f"id,item\n{rows}")
+            (incoming / "topics" / folder / f".{name}.tmp").rename(
+                incoming / "topics" / folder / f"{name}.csv"
+            )
+        taken = eventually(
+            lambda: consume_all(broker.bootstrap, sales_topic) or None, "the sales rows"
+        )
+        assert sorted(json.loads(r.value or b"")["item"] for r in taken) == ["apple", "pear"]
+
+
 def test_validate_names_each_bad_layout_setting() -> None:
     answer = find_plugin("StorageSink").validate(
         {
@@ -148,3 +207,18 @@ def test_validate_names_each_bad_layout_setting() -> None:
     }
     assert set(errors) == {"store.url", "format.class", "flush.size", "partition.field.name"}
     assert answer["error_count"] == 4
+    source = find_plugin("StorageSource").validate(
+        {
+            "connector.class": "StorageSource",
+            "name": "bad",
+            "store.url": "hdfs://nn/data",
+            "format.class": "ParquetFormat",
+            "mode": "GENERALIZED",
+            "topic.regex.list": "sales:^(unclosed,:x",
+        }
+    )
+    problems = {c["value"]["name"]: c["value"]["errors"] for c in source["configs"]}
+    assert problems["store.url"] == ["strom stores in local or shared directories: hdfs://nn/data "
+                                     "is not one"]  # fmt: skip
+    assert problems["topic.regex.list"][0].startswith("Invalid regex ^(unclosed for topic sales")
+    assert problems["topic.regex.list"][1] == "Invalid entry ':x': each is topic:regex"

@@ -7,7 +7,7 @@ may each have a schema of their own; a Spark column cannot)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -460,9 +460,12 @@ def _serialize(frame: DataFrame, part: str, converter: Converter, names: Names) 
     return converter.serialize(F.col(part), data_type, name, version).alias(part)
 
 
-def serialized(frame: DataFrame, context: RunContext, names: Names | None = None) -> DataFrame:
+def serialized(
+    frame: DataFrame, context: RunContext, names: Names | None = None, keep: Sequence[str] = ()
+) -> DataFrame:
     """A source's records (``record_columns``) through its transforms, then its converters:
-    ``key``, ``value`` (bytes), ``topic`` and ``headers``, as the ``strom`` sink takes them."""
+    ``key``, ``value`` (bytes), ``topic`` and ``headers``, as the ``strom`` sink takes them,
+    and the columns named in ``keep`` (a ``partition``)."""
     names = names or Names()
     frame = apply(chain(context.config), frame, names)
     return frame.select(
@@ -470,6 +473,7 @@ def serialized(frame: DataFrame, context: RunContext, names: Names | None = None
         _serialize(frame, "value", context.value_converter, names),
         "topic",
         "headers",
+        *keep,
     )
 
 

@@ -15,7 +15,15 @@ from urllib.parse import urlparse
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-__all__ = ["FORMATS", "PARTITIONERS", "Layout", "layout_problems"]
+__all__ = [
+    "FORMATS",
+    "PARTITIONERS",
+    "Layout",
+    "layout_problems",
+    "store_extension",
+    "store_path",
+    "store_problems",
+]
 
 PARTITIONERS = {
     "DefaultPartitioner": "",
@@ -44,18 +52,29 @@ def store_path(url: str) -> Path | None:
     return Path(parsed.path).absolute()
 
 
-def layout_problems(config: Mapping[str, str]) -> dict[str, list[str]]:
-    """Every problem of the layout settings, keyed by setting."""
+def store_problems(config: Mapping[str, str]) -> dict[str, list[str]]:
+    """The problems of ``store.url`` and ``format.class`` (a storage sink's or source's)."""
     found: dict[str, list[str]] = {}
     url = config.get("store.url", "").strip()
     if not url:
         found["store.url"] = ['Missing required configuration "store.url" (a local directory)']
     elif store_path(url) is None:
-        found["store.url"] = [f"strom writes to local or shared directories: {url} is not one"]
+        found["store.url"] = [f"strom stores in local or shared directories: {url} is not one"]
     fmt = _simple(config.get("format.class", ""))
     if fmt not in FORMATS:
         known = ", ".join(FORMATS)
         found["format.class"] = [f"Invalid value {fmt or '(none)'}: one of {known} is needed"]
+    return found
+
+
+def store_extension(config: Mapping[str, str]) -> str:
+    """The file extension (and Spark format) of a valid ``format.class``."""
+    return FORMATS[_simple(config["format.class"])]
+
+
+def layout_problems(config: Mapping[str, str]) -> dict[str, list[str]]:
+    """Every problem of the layout settings, keyed by setting."""
+    found = store_problems(config)
     partitioner = _simple(config.get("partitioner.class", "DefaultPartitioner"))
     if partitioner not in PARTITIONERS:
         known = ", ".join(PARTITIONERS)
@@ -113,7 +132,7 @@ class Layout:
         return cls(
             root=root,
             topics_dir=config.get("topics.dir", "topics").strip().strip("/"),
-            extension=FORMATS[_simple(config["format.class"])],
+            extension=store_extension(config),
             partitioner=partitioner,
             fields=tuple(_fields(config)),
             path_format=config.get("path.format", "").strip() or PARTITIONERS[partitioner],
