@@ -338,12 +338,28 @@ def test_sink_upserts_by_key_deletes_on_tombstones_and_evolves_the_table(
                 **JSON_SCHEMAS,
             },
         )
+        by_value = {  # the key in the value: id 1 twice in one micro-batch, the last wins
+            "connector.class": "JdbcSinkConnector",
+            "connection.url": postgres.url,
+            "connection.user": "postgres",
+            "topics": topic,
+            "table.name.format": "by_value_${topic}",
+            "insert.mode": "upsert",
+            "pk.mode": "record_value",
+            "pk.fields": "id",
+            "auto.create": "true",
+            **JSON_SCHEMAS,
+        }
+        create(api, "orders-by-value", by_value)
         query = f'SELECT id, name, amount, at, raw FROM "{table}" ORDER BY id'
         rows = eventually(_rows(db, query, 2), "two rows")
         assert rows == [
             (1, "a2", Decimal("0.05"), datetime(2024, 1, 2, 3, 4, 5, 123000), b"\x01\x02"),
             (2, "b", None, datetime(2024, 1, 2, 3, 4, 5, 123000), b"\x01\x02"),
         ]
+        query = f'SELECT id, name FROM "by_value_{topic}" ORDER BY id'
+        assert eventually(_rows(db, query, 2), "two rows by value") == [(1, "a2"), (2, "b")]
+        assert api.delete("/connectors/orders-by-value").status_code == 204
         keys = db.execute(
             "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
             " AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary",

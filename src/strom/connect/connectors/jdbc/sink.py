@@ -215,8 +215,10 @@ class _Batches:
             ).alias("kschema"),
             (key if self.key_is_text else F.get_json_object(key, "$.payload")).alias("kpayload"),
         )
-        if self.pk_mode == "record_key" and (self.mode != "insert" or self.deletes):
-            last = Window.partitionBy("topic", "kpayload").orderBy(
+        if (keys := self._row_keys()) is not None:
+            # one statement per key: the last record of a key in the micro-batch wins (a
+            # replayed source writes a key twice, and one upsert cannot touch a row twice)
+            last = Window.partitionBy("topic", *keys).orderBy(
                 F.col("partition").desc(), F.col("offset").desc()
             )
             records = records.withColumn("n", F.row_number().over(last)).where("n = 1")
@@ -230,6 +232,16 @@ class _Batches:
                         write(connection, job)
         finally:
             records.unpersist()
+
+    def _row_keys(self) -> list[SparkColumn] | None:
+        """What names a record's row when a micro-batch must keep one record per row (upserts,
+        updates and deletes): its key, or its value's ``pk.fields`` (all of it without)."""
+        if self.pk_mode == "record_key" and (self.mode != "insert" or self.deletes):
+            return [F.col("kpayload")]
+        if self.pk_mode == "record_value" and self.mode != "insert":
+            fields = self.pk_fields
+            return [F.get_json_object("vpayload", f"$.{f}") for f in fields] or [F.col("vpayload")]
+        return None
 
     def _job(
         self, records: DataFrame, topic: str, vschema: str | None, kschema: str | None, dead: bool
