@@ -92,6 +92,21 @@ class ErrorHandler:
         ]
         return F.concat(own, F.array(*added))
 
+    def marked(self, records: DataFrame, key: Converter, value: Converter) -> DataFrame:
+        """A sink's stream with each record's converter error (``error``) when it tolerates
+        errors; as it is otherwise (a bad record then fails the query)."""
+        return records.withColumn("error", self.error(key, value)) if self.tolerate else records
+
+    def good(self, batch: DataFrame, spark_options: Mapping[str, str]) -> DataFrame:
+        """The records of a ``marked`` micro-batch to write: the bad ones reported (log, dead
+        letter queue) first. The caller persists ``batch``, which is read twice."""
+        if not self.tolerate:
+            return batch
+        bad = batch.where(F.col("error").isNotNull())
+        if not bad.isEmpty():
+            self.report(bad, spark_options)
+        return batch.where(F.col("error").isNull())
+
     def report(self, bad: DataFrame, spark_options: Mapping[str, str]) -> None:
         """Log the batch's bad records and write them to the dead letter queue."""
         if self.log_errors:

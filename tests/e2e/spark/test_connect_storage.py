@@ -1,7 +1,8 @@
 """The storage sink (Confluent's S3/HDFS sink settings, into a directory) on a strom Connect
 worker, driven over the REST API: a topic's records land as JSON lines, Parquet or CSV files
 named ``<topic>+<partition>+<start offset>.<ext>``, ``flush.size`` records each, under the
-partitioner's directories, and Spark reads the directory back; the sink's group has the offsets.
+partitioner's directories, and Spark reads the directory back; the sink's group has the offsets;
+a record the converter cannot take goes to the dead letter queue.
 The storage source restores such files to their topics and partitions, in offset order, or
 takes any files matching its patterns into topics. Bad settings are named by validate."""
 
@@ -49,7 +50,8 @@ def test_json_files_roll_by_flush_size_and_spark_reads_them_back(
     spark: SparkSession, broker: StromServer, tmp_path: Path
 ) -> None:
     topic = create_topic(broker.bootstrap, "storage-json")
-    produce(broker.bootstrap, topic, _people(5))
+    dlq = create_topic(broker.bootstrap, "storage-dlq")
+    produce(broker.bootstrap, topic, [*_people(5), Record(b"not json")])
     store = tmp_path / "lake"
     with (
         Connect(broker.bootstrap, spark=lambda: spark) as worker,
@@ -64,10 +66,14 @@ def test_json_files_roll_by_flush_size_and_spark_reads_them_back(
                 "store.url": f"file://{store}",
                 "format.class": "io.confluent.connect.s3.format.json.JsonFormat",
                 "flush.size": "2",
+                "errors.tolerance": "all",
+                "errors.deadletterqueue.topic.name": dlq,
                 **SCHEMALESS,
             },
         )
         files = eventually(_files(store, 3), "three files")
+        [letter] = eventually(lambda: consume_all(broker.bootstrap, dlq), "the bad record")
+        assert letter.value == b"not json"
         assert files == [
             f"topics/{topic}/partition=0/{topic}+0+{start:010d}.json" for start in (0, 2, 4)
         ]
@@ -75,14 +81,14 @@ def test_json_files_roll_by_flush_size_and_spark_reads_them_back(
         assert [(r.id, r.name, r.partition) for r in rows] == [(i, f"n{i}", 0) for i in range(5)]
         offsets = {
             "partition": {"kafka_topic": topic, "kafka_partition": 0},
-            "offset": {"kafka_offset": 5},
+            "offset": {"kafka_offset": 6},
         }
         eventually(
             lambda: api.get("/connectors/lake-json/offsets").json()["offsets"] == [offsets],
             "the sink's offsets",
         )
         produce(broker.bootstrap, topic, _people(1))
-        assert eventually(_files(store, 4), "a fourth file")[3].endswith(f"+{5:010d}.json")
+        assert eventually(_files(store, 4), "a fourth file")[3].endswith(f"+{6:010d}.json")
 
 
 def test_parquet_by_field_and_csv_by_hour_in_a_time_zone(

@@ -142,26 +142,23 @@ class FileStreamSink(ConnectorPlugin):
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config
-        records = sink_stream(context, self.topics(config))
         errors = ErrorHandler.of(context.name, config)
-        if errors.tolerate:
-            error = ErrorHandler.error(context.key_converter, context.value_converter)
-            records = records.withColumn("error", error)
+        records = errors.marked(
+            sink_stream(context, self.topics(config)),
+            context.key_converter,
+            context.value_converter,
+        )
         _lines(sink_records(records, context))  # a transform that cannot run fails the start
         file = config.get("file", "").strip()
         path = Path(file).absolute() if file else None
 
         def append(batch: DataFrame, batch_id: int) -> None:
-            good = batch
-            if errors.tolerate:
-                batch.persist()
-                bad = batch.where(F.col("error").isNotNull())
-                if not bad.isEmpty():
-                    errors.report(bad, context.spark_options)
-                good = batch.where(F.col("error").isNull())
-            lines = _lines(sink_records(good, context))
-            column = lines.coalesce(1).toArrow().column("line").to_pylist()
-            batch.unpersist()
+            batch.persist()
+            try:
+                lines = _lines(sink_records(errors.good(batch, context.spark_options), context))
+                column = lines.coalesce(1).toArrow().column("line").to_pylist()
+            finally:
+                batch.unpersist()
             if not column:
                 return
             text = "".join(f"{line}\n" for line in column)

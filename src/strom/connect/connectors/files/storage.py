@@ -18,6 +18,7 @@ from strom.connect.config_def import NO_DEFAULT, Definition, at_least
 from strom.connect.connectors.files.connectors import TRIGGER, sink_stream
 from strom.connect.connectors.files.layout import FORMATS, PARTITIONERS, Layout, layout_problems
 from strom.connect.connectors.files.rolling import RollingFiles
+from strom.connect.dead_letters import ErrorHandler
 from strom.connect.plugins import ConnectorPlugin, RunContext
 from strom.connect.transforms.columns import sink_records
 
@@ -42,6 +43,7 @@ class StorageSink(ConnectorPlugin):
 
     class_name = "strom.connect.storage.StorageSinkConnector"
     kind = "sink"
+    tolerates_errors = True
     definitions: ClassVar[tuple[Definition, ...]] = (
         _setting(
             "store.url", "STRING", NO_DEFAULT, "The directory (file:///dir or a path).", STORAGE, 1
@@ -149,20 +151,27 @@ class StorageSink(ConnectorPlugin):
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config
-        records = sink_stream(context, self.topics(config))
+        errors = ErrorHandler.of(context.name, config)
+        records = errors.marked(
+            sink_stream(context, self.topics(config)),
+            context.key_converter,
+            context.value_converter,
+        )
         layout, flush = Layout.of(config), int(config["flush.size"])
         sink_records(records, context)  # a transform that cannot run fails the start
         context.spark.dataSource.register(RollingFiles)
         rotate = int(config.get("rotate.interval.ms", "-1") or -1)
 
         def write(batch: DataFrame, batch_id: int) -> None:
-            frame = sink_records(batch, context).persist()
+            batch.persist()
+            frame = sink_records(errors.good(batch, context.spark_options), context).persist()
             try:
                 if not frame.isEmpty():
                     files = _files(frame, layout, flush).write.format(RollingFiles.name())
                     files.mode("append").option("extension", layout.extension).save()
             finally:
                 frame.unpersist()
+                batch.unpersist()
 
         return (
             records.writeStream.foreachBatch(write)
