@@ -216,6 +216,22 @@ def test_tolerated_errors_go_to_the_dead_letter_queue_with_their_context(
         }
         assert states(api, "tolerant") == ("RUNNING", ["RUNNING"])
 
+        # a dead letter queue that refuses the letter (too large for it) fails the task, and
+        # the records after the last committed offset wait for the fix: none is lost
+        small = create_topic(
+            broker.bootstrap, "connect-dlq-small", config={"max.message.bytes": "100"}
+        )
+        strict = tmp_path / "strict.txt"
+        tolerant = api.get("/connectors/tolerant/config").json()
+        config = {k: v for k, v in tolerant.items() if k != "name"} | {"file": str(strict)}
+        create(api, "small-dlq", config | {"errors.deadletterqueue.topic.name": small})
+        eventually(failed(api, "small-dlq"), "the task failed")
+        trace = api.get("/connectors/small-dlq/status").json()["tasks"][0]["trace"]
+        assert "MSG_SIZE_TOO_LARGE" in trace or "too large" in trace.lower(), trace
+        assert not strict.exists()
+        assert api.put("/connectors/small-dlq/config", json=config).status_code == 200
+        assert eventually(_lines(strict, 2), "the lines after the fix") == ['{"n":1}', '{"n":2}']
+
 
 def test_converters_write_and_read_connects_bytes(spark: SparkSession) -> None:
     """The converters' column expressions on a batch: JsonConverter's envelope and bare JSON
