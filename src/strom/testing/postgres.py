@@ -102,6 +102,13 @@ class Postgres:
         server._run("pg_ctl", "-D", str(data), "-l", str(directory / "log"), "-w", "start")
         return server
 
+    def restart(self) -> None:
+        """Stop the server as a crash would (``immediate``: its clients cut off, recovery from
+        the write-ahead log at start) and start it again on the same port."""
+        data = str(self.directory / "data")
+        log = str(self.directory / "log")
+        self._run("pg_ctl", "-D", data, "-l", log, "-m", "immediate", "-w", "restart")
+
     def stop(self) -> None:
         """Stop the server (fast shutdown) and remove its directory."""
         try:

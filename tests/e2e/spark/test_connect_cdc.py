@@ -2,7 +2,8 @@
 suite's ``postgres``, ``wal_level=logical``), created over the REST API with the JSON a Debezium
 user sends: the initial snapshot (op r), then inserts, updates and deletes (c, u, d and a
 tombstone) in Debezium's envelope, the confirmed LSN as the offset, and a restarted worker
-continuing from it (no second snapshot, nothing twice)."""
+continuing from it (no second snapshot, nothing twice); the database restarted mid-snapshot
+fails the task with the reason, and a restart of it takes the whole snapshot again."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.cimpl import NewTopic
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.spark.clients import admin, consume_all, unique_topic
-from e2e.spark.connect_api import create, eventually
+from e2e.spark.connect_api import create, eventually, failed
 from strom.testing.connect import Connect
 from strom.testing.postgres import Postgres
 
@@ -122,6 +124,65 @@ def test_snapshot_then_changes_in_debeziums_envelope_and_a_restart_resumes(
             api.delete("/connectors/cdc")
     finally:
         db.execute("SELECT pg_drop_replication_slot(%s)", (name,))
+
+
+def test_the_database_restarted_mid_snapshot_fails_the_task_until_restarted(
+    spark: SparkSession, broker: StromServer, postgres: Postgres, db: psycopg.Connection[Any]
+) -> None:
+    name = unique_topic("cdcsnap").replace("-", "_")
+    rows = 300_000
+    db.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, note text)")
+    db.execute(f"INSERT INTO {name} SELECT n, 'row ' || n FROM generate_series(1, {rows}) n")
+    topic = f"{name}.public.{name}"
+    client = admin(broker.bootstrap)
+    client.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    config = {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": postgres.host,
+        "database.port": str(postgres.port),
+        "database.user": "postgres",
+        "database.dbname": postgres.database,
+        "topic.prefix": name,
+        "table.include.list": f"public.{name}",
+        "slot.name": name,
+        "publication.name": name,
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    }
+    watermarks = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "cdc-snapshot"})
+    try:
+        with (
+            Connect(broker.bootstrap, spark=lambda: spark) as worker,
+            httpx.Client(base_url=worker.url, timeout=60) as api,
+        ):
+            create(api, "snap", config)
+            written = eventually(
+                lambda: watermarks.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)[1],
+                "the snapshot's first records",
+                every=0.05,
+            )
+            assert written < rows, "the snapshot ended before the restart: make the table larger"
+            postgres.restart()
+            eventually(failed(api, "snap"), "the task failed")
+            trace = api.get("/connectors/snap/status").json()["tasks"][0]["trace"]
+            assert "connection" in trace.lower() or "terminat" in trace.lower(), trace
+            restart = api.post("/connectors/snap/restart", params={"includeTasks": "true"})
+            assert restart.status_code in (200, 202, 204), restart.text
+
+            def every_row() -> set[int] | None:
+                ids = {
+                    json.loads(r.value or b"")["after"]["id"]
+                    for r in consume_all(broker.bootstrap, topic)
+                }
+                return ids if len(ids) == rows else None
+
+            assert eventually(every_row, "every row after the restart") == set(range(1, rows + 1))
+            api.delete("/connectors/snap")
+    finally:
+        watermarks.close()
+        with psycopg.connect(postgres.conninfo, autocommit=True) as fresh:  # the old one is cut
+            fresh.execute("SELECT pg_drop_replication_slot(%s)", (name,))
+            fresh.execute(f"DROP TABLE {name}")
 
 
 def test_bad_settings_and_an_unreachable_database(
