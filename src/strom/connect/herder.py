@@ -193,10 +193,14 @@ class Herder:
         self._status_log.catch_up()
 
     def task_counts(self) -> dict[str, int]:
-        """Each connector's number of tasks, as the leader assigns them."""
-        return self.read(
-            lambda: {name: len(self.configs.tasks.get(name, [])) for name in self.configs.configs}
-        )
+        """Each connector's number of tasks, as the leader assigns them (once a request under
+        way has written them)."""
+        with self._ops:
+            return self.read(
+                lambda: {
+                    name: len(self.configs.tasks.get(name, [])) for name in self.configs.configs
+                }
+            )
 
     def assign(
         self,
@@ -546,12 +550,16 @@ class Herder:
         """Make the query of ``name`` and its status match the config topic: the leader writes
         its task configs, the worker that runs it (re)starts, pauses or stops its query."""
         wanted = self.read(partial(self._wanted, name))
-        if self._reconciled.get(name, ()) != wanted:
+        before = self._reconciled.get(name, ())
+        if before != wanted:
             self._stop_query(name)  # a new config (or none) restarts the query
         self._reconciled[name] = wanted
         if wanted is None:
             return
         config, target, _ = wanted
+        if self._assigned is not None and before and before[1] is TargetState.STOPPED:
+            # its offsets may have been altered (KIP-875) by the leader, not here
+            shutil.rmtree(self._checkpoint(name), ignore_errors=True)
         if not self._runs(name):
             if self.is_leader and target is TargetState.STARTED:
                 try:
