@@ -118,6 +118,7 @@ class Herder:
         self._reconciled: dict[str, Wanted] = {}
         """What each connector's query (or its absence) was last made to match."""
         self._changed: set[str] = set()
+        self._group_changed = threading.Condition()
         self._restarts: dict[str, tuple[bool, bool]] = {}
         self._following = False
 
@@ -232,6 +233,8 @@ class Herder:
                 self._reconciled.pop(name, None)
         with self._state_lock:  # started by the monitor thread: this one must heartbeat
             self._changed |= new
+        with self._group_changed:
+            self._group_changed.notify_all()
         log.info(
             "generation %d: running %s%s",
             generation,
@@ -309,6 +312,12 @@ class Herder:
         for name, (include_tasks, only_failed) in sorted(restarts.items()):
             if self._runs(name):
                 self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
+
+    def follow(self) -> None:
+        """``_follow`` in the calling thread (the first assignment's connectors start before
+        the worker's ``start`` returns, as a lone worker's do)."""
+        with self._ops:
+            self._follow()
 
     def _wanted(self, name: str) -> Wanted:
         config = self.configs.configs.get(name)
@@ -430,7 +439,21 @@ class Herder:
             if created:  # a checkpoint a deleted connector of this name left is not its
                 shutil.rmtree(self._checkpoint(name), ignore_errors=True)
             self._reconcile(name)
-            return created, self.info(name)
+        if created and self._assigned is not None:
+            self._start_when_assigned(name)
+        return created, self.info(name)
+
+    def _start_when_assigned(self, name: str) -> None:
+        """In a group: wait (up to the timeout) for the rebalance a new connector causes; when
+        this worker got it, start it before answering, as a lone worker does."""
+        with self._group_changed:
+            self._group_changed.wait_for(
+                lambda: name in (self._assigned or ()) or name in self.owner_urls,
+                self.settings.timeout,
+            )
+        if self._runs(name):
+            with self._ops:
+                self._reconcile(name)
 
     def delete(self, name: str) -> None:
         with self._ops:

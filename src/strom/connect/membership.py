@@ -71,6 +71,7 @@ class Membership:
         wait = self._settings.timeout + self._settings.rebalance_timeout_ms / 1000
         if not self._assigned.wait(wait):
             log.warning("no assignment from group %s yet", self._settings.group_id)
+        self._herder.follow()
 
     def stop(self) -> None:
         """Stop the connectors and leave the group."""
