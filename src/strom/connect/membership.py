@@ -23,6 +23,7 @@ from strom.connect.protocol import (
     CONFIG_MISMATCH,
     PROTOCOL_TYPE,
     Assignment,
+    ProtocolError,
     WorkerState,
     decode_assignment,
     decode_metadata,
@@ -92,20 +93,30 @@ class Membership:
             self._member.close()
 
     def _join(self) -> Joined | None:
+        """One round: join, then stop what the assignment revokes and note what it gives;
+        None when the round must be tried again."""
         self._rejoin.clear()
         metadata = WorkerState(self.url, self._herder.config_offset(), self._running)
         try:
             joined = self._member.join({COMPATIBLE: encode_metadata(metadata)}, self._assign)
+            assignment = decode_assignment(joined.assignment)
+            if assignment.error == CONFIG_MISMATCH:
+                log.info("the leader read the config topic less far than this worker")
+                self._herder.read_configs()
+                return None
+            self._herder.assign(
+                assignment,
+                generation=joined.generation,
+                is_leader=joined.is_leader,
+                owner_urls=self._owners if joined.is_leader else {},
+            )
         except RejoinNeeded:
             return None
-        except (GroupMemberError, OSError) as error:
-            log.warning("group %s: %s; trying again", self._settings.group_id, error)
+        except (GroupMemberError, OSError, ConnectError, ProtocolError) as error:
+            # a refusal, no coordinator, the config topic not read as far as the leader's
+            # within the timeout, or an assignment that is not Connect's
+            log.warning("group %s: %s; joining again", self._settings.group_id, error)
             self._stopping.wait(RETRY_S)
-            return None
-        assignment = decode_assignment(joined.assignment)
-        if assignment.error == CONFIG_MISMATCH:
-            log.info("the leader read the config topic less far than this worker; joining again")
-            self._herder.read_configs()
             return None
         self._running = Assignment(
             leader=assignment.leader,
@@ -114,16 +125,6 @@ class Membership:
             connectors=assignment.connectors,
             tasks=assignment.tasks,
         )
-        try:
-            self._herder.assign(
-                assignment,
-                generation=joined.generation,
-                is_leader=joined.is_leader,
-                owner_urls=self._owners if joined.is_leader else {},
-            )
-        except ConnectError as error:  # the config topic could not be read that far
-            log.warning("group %s: %s; joining again", self._settings.group_id, error.message)
-            return None
         self._assigned.set()
         if assignment.revoked_connectors:
             self._rejoin.set()  # it stopped them: the next round hands them to others
