@@ -162,6 +162,11 @@ class TopicLog:
         finally:
             consumer.close()
 
+    def positions(self) -> dict[int, int]:
+        """Each partition's offset after the last record applied."""
+        with self._applied:
+            return dict(self._positions)
+
     def end_offsets(self) -> dict[int, int]:
         """Each partition's current end (high watermark)."""
         ends = {}

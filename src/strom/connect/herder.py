@@ -3,8 +3,10 @@ status and offsets topics (``TopicLog``, applied to the pure ``ConfigState``/``S
 and each connector's Spark query started, paused, stopped and restarted to match them. The REST
 API calls its methods from its threads; one request changes things at a time.
 
-One worker per ``group.id`` for now: it is always the leader, runs every connector, and writes
-the task configs itself (the membership of several workers is for later)."""
+Alone (no ``assign`` call ever: the mirror's dedicated mode) a herder is its own leader and runs
+every connector. In a group (``strom.connect.membership``) it runs the connectors the group's
+leader assigned it; the leader writes the config topic, and every worker follows the records it
+reads there for the connectors it runs (``_follow``)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,7 +25,8 @@ from strom.connect.converters import converter
 from strom.connect.errors import ConnectError
 from strom.connect.offsets import SinkOffsets, SourceOffsets
 from strom.connect.plugins import ConnectorPlugin, RunContext, find_plugin
-from strom.connect.records import TargetState, decode, encode
+from strom.connect.protocol import Assignment
+from strom.connect.records import ConfigKey, TargetState, decode, encode, parse_config_key
 from strom.connect.settings import WorkerSettings
 from strom.connect.state import ConfigState, Record, Status, StatusState
 from strom.connect.topics import TopicLog
@@ -41,6 +45,8 @@ RETRY_MAX_S = 30.0
 """Backoff of a connector whose query failed for a reason its plugin calls retriable."""
 T = TypeVar("T")
 Config = dict[str, str]
+Wanted = tuple[Config, TargetState, list[Config]] | None
+"""What the config topic says of a connector: its config, target state and task configs."""
 
 
 class Herder:
@@ -71,7 +77,7 @@ class Herder:
             partitions=1,
             replication_factor=settings.config_replication_factor,
             client=client,
-            apply=lambda k, v: self.configs.apply((k or b"").decode(), decode(v)),
+            apply=self._apply_config,
             lock=self._state_lock,
             timeout=settings.timeout,
         )
@@ -100,16 +106,35 @@ class Herder:
         """Connectors to start again: when (monotonic) and how many attempts so far."""
         self._stopping = threading.Event()
         self._monitor: threading.Thread | None = None
+        # -- the group (None and True alone) --
+        self._assigned: frozenset[str] | None = None
+        """The connectors the group assigned to this worker; None: every one (alone)."""
+        self.is_leader = True
+        self.leader_url: str | None = None
+        self.owner_urls: dict[str, str] = {}
+        """The leader's: each connector's worker URL, for the task calls it forwards."""
+        self.on_connectors_changed: Callable[[], None] | None = None
+        """Called (the leader's, in a group) when a connector is created or deleted."""
+        self._reconciled: dict[str, Wanted] = {}
+        """What each connector's query (or its absence) was last made to match."""
+        self._changed: set[str] = set()
+        self._group_changed = threading.Condition()
+        self._restarts: dict[str, tuple[bool, bool]] = {}
+        self._following = False
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, *, warm_up: bool = False) -> None:
-        """Read the three topics to their ends, then run what they say should run;
-        ``warm_up`` starts the Spark session meanwhile."""
+    def start(self, *, warm_up: bool = False, group: bool = False) -> None:
+        """Read the three topics to their ends, then run what they say should run (in a
+        ``group``: nothing until the group assigns connectors); ``warm_up`` starts the Spark
+        session meanwhile."""
+        if group:
+            self._assigned, self.is_leader = frozenset(), False
         for topic_log in (self._config_log, self._offset_log, self._status_log):
             topic_log.start()
         self.generation = self.statuses.generation + 1
         self.cluster_id = self.sink_offsets.cluster_id()
         with self._ops:
+            self._following = True
             for name in self.connector_names():
                 self._reconcile(name)
         self._monitor = threading.Thread(
@@ -119,6 +144,12 @@ class Herder:
 
     def stop(self) -> None:
         """Stop every query (their status becomes UNASSIGNED, as a leaving worker's does)."""
+        self.stop_queries()
+        for topic_log in (self._config_log, self._offset_log, self._status_log):
+            topic_log.stop()
+
+    def stop_queries(self) -> None:
+        """Stop the monitor and every query, whose status becomes UNASSIGNED."""
         self._stopping.set()
         if self._monitor is not None:
             self._monitor.join(timeout=5)
@@ -126,8 +157,8 @@ class Herder:
             for name in list(self._queries):
                 self._stop_query(name)
                 self._set_status(name, "UNASSIGNED")
-        for topic_log in (self._config_log, self._offset_log, self._status_log):
-            topic_log.stop()
+            if self._assigned is not None:
+                self._assigned = frozenset()
 
     @property
     def spark(self) -> SparkSession:
@@ -146,6 +177,159 @@ class Herder:
             self.spark  # noqa: B018
         except Exception:
             log.exception("cannot start the Spark session; connectors will fail to start")
+
+    # -- the group -------------------------------------------------------------------------
+    def config_offset(self) -> int:
+        """How far this worker read the config topic (the offset after its last record)."""
+        return self._config_log.positions().get(0, 0)
+
+    def read_configs(self, offset: int | None = None) -> None:
+        """Read the config topic up to ``offset`` (default: its end)."""
+        self._config_log.catch_up(None if offset is None else {0: offset})
+
+    def catch_up(self) -> None:
+        """Read the config and status topics to their ends (after a write another worker
+        made for this one's request)."""
+        self._config_log.catch_up()
+        self._status_log.catch_up()
+
+    def task_counts(self) -> dict[str, int]:
+        """Each connector's number of tasks, as the leader assigns them (once a request under
+        way has written them)."""
+        with self._ops:
+            return self.read(
+                lambda: {
+                    name: len(self.configs.tasks.get(name, [])) for name in self.configs.configs
+                }
+            )
+
+    def assign(
+        self,
+        assignment: Assignment,
+        *,
+        generation: int,
+        is_leader: bool,
+        owner_urls: Mapping[str, str],
+    ) -> None:
+        """Run what the group assigned (after reading the config topic as far as the leader
+        had; the monitor thread starts the queries) and stop what it revoked, before this
+        returns."""
+        self.read_configs(assignment.config_offset)
+        with self._ops:
+            revoked = set(assignment.revoked_connectors)
+            if self._assigned is not None:
+                revoked |= self._assigned - set(assignment.connectors)
+            new = set(assignment.connectors) - (self._assigned or frozenset())
+            self._assigned = frozenset(assignment.connectors)
+            self.generation, self.is_leader = generation, is_leader
+            self.leader_url = assignment.leader_url or None
+            self.owner_urls = dict(owner_urls)
+            for name in sorted(revoked):
+                self._stop_query(name)
+                self._reconciled.pop(name, None)
+            for name in new:
+                # its local checkpoint may be older than what another worker did since
+                shutil.rmtree(self._checkpoint(name), ignore_errors=True)
+                self._reconciled.pop(name, None)
+        with self._state_lock:  # started by the monitor thread: this one must heartbeat
+            self._changed |= new
+        with self._group_changed:
+            self._group_changed.notify_all()
+        log.info(
+            "generation %d: running %s%s",
+            generation,
+            ", ".join(assignment.connectors) or "no connector",
+            " (the leader)" if is_leader else "",
+        )
+
+    def unassign(self) -> None:
+        """Stop every connector and know no leader: the group moved on without this worker."""
+        with self._ops:
+            for name in sorted(self._assigned or ()):
+                self._stop_query(name)
+                self._reconciled.pop(name, None)
+            self._assigned, self.is_leader, self.leader_url = frozenset(), False, None
+
+    def forward_to(self, task_of: str | None = None) -> str | None:
+        """Where a request must go: None here, else a worker's URL (the leader's for a write,
+        the one that runs ``task_of`` for a task call); a 409 while no leader is known."""
+        if self._assigned is None:
+            return None
+        if task_of is not None:
+            if task_of in self._assigned:
+                return None
+            if self.is_leader:
+                url = self.owner_urls.get(task_of)
+                if url is None:
+                    raise ConnectError(409, f"Connector {task_of} is not assigned to any worker")
+                return url
+        if self.is_leader:
+            return None
+        if self.leader_url is None:
+            raise ConnectError(
+                409,
+                "Cannot complete request momentarily due to no known leader URL, likely because"
+                " a rebalance was underway.",
+            )
+        return self.leader_url
+
+    def _runs(self, name: str) -> bool:
+        return self._assigned is None or name in self._assigned
+
+    def _apply_config(self, key: bytes | None, value: bytes | None) -> None:
+        """Apply a config topic record, and note the connector it is about (for ``_follow``),
+        a restart request (read after the start) and a connector created or deleted."""
+        text, parsed_value = (key or b"").decode(), decode(value)
+        parsed = parse_config_key(text)
+        existed = parsed is not None and parsed.connector in self.configs.configs
+        self.configs.apply(text, parsed_value)
+        if parsed is None:
+            return
+        self._changed.add(parsed.connector)
+        if parsed.kind is ConfigKey.RESTART and parsed_value is not None and self._following:
+            self._restarts[parsed.connector] = (
+                bool(parsed_value.get("include-tasks")),
+                bool(parsed_value.get("only-failed")),
+            )
+        exists = parsed.connector in self.configs.configs
+        if existed != exists and self.is_leader and self.on_connectors_changed is not None:
+            self.on_connectors_changed()
+
+    def _follow(self) -> None:
+        """In a group: make the queries of this worker's connectors match what the config
+        topic says now (another worker's writes: a new config, a target state, a deletion,
+        a restart request)."""
+        if self._assigned is None:
+            return
+        with self._state_lock:
+            changed, self._changed = self._changed, set()
+            restarts, self._restarts = self._restarts, {}
+        for name in sorted(changed):
+            if not self._runs(name):
+                continue
+            if self.read(partial(self._wanted, name)) != self._reconciled.get(name, ()):
+                self._reconcile_quietly(name)
+        for name, (include_tasks, only_failed) in sorted(restarts.items()):
+            if self._runs(name):
+                self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
+
+    def follow(self) -> None:
+        """``_follow`` in the calling thread (the first assignment's connectors start before
+        the worker's ``start`` returns, as a lone worker's do)."""
+        with self._ops:
+            self._follow()
+
+    def _wanted(self, name: str) -> Wanted:
+        config = self.configs.configs.get(name)
+        if config is None:
+            return None
+        return dict(config), self.configs.target(name), list(self.configs.tasks.get(name, []))
+
+    def _reconcile_quietly(self, name: str) -> None:
+        try:
+            self._reconcile(name)
+        except ConnectError as error:
+            log.warning("connector %s: %s", name, error.message)
 
     # -- reads -----------------------------------------------------------------------------
     def read(self, query: Callable[[], T]) -> T:
@@ -254,10 +438,22 @@ class Herder:
             self._write_configs(records)
             if created:  # a checkpoint a deleted connector of this name left is not its
                 shutil.rmtree(self._checkpoint(name), ignore_errors=True)
-            else:
-                self._stop_query(name)  # a new config restarts the query
             self._reconcile(name)
-            return created, self.info(name)
+        if created and self._assigned is not None:
+            self._start_when_assigned(name)
+        return created, self.info(name)
+
+    def _start_when_assigned(self, name: str) -> None:
+        """In a group: wait (up to the timeout) for the rebalance a new connector causes; when
+        this worker got it, start it before answering, as a lone worker does."""
+        with self._group_changed:
+            self._group_changed.wait_for(
+                lambda: name in (self._assigned or ()) or name in self.owner_urls,
+                self.settings.timeout,
+            )
+        if self._runs(name):
+            with self._ops:
+                self._reconcile(name)
 
     def delete(self, name: str) -> None:
         with self._ops:
@@ -280,26 +476,45 @@ class Herder:
 
     def restart(self, name: str, *, include_tasks: bool, only_failed: bool) -> dict[str, Any]:
         """Restart the connector (and with ``include_tasks`` its tasks; with ``only_failed``
-        only what failed); the status as it was, what restarts shown RESTARTING."""
+        only what failed); the status as it was, what restarts shown RESTARTING. In a group the
+        leader writes Connect's restart request to the config topic, for the worker that runs
+        the connector."""
+        if self._assigned is None:
+            return self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
+        status = self._restart_plan(name, include_tasks=include_tasks, only_failed=only_failed)[0]
+        request = {"include-tasks": include_tasks, "only-failed": only_failed}
+        self._write_configs([(f"{ConfigKey.RESTART.value}{name}", request)])
+        return status
+
+    def _restart_here(self, name: str, *, include_tasks: bool, only_failed: bool) -> dict[str, Any]:
         with self._ops:
-            status = self.status(name)
-            connector_failed = status["connector"]["state"] == "FAILED"
-            if connector_failed or not only_failed:
-                status["connector"]["state"] = "RESTARTING"
-                status["connector"].pop("trace", None)
-            restarted = [
-                task
-                for task in status["tasks"]
-                if include_tasks and (task["state"] == "FAILED" or not only_failed)
-            ]
-            for task in restarted:
-                task["state"] = "RESTARTING"
-                task.pop("trace", None)
+            status, restart = self._restart_plan(
+                name, include_tasks=include_tasks, only_failed=only_failed
+            )
             # the connector and its tasks are one Spark query: restarting either restarts it
-            if restarted or connector_failed:
+            if restart:
                 self._stop_query(name)
                 self._reconcile(name)
             return status
+
+    def _restart_plan(
+        self, name: str, *, include_tasks: bool, only_failed: bool
+    ) -> tuple[dict[str, Any], bool]:
+        """The status a restart answers with, and whether the query restarts."""
+        status = self.status(name)
+        connector_failed = status["connector"]["state"] == "FAILED"
+        if connector_failed or not only_failed:
+            status["connector"]["state"] = "RESTARTING"
+            status["connector"].pop("trace", None)
+        restarted = [
+            task
+            for task in status["tasks"]
+            if include_tasks and (task["state"] == "FAILED" or not only_failed)
+        ]
+        for task in restarted:
+            task["state"] = "RESTARTING"
+            task.pop("trace", None)
+        return status, bool(restarted or connector_failed)
 
     def restart_task(self, name: str, task: int) -> None:
         self.task_status(name, task)
@@ -355,11 +570,26 @@ class Herder:
 
     # -- running queries -------------------------------------------------------------------
     def _reconcile(self, name: str) -> None:
-        """Make the query of ``name`` and its status match the config topic."""
-        config = self.read(lambda: dict(self.configs.configs.get(name, {})))
-        if not config:
+        """Make the query of ``name`` and its status match the config topic: the leader writes
+        its task configs, the worker that runs it (re)starts, pauses or stops its query."""
+        wanted = self.read(partial(self._wanted, name))
+        before = self._reconciled.get(name, ())
+        if before != wanted:
+            self._stop_query(name)  # a new config (or none) restarts the query
+        self._reconciled[name] = wanted
+        if wanted is None:
             return
-        target = self.read(lambda: self.configs.target(name))
+        config, target, _ = wanted
+        if self._assigned is not None and before and before[1] is TargetState.STOPPED:
+            # its offsets may have been altered (KIP-875) by the leader, not here
+            shutil.rmtree(self._checkpoint(name), ignore_errors=True)
+        if not self._runs(name):
+            if self.is_leader and target is TargetState.STARTED:
+                try:
+                    self._write_task_configs(name, config)
+                except Exception:  # the worker that runs it reports the failure
+                    log.warning("connector %s: no task configs", name, exc_info=True)
+            return
         if target is not TargetState.STARTED:
             self._stop_query(name)
             state = "PAUSED" if target is TargetState.PAUSED else "STOPPED"
@@ -367,9 +597,9 @@ class Herder:
             return
         plugin = find_plugin(config["connector.class"])()
         try:
-            max_tasks = int(config.get("tasks.max", "1"))
-            task_configs = plugin.task_configs(config, max_tasks)
-            self._write_configs(self.read(lambda: self.configs.plan_tasks(name, task_configs)))
+            if self.is_leader:
+                self._write_task_configs(name, config)
+                self._reconciled[name] = self.read(partial(self._wanted, name))
             if name not in self._queries:
                 self._queries[name] = plugin.start(self._context(name, plugin, config))
                 if self._retries.pop(name, None) is not None:
@@ -391,6 +621,11 @@ class Herder:
             self._set_status(name, "FAILED", trace=_trace(error), tasks_state="UNASSIGNED")
             return
         self._set_status(name, "RUNNING")
+
+    def _write_task_configs(self, name: str, config: Config) -> None:
+        plugin = find_plugin(config["connector.class"])()
+        task_configs = plugin.task_configs(config, int(config.get("tasks.max", "1")))
+        self._write_configs(self.read(lambda: self.configs.plan_tasks(name, task_configs)))
 
     def _context(self, name: str, plugin: ConnectorPlugin, config: Config) -> RunContext:
         settings = self.settings
@@ -445,6 +680,7 @@ class Herder:
             self._warm_up()
         while not self._stopping.wait(MONITOR_INTERVAL_S):
             with self._ops:
+                self._follow()
                 for name, query in list(self._queries.items()):
                     if query.isActive:
                         continue

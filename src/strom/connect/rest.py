@@ -1,6 +1,7 @@
 """Kafka Connect's REST API over a ``Herder``, as a Starlette app on the shared HTTP shell
 (``strom.web``): the same paths, query parameters, bodies, status codes and
-``{"error_code", "message"}`` errors, so Connect's clients and tools work unchanged."""
+``{"error_code", "message"}`` errors, so Connect's clients and tools work unchanged; in a group
+of workers, a request for another worker is forwarded to it as Connect does."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -56,10 +58,64 @@ def _config(value: Any) -> dict[str, str]:
 
 
 class _Api:
-    """The endpoints; blocking herder calls run in threads."""
+    """The endpoints; blocking herder calls run in threads. In a group, writes are the
+    leader's and task calls the worker's that runs the task: another worker forwards them
+    (``?forward=`` as Connect: one more hop allowed from the worker a client called)."""
 
-    def __init__(self, herder: Herder) -> None:
+    def __init__(self, herder: Herder, *, forward_timeout: float) -> None:
         self.herder = herder
+        self._client = httpx.AsyncClient(timeout=forward_timeout)
+
+    def _at_leader(self, endpoint: Endpoint) -> Endpoint:
+        async def routed(request: Request) -> Response:
+            return await self._forwarded(request, None) or await endpoint(request)
+
+        return routed
+
+    def _at_owner(self, endpoint: Endpoint) -> Endpoint:
+        async def routed(request: Request) -> Response:
+            task_of = request.path_params["name"]
+            return await self._forwarded(request, task_of) or await endpoint(request)
+
+        return routed
+
+    async def _forwarded(self, request: Request, task_of: str | None) -> Response | None:
+        """The answer of the worker this request is for, or None when that is this one."""
+        target = self.herder.forward_to(task_of)
+        if target is None:
+            return None
+        forward = request.query_params.get("forward")
+        if forward is not None and forward.strip().lower() == "false":
+            raise ConnectError(
+                409,
+                "Cannot complete request because of a conflicting operation (e.g. worker"
+                " rebalance)",
+            )
+        params = httpx.QueryParams(
+            [(k, v) for k, v in request.query_params.multi_items() if k != "forward"]
+        ).add("forward", "true" if forward is None else "false")
+        headers = {
+            name: value
+            for name, value in request.headers.items()
+            if name.lower() in ("content-type", "authorization", "accept")
+        }
+        try:
+            answer = await self._client.request(
+                request.method,
+                target.rstrip("/") + request.url.path,
+                params=params,
+                content=await request.body(),
+                headers=headers,
+            )
+        except httpx.HTTPError as error:
+            raise ConnectError(
+                500, f"IO Error trying to forward REST request: {type(error).__name__}: {error}"
+            ) from None
+        if answer.is_success:  # read-your-writes here too
+            await self._call(self.herder.catch_up)
+        return Response(
+            answer.content, answer.status_code, media_type=answer.headers.get("content-type")
+        )
 
     async def _call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(function, *args, **kwargs)
@@ -218,29 +274,33 @@ class _Api:
         return _json(plugin.validate(config))
 
     def routes(self) -> list[Route]:
+        leader, owner = self._at_leader, self._at_owner
         table: list[tuple[str, list[tuple[str, Endpoint]]]] = [
             ("/", [("GET", self.root)]),
-            ("/connectors", [("GET", self.connectors), ("POST", self.create)]),
-            ("/connectors/{name}", [("GET", self.info), ("DELETE", self.delete)]),
-            ("/connectors/{name}/config", [("GET", self.get_config), ("PUT", self.put_config)]),
+            ("/connectors", [("GET", self.connectors), ("POST", leader(self.create))]),
+            ("/connectors/{name}", [("GET", self.info), ("DELETE", leader(self.delete))]),
+            (
+                "/connectors/{name}/config",
+                [("GET", self.get_config), ("PUT", leader(self.put_config))],
+            ),
             ("/connectors/{name}/status", [("GET", self.status)]),
             ("/connectors/{name}/tasks", [("GET", self.tasks)]),
             ("/connectors/{name}/tasks/{task:int}/status", [("GET", self.task_status)]),
-            ("/connectors/{name}/tasks/{task:int}/restart", [("POST", self.restart_task)]),
-            ("/connectors/{name}/restart", [("POST", self.restart)]),
-            ("/connectors/{name}/pause", [("PUT", self.pause)]),
-            ("/connectors/{name}/resume", [("PUT", self.resume)]),
-            ("/connectors/{name}/stop", [("PUT", self.stop)]),
+            ("/connectors/{name}/tasks/{task:int}/restart", [("POST", owner(self.restart_task))]),
+            ("/connectors/{name}/restart", [("POST", leader(self.restart))]),
+            ("/connectors/{name}/pause", [("PUT", leader(self.pause))]),
+            ("/connectors/{name}/resume", [("PUT", leader(self.resume))]),
+            ("/connectors/{name}/stop", [("PUT", leader(self.stop))]),
             (
                 "/connectors/{name}/offsets",
                 [
                     ("GET", self.offsets),
-                    ("PATCH", self.alter_offsets),
-                    ("DELETE", self.reset_offsets),
+                    ("PATCH", leader(self.alter_offsets)),
+                    ("DELETE", leader(self.reset_offsets)),
                 ],
             ),
             ("/connectors/{name}/topics", [("GET", self.topics)]),
-            ("/connectors/{name}/topics/reset", [("PUT", self.reset_topics)]),
+            ("/connectors/{name}/topics/reset", [("PUT", leader(self.reset_topics))]),
             ("/connector-plugins", [("GET", self.connector_plugins)]),
             ("/connector-plugins/{plugin}/config/validate", [("PUT", self.validate)]),
         ]
@@ -256,7 +316,7 @@ def create_app(
 ) -> Starlette:
     """The ASGI app of one worker."""
     return web.create_app(
-        _Api(herder).routes(),
+        _Api(herder, forward_timeout=herder.settings.timeout).routes(),
         errors={ConnectError: _connect_error},
         auth=auth,
         max_body_bytes=max_body_bytes,

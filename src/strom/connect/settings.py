@@ -57,6 +57,10 @@ class WorkerSettings(ServiceClients):
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     checkpoint_root: Path = Path(tempfile.gettempdir()) / "strom-connect"
     timeout: float = 30.0
+    session_timeout_ms: int = 10_000
+    heartbeat_interval_ms: int = 3_000
+    rebalance_timeout_ms: int = 60_000
+    """The group's: ``session.timeout.ms``, ``heartbeat.interval.ms``, ``rebalance.timeout.ms``."""
 
     @classmethod
     def from_properties(cls, values: Mapping[str, str]) -> WorkerSettings:
@@ -104,6 +108,9 @@ class WorkerSettings(ServiceClients):
             spark_master=values.get("spark.master", cls.spark_master),
             spark_conf=spark,
             checkpoint_root=Path(checkpoints) if checkpoints else cls.checkpoint_root,
+            session_timeout_ms=_int(values, "session.timeout.ms", cls.session_timeout_ms),
+            heartbeat_interval_ms=_int(values, "heartbeat.interval.ms", cls.heartbeat_interval_ms),
+            rebalance_timeout_ms=_int(values, "rebalance.timeout.ms", cls.rebalance_timeout_ms),
         )
 
     def checkpoint(self, cluster_id: str, connector: str) -> Path:

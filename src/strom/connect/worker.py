@@ -1,5 +1,6 @@
 """Running one Connect worker: its herder (the internal topics and the connectors' Spark
-queries) and its REST listener, in the calling thread or a thread of its own."""
+queries), its membership of the group and its REST listener, in the calling thread or threads
+of their own."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from strom.connect.herder import Herder
+from strom.connect.membership import Membership
 from strom.connect.rest import create_app
 from strom.connect.settings import WorkerSettings
 from strom.web.security import listener_ssl_context
@@ -56,22 +58,30 @@ class ConnectWorker:
             worker_id=self.url.partition("://")[2],
             spark=spark or _local_spark(settings),
         )
+        self.membership = Membership(settings, self.herder, url=self.url)
         self._app = create_app(self.herder)
 
     def start(self) -> None:
-        """Read the internal topics, start the connectors and listen, in a thread."""
-        self.herder.start()
+        """Read the internal topics, listen, join the group and run what it assigns, in
+        threads of their own."""
+        self.herder.start(group=True)
         self._http.start(self._app)
+        self.membership.start()
 
     def serve_forever(self) -> None:
         """Start and serve in the calling thread until interrupted."""
-        self.herder.start(warm_up=True)
+        self.herder.start(warm_up=True, group=True)
+        self.membership.start()
         log.info("ready: Kafka Connect REST API on %s", self.url)
         try:
             self._http.serve(self._app)
         finally:
-            self.herder.stop()
+            self._leave()
 
     def stop(self) -> None:
         self._http.stop()
+        self._leave()
+
+    def _leave(self) -> None:
+        self.membership.stop()  # stops the connectors, then leaves the group
         self.herder.stop()

@@ -11,8 +11,12 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-SERVER_OVERRIDES = {"log.cleaner.backoff.ms": "100", "num.partitions": "1"}
-"""The Spark tests' broker settings."""
+SERVER_OVERRIDES = {
+    "log.cleaner.backoff.ms": "100",
+    "num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
+"""The Spark tests' broker settings (every Connect worker joins a new group: no 3 s wait)."""
 
 
 def unique_topic(prefix: str) -> str:

@@ -61,3 +61,18 @@ def test_bad_values_name_the_setting() -> None:
         WorkerSettings.from_properties({"offset.storage.partitions": "many"})
     with pytest.raises(ValueError, match="listeners: expected http://HOST:PORT"):
         WorkerSettings.from_properties({"listeners": "localhost"})
+
+
+def test_group_timeouts_by_kafkas_names() -> None:
+    settings = WorkerSettings.from_properties(
+        {"session.timeout.ms": "6000", "heartbeat.interval.ms": "500", "rebalance.timeout.ms": "9"}
+    )
+    assert (
+        settings.session_timeout_ms,
+        settings.heartbeat_interval_ms,
+        settings.rebalance_timeout_ms,
+    ) == (6000, 500, 9)
+    defaults = WorkerSettings.from_properties({})
+    assert (defaults.session_timeout_ms, defaults.heartbeat_interval_ms) == (10_000, 3_000)
+    with pytest.raises(SettingsError, match=r"session\.timeout\.ms"):
+        WorkerSettings.from_properties({"session.timeout.ms": "soon"})
