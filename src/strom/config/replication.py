@@ -61,6 +61,16 @@ REPLICATION_SETTINGS: Final = (
         read_only=True,
     ),
     Setting(
+        "strom.balancer.metrics.reporter.interval.ms",
+        LONG,
+        60000,
+        "How often a broker samples its partitions' sizes and byte rates for the balancer and "
+        "reports them to the controller (Cruise Control's "
+        "cruise.control.metrics.reporter.interval.ms).",
+        at_least(1),
+        read_only=True,
+    ),
+    Setting(
         "replica.lag.time.max.ms",
         LONG,
         30000,

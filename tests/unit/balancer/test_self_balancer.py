@@ -101,3 +101,33 @@ def test_a_plan_that_cannot_meet_the_hard_goals_moves_nothing() -> None:
     with pytest.raises(BalanceError, match="span only 1 rack"):
         balancer.step(model, reassigning=False)
     assert balancer.pending == ()
+
+
+def test_a_new_plan_waits_for_loads_measured_after_the_last_moves() -> None:
+    balancer = SelfBalancer(max_concurrent_moves=100)
+    model = _skewed()
+    first = balancer.step(model, reassigning=False, samples={1: 5, 2: 5, 3: 5, 4: 0})
+    assert first.moves and not balancer.pending
+    model = _apply(model, first.moves)
+    hot = dataclasses.replace(  # the loads now make broker 1 look hot: a plan would move
+        model,
+        partitions=tuple(
+            dataclasses.replace(p, bytes_in=1e6 if p.replicas[0] == 1 else 0.0)
+            for p in model.partitions
+        ),
+    )
+    done = balancer.step(hot, reassigning=False, samples={1: 6, 2: 5, 3: 6, 4: 0})
+    assert done.done == first.moves and done.moves == ()
+    # one more sample each: the first after the moves may straddle them
+    assert balancer.step(hot, reassigning=False, samples={1: 7, 2: 7, 3: 7}).moves == ()
+    # broker 4 never reported samples: not waited for
+    assert balancer.step(hot, reassigning=False, samples={1: 8, 2: 8, 3: 8}).moves
+
+
+def test_a_changed_set_of_brokers_is_planned_for_at_once() -> None:
+    balancer = SelfBalancer(max_concurrent_moves=100)
+    first = balancer.step(_skewed(brokers=3), reassigning=False, samples={1: 1, 2: 1, 3: 1})
+    model = _apply(_skewed(brokers=3), first.moves)
+    balancer.step(model, reassigning=False, samples={1: 1, 2: 1, 3: 1})
+    grown = dataclasses.replace(model, brokers=(*model.brokers, BrokerModel(4)))
+    assert balancer.step(grown, reassigning=False, samples={1: 1, 2: 1, 3: 1}).moves

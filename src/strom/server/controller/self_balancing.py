@@ -69,7 +69,9 @@ class SelfBalancing:
             brokers = active
             try:
                 step = balancer.step(
-                    cluster_model(image), reassigning=bool(ongoing_reassignments(image))
+                    cluster_model(image, self._controller.loads),
+                    reassigning=bool(ongoing_reassignments(image)),
+                    samples=self._controller.loads.samples,
                 )
             except BalanceError as error:
                 if str(error) != refused:
