@@ -124,6 +124,7 @@ def plan_command(
       strom balance plan --remove-broker 2 --json > drain.json
     """
     with connect(bootstrap_server) as connection:
+        refuse_while_moving(connection)  # replica lists mid-move hold the adding replicas too
         plan = _plan(connection, add_brokers, remove_brokers)
     if as_json:
         click.echo(reassignment_json({m.tp: m.after for m in plan.moves}))

@@ -1,4 +1,4 @@
-"""``strom.balancer.enable``: the active controller keeps replica and leader counts even
+"""``strom.balancer.enable``: the active controller keeps the cluster's load even
 (Confluent's Self-Balancing Clusters, ``confluent.balancer.enable``).
 
 A thin shell around :class:`strom.balancer.SelfBalancer`: every
