@@ -8,6 +8,10 @@ history is checked as the fault suite checks it (no lost, duplicated or reordere
 error). Afterwards replica and leader counts per broker are within 10% of even, no rack holds two
 replicas of a partition, and no broker leads more than its share of the hot partitions.
 ``strom balance plan`` shows the measured rates too.
+
+Self-healing: a broker killed and not back within
+``strom.balancer.heal.broker.failure.threshold.ms`` has its replicas moved to the live brokers,
+every partition back to its full replication factor, while the workload runs unharmed.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ def cluster() -> Iterator[Cluster]:
         "strom.balancer.throttle.bytes.per.second": 2000000,
         "strom.balancer.metrics.reporter.interval.ms": 1000,
         "broker.heartbeat.interval.ms": 500,
+        "strom.balancer.heal.broker.failure.threshold.ms": 3000,
     }
     racks = {b: {"broker.rack": rack} for b, rack in _RACKS.items()}
     with Cluster(brokers=4, controllers=1, config=settings, node_config=racks) as running:
@@ -111,3 +116,37 @@ def test_the_controller_spreads_hot_leaders_and_fills_a_new_broker(cluster: Clus
     for reps, _ in placed.values():
         racks = [_RACKS[b] for b in reps]
         assert len(set(racks)) == len(racks), placed
+
+
+def test_a_broker_dead_longer_than_the_threshold_is_drained(cluster: Cluster) -> None:
+    if not cluster.nodes[4].alive:  # run alone, without the test above
+        cluster.restart(4)
+    cluster.wait_for(
+        lambda: cluster.unfenced_brokers(via=[1]) == {1, 2, 3, 4}, timeout=30, what="broker 4"
+    )
+    topic = unique_topic_name()
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    placement = [[3, 2], [3, 4], [1, 2], [2, 3]]
+    create(admin, NewTopic(topic, num_partitions=len(placement), replica_assignment=placement))
+    recorder = Recorder()
+    workload = QueueWorkload(topic, partitions=len(placement), rate=100.0)
+    workload.start(cluster.bootstrap_servers, recorder)
+    try:
+        cluster.wait_for(lambda: len(recorder) > 200, timeout=30, what="records flowing")
+        cluster.kill(3)
+        cluster.wait_for(
+            lambda: all(3 not in reps for reps, _ in assignment(admin).values()),
+            timeout=60,
+            what="broker 3's replicas moved",
+        )
+        healed = len(recorder)
+        cluster.wait_for(lambda: len(recorder) > healed + 200, timeout=30, what="records after")
+    finally:
+        workload.stop()
+    assert final_read(cluster.bootstrap_servers, workload.topics, recorder)
+    result = check(recorder.history())
+    assert result.valid, result.summary()
+    placed = assignment(admin)
+    for reps, leader in placed.values():
+        assert len(reps) == 2 and leader in reps, placed
+        assert len({_RACKS[b] for b in reps}) == 2, placed

@@ -23,7 +23,7 @@ from strom.controller.config_control import (
 )
 from strom.metadata import ConfigResourceType, MetadataImage
 
-__all__ = ["cluster_model", "throttle_request"]
+__all__ = ["away_brokers", "cluster_model", "throttle_request"]
 
 _RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 _REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
@@ -44,6 +44,23 @@ def cluster_model(image: MetadataImage, reports: LoadReports | None = None) -> C
     )
     loads = {} if reports is None else reports.loads({b.id for b in brokers})
     return ClusterModel(brokers, with_loads(partitions, loads))
+
+
+def away_brokers(image: MetadataImage) -> tuple[BrokerModel, ...]:
+    """The brokers that hold replicas but are not active: fenced, shutting down, or no longer
+    registered (self-healing's candidates)."""
+    registered = image.cluster.brokers
+    holding = {
+        b
+        for topic in image.topics.topics_by_id.values()
+        for p in topic.partitions.values()
+        for b in p.replicas
+    }
+    return tuple(
+        BrokerModel(b, rack=registered[b].rack if b in registered else None)
+        for b in sorted(holding)
+        if b not in registered or not registered[b].active
+    )
 
 
 def throttle_request(moves: Sequence[Move], rate: int | None) -> IncrementalAlterConfigsRequest:
