@@ -102,6 +102,8 @@ class BrokerLifecycleManager:
         self._task: asyncio.Task[None] | None = None
         self._beat_now = asyncio.Event()
         channel.when_connection_lost(self._beat_now.set)
+        if loads is not None:
+            channel.when_connection_lost(loads.resend)
 
     @property
     def fenced(self) -> bool:

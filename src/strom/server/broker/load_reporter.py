@@ -70,3 +70,9 @@ class LoadReporter:
     def delivered(self) -> None:
         """The controller answered the heartbeat that carried the sample."""
         self._unsent = None
+
+    def resend(self) -> None:
+        """The connection to the controller was lost (perhaps another one is active now, which
+        knows no sample yet): the next heartbeat carries the latest sample again."""
+        if self._sampler.latest:
+            self._unsent = self.latest
