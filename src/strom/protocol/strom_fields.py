@@ -43,7 +43,9 @@ STROM_TAG = 10000
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PartitionLoad:
     """One replica: its size in bytes, and the bytes per second appended to it as the leader
-    and sent from it to consumers over the broker's last sampling interval."""
+    and sent from it to consumers over the broker's last sampling interval. The same struct in
+    both APIs (its ``__api_key__`` names the heartbeat's; kio reads and writes nested structs by
+    their fields alone)."""
 
     __type__: ClassVar = EntityType.nested
     __version__: ClassVar[i16] = i16(1)
