@@ -75,10 +75,13 @@ class SelfBalancing:
                 log.info("self-balancing: broker(s) %s joined", sorted(active - brokers))
             brokers = active
             try:
-                step = balancer.step(
+                # planning thousands of partitions takes seconds: off the event loop, so that
+                # the controller keeps answering heartbeats meanwhile
+                step = await asyncio.to_thread(
+                    balancer.step,
                     cluster_model(image, self._controller.loads),
                     reassigning=bool(ongoing_reassignments(image)),
-                    samples=self._controller.loads.samples,
+                    samples=dict(self._controller.loads.samples),
                     away=away_brokers(image),
                     now_ms=now,
                 )
