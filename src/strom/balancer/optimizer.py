@@ -2,7 +2,8 @@
 order. Hard goals first (rack awareness, replica capacity, disk capacity): replicas that break
 them move, or the plan is refused. Then each soft goal (replica, disk, network inbound, network
 outbound and leader distribution) is optimised by greedy moves that each strictly lower its
-imbalance (the sum of squared per-broker loads), and that no higher goal rejects: a move may
+imbalance (the sum of squared per-broker loads; a resource goal's by a margin, ``_MARGIN``,
+so that noise in measured loads moves nothing), and that no higher goal rejects: a move may
 not break a hard goal, nor take a broker further out of a higher soft goal's bounds.
 
 Actions: relocate one replica (the partition keeps its replication factor and replica order),
@@ -36,6 +37,11 @@ METRICS = ("replicas", "disk", "nw_in", "nw_out", "leaders")
 _COUNTS = frozenset({"replicas", "leaders"})
 _BALANCE = 0.10
 _EPSILON = 1e-9
+_MARGIN = 0.2
+"""A resource goal's move must lower its sum of squares by this much of the largest partition
+load it moves, squared: moving load L from a broker at S to one at D then needs S - D > 1.1 L,
+so that measured rates that differ by noise alone neither trade one hot partition for another
+nor swap two of nearly the same load (two copies for a net gain of little)."""
 _MAX_STEPS = 100_000
 
 Loads = dict[str, dict[int, float]]
@@ -162,8 +168,19 @@ class _State:
             (self.load[metric][b] + d) ** 2 - self.load[metric][b] ** 2
             for b, d in delta[metric].items()
         )
-        scale = max(1.0, max(abs(d) for d in delta[metric].values()) if delta[metric] else 1.0)
-        return gain < -_EPSILON * scale * scale
+        if metric in _COUNTS:
+            scale = max(1.0, max((abs(d) for d in delta[metric].values()), default=1.0))
+            return gain < -_EPSILON * scale * scale
+        moved = max(
+            (
+                value
+                for i in changes
+                for m, _, value in _contribution(self.model.partitions[i], self.assignment[i])
+                if m == metric
+            ),
+            default=0.0,
+        )
+        return gain < -_MARGIN * max(moved, _EPSILON) ** 2
 
     # The actions a goal may try, most promising first.
 

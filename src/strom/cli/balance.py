@@ -58,14 +58,22 @@ def _plan(
         raise CliError(str(error)) from None
 
 
+_COLUMNS = (
+    ("replicas", "replicas", 13),
+    ("leaders", "leaders", 11),
+    ("disk", "disk (bytes)", 27),
+    ("nw_in", "in (bytes/s)", 23),
+    ("nw_out", "out (bytes/s)", 23),
+)
+
+
 def _table(plan: Plan) -> list[str]:
-    lines = [f"{'broker':>6} {'replicas':>13} {'leaders':>11} {'disk (bytes)':>27}"]
+    lines = [" ".join([f"{'broker':>6}", *(f"{title:>{w}}" for _, title, w in _COLUMNS)])]
     for b in sorted(plan.after["replicas"]):
         cells = [
-            f"{plan.before[m][b]:.0f} -> {plan.after[m][b]:.0f}"
-            for m in ("replicas", "leaders", "disk")
+            f"{f'{plan.before[m][b]:.0f} -> {plan.after[m][b]:.0f}':>{w}}" for m, _, w in _COLUMNS
         ]
-        lines.append(f"{b:>6} {cells[0]:>13} {cells[1]:>11} {cells[2]:>27}")
+        lines.append(" ".join([f"{b:>6}", *cells]))
     return lines
 
 
@@ -116,12 +124,13 @@ def plan_command(
       strom balance plan --remove-broker 2 --json > drain.json
     """
     with connect(bootstrap_server) as connection:
+        refuse_while_moving(connection)  # replica lists mid-move hold the adding replicas too
         plan = _plan(connection, add_brokers, remove_brokers)
     if as_json:
         click.echo(reassignment_json({m.tp: m.after for m in plan.moves}))
         return
     click.echo(f"goals, in order: {', '.join(GOALS)}")
-    click.echo("load: partition sizes (brokers expose no per-partition byte rates yet)")
+    click.echo("load: partition sizes and the brokers' last sampled byte rates")
     for move in plan.moves:
         click.echo(
             f"{move.tp.topic}-{move.tp.partition}: {list(move.before)} -> {list(move.after)}"

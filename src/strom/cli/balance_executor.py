@@ -1,11 +1,13 @@
 """The I/O around :mod:`strom.balancer` for ``strom balance``: the cluster's model (Metadata
-for replicas and racks, DescribeLogDirs on every broker for partition sizes) and the execution
-of a plan as partition reassignments, a bounded number at a time, under replication throttles
+for replicas and racks, DescribeLogDirs on every broker for the load) and the execution of a
+plan as partition reassignments, a bounded number at a time, under replication throttles
 (``strom partitions reassign --throttle``'s), removed at the end.
 
-Load: brokers count bytes in and out per partition (``kafka_log_partition_bytesin_total`` on
-their metrics listener), but this does not read them yet, so the model's rates are zero and the
-network goals have nothing to act on; sizes drive the disk goal.
+Load: each broker answers DescribeLogDirs with its latest load sample when asked in strom's
+tagged field (``strom.protocol.strom_fields``): the sizes of its replicas and the byte rates of
+the partitions it led over its last ``strom.balancer.metrics.reporter.interval.ms``, the same
+sample it reports to the controller; they are combined as the controller combines them
+(``strom.balancer.load.partition_loads``).
 """
 
 from __future__ import annotations
@@ -15,19 +17,20 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
 from kio.schema.elect_leaders.v2 import request as elect_wire
 from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
 from strom.balancer import BrokerModel, ClusterModel, Move, PartitionModel
+from strom.balancer.load import ReplicaLoad, partition_loads, with_loads
 from strom.cli.client_common import CliError
 from strom.cli.quorum_client import connect, describe_cluster
 from strom.cli.reassignments import Assignment, alter, current_assignment, list_ongoing
 from strom.cli.throttles import clear_throttles, set_throttles
 from strom.client.blocking import BrokerConnection
 from strom.common import TopicPartition
+from strom.protocol.strom_fields import DescribeLogDirsRequest, DescribeLogDirsResponse
 
 __all__ = ["cancel_all", "execute_plan", "load_model", "refuse_while_moving"]
 
@@ -35,35 +38,49 @@ _METADATA_LAG_S = 5.0
 
 
 def load_model(connection: BrokerConnection) -> ClusterModel:
-    """The live brokers with their racks, and every partition with its replicas and size."""
+    """The live brokers with their racks, and every partition with its replicas and load."""
     current, racks = current_assignment(connection, include_internal=True)
     nodes = [n for n in describe_cluster(connection).nodes if not n.fenced]
-    sizes: dict[TopicPartition, int] = {}
+    samples: list[ReplicaLoad] = []
     for node in nodes:
         with connect(f"{node.host}:{node.port}") as broker:
-            for tp, size in _partition_sizes(broker).items():
-                sizes[tp] = max(size, sizes.get(tp, 0))
+            samples += _replica_loads(broker)
     brokers = tuple(BrokerModel(b, rack=racks[b]) for b in sorted(racks))
-    partitions = tuple(
-        PartitionModel(tp, replicas, size=sizes.get(tp, 0)) for tp, replicas in current.items()
-    )
-    return ClusterModel(brokers, partitions)
+    partitions = (PartitionModel(tp, replicas) for tp, replicas in current.items())
+    return ClusterModel(brokers, with_loads(partitions, partition_loads(samples)))
 
 
-def _partition_sizes(connection: BrokerConnection) -> dict[TopicPartition, int]:
+def _replica_loads(connection: BrokerConnection) -> list[ReplicaLoad]:
+    """The broker's replicas with their sizes now and its last sample's byte rates."""
     try:
-        response: Any = connection.request(DescribeLogDirsRequest(topics=None))
+        response: DescribeLogDirsResponse = connection.request(
+            DescribeLogDirsRequest(topics=None, include_partition_loads=True),
+            response_type=DescribeLogDirsResponse,
+        )
     except OSError as error:
         raise CliError(f"DescribeLogDirs failed: {error}") from None
     if response.error_code != ErrorCode.none:
         raise CliError(f"{ErrorCode(response.error_code).name.upper()}: DescribeLogDirs refused")
-    return {
-        TopicPartition(str(topic.name), int(p.partition_index)): int(p.partition_size)
-        for result in response.results
-        for topic in result.topics
-        for p in topic.partitions
-        if not p.is_future_key
+    rates = {
+        TopicPartition(load.topic, int(load.partition)): load for load in response.partition_loads
     }
+    loads = []
+    for result in response.results:
+        for topic in result.topics:
+            for p in topic.partitions:
+                if p.is_future_key:
+                    continue
+                tp = TopicPartition(str(topic.name), int(p.partition_index))
+                rate = rates.get(tp)
+                loads.append(
+                    ReplicaLoad(
+                        tp,
+                        int(p.partition_size),
+                        0.0 if rate is None else float(rate.bytes_in_rate),
+                        0.0 if rate is None else float(rate.bytes_out_rate),
+                    )
+                )
+    return loads
 
 
 def refuse_while_moving(connection: BrokerConnection) -> None:

@@ -61,6 +61,26 @@ REPLICATION_SETTINGS: Final = (
         read_only=True,
     ),
     Setting(
+        "strom.balancer.heal.broker.failure.threshold.ms",
+        LONG,
+        3600000,
+        "How long a broker may be fenced or gone before the self-balancing controller moves "
+        "its replicas to live brokers; -1: never (Confluent's "
+        "confluent.balancer.heal.broker.failure.threshold.ms).",
+        at_least(-1),
+        read_only=True,
+    ),
+    Setting(
+        "strom.balancer.metrics.reporter.interval.ms",
+        LONG,
+        60000,
+        "How often a broker samples its partitions' sizes and byte rates for the balancer and "
+        "reports them to the controller (Cruise Control's "
+        "cruise.control.metrics.reporter.interval.ms).",
+        at_least(1),
+        read_only=True,
+    ),
+    Setting(
         "replica.lag.time.max.ms",
         LONG,
         30000,

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsRequestV0
@@ -62,6 +62,7 @@ from strom.protocol.produce_request import (
     decode_produce_request,
 )
 from strom.protocol.produce_response import encode_produce_response
+from strom.protocol.strom_fields import STROM_REQUEST_TYPES
 
 __all__ = [
     "KAFKA_BROKER_VERSIONS",
@@ -343,7 +344,11 @@ def api_name(api_key: int) -> str:
 
 @cache
 def request_type(api_key: int, api_version: int) -> type[RequestPayload]:
-    """kio's request class; raises ``UnsupportedVersionError`` if kio has none."""
+    """kio's request class (strom's where it adds tagged fields: ``strom_fields``); raises
+    ``UnsupportedVersionError`` if kio has none."""
+    strom_type = STROM_REQUEST_TYPES.get((api_key, api_version))
+    if strom_type is not None:
+        return cast("type[RequestPayload]", strom_type)
     try:
         return load_request_schema(api_key, api_version)
     except Exception:

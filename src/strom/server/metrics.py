@@ -10,11 +10,19 @@ already holds (partitions, groups, the quorum's state).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final
 
 from strom.protocol.api import ApiKey
 
-__all__ = ["TIME_SAMPLES", "NodeMetrics", "RequestTimes", "TopicCounts", "request_name"]
+__all__ = [
+    "TIME_SAMPLES",
+    "NodeMetrics",
+    "PartitionTraffic",
+    "RequestTimes",
+    "TopicCounts",
+    "request_name",
+]
 
 TIME_SAMPLES: Final = 1028
 """The request times kept per API for the quantiles (Yammer's histogram reservoir size)."""
@@ -29,6 +37,40 @@ class TopicCounts:
         self.messages_in = 0
         self.bytes_in = 0
         self.bytes_out = 0
+
+
+class PartitionTraffic:
+    """Bytes in and out per partition, counted whether or not ``metrics.listener`` is set (as
+    Kafka always measures them): the load the balancer's network goals read, reported to the
+    controller with the heartbeats (``server/broker/load_reporter``) and served as
+    ``kafka_log_partition_bytesin_total`` / ``bytesout_total`` on the metrics listener."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, int], list[int]] = {}
+        """(topic, partition) -> [bytes appended as a leader, bytes sent to consumers]
+        (tuple keys, as a scrape's)."""
+
+    def _partition(self, topic: str, partition: int) -> list[int]:
+        key = (topic, partition)
+        counts = self.counts.get(key)
+        if counts is None:
+            counts = self.counts[key] = [0, 0]
+        return counts
+
+    def appended(self, topic: str, partition: int, size: int) -> None:
+        """``size`` bytes were appended to the partition as its leader."""
+        self._partition(topic, partition)[0] += size
+
+    def sent(self, topic: str, partition: int, size: int) -> None:
+        """``size`` bytes of the partition go to a consumer in a fetch answer."""
+        self._partition(topic, partition)[1] += size
+
+    def forget_others(self, held: Collection[tuple[str, int]]) -> None:
+        """Drop the counters of partitions no longer held here."""
+        for gone in [key for key in self.counts if key not in held]:
+            del self.counts[gone]
 
 
 class RequestTimes:
@@ -61,13 +103,10 @@ class RequestTimes:
 class NodeMetrics:
     """The counters of one node (see the module doc)."""
 
-    __slots__ = ("isr_expands", "isr_shrinks", "partitions", "requests", "topics", "total")
+    __slots__ = ("isr_expands", "isr_shrinks", "requests", "topics", "total")
 
     def __init__(self) -> None:
         self.topics: dict[str, TopicCounts] = {}
-        self.partitions: dict[tuple[str, int], list[int]] = {}
-        """(topic, partition) -> [bytes appended as a leader, bytes sent to consumers]: the
-        byte rates ``strom balance`` reads for its network goals (tuple keys, as a scrape's)."""
         self.total = TopicCounts()
         """All topics together (Kafka's BrokerTopicMetrics without a topic)."""
         self.requests: dict[str, RequestTimes] = {}
@@ -81,16 +120,8 @@ class NodeMetrics:
             counts = self.topics[topic] = TopicCounts()
         return counts
 
-    def _partition(self, topic: str, partition: int) -> list[int]:
-        key = (topic, partition)
-        counts = self.partitions.get(key)
-        if counts is None:
-            counts = self.partitions[key] = [0, 0]
-        return counts
-
-    def appended(self, topic: str, partition: int, messages: int, size: int) -> None:
+    def appended(self, topic: str, messages: int, size: int) -> None:
         """A batch of ``messages`` records (``size`` bytes) was appended as a leader."""
-        self._partition(topic, partition)[0] += size
         counts = self._topic(topic)
         counts.messages_in += messages
         counts.bytes_in += size
@@ -98,9 +129,8 @@ class NodeMetrics:
         total.messages_in += messages
         total.bytes_in += size
 
-    def sent(self, topic: str, partition: int, size: int) -> None:
-        """``size`` bytes of the partition go to a consumer in a fetch answer."""
-        self._partition(topic, partition)[1] += size
+    def sent(self, topic: str, size: int) -> None:
+        """``size`` bytes of the topic go to a consumer in a fetch answer."""
         self._topic(topic).bytes_out += size
         self.total.bytes_out += size
 

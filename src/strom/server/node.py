@@ -492,12 +492,14 @@ class Node:
             from strom.server.controller.self_balancing import SelfBalancing  # noqa: PLC0415
 
             throttle = self.config.get_int("strom.balancer.throttle.bytes.per.second")
+            heal = self.config.get_int("strom.balancer.heal.broker.failure.threshold.ms")
             balancing = SelfBalancing(
                 controller,
                 clock=self.clock,
                 check_interval_ms=self.config.get_int("strom.balancer.check.interval.ms"),
                 max_concurrent_moves=self.config.get_int("strom.balancer.max.concurrent.moves"),
                 throttle=None if throttle < 0 else throttle,
+                heal_after_ms=None if heal < 0 else heal,
             )
             controller.run_while_active("strom-self-balancing", balancing.run)
         registry = self.controller_registry

@@ -151,7 +151,8 @@ class NodeCollector:
         size = Family("kafka_log_log_size", GAUGE, "Bytes in the partition's log.")
         end = Family("kafka_log_log_logendoffset", GAUGE, "The partition's log end offset.")
         start = Family("kafka_log_log_logstartoffset", GAUGE, "The partition's log start offset.")
-        rates = metrics.partitions
+        traffic = broker.replica_manager.traffic
+        rates = traffic.counts
         bytes_in = Family("kafka_log_partition_bytesin", COUNTER, "Bytes appended as a leader.")
         bytes_out = Family("kafka_log_partition_bytesout", COUNTER, "Bytes sent to consumers.")
         size_lines, end_lines, start_lines = size.lines, end.lines, start.lines
@@ -174,8 +175,7 @@ class NodeCollector:
                 bytes_in.lines.append(f"kafka_log_partition_bytesin_total{text} {counts[0]}")
                 bytes_out.lines.append(f"kafka_log_partition_bytesout_total{text} {counts[1]}")
         self._partition_labels = texts  # the partitions gone here are forgotten
-        for gone in [key for key in rates if key not in texts]:
-            del rates[gone]
+        traffic.forget_others(texts)
         prefix = "kafka_server_replicamanager_"
         yield gauge(prefix + "partitioncount", "Partitions held here.", len(partitions))
         yield gauge(prefix + "leadercount", "Partitions led here.", leaders)

@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from strom.protocol.api import ApiKey
 from strom.server.exposition import COUNTER, GAUGE, SUMMARY, Family, counter, gauge, labels, render
-from strom.server.metrics import TIME_SAMPLES, NodeMetrics, request_name
+from strom.server.metrics import TIME_SAMPLES, NodeMetrics, PartitionTraffic, request_name
 
 
 def parse(text: bytes) -> dict[str, list[tuple[str, dict[str, str], float]]]:
@@ -72,16 +72,26 @@ def test_request_names_are_kafkas() -> None:
     assert request_name(ApiKey.API_VERSIONS) == "ApiVersions"
 
 
+def test_partition_traffic_counts_per_batch_and_forgets_partitions_gone() -> None:
+    traffic = PartitionTraffic()
+    traffic.appended("a", 0, 1000)
+    traffic.appended("a", 1, 400)
+    traffic.appended("b", 0, 60)
+    traffic.sent("a", 1, 700)
+    assert traffic.counts == {("a", 0): [1000, 0], ("a", 1): [400, 700], ("b", 0): [60, 0]}
+    traffic.forget_others({("a", 1)})
+    assert traffic.counts == {("a", 1): [400, 700]}
+
+
 def test_counters_add_per_batch_and_keep_the_latest_request_times() -> None:
     metrics = NodeMetrics()
-    metrics.appended("a", 0, 10, 1000)
-    metrics.appended("a", 1, 5, 400)
-    metrics.appended("b", 0, 1, 60)
-    metrics.sent("a", 1, 700)
+    metrics.appended("a", 10, 1000)
+    metrics.appended("a", 5, 400)
+    metrics.appended("b", 1, 60)
+    metrics.sent("a", 700)
     assert (metrics.topics["a"].messages_in, metrics.topics["a"].bytes_in) == (15, 1400)
     assert (metrics.total.messages_in, metrics.total.bytes_in) == (16, 1460)
     assert (metrics.topics["a"].bytes_out, metrics.total.bytes_out) == (700, 700)
-    assert metrics.partitions == {("a", 0): [1000, 0], ("a", 1): [400, 700], ("b", 0): [60, 0]}
     for index in range(TIME_SAMPLES + 10):
         metrics.answered("Produce", 9 + index % 2, float(index))
     times = metrics.requests["Produce"]

@@ -69,6 +69,7 @@ from strom.server.broker.broker_lifecycle import (
     RegistrationFailed,
 )
 from strom.server.broker.cleaner_service import CleanerService
+from strom.server.broker.load_reporter import LoadReporter
 from strom.server.broker.log_publisher import LogPublisher
 from strom.server.channel.auto_topics import AutoTopicCreator
 from strom.server.channel.controller_channel import ControllerChannel
@@ -170,6 +171,13 @@ class Broker:
         self.registry.register(ApiVersionsHandler(self.registry, features=self._features))
         self.registry.register(SaslHandshakeHandler())
         self.registry.register(SaslAuthenticateHandler())
+        self.loads = LoadReporter(
+            clock=self.clock,
+            interval_ms=self.config.get_int("strom.balancer.metrics.reporter.interval.ms"),
+            traffic=lambda: self.replica_manager.traffic,
+            sizes=self._replica_sizes,
+        )
+        """The balancer's load: sampled, sent with the heartbeats, answered in DescribeLogDirs."""
         self.lifecycle = BrokerLifecycleManager(
             LifecycleSettings(
                 node_id=self.node_id,
@@ -184,12 +192,17 @@ class Broker:
             ),
             channel=parts.channel,
             metadata_offset=parts.metadata_offset,
+            loads=self.loads,
         )
         self._listeners: list[Listener] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.client_quotas = ClientQuotas.from_config(self.config, self.clock)
         """Producers' and consumers' byte rates and the request quota (the metadata image's
         client quotas)."""
+
+    def _replica_sizes(self) -> dict[TopicPartition, int]:
+        internal = self.parts.internal_logs
+        return {tp: log.size for tp, log in self.log_manager.all().items() if tp not in internal}
 
     @property
     def broker_epoch(self) -> int:
@@ -358,6 +371,7 @@ class Broker:
                     self.log_manager,
                     data_dir=self.log_manager.data_dir,
                     internal_logs=self.parts.internal_logs,
+                    loads=lambda: self.loads.latest,
                 ),
                 AclOperation.DESCRIBE,
             ),

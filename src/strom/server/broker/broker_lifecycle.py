@@ -4,7 +4,8 @@
    them, its rack, features and a fresh incarnation id; the controller answers with a new broker
    epoch. Retried until ``initial.broker.registration.timeout.ms``.
 2. **Heartbeat** (BrokerHeartbeat) every ``broker.heartbeat.interval.ms``, reporting how far the
-   broker has read the metadata log. It asks to stay fenced until it is ready (its logs loaded
+   broker has read the metadata log (and, when a new one was sampled, the balancer's load:
+   ``load_reporter``). It asks to stay fenced until it is ready (its logs loaded
    and its metadata caught up, :meth:`BrokerLifecycleManager.ready_to_unfence`); the controller
    unfences it once it has read its own registration, and fences it again if its heartbeats stop
    for ``broker.session.timeout.ms``; a later heartbeat unfences it again. A heartbeat the
@@ -28,7 +29,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4 import request as registration
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
@@ -36,6 +36,8 @@ from kio.static.primitive import i16, i64, u16
 
 from strom.common.waiting import wait_event
 from strom.metadata import BrokerEndpoint, BrokerFeature
+from strom.protocol.strom_fields import BrokerHeartbeatRequest
+from strom.server.broker.load_reporter import LoadReporter
 from strom.server.channel.controller_channel import ControllerChannel, ControllerUnavailable
 
 __all__ = ["BrokerLifecycleManager", "BrokerState", "RegistrationFailed"]
@@ -80,9 +82,12 @@ class BrokerLifecycleManager:
         *,
         channel: ControllerChannel,
         metadata_offset: Callable[[], int],
+        loads: LoadReporter | None = None,
     ) -> None:
-        """``metadata_offset()``: the offset of the last metadata record this broker applied."""
+        """``metadata_offset()``: the offset of the last metadata record this broker applied;
+        ``loads``: the balancer's load, reported with the heartbeats."""
         self._settings = settings
+        self._loads = loads
         self._channel = channel
         self._metadata_offset = metadata_offset
         self.incarnation_id = uuid.uuid4()
@@ -97,6 +102,8 @@ class BrokerLifecycleManager:
         self._task: asyncio.Task[None] | None = None
         self._beat_now = asyncio.Event()
         channel.when_connection_lost(self._beat_now.set)
+        if loads is not None:
+            channel.when_connection_lost(loads.resend)
 
     @property
     def fenced(self) -> bool:
@@ -225,6 +232,7 @@ class BrokerLifecycleManager:
             current_metadata_offset=i64(self._metadata_offset()),
             want_fence=not self._ready,
             want_shut_down=self._want_shut_down,
+            partition_loads=() if self._loads is None else self._loads.for_heartbeat(),
         )
         response = await self._channel.send(request, timeout=max(interval, 1.0))
         error = ErrorCode(response.error_code)
@@ -240,6 +248,8 @@ class BrokerLifecycleManager:
         if error is not ErrorCode.none:
             log.warning("heartbeat refused: %s", error.name)
             return
+        if self._loads is not None:
+            self._loads.delivered()
         if response.should_shut_down:
             self._shut_down_allowed.set()
         if self._want_shut_down:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+from strom.balancer.load import LoadReports, ReplicaLoad
 from strom.common import Clock, TopicPartition
 from strom.common.waiting import wait_event
 from strom.controller import (
@@ -155,6 +156,8 @@ class ControllerServer:
             session_timeout_ms=session_timeout_ms,
             close_grace_ms=None if close_grace_ms < 0 else close_grace_ms,
         )
+        self.loads = LoadReports()
+        """The brokers' latest load samples (the balancer's sizes and byte rates)."""
         self._active_task: asyncio.Task[None] | None = None
         self._sessions_changed = asyncio.Event()
         self._probes: dict[int, asyncio.Task[None]] = {}
@@ -382,8 +385,10 @@ class ControllerServer:
         want_fence: bool,
         want_shut_down: bool,
         connection: str | None = None,
+        loads: tuple[ReplicaLoad, ...] = (),
     ) -> BrokerHeartbeatReply:
-        """``connection``: the id of the connection it came on (None: not a network one)."""
+        """``connection``: the id of the connection it came on (None: not a network one);
+        ``loads``: the broker's new load sample for the balancer (none: unchanged)."""
         caught_up = self.sessions.heartbeat(
             broker_id,
             epoch=broker_epoch,
@@ -401,6 +406,8 @@ class ControllerServer:
         reply = await self.run(
             "broker heartbeat", lambda image: self.controller.broker_heartbeat(image, beat)
         )
+        if loads and not reply.error.is_failure:
+            self.loads.report(broker_id, loads)
         self._sessions_changed.set()
         return reply
 

@@ -1,4 +1,4 @@
-"""``strom.balancer.enable``: the active controller keeps replica and leader counts even
+"""``strom.balancer.enable``: the active controller keeps the cluster's load even
 (Confluent's Self-Balancing Clusters, ``confluent.balancer.enable``).
 
 A thin shell around :class:`strom.balancer.SelfBalancer`: every
@@ -8,7 +8,8 @@ the metadata image (``strom.controller.balancer_model``), asks the core for the 
 carries it out as ``strom balance execute`` does: the throttles of the moves just done removed
 and their preferred leaders elected, then the next ``strom.balancer.max.concurrent.moves`` moves
 started as partition reassignments under replication throttles
-(``strom.balancer.throttle.bytes.per.second``).
+(``strom.balancer.throttle.bytes.per.second``). A broker away for longer than
+``strom.balancer.heal.broker.failure.threshold.ms`` is drained (self-healing).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from strom.balancer import BalanceError, Move, SelfBalancer, Step
 from strom.common import Clock
 from strom.controller import ElectionType, ElectLeadersRequest, ReassignmentRequest
-from strom.controller.balancer_model import cluster_model, throttle_request
+from strom.controller.balancer_model import away_brokers, cluster_model, throttle_request
 from strom.controller.reassignment import ongoing_reassignments
 from strom.server.controller.controller_server import ControllerServer, NotControllerError
 
@@ -43,9 +44,12 @@ class SelfBalancing:
         check_interval_ms: int,
         max_concurrent_moves: int,
         throttle: int | None,
+        heal_after_ms: int | None = None,
     ) -> None:
-        """``throttle``: bytes/s while moves run (None: unthrottled)."""
+        """``throttle``: bytes/s while moves run (None: unthrottled); ``heal_after_ms``: how
+        long a broker may be away before it is drained (None: never)."""
         self._controller = controller
+        self._heal_after_ms = heal_after_ms
         self._throttle = throttle
         self._clock = clock
         self._interval_ms = check_interval_ms
@@ -53,7 +57,10 @@ class SelfBalancing:
 
     async def run(self) -> None:
         """Check, and carry out what the core decides, until this node is no longer active."""
-        balancer = SelfBalancer(max_concurrent_moves=self._max_moves)
+        balancer = SelfBalancer(
+            max_concurrent_moves=self._max_moves, heal_after_ms=self._heal_after_ms
+        )
+        failed: frozenset[int] = frozenset()
         brokers: frozenset[int] | None = None
         next_check = self._clock.monotonic_ms() + self._interval_ms
         refused: str | None = None
@@ -68,8 +75,15 @@ class SelfBalancing:
                 log.info("self-balancing: broker(s) %s joined", sorted(active - brokers))
             brokers = active
             try:
-                step = balancer.step(
-                    cluster_model(image), reassigning=bool(ongoing_reassignments(image))
+                # planning thousands of partitions takes seconds: off the event loop, so that
+                # the controller keeps answering heartbeats meanwhile
+                step = await asyncio.to_thread(
+                    balancer.step,
+                    cluster_model(image, self._controller.loads),
+                    reassigning=bool(ongoing_reassignments(image)),
+                    samples=dict(self._controller.loads.samples),
+                    away=away_brokers(image),
+                    now_ms=now,
                 )
             except BalanceError as error:
                 if str(error) != refused:
@@ -78,6 +92,15 @@ class SelfBalancing:
                 next_check = now + self._interval_ms
                 continue
             refused = None
+            if balancer.failed != failed:
+                failed = balancer.failed
+                if failed:
+                    log.warning(
+                        "self-healing: broker(s) %s away for more than %d ms; moving their "
+                        "replicas to live brokers",
+                        sorted(failed),
+                        self._heal_after_ms,
+                    )
             try:
                 await self._carry_out(step)
             except NotControllerError:

@@ -4,14 +4,15 @@ One result for the one data directory: every hosted partition (or the requested 
 topic list means all, a topic's partition list names exactly which), its size in bytes, and an
 offset lag of 0 (a lag is only non-zero for a "future" replica being moved between
 directories, which a single-directory broker never has). v4 adds the file system's total and
-usable bytes. The metadata log is not a topic partition and is never listed, as in Kafka.
+usable bytes, and strom's tagged field asks for the balancer's load (``strom balance``). The
+metadata log is not a topic partition and is never listed, as in Kafka.
 """
 
 from __future__ import annotations
 
 import shutil
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Final
 
@@ -23,6 +24,11 @@ from kio.static.protocol import ResponsePayload
 
 from strom.common import ErrorCode, TopicPartition
 from strom.protocol.api import KAFKA_BROKER_VERSIONS, ApiKey
+from strom.protocol.strom_fields import (
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    PartitionLoad,
+)
 from strom.server.api.handler_table import RequestContext
 from strom.server.api.kio_entities import as_newest, for_version
 from strom.server.api.throttle import NO_THROTTLE
@@ -41,8 +47,12 @@ class DescribeLogDirsHandler:
         *,
         data_dir: Path,
         internal_logs: Collection[TopicPartition] = (),
+        loads: Callable[[], tuple[PartitionLoad, ...]] = tuple,
     ) -> None:
+        """``loads``: the balancer's latest sample, answered when a v4 request asks for it
+        (strom's tagged field, ``strom.protocol.strom_fields``)."""
         self._log_manager = log_manager
+        self._loads = loads
         self._data_dir = data_dir
         self._internal_logs = frozenset(internal_logs)
 
@@ -86,6 +96,16 @@ class DescribeLogDirsHandler:
             total_bytes=i64(total),
             usable_bytes=i64(usable),
         )
+        if (
+            isinstance(context.body, DescribeLogDirsRequest)
+            and context.body.include_partition_loads
+        ):
+            return DescribeLogDirsResponse(
+                throttle_time=NO_THROTTLE,
+                error_code=ErrorCode.none,
+                results=(result,),
+                partition_loads=self._loads(),
+            )
         response = latest.DescribeLogDirsResponse(
             throttle_time=NO_THROTTLE, error_code=ErrorCode.none, results=(result,)
         )

@@ -108,11 +108,10 @@ def _append_to_leader(
         )
     if info.last_offset >= partition.log.high_watermark:  # not a duplicate of older batches
         appended(manager, partition, info.base_offset, info.last_offset, info.size)
+        manager.traffic.appended(tp.topic, tp.partition, info.size)
         metrics = manager.metrics
         if metrics is not None:
-            metrics.appended(
-                tp.topic, tp.partition, info.last_offset - info.base_offset + 1, info.size
-            )
+            metrics.appended(tp.topic, info.last_offset - info.base_offset + 1, info.size)
     return AppendResult(
         base_offset=info.base_offset,
         last_offset=info.last_offset,

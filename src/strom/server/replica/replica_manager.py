@@ -90,7 +90,7 @@ from strom.metadata.image import MetadataImage, PartitionRegistration
 from strom.protocol.framing import BytesLike
 from strom.replication.partition_replication import IsrChange
 from strom.server.api.metadata_view import MetadataView
-from strom.server.metrics import NodeMetrics
+from strom.server.metrics import NodeMetrics, PartitionTraffic
 from strom.server.replica import leadership, replica_append, replica_isr, replica_read
 from strom.server.replica.delayed_fetch import DelayedFetch, FetchPartitions
 from strom.server.replica.delayed_produce import (
@@ -183,6 +183,8 @@ class ReplicaManager:
         ``metrics``: the node's counters (None: not counted)."""
         self.node_id = node_id
         self.metrics = metrics
+        self.traffic = PartitionTraffic()
+        """Bytes in and out per partition (always counted: the balancer's load)."""
         self.log_manager = log_manager
         self._metadata = metadata
         self._config = config

@@ -85,11 +85,14 @@ def _counted(
 ) -> list[ReadResultInfo]:
     """``reads``, once the bytes they send a consumer are counted (Kafka's BytesOutPerSec;
     a follower's are replication, not counted there)."""
-    metrics = manager.metrics
-    if metrics is not None and not params.is_from_follower:
-        for (key, _), read in zip(partitions, reads, strict=True):
-            if read.size:
-                metrics.sent(key.topic, key.partition, read.size)
+    if params.is_from_follower:
+        return reads
+    metrics, traffic = manager.metrics, manager.traffic
+    for (key, _), read in zip(partitions, reads, strict=True):
+        if read.size:
+            traffic.sent(key.topic, key.partition, read.size)
+            if metrics is not None:
+                metrics.sent(key.topic, read.size)
     return reads
 
 

@@ -1,25 +1,31 @@
 """BrokerHeartbeat (API key 63), v0 and v1, on the controller listener: keeps a broker's session
 alive, reports how far it has read the metadata log, and asks to be fenced, unfenced or shut
-down; the answer says whether it is caught up, fenced, and may shut down. The controller hears
-when a connection that carried heartbeats closes (fast fencing of a dead broker)."""
+down; the answer says whether it is caught up, fenced, and may shut down. strom's brokers add
+the balancer's load in a tagged field of their own (``strom.protocol.strom_fields``). The
+controller hears when a connection that carried heartbeats closes (fast fencing of a dead
+broker)."""
 
 from __future__ import annotations
 
 from functools import partial
 from typing import Final, Protocol
 
-from kio.schema.broker_heartbeat.v1 import request as newest
 from kio.schema.broker_heartbeat.v1 import response as latest
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
+from strom.balancer.load import ReplicaLoad
+from strom.common import TopicPartition
 from strom.controller import BrokerHeartbeatReply
 from strom.protocol.api import KAFKA_CONTROLLER_VERSIONS, ApiKey
+from strom.protocol.strom_fields import BrokerHeartbeatRequest, PartitionLoad
 from strom.server.api.handler_table import RequestContext
-from strom.server.api.kio_entities import as_newest, for_version
+from strom.server.api.kio_entities import as_newest, for_version, request_field
 from strom.server.api.throttle import NO_THROTTLE
 
 __all__ = ["BrokerHeartbeatHandler"]
+
+_NO_LOADS: tuple[PartitionLoad, ...] = ()
 
 
 class HeartbeatReceiver(Protocol):
@@ -34,8 +40,10 @@ class HeartbeatReceiver(Protocol):
         want_fence: bool,
         want_shut_down: bool,
         connection: str | None = None,
+        loads: tuple[ReplicaLoad, ...] = (),
     ) -> BrokerHeartbeatReply:
-        """A broker's heartbeat; raises NotControllerError."""
+        """A broker's heartbeat (``loads``: its new load sample, if any); raises
+        NotControllerError."""
         ...
 
     def heartbeat_connection_closed(self, connection: str) -> None:
@@ -53,7 +61,7 @@ class BrokerHeartbeatHandler:
         """The connections heartbeats came on that are still open."""
 
     async def handle(self, context: RequestContext) -> ResponsePayload:
-        request = as_newest(context.body, newest.BrokerHeartbeatRequest)
+        request = as_newest(context.body, BrokerHeartbeatRequest)
         connection = context.connection_id
         if connection not in self._watched:
             self._watched.add(connection)
@@ -65,6 +73,15 @@ class BrokerHeartbeatHandler:
             want_fence=request.want_fence,
             want_shut_down=request.want_shut_down,
             connection=connection,
+            loads=tuple(
+                ReplicaLoad(
+                    TopicPartition(load.topic, int(load.partition)),
+                    int(load.size),
+                    float(load.bytes_in_rate),
+                    float(load.bytes_out_rate),
+                )
+                for load in request_field(request, "partition_loads", _NO_LOADS)
+            ),
         )
         response = latest.BrokerHeartbeatResponse(
             throttle_time=NO_THROTTLE,
