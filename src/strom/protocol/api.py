@@ -37,6 +37,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from strom.protocol.fetch_request import encode_fetch_request_v15
 from strom.protocol.framing import BytesLike
 from strom.protocol.headers import (
     InvalidRequestError,
@@ -326,6 +327,8 @@ send). Every range lies within what kio ships."""
 
 
 _KNOWN_KEYS: Final = frozenset(int(key) for key in ApiKey)
+_FAST_FETCH_VERSION: Final = 15
+"""The Fetch version written by ``strom.protocol.fetch_request`` (followers' fetches)."""
 
 
 def kio_version_range(api_key: int) -> VersionRange | None:
@@ -517,6 +520,8 @@ def encode_request(*, header: RequestHeader, body: RequestPayload) -> bytes:
             f"{api_name(body.__api_key__)} v{body.__version__} needs request header "
             f"v{body_type.__header_schema__.__version__}, got v{header.__version__}"
         )
+    if int(body_type.__api_key__) == ApiKey.FETCH and body_type.__version__ == _FAST_FETCH_VERSION:
+        return encode_request_header(header) + encode_fetch_request_v15(body)
     buffer = io.BytesIO()
     buffer.write(encode_request_header(header))
     _writer(body_type)(buffer, body)
