@@ -69,7 +69,8 @@ def jar() -> Path:
     return target
 
 
-def _avro(spark: SparkSession) -> object:
+def _avro() -> object:
+    spark = SparkSession.active()
     assert spark._jvm is not None
     avro = spark._jvm.strom.spark.ConfluentAvro
     if type(avro).__name__ != "JavaClass":
@@ -81,20 +82,17 @@ def _avro(spark: SparkSession) -> object:
     return avro
 
 
-def avro_decode(spark: SparkSession, data: Column, schema: str) -> Column:
+def avro_decode(data: Column, schema: str) -> Column:
     """Confluent-framed Avro ``data`` decoded with the writer schema ``schema`` (JSON text)
     into a column of its Spark type (records as structs)."""
     from pyspark.sql.classic.column import Column as ClassicColumn  # noqa: PLC0415
 
-    return ClassicColumn(_avro(spark).decode(data._jc, schema))  # type: ignore[attr-defined]
+    return ClassicColumn(_avro().decode(data._jc, schema))  # type: ignore[attr-defined]
 
 
-def avro_encode(
-    spark: SparkSession, data: Column, spark_type: str, schema: str, schema_id: int
-) -> Column:
-    """``data`` (of the Spark type ``spark_type``, as JSON) as Avro of ``schema``, framed with
-    ``schema_id``."""
+def avro_encode(data: Column, ddl: str, schema: str, schema_id: int) -> Column:
+    """``data`` (of the Spark type ``ddl``) as Avro of ``schema``, framed with ``schema_id``."""
     from pyspark.sql.classic.column import Column as ClassicColumn  # noqa: PLC0415
 
-    jc = _avro(spark).encode(data._jc, spark_type, schema, schema_id)  # type: ignore[attr-defined]
+    jc = _avro().encode(data._jc, ddl, schema, schema_id)  # type: ignore[attr-defined]
     return ClassicColumn(jc)

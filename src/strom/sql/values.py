@@ -6,9 +6,11 @@ of a table's topic for a pull query. Pure."""
 from __future__ import annotations
 
 import decimal
+import io
 import json
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 from strom.registry.wire import frame, unframe
 from strom.sql import expressions as ex
@@ -65,11 +67,32 @@ def _coerce(column: Column, value: object) -> object:
     )
 
 
+def _avro(schema: str | None) -> Any:
+    import fastavro  # noqa: PLC0415 - strom[registry]
+
+    if schema is None:
+        raise SqlSemanticError("The 'AVRO' format needs a registered schema.")
+    return fastavro.parse_schema(json.loads(schema))
+
+
 def _encode(
-    columns: Sequence[Column], values: dict[str, object], fmt: str, schema_id: int | None
+    columns: Sequence[Column],
+    values: dict[str, object],
+    fmt: str,
+    schema_id: int | None,
+    schema: str | None = None,
 ) -> bytes | None:
     if not columns:
         return None
+    if fmt == "AVRO":
+        import fastavro  # noqa: PLC0415
+
+        out = io.BytesIO()
+        fastavro.schemaless_writer(
+            out, _avro(schema), {c.name: values.get(c.name) for c in columns}
+        )
+        assert schema_id is not None
+        return frame(schema_id, out.getvalue())
     if fmt in ("JSON", "JSON_SR"):
         payload = json.dumps({c.name: values.get(c.name) for c in columns}).encode()
         if fmt == "JSON":
@@ -110,7 +133,9 @@ def encode_insert(source: DataSource, s: st.InsertValues) -> Record:
             raise SqlSemanticError(f"Column name {name} does not exist.")
         given[name] = _coerce(column, value)
     key = _encode(source.keys, given, source.key_format, source.key_schema_id)
-    value_bytes = _encode(source.values, given, source.value_format, source.value_schema_id)
+    value_bytes = _encode(
+        source.values, given, source.value_format, source.value_schema_id, source.value_schema
+    )
     return key, value_bytes, timestamp if isinstance(timestamp, int) else None
 
 
@@ -129,9 +154,19 @@ def _from_text(text: str | None, t: ty.SqlType) -> object:
     return text
 
 
-def _decode(columns: Sequence[Column], data: bytes | None, fmt: str) -> dict[str, object]:
+def _decode(
+    columns: Sequence[Column], data: bytes | None, fmt: str, schema: str | None = None
+) -> dict[str, object]:
     if not columns or data is None:
         return {}
+    if fmt == "AVRO":
+        import fastavro  # noqa: PLC0415
+
+        record = fastavro.schemaless_reader(
+            io.BytesIO(bytes(unframe(data)[1])), _avro(schema), None
+        )
+        upper = {str(k).upper(): v for k, v in record.items()} if isinstance(record, dict) else {}
+        return {c.name: upper.get(c.name.upper()) for c in columns}
     if fmt in ("JSON", "JSON_SR"):
         try:
             fields = json.loads(bytes(unframe(data)[1]) if fmt == "JSON_SR" else data)
@@ -159,5 +194,5 @@ def decode_record(source: DataSource, key: bytes | None, value: bytes | None) ->
     """A record's columns by name (its key's and its value's), as the planner's formats read."""
     return {
         **_decode(source.keys, key, source.key_format),
-        **_decode(source.values, value, source.value_format),
+        **_decode(source.values, value, source.value_format, source.value_schema),
     }

@@ -19,6 +19,7 @@ import org.apache.spark.sql.avro.AvroSerializer;
 import org.apache.spark.sql.avro.SchemaConverters;
 import org.apache.spark.sql.catalyst.CatalystTypeConverters;
 import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.functions;
 import scala.Function1;
 import scala.Option;
@@ -44,11 +45,11 @@ public final class ConfluentAvro {
     return functions.udf(new Decode(schema, type.json()), type).apply(data);
   }
 
-  /** {@code data} (of Spark type {@code type}, as JSON) encoded in {@code schema}, framed with
+  /** {@code data} (of the Spark type {@code ddl}) encoded in {@code schema}, framed with
    * {@code schemaId}. */
-  public static Column encode(Column data, String type, String schema, int schemaId) {
+  public static Column encode(Column data, String ddl, String schema, int schemaId) {
     return functions
-        .udf(new Encode(schema, type, schemaId), org.apache.spark.sql.types.DataTypes.BinaryType)
+        .udf(new Encode(schema, ddl, schemaId), DataTypes.BinaryType)
         .apply(data);
   }
 
@@ -89,16 +90,16 @@ public final class ConfluentAvro {
   /** The encoding function (its schema parsed once per task's copy). */
   static final class Encode implements UDF1<Row, byte[]> {
     private final String schema;
-    private final String type;
+    private final String ddl;
     private final int schemaId;
     private transient GenericDatumWriter<Object> writer;
     private transient AvroSerializer serializer;
     private transient Function1<Object, Object> toCatalyst;
     private transient BinaryEncoder encoder;
 
-    Encode(String schema, String type, int schemaId) {
+    Encode(String schema, String ddl, int schemaId) {
       this.schema = schema;
-      this.type = type;
+      this.ddl = ddl;
       this.schemaId = schemaId;
     }
 
@@ -109,7 +110,7 @@ public final class ConfluentAvro {
       }
       if (writer == null) {
         Schema avro = new Schema.Parser().parse(schema);
-        DataType spark = DataType.fromJson(type);
+        DataType spark = DataType.fromDDL(ddl);
         writer = new GenericDatumWriter<>(avro);
         serializer = new AvroSerializer(spark, avro, false);
         toCatalyst = CatalystTypeConverters.createToCatalystConverter(spark);
