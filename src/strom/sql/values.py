@@ -87,10 +87,11 @@ def _encode(
     if fmt == "AVRO":
         import fastavro  # noqa: PLC0415
 
+        parsed = _avro(schema)
+        upper = {c.name.upper(): values.get(c.name) for c in columns}
+        record = {f["name"]: upper.get(f["name"].upper()) for f in parsed["fields"]}
         out = io.BytesIO()
-        fastavro.schemaless_writer(
-            out, _avro(schema), {c.name: values.get(c.name) for c in columns}
-        )
+        fastavro.schemaless_writer(out, parsed, record)  # fields by name in any case, as read
         assert schema_id is not None
         return frame(schema_id, out.getvalue())
     if fmt in ("JSON", "JSON_SR"):

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql import SparkSession
@@ -122,6 +123,70 @@ def test_json_sr_in_and_out(api: httpx.Client, broker: StromServer, registry: Re
 
     expected = [("t1", 3.0, 1), ("t3", 8.0, 3), ("t9", 18.0, 9)]
     assert eventually(lambda: rows() == expected and expected, "the JSON_SR sink's rows")
+
+
+AVRO_READING = {
+    "type": "record",
+    "name": "Reading",
+    "fields": [
+        {"name": "sensor", "type": "string"},
+        {"name": "reading", "type": "double"},
+        {"name": "count", "type": ["null", "long"], "default": None},
+    ],
+}
+
+
+def test_avro_in_and_out(api: httpx.Client, broker: StromServer, registry: Registry) -> None:
+    topic = create_topic(broker.bootstrap, "sql-avro-readings")
+    client = SchemaRegistryClient({"url": registry.url})
+    serializer = AvroSerializer(client, json.dumps(AVRO_READING))
+    context = SerializationContext(topic, MessageField.VALUE)
+    produce(
+        broker.bootstrap,
+        topic,
+        [
+            Record(serializer({"sensor": s, "reading": r, "count": n}, context))
+            for s, r, n in (("t1", 1.5, 1), ("t2", 0.5, 2), ("t3", 4.0, None))
+        ],
+    )
+    ksql(api, f"CREATE STREAM avro_in WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='AVRO');")
+    described = ksql(api, "DESCRIBE avro_in;")[0]["sourceDescription"]
+    assert [(f["name"], f["schema"]["type"]) for f in described["fields"]] == [
+        ("SENSOR", "STRING"),
+        ("READING", "DOUBLE"),
+        ("COUNT", "BIGINT"),
+    ]
+    sink = unique_topic("sql-avro-hot")
+    ksql(
+        api,
+        f"CREATE STREAM avro_hot WITH (KAFKA_TOPIC='{sink}') AS SELECT sensor, "
+        "reading * 2 AS twice, count FROM avro_in WHERE reading > 1 EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+    ksql(api, "INSERT INTO avro_in (sensor, reading, count) VALUES ('t9', 9.0, 9);")
+
+    registered = json.loads(client.get_latest_version(f"{sink}-value").schema.schema_str or "")
+    assert (registered["name"], registered["namespace"]) == (
+        "KsqlDataSourceSchema",
+        "io.confluent.ksql.avro_schemas",
+    )
+    assert registered["fields"][1] == {"name": "TWICE", "type": ["null", "double"], "default": None}
+    deserializer = AvroDeserializer(client)
+    sink_context = SerializationContext(sink, MessageField.VALUE)
+
+    def rows() -> list[Any]:
+        records = consume_all(broker.bootstrap, sink)
+        return sorted(
+            (v["SENSOR"], v["TWICE"], v["COUNT"])
+            for v in (deserializer(r.value, sink_context) for r in records)
+        )
+
+    expected = [("t1", 3.0, 1), ("t3", 8.0, None), ("t9", 18.0, 9)]
+    assert eventually(lambda: rows() == expected and expected, "the AVRO sink's rows")
+    missing = _error(
+        api, "CREATE STREAM nothing WITH (KAFKA_TOPIC='no-such-avro', VALUE_FORMAT='AVRO');"
+    )
+    assert missing.startswith("Schema for message values on topic 'no-such-avro' does not exist")
 
 
 def test_json_sr_errors(
