@@ -4,15 +4,23 @@ are inferred from the registry, a CREATE STREAM AS SELECT and an INSERT VALUES w
 JSON_SR and read back by confluent-kafka's JSONDeserializer, the sink's schema registered as
 ksqlDB generates it; ksqlDB's errors for a server without a registry, a subject that does not
 exist and a sink subject whose schema is incompatible; the records' JSON as Connect's JSON
-Schema converter writes it (TIMESTAMPs as epoch milliseconds, DATEs as days, BYTES base64)."""
+Schema converter writes it (TIMESTAMPs as epoch milliseconds, DATEs as days, BYTES base64).
+AVRO likewise: AvroSerializer's records read by an inferred stream, a CSAS into an AVRO sink
+(ksqlDB's KsqlDataSourceSchema registered) read by AvroDeserializer, and every type encoded in
+the JVM read back by fastavro and by the decoder."""
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
 from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import httpx
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
@@ -27,11 +35,15 @@ from e2e.spark.clients import Record, consume_all, create_topic, produce, unique
 from e2e.spark.sql_api import eventually, ksql, sql_settings
 from strom.sql import types as ty
 from strom.sql.analyzer import Column
+from strom.sql.registry_schemas import avro_schema
 from strom.sql.serde import decode, encode
 from strom.sql.server import SqlServer
 from strom.testing.registry import Registry
 
 pytestmark = pytest.mark.timeout(300)  # a Spark query: slow when loaded
+needs_javac = pytest.mark.skipif(
+    shutil.which("javac") is None, reason="AVRO on Spark compiles strom's Java class with javac"
+)
 
 READING = {
     "type": "object",
@@ -136,6 +148,7 @@ AVRO_READING = {
 }
 
 
+@needs_javac
 def test_avro_in_and_out(api: httpx.Client, broker: StromServer, registry: Registry) -> None:
     topic = create_topic(broker.bootstrap, "sql-avro-readings")
     client = SchemaRegistryClient({"url": registry.url})
@@ -277,4 +290,44 @@ def test_json_sr_records_as_connect_writes_them(spark: SparkSession) -> None:
         "DEC": 1.25,
     }
     decoded = encoded.select(*decode(F.col("v"), columns, "JSON_SR")).collect()[0]
+    assert tuple(decoded) == tuple(row.collect()[0])
+
+
+@needs_javac
+def test_avro_records_as_ksqldb_writes_them(spark: SparkSession) -> None:
+    columns = [
+        Column("S", ty.STRING),
+        Column("T", ty.TIMESTAMP),
+        Column("D", ty.DATE),
+        Column("B", ty.BYTES),
+        Column("DEC", ty.DecimalType(5, 2)),
+        Column("A", ty.ArrayType(ty.BIGINT)),
+        Column("M", ty.MapType(ty.STRING, ty.DOUBLE)),
+        Column("ST", ty.StructType((ty.StructField("X", ty.INT),))),
+        Column("N", ty.INT),
+    ]
+    row = spark.sql(
+        "SELECT 'x' AS S, timestamp_millis(1700000000123) AS T, date_from_unix_date(19000) AS D, "
+        "CAST('hi' AS BINARY) AS B, CAST(1.25 AS DECIMAL(5, 2)) AS DEC, array(1L, 2L) AS A, "
+        "map('k', 0.5D) AS M, named_struct('X', 3) AS ST, CAST(NULL AS INT) AS N"
+    )
+    schema = avro_schema(columns)
+    encoded = row.select(encode(columns, "AVRO", 7, schema).alias("v"))
+    value = bytes(encoded.collect()[0].v)
+    assert value[:5] == b"\x00\x00\x00\x00\x07"
+    read = fastavro.schemaless_reader(
+        io.BytesIO(value[5:]), fastavro.parse_schema(json.loads(schema)), None
+    )
+    assert read == {
+        "S": "x",
+        "T": datetime.fromtimestamp(1700000000.123, UTC),
+        "D": date(1970, 1, 1) + timedelta(days=19000),
+        "B": b"hi",
+        "DEC": Decimal("1.25"),
+        "A": [1, 2],
+        "M": {"k": 0.5},
+        "ST": {"X": 3},
+        "N": None,
+    }
+    decoded = encoded.select(*decode(F.col("v"), columns, "AVRO", schema)).collect()[0]
     assert tuple(decoded) == tuple(row.collect()[0])
