@@ -109,10 +109,23 @@ class SchemaRegistry:
             )
         text = source.value_schema
         if source.value_format == "AVRO" and value_id is not None and text is None:
-            text = self._client(source.topic).schema(value_id).text
+            text = self._text(source.topic, value_id)
         return dataclasses.replace(
             source, key_schema_id=key_id, value_schema_id=value_id, value_schema=text
         )
+
+    def _text(self, topic: str, schema_id: int) -> str:
+        """The text of the schema `schema_id` (what AVRO's binary records are read with)."""
+        from strom.registry.codec import RegistryClientError  # noqa: PLC0415
+
+        try:
+            return str(self._client(topic).schema(schema_id).text)
+        except RegistryClientError as e:
+            if e.status == 404:
+                raise SqlSemanticError(
+                    f"Schema with id {schema_id} does not exist in the Schema Registry."
+                ) from None
+            raise SqlSemanticError(f"Schema registry fetch for topic {topic} failed: {e}") from None
 
     def _schema_id(self, fmt: str, subject: str, columns: Sequence[Column], generated: bool) -> int:
         from strom.registry.codec import RegistryClientError  # noqa: PLC0415

@@ -200,6 +200,12 @@ def test_avro_in_and_out(api: httpx.Client, broker: StromServer, registry: Regis
         api, "CREATE STREAM nothing WITH (KAFKA_TOPIC='no-such-avro', VALUE_FORMAT='AVRO');"
     )
     assert missing.startswith("Schema for message values on topic 'no-such-avro' does not exist")
+    unknown_id = _error(
+        api,
+        f"CREATE STREAM bad_id (x INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='AVRO', "
+        "VALUE_SCHEMA_ID=99999);",
+    )
+    assert unknown_id == "Schema with id 99999 does not exist in the Schema Registry."
 
 
 def test_json_sr_errors(
