@@ -5,6 +5,8 @@ of a table's topic for a pull query. Pure."""
 
 from __future__ import annotations
 
+import base64
+import datetime
 import decimal
 import io
 import json
@@ -155,6 +157,24 @@ def _from_text(text: str | None, t: ty.SqlType) -> object:
     return text
 
 
+def _as_json(value: object) -> object:
+    """fastavro's logical values as the JSON formats hold them: TIMESTAMPs epoch milliseconds,
+    DATEs days, DECIMALs numbers, BYTES base64."""
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_json(v) for v in value]
+    if isinstance(value, datetime.datetime):
+        return round(value.timestamp() * 1000)
+    if isinstance(value, datetime.date):
+        return (value - datetime.date(1970, 1, 1)).days
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return value
+
+
 def _decode(
     columns: Sequence[Column], data: bytes | None, fmt: str, schema: str | None = None
 ) -> dict[str, object]:
@@ -163,10 +183,13 @@ def _decode(
     if fmt == "AVRO":
         import fastavro  # noqa: PLC0415
 
-        record = fastavro.schemaless_reader(
-            io.BytesIO(bytes(unframe(data)[1])), _avro(schema), None
-        )
-        upper = {str(k).upper(): v for k, v in record.items()} if isinstance(record, dict) else {}
+        try:
+            payload = io.BytesIO(bytes(unframe(data)[1]))
+            record = fastavro.schemaless_reader(payload, _avro(schema), None)
+        except (ValueError, EOFError, IndexError):  # not a framed Avro record: no columns
+            return {}
+        plain = _as_json(record)
+        upper = {str(k).upper(): v for k, v in plain.items()} if isinstance(plain, dict) else {}
         return {c.name: upper.get(c.name.upper()) for c in columns}
     if fmt in ("JSON", "JSON_SR"):
         try:
