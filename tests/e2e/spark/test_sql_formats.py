@@ -337,3 +337,6 @@ def test_avro_records_as_ksqldb_writes_them(spark: SparkSession) -> None:
     }
     decoded = encoded.select(*decode(F.col("v"), columns, "AVRO", schema)).collect()[0]
     assert tuple(decoded) == tuple(row.collect()[0])
+    garbage = spark.createDataFrame([(b"\x00\x00\x00\x00\x07\xff",), (b"plain",)], "v binary")
+    unreadable = garbage.select(*decode(F.col("v"), columns, "AVRO", schema)).collect()
+    assert [tuple(r) for r in unreadable] == [(None,) * len(columns)] * 2

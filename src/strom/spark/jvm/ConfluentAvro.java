@@ -39,7 +39,8 @@ public final class ConfluentAvro {
     return SchemaConverters.toSqlType(new Schema.Parser().parse(schema)).dataType().json();
   }
 
-  /** Framed Avro binary {@code data} decoded with the writer schema {@code schema}. */
+  /** Framed Avro binary {@code data} decoded with the writer schema {@code schema}; a value
+   * that is not framed, or not a record of that schema, decodes to null. */
   public static Column decode(Column data, String schema) {
     DataType type = DataType.fromJson(sparkType(schema));
     return functions.udf(new Decode(schema, type.json()), type).apply(data);
@@ -68,7 +69,7 @@ public final class ConfluentAvro {
     }
 
     @Override
-    public Row call(byte[] value) throws IOException {
+    public Row call(byte[] value) {
       if (value == null || value.length < HEADER_BYTES || value[0] != 0) {
         return null;
       }
@@ -82,7 +83,13 @@ public final class ConfluentAvro {
       decoder =
           DecoderFactory.get()
               .binaryDecoder(value, HEADER_BYTES, value.length - HEADER_BYTES, decoder);
-      Option<Object> row = deserializer.deserialize(reader.read(null, decoder));
+      Object datum;
+      try {
+        datum = reader.read(null, decoder);
+      } catch (IOException | RuntimeException e) {
+        return null; // not a record of this schema: no columns, the query goes on
+      }
+      Option<Object> row = deserializer.deserialize(datum);
       return row.isEmpty() ? null : (Row) toRow.apply(row.get());
     }
   }
