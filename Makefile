@@ -25,9 +25,9 @@ tools:
 	@command -v chromedriver >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1) || \
 	  echo "chromium not installed: the console's browser tests will be skipped"; }
-	@command -v java >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
-	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1) || \
-	  echo "java not installed: the Spark tests will be skipped"; }
+	@command -v javac >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq openjdk-17-jdk-headless >/dev/null 2>&1) || \
+	  echo "JDK not installed: without java the Spark tests are skipped, without javac SQL's AVRO ones"; }
 	@command -v ip >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  (apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq iproute2 >/dev/null 2>&1) || \
 	  echo "ip not installed: the network-fault tests will be skipped"; }

@@ -11,10 +11,12 @@ How it measures:
   the same values as JSON text.
 - A batch read of each topic with the ``strom`` source on ``local[PARTITIONS]``, its values
   decoded into a struct (Avro: ``decode_value(..., "avro", registry=..., subject=...)``, which
-  looks the schema up by id once per Python worker; JSON: ``decode_value(..., "json", schema)``,
-  Spark's ``from_json``), every column of the struct written to Spark's ``noop`` sink. The figure
-  is records over the wall time of that job, the best of ``RUNS`` after one warm-up job; the
-  read alone (the ``value`` column to ``noop``) is printed too, to show the decode's share.
+  looks the schema up by id once per Python worker; the same in the JVM with
+  ``strom.spark.jvm.avro_decode``, spark-sql's Avro converters, as the SQL AVRO format; JSON:
+  ``decode_value(..., "json", schema)``, Spark's ``from_json``), every column of the struct
+  written to Spark's ``noop`` sink. The figure is records over the wall time of that job, the
+  best of ``RUNS`` after one warm-up job; the read alone (the ``value`` column to ``noop``) is
+  printed too, to show the decode's share.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 
 import strom.spark
 from strom.cli.perf import ensure_topic
+from strom.spark.jvm import avro_decode
 from strom.testing import Broker
 from strom.testing.registry import Registry
 
@@ -148,6 +151,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                     lambda c: strom.spark.decode_value(
                         c, "avro", registry=registry.url, subject="bench-avro-value"
                     ),
+                ),
+                (
+                    "registry Avro, JVM",
+                    "bench-avro",
+                    lambda c: avro_decode(c, json.dumps(SALE)),
                 ),
                 ("JSON", "bench-json", lambda c: strom.spark.decode_value(c, "json", SALE_DDL)),
             ):

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
+from strom.spark.jvm import JvmBuildError, jar
 from strom.spark.source import StromDataSource
 
 __all__ = ["WorkerPythonError", "activate", "register", "session", "worker_python_problem"]
@@ -84,12 +85,22 @@ def session(
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # read by the JVM when it starts
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**LOCAL_CONF, **(conf or {})}.items():
+    for key, value in _with_strom_jar({**LOCAL_CONF, **(conf or {})}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if log_level is not None:
         spark.sparkContext.setLogLevel(log_level)
     return register(spark)
+
+
+def _with_strom_jar(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with strom's jar (:mod:`strom.spark.jvm`) added to ``spark.jars``; unchanged
+    on a machine without a JDK (what needs the jar then says why it is missing)."""
+    try:
+        built = str(jar())
+    except JvmBuildError:
+        return conf
+    return {**conf, "spark.jars": ",".join(j for j in (conf.get("spark.jars"), built) if j)}
 
 
 def activate(spark: SparkSession) -> SparkSession:

@@ -98,7 +98,7 @@ def _table_snapshot(
     live = latest.filter(F.col("value").isNotNull())
     return live.select(
         *decode(live["key"], source.keys, source.key_format),
-        *decode(live["value"], source.values, source.value_format),
+        *decode(live["value"], source.values, source.value_format, source.value_schema),
     )
 
 

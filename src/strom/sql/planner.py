@@ -82,7 +82,7 @@ def read_source(
     )
     return raw.select(
         *decode(raw.key, source.keys, source.key_format),
-        *decode(raw.value, source.values, source.value_format),
+        *decode(raw.value, source.values, source.value_format, source.value_schema),
         F.unix_millis(raw["timestamp"]).alias("ROWTIME"),
         raw["partition"].alias("ROWPARTITION"),
         raw["offset"].alias("ROWOFFSET"),
@@ -287,7 +287,9 @@ def sink_frame(plan: Plan, sink: DataSource) -> DataFrame:
     session-windowed keys) and `value`."""
     keys = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if c.key]
     values = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if not c.key]
-    out = [encode(values, sink.value_format, sink.value_schema_id).alias("value")]
+    out = [
+        encode(values, sink.value_format, sink.value_schema_id, sink.value_schema).alias("value")
+    ]
     if keys:
         key = encode(keys, sink.key_format, sink.key_schema_id).cast("binary")
         if plan.windowed:

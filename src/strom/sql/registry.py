@@ -12,7 +12,13 @@ from typing import Any
 from strom.sql.analyzer import Column
 from strom.sql.errors import SqlSemanticError
 from strom.sql.metastore import DataSource
-from strom.sql.registry_schemas import REGISTRY_FORMATS, json_columns, json_schema
+from strom.sql.registry_schemas import (
+    REGISTRY_FORMATS,
+    avro_columns,
+    avro_schema,
+    json_columns,
+    json_schema,
+)
 
 __all__ = ["SchemaRegistry"]
 
@@ -20,8 +26,10 @@ NOT_CONFIGURED = (
     "KSQL is not configured to use a schema registry. To enable it, please set "
     "ksql.schema.registry.url"
 )
-_TYPES = {"JSON_SR": "JSON"}
+_TYPES = {"JSON_SR": "JSON", "AVRO": "AVRO"}
 """The registry's schema type of each format."""
+_COLUMNS = {"JSON_SR": json_columns, "AVRO": avro_columns}
+_GENERATED = {"JSON_SR": json_schema, "AVRO": avro_schema}
 
 
 class SchemaRegistry:
@@ -75,7 +83,7 @@ class SchemaRegistry:
                 f"https://docs.confluent.io/current/schema-registry/docs/api.html#get--subjects"
             ) from None
         self._check_type(fmt, subject, schema)
-        return json_columns(schema.text), int(schema.id)
+        return _COLUMNS[fmt](schema.text), int(schema.id)
 
     @staticmethod
     def _check_type(fmt: str, subject: str, schema: Any) -> None:
@@ -99,7 +107,25 @@ class SchemaRegistry:
             value_id = self._schema_id(
                 source.value_format, f"{source.topic}-value", source.values, generated
             )
-        return dataclasses.replace(source, key_schema_id=key_id, value_schema_id=value_id)
+        text = source.value_schema
+        if source.value_format == "AVRO" and value_id is not None and text is None:
+            text = self._text(source.topic, value_id)
+        return dataclasses.replace(
+            source, key_schema_id=key_id, value_schema_id=value_id, value_schema=text
+        )
+
+    def _text(self, topic: str, schema_id: int) -> str:
+        """The text of the schema `schema_id` (what AVRO's binary records are read with)."""
+        from strom.registry.codec import RegistryClientError  # noqa: PLC0415
+
+        try:
+            return str(self._client(topic).schema(schema_id).text)
+        except RegistryClientError as e:
+            if e.status == 404:
+                raise SqlSemanticError(
+                    f"Schema with id {schema_id} does not exist in the Schema Registry."
+                ) from None
+            raise SqlSemanticError(f"Schema registry fetch for topic {topic} failed: {e}") from None
 
     def _schema_id(self, fmt: str, subject: str, columns: Sequence[Column], generated: bool) -> int:
         from strom.registry.codec import RegistryClientError  # noqa: PLC0415
@@ -117,7 +143,7 @@ class SchemaRegistry:
                 else:
                     self._check_type(fmt, subject, latest)
                     return int(latest.id)
-            return int(codec.register(subject, SchemaType(_TYPES[fmt]), json_schema(columns)))
+            return int(codec.register(subject, SchemaType(_TYPES[fmt]), _GENERATED[fmt](columns)))
         except RegistryClientError as e:
             raise SqlSemanticError(
                 f"Could not register schema for topic: {e}\nSubject: {subject}"

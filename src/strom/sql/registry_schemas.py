@@ -1,10 +1,14 @@
-"""SQL columns <-> the schemas of the registry formats (ksqlDB's `JSON_SR`). Pure.
+"""SQL columns <-> the schemas of the registry formats (ksqlDB's `JSON_SR` and `AVRO`). Pure.
 
 `json_schema` writes the JSON Schema ksqlDB registers for a sink: what Confluent's
 JsonSchemaConverter makes of the Connect schema of the columns (an object of optional fields,
 each a `oneOf` of null and the field's type, with `connect.index` and `connect.type`, and
 Connect's logical types named by `title`). `json_columns` reads a registered JSON Schema back
 as columns, as ksqlDB infers a source's columns when a `CREATE` gives none.
+
+`avro_schema` writes the Avro record ksqlDB registers (`KsqlDataSourceSchema` in the namespace
+`io.confluent.ksql.avro_schemas`, every field a union with null defaulting to null, nested
+records named after their field) and `avro_columns` reads a registered Avro record back.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from strom.sql import types as ty
 from strom.sql.analyzer import Column
 from strom.sql.errors import SqlSemanticError
 
-__all__ = ["REGISTRY_FORMATS", "json_columns", "json_schema"]
+__all__ = ["REGISTRY_FORMATS", "avro_columns", "avro_schema", "json_columns", "json_schema"]
 
-REGISTRY_FORMATS = frozenset({"JSON_SR"})
+REGISTRY_FORMATS = frozenset({"JSON_SR", "AVRO"})
 """The formats whose records are framed with a schema id of `ksql.schema.registry.url`."""
 
 _CONNECT = "org.apache.kafka.connect.data."
@@ -151,3 +155,143 @@ def json_columns(text: str) -> tuple[Column, ...]:
             f"columns of a record: {text}"
         )
     return tuple(Column(name.upper(), t) for name, t in _fields(schema))
+
+
+_AVRO_NAME = "KsqlDataSourceSchema"
+_AVRO_NAMESPACE = "io.confluent.ksql.avro_schemas"
+_AVRO_PRIMITIVES: dict[ty.SqlType, Any] = {
+    ty.BOOLEAN: "boolean",
+    ty.INT: "int",
+    ty.BIGINT: "long",
+    ty.DOUBLE: "double",
+    ty.STRING: "string",
+    ty.BYTES: "bytes",
+    ty.DATE: {
+        "type": "int",
+        "connect.version": 1,
+        "connect.name": _CONNECT + "Date",
+        "logicalType": "date",
+    },
+    ty.TIME: {
+        "type": "int",
+        "connect.version": 1,
+        "connect.name": _CONNECT + "Time",
+        "logicalType": "time-millis",
+    },
+    ty.TIMESTAMP: {
+        "type": "long",
+        "connect.version": 1,
+        "connect.name": _CONNECT + "Timestamp",
+        "logicalType": "timestamp-millis",
+    },
+}
+_AVRO_LOGICAL = {"date": ty.DATE, "time-millis": ty.TIME, "timestamp-millis": ty.TIMESTAMP}
+
+
+def _avro_type(t: ty.SqlType, name: str) -> Any:
+    if t in _AVRO_PRIMITIVES:
+        return _AVRO_PRIMITIVES[t]
+    if isinstance(t, ty.DecimalType):
+        return {
+            "type": "bytes",
+            "scale": t.scale,
+            "precision": t.precision,
+            "connect.version": 1,
+            "connect.parameters": {
+                "scale": str(t.scale),
+                "connect.decimal.precision": str(t.precision),
+            },
+            "connect.name": _CONNECT + "Decimal",
+            "logicalType": "decimal",
+        }
+    if isinstance(t, ty.ArrayType):
+        return {"type": "array", "items": ["null", _avro_type(t.element, name)]}
+    if isinstance(t, ty.MapType):
+        if t.key != ty.STRING:
+            raise SqlSemanticError("The 'AVRO' format only supports MAP types with STRING keys")
+        return {"type": "map", "values": ["null", _avro_type(t.value, name)]}
+    assert isinstance(t, ty.StructType)
+    return _record(name, [(f.name, f.type) for f in t.fields])
+
+
+def _record(name: str, fields: Sequence[tuple[str, ty.SqlType]]) -> dict[str, Any]:
+    return {
+        "type": "record",
+        "name": name,
+        "namespace": _AVRO_NAMESPACE,
+        "fields": [
+            {"name": f, "type": ["null", _avro_type(t, f"{name}_{f}")], "default": None}
+            for f, t in fields
+        ],
+    }
+
+
+def avro_schema(columns: Sequence[Column]) -> str:
+    """The Avro schema (text) of a record holding `columns`, as ksqlDB registers it."""
+    record = _record(_AVRO_NAME, [(c.name, c.type) for c in columns])
+    return json.dumps(record, separators=(",", ":"))
+
+
+def _unsupported_avro(schema: object) -> SqlSemanticError:
+    return SqlSemanticError(f"Unsupported Avro schema type: {json.dumps(schema)}")
+
+
+def _avro_sql_type(schema: Any, named: dict[str, ty.SqlType]) -> ty.SqlType:
+    if isinstance(schema, list):  # a union: only [null, T] is a column
+        members = [m for m in schema if m != "null"]
+        if len(members) != 1:
+            raise _unsupported_avro(schema)
+        return _avro_sql_type(members[0], named)
+    if isinstance(schema, str):
+        schema = {"type": schema}
+    if not isinstance(schema, dict):
+        raise _unsupported_avro(schema)
+    kind, logical = schema.get("type"), schema.get("logicalType")
+    if logical in _AVRO_LOGICAL:
+        return _AVRO_LOGICAL[logical]
+    if logical == "decimal":
+        return ty.DecimalType(int(schema["precision"]), int(schema.get("scale", 0)))
+    match kind:
+        case "boolean":
+            return ty.BOOLEAN
+        case "int":
+            return ty.INT
+        case "long":
+            return ty.BIGINT
+        case "float" | "double":
+            return ty.DOUBLE
+        case "string" | "enum":
+            return ty.STRING
+        case "bytes" | "fixed":
+            return ty.BYTES
+        case "array":
+            return ty.ArrayType(_avro_sql_type(schema["items"], named))
+        case "map":
+            return ty.MapType(ty.STRING, _avro_sql_type(schema["values"], named))
+        case "record":
+            result = ty.StructType(
+                tuple(
+                    ty.StructField(f["name"], _avro_sql_type(f["type"], named))
+                    for f in schema["fields"]
+                )
+            )
+            named[schema["name"]] = result
+            return result
+        case str() if kind in named:
+            return named[kind]
+        case dict() | list():
+            return _avro_sql_type(kind, named)
+    raise _unsupported_avro(schema)
+
+
+def avro_columns(text: str) -> tuple[Column, ...]:
+    """The value columns of a registered Avro record (its fields, upper-cased as ksqlDB
+    names inferred columns)."""
+    schema = json.loads(text)
+    if not isinstance(schema, dict) or schema.get("type") != "record":
+        raise SqlSemanticError(
+            f"The Avro schema is not a record, whose fields ksqlDB reads as the columns: {text}"
+        )
+    record = _avro_sql_type(schema, {})
+    assert isinstance(record, ty.StructType)
+    return tuple(Column(f.name.upper(), f.type) for f in record.fields)

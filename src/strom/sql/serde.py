@@ -10,17 +10,22 @@ columns as Spark expressions (no Python per record):
 - JSON_SR: JSON in Confluent's schema-registry wire format: the magic byte 0 and the 4-byte
   schema id, then the JSON (read as JSON after those 5 bytes; written behind the id of the
   schema the engine registered for the sink).
+- AVRO: Avro binary in the same wire format, decoded with the schema of the source's id and
+  encoded with the one the engine registered for the sink, in the JVM (`strom.spark.jvm`:
+  spark-sql's own Avro converters).
 - NONE: nothing (no key).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from strom.registry.wire import frame
+from strom.spark.jvm import avro_decode, avro_encode
 from strom.sql import types as ty
 from strom.sql.analyzer import Column as SqlColumn
 from strom.sql.compiler import column, spark_type
@@ -85,10 +90,29 @@ def _connect_json(value: Column, t: ty.SqlType) -> Column:
     return value
 
 
-def decode(data: Column, columns: Sequence[SqlColumn], fmt: str) -> list[Column]:
-    """The columns (named as declared) read from the binary `data`."""
+def _avro_decode(data: Column, columns: Sequence[SqlColumn], schema: str | None) -> list[Column]:
+    """The columns read from the record's fields (matched by name in any case, as ksqlDB)."""
+    if schema is None:
+        raise SqlSemanticError("The 'AVRO' format needs a registered schema to read.")
+    record = avro_decode(data, schema)
+    fields = {f["name"].upper(): f["name"] for f in json.loads(schema).get("fields", [])}
+    out = []
+    for c in columns:
+        name = fields.get(c.name.upper())
+        value = F.lit(None) if name is None else record.getField(name)
+        out.append(value.cast(spark_type(c.type)).alias(c.name))
+    return out
+
+
+def decode(
+    data: Column, columns: Sequence[SqlColumn], fmt: str, schema: str | None = None
+) -> list[Column]:
+    """The columns (named as declared) read from the binary `data`; AVRO's with the writer
+    `schema` (the text of the source's registered schema)."""
     if not columns:
         return []
+    if fmt == "AVRO":
+        return _avro_decode(data, columns, schema)
     if fmt == "JSON_SR":
         data = F.substring(data, _HEADER_BYTES + 1, 2**31 - 1)
     if fmt in ("JSON", "JSON_SR"):
@@ -119,9 +143,20 @@ def decode(data: Column, columns: Sequence[SqlColumn], fmt: str) -> list[Column]
     raise SqlSemanticError(f"The {fmt} format holds no columns.")
 
 
-def encode(columns: Sequence[SqlColumn], fmt: str, schema_id: int | None = None) -> Column:
+def encode(
+    columns: Sequence[SqlColumn],
+    fmt: str,
+    schema_id: int | None = None,
+    schema: str | None = None,
+) -> Column:
     """The binary (or text) the sink writes for `columns` of the current row; a registry
-    format's records are framed with `schema_id`."""
+    format's records are framed with `schema_id` (AVRO's written in `schema`, its text)."""
+    if fmt == "AVRO":
+        if schema_id is None or schema is None:
+            raise SqlSemanticError("The 'AVRO' format needs a registered schema to write.")
+        struct = ty.StructType(tuple(ty.StructField(c.name, c.type) for c in columns))
+        fields = F.struct(*[column(c.name) for c in columns])
+        return avro_encode(fields, spark_type(struct), schema, schema_id)
     if fmt == "JSON":
         fields = F.struct(*[column(c.name) for c in columns])
         return F.to_json(fields, {"ignoreNullFields": "false"})

@@ -5,10 +5,14 @@ of a table's topic for a pull query. Pure."""
 
 from __future__ import annotations
 
+import base64
+import datetime
 import decimal
+import io
 import json
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 from strom.registry.wire import frame, unframe
 from strom.sql import expressions as ex
@@ -65,11 +69,33 @@ def _coerce(column: Column, value: object) -> object:
     )
 
 
+def _avro(schema: str | None) -> Any:
+    import fastavro  # noqa: PLC0415 - strom[registry]
+
+    if schema is None:
+        raise SqlSemanticError("The 'AVRO' format needs a registered schema.")
+    return fastavro.parse_schema(json.loads(schema))
+
+
 def _encode(
-    columns: Sequence[Column], values: dict[str, object], fmt: str, schema_id: int | None
+    columns: Sequence[Column],
+    values: dict[str, object],
+    fmt: str,
+    schema_id: int | None,
+    schema: str | None = None,
 ) -> bytes | None:
     if not columns:
         return None
+    if fmt == "AVRO":
+        import fastavro  # noqa: PLC0415
+
+        parsed = _avro(schema)
+        upper = {c.name.upper(): values.get(c.name) for c in columns}
+        record = {f["name"]: upper.get(f["name"].upper()) for f in parsed["fields"]}
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, parsed, record)  # fields by name in any case, as read
+        assert schema_id is not None
+        return frame(schema_id, out.getvalue())
     if fmt in ("JSON", "JSON_SR"):
         payload = json.dumps(
             {c.name: values.get(c.name) for c in columns}, separators=(",", ":")
@@ -112,7 +138,9 @@ def encode_insert(source: DataSource, s: st.InsertValues) -> Record:
             raise SqlSemanticError(f"Column name {name} does not exist.")
         given[name] = _coerce(column, value)
     key = _encode(source.keys, given, source.key_format, source.key_schema_id)
-    value_bytes = _encode(source.values, given, source.value_format, source.value_schema_id)
+    value_bytes = _encode(
+        source.values, given, source.value_format, source.value_schema_id, source.value_schema
+    )
     return key, value_bytes, timestamp if isinstance(timestamp, int) else None
 
 
@@ -131,9 +159,40 @@ def _from_text(text: str | None, t: ty.SqlType) -> object:
     return text
 
 
-def _decode(columns: Sequence[Column], data: bytes | None, fmt: str) -> dict[str, object]:
+def _as_json(value: object) -> object:
+    """fastavro's logical values as the JSON formats hold them: TIMESTAMPs epoch milliseconds,
+    DATEs days, DECIMALs numbers, BYTES base64."""
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_json(v) for v in value]
+    if isinstance(value, datetime.datetime):
+        return round(value.timestamp() * 1000)
+    if isinstance(value, datetime.date):
+        return (value - datetime.date(1970, 1, 1)).days
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return value
+
+
+def _decode(
+    columns: Sequence[Column], data: bytes | None, fmt: str, schema: str | None = None
+) -> dict[str, object]:
     if not columns or data is None:
         return {}
+    if fmt == "AVRO":
+        import fastavro  # noqa: PLC0415
+
+        try:
+            payload = io.BytesIO(bytes(unframe(data)[1]))
+            record = fastavro.schemaless_reader(payload, _avro(schema), None)
+        except (ValueError, EOFError, IndexError):  # not a framed Avro record: no columns
+            return {}
+        plain = _as_json(record)
+        upper = {str(k).upper(): v for k, v in plain.items()} if isinstance(plain, dict) else {}
+        return {c.name: upper.get(c.name.upper()) for c in columns}
     if fmt in ("JSON", "JSON_SR"):
         try:
             fields = json.loads(bytes(unframe(data)[1]) if fmt == "JSON_SR" else data)
@@ -161,5 +220,5 @@ def decode_record(source: DataSource, key: bytes | None, value: bytes | None) ->
     """A record's columns by name (its key's and its value's), as the planner's formats read."""
     return {
         **_decode(source.keys, key, source.key_format),
-        **_decode(source.values, value, source.value_format),
+        **_decode(source.values, value, source.value_format, source.value_schema),
     }

@@ -4,18 +4,27 @@ are inferred from the registry, a CREATE STREAM AS SELECT and an INSERT VALUES w
 JSON_SR and read back by confluent-kafka's JSONDeserializer, the sink's schema registered as
 ksqlDB generates it; ksqlDB's errors for a server without a registry, a subject that does not
 exist and a sink subject whose schema is incompatible; the records' JSON as Connect's JSON
-Schema converter writes it (TIMESTAMPs as epoch milliseconds, DATEs as days, BYTES base64)."""
+Schema converter writes it (TIMESTAMPs as epoch milliseconds, DATEs as days, BYTES base64).
+AVRO likewise: AvroSerializer's records read by an inferred stream, a CSAS into an AVRO sink
+(ksqlDB's KsqlDataSourceSchema registered) read by AvroDeserializer, and every type encoded in
+the JVM read back by fastavro and by the decoder."""
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
 from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import httpx
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql import SparkSession
@@ -26,11 +35,15 @@ from e2e.spark.clients import Record, consume_all, create_topic, produce, unique
 from e2e.spark.sql_api import eventually, ksql, sql_settings
 from strom.sql import types as ty
 from strom.sql.analyzer import Column
+from strom.sql.registry_schemas import avro_schema
 from strom.sql.serde import decode, encode
 from strom.sql.server import SqlServer
 from strom.testing.registry import Registry
 
 pytestmark = pytest.mark.timeout(300)  # a Spark query: slow when loaded
+needs_javac = pytest.mark.skipif(
+    shutil.which("javac") is None, reason="AVRO on Spark compiles strom's Java class with javac"
+)
 
 READING = {
     "type": "object",
@@ -124,6 +137,77 @@ def test_json_sr_in_and_out(api: httpx.Client, broker: StromServer, registry: Re
     assert eventually(lambda: rows() == expected and expected, "the JSON_SR sink's rows")
 
 
+AVRO_READING = {
+    "type": "record",
+    "name": "Reading",
+    "fields": [
+        {"name": "sensor", "type": "string"},
+        {"name": "reading", "type": "double"},
+        {"name": "count", "type": ["null", "long"], "default": None},
+    ],
+}
+
+
+@needs_javac
+def test_avro_in_and_out(api: httpx.Client, broker: StromServer, registry: Registry) -> None:
+    topic = create_topic(broker.bootstrap, "sql-avro-readings")
+    client = SchemaRegistryClient({"url": registry.url})
+    serializer = AvroSerializer(client, json.dumps(AVRO_READING))
+    context = SerializationContext(topic, MessageField.VALUE)
+    produce(
+        broker.bootstrap,
+        topic,
+        [
+            Record(serializer({"sensor": s, "reading": r, "count": n}, context))
+            for s, r, n in (("t1", 1.5, 1), ("t2", 0.5, 2), ("t3", 4.0, None))
+        ],
+    )
+    ksql(api, f"CREATE STREAM avro_in WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='AVRO');")
+    described = ksql(api, "DESCRIBE avro_in;")[0]["sourceDescription"]
+    assert [(f["name"], f["schema"]["type"]) for f in described["fields"]] == [
+        ("SENSOR", "STRING"),
+        ("READING", "DOUBLE"),
+        ("COUNT", "BIGINT"),
+    ]
+    sink = unique_topic("sql-avro-hot")
+    ksql(
+        api,
+        f"CREATE STREAM avro_hot WITH (KAFKA_TOPIC='{sink}') AS SELECT sensor, "
+        "reading * 2 AS twice, count FROM avro_in WHERE reading > 1 EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+    ksql(api, "INSERT INTO avro_in (sensor, reading, count) VALUES ('t9', 9.0, 9);")
+
+    registered = json.loads(client.get_latest_version(f"{sink}-value").schema.schema_str or "")
+    assert (registered["name"], registered["namespace"]) == (
+        "KsqlDataSourceSchema",
+        "io.confluent.ksql.avro_schemas",
+    )
+    assert registered["fields"][1] == {"name": "TWICE", "type": ["null", "double"], "default": None}
+    deserializer = AvroDeserializer(client)
+    sink_context = SerializationContext(sink, MessageField.VALUE)
+
+    def rows() -> list[Any]:
+        records = consume_all(broker.bootstrap, sink)
+        return sorted(
+            (v["SENSOR"], v["TWICE"], v["COUNT"])
+            for v in (deserializer(r.value, sink_context) for r in records)
+        )
+
+    expected = [("t1", 3.0, 1), ("t3", 8.0, None), ("t9", 18.0, 9)]
+    assert eventually(lambda: rows() == expected and expected, "the AVRO sink's rows")
+    missing = _error(
+        api, "CREATE STREAM nothing WITH (KAFKA_TOPIC='no-such-avro', VALUE_FORMAT='AVRO');"
+    )
+    assert missing.startswith("Schema for message values on topic 'no-such-avro' does not exist")
+    unknown_id = _error(
+        api,
+        f"CREATE STREAM bad_id (x INT) WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='AVRO', "
+        "VALUE_SCHEMA_ID=99999);",
+    )
+    assert unknown_id == "Schema with id 99999 does not exist in the Schema Registry."
+
+
 def test_json_sr_errors(
     api: httpx.Client,
     spark: SparkSession,
@@ -213,3 +297,46 @@ def test_json_sr_records_as_connect_writes_them(spark: SparkSession) -> None:
     }
     decoded = encoded.select(*decode(F.col("v"), columns, "JSON_SR")).collect()[0]
     assert tuple(decoded) == tuple(row.collect()[0])
+
+
+@needs_javac
+def test_avro_records_as_ksqldb_writes_them(spark: SparkSession) -> None:
+    columns = [
+        Column("S", ty.STRING),
+        Column("T", ty.TIMESTAMP),
+        Column("D", ty.DATE),
+        Column("B", ty.BYTES),
+        Column("DEC", ty.DecimalType(5, 2)),
+        Column("A", ty.ArrayType(ty.BIGINT)),
+        Column("M", ty.MapType(ty.STRING, ty.DOUBLE)),
+        Column("ST", ty.StructType((ty.StructField("X", ty.INT),))),
+        Column("N", ty.INT),
+    ]
+    row = spark.sql(
+        "SELECT 'x' AS S, timestamp_millis(1700000000123) AS T, date_from_unix_date(19000) AS D, "
+        "CAST('hi' AS BINARY) AS B, CAST(1.25 AS DECIMAL(5, 2)) AS DEC, array(1L, 2L) AS A, "
+        "map('k', 0.5D) AS M, named_struct('X', 3) AS ST, CAST(NULL AS INT) AS N"
+    )
+    schema = avro_schema(columns)
+    encoded = row.select(encode(columns, "AVRO", 7, schema).alias("v"))
+    value = bytes(encoded.collect()[0].v)
+    assert value[:5] == b"\x00\x00\x00\x00\x07"
+    read = fastavro.schemaless_reader(
+        io.BytesIO(value[5:]), fastavro.parse_schema(json.loads(schema)), None
+    )
+    assert read == {
+        "S": "x",
+        "T": datetime.fromtimestamp(1700000000.123, UTC),
+        "D": date(1970, 1, 1) + timedelta(days=19000),
+        "B": b"hi",
+        "DEC": Decimal("1.25"),
+        "A": [1, 2],
+        "M": {"k": 0.5},
+        "ST": {"X": 3},
+        "N": None,
+    }
+    decoded = encoded.select(*decode(F.col("v"), columns, "AVRO", schema)).collect()[0]
+    assert tuple(decoded) == tuple(row.collect()[0])
+    garbage = spark.createDataFrame([(b"\x00\x00\x00\x00\x07\xff",), (b"plain",)], "v binary")
+    unreadable = garbage.select(*decode(F.col("v"), columns, "AVRO", schema)).collect()
+    assert [tuple(r) for r in unreadable] == [(None,) * len(columns)] * 2

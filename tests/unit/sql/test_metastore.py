@@ -3,8 +3,13 @@ ksqlDB's names, and the JSON shapes of ksqlDB's entities: the pure parts of the 
 
 from __future__ import annotations
 
+import dataclasses
+import io
+import json
 import struct
+from datetime import UTC, datetime
 
+import fastavro
 import pytest
 
 from strom.sql import entities
@@ -179,3 +184,31 @@ def test_records_read_back_in_python_as_spark_reads_them() -> None:
         "N": 2,
     }
     assert decode_record(source, key, b"not json") == {"ID": -3}
+
+
+def test_avro_records_in_python_by_the_writer_schemas_field_names() -> None:
+    declared = create(
+        "CREATE TABLE t (id BIGINT PRIMARY KEY, name STRING, at TIMESTAMP) "
+        "WITH (KAFKA_TOPIC='t', VALUE_FORMAT='AVRO');"
+    )
+    at = {"type": "long", "logicalType": "timestamp-millis"}
+    writer = {
+        "type": "record",
+        "name": "R",
+        "fields": [
+            {"name": "name", "type": ["null", "string"]},
+            {"name": "at", "type": ["null", at], "default": None},
+        ],
+    }
+    source = dataclasses.replace(declared, value_schema_id=4, value_schema=json.dumps(writer))
+    s = parse_statement("INSERT INTO t (id, name) VALUES (7, 'x');")
+    assert isinstance(s, st.InsertValues)
+    key, value, _ = encode_insert(source, s)
+    assert value is not None and value[:5] == b"\x00\x00\x00\x00\x04"
+    assert decode_record(source, key, value) == {"ID": 7, "NAME": "x", "AT": None}
+    out = io.BytesIO()
+    out.write(b"\x00\x00\x00\x00\x04")
+    moment = datetime.fromtimestamp(1700000000.123, UTC)
+    fastavro.schemaless_writer(out, fastavro.parse_schema(writer), {"name": "y", "at": moment})
+    assert decode_record(source, key, out.getvalue())["AT"] == 1700000000123
+    assert decode_record(source, key, b"not avro") == {"ID": 7}

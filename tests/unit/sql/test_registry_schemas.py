@@ -1,12 +1,13 @@
-"""SQL columns <-> JSON Schema (the JSON_SR format): the schema ksqlDB registers for a sink,
-read back to the same columns; schemas written by other producers (confluent-kafka's
-JSONSerializer, nullable type lists) read as ksqlDB infers them; and the JSON_SR properties of
-a CREATE (inference, VALUE_SCHEMA_ID)."""
+"""SQL columns <-> JSON Schema (the JSON_SR format) and Avro (AVRO): the schema ksqlDB
+registers for a sink, read back to the same columns; schemas written by other producers
+(confluent-kafka's JSONSerializer, nullable type lists) read as ksqlDB infers them; and the
+registry properties of a CREATE (inference, VALUE_SCHEMA_ID, an AVRO key refused)."""
 
 from __future__ import annotations
 
 import json
 
+import fastavro
 import pytest
 
 from strom.sql import types as ty
@@ -14,7 +15,7 @@ from strom.sql.analyzer import Column
 from strom.sql.errors import SqlSemanticError
 from strom.sql.metastore import declared_source
 from strom.sql.parser import parse_statement
-from strom.sql.registry_schemas import json_columns, json_schema
+from strom.sql.registry_schemas import avro_columns, avro_schema, json_columns, json_schema
 from strom.sql.statements import CreateSource
 
 EVERY_TYPE = (
@@ -115,3 +116,59 @@ def test_a_create_without_columns_takes_the_registrys() -> None:
     assert asked == [("JSON_SR", "t-value", None), ("JSON_SR", "t-value", 3)]
     with pytest.raises(SqlSemanticError, match="Schema inference needs a registry VALUE_FORMAT"):
         declared_source(_create("CREATE STREAM s WITH (KAFKA_TOPIC='t', VALUE_FORMAT='JSON');"))
+
+
+def test_every_type_reads_back_from_the_avro_schema_ksqldb_registers() -> None:
+    assert avro_columns(avro_schema(EVERY_TYPE)) == EVERY_TYPE
+
+
+def test_the_avro_schema_is_ksqldbs_record_of_nullable_fields() -> None:
+    columns = (
+        Column("ID", ty.BIGINT),
+        Column("POS", ty.StructType((ty.StructField("X", ty.INT),))),
+    )
+    schema = json.loads(avro_schema(columns))
+    fastavro.parse_schema(schema)  # a valid Avro schema
+    assert schema["name"] == "KsqlDataSourceSchema"
+    assert schema["namespace"] == "io.confluent.ksql.avro_schemas"
+    assert schema["fields"][0] == {"name": "ID", "type": ["null", "long"], "default": None}
+    nested = schema["fields"][1]["type"][1]
+    assert nested["name"] == "KsqlDataSourceSchema_POS"
+    assert nested["fields"] == [{"name": "X", "type": ["null", "int"], "default": None}]
+
+
+def test_a_producers_avro_schema_is_read_as_ksqldb_infers_it() -> None:
+    schema = {
+        "type": "record",
+        "name": "Reading",
+        "fields": [
+            {"name": "sensor", "type": "string"},
+            {"name": "reading", "type": ["null", "float"]},
+            {"name": "kind", "type": {"type": "enum", "name": "K", "symbols": ["A", "B"]}},
+            {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+            {"name": "tags", "type": {"type": "map", "values": "long"}},
+        ],
+    }
+    assert avro_columns(json.dumps(schema)) == (
+        Column("SENSOR", ty.STRING),
+        Column("READING", ty.DOUBLE),
+        Column("KIND", ty.STRING),
+        Column("AT", ty.TIMESTAMP),
+        Column("TAGS", ty.MapType(ty.STRING, ty.BIGINT)),
+    )
+
+
+def test_avro_schemas_ksqldb_cannot_read_are_refused() -> None:
+    with pytest.raises(SqlSemanticError, match="is not a record"):
+        avro_columns('"string"')
+    union = {"type": "record", "name": "R", "fields": [{"name": "u", "type": ["int", "string"]}]}
+    with pytest.raises(SqlSemanticError, match="Unsupported Avro schema type"):
+        avro_columns(json.dumps(union))
+    with pytest.raises(SqlSemanticError, match="only supports MAP types with STRING keys"):
+        avro_schema((Column("M", ty.MapType(ty.INT, ty.INT)),))
+
+
+def test_an_avro_key_is_refused_until_it_is_done() -> None:
+    text = "CREATE STREAM s (k STRING KEY, v INT) WITH (KAFKA_TOPIC='t', FORMAT='AVRO');"
+    with pytest.raises(SqlSemanticError, match="KEY_FORMAT 'AVRO' is not supported yet"):
+        declared_source(_create(text))

@@ -1,0 +1,138 @@
+package strom.spark;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import org.apache.avro.Schema;
+import org.apache.avro.generic.GenericDatumReader;
+import org.apache.avro.generic.GenericDatumWriter;
+import org.apache.avro.io.BinaryDecoder;
+import org.apache.avro.io.BinaryEncoder;
+import org.apache.avro.io.DecoderFactory;
+import org.apache.avro.io.EncoderFactory;
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.avro.AvroDeserializer;
+import org.apache.spark.sql.avro.AvroSerializer;
+import org.apache.spark.sql.avro.SchemaConverters;
+import org.apache.spark.sql.catalyst.CatalystTypeConverters;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.functions;
+import scala.Function1;
+import scala.Option;
+
+/**
+ * Avro in Confluent's schema-registry wire format (the magic byte, a 4-byte schema id, then
+ * the Avro binary) as Spark columns, with the Avro conversions Spark's own Avro file format
+ * uses (spark-sql's AvroDeserializer and AvroSerializer): no Python per record.
+ */
+public final class ConfluentAvro {
+  private static final int HEADER_BYTES = 5;
+
+  private ConfluentAvro() {}
+
+  /** The Spark type of the values of an Avro schema (JSON text), as JSON. */
+  public static String sparkType(String schema) {
+    return SchemaConverters.toSqlType(new Schema.Parser().parse(schema)).dataType().json();
+  }
+
+  /** Framed Avro binary {@code data} decoded with the writer schema {@code schema}; a value
+   * that is not framed, or not a record of that schema, decodes to null. */
+  public static Column decode(Column data, String schema) {
+    DataType type = DataType.fromJson(sparkType(schema));
+    return functions.udf(new Decode(schema, type.json()), type).apply(data);
+  }
+
+  /** {@code data} (of the Spark type {@code ddl}) encoded in {@code schema}, framed with
+   * {@code schemaId}. */
+  public static Column encode(Column data, String ddl, String schema, int schemaId) {
+    return functions
+        .udf(new Encode(schema, ddl, schemaId), DataTypes.BinaryType)
+        .apply(data);
+  }
+
+  /** The decoding function (its schema parsed once per task's copy). */
+  static final class Decode implements UDF1<byte[], Row> {
+    private final String schema;
+    private final String type;
+    private transient GenericDatumReader<Object> reader;
+    private transient AvroDeserializer deserializer;
+    private transient Function1<Object, Object> toRow;
+    private transient BinaryDecoder decoder;
+
+    Decode(String schema, String type) {
+      this.schema = schema;
+      this.type = type;
+    }
+
+    @Override
+    public Row call(byte[] value) {
+      if (value == null || value.length < HEADER_BYTES || value[0] != 0) {
+        return null;
+      }
+      if (reader == null) {
+        Schema avro = new Schema.Parser().parse(schema);
+        DataType spark = DataType.fromJson(type);
+        reader = new GenericDatumReader<>(avro);
+        deserializer = new AvroDeserializer(avro, spark, "CORRECTED", false, "", -1);
+        toRow = CatalystTypeConverters.createToScalaConverter(spark);
+      }
+      decoder =
+          DecoderFactory.get()
+              .binaryDecoder(value, HEADER_BYTES, value.length - HEADER_BYTES, decoder);
+      Object datum;
+      try {
+        datum = reader.read(null, decoder);
+      } catch (IOException | RuntimeException e) {
+        return null; // not a record of this schema: no columns, the query goes on
+      }
+      Option<Object> row = deserializer.deserialize(datum);
+      return row.isEmpty() ? null : (Row) toRow.apply(row.get());
+    }
+  }
+
+  /** The encoding function (its schema parsed once per task's copy). */
+  static final class Encode implements UDF1<Row, byte[]> {
+    private final String schema;
+    private final String ddl;
+    private final int schemaId;
+    private transient GenericDatumWriter<Object> writer;
+    private transient AvroSerializer serializer;
+    private transient Function1<Object, Object> toCatalyst;
+    private transient BinaryEncoder encoder;
+
+    Encode(String schema, String ddl, int schemaId) {
+      this.schema = schema;
+      this.ddl = ddl;
+      this.schemaId = schemaId;
+    }
+
+    @Override
+    public byte[] call(Row value) {
+      if (value == null) {
+        return null;
+      }
+      if (writer == null) {
+        Schema avro = new Schema.Parser().parse(schema);
+        DataType spark = DataType.fromDDL(ddl);
+        writer = new GenericDatumWriter<>(avro);
+        serializer = new AvroSerializer(spark, avro, false);
+        toCatalyst = CatalystTypeConverters.createToCatalystConverter(spark);
+      }
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      out.write(0);
+      out.writeBytes(ByteBuffer.allocate(4).putInt(schemaId).array());
+      encoder = EncoderFactory.get().binaryEncoder(out, encoder);
+      try {
+        writer.write(serializer.serialize(toCatalyst.apply(value)), encoder);
+        encoder.flush();
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+      return out.toByteArray();
+    }
+  }
+}
