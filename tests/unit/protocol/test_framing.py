@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+from typing import cast
 
 import pytest
 from hypothesis import given
@@ -211,12 +212,13 @@ def test_a_large_frames_buffer_is_reused_once_nothing_refers_to_it(
     assert isinstance(first, memoryview)
     (held,) = _receive(decoder, framed(small))  # ``first`` is held: another buffer
     assert isinstance(held, memoryview)
-    assert len(held.obj) == len(small)  # a new buffer: not the larger one ``first`` holds
+    # a new buffer, not the larger one ``first`` holds
+    assert len(cast(bytearray, held.obj)) == len(small)
     assert bytes(first) == big
     del first
     (second,) = _receive(decoder, framed(small))  # ``first`` is gone: its buffer again
     assert isinstance(second, memoryview)
-    assert len(second.obj) == len(big)  # the buffer ``first`` had
+    assert len(cast(bytearray, second.obj)) == len(big)  # the buffer ``first`` had
     assert len(second) == len(small)  # only the frame, not the longer buffer behind it
     assert second.readonly
     assert bytes(second) == small
