@@ -19,6 +19,7 @@ import click
 from strom.cli.settings import build_config, registry_section
 from strom.config import ConfigError
 from strom.protocol.kafka_releases import KAFKA_RELEASES
+from strom.server.allocator import keep_large_buffers_in_heap
 from strom.server.collector import import_module, settle_after_start
 from strom.server.eventloop import run
 from strom.server.meta_properties import MetaPropertiesError
@@ -122,6 +123,7 @@ async def _serve(node: Node, registry: dict[str, str]) -> None:
         loop.add_signal_handler(number, request_stop, number)
     await node.start()
     settle_after_start()
+    keep_large_buffers_in_heap()
     beside: RegistryServer | None = None
     try:
         if registry:

@@ -9,6 +9,8 @@ or larger than ``socket.request.max.bytes`` before buffering a byte of it, as Ka
 from __future__ import annotations
 
 import struct
+import sys
+import threading
 from typing import Final, TypeAlias
 
 __all__ = [
@@ -29,8 +31,51 @@ _SCRATCH_SIZE: Final = LARGE_FRAME
 """What one receive outside a large frame takes: room for many small frames, and little of a
 large frame's start (which is copied twice, through the buffer, before the rest goes straight
 into the frame)."""
+_POOL_SLOTS: Final = 4
+"""Large-frame buffers kept for reuse, for all decoders of the process together."""
+_POOLED_MAX: Final = 4 * 1024 * 1024
+"""Larger buffers are not kept (a rare huge request does not stay in memory)."""
 BytesLike: TypeAlias = bytes | bytearray | memoryview
 _SIZE = struct.Struct(">i")
+
+
+class _FramePool:
+    """Buffers of large frames, taken again once nothing refers to the frame handed out.
+
+    A fresh ``bytearray(size)`` is zero-filled and, for the sizes of produce requests, often
+    fresh pages the kernel must fault in, before the socket's bytes overwrite it: as much work
+    as a copy of the frame. A buffer comes back from the pool only when its reference count
+    shows that no view of it is left (a memoryview holds a reference to the buffer it views),
+    so a frame still in use is never overwritten.
+    """
+
+    def __init__(self) -> None:
+        self._buffers: list[bytearray] = []
+        self._lock = threading.Lock()
+
+    def take(self, size: int) -> bytearray:
+        """A buffer of at least ``size`` bytes that nothing else refers to."""
+        with self._lock:
+            buffers = self._buffers
+            for index in range(len(buffers)):
+                buffer = buffers[index]
+                # references: the list, ``buffer`` and getrefcount's argument; a view adds one
+                if len(buffer) >= size and sys.getrefcount(buffer) == 3:
+                    del buffers[index]
+                    return buffer
+        return bytearray(size)
+
+    def give(self, buffer: bytearray) -> None:
+        """Keep ``buffer`` (whose frame was just handed out) for a later :meth:`take`."""
+        if len(buffer) > _POOLED_MAX:
+            return
+        with self._lock:
+            self._buffers.append(buffer)
+            if len(self._buffers) > _POOL_SLOTS:
+                del self._buffers[0]
+
+
+_pool = _FramePool()
 
 
 class ProtocolError(Exception):
@@ -63,8 +108,9 @@ class FrameDecoder:
     raises the same error.
 
     Small frames are cut out of one buffer. A frame of ``LARGE_FRAME`` bytes or more (a produce
-    request's batches) gets a ``bytearray`` of its size once its prefix is read, and is handed
-    out as a read-only view of it.
+    request's batches) gets a ``bytearray`` of at least its size once its prefix is read (one
+    whose earlier frame nothing refers to any more, or a new one), and is handed out as a
+    read-only view of it.
 
     Bytes come in either way: ``feed`` takes a chunk the caller received (and copies it), or
     ``get_buffer`` and ``buffer_updated`` let the caller receive into the decoder's memory
@@ -78,7 +124,10 @@ class FrameDecoder:
         self._max_frame_size = max_frame_size
         self._buffer = bytearray()
         self._frame: bytearray | None = None
-        """The large frame being received (its size prefix is consumed), if any."""
+        """The buffer of the large frame being received (its size prefix is consumed), if any;
+        from a pool, so possibly longer than the frame."""
+        self._size = 0
+        """The large frame's size."""
         self._filled = 0
         """Bytes of ``_frame`` received so far."""
         self._scratch = memoryview(bytearray(_SCRATCH_SIZE))
@@ -115,7 +164,7 @@ class FrameDecoder:
         if self._frame is None:
             return self._split(data)
         with memoryview(data) as view:
-            taken = min(len(view), len(self._frame) - self._filled)
+            taken = min(len(view), self._size - self._filled)
             self._frame[self._filled : self._filled + taken] = view[:taken]
             frames = self._fill(taken)
             if taken < len(view):
@@ -126,7 +175,7 @@ class FrameDecoder:
         """Where the next bytes received should go: the rest of the large frame being
         received, or else a scratch buffer. Then call :meth:`buffer_updated`."""
         if self._frame is not None:
-            return memoryview(self._frame)[self._filled :]
+            return memoryview(self._frame)[self._filled : self._size]
         return self._scratch
 
     def buffer_updated(self, size: int) -> list[BytesLike]:
@@ -141,9 +190,11 @@ class FrameDecoder:
         """``size`` more bytes of the large frame are in; the frame when it is complete."""
         assert self._frame is not None
         self._filled += size
-        if self._filled < len(self._frame):
+        if self._filled < self._size:
             return []
-        frame = memoryview(self._frame).toreadonly()
+        with memoryview(self._frame) as whole:
+            frame = whole[: self._size].toreadonly()
+        _pool.give(self._frame)
         self._frame = None
         self._filled = 0
         return [frame]
@@ -164,7 +215,8 @@ class FrameDecoder:
             end = start + size
             if end > available:
                 if size >= LARGE_FRAME:
-                    self._frame = bytearray(size)
+                    self._frame = _pool.take(size)
+                    self._size = size
                     with memoryview(buffer) as view:
                         self._frame[: available - start] = view[start:]
                     self._filled = available - start

@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import itertools
 import struct
+from typing import cast
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from strom.protocol import framing
 from strom.protocol.framing import (
     LARGE_FRAME,
     BytesLike,
@@ -183,3 +185,41 @@ def test_large_frame_rest_is_received_in_place() -> None:
     rest[:] = data[100:]
     assert [bytes(frame) for frame in decoder.buffer_updated(len(rest))] == [payload]
     assert decoder.get_buffer() is head  # back to the scratch buffer
+
+
+def _receive(decoder: FrameDecoder, data: bytes) -> list[BytesLike]:
+    """Receive ``data`` as a buffered protocol does, in as few reads as the decoder allows."""
+    out: list[BytesLike] = []
+    position = 0
+    while position < len(data):
+        buffer = decoder.get_buffer()
+        size = min(len(buffer), len(data) - position)
+        buffer[:size] = data[position : position + size]
+        position += size
+        out += decoder.buffer_updated(size)
+    return out
+
+
+def test_a_large_frames_buffer_is_reused_once_nothing_refers_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new large frame is received into an earlier frame's buffer once the earlier frame
+    is gone (no zero-filled new buffer per request), never while a view of it is held."""
+    monkeypatch.setattr(framing, "_pool", framing._FramePool())  # none of other tests' buffers
+    decoder = FrameDecoder(max_frame_size=4 * LARGE_FRAME)
+    big, small = b"a" * (2 * LARGE_FRAME), b"b" * LARGE_FRAME
+    (first,) = _receive(decoder, framed(big))
+    assert isinstance(first, memoryview)
+    (held,) = _receive(decoder, framed(small))  # ``first`` is held: another buffer
+    assert isinstance(held, memoryview)
+    # a new buffer, not the larger one ``first`` holds
+    assert len(cast(bytearray, held.obj)) == len(small)
+    assert bytes(first) == big
+    del first
+    (second,) = _receive(decoder, framed(small))  # ``first`` is gone: its buffer again
+    assert isinstance(second, memoryview)
+    assert len(cast(bytearray, second.obj)) == len(big)  # the buffer ``first`` had
+    assert len(second) == len(small)  # only the frame, not the longer buffer behind it
+    assert second.readonly
+    assert bytes(second) == small
+    assert bytes(held) == small
