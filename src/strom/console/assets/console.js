@@ -25,6 +25,7 @@ async function api(path, options) {
   } catch (error) {
     throw new Error(`cannot reach the console: ${error.message}`);
   }
+  if (answer.status === 401 && features.login) location.assign("/login");  // the session ended
   const body = answer.status === 204 ? null : await answer.json();
   if (!answer.ok) throw new Error(body && body.message ? body.message : answer.statusText);
   return body;
@@ -326,6 +327,29 @@ async function connectorsView() {
   });
 }
 
+async function sqlView() {
+  const s = await api("/api/console/sql");
+  const queries = s.queries.map((q) => `<tr data-query="${esc(q.id)}">
+      <td>${esc(q.id)}</td><td class="state ${q.state === "ERROR" ? "bad" : q.state === "RUNNING" ? "up" : ""}">${esc(q.state)}</td>
+      <td>${esc(q.sinks.join(", "))}</td><td class="muted">${esc(q.statement)}</td>
+      <td class="error bad">${esc(q.error ?? "")}</td>
+      <td><button type="button" data-terminate="${esc(q.id)}">terminate</button></td></tr>`);
+  const sources = s.sources.map((x) => `<tr data-source="${esc(x.name)}"><td>${esc(x.name)}</td>
+      <td>${esc(x.kind)}</td><td>${esc(x.topic)}</td><td>${esc(x.key_format)}</td><td>${esc(x.value_format)}</td></tr>`);
+  page.innerHTML = `<h1>SQL</h1>
+    <h2>Persistent queries</h2>
+    ${table("queries", ["Query", "State", "Sinks", "Statement", "Error", ""], queries.length ? queries : ['<tr><td colspan="6" class="muted">none</td></tr>'])}
+    <p><span id="query-result" class="result muted"></span></p>
+    <h2>Streams and tables</h2>
+    ${table("sources", ["Name", "Kind", "Topic", "Key format", "Value format"], sources)}`;
+  page.querySelectorAll("#queries button").forEach((b) => {
+    b.onclick = () => act("query-result", async () => {
+      await api(`/api/console/sql/queries/${encodeURIComponent(b.dataset.terminate)}/terminate`, { method: "POST" });
+      return `terminated ${b.dataset.terminate}`;
+    }).then(schedule);
+  });
+}
+
 async function render() {
   const [, view, name] = (location.hash || "#/cluster").split("/").map(decodeURIComponent);
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.page === view));
@@ -339,6 +363,7 @@ async function render() {
     else if (view === "schemas" && name) await schemaView(name);
     else if (view === "schemas") await schemasView();
     else if (view === "connectors") await connectorsView();
+    else if (view === "sql") await sqlView();
     else await clusterView();
     if (kept) restoreInputs(kept);
     renderedHash = location.hash;
@@ -359,6 +384,8 @@ api("/api/console/features").then((f) => {
   features = f;
   document.getElementById("nav-schemas").hidden = !f.schemas;
   document.getElementById("nav-connectors").hidden = !f.connectors;
+  document.getElementById("nav-sql").hidden = !f.sql;
+  document.getElementById("logout").hidden = !f.login;
 }).catch(() => {}).finally(() => {  // without them, the pages for strom itself still work
   window.addEventListener("hashchange", () => {
     page.innerHTML = '<p class="muted">loading</p>';  // no button of the page left acts meanwhile
