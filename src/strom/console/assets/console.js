@@ -5,7 +5,6 @@
 const REFRESH_MS = 2000;
 const LAG_POINTS = 90;
 const lagHistory = {};  // group -> its total lag at each refresh, for the chart
-const metricsHistory = [];  // the nodes' metrics at each refresh of the cluster page
 let features = {};
 const resetPlans = {};  // group -> the dry run of a reset, shown until applied
 let clusterId = null;
@@ -96,11 +95,11 @@ async function clusterView() {
 
 function ms(value) { return value === undefined ? "-" : value.toFixed(1); }
 
-// Throughput (rates between refreshes of the nodes' totals) and Produce/Fetch p99 latency.
+// Throughput (rates between samples of the nodes' totals) and Produce/Fetch p99 latency, over
+// the samples of the last minutes the console keeps.
 async function metricsView() {
   const m = await api("/api/console/metrics");
-  metricsHistory.push({ at: Date.now() / 1000, ...m });
-  if (metricsHistory.length > LAG_POINTS) metricsHistory.shift();
+  const metricsHistory = m.history;
   const rates = (name) => metricsHistory.slice(1).map((now, i) => {
     const before = metricsHistory[i];
     return Math.max(0, now.totals[name] - before.totals[name]) / Math.max(0.001, now.at - before.at);
