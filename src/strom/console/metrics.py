@@ -88,8 +88,8 @@ def metrics_routes(urls: Sequence[str]) -> list[Route]:
         texts = [t for t in found if isinstance(t, str)]
         errors = [f"{url}: {error}" for url, error in zip(urls, found, strict=True)
                   if isinstance(error, BaseException)]  # fmt: skip
-        found = sample(texts)
+        latest = sample(texts)
         return json_response({"nodes": len(urls), "scraped": len(texts), "errors": errors,
-                              **found, "history": history.add(time.time(), found)})  # fmt: skip
+                              **latest, "history": history.add(time.time(), latest)})  # fmt: skip
 
     return [Route("/api/console/metrics", metrics)] if urls else []
