@@ -378,6 +378,10 @@ def test_throughput_and_latency_from_the_nodes_metrics_are_charted(
                what="the throughput chart")  # fmt: skip
     assert float(_text(browser, "#produce-p99")) >= 0
     assert "records/s" in _text(browser, "main")
+    browser.refresh()  # the console kept the samples: the page loaded again charts them at once
+    eventually(lambda: _text(browser, "#messages-in-total").isdigit(), seconds=PAGE_S,
+               what="the cluster page loaded again")  # fmt: skip
+    assert browser.find_elements("id", "throughput-chart")
 
 
 def test_a_killed_broker_shows_as_down_with_its_partitions_under_replicated(

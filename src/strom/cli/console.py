@@ -22,6 +22,10 @@ __all__ = ["console"]
             "console.connect.url",
             "A Kafka Connect cluster: its connectors on the Connectors page.",
         ),
+        "sql": (
+            "console.sql.url",
+            "A SQL server (strom sql, or ksqlDB): its queries, streams and tables on the SQL page.",
+        ),
         "metrics": (
             "console.metrics.urls",
             "The nodes' metrics (comma-separated /metrics URLs): throughput and latency charts.",

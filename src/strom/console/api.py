@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Mapping
+from concurrent.futures import wait
 from typing import Any, Final
 
 from confluent_kafka import Consumer as KafkaConsumer
@@ -144,12 +145,14 @@ def console_api(context: ProxyContext) -> list[Route]:
         keys = [TopicPartition(p.topic, p.partition) for p in parts if not p.offline]
         earliest = admin.list_offsets(dict.fromkeys(keys, EARLIEST))
         latest = admin.list_offsets(dict.fromkeys(keys, LATEST))
+        # all awaited at once: one await a partition costs a turn of the loop each
+        await blocking(wait, [*earliest.values(), *latest.values()])
         found = {}
         for tp in keys:
             try:
                 found[(tp.topic, tp.partition)] = (
-                    (await result(earliest[tp])).offset,
-                    (await result(latest[tp])).offset,
+                    earliest[tp].result().offset,
+                    latest[tp].result().offset,
                 )
             except KafkaException:
                 continue  # a partition without a leader right now

@@ -1,7 +1,7 @@
-"""The console's server: the page and its assets, the console's API (with the Schemas and
-Connectors pages', over the services given), and the REST proxy's API
+"""The console's server: the page and its assets, the console's API (with the Schemas,
+Connectors and SQL pages', over the services given), and the REST proxy's API
 the page also calls, on one listener (the proxy's settings: TLS, basic authentication with
-principal propagation, the clients' security)."""
+principal propagation, the clients' security), behind a login page when users are configured."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from starlette.routing import BaseRoute, Route
 
 from strom.console.api import console_api
 from strom.console.connectors import connector_routes
+from strom.console.login import LoginPages
 from strom.console.metrics import metrics_routes
 from strom.console.registry import registry_routes
 from strom.console.services import Services
-from strom.rest.app import RestProxy
+from strom.console.sql import sql_routes
+from strom.rest.app import RestProxy, basic_auth
 from strom.rest.context import ProxyContext
 from strom.rest.errors import not_found
 from strom.rest.settings import RestSettings
@@ -46,12 +48,16 @@ async def _asset(request: Request) -> Response:
     return FileResponse(path, media_type=_MEDIA_TYPES[path.suffix])
 
 
-def page_routes(context: ProxyContext, services: Services) -> list[BaseRoute]:
+def page_routes(
+    context: ProxyContext, services: Services, *, login: bool = False
+) -> list[BaseRoute]:
     async def features(request: Request) -> Response:
-        """Which of the pages for services beside strom to show."""
+        """Which of the pages for services beside strom to show, and whether to offer a
+        logout."""
         return json_response({"schemas": services.registry is not None,
                               "connectors": services.connect is not None,
-                              "metrics": bool(services.metrics)})  # fmt: skip
+                              "sql": services.sql is not None,
+                              "metrics": bool(services.metrics), "login": login})  # fmt: skip
 
     return [
         Route("/", _index),
@@ -60,15 +66,23 @@ def page_routes(context: ProxyContext, services: Services) -> list[BaseRoute]:
         *console_api(context),
         *registry_routes(services.registry),
         *connector_routes(services.connect),
+        *sql_routes(services.sql),
         *metrics_routes(services.metrics),
     ]
 
 
 class Console(RestProxy):
-    """A started console: ``url`` is where its page is."""
+    """A started console: ``url`` is where its page is. With basic authentication's users
+    configured, a login page stands in front of it (``LoginPages``)."""
 
     def __init__(self, settings: RestSettings, services: Services | None = None) -> None:
         given = services or Services(registry=settings.schema_registry_url)
+        auth = basic_auth(settings)
         super().__init__(
-            settings, extra_routes=lambda context: page_routes(context, given), name="console-http"
+            settings,
+            extra_routes=lambda context: page_routes(context, given, login=auth is not None),
+            name="console-http",
         )
+        if auth is not None:
+            secure = settings.listener.scheme == "https"
+            self._app = LoginPages(self._app, auth=auth, secure=secure)

@@ -1,6 +1,6 @@
 """The services beside strom that the console's pages talk to over HTTP (a schema registry, a
-Kafka Connect cluster, the nodes' metrics listeners): where they are, and one small client that
-answers with their JSON or raises their error as one line (``RestError``)."""
+Kafka Connect cluster, a SQL server, the nodes' metrics listeners): where they are, and one
+small client that answers with their JSON or raises their error as one line (``RestError``)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,14 @@ TIMEOUT_S: Final = 10.0
 
 @dataclass(frozen=True)
 class Services:
-    """The URLs of the services given (``--registry``, ``--connect``, ``--metrics``)."""
+    """The URLs of the services given (``--registry``, ``--connect``, ``--metrics``,
+    ``--sql``)."""
 
     registry: str | None = None
     connect: str | None = None
     metrics: tuple[str, ...] = ()
     """The nodes' metrics listeners' ``/metrics`` URLs."""
+    sql: str | None = None
 
     @classmethod
     def from_properties(cls, values: Mapping[str, str]) -> Services:
@@ -33,6 +35,7 @@ class Services:
             registry=values.get("schema.registry.url") or None,
             connect=values.get("console.connect.url") or None,
             metrics=tuple(url.strip() for url in metrics if url.strip()),
+            sql=values.get("console.sql.url") or None,
         )
 
 

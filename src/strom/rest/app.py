@@ -10,6 +10,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
 
 from strom.registry.codec import RegistryCodec
 from strom.rest.context import ProxyContext
@@ -28,7 +29,7 @@ from strom.web.http import create_app as web_app
 from strom.web.security import jaas_users, listener_ssl_context
 from strom.web.server import HttpServer
 
-__all__ = ["ExtraRoutes", "RestProxy", "create_app", "rest_error"]
+__all__ = ["ExtraRoutes", "RestProxy", "basic_auth", "create_app", "rest_error"]
 
 log = logging.getLogger("strom.rest")
 request_log = logging.getLogger("strom.rest.requests")
@@ -42,6 +43,15 @@ async def rest_error(request: Request, error: Exception) -> Response:
 
 ExtraRoutes = Callable[[ProxyContext], Sequence[BaseRoute]]
 """Routes a service built on the proxy serves beside (and before) the proxy's own."""
+
+
+def basic_auth(settings: RestSettings) -> BasicAuth | None:
+    """The listener's basic authentication (``authentication.method=BASIC``), if any."""
+    if not settings.jaas_config:
+        return None
+    return BasicAuth(
+        settings.realm, jaas_users(settings.jaas_config, settings.realm), settings.roles
+    )
 
 
 async def _root(request: Request) -> Response:
@@ -89,18 +99,12 @@ class RestProxy:
         extra_routes: ExtraRoutes | None = None,
         name: str = "rest-http",
     ) -> None:
-        auth = (
-            BasicAuth(
-                settings.realm, jaas_users(settings.jaas_config, settings.realm), settings.roles
-            )
-            if settings.jaas_config
-            else None
-        )
+        auth = basic_auth(settings)
         tls = listener_ssl_context(settings.listener_tls) if settings.listener_tls else None
         settings.client_config()  # a client setting that cannot be used fails the start
         self._clients = KafkaClients(settings)
         self._consumers = ConsumerInstances(self._clients.config, settings.consumer_idle_ms)
-        self._app = create_app(
+        self._app: ASGIApp = create_app(
             settings, self._clients, self._consumers, auth=auth, extra_routes=extra_routes
         )
         self._http = HttpServer(settings.listener, ssl_context=tls, name=name)

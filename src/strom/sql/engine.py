@@ -618,6 +618,7 @@ class Engine:
             state=query.state,
             kind="PERSISTENT",
             overridden={},
+            error=query.run.error if query.state == "ERROR" else "",
         )
 
     def _explain_statement(self, text: str, s: st.Statement, props: Mapping[str, Any]) -> Json:

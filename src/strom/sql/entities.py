@@ -201,10 +201,12 @@ def query_description(
     state: str | None,
     kind: str,
     overridden: Mapping[str, Any],
+    error: str = "",
 ) -> Json:
     """`EXPLAIN` (ksqlDB's `queryDescription`). Spark's plans stand where ksqlDB shows its
     Kafka Streams topology (`topology`: the physical plan) and its own plan (`executionPlan`:
-    every stage, parsed to physical); `state` is None for a statement that is not running."""
+    every stage, parsed to physical); `state` is None for a statement that is not running;
+    `error`: the query's last failure (ksqlDB's `queryErrors`)."""
     return {
         "@type": "queryDescription",
         "statementText": text,
@@ -220,7 +222,7 @@ def query_description(
             "overriddenProperties": dict(overridden),
             "ksqlHostQueryStatus": {},
             "queryType": kind,
-            "queryErrors": [],
+            "queryErrors": [{"errorMessage": error, "type": "UNKNOWN"}] if error else [],
             "tasksMetadata": [],
             "state": state,
         },

@@ -4,7 +4,7 @@ and per API the slowest node's 99th percentile."""
 
 from __future__ import annotations
 
-from strom.console.metrics import sample
+from strom.console.metrics import History, sample
 
 NODE = """\
 # TYPE kafka_server_brokertopicmetrics_messagesin_total counter
@@ -28,3 +28,12 @@ def test_totals_add_up_over_nodes_and_latency_is_the_slowest_nodes() -> None:
 def test_no_scrapes_is_nothing_yet() -> None:
     assert sample([]) == {"totals": {"messages_in": 0.0, "bytes_in": 0.0, "bytes_out": 0.0},
                           "p99_ms": {}}  # fmt: skip
+
+
+def test_history_keeps_the_last_minutes_one_sample_a_gap() -> None:
+    history = History(window_s=10.0, gap_s=1.0)
+    history.add(100.0, {"n": 1})
+    assert history.add(100.4, {"n": 2}) == [{"at": 100.0, "n": 2}]  # too close: the latest kept
+    assert [s["n"] for s in history.add(101.0, {"n": 3})] == [2, 3]
+    kept = history.add(110.5, {"n": 4})
+    assert [(s["at"], s["n"]) for s in kept] == [(101.0, 3), (110.5, 4)]  # 100.0 is too old

@@ -5,7 +5,6 @@
 const REFRESH_MS = 2000;
 const LAG_POINTS = 90;
 const lagHistory = {};  // group -> its total lag at each refresh, for the chart
-const metricsHistory = [];  // the nodes' metrics at each refresh of the cluster page
 let features = {};
 const resetPlans = {};  // group -> the dry run of a reset, shown until applied
 let clusterId = null;
@@ -25,6 +24,7 @@ async function api(path, options) {
   } catch (error) {
     throw new Error(`cannot reach the console: ${error.message}`);
   }
+  if (answer.status === 401 && features.login) location.assign("/login");  // the session ended
   const body = answer.status === 204 ? null : await answer.json();
   if (!answer.ok) throw new Error(body && body.message ? body.message : answer.statusText);
   return body;
@@ -95,11 +95,11 @@ async function clusterView() {
 
 function ms(value) { return value === undefined ? "-" : value.toFixed(1); }
 
-// Throughput (rates between refreshes of the nodes' totals) and Produce/Fetch p99 latency.
+// Throughput (rates between samples of the nodes' totals) and Produce/Fetch p99 latency, over
+// the samples of the last minutes the console keeps.
 async function metricsView() {
   const m = await api("/api/console/metrics");
-  metricsHistory.push({ at: Date.now() / 1000, ...m });
-  if (metricsHistory.length > LAG_POINTS) metricsHistory.shift();
+  const metricsHistory = m.history;
   const rates = (name) => metricsHistory.slice(1).map((now, i) => {
     const before = metricsHistory[i];
     return Math.max(0, now.totals[name] - before.totals[name]) / Math.max(0.001, now.at - before.at);
@@ -326,6 +326,29 @@ async function connectorsView() {
   });
 }
 
+async function sqlView() {
+  const s = await api("/api/console/sql");
+  const queries = s.queries.map((q) => `<tr data-query="${esc(q.id)}">
+      <td>${esc(q.id)}</td><td class="state ${q.state === "ERROR" ? "bad" : q.state === "RUNNING" ? "up" : ""}">${esc(q.state)}</td>
+      <td>${esc(q.sinks.join(", "))}</td><td class="muted">${esc(q.statement)}</td>
+      <td class="error bad">${esc(q.error ?? "")}</td>
+      <td><button type="button" data-terminate="${esc(q.id)}">terminate</button></td></tr>`);
+  const sources = s.sources.map((x) => `<tr data-source="${esc(x.name)}"><td>${esc(x.name)}</td>
+      <td>${esc(x.kind)}</td><td>${esc(x.topic)}</td><td>${esc(x.key_format)}</td><td>${esc(x.value_format)}</td></tr>`);
+  page.innerHTML = `<h1>SQL</h1>
+    <h2>Persistent queries</h2>
+    ${table("queries", ["Query", "State", "Sinks", "Statement", "Error", ""], queries.length ? queries : ['<tr><td colspan="6" class="muted">none</td></tr>'])}
+    <p><span id="query-result" class="result muted"></span></p>
+    <h2>Streams and tables</h2>
+    ${table("sources", ["Name", "Kind", "Topic", "Key format", "Value format"], sources)}`;
+  page.querySelectorAll("#queries button").forEach((b) => {
+    b.onclick = () => act("query-result", async () => {
+      await api(`/api/console/sql/queries/${encodeURIComponent(b.dataset.terminate)}/terminate`, { method: "POST" });
+      return `terminated ${b.dataset.terminate}`;
+    }).then(schedule);
+  });
+}
+
 async function render() {
   const [, view, name] = (location.hash || "#/cluster").split("/").map(decodeURIComponent);
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.page === view));
@@ -339,6 +362,7 @@ async function render() {
     else if (view === "schemas" && name) await schemaView(name);
     else if (view === "schemas") await schemasView();
     else if (view === "connectors") await connectorsView();
+    else if (view === "sql") await sqlView();
     else await clusterView();
     if (kept) restoreInputs(kept);
     renderedHash = location.hash;
@@ -359,6 +383,8 @@ api("/api/console/features").then((f) => {
   features = f;
   document.getElementById("nav-schemas").hidden = !f.schemas;
   document.getElementById("nav-connectors").hidden = !f.connectors;
+  document.getElementById("nav-sql").hidden = !f.sql;
+  document.getElementById("logout").hidden = !f.login;
 }).catch(() => {}).finally(() => {  // without them, the pages for strom itself still work
   window.addEventListener("hashchange", () => {
     page.innerHTML = '<p class="muted">loading</p>';  // no button of the page left acts meanwhile
