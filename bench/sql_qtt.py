@@ -43,9 +43,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
+from kafka import KafkaProducer
 
 import strom.spark
 from strom.sql.errors import SqlSyntaxError
@@ -306,17 +307,19 @@ def run_case(case: Case, bootstrap: str, server_for: Any, wait: float) -> str | 
         for statement in case.statements:
             ksql(api, statement, body.get("properties"))
         by_topic, by_name = shapes(api)
-        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        # kafka-python: librdkafka reads a timestamp of 0 (QTT's default) as "now"
+        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
         for record in body.get("inputs", []):
             shape = by_topic.get(record["topic"])
             key_fmt, value_fmt = (shape.key_format, shape.value_format) if shape else ("KAFKA",) * 2
-            producer.produce(
+            producer.send(
                 record["topic"],
-                encode(record.get("value"), value_fmt, shape.values if shape else ()),
-                encode(record.get("key"), key_fmt, shape.keys if shape else ()),
-                timestamp=record.get("timestamp", 0) or 0,
+                value=encode(record.get("value"), value_fmt, shape.values if shape else ()),
+                key=encode(record.get("key"), key_fmt, shape.keys if shape else ()),
+                timestamp_ms=record.get("timestamp", 0) or 0,
             )
         producer.flush(30)
+        producer.close()
         expected_by_topic: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
         for record in body["outputs"]:
             expected_by_topic[record["topic"]].append(record)
@@ -335,8 +338,12 @@ def run_case(case: Case, bootstrap: str, server_for: Any, wait: float) -> str | 
                 problem = compare(actual, normalized(expected), shape.table)
                 if problem is not None:
                     problems.append(f"{topic}: {problem}")
-            if not problems or time.monotonic() > deadline:
-                return "; ".join(problems) or None
+            if not problems:
+                return None
+            if time.monotonic() > deadline:
+                queries = ksql(api, "SHOW QUERIES;")[0]["queries"]
+                states = {q["id"]: q["state"] for q in queries if q["state"] != "RUNNING"}
+                return "; ".join(problems) + (f" (queries {states})" if states else "")
             time.sleep(1)
 
 
@@ -355,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("directory", type=Path, help="the query-validation-tests JSON files")
     parser.add_argument("--files", nargs="*", default=["*.json"], help="file name globs")
     parser.add_argument("--limit", type=int, default=None, help="at most N cases run per file")
-    parser.add_argument("--wait", type=float, default=20.0, help="seconds to wait for outputs")
+    parser.add_argument("--wait", type=float, default=60.0, help="seconds to wait for outputs")
     args = parser.parse_args(argv)
     paths = sorted(
         p

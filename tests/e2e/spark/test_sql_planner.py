@@ -5,6 +5,7 @@ streaming queries themselves run in test_sql_server.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -140,6 +141,24 @@ def test_delimited_values(spark: SparkSession) -> None:
     plan = plan_query(statement.query, frame, {source.name: source})
     row = sink_frame(plan, source).collect()[0]
     assert (bytes(row.key), row.value) == ((b"\x00\x00\x00\x03"), "cy,1.5,")
+
+
+def test_delimited_values_with_commas_or_quotes_are_quoted(spark: SparkSession) -> None:
+    """As ksqlDB's CSV printer (QTT's project-filter "project string with embedded code")."""
+    statement = parse_statement(
+        "CREATE STREAM notes (id INT KEY, a STRING, b STRING, c STRING) "
+        "WITH (KAFKA_TOPIC='notes', VALUE_FORMAT='JSON');"
+    )
+    assert isinstance(statement, st.CreateSource)
+    source = declared_source(statement)
+    value = b'{"a": "say \\"hi\\"", "b": "x,y", "c": "plain"}'
+    frame = _frame(spark, source, [(b"\x00\x00\x00\x03", value, 0, 0)])
+    query = parse_statement("SELECT * FROM notes;")
+    assert isinstance(query, st.QueryStatement)
+    plan = plan_query(query.query, frame, {source.name: source})
+    sink = replace(source, value_format="DELIMITED")
+    row = sink_frame(plan, sink).collect()[0]
+    assert row.value == '"say ""hi""","x,y",plain'
 
 
 @pytest.mark.parametrize(
