@@ -247,7 +247,7 @@ def actual_records(
         window: dict[str, int] = {}
         if windowed is not None and key is not None:  # ksqlDB's windowed key: key, start[, end]
             if windowed.get("type", "").upper() == "SESSION":
-                start, end = struct.unpack(">qq", key[-16:])
+                end, start = struct.unpack(">qq", key[-16:])
                 key, window = key[:-16], {"start": start, "end": end}
             else:
                 (start,) = struct.unpack(">q", key[-8:])

@@ -103,6 +103,22 @@ def test_group_by_aggregates_keyed_by_the_grouping(spark: SparkSession) -> None:
     assert written == [((b"eu"), '{"C":2,"TOTAL":3.5,"LAST":"bob"}')]
 
 
+@pytest.mark.parametrize(
+    ("sql", "timestamps"),
+    [
+        ("SELECT id, name FROM orders WHERE id > 0;", [1000, 80000]),
+        ("SELECT region, COUNT(*) AS c FROM orders GROUP BY region;", [70000, 80000]),
+    ],
+)
+def test_records_keep_their_rowtime(spark: SparkSession, sql: str, timestamps: list[int]) -> None:
+    """ksqlDB writes a row with its ROWTIME, an aggregate with its latest (QTT's timestamps)."""
+    source = _source()
+    statement = parse_statement(sql)
+    assert isinstance(statement, st.QueryStatement)
+    plan = plan_query(statement.query, _frame(spark, source, RECORDS), {source.name: source})
+    assert sorted(r.timestamp for r in sink_frame(plan, source).collect()) == timestamps
+
+
 def test_tumbling_windows_key_with_the_window_start(spark: SparkSession) -> None:
     written, _ = _run(
         spark,
