@@ -195,8 +195,11 @@ def ksql(api: httpx.Client, text: str, properties: Mapping[str, Any] | None = No
         },
     )
     if answer.status_code != 200:
-        message = answer.json().get("message", answer.text) if answer.text else answer.text
-        raise Refused(str(message).splitlines()[0][:100])
+        try:
+            message = str(answer.json().get("message"))
+        except ValueError:  # not ksqlDB's error body: a crash of the server
+            message = f"HTTP {answer.status_code}: {answer.text}"
+        raise Refused((message.splitlines() or [""])[0][:100])
     return answer.json()
 
 
@@ -285,6 +288,7 @@ def compare(
         expected = list({json.dumps(k, sort_keys=True): (k, v, t) for k, v, t in expected}.values())
         actual = sorted(actual, key=lambda r: json.dumps(r[0], sort_keys=True))
         expected = sorted(expected, key=lambda r: json.dumps(r[0], sort_keys=True))
+    expected = [(k, v, te or None) for k, v, te in expected]
     fixed = [
         (k, v, t if te else None) for (k, v, t), (_, _, te) in zip(actual, expected, strict=False)
     ]

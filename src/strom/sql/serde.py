@@ -122,7 +122,8 @@ def decode(data: Column, columns: Sequence[SqlColumn], fmt: str) -> list[Column]
         if t == ty.STRING:
             return [data.cast("string").alias(columns[0].name)]
         unsigned = F.conv(F.hex(data), 16, 10).cast("decimal(20,0)")
-        half = _TWO_32 // 2 if t == ty.INT else _TWO_64 // 2
+        # as decimal text: Py4J passes a Python int as a Java long, and 2**63 is none
+        half = F.lit(str(_TWO_32 // 2 if t == ty.INT else _TWO_64 // 2)).cast("decimal(20,0)")
         signed = F.when(unsigned >= half, unsigned - (half * 2)).otherwise(unsigned)
         return [signed.cast(spark_type(t)).alias(columns[0].name)]
     raise SqlSemanticError(f"The {fmt} format holds no columns.")

@@ -159,6 +159,18 @@ def test_delimited_values(spark: SparkSession) -> None:
     assert (bytes(row.key), row.value) == ((b"\x00\x00\x00\x03"), "cy,1.5,")
 
 
+def test_bigint_keys_in_kafka_format(spark: SparkSession) -> None:
+    """8-byte signed keys (QTT's tumbling-windows cases; 2**63 once crashed the plan)."""
+    statement = parse_statement(
+        "CREATE STREAM t (id BIGINT KEY, v BIGINT) WITH (KAFKA_TOPIC='t', VALUE_FORMAT='JSON');"
+    )
+    assert isinstance(statement, st.CreateSource)
+    source = declared_source(statement)
+    keys = [b"\x00" * 7 + b"\x05", b"\xff" * 8, b"\x80" + b"\x00" * 7]
+    frame = _frame(spark, source, [(k, b'{"v": 1}', 0, 0) for k in keys])
+    assert [r.ID for r in frame.collect()] == [5, -1, -(2**63)]
+
+
 def test_delimited_values_with_commas_or_quotes_are_quoted(spark: SparkSession) -> None:
     """As ksqlDB's CSV printer (QTT's project-filter "project string with embedded code")."""
     statement = parse_statement(
