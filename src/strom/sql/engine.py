@@ -447,6 +447,8 @@ class Engine:
         # keyed records go to the partition Java's producers (and ksqlDB) would pick: murmur2
         given = {**self.settings.spark_options(), "kafka.partitioner": "murmur2_random"}
         options: dict[str, Any] = {name.replace(".", "_"): value for name, value in given.items()}
+        if "timestamp" in frame.columns:  # each record's ROWTIME, as ksqlDB writes it
+            options["includeTimestamp"] = "true"
         checkpoint = str(self.settings.checkpoint(query_id))
 
         def start() -> StreamingQuery:

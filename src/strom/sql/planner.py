@@ -41,6 +41,7 @@ __all__ = [
 
 PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET")
 _WINDOW = "__WINDOW"
+_ROWTIME = "__ROWTIME"
 _EVENT_TIME = "__TIME"
 DEFAULT_GRACE_MS = 86_400_000
 """ksqlDB's grace period of a window that names none: 24 hours."""
@@ -142,7 +143,7 @@ def plan_query(
     if not aggregate:
         if query.having is not None:
             raise SqlSemanticError("HAVING requires GROUP BY.")
-        return Plan(frame.select(*exprs), columns, False, False)
+        return Plan(frame.select(*exprs, *_rowtime(frame, F.col)), columns, False, False)
     if source.kind is st.SourceKind.TABLE:
         raise SqlSemanticError("Aggregating a TABLE is not supported on Spark yet.")
     if not query.group_by:
@@ -157,7 +158,7 @@ def plan_query(
             )
         frame = frame.withColumn(_WINDOW, _window(query.window, final))
         grouping.insert(0, F.col(_WINDOW))
-    aggregated = [*exprs]
+    aggregated = [*exprs, *_rowtime(frame, F.max)]
     if query.having is not None:
         aggregated.append(compiler.compile(query.having).alias("__HAVING"))
     out = frame.groupBy(*grouping).agg(*aggregated)
@@ -170,7 +171,14 @@ def plan_query(
         )
         out = out.withColumn(_WINDOW, bounds)
     kept = [column(c.name) for c in columns] + ([F.col(_WINDOW)] if windowed else [])
+    kept += [F.col(_ROWTIME)] if _ROWTIME in out.columns else []
     return Plan(out.select(*kept), columns, True, windowed, final, session)
+
+
+def _rowtime(frame: DataFrame, pick: Callable[[str], Column]) -> list[Column]:
+    """The output record's timestamp as ksqlDB sets it (a row's ROWTIME; an aggregate's
+    latest), where the frame has ROWTIME (a join's frame names it by alias: none)."""
+    return [pick("ROWTIME").alias(_ROWTIME)] if "ROWTIME" in frame.columns else []
 
 
 def _window(window: st.WindowExpression, final: bool) -> Column:
@@ -284,7 +292,7 @@ def _bound(e: ex.Expression, compiler: Compiler, session_gap: int) -> Column:
 def sink_frame(plan: Plan, sink: DataSource) -> DataFrame:
     """The plan's rows as the sink writes them: `key` (when the sink has key columns, with the
     window's start after it as ksqlDB's time-windowed keys, its end and start after it as its
-    session-windowed keys) and `value`."""
+    session-windowed keys), `value`, and `timestamp` (ms) where the plan has the rows' ROWTIME."""
     keys = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if c.key]
     values = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if not c.key]
     out = [
@@ -299,4 +307,6 @@ def sink_frame(plan: Plan, sink: DataSource) -> DataFrame:
             ]
             key = F.concat(key, *longs)
         out.insert(0, key.alias("key"))
+    if _ROWTIME in plan.frame.columns:
+        out.append(F.col(_ROWTIME).alias("timestamp"))
     return plan.frame.select(*out)

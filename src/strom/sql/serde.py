@@ -4,7 +4,8 @@ columns as Spark expressions (no Python per record):
 - JSON: an object whose fields are the columns (names matched case-insensitively on read, as
   ksqlDB does, so the object is read as a map first: Spark's JSON reader matches names
   exactly; written as the columns are named, NULLs included).
-- DELIMITED: the columns' values in order, separated by commas.
+- DELIMITED: the columns' values in order, separated by commas (a value holding a comma, a
+  quote or a line break written in double quotes, as CSV).
 - KAFKA: one column, as Kafka's own serializers write it: a STRING as UTF-8, an INTEGER as 4
   big-endian bytes, a BIGINT as 8.
 - JSON_SR: JSON in Confluent's schema-registry wire format: the magic byte 0 and the 4-byte
@@ -61,6 +62,14 @@ def _check_delimited(columns: Sequence[SqlColumn]) -> None:
         if isinstance(c.type, ty.ArrayType | ty.MapType | ty.StructType):
             kind = type(c.type).__name__.removesuffix("Type").upper()
             raise SqlSemanticError(f"The 'DELIMITED' format does not support type '{kind}'")
+
+
+def _delimited_field(value: Column) -> Column:
+    """A value as a DELIMITED field, as ksqlDB's CSV printer writes it: NULL as nothing, and
+    one holding a comma, a double quote or a line break in double quotes, its quotes doubled."""
+    text = value.cast("string")
+    quoted = F.concat(F.lit('"'), F.replace(text, F.lit('"'), F.lit('""')), F.lit('"'))
+    return F.coalesce(F.when(text.rlike('[",\\r\\n]'), quoted).otherwise(text), F.lit(""))
 
 
 def _from_text(text: Column, t: ty.SqlType) -> Column:
@@ -137,7 +146,8 @@ def decode(
         if t == ty.STRING:
             return [data.cast("string").alias(columns[0].name)]
         unsigned = F.conv(F.hex(data), 16, 10).cast("decimal(20,0)")
-        half = _TWO_32 // 2 if t == ty.INT else _TWO_64 // 2
+        # as decimal text: Py4J passes a Python int as a Java long, and 2**63 is none
+        half = F.lit(str(_TWO_32 // 2 if t == ty.INT else _TWO_64 // 2)).cast("decimal(20,0)")
         signed = F.when(unsigned >= half, unsigned - (half * 2)).otherwise(unsigned)
         return [signed.cast(spark_type(t)).alias(columns[0].name)]
     raise SqlSemanticError(f"The {fmt} format holds no columns.")
@@ -168,9 +178,7 @@ def encode(
         return F.concat(F.lit(frame(schema_id, b"")), F.encode(text, "UTF-8"))
     if fmt == "DELIMITED":
         _check_delimited(columns)
-        return F.concat_ws(
-            ",", *[F.coalesce(column(c.name).cast("string"), F.lit("")) for c in columns]
-        )
+        return F.concat_ws(",", *[_delimited_field(column(c.name)) for c in columns])
     if fmt == "KAFKA":
         t = _kafka_type(columns)
         value = column(columns[0].name)

@@ -5,6 +5,7 @@ streaming queries themselves run in test_sql_server.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -102,6 +103,22 @@ def test_group_by_aggregates_keyed_by_the_grouping(spark: SparkSession) -> None:
     assert written == [((b"eu"), '{"C":2,"TOTAL":3.5,"LAST":"bob"}')]
 
 
+@pytest.mark.parametrize(
+    ("sql", "timestamps"),
+    [
+        ("SELECT id, name FROM orders WHERE id > 0;", [1000, 80000]),
+        ("SELECT region, COUNT(*) AS c FROM orders GROUP BY region;", [70000, 80000]),
+    ],
+)
+def test_records_keep_their_rowtime(spark: SparkSession, sql: str, timestamps: list[int]) -> None:
+    """ksqlDB writes a row with its ROWTIME, an aggregate with its latest (QTT's timestamps)."""
+    source = _source()
+    statement = parse_statement(sql)
+    assert isinstance(statement, st.QueryStatement)
+    plan = plan_query(statement.query, _frame(spark, source, RECORDS), {source.name: source})
+    assert sorted(r.timestamp for r in sink_frame(plan, source).collect()) == timestamps
+
+
 def test_tumbling_windows_key_with_the_window_start(spark: SparkSession) -> None:
     written, _ = _run(
         spark,
@@ -140,6 +157,36 @@ def test_delimited_values(spark: SparkSession) -> None:
     plan = plan_query(statement.query, frame, {source.name: source})
     row = sink_frame(plan, source).collect()[0]
     assert (bytes(row.key), row.value) == ((b"\x00\x00\x00\x03"), "cy,1.5,")
+
+
+def test_bigint_keys_in_kafka_format(spark: SparkSession) -> None:
+    """8-byte signed keys (QTT's tumbling-windows cases; 2**63 once crashed the plan)."""
+    statement = parse_statement(
+        "CREATE STREAM t (id BIGINT KEY, v BIGINT) WITH (KAFKA_TOPIC='t', VALUE_FORMAT='JSON');"
+    )
+    assert isinstance(statement, st.CreateSource)
+    source = declared_source(statement)
+    keys = [b"\x00" * 7 + b"\x05", b"\xff" * 8, b"\x80" + b"\x00" * 7]
+    frame = _frame(spark, source, [(k, b'{"v": 1}', 0, 0) for k in keys])
+    assert [r.ID for r in frame.collect()] == [5, -1, -(2**63)]
+
+
+def test_delimited_values_with_commas_or_quotes_are_quoted(spark: SparkSession) -> None:
+    """As ksqlDB's CSV printer (QTT's project-filter "project string with embedded code")."""
+    statement = parse_statement(
+        "CREATE STREAM notes (id INT KEY, a STRING, b STRING, c STRING) "
+        "WITH (KAFKA_TOPIC='notes', VALUE_FORMAT='JSON');"
+    )
+    assert isinstance(statement, st.CreateSource)
+    source = declared_source(statement)
+    value = b'{"a": "say \\"hi\\"", "b": "x,y", "c": "plain"}'
+    frame = _frame(spark, source, [(b"\x00\x00\x00\x03", value, 0, 0)])
+    query = parse_statement("SELECT * FROM notes;")
+    assert isinstance(query, st.QueryStatement)
+    plan = plan_query(query.query, frame, {source.name: source})
+    sink = replace(source, value_format="DELIMITED")
+    row = sink_frame(plan, sink).collect()[0]
+    assert row.value == '"say ""hi""","x,y",plain'
 
 
 @pytest.mark.parametrize(
