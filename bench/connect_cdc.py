@@ -22,21 +22,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
 from confluent_kafka import Consumer
 
-import strom.spark
+from bench.spark_run import spark_and_scratch
 from strom.testing import Broker
 from strom.testing.connect import Connect
 from strom.testing.postgres import Postgres
@@ -82,79 +79,72 @@ def _percentile(values: Sequence[float], share: float) -> float:
 
 
 def run(rate: float, seconds: float, poll_ms: int) -> dict[str, Any]:
-    spark = strom.spark.session(
-        master="local[2]", app_name="strom-bench", conf={"spark.ui.showConsoleProgress": "false"}
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    data = Path(tempfile.mkdtemp(prefix="strom-bench-"))
-    try:
-        with Postgres.start() as postgres, Broker(process=True, data_dir=data) as broker:
-            with psycopg.connect(postgres.conninfo, autocommit=True) as db:
-                db.execute("CREATE TABLE bench_cdc (id int PRIMARY KEY, changed_ns bigint)")
-                db.execute(
-                    "INSERT INTO bench_cdc SELECT n, 0 FROM generate_series(0, %s) n", (ROWS,)
-                )
-            topic = "cdc.public.bench_cdc"
-            config = {
-                "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-                "database.hostname": postgres.host,
-                "database.port": str(postgres.port),
-                "database.user": "postgres",
-                "database.password": "",
-                "database.dbname": postgres.database,
-                "topic.prefix": "cdc",
-                "table.include.list": "public.bench_cdc",
-                "snapshot.mode": "never",
-                "poll.interval.ms": str(poll_ms),
-                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-                "value.converter.schemas.enable": "false",
+    with (
+        spark_and_scratch() as (spark, data),
+        Postgres.start() as postgres,
+        Broker(process=True, data_dir=data) as broker,
+    ):
+        with psycopg.connect(postgres.conninfo, autocommit=True) as db:
+            db.execute("CREATE TABLE bench_cdc (id int PRIMARY KEY, changed_ns bigint)")
+            db.execute("INSERT INTO bench_cdc SELECT n, 0 FROM generate_series(0, %s) n", (ROWS,))
+        topic = "cdc.public.bench_cdc"
+        config = {
+            "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            "database.hostname": postgres.host,
+            "database.port": str(postgres.port),
+            "database.user": "postgres",
+            "database.password": "",
+            "database.dbname": postgres.database,
+            "topic.prefix": "cdc",
+            "table.include.list": "public.bench_cdc",
+            "snapshot.mode": "never",
+            "poll.interval.ms": str(poll_ms),
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+        }
+        consumer = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "group.id": "bench-cdc",
+                "auto.offset.reset": "earliest",
+                "fetch.wait.max.ms": 10,
             }
-            consumer = Consumer(
-                {
-                    "bootstrap.servers": broker.bootstrap_servers,
-                    "group.id": "bench-cdc",
-                    "auto.offset.reset": "earliest",
-                    "fetch.wait.max.ms": 10,
-                }
-            )
-            consumer.subscribe([topic])
-            with (
-                Connect(broker.bootstrap_servers, spark=lambda: spark) as worker,
-                httpx.Client(base_url=worker.url, timeout=60) as api,
-            ):
-                answer = api.post("/connectors", json={"name": "cdc", "config": config})
-                assert answer.status_code == 201, answer.text
-                _first_event(postgres, consumer)  # the query runs before the clock does
-                made: list[int] = []
-                writer = threading.Thread(target=_writer, args=(postgres, rate, seconds, made))
-                started_ns = time.time_ns()
-                writer.start()
-                latencies: list[float] = []
-                seen = 0
-                deadline = time.monotonic() + seconds + 30
-                while time.monotonic() < deadline and (writer.is_alive() or seen < made[0]):
-                    message: Any = consumer.poll(0.1)
-                    if message is None or message.error() is not None or message.value() is None:
-                        continue
-                    arrived = time.time_ns()
-                    event = json.loads(message.value())
-                    if event.get("op") != "u":
-                        continue
-                    seen += 1
-                    changed = int(event["after"]["changed_ns"])
-                    if changed - started_ns > WARM_UP_S * 1e9:
-                        latencies.append((arrived - changed) / 1e9)
-                writer.join()
-                consumer.close()
-                batches = [
-                    progress
-                    for query in spark.streams.active
-                    for progress in query.recentProgress
-                    if progress["numInputRows"]
-                ]
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
-        spark.stop()
+        )
+        consumer.subscribe([topic])
+        with (
+            Connect(broker.bootstrap_servers, spark=lambda: spark) as worker,
+            httpx.Client(base_url=worker.url, timeout=60) as api,
+        ):
+            answer = api.post("/connectors", json={"name": "cdc", "config": config})
+            assert answer.status_code == 201, answer.text
+            _first_event(postgres, consumer)  # the query runs before the clock does
+            made: list[int] = []
+            writer = threading.Thread(target=_writer, args=(postgres, rate, seconds, made))
+            started_ns = time.time_ns()
+            writer.start()
+            latencies: list[float] = []
+            seen = 0
+            deadline = time.monotonic() + seconds + 30
+            while time.monotonic() < deadline and (writer.is_alive() or seen < made[0]):
+                message: Any = consumer.poll(0.1)
+                if message is None or message.error() is not None or message.value() is None:
+                    continue
+                arrived = time.time_ns()
+                event = json.loads(message.value())
+                if event.get("op") != "u":
+                    continue
+                seen += 1
+                changed = int(event["after"]["changed_ns"])
+                if changed - started_ns > WARM_UP_S * 1e9:
+                    latencies.append((arrived - changed) / 1e9)
+            writer.join()
+            consumer.close()
+            batches = [
+                progress
+                for query in spark.streams.active
+                for progress in query.recentProgress
+                if progress["numInputRows"]
+            ]
     return {
         "made": made[0],
         "seen": seen,

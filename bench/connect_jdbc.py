@@ -24,19 +24,16 @@ How it measures:
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import httpx
 import psycopg
 from confluent_kafka import Producer
 
-import strom.spark
 from bench.connector_run import time_connector
+from bench.spark_run import spark_and_scratch
 from strom.testing import Broker
 from strom.testing.connect import Connect
 from strom.testing.postgres import Postgres
@@ -135,25 +132,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rows = QUICK if args.quick else FULL
     started = time.monotonic()
-    spark = strom.spark.session(
-        master="local[2]", app_name="strom-bench", conf={"spark.ui.showConsoleProgress": "false"}
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    data = Path(tempfile.mkdtemp(prefix="strom-bench-"))
-    try:
-        with Postgres.start() as postgres, Broker(process=True, data_dir=data) as broker:
-            fill(postgres, rows)
-            baseline = max(copy_baseline(postgres, rows) for _ in range(RUNS))
-            bootstrap = broker.bootstrap_servers
-            direct = max(copy_and_produce(postgres, bootstrap, rows, n) for n in range(RUNS))
-            with (
-                Connect(bootstrap, spark=lambda: spark) as worker,
-                httpx.Client(base_url=worker.url, timeout=60) as api,
-            ):
-                runs = [connector_run(api, postgres, bootstrap, n, rows) for n in range(RUNS)]
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
-        spark.stop()
+    with (
+        spark_and_scratch() as (spark, data),
+        Postgres.start() as postgres,
+        Broker(process=True, data_dir=data) as broker,
+    ):
+        fill(postgres, rows)
+        baseline = max(copy_baseline(postgres, rows) for _ in range(RUNS))
+        bootstrap = broker.bootstrap_servers
+        direct = max(copy_and_produce(postgres, bootstrap, rows, n) for n in range(RUNS))
+        with (
+            Connect(bootstrap, spark=lambda: spark) as worker,
+            httpx.Client(base_url=worker.url, timeout=60) as api,
+        ):
+            runs = [connector_run(api, postgres, bootstrap, n, rows) for n in range(RUNS)]
     best, startup = max(runs)
     mode = "quick" if args.quick else "full"
     print(f"\n{mode} run, {time.monotonic() - started:.0f} s, Python {sys.version.split()[0]}")

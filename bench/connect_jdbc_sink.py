@@ -27,12 +27,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -40,7 +37,7 @@ import psycopg
 from confluent_kafka import Consumer, Producer
 from pyspark.sql import SparkSession
 
-import strom.spark
+from bench.spark_run import spark_and_scratch
 from strom.testing import Broker
 from strom.testing.connect import Connect
 from strom.testing.postgres import Postgres
@@ -178,24 +175,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     records = QUICK if args.quick else FULL
     started = time.monotonic()
-    spark = strom.spark.session(
-        master="local[2]", app_name="strom-bench", conf={"spark.ui.showConsoleProgress": "false"}
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    data = Path(tempfile.mkdtemp(prefix="strom-bench-"))
-    try:
-        with Postgres.start() as postgres, Broker(process=True, data_dir=data) as broker:
-            bootstrap = broker.bootstrap_servers
-            fill(bootstrap, records)
-            direct = max(baseline(postgres, bootstrap, records, n) for n in range(RUNS))
-            with (
-                Connect(bootstrap, spark=lambda: spark) as worker,
-                httpx.Client(base_url=worker.url, timeout=60) as api,
-            ):
-                runs = [connector_run(spark, api, postgres, records, n) for n in range(RUNS)]
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
-        spark.stop()
+    with (
+        spark_and_scratch() as (spark, data),
+        Postgres.start() as postgres,
+        Broker(process=True, data_dir=data) as broker,
+    ):
+        bootstrap = broker.bootstrap_servers
+        fill(bootstrap, records)
+        direct = max(baseline(postgres, bootstrap, records, n) for n in range(RUNS))
+        with (
+            Connect(bootstrap, spark=lambda: spark) as worker,
+            httpx.Client(base_url=worker.url, timeout=60) as api,
+        ):
+            runs = [connector_run(spark, api, postgres, records, n) for n in range(RUNS)]
     best, whole = max(runs)
     mode = "quick" if args.quick else "full"
     print(f"\n{mode} run, {time.monotonic() - started:.0f} s, Python {sys.version.split()[0]}")

@@ -22,20 +22,17 @@ How it measures:
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-import strom.spark
 from bench.connector_run import time_connector
+from bench.spark_run import spark_and_scratch
 from strom.testing import Broker
 from strom.testing.connect import Connect
 
@@ -141,29 +138,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     records = QUICK if args.quick else FULL
     started = time.monotonic()
-    spark = strom.spark.session(
-        master="local[2]", app_name="strom-bench", conf={"spark.ui.showConsoleProgress": "false"}
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    base = Path(tempfile.mkdtemp(prefix="strom-bench-"))
-    try:
+    with (
+        spark_and_scratch() as (spark, base),
+        Broker(process=True, data_dir=base / "a") as a,
+        Broker(process=True, data_dir=base / "b") as b,
+    ):
+        source, target = a.bootstrap_servers, b.bootstrap_servers
+        topics = [f"bench-{n}" for n in range(2 * RUNS)]
+        for topic in topics:
+            fill(source, topic, records)
+        direct = max(direct_copy(source, target, t, records) for t in topics[:RUNS])
         with (
-            Broker(process=True, data_dir=base / "a") as a,
-            Broker(process=True, data_dir=base / "b") as b,
+            Connect(target, spark=lambda: spark) as worker,
+            httpx.Client(base_url=worker.url, timeout=60) as api,
         ):
-            source, target = a.bootstrap_servers, b.bootstrap_servers
-            topics = [f"bench-{n}" for n in range(2 * RUNS)]
-            for topic in topics:
-                fill(source, topic, records)
-            direct = max(direct_copy(source, target, t, records) for t in topics[:RUNS])
-            with (
-                Connect(target, spark=lambda: spark) as worker,
-                httpx.Client(base_url=worker.url, timeout=60) as api,
-            ):
-                runs = [mirror_run(api, source, target, t, records) for t in topics[RUNS:]]
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-        spark.stop()
+            runs = [mirror_run(api, source, target, t, records) for t in topics[RUNS:]]
     best, startup = max(runs)
     mode = "quick" if args.quick else "full"
     print(f"\n{mode} run, {time.monotonic() - started:.0f} s, Python {sys.version.split()[0]}")

@@ -24,12 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
@@ -38,6 +35,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from pyspark.sql import Column, DataFrame, SparkSession
 
 import strom.spark
+from bench.spark_run import spark_and_scratch
 from strom.cli.perf import ensure_topic
 from strom.spark.jvm import avro_decode
 from strom.testing import Broker
@@ -123,48 +121,36 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     records = 100_000 if args.quick else 400_000
     started = time.monotonic()
-    spark = strom.spark.session(
-        master=f"local[{PARTITIONS}]",
-        app_name="strom-bench",
-        conf={"spark.ui.showConsoleProgress": "false"},
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    data = Path(tempfile.mkdtemp(prefix="strom-bench-"))
     rows = []
-    try:
-        with (
-            Broker(process=True, data_dir=data) as broker,
-            Registry(broker.bootstrap_servers) as registry,
+    with (
+        spark_and_scratch(PARTITIONS) as (spark, data),
+        Broker(process=True, data_dir=data) as broker,
+        Registry(broker.bootstrap_servers) as registry,
+    ):
+        bootstrap = broker.bootstrap_servers
+        values = sales(records)
+        serializer = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(SALE))
+        context = SerializationContext("bench-avro", MessageField.VALUE)
+        fill(bootstrap, "bench-avro", [serializer(v, context) for v in values])
+        fill(bootstrap, "bench-json", [json.dumps(v).encode() for v in values])
+        for name, topic, decode in (
+            (
+                "registry Avro",
+                "bench-avro",
+                lambda c: strom.spark.decode_value(
+                    c, "avro", registry=registry.url, subject="bench-avro-value"
+                ),
+            ),
+            (
+                "registry Avro, JVM",
+                "bench-avro",
+                lambda c: avro_decode(c, json.dumps(SALE)),
+            ),
+            ("JSON", "bench-json", lambda c: strom.spark.decode_value(c, "json", SALE_DDL)),
         ):
-            bootstrap = broker.bootstrap_servers
-            values = sales(records)
-            serializer = AvroSerializer(
-                SchemaRegistryClient({"url": registry.url}), json.dumps(SALE)
-            )
-            context = SerializationContext("bench-avro", MessageField.VALUE)
-            fill(bootstrap, "bench-avro", [serializer(v, context) for v in values])
-            fill(bootstrap, "bench-json", [json.dumps(v).encode() for v in values])
-            for name, topic, decode in (
-                (
-                    "registry Avro",
-                    "bench-avro",
-                    lambda c: strom.spark.decode_value(
-                        c, "avro", registry=registry.url, subject="bench-avro-value"
-                    ),
-                ),
-                (
-                    "registry Avro, JVM",
-                    "bench-avro",
-                    lambda c: avro_decode(c, json.dumps(SALE)),
-                ),
-                ("JSON", "bench-json", lambda c: strom.spark.decode_value(c, "json", SALE_DDL)),
-            ):
-                raw, decoded = measure(spark, bootstrap, topic, records, decode)
-                print(f"  {name}: read {raw:,.0f}/s, read+decode {decoded:,.0f}/s", flush=True)
-                rows.append((name, raw, decoded))
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
-        spark.stop()
+            raw, decoded = measure(spark, bootstrap, topic, records, decode)
+            print(f"  {name}: read {raw:,.0f}/s, read+decode {decoded:,.0f}/s", flush=True)
+            rows.append((name, raw, decoded))
     json_rate = rows[-1][2]
     mode = "quick" if args.quick else "full"
     print(f"\n{mode} run, {time.monotonic() - started:.0f} s, Python {sys.version.split()[0]}")

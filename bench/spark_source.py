@@ -31,13 +31,12 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from pyspark.sql import SparkSession
 
-import strom.spark
+from bench.spark_run import spark_and_scratch
 from strom.cli.client_common import ClientConfig
 from strom.cli.perf import ProduceSpec, ensure_topic, perf_producer_settings, run_produce
 from strom.cli.produce import PRODUCER_DEFAULTS
@@ -189,19 +188,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     workloads = QUICK if args.quick else FULL
     started = time.monotonic()
-    spark = strom.spark.session(
-        master=f"local[{PARTITIONS}]",
-        app_name="strom-bench",
-        conf={"spark.ui.showConsoleProgress": "false"},
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    data = Path(tempfile.mkdtemp(prefix="strom-bench-"))
-    try:
-        with Broker(process=True, data_dir=data) as broker:
-            rows = [measure(spark, broker.bootstrap_servers, w) for w in workloads]
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
-        spark.stop()
+    with (
+        spark_and_scratch(PARTITIONS) as (spark, data),
+        Broker(process=True, data_dir=data) as broker,
+    ):
+        rows = [measure(spark, broker.bootstrap_servers, w) for w in workloads]
     mode = "quick" if args.quick else "full"
     print(f"\n{mode} run, {time.monotonic() - started:.0f} s, Python {sys.version.split()[0]}")
     print(render(rows))

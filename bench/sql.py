@@ -37,7 +37,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 from confluent_kafka import Producer
@@ -45,7 +44,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-import strom.spark
+from bench.spark_run import spark_and_scratch
 from strom.cli.perf import ensure_topic
 from strom.spark.foreach_batch import write_stream
 from strom.sql.retries import Backoff
@@ -447,40 +446,32 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     started = time.monotonic()
-    spark = strom.spark.session(
-        master=f"local[{PARTITIONS}]",
-        app_name="strom-bench-sql",
-        conf={"spark.ui.showConsoleProgress": "false"},
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    data = Path(tempfile.mkdtemp(prefix="strom-bench-"))
-    try:
-        with Broker(process=True, data_dir=data / "broker") as broker:
-            bootstrap = broker.bootstrap_servers
-            settings = SqlSettings(
-                bootstrap_servers=bootstrap,
-                service_id="bench_sql",
-                listener=Listener("http", "127.0.0.1", 0),
-                state_dir=data / "sql",
-                command_topic_replicas=1,
-                sink_replicas=1,
-                retry_backoff=Backoff(initial_ms=1_000, max_ms=10_000),
-                values={},
-            )
-            server = SqlServer(settings, spark=lambda: spark)
-            server.start()
-            try:
-                with httpx.Client(base_url=server.url, timeout=120) as api:
-                    throughput = persistent(spark, api, bootstrap, sizes.records)
-                    latencies = pulls(api, bootstrap, sizes)
-                    print(f"  {latencies}", flush=True)
-                    latencies.append(pushes(api, bootstrap, sizes))
-                    print(f"  {latencies[-1]}", flush=True)
-            finally:
-                server.stop()
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
-        spark.stop()
+    with (
+        spark_and_scratch(PARTITIONS, "strom-bench-sql") as (spark, data),
+        Broker(process=True, data_dir=data / "broker") as broker,
+    ):
+        bootstrap = broker.bootstrap_servers
+        settings = SqlSettings(
+            bootstrap_servers=bootstrap,
+            service_id="bench_sql",
+            listener=Listener("http", "127.0.0.1", 0),
+            state_dir=data / "sql",
+            command_topic_replicas=1,
+            sink_replicas=1,
+            retry_backoff=Backoff(initial_ms=1_000, max_ms=10_000),
+            values={},
+        )
+        server = SqlServer(settings, spark=lambda: spark)
+        server.start()
+        try:
+            with httpx.Client(base_url=server.url, timeout=120) as api:
+                throughput = persistent(spark, api, bootstrap, sizes.records)
+                latencies = pulls(api, bootstrap, sizes)
+                print(f"  {latencies}", flush=True)
+                latencies.append(pushes(api, bootstrap, sizes))
+                print(f"  {latencies[-1]}", flush=True)
+        finally:
+            server.stop()
     mode = "quick" if args.quick else "full"
     print(f"\n{mode} run, {time.monotonic() - started:.0f} s, Python {sys.version.split()[0]}")
     print(render(throughput, latencies, sizes.records))

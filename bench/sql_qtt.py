@@ -31,9 +31,7 @@ import contextlib
 import fnmatch
 import json
 import re
-import shutil
 import struct
-import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -48,7 +46,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 from kafka import KafkaProducer
 
-import strom.spark
+from bench.spark_run import spark_and_scratch
 from strom.sql.errors import SqlSyntaxError
 from strom.sql.parser import parse
 from strom.sql.retries import Backoff
@@ -374,67 +372,61 @@ def main(argv: Sequence[str] | None = None) -> None:
         for p in args.directory.glob("*.json")
         if any(fnmatch.fnmatch(p.name, g) for g in args.files)
     )
-    spark = strom.spark.session(
-        master="local[2]", app_name="strom-qtt", conf={"spark.ui.showConsoleProgress": "false"}
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    data = Path(tempfile.mkdtemp(prefix="strom-qtt-"))
     tallies: dict[str, Tally] = {}
     started = time.monotonic()
-    try:
-        with Broker(process=True, data_dir=data / "broker") as broker:
-            bootstrap = broker.bootstrap_servers
+    with (
+        spark_and_scratch(2, "strom-qtt") as (spark, data),
+        Broker(process=True, data_dir=data / "broker") as broker,
+    ):
+        bootstrap = broker.bootstrap_servers
 
-            @contextlib.contextmanager
-            def server_for() -> Iterator[httpx.Client]:
-                service = f"qtt_{uuid.uuid4().hex[:8]}"
-                settings = SqlSettings(
-                    bootstrap_servers=bootstrap,
-                    service_id=service,
-                    listener=Listener("http", "127.0.0.1", 0),
-                    state_dir=data / service,
-                    command_topic_replicas=1,
-                    sink_replicas=1,
-                    retry_backoff=Backoff(initial_ms=1_000, max_ms=10_000),
-                    values={},
-                )
-                server = SqlServer(settings, spark=lambda: spark)
-                server.start()
+        @contextlib.contextmanager
+        def server_for() -> Iterator[httpx.Client]:
+            service = f"qtt_{uuid.uuid4().hex[:8]}"
+            settings = SqlSettings(
+                bootstrap_servers=bootstrap,
+                service_id=service,
+                listener=Listener("http", "127.0.0.1", 0),
+                state_dir=data / service,
+                command_topic_replicas=1,
+                sink_replicas=1,
+                retry_backoff=Backoff(initial_ms=1_000, max_ms=10_000),
+                values={},
+            )
+            server = SqlServer(settings, spark=lambda: spark)
+            server.start()
+            try:
+                with httpx.Client(base_url=server.url, timeout=120) as api:
+                    yield api
+            finally:
+                server.stop()
+
+        for path in paths:
+            tally = tallies.setdefault(path.stem, Tally())
+            ran = 0
+            for case in cases(path):
+                reason = skip_reason(case)
+                if reason is not None:
+                    tally.skipped[reason] += 1
+                    continue
+                if args.limit is not None and ran >= args.limit:
+                    tally.skipped["beyond --limit"] += 1
+                    continue
+                ran += 1
                 try:
-                    with httpx.Client(base_url=server.url, timeout=120) as api:
-                        yield api
+                    failure = run_case(case, bootstrap, server_for, args.wait)
+                except Refused as error:
+                    tally.refused[str(error)] += 1
+                    print(f"  refused  {case.file}: {case.name}: {error}", flush=True)
+                    continue
                 finally:
-                    server.stop()
-
-            for path in paths:
-                tally = tallies.setdefault(path.stem, Tally())
-                ran = 0
-                for case in cases(path):
-                    reason = skip_reason(case)
-                    if reason is not None:
-                        tally.skipped[reason] += 1
-                        continue
-                    if args.limit is not None and ran >= args.limit:
-                        tally.skipped["beyond --limit"] += 1
-                        continue
-                    ran += 1
-                    try:
-                        failure = run_case(case, bootstrap, server_for, args.wait)
-                    except Refused as error:
-                        tally.refused[str(error)] += 1
-                        print(f"  refused  {case.file}: {case.name}: {error}", flush=True)
-                        continue
-                    finally:
-                        clean(bootstrap)
-                    if failure is None:
-                        tally.passed += 1
-                        print(f"  passed   {case.file}: {case.name}", flush=True)
-                    else:
-                        tally.failed.append(f"{case.name}: {failure}")
-                        print(f"  FAILED   {case.file}: {case.name}: {failure}", flush=True)
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
-        spark.stop()
+                    clean(bootstrap)
+                if failure is None:
+                    tally.passed += 1
+                    print(f"  passed   {case.file}: {case.name}", flush=True)
+                else:
+                    tally.failed.append(f"{case.name}: {failure}")
+                    print(f"  FAILED   {case.file}: {case.name}: {failure}", flush=True)
     print(f"\n{len(paths)} files, {time.monotonic() - started:.0f} s\n")
     print(render(tallies))
 
