@@ -45,27 +45,41 @@ def _events(bootstrap: str, topic: str, count: int) -> Callable[[], list[Any] | 
     return check
 
 
+def _capture(postgres: Postgres, name: str) -> dict[str, str]:
+    """Debezium's settings capturing table ``name`` (the slot, publication and topic prefix
+    named after it too)."""
+    return {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": postgres.host,
+        "database.port": str(postgres.port),
+        "database.user": "postgres",
+        "database.dbname": postgres.database,
+        "topic.prefix": name,
+        "table.include.list": f"public.{name}",
+        "slot.name": name,
+        "publication.name": name,
+    }
+
+
+def _captured_topic(broker: StromServer, name: str) -> str:
+    """The topic of table ``name``'s changes, made with one partition."""
+    topic = f"{name}.public.{name}"
+    client = admin(broker.bootstrap)  # kept until the result is in: a dropped client cancels it
+    client.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    return topic
+
+
 def test_snapshot_then_changes_in_debeziums_envelope_and_a_restart_resumes(
     spark: SparkSession, broker: StromServer, postgres: Postgres, db: psycopg.Connection[Any]
 ) -> None:
     name = unique_topic("cdc").replace("-", "_")
     db.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, name text, amount numeric(10,2))")
     db.execute(f"INSERT INTO {name} VALUES (1, 'before the connector', 1.50)")
-    topic = f"{name}.public.{name}"
-    client = admin(broker.bootstrap)
-    client.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    topic = _captured_topic(broker, name)
     config = {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": postgres.host,
-        "database.port": str(postgres.port),
-        "database.user": "postgres",
+        **_capture(postgres, name),
         "database.password": "",
-        "database.dbname": postgres.database,
-        "topic.prefix": name,
-        "table.include.list": f"public.{name}",
         "plugin.name": "pgoutput",
-        "slot.name": name,
-        "publication.name": name,
         "snapshot.mode": "initial",
         "poll.interval.ms": "300",
         "key.converter": "org.apache.kafka.connect.json.JsonConverter",
@@ -143,19 +157,9 @@ def test_the_database_restarted_mid_snapshot_fails_the_task_until_restarted(
     rows = 50_000  # a read long enough (a fraction of a second) to be cut in the middle
     db.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, note text)")
     db.execute(f"INSERT INTO {name} SELECT n, 'row ' || n FROM generate_series(1, {rows}) n")
-    topic = f"{name}.public.{name}"
-    client = admin(broker.bootstrap)
-    client.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    topic = _captured_topic(broker, name)
     config = {
-        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "database.hostname": postgres.host,
-        "database.port": str(postgres.port),
-        "database.user": "postgres",
-        "database.dbname": postgres.database,
-        "topic.prefix": name,
-        "table.include.list": f"public.{name}",
-        "slot.name": name,
-        "publication.name": name,
+        **_capture(postgres, name),
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": "false",
     }
