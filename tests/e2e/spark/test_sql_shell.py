@@ -120,7 +120,7 @@ def test_the_shell_reads_statements_from_stdin(
     printed = lines.index("Key format: KAFKA_STRING")
     assert lines[printed + 1] == "Value format: JSON"
     assert lines[printed + 2].startswith("rowtime: ")
-    assert lines[printed + 2].endswith(', key: o1, value: {"AMOUNT": 3.5}, partition: 0')
+    assert lines[printed + 2].endswith(', key: o1, value: {"AMOUNT":3.5}, partition: 0')
     assert lines[printed + 3] == "Topic printing ceased"
     assert (
         "Successfully changed local property 'auto.offset.reset' to 'earliest'. "
