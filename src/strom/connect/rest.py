@@ -94,28 +94,15 @@ class _Api:
         params = httpx.QueryParams(
             [(k, v) for k, v in request.query_params.multi_items() if k != "forward"]
         ).add("forward", "true" if forward is None else "false")
-        headers = {
-            name: value
-            for name, value in request.headers.items()
-            if name.lower() in ("content-type", "authorization", "accept")
-        }
         try:
-            answer = await self._client.request(
-                request.method,
-                target.rstrip("/") + request.url.path,
-                params=params,
-                content=await request.body(),
-                headers=headers,
-            )
+            answer = await web.forward(self._client, request, target, params=params)
         except httpx.HTTPError as error:
             raise ConnectError(
                 500, f"IO Error trying to forward REST request: {type(error).__name__}: {error}"
             ) from None
         if answer.is_success:  # read-your-writes here too
             await self._call(self.herder.catch_up)
-        return Response(
-            answer.content, answer.status_code, media_type=answer.headers.get("content-type")
-        )
+        return web.relayed(answer)
 
     async def _call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(function, *args, **kwargs)

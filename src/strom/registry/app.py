@@ -103,18 +103,13 @@ class _Api:
     async def _forward(self, request: Request, primary: str) -> Response:
         if request.headers.get(_FORWARDED):
             raise RegistryError.forwarding("The primary changed while forwarding")
-        headers = {
-            name: value
-            for name, value in request.headers.items()
-            if name.lower() in ("content-type", "authorization", "accept")
-        }
         try:
-            answer = await self._client.request(
-                request.method,
-                primary.rstrip("/") + request.url.path,
+            answer = await web.forward(
+                self._client,
+                request,
+                primary,
                 params=request.query_params,
-                content=await request.body(),
-                headers={**headers, _FORWARDED: "1"},
+                headers={_FORWARDED: "1"},
             )
         except httpx.ConnectError:
             raise
@@ -122,9 +117,7 @@ class _Api:
             raise RegistryError.forwarding(
                 f"Error while forwarding the request to the primary {primary}: {error}"
             ) from None
-        return Response(
-            answer.content, answer.status_code, media_type=answer.headers.get("content-type")
-        )
+        return web.relayed(answer)
 
     # -- schemas by id ---------------------------------------------------------------------
     async def schema_types(self, request: Request) -> Response:

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -23,7 +24,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from strom.web.security import User
 
-__all__ = ["AuthAndLimits", "BasicAuth", "ErrorHandler", "create_app", "json_response"]
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "AuthAndLimits",
+    "BasicAuth",
+    "ErrorHandler",
+    "create_app",
+    "forward",
+    "json_response",
+    "relayed",
+]
 
 ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
 
@@ -50,6 +62,38 @@ def error_response(
     )
     response.headers.update(headers or {})
     return response
+
+
+FORWARDED_HEADERS = ("content-type", "authorization", "accept")
+"""What a request sent on to another node of the service keeps of its headers."""
+
+
+async def forward(
+    client: httpx.AsyncClient,
+    request: Request,
+    base_url: str,
+    *,
+    params: Any,
+    headers: Mapping[str, str] | None = None,
+) -> httpx.Response:
+    """``request`` sent on to the same path at ``base_url`` (a registry's primary, a Connect
+    group's leader): its method, body, content type, credentials and accepted types, with
+    ``params`` as its query and ``headers`` added. The caller maps failures to its errors."""
+    kept = {name: v for name, v in request.headers.items() if name.lower() in FORWARDED_HEADERS}
+    return await client.request(
+        request.method,
+        base_url.rstrip("/") + request.url.path,
+        params=params,
+        content=await request.body(),
+        headers={**kept, **(headers or {})},
+    )
+
+
+def relayed(answer: httpx.Response) -> Response:
+    """A forwarded request's answer, as this node's."""
+    return Response(
+        answer.content, answer.status_code, media_type=answer.headers.get("content-type")
+    )
 
 
 @dataclass(frozen=True)
