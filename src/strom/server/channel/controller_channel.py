@@ -4,11 +4,17 @@
 the quorum's leader as this node's Raft client knows it. When that is this very process (a
 combined node), the controller's handler is called directly, without a connection; otherwise the
 request goes over the controller listener (``strom.client.async_client``). A controller that
-turns out not to be active (NOT_CONTROLLER), a lost connection or no known leader make the channel
-wait ``retry_backoff`` and try again with whoever leads then, until ``timeout``; then it raises
-:class:`ControllerUnavailable`. A request is sent again only when the answer says it was not
-handled, or was lost with the connection: the operations sent here are safe to repeat (a
-repeated topic creation meets the topic it made).
+turns out not to be active (NOT_CONTROLLER), a connection that cannot be made or no known leader
+make the channel wait ``retry_backoff`` and try again with whoever leads then, until ``timeout``;
+then it raises :class:`ControllerUnavailable`.
+
+A request that went out and got no answer (a timeout, or the connection broke meanwhile: a
+request timing out on the same connection drops it too) may have been handled. The broker's own
+requests (heartbeats, AlterPartition, ...) are safe to repeat and are sent again; a client's
+request forwarded with :meth:`ControllerChannel.forward` is not (a topic creation sent again
+meets the topic the first one made: TOPIC_ALREADY_EXISTS for a request that succeeded), so its
+outcome is unknown and it raises :class:`ControllerUnavailable` at once, which the client gets as
+REQUEST_TIMED_OUT, as Kafka's forwarding answers a request whose outcome it does not know.
 """
 
 from __future__ import annotations
@@ -81,9 +87,10 @@ class ControllerChannel:
         for callback in self._connection_lost:
             callback()
 
-    async def send(self, body: RequestPayload, *, timeout: float) -> Any:
+    async def send(self, body: RequestPayload, *, timeout: float, repeatable: bool = True) -> Any:
         """The active controller's answer to ``body`` (one whose top-level error code is not
-        NOT_CONTROLLER). Raises :class:`ControllerUnavailable` after ``timeout`` seconds."""
+        NOT_CONTROLLER). Raises :class:`ControllerUnavailable` after ``timeout`` seconds, or
+        at once when ``body`` is not ``repeatable`` and went out without an answer."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         reason = "no controller is known yet"
@@ -98,6 +105,11 @@ class ControllerChannel:
                 try:
                     response = await self._send_to(leader, body, remaining)
                 except RequestFailed as error:
+                    if error.sent and not repeatable:
+                        raise ControllerUnavailable(
+                            f"no answer from the active controller {leader}, which may have "
+                            f"handled the request ({error})"
+                        ) from None
                     reason = str(error)
                 else:
                     if getattr(response, "error_code", None) != ErrorCode.not_controller:
@@ -115,7 +127,8 @@ class ControllerChannel:
         timeout: float,
     ) -> Any:
         """``body`` (with the client's ``header``, or one of this broker's) inside an Envelope
-        to the active controller; the answer's body. Raises :class:`ControllerUnavailable` or
+        to the active controller; the answer's body. Raises :class:`ControllerUnavailable`
+        (also when it went out without an answer: it is not sent twice) or
         :class:`EnvelopeRefused`."""
         if header is None:
             header = make_request_header(
@@ -128,7 +141,7 @@ class ControllerChannel:
             request_principal=None if principal is None else serialize_principal(principal),
             client_host_address=_packed_host(client_address),
         )
-        answer = await self.send(envelope, timeout=timeout)
+        answer = await self.send(envelope, timeout=timeout, repeatable=False)
         if answer.error_code != ErrorCode.none or answer.response_data is None:
             raise EnvelopeRefused(ErrorCode(answer.error_code))
         _, response = decode_response(
@@ -138,8 +151,12 @@ class ControllerChannel:
 
     async def _send_to(self, leader: int, body: RequestPayload, timeout: float) -> Any:
         if leader == self._node_id and self._local is not None:
-            async with asyncio.timeout(timeout):
-                return await self._local(body)
+            try:
+                async with asyncio.timeout(timeout):
+                    return await self._local(body)
+            except TimeoutError:
+                unanswered = "this node's controller did not answer in time"
+                raise RequestFailed(unanswered, sent=True) from None
         return await self._clients.request(leader, body, timeout=timeout)
 
 
