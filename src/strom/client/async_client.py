@@ -300,6 +300,16 @@ class NodeClients:
         self._closed = False
         self._dropped: list[Callable[[int], None]] = []
 
+    def sibling(self) -> NodeClients:
+        """Connections of their own to the same nodes, with the same settings (requests whose
+        timeouts must not drop the others' connections)."""
+        return NodeClients(
+            self._address_of,
+            client_id=self._client_id,
+            request_timeout=self._request_timeout,
+            security=self._security,
+        )
+
     def when_dropped(self, callback: Callable[[int], None]) -> None:
         """Call ``callback(node_id)`` whenever an open connection to a node is lost: a request
         timed out, or the node closed it (also between requests)."""

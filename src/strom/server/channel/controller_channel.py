@@ -15,6 +15,8 @@ request forwarded with :meth:`ControllerChannel.forward` is not (a topic creatio
 meets the topic the first one made: TOPIC_ALREADY_EXISTS for a request that succeeded), so its
 outcome is unknown and it raises :class:`ControllerUnavailable` at once, which the client gets as
 REQUEST_TIMED_OUT, as Kafka's forwarding answers a request whose outcome it does not know.
+Forwarded requests have connections of their own (Kafka's forwarding channel), so that a
+heartbeat timing out on a slow controller does not break them.
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ class ControllerChannel:
         self._node_id = node_id
         self._leader = leader
         self._clients = clients
+        self._forwarding = clients.sibling()
+        """Clients' forwarded requests go over connections of their own, as over Kafka's
+        forwarding channel: a heartbeat that times out on a slow controller drops its
+        connection, and would take a forwarded request in flight with it."""
         self._local = local
         self._retry_backoff = retry_backoff
         self._connection_lost: list[Callable[[], None]] = []
@@ -87,10 +93,17 @@ class ControllerChannel:
         for callback in self._connection_lost:
             callback()
 
-    async def send(self, body: RequestPayload, *, timeout: float, repeatable: bool = True) -> Any:
+    async def send(self, body: RequestPayload, *, timeout: float) -> Any:
         """The active controller's answer to ``body`` (one whose top-level error code is not
-        NOT_CONTROLLER). Raises :class:`ControllerUnavailable` after ``timeout`` seconds, or
-        at once when ``body`` is not ``repeatable`` and went out without an answer."""
+        NOT_CONTROLLER), a request of this broker's that is safe to repeat. Raises
+        :class:`ControllerUnavailable` after ``timeout`` seconds."""
+        return await self._send(body, timeout=timeout, clients=self._clients, repeatable=True)
+
+    async def _send(
+        self, body: RequestPayload, *, timeout: float, clients: NodeClients, repeatable: bool
+    ) -> Any:
+        """:meth:`send` over ``clients``; one that is not ``repeatable`` raises
+        :class:`ControllerUnavailable` at once when it went out without an answer."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         reason = "no controller is known yet"
@@ -103,7 +116,7 @@ class ControllerChannel:
                 )
             if leader is not None:
                 try:
-                    response = await self._send_to(leader, body, remaining)
+                    response = await self._send_to(leader, body, remaining, clients)
                 except RequestFailed as error:
                     if error.sent and not repeatable:
                         raise ControllerUnavailable(
@@ -141,7 +154,9 @@ class ControllerChannel:
             request_principal=None if principal is None else serialize_principal(principal),
             client_host_address=_packed_host(client_address),
         )
-        answer = await self.send(envelope, timeout=timeout, repeatable=False)
+        answer = await self._send(
+            envelope, timeout=timeout, clients=self._forwarding, repeatable=False
+        )
         if answer.error_code != ErrorCode.none or answer.response_data is None:
             raise EnvelopeRefused(ErrorCode(answer.error_code))
         _, response = decode_response(
@@ -149,7 +164,9 @@ class ControllerChannel:
         )
         return response
 
-    async def _send_to(self, leader: int, body: RequestPayload, timeout: float) -> Any:
+    async def _send_to(
+        self, leader: int, body: RequestPayload, timeout: float, clients: NodeClients
+    ) -> Any:
         if leader == self._node_id and self._local is not None:
             try:
                 async with asyncio.timeout(timeout):
@@ -157,7 +174,7 @@ class ControllerChannel:
             except TimeoutError:
                 unanswered = "this node's controller did not answer in time"
                 raise RequestFailed(unanswered, sent=True) from None
-        return await self._clients.request(leader, body, timeout=timeout)
+        return await clients.request(leader, body, timeout=timeout)
 
 
 def _packed_host(address: str) -> bytes:
