@@ -49,7 +49,14 @@ _SIZE = struct.Struct(">i")
 
 
 class RequestFailed(ConnectionError):
-    """The request got no answer: no connection, a timeout, or a broken connection."""
+    """The request got no answer: no connection, a timeout, or a broken connection.
+
+    ``sent``: the request went out before it failed (a timeout, or the connection broke while
+    it waited for its answer), so the peer may have handled it; False when it never left."""
+
+    def __init__(self, message: str, *, sent: bool = False) -> None:
+        super().__init__(message)
+        self.sent = sent
 
 
 class ConnectionClosed(RequestFailed):
@@ -143,14 +150,15 @@ class NodeConnection:
             async with asyncio.timeout(self._request_timeout if timeout is None else timeout):
                 return await future
         except TimeoutError:
-            self._drop(RequestFailed(f"{self}: no answer within the request timeout"))
-            raise RequestFailed(f"{self}: no answer within the request timeout") from None
+            failure = RequestFailed(f"{self}: no answer within the request timeout", sent=True)
+            self._drop(failure)
+            raise failure from None
 
     async def close(self) -> None:
         """Fail what is in flight and close; later requests raise :class:`RequestFailed`."""
         self._closed = True
         task = self._reader_task
-        self._drop(RequestFailed(f"{self}: the connection was closed"))
+        self._drop(RequestFailed(f"{self}: the connection was closed", sent=True))
         if task is not None:
             task.cancel()
             # gather, not a suppressed CancelledError: a cancel of close() itself goes on.
@@ -217,7 +225,7 @@ class NodeConnection:
                     lifetime_ms = int(done.value)
                     break
         except (RequestFailed, AuthenticationFailed) as error:
-            self._drop(RequestFailed(f"{self}: the SASL login failed"), writer)
+            self._drop(RequestFailed(f"{self}: the SASL login failed", sent=True), writer)
             raise RequestFailed(f"the SASL login to {self} failed: {error}") from None
         ends = asyncio.get_running_loop().time() + 0.85 * lifetime_ms / 1000
         self._session_ends = ends if lifetime_ms > 0 else float("inf")
@@ -249,14 +257,15 @@ class NodeConnection:
         except asyncio.CancelledError:
             raise
         except (OSError, asyncio.IncompleteReadError) as error:
-            self._drop(ConnectionClosed(f"{self} closed the connection ({error or 'EOF'})"), writer)
+            closed = f"{self} closed the connection ({error or 'EOF'})"
+            self._drop(ConnectionClosed(closed, sent=True), writer)
         except Exception as error:  # a frame that does not decode, a mismatch
             log.warning("dropping the connection to %s: %s", self, error)
-            self._drop(RequestFailed(f"{self}: {error}"), writer)
+            self._drop(RequestFailed(f"{self}: {error}", sent=True), writer)
 
     def _drop(self, error: RequestFailed, writer: asyncio.StreamWriter | None = None) -> None:
-        """Fail every request in flight and forget the connection (only ``writer``'s, if
-        given: a newer connection is left alone)."""
+        """Fail every request in flight with ``error`` (``sent``: they all went out) and forget
+        the connection (only ``writer``'s, if given: a newer connection is left alone)."""
         if writer is not None and writer is not self._writer:
             return
         current, self._writer = self._writer, None
@@ -290,6 +299,16 @@ class NodeClients:
         self._connections: dict[int, NodeConnection] = {}
         self._closed = False
         self._dropped: list[Callable[[int], None]] = []
+
+    def sibling(self) -> NodeClients:
+        """Connections of their own to the same nodes, with the same settings (requests whose
+        timeouts must not drop the others' connections)."""
+        return NodeClients(
+            self._address_of,
+            client_id=self._client_id,
+            request_timeout=self._request_timeout,
+            security=self._security,
+        )
 
     def when_dropped(self, callback: Callable[[int], None]) -> None:
         """Call ``callback(node_id)`` whenever an open connection to a node is lost: a request

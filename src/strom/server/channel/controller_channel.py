@@ -4,11 +4,19 @@
 the quorum's leader as this node's Raft client knows it. When that is this very process (a
 combined node), the controller's handler is called directly, without a connection; otherwise the
 request goes over the controller listener (``strom.client.async_client``). A controller that
-turns out not to be active (NOT_CONTROLLER), a lost connection or no known leader make the channel
-wait ``retry_backoff`` and try again with whoever leads then, until ``timeout``; then it raises
-:class:`ControllerUnavailable`. A request is sent again only when the answer says it was not
-handled, or was lost with the connection: the operations sent here are safe to repeat (a
-repeated topic creation meets the topic it made).
+turns out not to be active (NOT_CONTROLLER), a connection that cannot be made or no known leader
+make the channel wait ``retry_backoff`` and try again with whoever leads then, until ``timeout``;
+then it raises :class:`ControllerUnavailable`.
+
+A request that went out and got no answer (a timeout, or the connection broke meanwhile: a
+request timing out on the same connection drops it too) may have been handled. The broker's own
+requests (heartbeats, AlterPartition, ...) are safe to repeat and are sent again; a client's
+request forwarded with :meth:`ControllerChannel.forward` is not (a topic creation sent again
+meets the topic the first one made: TOPIC_ALREADY_EXISTS for a request that succeeded), so its
+outcome is unknown and it raises :class:`ControllerUnavailable` at once, which the client gets as
+REQUEST_TIMED_OUT, as Kafka's forwarding answers a request whose outcome it does not know.
+Forwarded requests have connections of their own (Kafka's forwarding channel), so that a
+heartbeat timing out on a slow controller does not break them.
 """
 
 from __future__ import annotations
@@ -65,6 +73,10 @@ class ControllerChannel:
         self._node_id = node_id
         self._leader = leader
         self._clients = clients
+        self._forwarding = clients.sibling()
+        """Clients' forwarded requests go over connections of their own, as over Kafka's
+        forwarding channel: a heartbeat that times out on a slow controller drops its
+        connection, and would take a forwarded request in flight with it."""
         self._local = local
         self._retry_backoff = retry_backoff
         self._connection_lost: list[Callable[[], None]] = []
@@ -83,7 +95,15 @@ class ControllerChannel:
 
     async def send(self, body: RequestPayload, *, timeout: float) -> Any:
         """The active controller's answer to ``body`` (one whose top-level error code is not
-        NOT_CONTROLLER). Raises :class:`ControllerUnavailable` after ``timeout`` seconds."""
+        NOT_CONTROLLER), a request of this broker's that is safe to repeat. Raises
+        :class:`ControllerUnavailable` after ``timeout`` seconds."""
+        return await self._send(body, timeout=timeout, clients=self._clients, repeatable=True)
+
+    async def _send(
+        self, body: RequestPayload, *, timeout: float, clients: NodeClients, repeatable: bool
+    ) -> Any:
+        """:meth:`send` over ``clients``; one that is not ``repeatable`` raises
+        :class:`ControllerUnavailable` at once when it went out without an answer."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         reason = "no controller is known yet"
@@ -96,8 +116,13 @@ class ControllerChannel:
                 )
             if leader is not None:
                 try:
-                    response = await self._send_to(leader, body, remaining)
+                    response = await self._send_to(leader, body, remaining, clients)
                 except RequestFailed as error:
+                    if error.sent and not repeatable:
+                        raise ControllerUnavailable(
+                            f"no answer from the active controller {leader}, which may have "
+                            f"handled the request ({error})"
+                        ) from None
                     reason = str(error)
                 else:
                     if getattr(response, "error_code", None) != ErrorCode.not_controller:
@@ -115,7 +140,8 @@ class ControllerChannel:
         timeout: float,
     ) -> Any:
         """``body`` (with the client's ``header``, or one of this broker's) inside an Envelope
-        to the active controller; the answer's body. Raises :class:`ControllerUnavailable` or
+        to the active controller; the answer's body. Raises :class:`ControllerUnavailable`
+        (also when it went out without an answer: it is not sent twice) or
         :class:`EnvelopeRefused`."""
         if header is None:
             header = make_request_header(
@@ -128,7 +154,9 @@ class ControllerChannel:
             request_principal=None if principal is None else serialize_principal(principal),
             client_host_address=_packed_host(client_address),
         )
-        answer = await self.send(envelope, timeout=timeout)
+        answer = await self._send(
+            envelope, timeout=timeout, clients=self._forwarding, repeatable=False
+        )
         if answer.error_code != ErrorCode.none or answer.response_data is None:
             raise EnvelopeRefused(ErrorCode(answer.error_code))
         _, response = decode_response(
@@ -136,11 +164,17 @@ class ControllerChannel:
         )
         return response
 
-    async def _send_to(self, leader: int, body: RequestPayload, timeout: float) -> Any:
+    async def _send_to(
+        self, leader: int, body: RequestPayload, timeout: float, clients: NodeClients
+    ) -> Any:
         if leader == self._node_id and self._local is not None:
-            async with asyncio.timeout(timeout):
-                return await self._local(body)
-        return await self._clients.request(leader, body, timeout=timeout)
+            try:
+                async with asyncio.timeout(timeout):
+                    return await self._local(body)
+            except TimeoutError:
+                unanswered = "this node's controller did not answer in time"
+                raise RequestFailed(unanswered, sent=True) from None
+        return await clients.request(leader, body, timeout=timeout)
 
 
 def _packed_host(address: str) -> bytes:

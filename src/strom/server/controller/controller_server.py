@@ -10,10 +10,13 @@ Kafka's ``QuorumController``:
 3. release the lock (the next operation may validate at once: appends are pipelined), and wait
    until the quorum has committed the batch; only then reply.
 
-Losing the leadership fails every operation still waiting with :class:`NotControllerError`
-(Kafka's NOT_CONTROLLER: the caller retries with the new active controller) and drops the written
-image back to the committed one. Records a resigned leader appended may still be committed by its
-successor; a retried operation then meets its own effect (a topic that exists), never a copy of it.
+An operation refused because this node is not the active controller raises
+:class:`NotControllerError` (Kafka's NOT_CONTROLLER: the caller retries with the new active
+controller). Losing the leadership drops the written image back to the committed one and fails
+every operation still waiting for its commit with :class:`CommitUnknownError`: its records may
+still be committed by the successor or not, so a retry could meet its own effect (a topic that
+exists); a forwarded request gets REQUEST_TIMED_OUT then, as Kafka answers a request whose
+outcome is unknown, and the controller's own answer only once its records are committed.
 
 A newly elected leader first catches up: it becomes active only once everything in its log from
 earlier epochs is committed and applied to the committed image, then it bootstraps an empty
@@ -76,7 +79,13 @@ from strom.metadata import (
 from strom.raft import NotLeaderError
 from strom.server.controller.listener_probe import ListenerProbe, probe_listeners
 
-__all__ = ["ControllerServer", "NotControllerError", "OperationRunner", "QuorumLog"]
+__all__ = [
+    "CommitUnknownError",
+    "ControllerServer",
+    "NotControllerError",
+    "OperationRunner",
+    "QuorumLog",
+]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +94,12 @@ T = TypeVar("T")
 
 class NotControllerError(Exception):
     """This node is not (or no longer) the active controller; retry with the new one."""
+
+
+class CommitUnknownError(NotControllerError):
+    """This node stopped being the active controller after it wrote the operation's records and
+    before they were committed: whether they are, the successor decides (the outcome is unknown;
+    not to be retried as if nothing happened)."""
 
 
 class QuorumLog(Protocol):
@@ -231,7 +246,12 @@ class ControllerServer:
         waiting, self._waiting = self._waiting, []
         for item in waiting:
             if not item.done.done():
-                item.done.set_exception(NotControllerError("the active controller changed"))
+                item.done.set_exception(
+                    CommitUnknownError(
+                        f"node {self.node_id} stopped being the active controller before the "
+                        f"records up to offset {item.last_offset} were committed"
+                    )
+                )
         task, self._active_task = self._active_task, None
         if task is not None:
             task.cancel()
@@ -251,7 +271,8 @@ class ControllerServer:
 
     async def run(self, name: str, operation: Callable[[MetadataImage], ControllerResult[T]]) -> T:
         """Validate ``operation`` against the written image, append its records and reply once
-        they are committed. Raises :class:`NotControllerError`."""
+        they are committed. Raises :class:`NotControllerError` (:class:`CommitUnknownError`
+        when the leadership went after the records were written)."""
         response, _ = await self._run(name, operation)
         return response
 

@@ -8,8 +8,9 @@ controller changes), and the controller's answer is handed back to the client un
 its throttle: the client's connection is muted for the controller's ``throttle_time_ms`` (its
 quotas: the request quota and the mutation rate there), or longer when this broker's request
 quota throttles the request more (Kafka's ``sendForwardedResponse``). If no controller takes it
-in time, the client gets REQUEST_TIMED_OUT (or the envelope's error) in the API's own answer
-(``error_response``).
+in time, or its outcome is unknown (it went out and no answer came, or the controller lost the
+leadership before committing it), the client gets REQUEST_TIMED_OUT (or the envelope's error) in
+the API's own answer (``error_response``), never an answer that invites a blind retry.
 """
 
 from __future__ import annotations

@@ -1,17 +1,26 @@
 """ControllerServer over a quorum log it does not own: pipelined appends, replies once committed,
-NOT_CONTROLLER when the leadership goes, sessions fenced when heartbeats stop."""
+NOT_CONTROLLER when the leadership goes (REQUEST_TIMED_OUT to a forwarded request whose records
+were written: its outcome is unknown), sessions fenced when heartbeats stop."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import random
 import uuid
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
+from kio.schema.create_topics.v7.request import CreatableTopic as CreatableTopicV7
+from kio.schema.create_topics.v7.request import CreateTopicsRequest as CreateTopicsRequestV7
+from kio.schema.envelope.v0.request import EnvelopeRequest
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
 
+from strom.common import ErrorCode
 from strom.common.clock import SystemClock
+from strom.config import ServerConfig
 from strom.controller import (
     SUPPORTED_FEATURES,
     BrokerRegistrationRequest,
@@ -25,7 +34,24 @@ from strom.metadata import (
     EncodedBatch,
     MetadataLoader,
 )
-from strom.server.controller.controller_server import ControllerServer, NotControllerError
+from strom.protocol.api import (
+    KAFKA_CONTROLLER_VERSIONS,
+    ApiKey,
+    decode_request,
+    encode_request,
+    make_request_header,
+)
+from strom.server.api.handler_table import HandlerTable, RequestContext
+from strom.server.configs.config_entries import ConfigDescriber
+from strom.server.configs.log_configs import TopicConfigResolver
+from strom.server.controller.controller_server import (
+    CommitUnknownError,
+    ControllerServer,
+    NotControllerError,
+)
+from strom.server.controller.handlers.admin_table import admin_handlers
+from strom.server.controller.handlers.controller_table import broker_request_handlers
+from strom.server.quotas.client_quotas import ClientQuotas
 
 T = TypeVar("T")
 
@@ -134,8 +160,9 @@ async def active_with_broker(
 def test_an_inactive_controller_refuses() -> None:
     async def run() -> None:
         controller, _, _ = make()
-        with pytest.raises(NotControllerError):
+        with pytest.raises(NotControllerError) as refused:
             await controller.create_topics(topic("a"))
+        assert not isinstance(refused.value, CommitUnknownError)  # nothing was written
 
     asyncio.run(run())
 
@@ -170,7 +197,7 @@ def test_losing_the_leadership_fails_what_waits_and_forgets_the_written_image() 
         await settle()
         assert controller.image.topic("b") is not None
         controller.deactivate()
-        with pytest.raises(NotControllerError):
+        with pytest.raises(CommitUnknownError):  # its records were written: it may still be
             await waiting
         assert controller.image.topic("b") is None
         assert not controller.is_active
@@ -256,6 +283,81 @@ def test_a_failed_metadata_write_ends_the_controller_for_good() -> None:
         with pytest.raises(NotControllerError, match="No space left"):
             await controller.create_topics(topic("t"))
         assert loader.image.is_empty
+        await controller.stop()
+
+    asyncio.run(run())
+
+
+def envelope_of(body: Any) -> EnvelopeRequest:
+    header = make_request_header(body, correlation_id=3, client_id="admin")
+    return EnvelopeRequest(
+        request_data=encode_request(header=header, body=body),
+        request_principal=None,
+        client_host_address=bytes([127, 0, 0, 1]),
+    )
+
+
+def test_a_forwarded_request_whose_controller_goes_before_the_commit_times_out() -> None:
+    """A CreateTopics forwarded in an Envelope: its records are written, then the leadership
+    goes before they are committed (the successor may commit them). The envelope answers
+    REQUEST_TIMED_OUT (the outcome is unknown, as Kafka answers such a request), not
+    NOT_CONTROLLER, on which the broker would send it again and the retry meet the topic it
+    made (TOPIC_ALREADY_EXISTS to a client whose request created it)."""
+
+    async def run() -> None:
+        controller, quorum, _ = make()
+        await active_with_broker(controller, quorum)
+        config = ServerConfig({"process.roles": "controller", "node.id": "1"})
+        quotas = ClientQuotas.from_config(config, SystemClock())
+        registry = HandlerTable(reference=KAFKA_CONTROLLER_VERSIONS)
+        for registered in (
+            *broker_request_handlers(
+                controller,
+                registry=registry,
+                request_quota=quotas.request,
+                request_exempt=frozenset(),
+            ),
+            *admin_handlers(
+                controller,
+                describer=ConfigDescriber(TopicConfigResolver(config, node_id=1)),
+                mutations=quotas.controller_mutation,
+                image=lambda: controller.image,
+            ),
+        ):
+            registry.register(registered)
+        create = CreateTopicsRequestV7(
+            topics=(
+                CreatableTopicV7(
+                    name=TopicName("t"),
+                    num_partitions=i32(1),
+                    replication_factor=i16(1),
+                    assignments=(),
+                    configs=(),
+                ),
+            ),
+            timeout=i32Timedelta.parse(datetime.timedelta(seconds=5)),
+            validate_only=False,
+        )
+        envelope = envelope_of(create)
+        request = decode_request(
+            encode_request(
+                header=make_request_header(envelope, correlation_id=1, client_id="broker-2"),
+                body=envelope,
+            ),
+            versions=KAFKA_CONTROLLER_VERSIONS,
+        )
+        handler = registry.get(ApiKey.ENVELOPE)
+        assert handler is not None
+        context = RequestContext(request=request, client_address="broker:1", connection_id="c")
+        answer: asyncio.Future[Any] = asyncio.ensure_future(handler.handle(context))
+        await settle()
+        assert quorum.pending and not answer.done()  # written, not committed
+        controller.deactivate()
+        assert (await answer).error_code == ErrorCode.request_timed_out
+        controller.activate(epoch=2)  # not active: refused before anything is written
+        controller.deactivate()
+        refused: Any = await handler.handle(context)
+        assert refused.error_code == ErrorCode.not_controller
         await controller.stop()
 
     asyncio.run(run())

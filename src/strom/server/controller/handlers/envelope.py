@@ -6,8 +6,11 @@ broker's own when it carries no principal (the broker creating an internal topic
 The inner request is decoded with the controller listener's own table and answered by the
 controller's handler of its API, exactly as if the client had sent it; the answer (header and
 body) goes back inside the envelope for the broker to hand to its client. A controller that is
-not active answers NOT_CONTROLLER on the envelope itself, and so does one that loses the
-leadership while the request waits, so that the broker retries with the new active controller.
+not active answers NOT_CONTROLLER on the envelope itself, so that the broker retries with the new
+active controller. One that loses the leadership after it wrote the request's records, before
+they were committed, answers REQUEST_TIMED_OUT there instead (the outcome is unknown: the new
+controller may commit them, and a retry would then meet them, e.g. TOPIC_ALREADY_EXISTS for a
+topic this request created); the broker hands that to its client in the API's own answer.
 
 The inner request's handling time counts under the client's ``request_percentage`` here too,
 as Kafka's controller counts it: its throttle goes into the answer's ``throttle_time_ms``, for
@@ -37,7 +40,7 @@ from strom.security.principal import deserialize_principal
 from strom.server.api.handler_table import HandlerTable, NoResponse, RequestContext
 from strom.server.api.kio_entities import as_newest
 from strom.server.api.response import Response
-from strom.server.controller.controller_server import NotControllerError
+from strom.server.controller.controller_server import CommitUnknownError, NotControllerError
 from strom.server.network.request_time import request_time
 from strom.server.quotas.client_quotas import ClientQuotaManager
 
@@ -111,6 +114,9 @@ class EnvelopeHandler:
                 result = await timer.serve(handler.handle(timer.context))
             else:
                 result = await handler.handle(inner_context)
+        except CommitUnknownError as error:
+            log.warning("%s from %s: %s", inner.api_key.name, inner_context.client_address, error)
+            return _answer(ErrorCode.request_timed_out)
         except NotControllerError:
             return _answer(ErrorCode.not_controller)
         if isinstance(result, Response | NoResponse):
