@@ -36,7 +36,11 @@ class StreamAnswers:
 
     def fill(self, slot: int, answer: dict[str, object]) -> None:
         """Any thread: the answer of the record in ``slot``."""
-        self._slots[slot] = json.dumps(answer, separators=(",", ":")).encode() + b"\n"
+        self.fill_line(slot, json.dumps(answer, separators=(",", ":")).encode() + b"\n")
+
+    def fill_line(self, slot: int, line: bytes) -> None:
+        """Any thread: the answer of the record in ``slot``, already a line of JSON."""
+        self._slots[slot] = line
         with self._lock:
             if self._wake_pending:
                 return
