@@ -104,6 +104,6 @@ def test_a_failed_query_shows_as_error_with_its_reason(
     row = f'#queries tr[data-query="{query_id}"]'
     eventually(lambda: "ERROR" in _text(browser, f"{row} td.state"), seconds=WAIT_S,
                what=f"{query_id} ERROR on the page, as {query_states(api)}")  # fmt: skip
-    eventually(lambda: _text(browser, f"{row} td.error"), seconds=WAIT_S,
+    eventually(lambda: bool(_text(browser, f"{row} td.error")), seconds=WAIT_S,
                what="the query's error beside it")  # fmt: skip
     ksql(api, f"TERMINATE {query_id};")
