@@ -34,7 +34,8 @@ __all__ = ["record_routes"]
 
 IN_FLIGHT: Final = 1000
 BATCH: Final = 500
-"""Plain records of a stream handed to librdkafka in one call (fewer than ``IN_FLIGHT``)."""
+"""Records of a stream taken at once: their slots reserved together, the plain ones handed to
+librdkafka in one call (fewer than ``IN_FLIGHT``, so earlier records can make room)."""
 MAX_BATCH: Final = 10
 """Entries of one ``records:batch`` request, as Confluent's proxy."""
 _DECODER: Final = json.JSONDecoder()
@@ -255,19 +256,19 @@ def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list
         async def read() -> None:
             try:
                 async for found in _objects(request, limit, body):
-                    for raw in found:
-                        slot = await answers.reserve()
-                        plain = plain_message(raw, partitions, registry=registry is not None)
-                        if plain is not None:
+                    for start in range(0, len(found), BATCH):
+                        group = found[start : start + BATCH]
+                        first = await answers.reserve(len(group))
+                        for slot, raw in enumerate(group, first):
+                            plain = plain_message(raw, partitions, registry=registry is not None)
+                            if plain is None:
+                                await flush()  # a record of the general path keeps its place
+                                await send(raw, slot)
+                                continue
                             message, tail = plain
                             message["callback"] = functools.partial(plain_answer, slot, tail)
                             batch.append(message)
-                            if len(batch) >= BATCH:
-                                await flush()
-                            continue
-                        await flush()  # a record of the general path keeps its place
-                        await send(raw, slot)
-                    await flush()
+                        await flush()
             except RestError as error:  # the body stopped being JSON
                 await flush()
                 answers.fill(await answers.reserve(), _error(error))
