@@ -54,17 +54,29 @@ def sql_server(bootstrap: str, admin: AdminClient, state: Path) -> SqlServer:
                            sink_replicas=3, command_topic_replicas=3)  # fmt: skip
     server = SqlServer(settings, spark=lambda: spark)
     server.start()
-    statements = (
+
+    def ksql(text: str, **properties: str) -> None:
+        body = {"ksql": text, "streamsProperties": properties}
+        httpx.post(f"{server.url}/ksql", json=body, timeout=120).raise_for_status()
+
+    ksql(
         "CREATE STREAM orders_raw (customer STRING KEY, `order` INT, qty INT) "
         "WITH (KAFKA_TOPIC='orders', VALUE_FORMAT='JSON');"
         "CREATE STREAM big_orders AS SELECT customer, `order`, qty FROM orders_raw "
         "WHERE qty > 5 EMIT CHANGES;"
         "CREATE STREAM returns (id STRING KEY, reason STRING) "
         "WITH (KAFKA_TOPIC='returns', VALUE_FORMAT='JSON', PARTITIONS=1, REPLICAS=3);"
-        "CREATE STREAM returns_copy AS SELECT id, reason FROM returns EMIT CHANGES;"
+        "INSERT INTO returns (id, reason) VALUES ('r1', 'damaged');"
     )
-    answer = httpx.post(f"{server.url}/ksql", json={"ksql": statements}, timeout=120)
-    answer.raise_for_status()
+    ksql("CREATE STREAM returns_copy AS SELECT id, reason FROM returns;",
+         **{"ksql.streams.auto.offset.reset": "earliest"})  # fmt: skip
+    copied = Consumer({"bootstrap.servers": bootstrap, "group.id": "screenshots",
+                       "auto.offset.reset": "earliest"})  # fmt: skip
+    copied.subscribe(["RETURNS_COPY"])
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and copied.poll(1.0) is None:
+        pass  # until the query has copied the row: a query that read nothing does not fail
+    copied.close()
     admin.delete_topics(["returns"])["returns"].result(30)  # its query fails: ERROR
     return server
 

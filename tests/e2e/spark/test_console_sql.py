@@ -14,8 +14,9 @@ from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.browser import eventually
-from e2e.spark.clients import unique_topic
+from e2e.spark.clients import admin, consume_all, unique_topic
 from e2e.spark.sql_api import WAIT_S, ksql, query_states, serving
+from e2e.spark.sql_api import eventually as sql_eventually
 from strom.console.app import Console
 from strom.console.services import Services
 from strom.rest.settings import RestSettings
@@ -86,20 +87,19 @@ def test_a_query_shows_running_and_is_terminated_from_the_page(
 def test_a_failed_query_shows_as_error_with_its_reason(
     browser: Any, console: str, api: httpx.Client, broker: StromServer
 ) -> None:
-    """Its source topic deleted, the query fails: ERROR on the page, with the error that
-    stopped it (it is retried meanwhile, ``ksql.query.retry.backoff.*``)."""
-    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
-
-    topic = unique_topic("console-sql-gone")
+    """Its source topic deleted once it has copied a row, the query fails: ERROR on the page,
+    with the error that stopped it (it is retried meanwhile, ``ksql.query.retry.backoff.*``)."""
+    source, sink = unique_topic("console-sql-gone"), unique_topic("console-sql-kept")
     ksql(
         api,
-        f"CREATE STREAM gone (id STRING KEY, v INT) WITH (KAFKA_TOPIC='{topic}', "
-        "VALUE_FORMAT='JSON', PARTITIONS=1);"
-        "CREATE STREAM kept AS SELECT id, v FROM gone EMIT CHANGES;",
+        f"CREATE STREAM gone (id STRING KEY, v INT) WITH (KAFKA_TOPIC='{source}', "
+        "VALUE_FORMAT='JSON', PARTITIONS=1); INSERT INTO gone (id, v) VALUES ('a', 1);",
     )
+    ksql(api, f"CREATE STREAM kept WITH (KAFKA_TOPIC='{sink}') AS SELECT id, v FROM gone;",
+         **{"ksql.streams.auto.offset.reset": "earliest"})  # fmt: skip
     [query_id] = query_states(api)
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.delete_topics([topic])[topic].result(15)
+    sql_eventually(lambda: consume_all(broker.bootstrap, sink), "the row copied")
+    admin(broker.bootstrap).delete_topics([source])[source].result(15)
     browser.get(f"{console}/#/sql")
     row = f'#queries tr[data-query="{query_id}"]'
     eventually(lambda: "ERROR" in _text(browser, f"{row} td.state"), seconds=WAIT_S,
