@@ -144,6 +144,21 @@ def test_a_groups_lag_grows_and_shrinks_on_the_page(
         consumer.close()
 
 
+def test_the_topics_page_shows_each_topics_partitions_and_records_held(
+    browser: Any, console: str, cluster: Cluster
+) -> None:
+    name = _topic(cluster, 3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for n in range(7):
+        producer.produce(name, str(n).encode(), partition=n % 3)
+    assert producer.flush(30) == 0
+    browser.get(f"{console}/#/topics")
+    row = f'#topics tr[data-topic="{name}"]'
+    eventually(lambda: _text(browser, f"{row} td.records") == "7", seconds=PAGE_S,
+               what="7 records held, counted after the table's first paint")  # fmt: skip
+    assert _text(browser, row).split()[1:3] == ["3", "3"]  # partitions, replication factor
+
+
 def test_records_are_browsed_from_a_time(browser: Any, console: str, cluster: Cluster) -> None:
     name = _topic(cluster, 1)
     base = 1_700_000_000_000

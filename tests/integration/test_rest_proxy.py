@@ -148,7 +148,10 @@ def test_a_stream_of_records_gets_one_answer_each_in_order(
     def chunks() -> Iterator[bytes]:
         for n in range(200):
             value = base64.b64encode(f"v{n}".encode()).decode()
-            yield json.dumps({"value": {"type": "BINARY", "data": value}}).encode()
+            record: dict[str, Any] = {"value": {"type": "BINARY", "data": value}}
+            if n % 50 == 7:  # the general path (headers) amid batched plain records
+                record["headers"] = [{"name": "n", "value": base64.b64encode(b"7").decode()}]
+            yield json.dumps(record).encode()
         yield b'{"value": {"type": "BINARY", "data": "not base64!"}}'
 
     answer = proxy.post(f"{cluster}/topics/{name}/records", content=chunks())
@@ -156,9 +159,9 @@ def test_a_stream_of_records_gets_one_answer_each_in_order(
     replies = [json.loads(line) for line in answer.text.splitlines()]
     assert [r["offset"] for r in replies[:200]] == list(range(200))
     assert replies[200]["error_code"] == 400
-    assert [m.value() for m in _records(bootstrap, name, 200)] == [
-        f"v{n}".encode() for n in range(200)
-    ]
+    messages = _records(bootstrap, name, 200)
+    assert [m.value() for m in messages] == [f"v{n}".encode() for n in range(200)]
+    assert [n for n, m in enumerate(messages) if m.headers()] == [7, 57, 107, 157]
 
 
 def test_a_batch_answers_each_entry(proxy: httpx.Client, cluster: str) -> None:

@@ -40,6 +40,10 @@ __all__ = ["console_api"]
 EARLIEST: Final = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
 LATEST: Final = OffsetSpec.latest()  # type: ignore[no-untyped-call]
 MAX_RECORDS: Final = 500
+INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state",
+                                    "__share_group_state"})  # fmt: skip
+"""Kafka's internal topics (``Topic.INTERNAL_TOPICS``): the Metadata answer's flag, which
+confluent-kafka's ``list_topics`` does not keep."""
 BROWSE_WAIT_S: Final = 2.0
 
 
@@ -55,6 +59,21 @@ def _partitions(described: Any, min_isr: Mapping[str, int] | None = None) -> lis
         )
         for p in described.partitions
     ]
+
+
+def _listed(metadata: Any, min_isr: Mapping[str, int]) -> dict[str, list[PartitionView]]:
+    """Each topic's partitions from a Metadata answer (``list_topics``), which has all the
+    topics page needs: no DescribeTopicPartitions of every partition."""
+    return {
+        name: [
+            PartitionView(
+                name, p.id, p.leader, tuple(p.replicas), tuple(p.isrs), min_isr.get(name, 1)
+            )
+            for _, p in sorted(topic.partitions.items())
+        ]
+        for name, topic in sorted(metadata.topics.items())
+        if topic.error is None
+    }
 
 
 def _headers(message: Any) -> list[tuple[str, bytes | None]]:
@@ -171,14 +190,21 @@ def console_api(context: ProxyContext) -> list[Route]:
         return json_response({"cluster_id": described.cluster_id, **health})
 
     async def topics(request: Request) -> Response:
+        """The topics page's rows; their records held (two ListOffsets over every partition,
+        the costly part) only with ``?records=true``: the page paints without them first."""
         metadata = await blocking(context.admin(request).list_topics, timeout=10)
-        described = await _described(request, sorted(metadata.topics))
-        min_isr = await _min_isr(request, sorted(metadata.topics))
-        parts = {t.name: _partitions(t, min_isr) for t in described}
-        offsets = await _offsets(request, [p for ps in parts.values() for p in ps])
+        parts = _listed(metadata, await _min_isr(request, sorted(metadata.topics)))
+        offsets = None
+        if request.query_params.get("records") == "true":
+            offsets = await _offsets(request, [p for ps in parts.values() for p in ps])
         rows = [
-            topic_row(t.name, parts[t.name], _held(offsets, parts[t.name]), internal=t.is_internal)
-            for t in described
+            topic_row(
+                name,
+                ps,
+                None if offsets is None else _held(offsets, ps),
+                internal=name in INTERNAL_TOPICS,
+            )
+            for name, ps in parts.items()
         ]
         return json_response(rows)
 

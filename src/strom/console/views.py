@@ -80,18 +80,20 @@ def cluster_health(
 def topic_row(
     name: str,
     partitions: Sequence[PartitionView],
-    offsets: Mapping[int, tuple[int, int]],
+    offsets: Mapping[int, tuple[int, int]] | None,
     *,
     internal: bool,
 ) -> dict[str, object]:
     """A topic's line on the topics page: partitions, replication, records held (latest minus
-    earliest offsets, over every partition), and its partitions' health."""
+    earliest offsets, over every partition; None without ``offsets``), and its partitions'
+    health."""
+    held = None if offsets is None else sum(max(0, end - start) for start, end in offsets.values())
     return {
         "name": name,
         "internal": internal,
         "partitions": len(partitions),
         "replication_factor": max((len(p.replicas) for p in partitions), default=0),
-        "records": sum(max(0, latest - earliest) for earliest, latest in offsets.values()),
+        "records": held,
         "under_replicated": sum(1 for p in partitions if p.under_replicated),
         "under_min_isr": sum(1 for p in partitions if p.under_min_isr),
         "offline": sum(1 for p in partitions if p.offline),

@@ -26,17 +26,22 @@ class StreamAnswers:
         self._lock = threading.Lock()
         self._wake_pending = False
 
-    async def reserve(self) -> int:
-        """A slot for the next record, once fewer than ``limit`` wait for answers."""
-        while self._reserved - self._taken >= self._limit:
+    async def reserve(self, count: int = 1) -> int:
+        """Slots for the next ``count`` records (the first one's), once no more than ``limit``
+        would wait for answers (or none waits: ``count`` may be over ``limit``)."""
+        while self._reserved > self._taken and self._reserved - self._taken + count > self._limit:
             self._room.clear()
             await self._room.wait()
-        self._reserved += 1
-        return self._reserved - 1
+        self._reserved += count
+        return self._reserved - count
 
     def fill(self, slot: int, answer: dict[str, object]) -> None:
         """Any thread: the answer of the record in ``slot``."""
-        self._slots[slot] = json.dumps(answer, separators=(",", ":")).encode() + b"\n"
+        self.fill_line(slot, json.dumps(answer, separators=(",", ":")).encode() + b"\n")
+
+    def fill_line(self, slot: int, line: bytes) -> None:
+        """Any thread: the answer of the record in ``slot``, already a line of JSON."""
+        self._slots[slot] = line
         with self._lock:
             if self._wake_pending:
                 return

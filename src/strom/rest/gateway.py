@@ -66,6 +66,25 @@ class AsyncProducer:
             except BufferError:  # the queue is full: wait for deliveries to drain it
                 await asyncio.sleep(QUEUE_FULL_WAIT_S)
 
+    async def submit_batch(self, topic: str, messages: list[dict[str, Any]]) -> None:
+        """Hand records to librdkafka in one call (``produce_batch``: no headers), each dict's
+        ``callback`` called on the poll thread with its delivery report, or at once with the
+        error that kept it out of the queue. Waits only while librdkafka's queue is full."""
+        while messages:
+            self._producer.produce_batch(topic, messages)
+            full = []
+            for message in messages:
+                error = message.pop("_error", None)
+                if error is None:
+                    continue
+                if error.code() == KafkaError._QUEUE_FULL:
+                    full.append(message)
+                else:
+                    message["callback"](error, None)
+            messages = full
+            if messages:  # wait for deliveries to drain the queue
+                await asyncio.sleep(QUEUE_FULL_WAIT_S)
+
     async def send(
         self,
         topic: str,

@@ -5,17 +5,26 @@ a delivered record its answer."""
 
 from __future__ import annotations
 
-import base64
 import binascii
 import datetime
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from strom.rest.errors import RestError
 
-__all__ = ["PLAIN_TYPES", "DataSpec", "ProduceRecord", "delivered", "encode_plain", "parse"]
+__all__ = [
+    "PLAIN_TYPES",
+    "DataSpec",
+    "ProduceRecord",
+    "delivered",
+    "encode_plain",
+    "iso_millis",
+    "parse",
+    "plain_message",
+]
 
 PLAIN_TYPES: Final = frozenset({"BINARY", "JSON", "STRING"})
 SCHEMA_TYPES: Final = frozenset({"AVRO", "JSONSCHEMA", "PROTOBUF"})
@@ -27,6 +36,8 @@ _SCHEMA_FIELDS: Final = (
     "schema_version",
     "schema",
 )
+_PLAIN_FIELDS: Final = frozenset({"key", "value", "partition_id"})
+_PART_FIELDS: Final = frozenset({"type", "data"})
 
 
 def _bad(message: str) -> RestError:
@@ -115,7 +126,7 @@ def _base64(text: object, what: str) -> bytes:
     if not isinstance(text, str):
         raise _bad(f"{what}: expected a base64 string")
     try:
-        return base64.b64decode(text, validate=True)
+        return binascii.a2b_base64(text, strict_mode=True)
     except (binascii.Error, ValueError):
         raise _bad(f"{what}: not valid base64: {text[:40]!r}") from None
 
@@ -140,16 +151,68 @@ def parse(raw: object) -> ProduceRecord:
 
 def encode_plain(spec: DataSpec | None, what: str) -> bytes | None:
     """A ``BINARY`` (base64), ``JSON`` or ``STRING`` part as bytes; null data is no bytes."""
-    if spec is None or spec.data is None:
+    return None if spec is None else _plain_bytes(spec.type, spec.data, what)
+
+
+def _plain_bytes(kind: str | None, data: object, what: str) -> bytes | None:
+    if data is None:
         return None
-    kind = spec.type or "BINARY"
-    if kind == "BINARY":
-        return _base64(spec.data, f"{what}.data")
+    if kind is None or kind == "BINARY":
+        return _base64(data, f"{what}.data")
     if kind == "STRING":
-        if not isinstance(spec.data, str):
+        if not isinstance(data, str):
             raise _bad(f"{what}.data: a STRING needs a JSON string")
-        return spec.data.encode()
-    return json.dumps(spec.data, separators=(",", ":"), ensure_ascii=False).encode()
+        return data.encode()
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def plain_message(
+    raw: object, partitions: int, *, registry: bool
+) -> tuple[dict[str, Any], str] | None:
+    """The stream's common case without the general path's objects: a request object of only
+    plain-typed ``key`` and ``value`` and a ``partition_id`` as a ``produce_batch`` message,
+    and its answer's ``"key":...,"value":...}`` text. None for any other object, a bad one
+    included (``parse`` then names its error); a part without a type is plain only when no
+    registry is configured."""
+    if type(raw) is not dict or not raw.keys() <= _PLAIN_FIELDS:
+        return None
+    message: dict[str, Any] = {}
+    partition = raw.get("partition_id")
+    if partition is not None:
+        if type(partition) is not int or not 0 <= partition < partitions:
+            return None
+        message["partition"] = partition
+    reports = []
+    for name in ("key", "value"):
+        part = raw.get(name)
+        if part is None:
+            reports.append("null")
+            continue
+        if type(part) is not dict or not part.keys() <= _PART_FIELDS:
+            return None
+        kind = part.get("type")
+        if kind not in PLAIN_TYPES and (kind is not None or registry):
+            return None
+        try:
+            data = _plain_bytes(kind, part.get("data"), name)
+        except RestError:
+            return None
+        if data is not None:
+            message[name] = data
+        size = 0 if data is None else len(data)
+        reports.append(
+            f'{{"type":"{kind or "BINARY"}","size":{size},"subject":null,'
+            '"schema_id":null,"schema_version":null}'
+        )
+    return message, f'"key":{reports[0]},"value":{reports[1]}}}\n'
+
+
+@functools.lru_cache(maxsize=4096)
+def iso_millis(timestamp_ms: int) -> str:
+    """A record's timestamp as the answers write it (``2026-11-28T12:00:00.000Z``); records
+    delivered together share theirs, hence the cache."""
+    moment = datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def delivered(
@@ -163,20 +226,13 @@ def delivered(
     value: Mapping[str, object] | None,
 ) -> dict[str, object]:
     """The answer to a record the cluster acknowledged."""
-    when = (
-        None
-        if timestamp_ms is None
-        else datetime.datetime.fromtimestamp(timestamp_ms / 1000, datetime.UTC)
-        .isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z")
-    )
     return {
         "error_code": 200,
         "cluster_id": cluster_id,
         "topic_name": topic,
         "partition_id": partition,
         "offset": offset,
-        "timestamp": when,
+        "timestamp": None if timestamp_ms is None else iso_millis(timestamp_ms),
         "key": key,
         "value": value,
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import functools
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -26,12 +27,15 @@ from strom.rest.answers import StreamAnswers
 from strom.rest.context import TOO_LARGE, ProxyContext
 from strom.rest.errors import RestError, from_kafka
 from strom.rest.gateway import blocking, result
-from strom.rest.records import ProduceRecord, delivered, parse
+from strom.rest.records import ProduceRecord, delivered, iso_millis, parse, plain_message
 from strom.web.http import json_response
 
 __all__ = ["record_routes"]
 
 IN_FLIGHT: Final = 1000
+BATCH: Final = 500
+"""Records of a stream taken at once: their slots reserved together, the plain ones handed to
+librdkafka in one call (fewer than ``IN_FLIGHT``, so earlier records can make room)."""
 MAX_BATCH: Final = 10
 """Entries of one ``records:batch`` request, as Confluent's proxy."""
 _DECODER: Final = json.JSONDecoder()
@@ -63,17 +67,17 @@ def _whole_objects(buffer: str, limit: int) -> tuple[list[object], int]:
 
 async def _objects(
     request: Request, limit: int, body: bytes | None = None
-) -> AsyncIterator[object]:
-    """The concatenated JSON objects of the body (``body`` when already read), each as soon as
-    it has arrived; a ``RestError`` in place of one over ``limit``."""
+) -> AsyncIterator[list[object]]:
+    """The concatenated JSON objects of the body (``body`` when already read), those of each
+    chunk as soon as it has arrived; a ``RestError`` in place of one over ``limit``."""
     text = codecs.getincrementaldecoder("utf-8")()
     buffer = ""
     chunks = request.stream() if body is None else _once(body)
     async for chunk in chunks:
         buffer += text.decode(chunk)
         found, rest = _whole_objects(buffer, limit)
-        for value in found:
-            yield value
+        if found:
+            yield found
         buffer = buffer[rest:]
         if len(buffer) > limit:
             raise TOO_LARGE
@@ -153,6 +157,28 @@ class _Report:
         )
 
 
+class _Delivered:
+    """The answers of a stream's plain records (``plain_message``), written from their
+    delivery reports on the producer's poll thread without building a dict for each."""
+
+    def __init__(self, answers: StreamAnswers, cluster_id: str, topic: str) -> None:
+        self._answers = answers
+        head = {"error_code": 200, "cluster_id": cluster_id, "topic_name": topic}
+        self._head = json.dumps(head, separators=(",", ":"))[:-1]
+
+    def __call__(self, slot: int, tail: str, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self._answers.fill(slot, _error(from_kafka(error)))
+            return
+        _, timestamp = message.timestamp()
+        when = "null" if timestamp is None else f'"{iso_millis(timestamp)}"'
+        self._answers.fill_line(
+            slot,
+            f'{self._head},"partition_id":{message.partition()},"offset":{message.offset()},'
+            f'"timestamp":{when},{tail}'.encode(),
+        )
+
+
 def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list[Route]:
     async def _partitions(request: Request, topic: str) -> int:
         """The topic's partition count (Metadata would create a missing topic)."""
@@ -210,7 +236,7 @@ def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list
             body = await context.body(request)
             if not body.strip():
                 raise RestError(422, 422, "Payload error. Request body is empty. Data is required.")
-            objects = [value async for value in _objects(request, limit, body)]
+            objects = [value async for found in _objects(request, limit, body) for value in found]
             if len(objects) == 1:
                 return json_response(
                     await produce_one(request, links.cluster_id, topic, partitions, objects[0])
@@ -218,23 +244,47 @@ def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list
         answers = StreamAnswers(asyncio.get_running_loop(), IN_FLIGHT)
         producer = context.producer(request)
 
+        plain_answer = _Delivered(answers, links.cluster_id, topic)
+        batch: list[dict[str, Any]] = []
+
+        async def flush() -> None:
+            nonlocal batch
+            if batch:
+                await producer.submit_batch(topic, batch)
+                batch = []
+
         async def read() -> None:
             try:
-                async for raw in _objects(request, limit, body):
-                    slot = await answers.reserve()
-                    try:
-                        prepared = await prepare(raw, topic, partitions)
-                    except RestError as error:
-                        answers.fill(slot, _error(error))
-                        continue
-                    await producer.submit(
-                        topic, **prepared.fields(),
-                        on_delivery=_Report(answers, slot, prepared, links.cluster_id, topic),
-                    )  # fmt: skip
+                async for found in _objects(request, limit, body):
+                    for start in range(0, len(found), BATCH):
+                        group = found[start : start + BATCH]
+                        first = await answers.reserve(len(group))
+                        for slot, raw in enumerate(group, first):
+                            plain = plain_message(raw, partitions, registry=registry is not None)
+                            if plain is None:
+                                await flush()  # a record of the general path keeps its place
+                                await send(raw, slot)
+                                continue
+                            message, tail = plain
+                            message["callback"] = functools.partial(plain_answer, slot, tail)
+                            batch.append(message)
+                        await flush()
             except RestError as error:  # the body stopped being JSON
+                await flush()
                 answers.fill(await answers.reserve(), _error(error))
             finally:
                 answers.finish()
+
+        async def send(raw: object, slot: int) -> None:
+            try:
+                prepared = await prepare(raw, topic, partitions)
+            except RestError as error:
+                answers.fill(slot, _error(error))
+                return
+            await producer.submit(
+                topic, **prepared.fields(),
+                on_delivery=_Report(answers, slot, prepared, links.cluster_id, topic),
+            )  # fmt: skip
 
         async def chunks() -> AsyncIterator[bytes]:
             reader = asyncio.ensure_future(read())

@@ -1,11 +1,11 @@
 """The console's SQL page in headless Chromium against a real SQL server (in the suite's one
 SparkSession): a persistent query shows as RUNNING with its stream and its sink, and is
-terminated from the page."""
+terminated from the page; a failed one shows as ERROR with its reason. The two tests share one
+SQL server and console."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,8 +14,9 @@ from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.browser import eventually
-from e2e.spark.clients import unique_topic
+from e2e.spark.clients import admin, consume_all, unique_topic
 from e2e.spark.sql_api import WAIT_S, ksql, query_states, serving
+from e2e.spark.sql_api import eventually as sql_eventually
 from strom.console.app import Console
 from strom.console.services import Services
 from strom.rest.settings import RestSettings
@@ -23,13 +24,16 @@ from strom.rest.settings import RestSettings
 pytestmark = pytest.mark.timeout(300)  # a Spark query: slow when loaded
 
 
-@pytest.fixture
-def api(spark: SparkSession, broker: StromServer, tmp_path: Path) -> Iterator[httpx.Client]:
-    with serving(spark, broker.bootstrap, "console-sql", tmp_path / "state") as client:
+@pytest.fixture(scope="module")
+def api(
+    spark: SparkSession, broker: StromServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    state = tmp_path_factory.mktemp("console-sql") / "state"
+    with serving(spark, broker.bootstrap, "console-sql", state) as client:
         yield client
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def console(broker: StromServer, api: httpx.Client) -> Iterator[str]:
     settings = RestSettings.from_properties(
         {"bootstrap.servers": broker.bootstrap, "listeners": "http://127.0.0.1:0"}
@@ -56,6 +60,7 @@ def test_a_query_shows_running_and_is_terminated_from_the_page(
     from selenium.webdriver.common.by import By  # noqa: PLC0415
 
     topic = unique_topic("console-sql")
+    assert query_states(api) == {}
     ksql(
         api,
         "CREATE STREAM clicks (id STRING KEY, page STRING) "
@@ -77,3 +82,29 @@ def test_a_query_shows_running_and_is_terminated_from_the_page(
                seconds=WAIT_S, what="the page's terminate answered")  # fmt: skip
     assert query_states(api) == {}
     eventually(lambda: not _text(browser, row), seconds=WAIT_S, what="the query gone from the page")
+
+
+def test_a_failed_query_shows_as_error_with_its_reason(
+    browser: Any, console: str, api: httpx.Client, broker: StromServer
+) -> None:
+    """Its source topic deleted once it has copied a row, the query fails: ERROR on the page,
+    with the error that stopped it (it is retried meanwhile, ``ksql.query.retry.backoff.*``)."""
+    source, sink = unique_topic("console-sql-gone"), unique_topic("console-sql-kept")
+    ksql(
+        api,
+        f"CREATE STREAM gone (id STRING KEY, v INT) WITH (KAFKA_TOPIC='{source}', "
+        "VALUE_FORMAT='JSON', PARTITIONS=1); INSERT INTO gone (id, v) VALUES ('a', 1);",
+    )
+    ksql(api, f"CREATE STREAM kept WITH (KAFKA_TOPIC='{sink}') AS SELECT id, v FROM gone;",
+         **{"ksql.streams.auto.offset.reset": "earliest"})  # fmt: skip
+    [query_id] = query_states(api)
+    sql_eventually(lambda: consume_all(broker.bootstrap, sink), "the row copied")
+    client = admin(broker.bootstrap)  # kept: a client collected at once fails its futures
+    client.delete_topics([source])[source].result(15)
+    browser.get(f"{console}/#/sql")
+    row = f'#queries tr[data-query="{query_id}"]'
+    eventually(lambda: "ERROR" in _text(browser, f"{row} td.state"), seconds=WAIT_S,
+               what=f"{query_id} ERROR on the page, as {query_states(api)}")  # fmt: skip
+    eventually(lambda: bool(_text(browser, f"{row} td.error")), seconds=WAIT_S,
+               what="the query's error beside it")  # fmt: skip
+    ksql(api, f"TERMINATE {query_id};")

@@ -34,6 +34,8 @@ def test_a_topic_row_counts_what_its_offsets_hold() -> None:
     assert row == {"name": "t", "internal": False, "partitions": 2, "replication_factor": 2,
                    "records": 22, "under_replicated": 2, "under_min_isr": 0,
                    "offline": 1}  # fmt: skip
+    uncounted = topic_row("t", partitions, None, internal=False)  # the page's first paint
+    assert uncounted == {**row, "records": None}
 
 
 def test_a_partition_with_fewer_in_sync_replicas_than_its_topics_minimum_is_under_min_isr() -> None:

@@ -47,3 +47,18 @@ def test_a_stream_waits_for_room_when_limit_records_wait() -> None:
         return blocked, third.done()
 
     assert asyncio.run(run()) == (True, True)
+
+
+def test_records_taken_together_reserve_their_slots_at_once() -> None:
+    async def run() -> tuple[int, int, bool]:
+        answers = StreamAnswers(asyncio.get_running_loop(), limit=3)
+        first = await answers.reserve(5)  # more than the limit, none waiting: at once
+        later = asyncio.ensure_future(answers.reserve(2))
+        await asyncio.sleep(0.01)
+        blocked = not later.done()
+        for slot in range(5):
+            answers.fill(slot, {"offset": slot})
+        await answers.next_chunk()
+        return first, await asyncio.wait_for(later, 1), blocked
+
+    assert asyncio.run(run()) == (0, 5, True)

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from strom.rest.errors import RestError
-from strom.rest.records import DataSpec, delivered, encode_plain, parse
+from strom.rest.records import DataSpec, delivered, encode_plain, parse, plain_message
+from strom.rest.schemas import encode
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
@@ -85,3 +86,54 @@ def test_an_answer_carries_the_timestamp_in_iso_8601() -> None:
                        timestamp_ms=1795867200123, key=None, value=None)  # fmt: skip
     assert answer["timestamp"] == "2026-11-28T12:00:00.123Z"
     assert answer["error_code"] == 200
+
+
+PLAIN_PARTS = st.one_of(
+    st.none(),
+    st.binary().map(lambda b: {"type": "BINARY", "data": base64.b64encode(b).decode()}),
+    st.binary().map(lambda b: {"data": base64.b64encode(b).decode()}),
+    st.text().map(lambda t: {"type": "STRING", "data": t}),
+    JSON_VALUES.map(lambda v: {"type": "JSON", "data": v}),
+)
+
+
+@given(PLAIN_PARTS, PLAIN_PARTS, st.none() | st.integers(0, 2))
+def test_a_plain_record_takes_the_batch_path_with_the_general_paths_bytes_and_answer(
+    key: object, value: object, partition: int | None
+) -> None:
+    raw = {name: part for name, part in (("key", key), ("value", value)) if part is not None}
+    if partition is not None:
+        raw["partition_id"] = partition
+    plain = plain_message(raw, 3, registry=False)
+    assert plain is not None
+    message, tail = plain
+    record = parse(raw)
+    key_part, value_part = (encode(None, spec, "t", is_key=k) for spec, k in
+                            ((record.key, True), (record.value, False)))  # fmt: skip
+    assert (message.get("key"), message.get("value")) == (key_part.data, value_part.data)
+    assert message.get("partition") == partition
+    answer = json.loads("{" + tail)
+    assert (answer["key"], answer["value"]) == (key_part.report, value_part.report)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"value": {"data": "eA=="}, "headers": []},
+        {"value": {"data": "eA=="}, "timestamp": "2026-11-28T12:00:00Z"},
+        {"value": {"type": "AVRO", "data": {}}},
+        {"value": {"type": "binary", "data": "eA=="}},
+        {"value": {"data": "not base64!"}},
+        {"value": {"type": "STRING", "data": 5}},
+        {"value": {"data": "eA==", "subject": "s"}},
+        {"partition_id": 3, "value": {"data": "eA=="}},
+        {"partition_id": True},
+        ["not", "an", "object"],
+    ],
+)
+def test_anything_else_takes_the_general_path(raw: object) -> None:
+    assert plain_message(raw, 3, registry=False) is None
+
+
+def test_an_untyped_part_goes_to_the_registry_when_there_is_one() -> None:
+    assert plain_message({"value": {"data": "eA=="}}, 1, registry=True) is None

@@ -6,6 +6,7 @@ const REFRESH_MS = 2000;
 const LAG_POINTS = 90;
 const lagHistory = {};  // group -> its total lag at each refresh, for the chart
 let features = {};
+const recordsHeld = {};  // topic -> its records held when last counted
 const resetPlans = {};  // group -> the dry run of a reset, shown until applied
 let clusterId = null;
 let timer = null;
@@ -126,13 +127,19 @@ function health(t) {
   return problems.filter(([n]) => n).map(([n, what]) => `${n} ${what}`).join(", ") || "ok";
 }
 
+// The topics are painted from the cluster's metadata first; their records held (two ListOffsets
+// over every partition: the slow part with many partitions) are filled in when counted.
 async function topicsView() {
   const rows = (await api("/api/console/topics")).map((t) => `<tr data-topic="${esc(t.name)}">
       <td><a href="#/topics/${encodeURIComponent(t.name)}">${esc(t.name)}</a>${t.internal ? ' <span class="muted">internal</span>' : ""}</td>
       <td class="num">${t.partitions}</td><td class="num">${t.replication_factor}</td>
-      <td class="num records">${t.records}</td>
+      <td class="num records">${recordsHeld[t.name] ?? "…"}</td>
       <td class="health ${t.under_replicated || t.offline ? "bad" : ""}">${health(t)}</td></tr>`);
   page.innerHTML = `<h1>Topics</h1>${table("topics", ["Topic", "Partitions", "Replication", "Records", "Health"], rows)}`;
+  for (const t of await api("/api/console/topics?records=true")) recordsHeld[t.name] = t.records;
+  page.querySelectorAll("#topics tr[data-topic]").forEach((row) => {
+    row.querySelector("td.records").textContent = recordsHeld[row.dataset.topic] ?? "…";
+  });
 }
 
 async function topicView(name) {
