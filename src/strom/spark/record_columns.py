@@ -7,11 +7,14 @@ once, keys, values and headers are gathered by Arrow from the batch bytes (a ``b
 array over them, cast to ``binary``), offsets and timestamps are the batches' bases plus the
 decoded deltas. No record becomes a Python object.
 
-One step stays per record: finding where each record starts. A record's position is the
-previous one's plus its length prefix, a chain numpy cannot follow, so ``_bodies`` walks the
-length prefixes in a tight loop (one or two bytes each, about 0.1 us a record); every other
-field is read from the positions it yields. Each record's fields must end exactly where its
-length says, which is checked for all records at once.
+Finding where each record starts is a chain: a record's position is the previous one's plus
+its length prefix. ``_bodies`` follows it without a Python step per record where it can:
+records of one length (fixed-size values; the one- and two-byte offset and timestamp deltas
+break a batch into a few runs) are guessed one length apart and the guesses checked at once;
+the batches left over are independent, so many short ones are walked together, the k-th
+record of each in one numpy step; only batches too long for that (mixed lengths, few batches)
+are walked one record at a time. Each record's fields must end exactly where its length says,
+and each record where the next one starts, which is checked for all records at once.
 
 Record layout (zig-zag varints), as in Kafka's ``DefaultRecord``::
 
@@ -30,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from kio.serial.errors import BufferUnderflow
 from kio.serial.readers import read_signed_varint
 
 from strom.common import ErrorCode, KafkaError
@@ -227,7 +231,7 @@ def _bodies(
                 pieces.append(buffer[:0])  # filled in by _find_rest
         if rest:
             _find_rest(data, buffer, rest, pieces)
-    except IndexError:
+    except (IndexError, BufferUnderflow):
         raise _corrupt("a record runs past its batch") from None
     positions = np.concatenate(pieces) if len(pieces) > 1 else pieces[0].astype(np.int64)
     lengths, sizes = _varints(buffer, positions)
@@ -263,10 +267,9 @@ def _runs(
         stride = size + length
         if length <= 0 or size > 2:
             return position, count
-        if count > 1 and data[position + stride : position + stride + size] != data[
-            position : position + size
-        ]:
-            return position, count
+        head = data[position : position + size]
+        if count > 1 and data[position + stride : position + stride + size] != head:
+            return position, count  # the next record has another length
         guesses = np.arange(position, position + stride * count, stride, dtype=np.int64)
         same = buffer[np.minimum(guesses, len(buffer) - 1)] == buffer[position]
         if size == 2:

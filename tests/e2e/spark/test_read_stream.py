@@ -19,7 +19,7 @@ from strom_harness import StromServer
 
 from e2e.spark.clients import Record, admin, create_topic, produce, produce_values, unique_topic
 from strom.spark.options import parse_read_options
-from strom.spark.reader import StromStreamReader
+from strom.spark.reader import RangePartition, StromStreamReader
 
 
 def stream(spark: SparkSession, broker: StromServer, **options: str) -> DataFrame:
@@ -264,6 +264,7 @@ def test_first_batch_starts_where_the_query_started_from_latest(broker: StromSer
         assert end == {topic: {"0": 12}}
         produce_values(broker.bootstrap, topic, 1, start=12)
         (partition,) = reader.partitions(reader.initialOffset(), end)
+        assert isinstance(partition, RangePartition)
         assert (partition.offsets.start, partition.offsets.end) == (11, 12)
     finally:
         reader.stop()
