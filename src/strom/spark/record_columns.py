@@ -356,8 +356,9 @@ def _varints(
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """The zig-zag varints (or varlongs) at ``positions`` and their sizes in bytes: one numpy
     step per byte of the longest, over the varints that have that byte (positions past the
-    buffer read its last byte: a record that overruns is caught by the length checks). Most
-    are one or two bytes (values under 64 or 8192), decoded by whole-array steps."""
+    buffer read its last byte: a record that overruns is caught by the length checks). The
+    first two bytes are decoded by whole-array steps (most varints are one or two bytes:
+    values under 64 or 8192), the rest over the varints that have them."""
     last = len(buffer) - 1
     byte = buffer[np.minimum(positions, last)]
     two = byte >= 0x80
@@ -365,15 +366,11 @@ def _varints(
         unsigned = byte.astype(np.int64)
         return (unsigned >> 1) ^ -(unsigned & 1), np.ones(len(positions), np.int64)
     second = buffer[np.minimum(positions + 1, last)]
-    if not (two & (second >= 0x80)).any():
-        unsigned = np.where(two, (byte & 0x7F) | (second.astype(np.int64) << 7), byte)
-        return (unsigned >> 1) ^ -(unsigned & 1), two.astype(np.int64) + 1
-    unsigned = byte.astype(np.int64)  # the bits, as uint64 would hold them
-    sizes = np.ones(len(positions), np.int64)
-    more = np.flatnonzero(byte >= 0x80)
-    if len(more):
-        unsigned[more] &= 0x7F
-    shift = 7
+    unsigned = np.where(two, (byte & 0x7F) | (second.astype(np.int64) << 7), byte)
+    sizes = two.astype(np.int64) + 1
+    more = np.flatnonzero(two & (second >= 0x80))
+    unsigned[more] &= 0x3FFF  # the bits, as uint64 would hold them
+    shift = 14
     while len(more):
         if shift > 63:
             raise _corrupt("a record varint longer than 10 bytes")

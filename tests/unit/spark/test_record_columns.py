@@ -4,13 +4,17 @@ the protocol package's record reader on the same bytes."""
 from __future__ import annotations
 
 import datetime as dt
+import io
 import random
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kio.serial.readers import read_signed_varlong
+from kio.serial.writers import write_signed_varlong
 
 from strom.common import KafkaError
 from strom.protocol.batch import Compression, TimestampType
@@ -21,7 +25,7 @@ from strom.protocol.records import (
     build_control_batch,
     iter_records,
 )
-from strom.spark.record_columns import _STEP_RECORDS, RecordColumns
+from strom.spark.record_columns import _STEP_RECORDS, RecordColumns, _varints
 from strom.spark.schema import arrow_schema
 
 MS = 1_700_000_000_123
@@ -229,3 +233,18 @@ def test_many_short_batches_of_mixed_lengths() -> None:
     ]
     decoded = decode(b"".join(batches), first=0, end=2**62)
     assert rows(decoded.batch) == expected(batches)
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-9000, 9000), min_size=1))
+def test_varints_are_kios(values: list[int]) -> None:
+    """Every length of varlong, one to ten bytes, decoded at once as kio reads each."""
+    out = io.BytesIO()
+    positions = []
+    for value in values:
+        positions.append(out.tell())
+        write_signed_varlong(out, value)
+    data = out.getvalue()
+    decoded, sizes = _varints(np.frombuffer(data, np.uint8), np.array(positions, np.int64))
+    theirs = [read_signed_varlong(data, p)[0] for p in positions]
+    assert decoded.tolist() == values == theirs
+    assert (np.array(positions) + sizes).tolist() == [*positions[1:], len(data)]
