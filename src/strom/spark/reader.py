@@ -177,6 +177,7 @@ class StromStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger: float | None = None  # when minOffsetsPerTrigger last let a batch go
         self._latest: PartitionOffsets | None = None
         self._committed: dict[str, Any] | None = None
+        self._initial: dict[str, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -191,15 +192,20 @@ class StromStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._cluster
 
     def initialOffset(self) -> dict[str, Any]:
-        options = self.options
-        tps = self.cluster.partitions(options.subscription)
-        offsets = self.cluster.resolve(
-            options.starting,
-            tps,
-            starting=True,
-            timestamp_not_found_latest=options.timestamp_not_found_latest,
-        )
-        return to_json_dict(offsets)
+        """The query's starting offsets, resolved once: Spark asks again when it runs the first
+        batch (as that batch's start), and a second ListOffsets of ``latest`` would answer past
+        the end it already planned (a false "went back") or skip what arrived in between."""
+        if self._initial is None:
+            options = self.options
+            tps = self.cluster.partitions(options.subscription)
+            offsets = self.cluster.resolve(
+                options.starting,
+                tps,
+                starting=True,
+                timestamp_not_found_latest=options.timestamp_not_found_latest,
+            )
+            self._initial = to_json_dict(offsets)
+        return self._initial
 
     def getDefaultReadLimit(self) -> ReadLimit:
         options = self.options

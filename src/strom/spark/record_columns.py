@@ -7,11 +7,14 @@ once, keys, values and headers are gathered by Arrow from the batch bytes (a ``b
 array over them, cast to ``binary``), offsets and timestamps are the batches' bases plus the
 decoded deltas. No record becomes a Python object.
 
-One step stays per record: finding where each record starts. A record's position is the
-previous one's plus its length prefix, a chain numpy cannot follow, so ``_bodies`` walks the
-length prefixes in a tight loop (one or two bytes each, about 0.1 us a record); every other
-field is read from the positions it yields. Each record's fields must end exactly where its
-length says, which is checked for all records at once.
+Finding where each record starts is a chain: a record's position is the previous one's plus
+its length prefix. ``_bodies`` follows it without a Python step per record where it can:
+records of one length (fixed-size values; the one- and two-byte offset and timestamp deltas
+break a batch into a few runs) are guessed one length apart and the guesses checked at once;
+the batches left over are independent, so many short ones are walked together, the k-th
+record of each in one numpy step; only batches too long for that (mixed lengths, few batches)
+are walked one record at a time. Each record's fields must end exactly where its length says,
+and each record where the next one starts, which is checked for all records at once.
 
 Record layout (zig-zag varints), as in Kafka's ``DefaultRecord``::
 
@@ -30,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from kio.serial.errors import BufferUnderflow
 from kio.serial.readers import read_signed_varint
 
 from strom.common import ErrorCode, KafkaError
@@ -212,59 +216,170 @@ def _bodies(
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """Where each record's body (after its length prefix) starts and ends.
 
-    The one walk per record (see the module docstring) only notes where each length prefix
-    is and steps over the record; the prefixes are then decoded and checked all at once.
+    The length-prefix positions are found as the module docstring says, then decoded and
+    checked all at once: every record must end where the next one of its batch starts, the
+    last one at the batch's end.
     """
-    prefixes = array("q")
-    note = prefixes.append
+    buffer = np.frombuffer(data, np.uint8)
+    pieces: list[np.ndarray[Any, Any]] = []
+    rest: list[tuple[int, int, int]] = []  # (index in pieces, first position, records)
     try:
-        position = 0
-        for (begin, stop), count in zip(spans, counts, strict=True):
-            position = begin
-            for _ in range(count):
-                note(position)
-                raw = data[position]
-                if raw < 0x80:  # one byte: a body under 64 bytes (zig-zag: twice its length)
-                    position += 1 + (raw >> 1)
-                elif data[position + 1] < 0x80:  # two bytes: under 8 KiB
-                    position += 2 + (((raw & 0x7F) | (data[position + 1] << 7)) >> 1)
-                else:
-                    length, size = read_signed_varint(data, position)
-                    position += size + length
-            if position != stop:
-                raise _corrupt(f"a batch's records end {position - stop} bytes off its length")
-    except IndexError:
+        for (begin, _), count in zip(spans, counts, strict=True):
+            position, left = _runs(data, buffer, begin, count, pieces)
+            if left:
+                rest.append((len(pieces), position, left))
+                pieces.append(buffer[:0])  # filled in by _find_rest
+        if rest:
+            _find_rest(data, buffer, rest, pieces)
+    except (IndexError, BufferUnderflow):
         raise _corrupt("a record runs past its batch") from None
-    positions = np.frombuffer(prefixes, np.int64)
-    lengths, sizes = _varints(np.frombuffer(data, np.uint8), positions)
+    positions = np.concatenate(pieces) if len(pieces) > 1 else pieces[0].astype(np.int64)
+    lengths, sizes = _varints(buffer, positions)
     if (lengths <= 0).any():
         raise _corrupt("a record length that is not positive")
     starts = positions + sizes
-    return starts, starts + lengths
+    ends = starts + lengths
+    following = np.empty_like(positions)
+    following[:-1] = positions[1:]
+    following[np.cumsum(counts) - 1] = [stop for _, stop in spans]
+    if (ends != following).any():
+        raise _corrupt("a batch's records do not end where its length says")
+    return starts, ends
+
+
+def _runs(
+    data: BytesLike,
+    buffer: np.ndarray[Any, Any],
+    position: int,
+    count: int,
+    pieces: list[np.ndarray[Any, Any]],
+) -> tuple[int, int]:
+    """Appends to ``pieces`` the positions of a batch's records while they come in runs of
+    one length; returns where it stopped and how many records are left (a record whose
+    successor has another length: the rest is walked otherwise).
+
+    A run is found at once: the positions one length apart are guessed up to the batch's
+    last record and the first whose prefix bytes differ ends it. Each guess is a record's
+    start if all before it are, since each of those had the run's length.
+    """
+    while count:
+        length, size = read_signed_varint(data, position)
+        stride = size + length
+        if length <= 0 or size > 2:
+            return position, count
+        head = data[position : position + size]
+        if count > 1 and data[position + stride : position + stride + size] != head:
+            return position, count  # the next record has another length
+        guesses = np.arange(position, position + stride * count, stride, dtype=np.int64)
+        same = buffer[np.minimum(guesses, len(buffer) - 1)] == buffer[position]
+        if size == 2:
+            same &= buffer[np.minimum(guesses + 1, len(buffer) - 1)] == buffer[position + 1]
+        run = count if same.all() else int(np.argmin(same))
+        pieces.append(guesses[:run])
+        position += stride * run
+        count -= run
+    return position, 0
+
+
+_STEP_RECORDS = 64
+"""A numpy step over many batches' k-th records costs about as much as walking this many
+records in Python (measured: ~25 us against ~0.4 us)."""
+
+
+def _find_rest(
+    data: BytesLike,
+    buffer: np.ndarray[Any, Any],
+    rest: list[tuple[int, int, int]],
+    pieces: list[np.ndarray[Any, Any]],
+) -> None:
+    """The positions of the records ``_runs`` left, in ``pieces``: the batches are
+    independent, so the shorter ones are walked together (one numpy step per record index),
+    the longer ones, where that would cost more steps than records, one record at a time."""
+    sizes = np.array([left for _, _, left in rest], np.int64)
+    order = np.argsort(sizes, kind="stable")
+    ordered = sizes[order]
+    # Walking the j shortest together costs ordered[j - 1] steps; the others, their records.
+    after = np.concatenate([np.cumsum(ordered[::-1])[::-1], [0]])
+    together = int(np.argmin(np.concatenate([[0], ordered]) * _STEP_RECORDS + after))
+    if together:
+        chosen = [rest[i] for i in order[:together]]
+        begins = np.array([begin for _, begin, _ in chosen], np.int64)
+        walked = _walk_together(buffer, begins, ordered[:together])
+        for (slot, _, _), positions in zip(chosen, walked, strict=True):
+            pieces[slot] = positions
+    for i in order[together:]:
+        slot, begin, left = rest[i]
+        pieces[slot] = _walk(data, begin, left)
+
+
+def _walk_together(
+    buffer: np.ndarray[Any, Any], begins: np.ndarray[Any, Any], counts: np.ndarray[Any, Any]
+) -> list[np.ndarray[Any, Any]]:
+    """Each batch's length-prefix positions, all batches' k-th record in one step (``counts``
+    ascending: the batches still going are a suffix)."""
+    table = np.empty((len(begins), int(counts[-1])), np.int64)
+    position = begins.copy()
+    first = 0
+    for k in range(int(counts[-1])):
+        while counts[first] <= k:
+            first += 1
+        live = position[first:]
+        table[first:, k] = live
+        lengths, sizes = _varints(buffer, live)
+        if (lengths <= 0).any():
+            raise _corrupt("a record length that is not positive")
+        position[first:] = live + sizes + lengths
+    return [table[row, :count] for row, count in enumerate(counts.tolist())]
+
+
+def _walk(data: BytesLike, begin: int, count: int) -> np.ndarray[Any, Any]:
+    """One batch's length-prefix positions, one record at a time (raises IndexError past the
+    data)."""
+    prefixes = array("q")
+    note = prefixes.append
+    position = begin
+    for _ in range(count):
+        note(position)
+        raw = data[position]
+        if raw < 0x80:  # one byte: a body under 64 bytes (zig-zag: twice its length)
+            position += 1 + (raw >> 1)
+        elif data[position + 1] < 0x80:  # two bytes: under 8 KiB
+            position += 2 + (((raw & 0x7F) | (data[position + 1] << 7)) >> 1)
+        else:
+            length, size = read_signed_varint(data, position)
+            position += size + length
+    return np.frombuffer(prefixes, np.int64)
 
 
 def _varints(
     buffer: np.ndarray[Any, Any], positions: np.ndarray[Any, Any]
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """The zig-zag varints (or varlongs) at ``positions`` and their sizes in bytes: one numpy
-    step per byte of the longest, over the varints that have that byte."""
+    step per byte of the longest, over the varints that have that byte (positions past the
+    buffer read its last byte: a record that overruns is caught by the length checks). The
+    first two bytes are decoded by whole-array steps (most varints are one or two bytes:
+    values under 64 or 8192), the rest over the varints that have them."""
     last = len(buffer) - 1
-    byte = buffer[np.minimum(positions, last)].astype(np.uint64)
-    unsigned = byte & np.uint64(0x7F)
-    sizes = np.ones(len(positions), np.int64)
-    more = np.flatnonzero(byte & np.uint64(0x80))
-    shift = 7
+    byte = buffer[np.minimum(positions, last)]
+    two = byte >= 0x80
+    if not two.any():
+        unsigned = byte.astype(np.int64)
+        return (unsigned >> 1) ^ -(unsigned & 1), np.ones(len(positions), np.int64)
+    second = buffer[np.minimum(positions + 1, last)]
+    unsigned = np.where(two, (byte & 0x7F) | (second.astype(np.int64) << 7), byte)
+    sizes = two.astype(np.int64) + 1
+    more = np.flatnonzero(two & (second >= 0x80))
+    unsigned[more] &= 0x3FFF  # the bits, as uint64 would hold them
+    shift = 14
     while len(more):
         if shift > 63:
             raise _corrupt("a record varint longer than 10 bytes")
-        byte = buffer[np.minimum(positions[more] + sizes[more], last)].astype(np.uint64)
-        unsigned[more] |= (byte & np.uint64(0x7F)) << np.uint64(shift)
+        byte = buffer[np.minimum(positions[more] + sizes[more], last)]
+        unsigned[more] |= (byte & 0x7F).astype(np.int64) << shift
         sizes[more] += 1
-        more = more[(byte & np.uint64(0x80)) != 0]
+        more = more[byte >= 0x80]
         shift += 7
-    values = (unsigned >> np.uint64(1)).astype(np.int64) ^ -(unsigned & np.uint64(1)).astype(
-        np.int64
-    )
+    values = (unsigned.view(np.uint64) >> np.uint64(1)).view(np.int64) ^ -(unsigned & 1)
     return values, sizes
 
 
@@ -396,18 +511,21 @@ def _binary(
     if nulls.all():  # keys usually: no views to build, nothing to copy
         return pa.nulls(rows, kind or pa.binary())
     sizes = np.maximum(length, 0).astype(np.int32)
-    views = np.zeros((rows, 16), np.uint8)
-    views[:, 0:4] = sizes.astype("<i4").view(np.uint8).reshape(rows, 4)
+    views = np.zeros((rows, 4), np.int32)  # little-endian: size, then 12 bytes
+    views[:, 0] = sizes
+    last = len(buffer) - 1
     short = np.flatnonzero((sizes > 0) & (sizes <= _INLINE))  # empty and null: all zeros
     if len(short):
         lanes = np.arange(_INLINE)
-        inline = buffer[np.minimum(start[short, None] + lanes, len(buffer) - 1)]
+        inline = buffer[np.minimum(start[short, None] + lanes, last)]
         inline[lanes >= sizes[short, None]] = 0
-        views[short, 4:16] = inline
-    out_of_line = np.flatnonzero(sizes > _INLINE)
-    if len(out_of_line):  # the first 4 bytes, then the data buffer's index (0) and offset
-        views[out_of_line, 4:8] = buffer[start[out_of_line, None] + np.arange(4)]
-        views.view("<i4")[out_of_line, 3] = start[out_of_line]
+        views.view(np.uint8).reshape(rows, 16)[short, 4:16] = inline
+    long = sizes > _INLINE
+    if long.any():  # the first 4 bytes, then the data buffer's index (0) and offset
+        which = slice(None) if long.all() else np.flatnonzero(long)
+        first = start[which]
+        views[which, 1] = buffer[np.minimum(first[:, None] + np.arange(4), last)].view("<i4")[:, 0]
+        views[which, 3] = first
     validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if nulls.any() else None
     array = pa.Array.from_buffers(
         pa.binary_view(),

@@ -13,10 +13,13 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.cimpl import NewPartitions
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 from pyspark.sql.streaming.query import StreamingQuery
 from strom_harness import StromServer
 
 from e2e.spark.clients import Record, admin, create_topic, produce, produce_values, unique_topic
+from strom.spark.options import parse_read_options
+from strom.spark.reader import RangePartition, StromStreamReader
 
 
 def stream(spark: SparkSession, broker: StromServer, **options: str) -> DataFrame:
@@ -242,3 +245,26 @@ def test_commit_to_group_shows_the_pipeline_offsets(
     finally:
         query.stop()
         consumer.close()
+
+
+def test_first_batch_starts_where_the_query_started_from_latest(broker: StromServer) -> None:
+    """Spark asks a new query's ``initialOffset`` twice: as the start ``latestOffset`` plans the
+    first batch from, and again as that batch's start when it runs it. Records arriving in
+    between must not move the start: from ``latest`` that gave a false "offset went back"
+    (seen in bench/sql.py's push query) or skipped the records. Spark's calls, in its order."""
+    topic = create_topic(broker.bootstrap, "stream-initial")
+    produce_values(broker.bootstrap, topic, 11)
+    options = {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic}
+    reader = StromStreamReader(parse_read_options(options, streaming=True))
+    try:
+        start = reader.initialOffset()
+        assert start == {topic: {"0": 11}}
+        produce_values(broker.bootstrap, topic, 1, start=11)
+        end = reader.latestOffset(start, ReadAllAvailable())
+        assert end == {topic: {"0": 12}}
+        produce_values(broker.bootstrap, topic, 1, start=12)
+        (partition,) = reader.partitions(reader.initialOffset(), end)
+        assert isinstance(partition, RangePartition)
+        assert (partition.offsets.start, partition.offsets.end) == (11, 12)
+    finally:
+        reader.stop()

@@ -4,11 +4,17 @@ the protocol package's record reader on the same bytes."""
 from __future__ import annotations
 
 import datetime as dt
+import io
 import random
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.serial.readers import read_signed_varlong
+from kio.serial.writers import write_signed_varlong
 
 from strom.common import KafkaError
 from strom.protocol.batch import Compression, TimestampType
@@ -19,7 +25,7 @@ from strom.protocol.records import (
     build_control_batch,
     iter_records,
 )
-from strom.spark.record_columns import RecordColumns
+from strom.spark.record_columns import _STEP_RECORDS, RecordColumns, _varints
 from strom.spark.schema import arrow_schema
 
 MS = 1_700_000_000_123
@@ -175,3 +181,70 @@ def test_a_record_whose_fields_overrun_its_length_is_corrupt() -> None:
     batch[61] += 2  # the record's length prefix claims one byte more
     with pytest.raises(KafkaError, match="record"):
         decode(bytes(batch) + b"\0" * 8, first=0, end=9)
+
+
+@st.composite
+def batch_of_runs(draw: Any, base: int) -> bytes:
+    """A batch whose values come in runs of one size (as fixed-size records do, with the one-
+    and two-byte offset deltas and timestamps breaking them), or sizes all different."""
+    short = st.tuples(st.sampled_from([0, 1, 11, 12, 13, 62, 63, 64, 200]), st.integers(1, 40))
+    long = st.tuples(st.just(9000), st.just(1))  # a three-byte length prefix
+    runs = draw(st.lists(short | long, min_size=1, max_size=3))
+    step = draw(st.sampled_from([0, 1, 70]))  # ms between records: deltas of 1, 2 or 3 bytes
+    values = [b"v" * size for size, length in runs for _ in range(length)]
+    return build_batch(
+        [
+            Record(offset=base + i, timestamp=MS + i * step, key=None, value=value)
+            for i, value in enumerate(values)
+        ]
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.integers(1, _STEP_RECORDS + 8))
+def test_every_way_to_find_the_records_gives_the_protocol_readers(
+    data: st.DataObject, count: int
+) -> None:
+    """Batches of one record length (found at once), of runs, and of mixed lengths, few or
+    many of them (walked together, or one record at a time): the same records."""
+    batches, base = [], 0
+    for _ in range(count):
+        batch = data.draw(batch_of_runs(base))
+        batches.append(batch)
+        base += len(list(iter_records(batch))) + 3
+    decoded = decode(b"".join(batches), first=0, end=2**62)
+    assert rows(decoded.batch) == expected(batches)
+
+
+@pytest.mark.parametrize("shift", [-1, 1])
+def test_a_batch_of_one_length_whose_count_is_wrong_is_corrupt(shift: int) -> None:
+    records = [Record(offset=i, timestamp=MS, key=None, value=b"abc") for i in range(5)]
+    batch = bytearray(build_batch(records))
+    batch[57:61] = (5 + shift).to_bytes(4, "big")  # the header's record count
+    with pytest.raises(KafkaError, match="record"):
+        decode(bytes(batch), first=0, end=9)
+
+
+def test_many_short_batches_of_mixed_lengths() -> None:
+    """More batches than a numpy step costs in records: walked together, a record index per
+    step (the batches of different lengths ending at different steps)."""
+    batches = [
+        build_batch(some_records(2 + i % 7, 100 * i, seed=i)) for i in range(3 * _STEP_RECORDS)
+    ]
+    decoded = decode(b"".join(batches), first=0, end=2**62)
+    assert rows(decoded.batch) == expected(batches)
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-9000, 9000), min_size=1))
+def test_varints_are_kios(values: list[int]) -> None:
+    """Every length of varlong, one to ten bytes, decoded at once as kio reads each."""
+    out = io.BytesIO()
+    positions = []
+    for value in values:
+        positions.append(out.tell())
+        write_signed_varlong(out, value)
+    data = out.getvalue()
+    decoded, sizes = _varints(np.frombuffer(data, np.uint8), np.array(positions, np.int64))
+    theirs = [read_signed_varlong(data, p)[0] for p in positions]
+    assert decoded.tolist() == values == theirs
+    assert (np.array(positions) + sizes).tolist() == [*positions[1:], len(data)]
