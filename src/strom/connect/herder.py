@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from strom.connect.config_def import error_messages
 from strom.connect.converters import converter
 from strom.connect.errors import ConnectError
+from strom.connect.following import GroupRole
 from strom.connect.offsets import SinkOffsets, SourceOffsets
 from strom.connect.plugins import ConnectorPlugin, RunContext, find_plugin
 from strom.connect.protocol import Assignment
@@ -106,20 +107,14 @@ class Herder:
         """Connectors to start again: when (monotonic) and how many attempts so far."""
         self._stopping = threading.Event()
         self._monitor: threading.Thread | None = None
-        # -- the group (None and True alone) --
-        self._assigned: frozenset[str] | None = None
-        """The connectors the group assigned to this worker; None: every one (alone)."""
-        self.is_leader = True
-        self.leader_url: str | None = None
-        self.owner_urls: dict[str, str] = {}
-        """The leader's: each connector's worker URL, for the task calls it forwards."""
+        self.role = GroupRole()
+        """Its part in the group; changed under ``_ops``, its pending records under
+        ``_state_lock``."""
         self.on_connectors_changed: Callable[[], None] | None = None
         """Called (the leader's, in a group) when a connector is created or deleted."""
         self._reconciled: dict[str, Wanted] = {}
         """What each connector's query (or its absence) was last made to match."""
-        self._changed: set[str] = set()
         self._group_changed = threading.Condition()
-        self._restarts: dict[str, tuple[bool, bool]] = {}
         self._following = False
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -128,7 +123,7 @@ class Herder:
         ``group``: nothing until the group assigns connectors); ``warm_up`` starts the Spark
         session meanwhile."""
         if group:
-            self._assigned, self.is_leader = frozenset(), False
+            self.role.join()
         for topic_log in (self._config_log, self._offset_log, self._status_log):
             topic_log.start()
         self.generation = self.statuses.generation + 1
@@ -157,8 +152,8 @@ class Herder:
             for name in list(self._queries):
                 self._stop_query(name)
                 self._set_status(name, "UNASSIGNED")
-            if self._assigned is not None:
-                self._assigned = frozenset()
+            if not self.role.alone:
+                self.role.assigned = frozenset()
 
     @property
     def spark(self) -> SparkSession:
@@ -216,14 +211,8 @@ class Herder:
         returns."""
         self.read_configs(assignment.config_offset)
         with self._ops:
-            revoked = set(assignment.revoked_connectors)
-            if self._assigned is not None:
-                revoked |= self._assigned - set(assignment.connectors)
-            new = set(assignment.connectors) - (self._assigned or frozenset())
-            self._assigned = frozenset(assignment.connectors)
-            self.generation, self.is_leader = generation, is_leader
-            self.leader_url = assignment.leader_url or None
-            self.owner_urls = dict(owner_urls)
+            revoked, new = self.role.take(assignment, is_leader=is_leader, owner_urls=owner_urls)
+            self.generation = generation
             for name in sorted(revoked):
                 self._stop_query(name)
                 self._reconciled.pop(name, None)
@@ -232,7 +221,7 @@ class Herder:
                 shutil.rmtree(self._checkpoint(name), ignore_errors=True)
                 self._reconciled.pop(name, None)
         with self._state_lock:  # started by the monitor thread: this one must heartbeat
-            self._changed |= new
+            self.role.changed |= new
         with self._group_changed:
             self._group_changed.notify_all()
         log.info(
@@ -245,36 +234,13 @@ class Herder:
     def unassign(self) -> None:
         """Stop every connector and know no leader: the group moved on without this worker."""
         with self._ops:
-            for name in sorted(self._assigned or ()):
+            for name in self.role.drop():
                 self._stop_query(name)
                 self._reconciled.pop(name, None)
-            self._assigned, self.is_leader, self.leader_url = frozenset(), False, None
 
     def forward_to(self, task_of: str | None = None) -> str | None:
-        """Where a request must go: None here, else a worker's URL (the leader's for a write,
-        the one that runs ``task_of`` for a task call); a 409 while no leader is known."""
-        if self._assigned is None:
-            return None
-        if task_of is not None:
-            if task_of in self._assigned:
-                return None
-            if self.is_leader:
-                url = self.owner_urls.get(task_of)
-                if url is None:
-                    raise ConnectError(409, f"Connector {task_of} is not assigned to any worker")
-                return url
-        if self.is_leader:
-            return None
-        if self.leader_url is None:
-            raise ConnectError(
-                409,
-                "Cannot complete request momentarily due to no known leader URL, likely because"
-                " a rebalance was underway.",
-            )
-        return self.leader_url
-
-    def _runs(self, name: str) -> bool:
-        return self._assigned is None or name in self._assigned
+        """``GroupRole.forward_to``: where a request must go, None here."""
+        return self.role.forward_to(task_of)
 
     def _apply_config(self, key: bytes | None, value: bytes | None) -> None:
         """Apply a config topic record, and note the connector it is about (for ``_follow``),
@@ -285,33 +251,28 @@ class Herder:
         self.configs.apply(text, parsed_value)
         if parsed is None:
             return
-        self._changed.add(parsed.connector)
+        self.role.changed.add(parsed.connector)
         if parsed.kind is ConfigKey.RESTART and parsed_value is not None and self._following:
-            self._restarts[parsed.connector] = (
+            self.role.restarts[parsed.connector] = (
                 bool(parsed_value.get("include-tasks")),
                 bool(parsed_value.get("only-failed")),
             )
         exists = parsed.connector in self.configs.configs
-        if existed != exists and self.is_leader and self.on_connectors_changed is not None:
+        if existed != exists and self.role.is_leader and self.on_connectors_changed is not None:
             self.on_connectors_changed()
 
     def _follow(self) -> None:
         """In a group: make the queries of this worker's connectors match what the config
         topic says now (another worker's writes: a new config, a target state, a deletion,
         a restart request)."""
-        if self._assigned is None:
+        if self.role.alone:
             return
-        with self._state_lock:
-            changed, self._changed = self._changed, set()
-            restarts, self._restarts = self._restarts, {}
-        for name in sorted(changed):
-            if not self._runs(name):
-                continue
+        changed, restarts = self.read(self.role.pending)
+        for name in changed:
             if self.read(partial(self._wanted, name)) != self._reconciled.get(name, ()):
                 self._reconcile_quietly(name)
-        for name, (include_tasks, only_failed) in sorted(restarts.items()):
-            if self._runs(name):
-                self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
+        for name, (include_tasks, only_failed) in restarts:
+            self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
 
     def follow(self) -> None:
         """``_follow`` in the calling thread (the first assignment's connectors start before
@@ -439,7 +400,7 @@ class Herder:
             if created:  # a checkpoint a deleted connector of this name left is not its
                 shutil.rmtree(self._checkpoint(name), ignore_errors=True)
             self._reconcile(name)
-        if created and self._assigned is not None:
+        if created and not self.role.alone:
             self._start_when_assigned(name)
         return created, self.info(name)
 
@@ -448,10 +409,10 @@ class Herder:
         this worker got it, start it before answering, as a lone worker does."""
         with self._group_changed:
             self._group_changed.wait_for(
-                lambda: name in (self._assigned or ()) or name in self.owner_urls,
+                lambda: name in (self.role.assigned or ()) or name in self.role.owner_urls,
                 self.settings.timeout,
             )
-        if self._runs(name):
+        if self.role.runs(name):
             with self._ops:
                 self._reconcile(name)
 
@@ -479,7 +440,7 @@ class Herder:
         only what failed); the status as it was, what restarts shown RESTARTING. In a group the
         leader writes Connect's restart request to the config topic, for the worker that runs
         the connector."""
-        if self._assigned is None:
+        if self.role.alone:
             return self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
         status = self._restart_plan(name, include_tasks=include_tasks, only_failed=only_failed)[0]
         request = {"include-tasks": include_tasks, "only-failed": only_failed}
@@ -580,11 +541,11 @@ class Herder:
         if wanted is None:
             return
         config, target, _ = wanted
-        if self._assigned is not None and before and before[1] is TargetState.STOPPED:
+        if not self.role.alone and before and before[1] is TargetState.STOPPED:
             # its offsets may have been altered (KIP-875) by the leader, not here
             shutil.rmtree(self._checkpoint(name), ignore_errors=True)
-        if not self._runs(name):
-            if self.is_leader and target is TargetState.STARTED:
+        if not self.role.runs(name):
+            if self.role.is_leader and target is TargetState.STARTED:
                 try:
                     self._write_task_configs(name, config)
                 except Exception:  # the worker that runs it reports the failure
@@ -597,7 +558,7 @@ class Herder:
             return
         plugin = find_plugin(config["connector.class"])()
         try:
-            if self.is_leader:
+            if self.role.is_leader:
                 self._write_task_configs(name, config)
                 self._reconciled[name] = self.read(partial(self._wanted, name))
             if name not in self._queries:
