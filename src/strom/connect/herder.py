@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from strom.connect.client_overrides import client_options, policy_refusals, with_overrides
 from strom.connect.config_def import error_messages
 from strom.connect.converters import converter
 from strom.connect.errors import ConnectError
@@ -366,8 +367,10 @@ class Herder:
 
     # -- writes ----------------------------------------------------------------------------
     def validate(self, plugin_name: str, config: Mapping[str, str]) -> dict[str, Any]:
-        plugin = find_plugin(plugin_name)
-        return plugin.validate(config)
+        """Connect's ``ConfigInfos`` of ``config``, with its client overrides the worker's
+        ``connector.client.config.override.policy`` forbids among the errors."""
+        infos = find_plugin(plugin_name).validate(config)
+        return with_overrides(infos, config, policy_refusals(self.settings.override_policy, config))
 
     def put(
         self,
@@ -383,8 +386,7 @@ class Herder:
             raise ConnectError.bad_request(
                 "Connector config " + str(config) + " contains no connector type"
             )
-        plugin = find_plugin(config["connector.class"])
-        errors = error_messages(plugin.validate({**config, "name": name}))
+        errors = error_messages(self.validate(config["connector.class"], {**config, "name": name}))
         if errors:
             raise ConnectError.bad_request(
                 f"Connector configuration is invalid and contains the following {len(errors)}"
@@ -603,6 +605,7 @@ class Herder:
         checkpoint = self._checkpoint(name)
         group = _sink_group(name, config)
         start = "earliest"
+        reads = "consumer" if plugin.kind == "sink" else "producer"
         if plugin.kind == "sink" and not checkpoint.exists():
             start = self.sink_offsets.starting_offsets(group, plugin.topics(config))
         return RunContext(
@@ -612,7 +615,14 @@ class Herder:
             tasks=self.read(lambda: list(self.configs.tasks.get(name, []))),
             key_converter=converter_of("key"),
             value_converter=converter_of("value"),
-            spark_options=settings.spark_options(),
+            spark_options={
+                **settings.spark_options(),
+                **client_options(settings.client_overrides, config, reads),
+            },
+            producer_options={
+                **settings.spark_options(),
+                **client_options(settings.client_overrides, config, "producer"),
+            },
             client=self.client,
             offsets_topic=settings.offset_topic,
             source_offset=lambda p: self.read(lambda: self.source_offsets.offset(name, p)),

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from strom.client.service_settings import ServiceClients, int_setting
+from strom.connect.client_overrides import CLIENTS, overrides_policy
 from strom.security.jaas import LOGIN_CONFIG, login_config_from_jvm_options
 from strom.web.server import Listener
 
@@ -60,6 +61,11 @@ class WorkerSettings(ServiceClients):
     """The JAAS file of ``BasicAuthSecurityRestExtension`` (``rest.extension.classes``)."""
     client_security: Mapping[str, str] = field(default_factory=dict)
     """The worker's ``security.*``, ``sasl.*`` and ``ssl.*`` settings by Java's names."""
+    client_overrides: Mapping[str, str] = field(default_factory=dict)
+    """The worker's ``producer.*``, ``consumer.*`` and ``admin.*`` settings for the
+    connectors' clients, under their full names."""
+    override_policy: str = "All"
+    """``connector.client.config.override.policy``: All, None or Principal."""
     spark_master: str = "local[*]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     checkpoint_root: Path = Path(tempfile.gettempdir()) / "strom-connect"
@@ -101,6 +107,10 @@ class WorkerSettings(ServiceClients):
                     f"rest.extension.classes: BasicAuthSecurityRestExtension needs {LOGIN_CONFIG}"
                     f" (a setting, or -D{LOGIN_CONFIG}=FILE in KAFKA_OPTS)"
                 )
+        try:
+            policy = overrides_policy(values.get("connector.client.config.override.policy", "All"))
+        except ValueError as error:
+            raise SettingsError(str(error)) from None
         spark = {k: v for k, v in values.items() if k.startswith("spark.") and k != "spark.master"}
         checkpoints = spark.pop("spark.sql.streaming.checkpointLocation", None)
         return cls(
@@ -130,6 +140,10 @@ class WorkerSettings(ServiceClients):
                 for k, v in values.items()
                 if k.startswith(_CLIENT_PREFIXES) and not k.startswith("ssl.client.auth")
             },
+            client_overrides={
+                k: v for k, v in values.items() if k.startswith(tuple(f"{c}." for c in CLIENTS))
+            },
+            override_policy=policy,
             spark_master=values.get("spark.master", cls.spark_master),
             spark_conf=spark,
             checkpoint_root=Path(checkpoints) if checkpoints else cls.checkpoint_root,
