@@ -29,6 +29,7 @@ from strom.connect.offsets import SinkOffsets, SourceOffsets
 from strom.connect.plugins import ConnectorPlugin, RunContext, find_plugin
 from strom.connect.protocol import Assignment
 from strom.connect.records import ConfigKey, TargetState, decode, encode, parse_config_key
+from strom.connect.retries import RetryPolicy
 from strom.connect.settings import WorkerSettings
 from strom.connect.state import ConfigState, Record, Status, StatusState
 from strom.connect.topics import TopicLog
@@ -42,9 +43,6 @@ __all__ = ["Herder"]
 log = logging.getLogger(__name__)
 
 MONITOR_INTERVAL_S = 0.5
-RETRY_FIRST_S = 1.0
-RETRY_MAX_S = 30.0
-"""Backoff of a connector whose query failed for a reason its plugin calls retriable."""
 T = TypeVar("T")
 Config = dict[str, str]
 Wanted = tuple[Config, TargetState, list[Config]] | None
@@ -104,8 +102,11 @@ class Herder:
         self.generation = 0
         self.cluster_id: str | None = None
         self._queries: dict[str, StreamingQuery] = {}
-        self._retries: dict[str, tuple[float, int]] = {}
-        """Connectors to start again: when (monotonic) and how many attempts so far."""
+        self._retries: dict[str, float] = {}
+        """Connectors to start again, and when (monotonic)."""
+        self._failing: dict[str, tuple[float, int]] = {}
+        """Connectors retried since (monotonic), and how many times, until a micro-batch
+        completes or the user changes or restarts them."""
         self._stopping = threading.Event()
         self._monitor: threading.Thread | None = None
         self.role = GroupRole()
@@ -636,6 +637,7 @@ class Herder:
 
     def _stop_query(self, name: str) -> None:
         self._retries.pop(name, None)
+        self._failing.pop(name, None)
         query = self._queries.pop(name, None)
         if query is not None:
             try:
@@ -663,7 +665,11 @@ class Herder:
                     log.warning("connector %s: its query stopped: %s", name, trace.splitlines()[0])
                     self._set_status(name, "RUNNING", tasks_state="FAILED", trace=trace)
                 now = time.monotonic()
-                for name, (when, _) in list(self._retries.items()):
+                for name in list(self._failing):
+                    running = self._queries.get(name)
+                    if running is not None and running.lastProgress is not None:
+                        self._failing.pop(name)  # it works again
+                for name, when in list(self._retries.items()):
                     if when <= now and name not in self._queries:
                         try:
                             self._reconcile(name)
@@ -682,19 +688,25 @@ class Herder:
         self, name: str, plugin: ConnectorPlugin, config: Config, error: BaseException
     ) -> bool:
         """Start ``name`` again later, with backoff, when its plugin calls ``error``
-        retriable; one warning line when the trouble starts, debug lines after."""
+        retriable and ``errors.retry.timeout`` has not passed; one warning line when the
+        trouble starts, debug lines after."""
         reason = plugin.retriable(config, error)
-        if reason is None:
+        policy = RetryPolicy.of(config, plugin.retry_timeout_ms)
+        now = time.monotonic()
+        since, attempts = self._failing.get(name, (now, 0))
+        if reason is None or policy.gives_up(now - since):
             self._retries.pop(name, None)
+            self._failing.pop(name, None)
+            if reason is not None and attempts:
+                log.warning("connector %s: %s; retried for errors.retry.timeout", name, reason)
             return False
-        _, attempts = self._retries.get(name, (0.0, 0))
-        delay = min(RETRY_FIRST_S * 2**attempts, RETRY_MAX_S)
-        self._retries[name] = (time.monotonic() + delay, attempts + 1)
+        self._retries[name] = now + policy.delay_s(attempts)
+        self._failing[name] = (since, attempts + 1)
         (log.debug if attempts else log.warning)(
             "connector %s: %s; retrying every %g s at most, still RUNNING",
             name,
             reason,
-            RETRY_MAX_S,
+            policy.delay_max_ms / 1000,
         )
         return True
 
