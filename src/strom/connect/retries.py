@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_DELAY_MAX_MS", "FIRST_DELAY_MS", "RetryPolicy"]
+__all__ = ["DEFAULT_DELAY_MAX_MS", "FIRST_DELAY_MS", "WAIT_DELAY_MAX_MS", "RetryPolicy"]
 
 FIRST_DELAY_MS = 1000
 DEFAULT_DELAY_MAX_MS = 60_000
 """Kafka's default of ``errors.retry.delay.max.ms``."""
+WAIT_DELAY_MAX_MS = 30_000
+"""The most a connector that waits by default (no ``errors.retry.*`` given) waits between
+attempts: a mirror's cluster or a storage source's first file is noticed within 30 s."""
 
 
 def _number(config: Mapping[str, str], name: str) -> int | None:
@@ -35,9 +38,12 @@ class RetryPolicy:
         """The connector's settings; ``default_timeout_ms`` without ``errors.retry.timeout``
         (Kafka's 0, or None for a connector that waits for its cluster as a client does)."""
         timeout = _number(config, "errors.retry.timeout")
+        delay_max = _number(config, "errors.retry.delay.max.ms")
+        if delay_max is None:
+            waits = timeout is None and default_timeout_ms is None
+            delay_max = WAIT_DELAY_MAX_MS if waits else DEFAULT_DELAY_MAX_MS
         if timeout is None:
             timeout = default_timeout_ms
-        delay_max = _number(config, "errors.retry.delay.max.ms") or DEFAULT_DELAY_MAX_MS
         return cls(None if timeout is not None and timeout < 0 else timeout, delay_max)
 
     def delay_s(self, attempts: int) -> float:

@@ -12,7 +12,9 @@ def test_the_timeout_and_the_delays() -> None:
     assert kafka_default.gives_up(0.0)  # 0: the failure is the task's at once
     waits = RetryPolicy.of({}, None)
     assert not waits.gives_up(1e9)
-    assert [waits.delay_s(n) for n in range(8)] == [1, 2, 4, 8, 16, 32, 60, 60]
+    assert [waits.delay_s(n) for n in range(7)] == [1, 2, 4, 8, 16, 30, 30]
+    retried = RetryPolicy.of({"errors.retry.timeout": "600000"}, 0)
+    assert [retried.delay_s(n) for n in range(8)] == [1, 2, 4, 8, 16, 32, 60, 60]
     bounded = RetryPolicy.of(
         {"errors.retry.timeout": "5000", "errors.retry.delay.max.ms": "1500"}, 0
     )
