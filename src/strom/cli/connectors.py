@@ -4,7 +4,9 @@ delete, and the offsets of a connector (KIP-875)."""
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,11 +19,16 @@ DEFAULT_URL = "http://localhost:8083"
 
 
 class _Api:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, user: str | None = None, ca_location: Path | None = None) -> None:
         import httpx  # noqa: PLC0415
 
         self.url = url.rstrip("/")
-        self._http = httpx.Client(base_url=self.url, timeout=120)
+        auth = None
+        if user is not None:
+            name, _, password = user.partition(":")
+            auth = (name, password)
+        verify = ssl.create_default_context(cafile=ca_location) if ca_location else True
+        self._http = httpx.Client(base_url=self.url, auth=auth, verify=verify, timeout=120)
         self._errors = httpx.HTTPError
 
     def call(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
@@ -45,13 +52,33 @@ def _show(value: Any) -> None:
     click.echo(json.dumps(value, indent=2))
 
 
-url_option = click.option(
-    "--url",
-    default=DEFAULT_URL,
-    show_default=True,
-    envvar="STROM_CONNECT_URL",
-    help="The worker's REST API (or $STROM_CONNECT_URL).",
-)
+def api_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``--url``, ``--user`` and ``--ca-location``, given to ``command`` as its ``api``."""
+
+    @click.option(
+        "--url",
+        default=DEFAULT_URL,
+        show_default=True,
+        envvar="STROM_CONNECT_URL",
+        help="The worker's REST API (or $STROM_CONNECT_URL).",
+    )
+    @click.option(
+        "--user",
+        metavar="NAME:PASSWORD",
+        envvar="STROM_CONNECT_USER",
+        help="HTTP basic credentials, for a worker with BasicAuthSecurityRestExtension"
+        " (or $STROM_CONNECT_USER).",
+    )
+    @click.option(
+        "--ca-location",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="CA certificate(s) (PEM) to verify an https:// worker with.",
+    )
+    @functools.wraps(command)
+    def with_api(url: str, user: str | None, ca_location: Path | None, **given: Any) -> None:
+        command(_Api(url, user, ca_location), **given)
+
+    return with_api
 
 
 @click.group("connectors")
@@ -60,16 +87,15 @@ def connectors() -> None:
 
 
 @connectors.command("list")
-@url_option
+@api_options
 @click.option(
     "--expand",
     type=click.Choice(["status", "info"]),
     multiple=True,
     help="Show more, as the API's ?expand=.",
 )
-def list_(url: str, expand: tuple[str, ...]) -> None:
+def list_(api: _Api, expand: tuple[str, ...]) -> None:
     """The connectors' names, one a line (with --expand: the API's JSON)."""
-    api = _Api(url)
     if expand:
         _show(api.call("GET", "/connectors", expand=list(expand)))
         return
@@ -78,7 +104,7 @@ def list_(url: str, expand: tuple[str, ...]) -> None:
 
 
 @connectors.command("create")
-@url_option
+@api_options
 @click.argument("name", required=False)
 @click.option(
     "--config",
@@ -94,7 +120,7 @@ def list_(url: str, expand: tuple[str, ...]) -> None:
     help='A JSON file: {"name": ..., "config": {...}} as POST /connectors takes, or a config.',
 )
 def create(
-    *, url: str, name: str | None, settings: tuple[str, ...], config_file: Path | None
+    api: _Api, *, name: str | None, settings: tuple[str, ...], config_file: Path | None
 ) -> None:
     """Create a connector from --config settings and/or a JSON --file."""
     config: dict[str, str] = {}
@@ -117,31 +143,31 @@ def create(
     name = name or config.get("name")
     if not name:
         raise click.UsageError("give the connector's NAME (or a name in the config)")
-    _Api(url).call("POST", "/connectors", {"name": name, "config": config})
+    api.call("POST", "/connectors", {"name": name, "config": config})
     click.echo(f"Created connector {name}.")
 
 
 @connectors.command("describe")
-@url_option
+@api_options
 @click.argument("name")
-def describe(url: str, name: str) -> None:
+def describe(api: _Api, name: str) -> None:
     """The connector's config and tasks (GET /connectors/NAME)."""
-    _show(_Api(url).call("GET", f"/connectors/{name}"))
+    _show(api.call("GET", f"/connectors/{name}"))
 
 
 @connectors.command("status")
-@url_option
+@api_options
 @click.argument("name")
-def status(url: str, name: str) -> None:
+def status(api: _Api, name: str) -> None:
     """The state of the connector and of each of its tasks, with failures' traces."""
-    _show(_Api(url).call("GET", f"/connectors/{name}/status"))
+    _show(api.call("GET", f"/connectors/{name}/status"))
 
 
 def _state_change(verb: str, path: str, method: str = "PUT") -> Callable[..., None]:
-    @url_option
+    @api_options
     @click.argument("name")
-    def command(url: str, name: str) -> None:
-        _Api(url).call(method, f"/connectors/{name}{path}")
+    def command(api: _Api, name: str) -> None:
+        api.call(method, f"/connectors/{name}{path}")
         click.echo(f"{verb} connector {name}.")
 
     return command
@@ -160,14 +186,13 @@ connectors.command("delete", help="Delete the connector.")(_state_change("Delete
 
 
 @connectors.command("restart")
-@url_option
+@api_options
 @click.argument("name")
 @click.option("--include-tasks", is_flag=True, help="Restart the tasks too.")
 @click.option("--only-failed", is_flag=True, help="Restart only what failed.")
 @click.option("--task", type=int, default=None, help="Restart this task only.")
-def restart(url: str, name: str, include_tasks: bool, only_failed: bool, task: int | None) -> None:
+def restart(api: _Api, name: str, include_tasks: bool, only_failed: bool, task: int | None) -> None:
     """Restart the connector (or one of its tasks)."""
-    api = _Api(url)
     if task is not None:
         api.call("POST", f"/connectors/{name}/tasks/{task}/restart")
         click.echo(f"Restarted task {task} of connector {name}.")
@@ -181,7 +206,7 @@ def restart(url: str, name: str, include_tasks: bool, only_failed: bool, task: i
 
 
 @connectors.command("offsets")
-@url_option
+@api_options
 @click.argument("name")
 @click.option("--reset", is_flag=True, help="Reset every offset of the (stopped) connector.")
 @click.option(
@@ -190,9 +215,8 @@ def restart(url: str, name: str, include_tasks: bool, only_failed: bool, task: i
     type=click.Path(dir_okay=False, path_type=Path),
     help='Set offsets from a JSON file {"offsets": [{"partition": ..., "offset": ...}]}.',
 )
-def offsets(url: str, name: str, reset: bool, alter_file: Path | None) -> None:
+def offsets(api: _Api, name: str, reset: bool, alter_file: Path | None) -> None:
     """The connector's offsets; --reset or --alter change those of a stopped connector."""
-    api = _Api(url)
     if reset and alter_file is not None:
         raise click.UsageError("give --reset or --alter, not both")
     if reset:

@@ -20,13 +20,16 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from strom.connect.client_overrides import client_options, policy_refusals, with_overrides
 from strom.connect.config_def import error_messages
 from strom.connect.converters import converter
 from strom.connect.errors import ConnectError
+from strom.connect.following import GroupRole
 from strom.connect.offsets import SinkOffsets, SourceOffsets
 from strom.connect.plugins import ConnectorPlugin, RunContext, find_plugin
 from strom.connect.protocol import Assignment
 from strom.connect.records import ConfigKey, TargetState, decode, encode, parse_config_key
+from strom.connect.retries import RetryPolicy
 from strom.connect.settings import WorkerSettings
 from strom.connect.state import ConfigState, Record, Status, StatusState
 from strom.connect.topics import TopicLog
@@ -40,9 +43,6 @@ __all__ = ["Herder"]
 log = logging.getLogger(__name__)
 
 MONITOR_INTERVAL_S = 0.5
-RETRY_FIRST_S = 1.0
-RETRY_MAX_S = 30.0
-"""Backoff of a connector whose query failed for a reason its plugin calls retriable."""
 T = TypeVar("T")
 Config = dict[str, str]
 Wanted = tuple[Config, TargetState, list[Config]] | None
@@ -102,24 +102,21 @@ class Herder:
         self.generation = 0
         self.cluster_id: str | None = None
         self._queries: dict[str, StreamingQuery] = {}
-        self._retries: dict[str, tuple[float, int]] = {}
-        """Connectors to start again: when (monotonic) and how many attempts so far."""
+        self._retries: dict[str, float] = {}
+        """Connectors to start again, and when (monotonic)."""
+        self._failing: dict[str, tuple[float, int]] = {}
+        """Connectors retried since (monotonic), and how many times, until a micro-batch
+        completes or the user changes or restarts them."""
         self._stopping = threading.Event()
         self._monitor: threading.Thread | None = None
-        # -- the group (None and True alone) --
-        self._assigned: frozenset[str] | None = None
-        """The connectors the group assigned to this worker; None: every one (alone)."""
-        self.is_leader = True
-        self.leader_url: str | None = None
-        self.owner_urls: dict[str, str] = {}
-        """The leader's: each connector's worker URL, for the task calls it forwards."""
+        self.role = GroupRole()
+        """Its part in the group; changed under ``_ops``, its pending records under
+        ``_state_lock``."""
         self.on_connectors_changed: Callable[[], None] | None = None
         """Called (the leader's, in a group) when a connector is created or deleted."""
         self._reconciled: dict[str, Wanted] = {}
         """What each connector's query (or its absence) was last made to match."""
-        self._changed: set[str] = set()
         self._group_changed = threading.Condition()
-        self._restarts: dict[str, tuple[bool, bool]] = {}
         self._following = False
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -128,7 +125,7 @@ class Herder:
         ``group``: nothing until the group assigns connectors); ``warm_up`` starts the Spark
         session meanwhile."""
         if group:
-            self._assigned, self.is_leader = frozenset(), False
+            self.role.join()
         for topic_log in (self._config_log, self._offset_log, self._status_log):
             topic_log.start()
         self.generation = self.statuses.generation + 1
@@ -157,8 +154,8 @@ class Herder:
             for name in list(self._queries):
                 self._stop_query(name)
                 self._set_status(name, "UNASSIGNED")
-            if self._assigned is not None:
-                self._assigned = frozenset()
+            if not self.role.alone:
+                self.role.assigned = frozenset()
 
     @property
     def spark(self) -> SparkSession:
@@ -216,14 +213,8 @@ class Herder:
         returns."""
         self.read_configs(assignment.config_offset)
         with self._ops:
-            revoked = set(assignment.revoked_connectors)
-            if self._assigned is not None:
-                revoked |= self._assigned - set(assignment.connectors)
-            new = set(assignment.connectors) - (self._assigned or frozenset())
-            self._assigned = frozenset(assignment.connectors)
-            self.generation, self.is_leader = generation, is_leader
-            self.leader_url = assignment.leader_url or None
-            self.owner_urls = dict(owner_urls)
+            revoked, new = self.role.take(assignment, is_leader=is_leader, owner_urls=owner_urls)
+            self.generation = generation
             for name in sorted(revoked):
                 self._stop_query(name)
                 self._reconciled.pop(name, None)
@@ -232,7 +223,7 @@ class Herder:
                 shutil.rmtree(self._checkpoint(name), ignore_errors=True)
                 self._reconciled.pop(name, None)
         with self._state_lock:  # started by the monitor thread: this one must heartbeat
-            self._changed |= new
+            self.role.changed |= new
         with self._group_changed:
             self._group_changed.notify_all()
         log.info(
@@ -245,36 +236,13 @@ class Herder:
     def unassign(self) -> None:
         """Stop every connector and know no leader: the group moved on without this worker."""
         with self._ops:
-            for name in sorted(self._assigned or ()):
+            for name in self.role.drop():
                 self._stop_query(name)
                 self._reconciled.pop(name, None)
-            self._assigned, self.is_leader, self.leader_url = frozenset(), False, None
 
     def forward_to(self, task_of: str | None = None) -> str | None:
-        """Where a request must go: None here, else a worker's URL (the leader's for a write,
-        the one that runs ``task_of`` for a task call); a 409 while no leader is known."""
-        if self._assigned is None:
-            return None
-        if task_of is not None:
-            if task_of in self._assigned:
-                return None
-            if self.is_leader:
-                url = self.owner_urls.get(task_of)
-                if url is None:
-                    raise ConnectError(409, f"Connector {task_of} is not assigned to any worker")
-                return url
-        if self.is_leader:
-            return None
-        if self.leader_url is None:
-            raise ConnectError(
-                409,
-                "Cannot complete request momentarily due to no known leader URL, likely because"
-                " a rebalance was underway.",
-            )
-        return self.leader_url
-
-    def _runs(self, name: str) -> bool:
-        return self._assigned is None or name in self._assigned
+        """``GroupRole.forward_to``: where a request must go, None here."""
+        return self.role.forward_to(task_of)
 
     def _apply_config(self, key: bytes | None, value: bytes | None) -> None:
         """Apply a config topic record, and note the connector it is about (for ``_follow``),
@@ -285,33 +253,28 @@ class Herder:
         self.configs.apply(text, parsed_value)
         if parsed is None:
             return
-        self._changed.add(parsed.connector)
+        self.role.changed.add(parsed.connector)
         if parsed.kind is ConfigKey.RESTART and parsed_value is not None and self._following:
-            self._restarts[parsed.connector] = (
+            self.role.restarts[parsed.connector] = (
                 bool(parsed_value.get("include-tasks")),
                 bool(parsed_value.get("only-failed")),
             )
         exists = parsed.connector in self.configs.configs
-        if existed != exists and self.is_leader and self.on_connectors_changed is not None:
+        if existed != exists and self.role.is_leader and self.on_connectors_changed is not None:
             self.on_connectors_changed()
 
     def _follow(self) -> None:
         """In a group: make the queries of this worker's connectors match what the config
         topic says now (another worker's writes: a new config, a target state, a deletion,
         a restart request)."""
-        if self._assigned is None:
+        if self.role.alone:
             return
-        with self._state_lock:
-            changed, self._changed = self._changed, set()
-            restarts, self._restarts = self._restarts, {}
-        for name in sorted(changed):
-            if not self._runs(name):
-                continue
+        changed, restarts = self.read(self.role.pending)
+        for name in changed:
             if self.read(partial(self._wanted, name)) != self._reconciled.get(name, ()):
                 self._reconcile_quietly(name)
-        for name, (include_tasks, only_failed) in sorted(restarts.items()):
-            if self._runs(name):
-                self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
+        for name, (include_tasks, only_failed) in restarts:
+            self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
 
     def follow(self) -> None:
         """``_follow`` in the calling thread (the first assignment's connectors start before
@@ -405,8 +368,10 @@ class Herder:
 
     # -- writes ----------------------------------------------------------------------------
     def validate(self, plugin_name: str, config: Mapping[str, str]) -> dict[str, Any]:
-        plugin = find_plugin(plugin_name)
-        return plugin.validate(config)
+        """Connect's ``ConfigInfos`` of ``config``, with its client overrides the worker's
+        ``connector.client.config.override.policy`` forbids among the errors."""
+        infos = find_plugin(plugin_name).validate(config)
+        return with_overrides(infos, config, policy_refusals(self.settings.override_policy, config))
 
     def put(
         self,
@@ -422,8 +387,7 @@ class Herder:
             raise ConnectError.bad_request(
                 "Connector config " + str(config) + " contains no connector type"
             )
-        plugin = find_plugin(config["connector.class"])
-        errors = error_messages(plugin.validate({**config, "name": name}))
+        errors = error_messages(self.validate(config["connector.class"], {**config, "name": name}))
         if errors:
             raise ConnectError.bad_request(
                 f"Connector configuration is invalid and contains the following {len(errors)}"
@@ -439,7 +403,7 @@ class Herder:
             if created:  # a checkpoint a deleted connector of this name left is not its
                 shutil.rmtree(self._checkpoint(name), ignore_errors=True)
             self._reconcile(name)
-        if created and self._assigned is not None:
+        if created and not self.role.alone:
             self._start_when_assigned(name)
         return created, self.info(name)
 
@@ -448,10 +412,10 @@ class Herder:
         this worker got it, start it before answering, as a lone worker does."""
         with self._group_changed:
             self._group_changed.wait_for(
-                lambda: name in (self._assigned or ()) or name in self.owner_urls,
+                lambda: name in (self.role.assigned or ()) or name in self.role.owner_urls,
                 self.settings.timeout,
             )
-        if self._runs(name):
+        if self.role.runs(name):
             with self._ops:
                 self._reconcile(name)
 
@@ -479,7 +443,7 @@ class Herder:
         only what failed); the status as it was, what restarts shown RESTARTING. In a group the
         leader writes Connect's restart request to the config topic, for the worker that runs
         the connector."""
-        if self._assigned is None:
+        if self.role.alone:
             return self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
         status = self._restart_plan(name, include_tasks=include_tasks, only_failed=only_failed)[0]
         request = {"include-tasks": include_tasks, "only-failed": only_failed}
@@ -580,11 +544,11 @@ class Herder:
         if wanted is None:
             return
         config, target, _ = wanted
-        if self._assigned is not None and before and before[1] is TargetState.STOPPED:
+        if not self.role.alone and before and before[1] is TargetState.STOPPED:
             # its offsets may have been altered (KIP-875) by the leader, not here
             shutil.rmtree(self._checkpoint(name), ignore_errors=True)
-        if not self._runs(name):
-            if self.is_leader and target is TargetState.STARTED:
+        if not self.role.runs(name):
+            if self.role.is_leader and target is TargetState.STARTED:
                 try:
                     self._write_task_configs(name, config)
                 except Exception:  # the worker that runs it reports the failure
@@ -597,7 +561,7 @@ class Herder:
             return
         plugin = find_plugin(config["connector.class"])()
         try:
-            if self.is_leader:
+            if self.role.is_leader:
                 self._write_task_configs(name, config)
                 self._reconciled[name] = self.read(partial(self._wanted, name))
             if name not in self._queries:
@@ -642,6 +606,7 @@ class Herder:
         checkpoint = self._checkpoint(name)
         group = _sink_group(name, config)
         start = "earliest"
+        reads = "consumer" if plugin.kind == "sink" else "producer"
         if plugin.kind == "sink" and not checkpoint.exists():
             start = self.sink_offsets.starting_offsets(group, plugin.topics(config))
         return RunContext(
@@ -651,7 +616,14 @@ class Herder:
             tasks=self.read(lambda: list(self.configs.tasks.get(name, []))),
             key_converter=converter_of("key"),
             value_converter=converter_of("value"),
-            spark_options=settings.spark_options(),
+            spark_options={
+                **settings.spark_options(),
+                **client_options(settings.client_overrides, config, reads),
+            },
+            producer_options={
+                **settings.spark_options(),
+                **client_options(settings.client_overrides, config, "producer"),
+            },
             client=self.client,
             offsets_topic=settings.offset_topic,
             source_offset=lambda p: self.read(lambda: self.source_offsets.offset(name, p)),
@@ -665,6 +637,7 @@ class Herder:
 
     def _stop_query(self, name: str) -> None:
         self._retries.pop(name, None)
+        self._failing.pop(name, None)
         query = self._queries.pop(name, None)
         if query is not None:
             try:
@@ -692,7 +665,11 @@ class Herder:
                     log.warning("connector %s: its query stopped: %s", name, trace.splitlines()[0])
                     self._set_status(name, "RUNNING", tasks_state="FAILED", trace=trace)
                 now = time.monotonic()
-                for name, (when, _) in list(self._retries.items()):
+                for name in list(self._failing):
+                    running = self._queries.get(name)
+                    if running is not None and running.lastProgress is not None:
+                        self._failing.pop(name)  # it works again
+                for name, when in list(self._retries.items()):
                     if when <= now and name not in self._queries:
                         try:
                             self._reconcile(name)
@@ -711,19 +688,25 @@ class Herder:
         self, name: str, plugin: ConnectorPlugin, config: Config, error: BaseException
     ) -> bool:
         """Start ``name`` again later, with backoff, when its plugin calls ``error``
-        retriable; one warning line when the trouble starts, debug lines after."""
+        retriable and ``errors.retry.timeout`` has not passed; one warning line when the
+        trouble starts, debug lines after."""
         reason = plugin.retriable(config, error)
-        if reason is None:
+        policy = RetryPolicy.of(config, plugin.retry_timeout_ms)
+        now = time.monotonic()
+        since, attempts = self._failing.get(name, (now, 0))
+        if reason is None or policy.gives_up(now - since):
             self._retries.pop(name, None)
+            self._failing.pop(name, None)
+            if reason is not None and attempts:
+                log.warning("connector %s: %s; retried for errors.retry.timeout", name, reason)
             return False
-        _, attempts = self._retries.get(name, (0.0, 0))
-        delay = min(RETRY_FIRST_S * 2**attempts, RETRY_MAX_S)
-        self._retries[name] = (time.monotonic() + delay, attempts + 1)
+        self._retries[name] = now + policy.delay_s(attempts)
+        self._failing[name] = (since, attempts + 1)
         (log.debug if attempts else log.warning)(
             "connector %s: %s; retrying every %g s at most, still RUNNING",
             name,
             reason,
-            RETRY_MAX_S,
+            policy.delay_max_ms / 1000,
         )
         return True
 

@@ -228,7 +228,11 @@ class RunContext:
     key_converter: Converter
     value_converter: Converter
     spark_options: Mapping[str, str]
-    """The ``strom`` source's and sink's options reaching the worker's cluster."""
+    """The ``strom`` source's and sink's options reaching the worker's cluster, with the
+    connector's client settings (``client_overrides``): a sink's consumer's, a source's
+    producer's."""
+    producer_options: Mapping[str, str]
+    """The same with the producer's settings, for a sink's writes (its dead letter queue)."""
     client: Mapping[str, str]
     """The worker's librdkafka settings."""
     offsets_topic: str
@@ -247,6 +251,9 @@ class ConnectorPlugin(ABC):
     kind: ClassVar[str]  # "source" or "sink"
     definitions: ClassVar[tuple[Definition, ...]] = ()
     tolerates_errors: ClassVar[bool] = False
+    retry_timeout_ms: ClassVar[int | None] = 0
+    """``errors.retry.timeout`` when the config gives none: Kafka's 0 (a failure is the
+    task's at once); None for a connector that waits for its cluster as a client does."""
     """Whether the connector runs ``errors.tolerance=all`` (and a sink's dead letter queue)."""
 
     @classmethod

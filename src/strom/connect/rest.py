@@ -258,7 +258,7 @@ class _Api:
             raise ConnectError.bad_request(
                 f"Included connector type {given} does not match request type {plugin_name}"
             )
-        return _json(plugin.validate(config))
+        return _json(await self._call(self.herder.validate, plugin_name, config))
 
     def routes(self) -> list[Route]:
         leader, owner = self._at_leader, self._at_owner

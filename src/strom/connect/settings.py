@@ -4,6 +4,7 @@ the connectors run in."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from strom.client.service_settings import ServiceClients, int_setting
+from strom.connect.client_overrides import CLIENTS, overrides_policy
+from strom.security.jaas import LOGIN_CONFIG, login_config_from_jvm_options
 from strom.web.server import Listener
 
 __all__ = ["SettingsError", "WorkerSettings"]
@@ -18,6 +21,9 @@ __all__ = ["SettingsError", "WorkerSettings"]
 DEFAULT_LISTENER = Listener("http", "localhost", 8083)
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 _CLIENT_PREFIXES = ("security.", "sasl.", "ssl.")
+BASIC_AUTH_EXTENSION = (
+    "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+)
 
 
 class SettingsError(ValueError):
@@ -51,8 +57,15 @@ class WorkerSettings(ServiceClients):
     listener: Listener = DEFAULT_LISTENER
     listener_tls: Mapping[str, str] | None = None
     advertised_url: str | None = None
+    rest_jaas_config: str | None = None
+    """The JAAS file of ``BasicAuthSecurityRestExtension`` (``rest.extension.classes``)."""
     client_security: Mapping[str, str] = field(default_factory=dict)
     """The worker's ``security.*``, ``sasl.*`` and ``ssl.*`` settings by Java's names."""
+    client_overrides: Mapping[str, str] = field(default_factory=dict)
+    """The worker's ``producer.*``, ``consumer.*`` and ``admin.*`` settings for the
+    connectors' clients, under their full names."""
+    override_policy: str = "All"
+    """``connector.client.config.override.policy``: All, None or Principal."""
     spark_master: str = "local[*]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     checkpoint_root: Path = Path(tempfile.gettempdir()) / "strom-connect"
@@ -77,6 +90,27 @@ class WorkerSettings(ServiceClients):
                 f"{values.get('rest.advertised.host.name', listener.host or 'localhost')}:"
                 f"{values.get('rest.advertised.port', listener.port)}"
             )
+        extensions = [c.strip() for c in values.get("rest.extension.classes", "").split(",")]
+        for extension in filter(None, extensions):
+            if extension != BASIC_AUTH_EXTENSION:
+                raise SettingsError(
+                    f"rest.extension.classes: {extension} is not supported (only"
+                    f" {BASIC_AUTH_EXTENSION})"
+                )
+        jaas = None
+        if any(extensions):
+            jaas = values.get(LOGIN_CONFIG) or login_config_from_jvm_options(
+                os.environ.get("KAFKA_OPTS", "")
+            )
+            if not jaas:
+                raise SettingsError(
+                    f"rest.extension.classes: BasicAuthSecurityRestExtension needs {LOGIN_CONFIG}"
+                    f" (a setting, or -D{LOGIN_CONFIG}=FILE in KAFKA_OPTS)"
+                )
+        try:
+            policy = overrides_policy(values.get("connector.client.config.override.policy", "All"))
+        except ValueError as error:
+            raise SettingsError(str(error)) from None
         spark = {k: v for k, v in values.items() if k.startswith("spark.") and k != "spark.master"}
         checkpoints = spark.pop("spark.sql.streaming.checkpointLocation", None)
         return cls(
@@ -100,11 +134,16 @@ class WorkerSettings(ServiceClients):
             listener=listener,
             listener_tls=https if listener.scheme == "https" else None,
             advertised_url=advertised,
+            rest_jaas_config=jaas,
             client_security={
                 k: v
                 for k, v in values.items()
                 if k.startswith(_CLIENT_PREFIXES) and not k.startswith("ssl.client.auth")
             },
+            client_overrides={
+                k: v for k, v in values.items() if k.startswith(tuple(f"{c}." for c in CLIENTS))
+            },
+            override_policy=policy,
             spark_master=values.get("spark.master", cls.spark_master),
             spark_conf=spark,
             checkpoint_root=Path(checkpoints) if checkpoints else cls.checkpoint_root,

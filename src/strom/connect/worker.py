@@ -12,7 +12,8 @@ from strom.connect.herder import Herder
 from strom.connect.membership import Membership
 from strom.connect.rest import create_app
 from strom.connect.settings import WorkerSettings
-from strom.web.security import listener_ssl_context
+from strom.web.http import BasicAuth
+from strom.web.security import jaas_users, listener_ssl_context
 from strom.web.server import HttpServer
 
 if TYPE_CHECKING:
@@ -21,6 +22,23 @@ if TYPE_CHECKING:
 __all__ = ["ConnectWorker"]
 
 log = logging.getLogger(__name__)
+
+REALM = "KafkaConnect"
+"""The JAAS section ``BasicAuthSecurityRestExtension`` logs in with."""
+REFUSED = "User cannot access the resource."
+"""Kafka Connect's 401 body (plain text)."""
+
+
+def _basic_auth(settings: WorkerSettings) -> BasicAuth | None:
+    """The REST API's basic authentication, when ``rest.extension.classes`` names it; none
+    with an empty password file (Connect then lets every request in, with a warning)."""
+    if settings.rest_jaas_config is None:
+        return None
+    users = jaas_users(settings.rest_jaas_config, REALM)
+    if not users:
+        log.warning("the password file of %s is empty: every request is let in", REALM)
+        return None
+    return BasicAuth(REALM, users, plain_refusal=REFUSED)
 
 
 def _local_spark(settings: WorkerSettings) -> Callable[[], SparkSession]:
@@ -59,7 +77,7 @@ class ConnectWorker:
             spark=spark or _local_spark(settings),
         )
         self.membership = Membership(settings, self.herder, url=self.url)
-        self._app = create_app(self.herder)
+        self._app = create_app(self.herder, auth=_basic_auth(settings))
 
     def start(self) -> None:
         """Read the internal topics, listen, join the group and run what it assigns, in

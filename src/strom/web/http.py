@@ -100,11 +100,13 @@ def relayed(answer: httpx.Response) -> Response:
 class BasicAuth:
     """HTTP basic authentication as Confluent's ``authentication.method=BASIC`` and Kafka
     Connect's ``BasicAuthSecurityRestExtension``: users from the JAAS realm's password file, and
-    the roles (``*`` is any user) a user needs one of."""
+    the roles (``*`` is any user) a user needs one of. ``plain_refusal``: Kafka Connect's 401,
+    this plain text without a challenge (else the JSON error and ``WWW-Authenticate``)."""
 
     realm: str
     users: Mapping[str, User]
     roles: frozenset[str] = frozenset({"*"})
+    plain_refusal: str | None = None
 
     def refusal(self, header: str | None) -> int | None:
         """401 for missing or wrong credentials, 403 for a user without a role, else None."""
@@ -163,7 +165,9 @@ class AuthAndLimits:
                 else None
             )
             error: Response | None = None
-            if refusal == 401:
+            if refusal == 401 and self.auth is not None and self.auth.plain_refusal is not None:
+                error = Response(self.auth.plain_refusal, 401, media_type="text/plain")
+            elif refusal == 401:
                 assert self.auth is not None
                 realm = {"WWW-Authenticate": f'Basic realm="{self.auth.realm}"'}
                 error = self._error(401, "Unauthorized", realm)

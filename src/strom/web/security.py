@@ -4,7 +4,7 @@ stores; JKS refused with the ``keytool`` command that converts it), with ``ssl.c
 (Kafka Connect's ``none``/``requested``/``required``, or Confluent's ``true``/``false``) or
 Confluent's ``ssl.client.authentication``; and HTTP basic authentication's users from the JAAS
 file that ``java.security.auth.login.config`` names (Jetty's ``PropertyFileLoginModule`` and its
-``user: password[,role...]`` file)."""
+``user: password[,role...]`` file, or Kafka Connect's and its ``user=password`` properties)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from strom.config.setting import Value
+from strom.config.properties import load_properties
+from strom.config.setting import ConfigError, Value
 from strom.security.jaas import LOGIN_CONFIG, JaasConfigError, read_jaas_file
 from strom.security.tls import server_context
 
 __all__ = ["SecurityError", "User", "jaas_users", "listener_ssl_context"]
 
 PROPERTY_FILE_LOGIN_MODULE = "org.eclipse.jetty.jaas.spi.PropertyFileLoginModule"
+CONNECT_LOGIN_MODULE = "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
+"""Kafka Connect's: a Java properties file of ``user=password``, no roles, passwords as written."""
 _LISTS = {"ssl.enabled.protocols": "TLSv1.2,TLSv1.3", "ssl.cipher.suites": ""}
 _CLIENT_AUTH = {"NONE": "none", "REQUESTED": "requested", "REQUIRED": "required"}
 
@@ -97,9 +100,19 @@ def _password_file(path: Path) -> dict[str, User]:
     return users
 
 
+def _connect_password_file(path: Path) -> dict[str, User]:
+    try:
+        return {
+            name: User(password, frozenset()) for name, password in load_properties(path).items()
+        }
+    except ConfigError as error:
+        raise SecurityError(f"the password file: {error}") from error
+
+
 def jaas_users(config: str | Path, realm: str) -> dict[str, User]:
     """The users of the JAAS ``config`` file's section named ``realm``
-    (``authentication.realm``), whose login module must be Jetty's property file one."""
+    (``authentication.realm``), whose login module must be Jetty's or Kafka Connect's property
+    file one."""
     try:
         sections = read_jaas_file(config)
     except JaasConfigError as error:
@@ -114,14 +127,18 @@ def jaas_users(config: str | Path, realm: str) -> dict[str, User]:
             f"{config}: section {realm!r}: expected one login module, got {len(modules)}"
         )
     module = modules[0]
-    if module.class_name != PROPERTY_FILE_LOGIN_MODULE:
+    read = {
+        PROPERTY_FILE_LOGIN_MODULE: _password_file,
+        CONNECT_LOGIN_MODULE: _connect_password_file,
+    }.get(module.class_name)
+    if read is None:
         raise SecurityError(
             f"{config}: login module {module.class_name} is not supported (only"
-            f" {PROPERTY_FILE_LOGIN_MODULE})"
+            f" {PROPERTY_FILE_LOGIN_MODULE} or {CONNECT_LOGIN_MODULE})"
         )
     if "file" not in module.options:
         raise SecurityError(f"{config}: {module.class_name} in {realm!r} names no file=")
     try:
-        return _password_file(Path(module.options["file"]))
+        return read(Path(module.options["file"]))
     except OSError as error:
         raise SecurityError(f"{config}: the password file: {error}") from error

@@ -2,12 +2,19 @@
 ``postgres``), created over the REST API with the JSON a Confluent user sends: rows reach the
 topic in JsonConverter's struct envelope, the offsets are Confluent's in the offsets topic, a
 restarted worker continues where the last stopped (nothing twice, nothing lost), and an
-unreachable database or a dropped table ends FAILED with the reason in ``/status``."""
+unreachable database or a dropped table ends FAILED with the reason in ``/status``, unless
+``errors.retry.timeout`` lets the sink wait for it (a database that hangs up, then answers);
+``errors.tolerance=all`` sends the records the sink's converter cannot take to its dead letter
+queue."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
+import socket
+import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from decimal import Decimal
@@ -21,7 +28,7 @@ from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.spark.clients import Record, admin, consume_all, create_topic, produce, unique_topic
-from e2e.spark.connect_api import create, eventually, failed, states
+from e2e.spark.connect_api import WAIT_S, create, eventually, failed, states
 from strom.testing.connect import Connect
 from strom.testing.postgres import Postgres
 
@@ -474,3 +481,85 @@ def test_converters_write_structs_as_connect_does(spark: SparkSession) -> None:
     }
     assert (first["payload"], second["payload"]) == ({"row": {"id": 1, "s": None}}, {"row": None})
     assert [r.text and bytes(r.text) for r in rows] == [b"Struct{id=1}", None]
+
+
+class _Gate:
+    """A TCP forwarder to the database that first hangs up on every connection (counting
+    them: a database that is restarting), then, once ``open``, forwards them."""
+
+    def __init__(self, port: int) -> None:
+        self.target = ("127.0.0.1", port)
+        self.refused = 0
+        self.opened = threading.Event()
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:  # closed
+                return
+            if not self.opened.is_set():
+                self.refused += 1
+                client.close()
+                continue
+            upstream = socket.create_connection(self.target)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, target: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                target.sendall(data)
+        with contextlib.suppress(OSError):
+            target.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self._server.close()
+
+
+@pytest.mark.timeout(float(os.environ.get("CONNECT_RETRY_TEST_TIMEOUT_S", "300")))
+def test_sink_retries_a_database_it_cannot_reach_and_sends_bad_records_to_its_dlq(
+    spark: SparkSession, broker: StromServer, postgres: Postgres, db: psycopg.Connection[Any]
+) -> None:
+    topic = create_topic(broker.bootstrap, "retried")
+    dlq = create_topic(broker.bootstrap, "retried-dlq")
+    table = topic.replace("-", "_")
+    produce(broker.bootstrap, topic, [_order(8, "p"), Record(b"not json"), _order(9, "q")])
+    gate = _Gate(postgres.port)
+    with (
+        Connect(broker.bootstrap, spark=lambda: spark) as worker,
+        httpx.Client(base_url=worker.url, timeout=60) as api,
+    ):
+        create(
+            api,
+            "retried-out",
+            {
+                "connector.class": "JdbcSinkConnector",
+                "connection.url": postgres.url.replace(f":{postgres.port}/", f":{gate.port}/"),
+                "connection.user": "postgres",
+                "topics": topic,
+                "table.name.format": table,
+                "auto.create": "true",
+                "errors.retry.timeout": "-1",
+                "errors.retry.delay.max.ms": "1000",
+                "errors.tolerance": "all",
+                "errors.deadletterqueue.topic.name": dlq,
+                **JSON_SCHEMAS,
+            },
+        )
+        slow = 3 * WAIT_S  # each attempt starts a query again: seconds on a loaded machine
+        eventually(lambda: gate.refused >= 2, "the sink trying again", within=slow)
+        assert states(api, "retried-out") == ("RUNNING", ["RUNNING"])
+        gate.opened.set()
+        query = f"SELECT id, name FROM {table} ORDER BY id"
+        rows = eventually(_rows(db, query, 2), "the good records", within=slow)
+        assert rows == [(8, "p"), (9, "q")]
+        # each failed attempt of the micro-batch wrote its dead letter: at least once
+        letters = consume_all(broker.bootstrap, dlq)
+        assert {r.value for r in letters} == {b"not json"}
+        assert states(api, "retried-out") == ("RUNNING", ["RUNNING"])
+    gate.close()

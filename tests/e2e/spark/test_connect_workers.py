@@ -2,7 +2,9 @@
 the connectors through the group coordinator, a write sent to either works (the one that is not
 the group's leader forwards it), and when the worker running a FileStreamSink is killed -9 the
 other takes the connector over after the session timeout, and the sink's file ends up with
-every record (at least once: a replayed batch may write lines twice, none is lost).
+every record (at least once: a replayed batch may write lines twice, none is lost). The group
+serves its REST API behind Kafka Connect's ``BasicAuthSecurityRestExtension``: a request without
+the right credentials gets Connect's 401, and one a worker forwards keeps its credentials.
 
 Each worker is a process with a Spark JVM of its own; the session timeout is short (settings)
 so that the takeover waits seconds, not Connect's default ten."""
@@ -29,6 +31,8 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("java") is None, reason="Connect runs on Spark: no Java"),
 ]
 SESSION_TIMEOUT_MS = 6000
+AUTH = ("admin", "admin-secret")
+"""A user of the workers' password file; every call of the test goes with it."""
 """The coordinator's smallest (``group.min.session.timeout.ms``)."""
 
 
@@ -65,7 +69,7 @@ class _Worker:
     def ready(self) -> bool:
         assert self.process.poll() is None, self.log.read_text()[-3000:]
         try:
-            return httpx.get(self.url + "/", timeout=5).status_code == 200
+            return httpx.get(self.url + "/", auth=AUTH, timeout=5).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -79,7 +83,17 @@ class _Worker:
 @pytest.fixture
 def workers(broker: StromServer, tmp_path: Path) -> Iterator[tuple[_Worker, _Worker]]:
     group = unique_topic("workers")
+    users = tmp_path / "users.properties"
+    users.write_text("admin=admin-secret\nreader: reader-secret\n")
+    jaas = tmp_path / "connect_jaas.conf"
+    jaas.write_text(
+        "KafkaConnect {\n  org.apache.kafka.connect.rest.basic.auth.extension"
+        f'.PropertyFileLoginModule required\n  file="{users}";\n}};\n'
+    )
     properties = {
+        "rest.extension.classes": "org.apache.kafka.connect.rest.basic.auth.extension"
+        ".BasicAuthSecurityRestExtension",
+        "java.security.auth.login.config": str(jaas),
         "bootstrap.servers": broker.bootstrap,
         "group.id": group,
         "config.storage.topic": f"{group}-configs",
@@ -115,7 +129,7 @@ def workers(broker: StromServer, tmp_path: Path) -> Iterator[tuple[_Worker, _Wor
 def _runner(url: str, name: str) -> str | None:
     """The worker_id running ``name`` (connector and task RUNNING on one worker), or None."""
     try:
-        status = httpx.get(f"{url}/connectors/{name}/status", timeout=10).json()
+        status = httpx.get(f"{url}/connectors/{name}/status", auth=AUTH, timeout=10).json()
     except httpx.HTTPError:
         return None
     if "connector" not in status:
@@ -136,7 +150,18 @@ def test_workers_share_a_connector_and_one_takes_over_a_killed_ones(
     sink = tmp_path / "out.txt"
     first = [f"record-{i}" for i in range(50)]
     produce(broker.bootstrap, topic, [Record(v.encode()) for v in first])
-    with httpx.Client(base_url=a.url, timeout=60) as api:
+    for credentials in (None, ("admin", "wrong"), ("nobody", "admin-secret")):
+        refused = httpx.get(f"{a.url}/connectors", auth=credentials)
+        assert (refused.status_code, refused.text) == (401, "User cannot access the resource.")
+    listed = subprocess.run(
+        [*strom_command(), "connectors", "list", "--url", b.url, "--user", "reader:reader-secret"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (listed.returncode, listed.stdout) == (0, ""), listed.stderr
+    with httpx.Client(base_url=a.url, auth=AUTH, timeout=60) as api:
         create(
             api,
             "sink",
@@ -159,7 +184,9 @@ def test_workers_share_a_connector_and_one_takes_over_a_killed_ones(
 
     # a write is the leader's: told not to forward (as a forwarded request is), the other
     # worker refuses with Connect's 409; asked plainly, it forwards to the leader
-    pauses = {w.url: httpx.put(f"{w.url}/connectors/sink/pause?forward=false") for w in (a, b)}
+    pauses = {
+        w.url: httpx.put(f"{w.url}/connectors/sink/pause?forward=false", auth=AUTH) for w in (a, b)
+    }
     assert sorted(r.status_code for r in pauses.values()) == [202, 409], pauses
     follower = a if pauses[a.url].status_code == 409 else b
     leader = b if follower is a else a
@@ -170,18 +197,24 @@ def test_workers_share_a_connector_and_one_takes_over_a_killed_ones(
     }
     eventually(
         lambda: (
-            httpx.get(f"{follower.url}/connectors/sink/status").json()["connector"]["state"]
+            httpx.get(f"{follower.url}/connectors/sink/status", auth=AUTH).json()["connector"][
+                "state"
+            ]
             == "PAUSED"
         ),
         "the sink paused",
     )
-    assert httpx.put(f"{follower.url}/connectors/sink/resume", timeout=60).status_code == 202
+    # forwarded to the leader with the caller's credentials (without them the leader refuses)
+    unauthorized = httpx.put(f"{follower.url}/connectors/sink/resume", timeout=60)
+    assert unauthorized.status_code == 401
+    resumed = httpx.put(f"{follower.url}/connectors/sink/resume", auth=AUTH, timeout=60)
+    assert resumed.status_code == 202
     eventually(lambda: _runner(a.url, "sink"), "the sink running again")
 
     owner, survivor = (a, b) if running_on == a.worker_id else (b, a)
     owner.kill()
     if owner is leader:  # until the session times out the survivor forwards to the dead one
-        answer = httpx.put(f"{survivor.url}/connectors/sink/pause", timeout=60)
+        answer = httpx.put(f"{survivor.url}/connectors/sink/pause", auth=AUTH, timeout=60)
         assert answer.status_code == 500, answer.text
         assert answer.json()["message"].startswith("IO Error trying to forward REST request")
     second = [f"record-{i}" for i in range(50, 100)]
@@ -189,5 +222,5 @@ def test_workers_share_a_connector_and_one_takes_over_a_killed_ones(
     eventually(lambda: _runner(survivor.url, "sink") == survivor.worker_id, "the takeover")
     eventually(lambda: lines() >= set(first + second), "every record in the file")
     # the survivor, now the leader, takes writes itself
-    answer = httpx.put(f"{survivor.url}/connectors/sink/pause", timeout=60)
+    answer = httpx.put(f"{survivor.url}/connectors/sink/pause", auth=AUTH, timeout=60)
     assert answer.status_code == 202, answer.text

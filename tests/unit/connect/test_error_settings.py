@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from strom.connect.config_def import error_messages
 from strom.connect.connectors.files import FileStreamSink
-from strom.connect.connectors.jdbc import JdbcSink
+from strom.connect.connectors.jdbc import JdbcSink, JdbcSource
 from strom.connect.dead_letters import ErrorHandler
 
 TOLERANT = {
@@ -16,9 +16,13 @@ TOLERANT = {
 }
 
 
-def test_the_file_sink_takes_errors_tolerance_all_and_a_dead_letter_queue() -> None:
+def test_the_sinks_take_errors_tolerance_all_and_a_dead_letter_queue() -> None:
     config = {"name": "out", "connector.class": "FileStreamSink", "topics": "t"} | TOLERANT
     assert FileStreamSink.validate(config)["error_count"] == 0
+    database = {"connection.url": "jdbc:postgresql://localhost/db"}
+    assert (
+        JdbcSink.validate(config | database | {"connector.class": "JdbcSink"})["error_count"] == 0
+    )
     assert ErrorHandler.of("out", config) == ErrorHandler(
         "out",
         tolerate=True,
@@ -33,11 +37,11 @@ def test_the_file_sink_takes_errors_tolerance_all_and_a_dead_letter_queue() -> N
 def test_connectors_without_error_handling_refuse_it() -> None:
     config = {
         "name": "db",
-        "connector.class": "JdbcSinkConnector",
-        "topics": "t",
+        "connector.class": "JdbcSourceConnector",
         "connection.url": "jdbc:postgresql://localhost/db",
+        "topic.prefix": "db-",
+        "mode": "bulk",
     } | TOLERANT
-    assert error_messages(JdbcSink.validate(config)) == [
+    assert error_messages(JdbcSource.validate(config)) == [
         "errors.tolerance=all is not supported by this connector in strom yet",
-        "Dead letter queues are not supported by this connector in strom yet",
     ]

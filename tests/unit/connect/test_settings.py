@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from strom.connect.client_overrides import client_options, policy_refusals
 from strom.connect.settings import SettingsError, WorkerSettings
 from strom.web.server import Listener
 
@@ -76,3 +77,50 @@ def test_group_timeouts_by_kafkas_names() -> None:
     assert (defaults.session_timeout_ms, defaults.heartbeat_interval_ms) == (10_000, 3_000)
     with pytest.raises(SettingsError, match=r"session\.timeout\.ms"):
         WorkerSettings.from_properties({"session.timeout.ms": "soon"})
+
+
+def test_client_settings_and_the_override_policy() -> None:
+    settings = WorkerSettings.from_properties(
+        {
+            "producer.compression.type": "lz4",
+            "consumer.max.poll.records": "100",
+            "connector.client.config.override.policy": (
+                "org.apache.kafka.connect.connector.policy.PrincipalConnectorClientConfigOverridePolicy"
+            ),
+        }
+    )
+    assert settings.override_policy == "Principal"
+    config = {
+        "consumer.override.max.poll.records": "5",
+        "consumer.override.group.id": "mine",
+        "producer.override.acks": "all",
+        "admin.override.sasl.mechanism": "PLAIN",
+    }
+    assert client_options(settings.client_overrides, config, "consumer") == {
+        "kafka.max.poll.records": "5"  # the group is the sink's own, not the client's
+    }
+    assert client_options(settings.client_overrides, config, "producer") == {
+        "kafka.compression.type": "lz4",
+        "kafka.acks": "all",
+    }
+    assert sorted(policy_refusals("Principal", config)) == [
+        "consumer.override.group.id",
+        "consumer.override.max.poll.records",
+        "producer.override.acks",
+    ]
+    assert policy_refusals("All", config) == {}
+    assert len(policy_refusals("None", config)) == 4
+    with pytest.raises(SettingsError, match=r"connector\.client\.config\.override\.policy"):
+        WorkerSettings.from_properties({"connector.client.config.override.policy": "Some"})
+
+
+def test_basic_auth_needs_its_jaas_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KAFKA_OPTS", raising=False)
+    extension = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+    with pytest.raises(SettingsError, match=r"java\.security\.auth\.login\.config"):
+        WorkerSettings.from_properties({"rest.extension.classes": extension})
+    with pytest.raises(SettingsError, match="not supported"):
+        WorkerSettings.from_properties({"rest.extension.classes": "com.example.Other"})
+    monkeypatch.setenv("KAFKA_OPTS", "-Djava.security.auth.login.config=/etc/connect_jaas.conf")
+    settings = WorkerSettings.from_properties({"rest.extension.classes": extension})
+    assert settings.rest_jaas_config == "/etc/connect_jaas.conf"

@@ -44,6 +44,15 @@ def test_crypt_passwords_are_refused(tmp_path: Path) -> None:
         jaas_users(jaas, "R")
 
 
+def test_kafka_connects_login_module_reads_a_properties_file(tmp_path: Path) -> None:
+    users = _write(tmp_path / "users", "admin=admin-secret\nreader: has, a comma\n")
+    module = "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
+    jaas = _write(tmp_path / "jaas", f'KafkaConnect {{ {module} required file="{users}"; }};')
+    found = jaas_users(jaas, "KafkaConnect")
+    assert found["admin"].accepts("admin-secret") and found["admin"].roles == frozenset()
+    assert found["reader"].accepts("has, a comma")  # a password, no roles
+
+
 @pytest.mark.parametrize(
     ("head", "kind", "named"),
     [

@@ -11,6 +11,7 @@ as Connect's Decimal (``decimal.handling.mode=precise``). One Spark query; the o
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pyspark.sql import Column as SparkColumn
@@ -30,7 +31,13 @@ from pyspark.sql.types import (
 from strom import __version__
 from strom.connect.config_def import NO_DEFAULT, Definition, at_least, one_of
 from strom.connect.connectors.cdc.reader import ChangeSource
-from strom.connect.connectors.jdbc.database import Column, columns, connect, quote_table
+from strom.connect.connectors.jdbc.database import (
+    Column,
+    columns,
+    connect,
+    quote_table,
+    unreachable,
+)
 from strom.connect.plugins import ConnectorPlugin, RunContext
 from strom.connect.transforms.columns import Names, record_columns, serialized
 
@@ -162,6 +169,9 @@ class PostgresConnector(ConnectorPlugin):
             check=at_least(1),
         ),
     )
+
+    def retriable(self, config: Mapping[str, str], error: BaseException) -> str | None:
+        return unreachable(error)
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config

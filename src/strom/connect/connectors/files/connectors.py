@@ -155,7 +155,7 @@ class FileStreamSink(ConnectorPlugin):
         def append(batch: DataFrame, batch_id: int) -> None:
             batch.persist()
             try:
-                lines = _lines(sink_records(errors.good(batch, context.spark_options), context))
+                lines = _lines(sink_records(errors.good(batch, context.producer_options), context))
                 column = lines.coalesce(1).toArrow().column("line").to_pylist()
             finally:
                 batch.unpersist()

@@ -164,7 +164,7 @@ class StorageSink(ConnectorPlugin):
 
         def write(batch: DataFrame, batch_id: int) -> None:
             batch.persist()
-            frame = sink_records(errors.good(batch, context.spark_options), context).persist()
+            frame = sink_records(errors.good(batch, context.producer_options), context).persist()
             try:
                 if not frame.isEmpty():
                     files = _files(frame, layout, flush).write.format(RollingFiles.name())

@@ -79,6 +79,7 @@ class StorageSource(ConnectorPlugin):
 
     class_name = "strom.connect.storage.StorageSourceConnector"
     kind = "source"
+    retry_timeout_ms = None  # waits for files to read, however long
     definitions: ClassVar[tuple[Definition, ...]] = (
         _setting("store.url", "STRING", NO_DEFAULT, "The directory (file:///dir or a path).", 1),
         _setting(

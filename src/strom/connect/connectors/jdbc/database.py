@@ -61,6 +61,29 @@ def connection_settings(url: str, user: str | None, password: str | None) -> dic
     return settings
 
 
+_UNREACHABLE = (
+    "connection refused",
+    "could not connect",
+    "the database system is starting up",
+    "the database system is shutting down",
+    "the database system is in recovery mode",
+    "server closed the connection unexpectedly",
+    "terminating connection due to administrator command",
+)
+"""What PostgreSQL and libpq say of a server that is down, starting or restarting."""
+
+
+def unreachable(error: BaseException) -> str | None:
+    """Why ``error`` (psycopg's, or a Spark query's that carries one) is a database that
+    cannot be reached for now, one line; None for any other failure."""
+    direct = type(error).__name__ == "OperationalError"
+    for line in str(error).splitlines():
+        known = any(marker in line.lower() for marker in _UNREACHABLE)
+        if known and (direct or "OperationalError" in line):
+            return f"the database cannot be reached ({line.strip()})"
+    return None
+
+
 def connect(settings: dict[str, Any]) -> psycopg.Connection[Any]:
     """An autocommit connection (its session in UTC)."""
     import psycopg  # noqa: PLC0415 - the connect extra, imported where used

@@ -4,7 +4,10 @@ tables, by ``insert.mode`` (insert, upsert, update) with the primary key ``pk.mo
 ``pk.fields`` give, tombstones deleting rows (``delete.enabled``), tables made and widened
 (``auto.create``, ``auto.evolve``). Values need a schema (JsonConverter with
 ``schemas.enable``). Each micro-batch is parsed and shaped by Spark, one group per topic and
-schema, and written table by table (``writer.write``)."""
+schema, and written table by table (``writer.write``). With ``errors.tolerance=all`` records the
+converters cannot take go to the log and dead letter queue (``ErrorHandler``); a failed write
+fails the task (Kafka Connect tolerates conversion errors, not the connector's). A database that
+cannot be reached is retried for ``errors.retry.timeout``."""
 
 from __future__ import annotations
 
@@ -19,10 +22,12 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StructField, StructType
 
 from strom.connect.config_def import NO_DEFAULT, Definition, one_of
-from strom.connect.connectors.jdbc.database import connect, connection_settings
+from strom.connect.connectors.files.connectors import sink_stream
+from strom.connect.connectors.jdbc.database import connect, connection_settings, unreachable
 from strom.connect.connectors.jdbc.schemas import Field, fields_of
 from strom.connect.connectors.jdbc.writer import TableWrite, write
 from strom.connect.converters import JSON, STRING
+from strom.connect.dead_letters import ErrorHandler
 from strom.connect.plugins import ConnectorPlugin, RunContext
 
 __all__ = ["JdbcSink"]
@@ -50,6 +55,7 @@ class JdbcSink(ConnectorPlugin):
 
     class_name = "io.confluent.connect.jdbc.JdbcSinkConnector"
     kind = "sink"
+    tolerates_errors = True
     definitions: ClassVar[tuple[Definition, ...]] = (
         _setting("connection.url", "STRING", NO_DEFAULT, "JDBC connection URL.", CONNECTION, 1),
         _setting("connection.user", "STRING", None, "JDBC connection user.", CONNECTION, 2),
@@ -151,6 +157,9 @@ class JdbcSink(ConnectorPlugin):
             ]
         return found
 
+    def retriable(self, config: Mapping[str, str], error: BaseException) -> str | None:
+        return unreachable(error)
+
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config
         value_converter = context.value_converter
@@ -159,22 +168,27 @@ class JdbcSink(ConnectorPlugin):
                 "The JDBC sink needs records with a schema: value.converter "
                 "org.apache.kafka.connect.json.JsonConverter with schemas.enable=true"
             )
-        reader = context.spark.readStream.format("strom").options(**context.spark_options)
-        if config.get("topics.regex", "").strip():
-            reader = reader.option("subscribePattern", config["topics.regex"].strip())
-        else:
-            reader = reader.option("subscribe", ",".join(self.topics(config)))
-        records = (
-            reader.option("startingOffsets", context.sink_start)
-            .option("commitToGroup", context.sink_group)
-            .option("minPartitions", str(len(context.tasks) or 1))
-            .option("failOnDataLoss", "false")
-            .load()
+        errors = ErrorHandler.of(context.name, config)
+        records = errors.marked(
+            sink_stream(context, self.topics(config)),
+            context.key_converter,
+            context.value_converter,
         )
         key_is_text = context.key_converter.class_name == STRING
         batches = _Batches(config, key_is_text)
+
+        def write(batch: DataFrame, batch_id: int) -> None:
+            if not errors.tolerate:
+                batches.write(batch, batch_id)
+                return
+            batch.persist()  # read twice: the bad records, then the good
+            try:
+                batches.write(errors.good(batch, context.producer_options), batch_id)
+            finally:
+                batch.unpersist()
+
         return (
-            records.writeStream.foreachBatch(batches.write)
+            records.writeStream.foreachBatch(write)
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=TRIGGER)

@@ -26,6 +26,7 @@ from strom.connect.connectors.jdbc.database import (
     connect,
     connection_settings,
     quote_table,
+    unreachable,
 )
 from strom.connect.connectors.jdbc.modes import Mode
 from strom.connect.connectors.jdbc.reader import JdbcTableSource
@@ -203,6 +204,9 @@ class JdbcSource(ConnectorPlugin):
         if len(stamps) > 1:
             add("timestamp.column.name", "strom reads one timestamp column, not several")
         return found
+
+    def retriable(self, config: Mapping[str, str], error: BaseException) -> str | None:
+        return unreachable(error)
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config

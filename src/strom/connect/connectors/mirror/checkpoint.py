@@ -59,6 +59,7 @@ class MirrorCheckpoint(ConnectorPlugin):
 
     class_name = "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
     kind = "source"
+    retry_timeout_ms = None  # waits for its clusters, as MM2's clients do
     definitions: ClassVar[tuple[Definition, ...]] = (
         *COMMON,
         *TOPICS,

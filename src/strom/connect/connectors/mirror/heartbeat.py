@@ -36,6 +36,7 @@ class MirrorHeartbeat(ConnectorPlugin):
 
     class_name = "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector"
     kind = "source"
+    retry_timeout_ms = None  # waits for its clusters, as MM2's clients do
     definitions: ClassVar[tuple[Definition, ...]] = (
         *COMMON,
         setting(

@@ -54,6 +54,7 @@ class MirrorSource(ConnectorPlugin):
 
     class_name = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
     kind = "source"
+    retry_timeout_ms = None  # waits for its clusters, as MM2's clients do
     definitions: ClassVar[tuple[Definition, ...]] = (
         *COMMON,
         *TOPICS,
