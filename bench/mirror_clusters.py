@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,11 +53,17 @@ SETTINGS = {
 WAIT_S = float(os.environ.get("MIRROR_CLUSTERS_WAIT_S", "300"))
 
 
+MIRROR: list[subprocess.Popen[bytes]] = []
+"""The mirror process, once started: waits end at once when it exits."""
+
+
 def wait_for(check: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
             raise AssertionError(f"no {what} within {timeout:g} s")
+        if MIRROR and MIRROR[0].poll() is not None:
+            raise AssertionError(f"the mirror exited ({MIRROR[0].returncode}) before {what}")
         time.sleep(1)
 
 
@@ -276,6 +283,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        MIRROR.append(mirror)
         try:
             if args.scenario in ("outage", "all"):
                 failed += outage(a, b, mirror, args.outage_seconds)
@@ -284,10 +292,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         finally:
             os.killpg(mirror.pid, signal.SIGTERM)
             mirror.wait(60)
-    print(f"{time.monotonic() - started:.0f} s; mirror log: {log}")
+    print(f"{time.monotonic() - started:.0f} s")
     if failed:
-        print("FAILED: " + "; ".join(failed))
+        print(f"FAILED: {'; '.join(failed)} (the clusters' and the mirror's logs: {base})")
         sys.exit(1)
+    shutil.rmtree(base, ignore_errors=True)
     print("passed")
 
 
