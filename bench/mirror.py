@@ -1,8 +1,8 @@
 """MirrorSourceConnector next to a direct consume-and-produce copy between the same clusters.
 
-Run: ``.venv/bin/python -m bench.mirror [--quick]``. Prints one table: records, the mirror's
-records/s, the direct copy's records/s and the ratio (issue 30's goal: at least 0.8x), and the
-mirror's start-up.
+Run: ``.venv/bin/python -m bench.mirror [--quick] [--lag-only]``. Prints two tables: records, the
+mirror's records/s, the direct copy's records/s and the ratio (issue 30's goal: at least 0.8x),
+and the mirror's start-up; then the replication lag at a steady 10 MB/s (goal: p99 under 1 s).
 
 How it measures:
 
@@ -17,6 +17,9 @@ How it measures:
   its figure is the records divided by the time from its first record on B to its last (the
   remote topic's high watermarks reaching the count, polled every 50 ms); the time from creation
   to the first record is its start-up, printed apart. The best of ``RUNS``, a new topic each.
+- The lag: a mirror of one more topic (3 partitions), running before the load starts; records of
+  ``--lag-value-bytes`` produced on A at ``--lag-mb-per-s`` for a warm-up and ``--lag-seconds``,
+  each one's arrival on B minus its CreateTime (``bench/mirror_lag.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from bench.connector_run import time_connector
+from bench.mirror_lag import Lag, measure_lag
 from bench.spark_run import spark_and_scratch
 from strom.testing import Broker
 from strom.testing.connect import Connect
@@ -106,11 +110,9 @@ def direct_copy(source: str, target: str, topic: str, records: int) -> float:
         consumer.close()
 
 
-def mirror_run(
-    api: httpx.Client, source: str, target: str, topic: str, records: int
-) -> tuple[float, float]:
-    """(records per second from the first record on B to the last, start-up seconds)."""
-    config = {
+def mirror_config(source: str, target: str, topic: str) -> dict[str, str]:
+    """A ``MirrorSourceConnector`` of ``topic`` from ``source`` (A) to ``target`` (B)."""
+    return {
         "connector.class": "org.apache.kafka.connect.mirror.MirrorSourceConnector",
         "source.cluster.alias": "A",
         "target.cluster.alias": "B",
@@ -120,10 +122,16 @@ def mirror_run(
         "replication.factor": "1",
         "offset-syncs.topic.replication.factor": "1",
     }
+
+
+def mirror_run(
+    api: httpx.Client, source: str, target: str, topic: str, records: int
+) -> tuple[float, float]:
+    """(records per second from the first record on B to the last, start-up seconds)."""
     return time_connector(
         api,
         f"bench-{topic}",
-        config,
+        mirror_config(source, target, topic),
         bootstrap=target,
         topic=f"A.{topic}",
         partitions=PARTITIONS,
@@ -132,34 +140,83 @@ def mirror_run(
     )
 
 
+def lag_run(api: httpx.Client, source: str, target: str, args: argparse.Namespace) -> Lag:
+    """The mirror's lag at a steady rate: its connector started and the remote topic made
+    before the load begins."""
+    topic = "bench-lag"
+    create(source, topic)
+    answer = api.post(
+        "/connectors", json={"name": "bench-lag", "config": mirror_config(source, target, topic)}
+    )
+    assert answer.status_code == 201, answer.text
+    admin = AdminClient({"bootstrap.servers": target})
+    deadline = time.monotonic() + 120
+    while f"A.{topic}" not in admin.list_topics(timeout=10).topics:
+        assert time.monotonic() < deadline, f"no A.{topic} on B"
+        time.sleep(0.2)
+    print(f"lag: {args.lag_mb_per_s} MB/s on A from now", flush=True)
+    try:
+        return measure_lag(
+            source,
+            target,
+            topic,
+            f"A.{topic}",
+            partitions=PARTITIONS,
+            rate=args.lag_mb_per_s * 1e6,
+            value_bytes=args.lag_value_bytes,
+            seconds=args.lag_seconds,
+            warmup_s=args.lag_warmup_seconds,
+        )
+    finally:
+        api.delete("/connectors/bench-lag")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"{QUICK:,} records, not {FULL:,}")
+    parser.add_argument("--lag-only", action="store_true", help="measure the lag only")
+    parser.add_argument("--lag-mb-per-s", type=float, default=10.0, help="steady load, MB/s")
+    parser.add_argument("--lag-value-bytes", type=int, default=1000, help="record value size")
+    parser.add_argument("--lag-seconds", type=float, default=60.0, help="load counted, seconds")
+    parser.add_argument(
+        "--lag-warmup-seconds", type=float, default=10.0, help="load first, not counted"
+    )
     args = parser.parse_args(argv)
     records = QUICK if args.quick else FULL
     started = time.monotonic()
+    runs: list[tuple[float, float]] = []
     with (
         spark_and_scratch() as (spark, base),
         Broker(process=True, data_dir=base / "a") as a,
         Broker(process=True, data_dir=base / "b") as b,
     ):
         source, target = a.bootstrap_servers, b.bootstrap_servers
-        topics = [f"bench-{n}" for n in range(2 * RUNS)]
+        topics = [] if args.lag_only else [f"bench-{n}" for n in range(2 * RUNS)]
         for topic in topics:
             fill(source, topic, records)
-        direct = max(direct_copy(source, target, t, records) for t in topics[:RUNS])
+        direct = max((direct_copy(source, target, t, records) for t in topics[:RUNS]), default=0)
         with (
             Connect(target, spark=lambda: spark) as worker,
             httpx.Client(base_url=worker.url, timeout=60) as api,
         ):
             runs = [mirror_run(api, source, target, t, records) for t in topics[RUNS:]]
-    best, startup = max(runs)
+            lag = lag_run(api, source, target, args)
     mode = "quick" if args.quick else "full"
     print(f"\n{mode} run, {time.monotonic() - started:.0f} s, Python {sys.version.split()[0]}")
-    print("| records | mirror records/s | direct copy records/s | ratio | start-up s |")
-    print("|---|---|---|---|---|")
-    print(f"| {records:,} | {best:,.0f} | {direct:,.0f} | {best / direct:.2f} | {startup:.1f} |")
-    print(f"goal: >= {GOAL}x of the direct copy")
+    if runs:
+        best, startup = max(runs)
+        print("| records | mirror records/s | direct copy records/s | ratio | start-up s |")
+        print("|---|---|---|---|---|")
+        ratio = best / direct
+        print(f"| {records:,} | {best:,.0f} | {direct:,.0f} | {ratio:.2f} | {startup:.1f} |")
+        print(f"goal: >= {GOAL}x of the direct copy\n")
+    print("| load | value bytes | records counted | lag p50 ms | lag p99 ms | lag max ms |")
+    print("|---|---|---|---|---|---|")
+    print(
+        f"| {lag.mb_per_s:.1f} MB/s | {args.lag_value_bytes} | {lag.records:,} "
+        f"| {lag.p50_ms:.0f} | {lag.p99_ms:.0f} | {lag.max_ms:.0f} |"
+    )
+    print("goal: p99 < 1000 ms")
 
 
 if __name__ == "__main__":

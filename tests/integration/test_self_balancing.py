@@ -7,7 +7,8 @@ suite's queue workload (idempotent producers, a consumer group) runs on the hot 
 history is checked as the fault suite checks it (no lost, duplicated or reordered record, no
 error). Afterwards replica and leader counts per broker are within 10% of even, no rack holds two
 replicas of a partition, and no broker leads more than its share of the hot partitions.
-``strom balance plan`` shows the measured rates too.
+``strom balance plan`` shows the measured rates too. The cluster is configured with Confluent's
+names of two of the settings (``confluent.balancer.enable``, ``confluent.balancer.heal.*``).
 
 Self-healing: a broker killed and not back within
 ``strom.balancer.heal.broker.failure.threshold.ms`` has its replicas moved to the live brokers,
@@ -45,13 +46,13 @@ def cluster() -> Iterator[Cluster]:
         "offsets.topic.num.partitions": 2,
         "offsets.topic.replication.factor": 2,
         "replication.quota.window.num": 2,
-        "strom.balancer.enable": "true",
+        "confluent.balancer.enable": "true",  # Confluent's name for strom.balancer.enable
         "strom.balancer.check.interval.ms": 1000,
         "strom.balancer.max.concurrent.moves": 3,
         "strom.balancer.throttle.bytes.per.second": 2000000,
         "strom.balancer.metrics.reporter.interval.ms": 1000,
         "broker.heartbeat.interval.ms": 500,
-        "strom.balancer.heal.broker.failure.threshold.ms": 3000,
+        "confluent.balancer.heal.broker.failure.threshold.ms": 3000,
     }
     racks = {b: {"broker.rack": rack} for b, rack in _RACKS.items()}
     with Cluster(brokers=4, controllers=1, config=settings, node_config=racks) as running:

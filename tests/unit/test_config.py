@@ -59,6 +59,28 @@ def test_unknown_settings_with_their_likely_typo() -> None:
     }
 
 
+def test_confluent_balancer_names_set_stroms_settings() -> None:
+    config = ServerConfig(
+        {
+            "confluent.balancer.enable": "true",
+            "confluent.balancer.throttle.bytes.per.second": "5000000",
+            "confluent.balancer.heal.broker.failure.threshold.ms": "-1",
+        }
+    )
+    assert config.get_bool("strom.balancer.enable")
+    assert config.get_int("strom.balancer.throttle.bytes.per.second") == 5_000_000
+    assert config.get_int("strom.balancer.heal.broker.failure.threshold.ms") == -1
+    assert config.is_explicit("strom.balancer.enable")
+    assert unknown_settings(["confluent.balancer.enable"]) == {}
+    same = {"confluent.balancer.enable": "true", "strom.balancer.enable": "true"}
+    assert ServerConfig(same).get_bool("strom.balancer.enable")
+
+
+def test_both_names_of_a_balancer_setting_must_agree() -> None:
+    with pytest.raises(ConfigError, match=r"^confluent.balancer.enable: is strom.balancer.enable"):
+        ServerConfig({"confluent.balancer.enable": "true", "strom.balancer.enable": "false"})
+
+
 def test_topic_config_falls_back_to_server_and_reports_source() -> None:
     server = ServerConfig({"log.segment.bytes": "2048"})
     topic = TopicConfig(server, {"retention.ms": "1000"})

@@ -8,7 +8,16 @@ from typing import Final
 from strom.config.setting import LONG_MAX, Setting, at_least
 from strom.config.shorthands import BOOLEAN, INT, LONG, ms
 
-__all__ = ["REPLICATION_SETTINGS"]
+__all__ = ["BALANCER_ALIASES", "REPLICATION_SETTINGS"]
+
+BALANCER_ALIASES: Final = {
+    "confluent.balancer.enable": "strom.balancer.enable",
+    "confluent.balancer.throttle.bytes.per.second": "strom.balancer.throttle.bytes.per.second",
+    "confluent.balancer.heal.broker.failure.threshold.ms": (
+        "strom.balancer.heal.broker.failure.threshold.ms"
+    ),
+}
+"""Confluent's Self-Balancing Clusters names accepted for strom's same settings."""
 
 REPLICATION_SETTINGS: Final = (
     Setting(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
+from strom.config.replication import BALANCER_ALIASES
 from strom.config.server_settings import SERVER_SETTINGS
 from strom.config.setting import LONG_MAX, ConfigError, Setting, Value
 from strom.config.topic_settings import TOPIC_SETTINGS
@@ -29,7 +30,11 @@ def _listener_prefixed(name: str) -> Setting | None:
 def unknown_settings(names: Iterable[str]) -> dict[str, str | None]:
     """Each name that is neither a server setting nor a listener's override of one, with the
     setting it is likely a typo of (or None)."""
-    unknown = [n for n in names if n not in SERVER_SETTINGS and _listener_prefixed(n) is None]
+    unknown = [
+        n
+        for n in names
+        if n not in SERVER_SETTINGS and n not in BALANCER_ALIASES and _listener_prefixed(n) is None
+    ]
     if not unknown:
         return {}
     import difflib  # noqa: PLC0415 - only for a name that is no setting
@@ -45,14 +50,24 @@ class ServerConfig:
     named in one ``ConfigError`` (``unknown_settings`` finds the names to leave out first).
 
     ``listener.name.<listener>.<setting>`` (lower-case listener name) overrides a setting for one
-    listener; ``for_listener`` reads it with the fallback to the plain setting.
+    listener; ``for_listener`` reads it with the fallback to the plain setting. Confluent's
+    ``confluent.balancer.*`` names (``BALANCER_ALIASES``) set their ``strom.balancer.*`` settings;
+    both names of one setting with different values are refused.
     """
 
     def __init__(self, overrides: Mapping[str, str | Value] | None = None) -> None:
         values: dict[str, Value] = {name: s.default for name, s in SERVER_SETTINGS.items()}
         explicit: set[str] = set()
         errors: list[ConfigError] = []
-        for name, raw in (overrides or {}).items():
+        given = dict(overrides or {})
+        for alias, name in BALANCER_ALIASES.items():
+            if alias not in given:
+                continue
+            raw = given.pop(alias)
+            if name in given and given[name] != raw:
+                errors.append(ConfigError(alias, f"is {name}: set one of the two"))
+            given[name] = raw
+        for name, raw in given.items():
             setting = SERVER_SETTINGS.get(name) or _listener_prefixed(name)
             try:
                 if setting is None:

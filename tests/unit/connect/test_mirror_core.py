@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from strom.connect.connectors.mirror.clients import unreachable_in
+from strom.connect.connectors.mirror.clients import retry_reason
 from strom.connect.connectors.mirror.formats import Checkpoint, FormatError, Heartbeat, OffsetSync
 from strom.connect.connectors.mirror.mm2config import (
     CHECKPOINT,
@@ -280,7 +280,7 @@ def test_mm2_properties_problems_are_named(change: dict[str, str], message: str)
         MirrorMakerConfig.of({**MM2, **change})
 
 
-def test_an_unreachable_cluster_is_named_and_other_failures_are_not_retried() -> None:
+def test_an_unreachable_cluster_or_a_late_spark_worker_is_retried_other_failures_not() -> None:
     config = {
         "source.cluster.alias": "A",
         "source.cluster.bootstrap.servers": "a:9092",
@@ -288,7 +288,11 @@ def test_an_unreachable_cluster_is_named_and_other_failures_are_not_retried() ->
         "target.cluster.bootstrap.servers": "b:9092",
     }
     down = RuntimeError("ClusterError: cannot reach the cluster at 'a:9092' within 2s: ...")
-    assert unreachable_in(config, down) == "cluster A (a:9092) is unreachable"
+    assert retry_reason(config, down) == "cluster A (a:9092) is unreachable"
     vague = RuntimeError("Traceback\nKafkaError{str='Local: Broker transport failure'}")
-    assert unreachable_in(config, vague) == "a cluster is unreachable (Traceback)"
-    assert unreachable_in(config, RuntimeError("TOPIC_AUTHORIZATION_FAILED")) is None
+    assert retry_reason(config, vague) == "a cluster is unreachable (Traceback)"
+    assert retry_reason(config, RuntimeError("TOPIC_AUTHORIZATION_FAILED")) is None
+    late = RuntimeError("StreamingQueryException: Python worker failed to connect back.")
+    assert retry_reason(config, late) == (
+        "Spark's Python worker did not start in time (the machine is busy)"
+    )

@@ -30,7 +30,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StructType
 
 from strom.connect.config_def import Definition
-from strom.connect.connectors.mirror.clients import TIMEOUT_S, Cluster, cluster_of, unreachable_in
+from strom.connect.connectors.mirror.clients import TIMEOUT_S, Cluster, cluster_of, retry_reason
 from strom.connect.connectors.mirror.formats import Checkpoint, OffsetSync
 from strom.connect.connectors.mirror.policy import Flow, GroupFilter
 from strom.connect.connectors.mirror.settings import (
@@ -112,7 +112,7 @@ class MirrorCheckpoint(ConnectorPlugin):
         return [flow.policy.checkpoints_topic(flow.source)]
 
     def retriable(self, config: Mapping[str, str], error: BaseException) -> str | None:
-        return unreachable_in(config, error)
+        return retry_reason(config, error)
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config

@@ -34,7 +34,7 @@ from strom.client.java_tls import tls_settings
 from strom.connect.connectors.mirror.policy import Flow
 from strom.connect.errors import ConnectError
 
-__all__ = ["Cluster", "TopicSync", "cluster_of", "unreachable", "unreachable_in"]
+__all__ = ["Cluster", "TopicSync", "cluster_of", "retry_reason", "unreachable"]
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,20 @@ def unreachable(error: BaseException, *clusters: Cluster) -> str | None:
     )
 
 
-def unreachable_in(config: Mapping[str, str], error: BaseException) -> str | None:
+_WORKER_LATE = "Python worker failed to connect back"
+"""Spark's words when a Python worker it started did not connect back in time."""
+
+
+def retry_reason(config: Mapping[str, str], error: BaseException) -> str | None:
+    """Why a mirror connector whose query failed with ``error`` is started again, or None:
+    one of its clusters is unreachable, or Spark's Python worker (the source's reader among
+    them) started too slowly to connect back, as on a machine short of CPU."""
+    if _WORKER_LATE in str(error):
+        return "Spark's Python worker did not start in time (the machine is busy)"
+    return _unreachable_in(config, error)
+
+
+def _unreachable_in(config: Mapping[str, str], error: BaseException) -> str | None:
     """``unreachable`` for a mirror connector's clusters (those its config names)."""
     sides = (cluster_of(config, side, {"bootstrap.servers": ""}) for side in ("source", "target"))
     return unreachable(error, *(c for c in sides if c.java["bootstrap.servers"]))

@@ -15,7 +15,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StructType
 
 from strom.connect.config_def import Definition
-from strom.connect.connectors.mirror.clients import cluster_of, unreachable_in
+from strom.connect.connectors.mirror.clients import cluster_of, retry_reason
 from strom.connect.connectors.mirror.formats import Heartbeat
 from strom.connect.connectors.mirror.policy import replication_policy
 from strom.connect.connectors.mirror.settings import (
@@ -77,7 +77,7 @@ class MirrorHeartbeat(ConnectorPlugin):
         return [replication_policy(config).heartbeats_topic()]
 
     def retriable(self, config: Mapping[str, str], error: BaseException) -> str | None:
-        return unreachable_in(config, error)
+        return retry_reason(config, error)
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from strom.connect.config_def import Definition, one_of
-from strom.connect.connectors.mirror.clients import Cluster, TopicSync, cluster_of, unreachable_in
+from strom.connect.connectors.mirror.clients import Cluster, TopicSync, cluster_of, retry_reason
 from strom.connect.connectors.mirror.policy import Flow
 from strom.connect.connectors.mirror.settings import (
     COMMON,
@@ -156,7 +156,7 @@ class MirrorSource(ConnectorPlugin):
         return found
 
     def retriable(self, config: Mapping[str, str], error: BaseException) -> str | None:
-        return unreachable_in(config, error)  # MM2's clients wait for a cluster that is down
+        return retry_reason(config, error)  # MM2's clients wait for a cluster that is down
 
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config
