@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.cimpl import NewTopic
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
@@ -125,7 +125,7 @@ def test_jdbc_source_writes_avro_that_confluents_deserializer_reads(
         "small": None,
     }
     latest = SchemaRegistryClient({"url": registry.url}).get_latest_version(f"{topic}-value")
-    schema = latest.schema.schema_str
+    schema = str(latest.schema.schema_str)
     assert '"name":"' + table + '"' in schema and '"connect.type":"int16"' in schema
     assert '["null",{"type":"bytes","scale":2,"precision":10' in schema
 
