@@ -2,14 +2,16 @@
 PostgreSQL (the suite's ``postgres``): the JDBC source writes Confluent's Avro that
 confluent-kafka's ``AvroDeserializer`` reads back with the values and the schema Confluent's
 AvroConverter would register, and the JDBC sink writes the rows of records made by
-confluent-kafka's ``AvroSerializer`` and ``JSONSerializer``. One worker and one registry serve
-every case."""
+confluent-kafka's ``AvroSerializer`` and ``JSONSerializer`` (and FileStreamSink the Avro
+values as their JSON). One worker and one registry serve every case."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -130,7 +132,8 @@ def test_jdbc_source_writes_avro_that_confluents_deserializer_reads(
     assert '["null",{"type":"bytes","scale":2,"precision":10' in schema
 
 
-def test_jdbc_sink_writes_rows_of_confluents_avro_and_json_schema_records(
+def test_sinks_write_rows_of_confluents_avro_and_json_schema_records(
+    tmp_path: Path,
     api: httpx.Client,
     broker: StromServer,
     registry: Registry,
@@ -159,9 +162,9 @@ def test_jdbc_sink_writes_rows_of_confluents_avro_and_json_schema_records(
         ],
         "json": [{"id": 1, "name": "a"}, {"id": 2, "name": None}],
     }
-    tables = {}
+    tables, topics = {}, {}
     for kind, (converter, serializer) in cases.items():
-        topic = create_topic(broker.bootstrap, f"sr-{kind}")
+        topic = topics[kind] = create_topic(broker.bootstrap, f"sr-{kind}")
         context = SerializationContext(topic, MessageField.VALUE)
         produce(broker.bootstrap, topic, [Record(serializer(r, context)) for r in rows[kind]])
         tables[kind] = f"sink_{topic}".replace("-", "_")
@@ -179,6 +182,18 @@ def test_jdbc_sink_writes_rows_of_confluents_avro_and_json_schema_records(
                 "value.converter.schema.registry.url": registry.url,
             },
         )
+    lines = tmp_path / "avro.txt"
+    create(
+        api,
+        "file-avro",
+        {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            "file": str(lines),
+            "topics": topics["avro"],
+            "value.converter": AVRO,
+            "value.converter.schema.registry.url": registry.url,
+        },
+    )
     query = f'SELECT id, name, amount, day FROM "{tables["avro"]}" ORDER BY id'
     assert eventually(_rows(db, query, 2), "the Avro rows") == [
         (1, "a", Decimal("1.50"), date(2024, 1, 2)),
@@ -186,3 +201,11 @@ def test_jdbc_sink_writes_rows_of_confluents_avro_and_json_schema_records(
     ]
     query = f'SELECT id, name FROM "{tables["json"]}" ORDER BY id'
     assert eventually(_rows(db, query, 2), "the JSON Schema rows") == [(1, "a"), (2, None)]
+
+    def written() -> list[Any] | None:
+        found = lines.read_text().splitlines() if lines.exists() else []
+        return [json.loads(line) for line in found] if len(found) == 2 else None
+
+    first, second = eventually(written, "the file sink's two lines")
+    assert (first["id"], first["name"], first["day"]) == (1, "a", 19724)
+    assert (second["id"], second["name"], second["day"]) == (2, None, 0)
