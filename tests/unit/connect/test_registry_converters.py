@@ -19,6 +19,7 @@ from pyspark.sql.types import (
 )
 
 from strom.connect.converters import AVRO, RegistrySettings, converter, converter_problem
+from strom.connect.plugins import find_plugin
 from strom.connect.registry_converters import (
     _connect_of_avro,
     _connect_of_json,
@@ -79,6 +80,18 @@ def test_bad_settings_are_named() -> None:
         converter(AVRO, {})
     with pytest.raises(ValueError, match=r"value\.subject\.name\.strategy"):
         converter(AVRO, {"schema.registry.url": "http://r", "value.subject.name.strategy": "No"})
+
+
+def test_validate_names_a_registry_converter_without_its_registry() -> None:
+    plugin = find_plugin("FileStreamSink")
+    config = {"topics": "t", "file": "f", "value.converter": AVRO}
+    problems = plugin.problems(config)["value.converter"]
+    assert problems == [
+        f"Invalid value {AVRO} for configuration value.converter: Missing required "
+        'configuration "schema.registry.url" which has no default value.'
+    ]
+    config["value.converter.schema.registry.url"] = "http://localhost:8081"
+    assert "value.converter" not in plugin.problems(config)
 
 
 def test_avro_schema_is_confluents_and_reads_back_as_the_connect_schema() -> None:
