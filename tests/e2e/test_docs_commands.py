@@ -59,7 +59,9 @@ FILES = {
         "status.storage.topic=connect-status\nconfig.storage.replication.factor=1\n"
         "offset.storage.replication.factor=1\nstatus.storage.replication.factor=1\n"
         "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        "value.converter=org.apache.kafka.connect.storage.StringConverter\nspark.master=local[2]\n"
+        "value.converter=org.apache.kafka.connect.storage.StringConverter\nspark.master=local[2]\n",
+        "registry.properties": "kafkastore.bootstrap.servers=localhost:9092\n"
+        "listeners=http://localhost:8091\n",
     },
     "mirroring.md": {
         "mm2.properties": "clusters = A, B\nA.bootstrap.servers = localhost:9092\n"

@@ -29,12 +29,18 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-__all__ = ["CONVERTERS", "Converter", "converter", "converter_problem"]
+__all__ = ["CONVERTERS", "Converter", "RegistrySettings", "converter", "converter_problem"]
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 STRING = "org.apache.kafka.connect.storage.StringConverter"
 BYTES = "org.apache.kafka.connect.converters.ByteArrayConverter"
-CONVERTERS = (JSON, STRING, BYTES)
+AVRO = "io.confluent.connect.avro.AvroConverter"
+JSON_SCHEMA = "io.confluent.connect.json.JsonSchemaConverter"
+PROTOBUF = "io.confluent.connect.protobuf.ProtobufConverter"
+REGISTRY_CONVERTERS = (AVRO, JSON_SCHEMA, PROTOBUF)
+CONVERTERS = (JSON, STRING, BYTES, *REGISTRY_CONVERTERS)
+_STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
+_STRATEGY_PACKAGE = "io.confluent.kafka.serializers.subject."
 
 _ENVELOPE_ERROR = (
     'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
@@ -99,12 +105,12 @@ def connect_schema(
     return schema
 
 
-def _json_payload(data: Column, data_type: DataType) -> Column:
+def json_payload(data: Column, data_type: DataType) -> Column:
     """``data`` as JsonConverter's payload wants it: dates as days, timestamps as epoch
     milliseconds, decimals as the base64 of the unscaled value's two's complement bytes
     (precision up to 18), bytes as base64 (Spark's to_json already writes binary so)."""
     if isinstance(data_type, StructType):
-        fields = [_json_payload(data[f.name], f.dataType).alias(f.name) for f in data_type.fields]
+        fields = [json_payload(data[f.name], f.dataType).alias(f.name) for f in data_type.fields]
         return F.when(data.isNull(), F.lit(None)).otherwise(F.struct(*fields))
     if isinstance(data_type, DateType):
         return F.unix_date(data)
@@ -118,12 +124,84 @@ def _json_payload(data: Column, data_type: DataType) -> Column:
     return data
 
 
+def _true(settings: Mapping[str, str], name: str, default: bool) -> bool:
+    return settings.get(name, str(default)).strip().lower() == "true"
+
+
+@dataclass(frozen=True)
+class RegistrySettings:
+    """A registry converter's settings, by Confluent's names: ``schema.registry.url`` (the
+    first of a list), ``basic.auth.user.info`` with ``basic.auth.credentials.source=USER_INFO``,
+    ``auto.register.schemas``, ``use.latest.version`` and the key's and value's
+    ``*.subject.name.strategy``."""
+
+    url: str
+    auth: tuple[str, str] | None = None
+    auto_register: bool = True
+    use_latest: bool = False
+    key_strategy: str = "TopicNameStrategy"
+    value_strategy: str = "TopicNameStrategy"
+
+    @classmethod
+    def parse(cls, settings: Mapping[str, str]) -> RegistrySettings:
+        """The settings, or ValueError naming the first problem."""
+        url = settings.get("schema.registry.url", "").split(",")[0].strip()
+        if not url:
+            raise ValueError(
+                'Missing required configuration "schema.registry.url" which has no default value.'
+            )
+        source = settings.get("basic.auth.credentials.source", "URL").strip().upper()
+        info = settings.get("basic.auth.user.info", "").strip()
+        if source == "URL" and "@" in url.partition("://")[2].partition("/")[0]:
+            scheme, _, rest = url.partition("://")
+            info, _, host = rest.partition("@")
+            url = f"{scheme}://{host}"
+        elif source not in ("URL", "USER_INFO"):
+            raise ValueError(
+                f"basic.auth.credentials.source {source} is not supported (URL, USER_INFO)"
+            )
+        user, colon, password = info.partition(":")
+        strategies = []
+        for part in ("key", "value"):
+            named = settings.get(f"{part}.subject.name.strategy", "TopicNameStrategy").strip()
+            simple = named.removeprefix(_STRATEGY_PACKAGE)
+            if simple not in _STRATEGIES:
+                raise ValueError(
+                    f"Invalid value {named} for configuration {part}.subject.name.strategy: "
+                    f"strom knows {', '.join(_STRATEGY_PACKAGE + s for s in _STRATEGIES)}"
+                )
+            strategies.append(simple)
+        return cls(
+            url,
+            (user, password) if colon else None,
+            _true(settings, "auto.register.schemas", True),
+            _true(settings, "use.latest.version", False),
+            *strategies,
+        )
+
+    def subject(self, part: str, topic: str | None, record: str | None) -> str:
+        """The subject of a key's or value's schema (``part``), as its strategy names it."""
+        strategy = self.key_strategy if part == "key" else self.value_strategy
+        if strategy != "TopicNameStrategy" and record is None:
+            raise ValueError(f"{strategy} needs a record schema; the {part} has none")
+        if strategy == "RecordNameStrategy":
+            return str(record)
+        if topic is None:
+            raise ValueError(
+                f"{strategy}: strom registers a source's schemas when it starts, and the "
+                f"{part}'s topic is not known then (a routing transform): use RecordNameStrategy"
+            )
+        return f"{topic}-{part}" if strategy == "TopicNameStrategy" else f"{topic}-{record}"
+
+
 @dataclass(frozen=True)
 class Converter:
-    """One converter: its class and, for JsonConverter, ``schemas.enable``."""
+    """One converter: its class and, for JsonConverter, ``schemas.enable``; for the registry's
+    converters (``registry_converters``) their registry settings."""
 
     class_name: str
     schemas_enable: bool = True
+    registry: RegistrySettings | None = None
 
     def serialize(
         self,
@@ -142,7 +220,7 @@ class Converter:
             text = F.concat(F.lit("Struct{"), F.concat_ws(",", *shown), F.lit("}"))
             return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(text, "UTF-8"))
         if isinstance(data_type, StructType) and self.class_name != BYTES:
-            payload = F.to_json(_json_payload(data, data_type), {"ignoreNullFields": "false"})
+            payload = F.to_json(json_payload(data, data_type), {"ignoreNullFields": "false"})
             if self.schemas_enable:
                 schema = json.dumps(
                     connect_schema(data_type, False, name, version), separators=(",", ":")
@@ -178,6 +256,9 @@ class Converter:
 
     def text_error(self, raw: Column) -> Column:
         """Why ``raw`` is no data of this converter (Connect's message), or null."""
+        if self.registry is not None:
+            framed = (F.length(raw) >= 5) & (F.hex(F.substring(raw, 1, 1)) == F.lit("00"))
+            return F.when(raw.isNotNull() & ~framed, F.lit("Unknown magic byte!"))
         if self.class_name in (STRING, BYTES):
             return F.lit(None).cast("string")
         text = raw.cast("string")
@@ -214,5 +295,5 @@ def converter(class_name: str, settings: Mapping[str, str]) -> Converter:
     problem = converter_problem(class_name)
     if problem is not None:
         raise ValueError(problem)
-    enabled = settings.get("schemas.enable", "true").strip().lower() == "true"
-    return Converter(class_name, schemas_enable=enabled)
+    registry = RegistrySettings.parse(settings) if class_name in REGISTRY_CONVERTERS else None
+    return Converter(class_name, _true(settings, "schemas.enable", True), registry)

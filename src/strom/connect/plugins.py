@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from strom import __version__
 from strom.connect.config_def import NO_DEFAULT, Definition, at_least, one_of, validate
-from strom.connect.converters import CONVERTERS, converter_problem
+from strom.connect.converters import CONVERTERS, converter, converter_problem
 from strom.connect.errors import ConnectError
 from strom.connect.transforms.specs import problems as transform_problems
 
@@ -244,6 +244,23 @@ class RunContext:
     """A sink's ``startingOffsets``: its group's committed offsets when it has some."""
 
 
+def _converter_problem(name: str, config: Config) -> str | None:
+    """Why the converter ``name`` of ``config`` (its class and ``name.*`` settings) cannot be
+    used, or None."""
+    class_name = config[name].strip()
+    problem = converter_problem(class_name)
+    if problem is None:
+        prefix = f"{name}."
+        try:
+            converter(
+                class_name,
+                {k.removeprefix(prefix): v for k, v in config.items() if k.startswith(prefix)},
+            )
+        except ValueError as error:
+            return str(error)
+    return problem
+
+
 class ConnectorPlugin(ABC):
     """A connector: ``class_name`` is the Kafka Connect class it stands for."""
 
@@ -273,7 +290,7 @@ class ConnectorPlugin(ABC):
         """Errors beyond single settings (validate's ``extra``), keyed by setting."""
         found: dict[str, list[str]] = {}
         for name in ("key.converter", "value.converter"):
-            if name in config and (problem := converter_problem(config[name].strip())):
+            if name in config and (problem := _converter_problem(name, config)):
                 found[name] = [f"Invalid value {config[name]} for configuration {name}: {problem}"]
         found.update(transform_problems(config))
         if config.get("errors.tolerance", "none").strip() == "all" and not cls.tolerates_errors:

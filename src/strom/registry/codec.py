@@ -111,6 +111,13 @@ class RegistryCodec:
         schema_id: int = answer["id"]
         return schema_id
 
+    def lookup(self, subject: str, schema_type: SchemaType, text: str) -> int:
+        """The id of ``text`` under ``subject``; RegistryClientError when it is not there."""
+        body = {"schema": text, "schemaType": schema_type.value}
+        answer = self._request("POST", f"/subjects/{subject}", body)
+        schema_id: int = answer["id"]
+        return schema_id
+
     def subject_version(self, subject: str, version: int | str = "latest") -> tuple[int, int]:
         """The schema id and version number of ``subject``'s ``version``."""
         body = self._request("GET", f"/subjects/{subject}/versions/{version}")

@@ -64,6 +64,8 @@ class Names:
     names: dict[str, str | None] = field(default_factory=dict)
     versions: dict[str, int | None] = field(default_factory=dict)
     types: dict[str, DataType] = field(default_factory=dict)
+    topic: str | None = None
+    """The topic every record goes to, while no transform routes them (registry subjects)."""
 
     def drop(self, part: str) -> None:
         self.names.pop(part, None)
@@ -422,6 +424,8 @@ def apply(chain: Chain, frame: DataFrame, names: Names) -> DataFrame:
     """``frame`` through ``chain``'s transforms in order (``names`` follows the schemas')."""
     for transform in chain.transforms:
         frame = _step(frame, transform, names)
+        if transform.kind in ("RegexRouter", "TimestampRouter"):
+            names.topic = None
     return frame
 
 
@@ -457,6 +461,13 @@ def _serialize(frame: DataFrame, part: str, converter: Converter, names: Names) 
     if isinstance(data_type, NullType):
         return F.lit(None).cast("binary").alias(part)
     name, version = names.names.get(part), names.versions.get(part)
+    if converter.registry is not None:
+        from strom.connect import registry_converters  # noqa: PLC0415 - needs strom[registry]
+
+        data = registry_converters.serialize(
+            converter, F.col(part), data_type, name, part, names.topic
+        )
+        return data.alias(part)
     return converter.serialize(F.col(part), data_type, name, version).alias(part)
 
 
@@ -485,9 +496,15 @@ def sink_records(raw: DataFrame, context: RunContext) -> DataFrame:
         data = F.col(part)
         return F.when(data.isNull(), F.lit(None)).otherwise(converter.to_text(data)).alias(part)
 
+    key, value = context.key_converter, context.value_converter
+    if key.registry is not None or value.registry is not None:
+        from strom.connect.registry_converters import decoded, plain  # noqa: PLC0415
+
+        raw = decoded(decoded(raw, "key", key), "value", value)
+        key, value = plain(key), plain(value)
     frame = raw.select(
-        text("key", context.key_converter),
-        text("value", context.value_converter),
+        text("key", key),
+        text("value", value),
         "topic",
         "headers",
         "timestamp",

@@ -98,7 +98,9 @@ def _decimal(base64: Column, scale: int) -> Column:
     raw = F.unbase64(base64)
     unsigned = F.conv(F.hex(raw), 16, 10).cast("decimal(38,0)")
     negative = F.ascii(F.substring(F.hex(raw), 1, 1)) >= F.ascii(F.lit("8"))
-    span = F.pow(F.lit(2), F.length(raw) * 8).cast("decimal(38,0)")
+    # 2 ** bits exactly: a double's power turns into 18446744073709552000 for 2 ** 64
+    spans = [F.lit(str(2 ** (8 * n))).cast("decimal(38,0)") for n in range(16)]
+    span = F.element_at(F.array(*spans), F.length(raw) + 1)
     signed = F.when(negative, unsigned - span).otherwise(unsigned)
     return (signed / F.lit(10**scale)).cast(f"decimal(38,{scale})")
 

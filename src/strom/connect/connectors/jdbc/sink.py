@@ -26,7 +26,7 @@ from strom.connect.connectors.files.connectors import sink_stream
 from strom.connect.connectors.jdbc.database import connect, connection_settings, unreachable
 from strom.connect.connectors.jdbc.schemas import Field, fields_of
 from strom.connect.connectors.jdbc.writer import TableWrite, write
-from strom.connect.converters import JSON, STRING
+from strom.connect.converters import JSON, STRING, Converter
 from strom.connect.dead_letters import ErrorHandler
 from strom.connect.plugins import ConnectorPlugin, RunContext
 
@@ -163,10 +163,12 @@ class JdbcSink(ConnectorPlugin):
     def start(self, context: RunContext) -> StreamingQuery:
         config = context.config
         value_converter = context.value_converter
-        if value_converter.class_name != JSON or not value_converter.schemas_enable:
+        schemas = value_converter.class_name == JSON and value_converter.schemas_enable
+        if not schemas and value_converter.registry is None:
             raise ValueError(
                 "The JDBC sink needs records with a schema: value.converter "
-                "org.apache.kafka.connect.json.JsonConverter with schemas.enable=true"
+                "org.apache.kafka.connect.json.JsonConverter with schemas.enable=true, or a "
+                "schema registry's (io.confluent.connect.avro.AvroConverter, ...)"
             )
         errors = ErrorHandler.of(context.name, config)
         records = errors.marked(
@@ -174,8 +176,7 @@ class JdbcSink(ConnectorPlugin):
             context.key_converter,
             context.value_converter,
         )
-        key_is_text = context.key_converter.class_name == STRING
-        batches = _Batches(config, key_is_text)
+        batches = _Batches(config, context.key_converter, value_converter)
 
         def write(batch: DataFrame, batch_id: int) -> None:
             if not errors.tolerate:
@@ -199,7 +200,7 @@ class JdbcSink(ConnectorPlugin):
 class _Batches:
     """Writes micro-batches to the database as the connector's settings say."""
 
-    def __init__(self, config: Mapping[str, str], key_is_text: bool) -> None:
+    def __init__(self, config: Mapping[str, str], key: Converter, value: Converter) -> None:
         self.settings = connection_settings(
             config["connection.url"].strip(),
             config.get("connection.user"),
@@ -212,9 +213,14 @@ class _Batches:
         self.table_format = config.get("table.name.format", "${topic}").strip()
         self.auto_create = config.get("auto.create", "false").strip().lower() == "true"
         self.auto_evolve = config.get("auto.evolve", "false").strip().lower() == "true"
-        self.key_is_text = key_is_text
+        self.key_is_text = key.class_name == STRING
+        self.key, self.value = key, value
 
     def write(self, batch: DataFrame, batch_id: int) -> None:
+        if self.key.registry is not None or self.value.registry is not None:
+            from strom.connect.registry_converters import decoded  # noqa: PLC0415
+
+            batch = decoded(decoded(batch, "key", self.key), "value", self.value)
         text = F.col("value").cast("string")
         key = F.col("key").cast("string")
         records = batch.select(

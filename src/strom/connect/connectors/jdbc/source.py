@@ -268,7 +268,9 @@ class JdbcSource(ConnectorPlugin):
         data = F.struct(*[_typed(F.col(c.name), c).alias(c.name) for c in cols])
         name = source.table.rpartition(".")[2] if source.table else None
         frame = rows.select(*record_columns(F.lit(None), data, F.lit(source.topic)))
-        return serialized(frame, context, Names({"value": name}, types={"value": struct}))
+        return serialized(
+            frame, context, Names({"value": name}, types={"value": struct}, topic=source.topic)
+        )
 
 
 def _typed(column: SparkColumn, described: Column) -> SparkColumn:
