@@ -27,7 +27,7 @@ from strom.sql.compiler import Compiler, column
 from strom.sql.errors import SqlSemanticError
 from strom.sql.formatter import format_expression
 from strom.sql.metastore import DataSource
-from strom.sql.serde import decode, encode
+from strom.sql.serde import encode, read
 
 __all__ = [
     "DEFAULT_GRACE_MS",
@@ -81,12 +81,12 @@ def read_source(
         .option("startingOffsets", offset_reset)
         .load()
     )
-    return raw.select(
-        *decode(raw.key, source.keys, source.key_format),
-        *decode(raw.value, source.values, source.value_format, source.value_schema),
-        F.unix_millis(raw["timestamp"]).alias("ROWTIME"),
-        raw["partition"].alias("ROWPARTITION"),
-        raw["offset"].alias("ROWOFFSET"),
+    readable, columns = read(raw, source)
+    return readable.select(
+        *columns,
+        F.unix_millis(readable["timestamp"]).alias("ROWTIME"),
+        readable["partition"].alias("ROWPARTITION"),
+        readable["offset"].alias("ROWOFFSET"),
     )
 
 

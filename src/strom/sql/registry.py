@@ -12,6 +12,7 @@ from typing import Any
 from strom.sql.analyzer import Column
 from strom.sql.errors import SqlSemanticError
 from strom.sql.metastore import DataSource
+from strom.sql.protobuf_schemas import protobuf_columns, protobuf_schema
 from strom.sql.registry_schemas import (
     REGISTRY_FORMATS,
     avro_columns,
@@ -26,10 +27,20 @@ NOT_CONFIGURED = (
     "KSQL is not configured to use a schema registry. To enable it, please set "
     "ksql.schema.registry.url"
 )
-_TYPES = {"JSON_SR": "JSON", "AVRO": "AVRO"}
+_TYPES = {"JSON_SR": "JSON", "AVRO": "AVRO", "PROTOBUF": "PROTOBUF"}
 """The registry's schema type of each format."""
-_COLUMNS = {"JSON_SR": json_columns, "AVRO": avro_columns}
-_GENERATED = {"JSON_SR": json_schema, "AVRO": avro_schema}
+_BINARY = frozenset({"AVRO", "PROTOBUF"})
+"""The formats whose records are read with their schema's text (not only its id)."""
+
+
+def _proto_columns(text: str) -> tuple[Column, ...]:
+    from strom.registry.protobuf_schema import ProtobufSchema  # noqa: PLC0415 - strom[registry]
+
+    return protobuf_columns(ProtobufSchema(text).file)
+
+
+_COLUMNS = {"JSON_SR": json_columns, "AVRO": avro_columns, "PROTOBUF": _proto_columns}
+_GENERATED = {"JSON_SR": json_schema, "AVRO": avro_schema, "PROTOBUF": protobuf_schema}
 
 
 class SchemaRegistry:
@@ -108,14 +119,14 @@ class SchemaRegistry:
                 source.value_format, f"{source.topic}-value", source.values, generated
             )
         text = source.value_schema
-        if source.value_format == "AVRO" and value_id is not None and text is None:
+        if source.value_format in _BINARY and value_id is not None and text is None:
             text = self._text(source.topic, value_id)
         return dataclasses.replace(
             source, key_schema_id=key_id, value_schema_id=value_id, value_schema=text
         )
 
     def _text(self, topic: str, schema_id: int) -> str:
-        """The text of the schema `schema_id` (what AVRO's binary records are read with)."""
+        """The text of the schema `schema_id` (what binary records are read with)."""
         from strom.registry.codec import RegistryClientError  # noqa: PLC0415
 
         try:

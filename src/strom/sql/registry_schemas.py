@@ -23,7 +23,7 @@ from strom.sql.errors import SqlSemanticError
 
 __all__ = ["REGISTRY_FORMATS", "avro_columns", "avro_schema", "json_columns", "json_schema"]
 
-REGISTRY_FORMATS = frozenset({"JSON_SR", "AVRO"})
+REGISTRY_FORMATS = frozenset({"JSON_SR", "AVRO", "PROTOBUF"})
 """The formats whose records are framed with a schema id of `ksql.schema.registry.url`."""
 
 _CONNECT = "org.apache.kafka.connect.data."

@@ -86,6 +86,8 @@ def _encode(
 ) -> bytes | None:
     if not columns:
         return None
+    if fmt == "PROTOBUF":
+        raise SqlSemanticError("INSERT VALUES into a PROTOBUF source is not supported yet.")
     if fmt == "AVRO":
         import fastavro  # noqa: PLC0415
 

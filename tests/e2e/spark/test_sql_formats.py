@@ -7,7 +7,9 @@ exist and a sink subject whose schema is incompatible; the records' JSON as Conn
 Schema converter writes it (TIMESTAMPs as epoch milliseconds, DATEs as days, BYTES base64).
 AVRO likewise: AvroSerializer's records read by an inferred stream, a CSAS into an AVRO sink
 (ksqlDB's KsqlDataSourceSchema registered) read by AvroDeserializer, and every type encoded in
-the JVM read back by fastavro and by the decoder."""
+the JVM read back by fastavro and by the decoder. PROTOBUF likewise with ProtobufSerializer and
+ProtobufDeserializer (ksqlDB's ConnectDefault1 registered for the sink); records of another
+schema id and unreadable ones are skipped, not read as NULL rows (ksqlDB's processing log)."""
 
 from __future__ import annotations
 
@@ -26,15 +28,19 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pool, message_factory, timestamp_pb2
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from strom_harness import StromServer
 
 from e2e.spark.clients import Record, consume_all, create_topic, produce, unique_topic
 from e2e.spark.sql_api import eventually, ksql, sql_settings
+from strom.registry.protobuf_schema import ProtobufSchema
 from strom.sql import types as ty
 from strom.sql.analyzer import Column
+from strom.sql.protobuf_schemas import protobuf_schema
 from strom.sql.registry_schemas import avro_schema
 from strom.sql.serde import decode, encode
 from strom.sql.server import SqlServer
@@ -335,8 +341,136 @@ def test_avro_records_as_ksqldb_writes_them(spark: SparkSession) -> None:
         "ST": {"X": 3},
         "N": None,
     }
-    decoded = encoded.select(*decode(F.col("v"), columns, "AVRO", schema)).collect()[0]
+    decoded = encoded.select(*decode(F.col("v"), columns, "AVRO", schema, 7)).collect()[0]
     assert tuple(decoded) == tuple(row.collect()[0])
     garbage = spark.createDataFrame([(b"\x00\x00\x00\x00\x07\xff",), (b"plain",)], "v binary")
-    unreadable = garbage.select(*decode(F.col("v"), columns, "AVRO", schema)).collect()
+    unreadable = garbage.select(*decode(F.col("v"), columns, "AVRO", schema, 7)).collect()
     assert [tuple(r) for r in unreadable] == [(None,) * len(columns)] * 2
+
+
+PROTO_READING = """
+syntax = "proto3";
+package sensors;
+import "google/protobuf/timestamp.proto";
+
+message Reading {
+  string sensor = 1;
+  double reading = 2;
+  int64 count = 3;
+  repeated string tags = 4;
+  Place place = 5;
+  google.protobuf.Timestamp at = 6;
+}
+
+message Place {
+  string city = 1;
+}
+"""
+
+
+def _message_class(text: str, name: str) -> Any:
+    """The message `name` of a `.proto` text, as a class of a pool of its own."""
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(ProtobufSchema(text).file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+
+@needs_javac
+def test_protobuf_in_and_out(api: httpx.Client, broker: StromServer, registry: Registry) -> None:
+    topic = create_topic(broker.bootstrap, "sql-proto-readings")
+    client = SchemaRegistryClient({"url": registry.url})
+    reading = _message_class(PROTO_READING, "sensors.Reading")
+    serializer = ProtobufSerializer(reading, client, {"use.deprecated.format": False})
+    context = SerializationContext(topic, MessageField.VALUE)
+    good = [
+        Record(
+            serializer(
+                reading(sensor=s, reading=r, count=n, tags=tags, place={"city": city}), context
+            )
+        )
+        for s, r, n, tags, city in (("t1", 1.5, 1, ["a"], "Oslo"), ("t2", 0.5, 2, [], "Rome"))
+    ]
+    other_class = _message_class('syntax = "proto3"; message Other { string name = 1; }', "Other")
+    other = ProtobufSerializer(other_class, client, {"use.deprecated.format": False})
+    elsewhere = SerializationContext("sql-proto-other", MessageField.VALUE)
+    other_id = other(other_class(name="elsewhere"), elsewhere)
+    produce(broker.bootstrap, topic, [good[0], Record(b"not protobuf"), Record(other_id), good[1]])
+    ksql(api, f"CREATE STREAM proto_in WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='PROTOBUF');")
+    described = ksql(api, "DESCRIBE proto_in;")[0]["sourceDescription"]
+    assert [(f["name"], f["schema"]["type"]) for f in described["fields"]] == [
+        ("SENSOR", "STRING"),
+        ("READING", "DOUBLE"),
+        ("COUNT", "BIGINT"),
+        ("TAGS", "ARRAY"),
+        ("PLACE", "STRUCT"),
+        ("AT", "TIMESTAMP"),
+    ]
+    sink = unique_topic("sql-proto-out")
+    ksql(
+        api,
+        f"CREATE STREAM proto_out WITH (KAFKA_TOPIC='{sink}') AS SELECT sensor, "
+        "reading * 2 AS twice, count, place->`city` AS city, tags FROM proto_in EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+    registered = client.get_latest_version(f"{sink}-value").schema
+    assert registered.schema_type == "PROTOBUF"
+    assert "message ConnectDefault1 {" in (registered.schema_str or "")
+    out = _message_class(registered.schema_str or "", "ConnectDefault1")
+    deserializer = ProtobufDeserializer(out, {"use.deprecated.format": False})
+    sink_context = SerializationContext(sink, MessageField.VALUE)
+
+    def rows() -> list[Any]:
+        records = consume_all(broker.bootstrap, sink)
+        return sorted(
+            (m.SENSOR, m.TWICE, m.COUNT, m.CITY, list(m.TAGS))
+            for m in (deserializer(r.value, sink_context) for r in records)
+        )
+
+    # the unreadable record and the one of another schema are skipped, not NULL rows
+    expected = [("t1", 3.0, 1, "Oslo", ["a"]), ("t2", 1.0, 2, "Rome", [])]
+    assert eventually(lambda: rows() == expected and expected, "the PROTOBUF sink's rows")
+
+    unsupported = _error(
+        api,
+        f"CREATE STREAM money (amount DECIMAL(4, 2)) WITH (KAFKA_TOPIC='{unique_topic('m')}', "
+        "VALUE_FORMAT='PROTOBUF', PARTITIONS=1);",
+    )
+    assert unsupported.startswith("The 'PROTOBUF' format does not support type 'DECIMAL(4, 2)'")
+
+
+@needs_javac
+def test_protobuf_records_as_ksqldb_writes_them(spark: SparkSession) -> None:
+    columns = [
+        Column("S", ty.STRING),
+        Column("T", ty.TIMESTAMP),
+        Column("B", ty.BYTES),
+        Column("A", ty.ArrayType(ty.BIGINT)),
+        Column("M", ty.MapType(ty.STRING, ty.DOUBLE)),
+        Column("ST", ty.StructType((ty.StructField("X", ty.INT),))),
+        Column("N", ty.INT),
+    ]
+    row = spark.sql(
+        "SELECT 'x' AS S, timestamp_millis(1700000000123) AS T, CAST('hi' AS BINARY) AS B, "
+        "array(1L, 2L) AS A, map('k', 0.5D) AS M, named_struct('X', 3) AS ST, 7 AS N"
+    )
+    schema = protobuf_schema(columns)
+    encoded = row.select(encode(columns, "PROTOBUF", 7, schema).alias("v"))
+    value = bytes(encoded.collect()[0].v)
+    assert value[:6] == b"\x00\x00\x00\x00\x07\x00"  # the id, then message index [0]
+    message = _message_class(schema, "ConnectDefault1").FromString(value[6:])
+    assert (message.S, message.T.ToMilliseconds(), message.B, list(message.A)) == (
+        "x",
+        1700000000123,
+        b"hi",
+        [1, 2],
+    )
+    assert (dict(message.M), message.ST.X, message.N) == ({"k": 0.5}, 3, 7)
+    decoded = encoded.select(*decode(F.col("v"), columns, "PROTOBUF", schema, 7)).collect()[0]
+    assert tuple(decoded) == tuple(row.collect()[0])
+    garbage = spark.createDataFrame(
+        [(b"\x00\x00\x00\x00\x07\x00\xff",), (b"plain",), (value[:4] + b"\x08" + value[5:],)],
+        "v binary",
+    )
+    unreadable = garbage.select(*decode(F.col("v"), columns, "PROTOBUF", schema, 7)).collect()
+    assert [tuple(r) for r in unreadable] == [(None,) * len(columns)] * 3

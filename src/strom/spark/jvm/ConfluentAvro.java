@@ -39,11 +39,15 @@ public final class ConfluentAvro {
     return SchemaConverters.toSqlType(new Schema.Parser().parse(schema)).dataType().json();
   }
 
-  /** Framed Avro binary {@code data} decoded with the writer schema {@code schema}; a value
-   * that is not framed, or not a record of that schema, decodes to null. */
-  public static Column decode(Column data, String schema) {
+  /** Framed Avro binary {@code data} decoded with the writer schema {@code schema} of
+   * {@code schemaId}; a value that is not framed with that id, or not a record of that schema,
+   * decodes to null, logged to the processing log ({@link ProcessingLog}). */
+  public static Column decode(Column data, String schema, int schemaId, String topic) {
     DataType type = DataType.fromJson(sparkType(schema));
-    return functions.udf(new Decode(schema, type.json()), type).apply(data);
+    return functions
+        .udf(new Decode(schema, type.json(), schemaId, topic), type)
+        .asNondeterministic() // a filter on the result must not decode (and log) again
+        .apply(data);
   }
 
   /** {@code data} (of the Spark type {@code ddl}) encoded in {@code schema}, framed with
@@ -58,19 +62,32 @@ public final class ConfluentAvro {
   static final class Decode implements UDF1<byte[], Row> {
     private final String schema;
     private final String type;
+    private final int schemaId;
+    private final String topic;
     private transient GenericDatumReader<Object> reader;
     private transient AvroDeserializer deserializer;
     private transient Function1<Object, Object> toRow;
     private transient BinaryDecoder decoder;
 
-    Decode(String schema, String type) {
+    Decode(String schema, String type, int schemaId, String topic) {
       this.schema = schema;
       this.type = type;
+      this.schemaId = schemaId;
+      this.topic = topic;
     }
 
     @Override
     public Row call(byte[] value) {
-      if (value == null || value.length < HEADER_BYTES || value[0] != 0) {
+      if (value == null) {
+        return null;
+      }
+      if (value.length < HEADER_BYTES || value[0] != 0) {
+        ProcessingLog.skipped(topic, "Unknown magic byte!");
+        return null;
+      }
+      int id = ByteBuffer.wrap(value, 1, 4).getInt();
+      if (id != schemaId) {
+        ProcessingLog.skipped(topic, "Expected schema id " + schemaId + ", got " + id);
         return null;
       }
       if (reader == null) {
@@ -87,7 +104,8 @@ public final class ConfluentAvro {
       try {
         datum = reader.read(null, decoder);
       } catch (IOException | RuntimeException e) {
-        return null; // not a record of this schema: no columns, the query goes on
+        ProcessingLog.skipped(topic, String.valueOf(e.getMessage()));
+        return null; // not a record of this schema: skipped, the query goes on
       }
       Option<Object> row = deserializer.deserialize(datum);
       return row.isEmpty() ? null : (Row) toRow.apply(row.get());
