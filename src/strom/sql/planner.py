@@ -299,7 +299,7 @@ def sink_frame(plan: Plan, sink: DataSource) -> DataFrame:
         encode(values, sink.value_format, sink.value_schema_id, sink.value_schema).alias("value")
     ]
     if keys:
-        key = encode(keys, sink.key_format, sink.key_schema_id).cast("binary")
+        key = encode(keys, sink.key_format, sink.key_schema_id, sink.key_schema).cast("binary")
         if plan.windowed:
             bounds = ("end", "start") if plan.session else ("start",)
             longs = [

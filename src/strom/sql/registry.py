@@ -16,6 +16,7 @@ from strom.sql.protobuf_schemas import protobuf_columns, protobuf_schema
 from strom.sql.registry_schemas import (
     REGISTRY_FORMATS,
     avro_columns,
+    avro_key_schema,
     avro_schema,
     json_columns,
     json_schema,
@@ -41,6 +42,8 @@ def _proto_columns(text: str) -> tuple[Column, ...]:
 
 _COLUMNS = {"JSON_SR": json_columns, "AVRO": avro_columns, "PROTOBUF": _proto_columns}
 _GENERATED = {"JSON_SR": json_schema, "AVRO": avro_schema, "PROTOBUF": protobuf_schema}
+_GENERATED_KEYS = {**_GENERATED, "AVRO": avro_key_schema}
+"""ksqlDB's generated key schemas: a single AVRO key column unwrapped."""
 
 
 class SchemaRegistry:
@@ -112,17 +115,23 @@ class SchemaRegistry:
         key_id, value_id = source.key_schema_id, source.value_schema_id
         if source.key_format in REGISTRY_FORMATS and source.keys and key_id is None:
             key_id = self._schema_id(
-                source.key_format, f"{source.topic}-key", source.keys, generated
+                source.key_format, f"{source.topic}-key", source.keys, generated, key=True
             )
         if source.value_format in REGISTRY_FORMATS and source.values and value_id is None:
             value_id = self._schema_id(
                 source.value_format, f"{source.topic}-value", source.values, generated
             )
-        text = source.value_schema
+        text, key_text = source.value_schema, source.key_schema
         if source.value_format in _BINARY and value_id is not None and text is None:
             text = self._text(source.topic, value_id)
+        if source.key_format in _BINARY and key_id is not None and key_text is None:
+            key_text = self._text(source.topic, key_id)
         return dataclasses.replace(
-            source, key_schema_id=key_id, value_schema_id=value_id, value_schema=text
+            source,
+            key_schema_id=key_id,
+            value_schema_id=value_id,
+            value_schema=text,
+            key_schema=key_text,
         )
 
     def _text(self, topic: str, schema_id: int) -> str:
@@ -138,7 +147,15 @@ class SchemaRegistry:
                 ) from None
             raise SqlSemanticError(f"Schema registry fetch for topic {topic} failed: {e}") from None
 
-    def _schema_id(self, fmt: str, subject: str, columns: Sequence[Column], generated: bool) -> int:
+    def _schema_id(
+        self,
+        fmt: str,
+        subject: str,
+        columns: Sequence[Column],
+        generated: bool,
+        *,
+        key: bool = False,
+    ) -> int:
         from strom.registry.codec import RegistryClientError  # noqa: PLC0415
         from strom.registry.schema_types import SchemaType  # noqa: PLC0415
 
@@ -154,7 +171,8 @@ class SchemaRegistry:
                 else:
                     self._check_type(fmt, subject, latest)
                     return int(latest.id)
-            return int(codec.register(subject, SchemaType(_TYPES[fmt]), _GENERATED[fmt](columns)))
+            text = (_GENERATED_KEYS if key else _GENERATED)[fmt](columns)
+            return int(codec.register(subject, SchemaType(_TYPES[fmt]), text))
         except RegistryClientError as e:
             raise SqlSemanticError(
                 f"Could not register schema for topic: {e}\nSubject: {subject}"

@@ -51,7 +51,6 @@ _KAFKA_WIDTHS: dict[ty.SqlType, int] = {ty.INT: 8, ty.BIGINT: 16}
 """Hex digits of the KAFKA format's integers."""
 _BINARY = frozenset({"AVRO", "PROTOBUF"})
 """The formats decoded into a record in the JVM (None where a value is not one)."""
-_RECORD = "__RECORD"
 
 
 def _kafka_type(columns: Sequence[SqlColumn]) -> ty.SqlType:
@@ -132,11 +131,19 @@ def _record(
     return protobuf_decode(data, schema, schema_id, spark_type(_struct(columns)), topic)
 
 
+def _avro_record(schema: str) -> bool:
+    """Whether an Avro schema is a record (else a single column's value, unwrapped)."""
+    parsed = json.loads(schema)
+    return isinstance(parsed, dict) and parsed.get("type") == "record"
+
+
 def _fields(record: Column, columns: Sequence[SqlColumn], fmt: str, schema: str) -> list[Column]:
     """The columns read from the record's fields (matched by name in any case, as ksqlDB:
     Protobuf's by the JVM decoder, Avro's here, by the writer schema's field names)."""
     if fmt == "PROTOBUF":
         return [record.getField(c.name).alias(c.name) for c in columns]
+    if not _avro_record(schema):
+        return [record.cast(spark_type(columns[0].type)).alias(columns[0].name)]
     fields = {f["name"].upper(): f["name"] for f in json.loads(schema).get("fields", [])}
     out = []
     for c in columns:
@@ -147,28 +154,28 @@ def _fields(record: Column, columns: Sequence[SqlColumn], fmt: str, schema: str)
 
 
 def read(frame: DataFrame, source: DataSource) -> tuple[DataFrame, list[Column]]:
-    """`frame` (of the source's binary `key` and `value`) without the records whose value a
-    binary registry format cannot read (skipped, as ksqlDB skips them: the decoder writes the
-    processing-log entry), and the source's columns read from what is left."""
-    keys = decode(frame["key"], source.keys, source.key_format)
-    if source.value_format not in _BINARY or not source.values:
-        values = decode(frame["value"], source.values, source.value_format)
-        return frame, [*keys, *values]
-    record = _record(
-        frame["value"],
-        source.values,
-        source.value_format,
-        schema=source.value_schema,
-        schema_id=source.value_schema_id,
-        topic=source.topic,
+    """`frame` (of the source's binary `key` and `value`) without the records whose key or
+    value a binary registry format cannot read (skipped, as ksqlDB skips them: the decoder
+    writes the processing-log entry), and the source's columns read from what is left."""
+    out: list[Column] = []
+    parts = (
+        ("key", source.keys, source.key_format, source.key_schema, source.key_schema_id),
+        ("value", source.values, source.value_format, source.value_schema, source.value_schema_id),
     )
-    # the decoder is non-deterministic to Spark, so the filter cannot run it a second time
-    readable = frame.withColumn(_RECORD, record).where(
-        frame["value"].isNull() | F.col(_RECORD).isNotNull()
-    )
-    assert source.value_schema is not None
-    values = _fields(F.col(_RECORD), source.values, source.value_format, source.value_schema)
-    return readable, [*keys, *values]
+    for part, columns, fmt, schema, schema_id in parts:
+        if fmt not in _BINARY or not columns:
+            out += decode(frame[part], columns, fmt)
+            continue
+        hidden = f"__{part.upper()}_RECORD"
+        record = _record(
+            frame[part], columns, fmt, schema=schema, schema_id=schema_id, topic=source.topic
+        )
+        # the decoder is non-deterministic to Spark, so the filter cannot run it a second time
+        frame = frame.withColumn(hidden, record)
+        frame = frame.where(frame[part].isNull() | F.col(hidden).isNotNull())
+        assert schema is not None
+        out += _fields(F.col(hidden), columns, fmt, schema)
+    return frame, out
 
 
 def decode(
@@ -234,6 +241,10 @@ def encode(
         fields = F.struct(*[column(c.name) for c in columns])
         if fmt == "PROTOBUF":
             return protobuf_encode(fields, ddl, schema, schema_id)
+        if not _avro_record(schema):  # a single key column, unwrapped
+            return avro_encode(
+                column(columns[0].name), spark_type(columns[0].type), schema, schema_id
+            )
         return avro_encode(fields, ddl, schema, schema_id)
     if fmt == "JSON":
         fields = F.struct(*[column(c.name) for c in columns])

@@ -50,8 +50,8 @@ public final class ConfluentAvro {
         .apply(data);
   }
 
-  /** {@code data} (of the Spark type {@code ddl}) encoded in {@code schema}, framed with
-   * {@code schemaId}. */
+  /** {@code data} (of the Spark type {@code ddl}: a struct for a record schema, the value's
+   * own type for an unwrapped one) encoded in {@code schema}, framed with {@code schemaId}. */
   public static Column encode(Column data, String ddl, String schema, int schemaId) {
     return functions
         .udf(new Encode(schema, ddl, schemaId), DataTypes.BinaryType)
@@ -59,7 +59,7 @@ public final class ConfluentAvro {
   }
 
   /** The decoding function (its schema parsed once per task's copy). */
-  static final class Decode implements UDF1<byte[], Row> {
+  static final class Decode implements UDF1<byte[], Object> {
     private final String schema;
     private final String type;
     private final int schemaId;
@@ -77,7 +77,7 @@ public final class ConfluentAvro {
     }
 
     @Override
-    public Row call(byte[] value) {
+    public Object call(byte[] value) {
       if (value == null) {
         return null;
       }
@@ -108,12 +108,12 @@ public final class ConfluentAvro {
         return null; // not a record of this schema: skipped, the query goes on
       }
       Option<Object> row = deserializer.deserialize(datum);
-      return row.isEmpty() ? null : (Row) toRow.apply(row.get());
+      return row.isEmpty() ? null : toRow.apply(row.get()); // a Row, or an unwrapped value
     }
   }
 
   /** The encoding function (its schema parsed once per task's copy). */
-  static final class Encode implements UDF1<Row, byte[]> {
+  static final class Encode implements UDF1<Object, byte[]> {
     private final String schema;
     private final String ddl;
     private final int schemaId;
@@ -129,7 +129,7 @@ public final class ConfluentAvro {
     }
 
     @Override
-    public byte[] call(Row value) {
+    public byte[] call(Object value) {
       if (value == null) {
         return null;
       }
