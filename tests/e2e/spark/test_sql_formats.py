@@ -474,3 +474,71 @@ def test_protobuf_records_as_ksqldb_writes_them(spark: SparkSession) -> None:
     )
     unreadable = garbage.select(*decode(F.col("v"), columns, "PROTOBUF", schema, 7)).collect()
     assert [tuple(r) for r in unreadable] == [(None,) * len(columns)] * 3
+
+
+@needs_javac
+def test_registry_keys(api: httpx.Client, broker: StromServer, registry: Registry) -> None:
+    topic = create_topic(broker.bootstrap, "sql-avro-keyed")
+    client = SchemaRegistryClient({"url": registry.url})
+    keys = AvroSerializer(client, '"string"')
+    values = AvroSerializer(client, json.dumps(AVRO_READING))
+    key_context = SerializationContext(topic, MessageField.KEY)
+    value_context = SerializationContext(topic, MessageField.VALUE)
+    produce(
+        broker.bootstrap,
+        topic,
+        [
+            Record(
+                values({"sensor": s, "reading": 1.0, "count": n}, value_context),
+                key=keys(k, key_context),
+            )
+            for k, s, n in (("k1", "t1", 1), ("k2", "t2", 2), ("k3", "t1", 3))
+        ]
+        + [Record(values({"sensor": "t9", "reading": 0.0, "count": 0}, value_context), b"bad")],
+    )
+    ksql(
+        api,
+        f"CREATE STREAM keyed (id STRING KEY) WITH (KAFKA_TOPIC='{topic}', FORMAT='AVRO');",
+    )
+    copy = unique_topic("sql-avro-key-copy")
+    counts = unique_topic("sql-proto-key-counts")
+    earliest = {"ksql.streams.auto.offset.reset": "earliest"}
+    ksql(
+        api,
+        f"CREATE STREAM keyed_copy WITH (KAFKA_TOPIC='{copy}') AS SELECT id, sensor FROM keyed;",
+        **earliest,
+    )
+    ksql(
+        api,
+        f"CREATE TABLE sensor_counts WITH (KAFKA_TOPIC='{counts}', KEY_FORMAT='PROTOBUF') AS "
+        "SELECT sensor, COUNT(*) AS n FROM keyed GROUP BY sensor EMIT CHANGES;",
+        **earliest,
+    )
+    assert client.get_latest_version(f"{copy}-key").schema.schema_str == '"string"'
+    copy_keys = AvroDeserializer(client)
+    copy_context = SerializationContext(copy, MessageField.KEY)
+
+    def copied() -> list[Any]:
+        return sorted(copy_keys(r.key, copy_context) for r in consume_all(broker.bootstrap, copy))
+
+    # the record whose key is not Avro of the key's schema is skipped
+    assert eventually(lambda: copied() == ["k1", "k2", "k3"], "the AVRO keys of the copy")
+    key_schema = client.get_latest_version(f"{counts}-key").schema
+    assert key_schema.schema_type == "PROTOBUF"
+    count_keys = ProtobufDeserializer(
+        _message_class(key_schema.schema_str or "", "ConnectDefault1"),
+        {"use.deprecated.format": False},
+    )
+    counts_context = SerializationContext(counts, MessageField.KEY)
+    value_decoder = AvroDeserializer(client)
+    counts_values = SerializationContext(counts, MessageField.VALUE)
+
+    def latest() -> dict[str, int]:
+        out = {}
+        for r in consume_all(broker.bootstrap, counts):
+            out[count_keys(r.key, counts_context).SENSOR] = value_decoder(r.value, counts_values)[
+                "N"
+            ]
+        return out
+
+    assert eventually(lambda: latest() == {"t1": 2, "t2": 1}, "the PROTOBUF keys of the counts")
