@@ -101,12 +101,14 @@ def _column(jc: object) -> Column:
     return ClassicColumn(jc)
 
 
-def avro_decode(data: Column, schema: str, schema_id: int, topic: str) -> Column:
+def avro_decode(
+    data: Column, schema: str, schema_id: int, topic: str, target: str = "value"
+) -> Column:
     """Confluent-framed Avro ``data`` of ``schema_id`` decoded with its writer schema
     ``schema`` (JSON text) into a column of its Spark type (records as structs); a value of
-    another id, or unreadable, is null (logged as from ``topic``)."""
+    another id, or unreadable, is null (logged as a ``target``, key or value, of ``topic``)."""
     jc = data._jc
-    return _column(_class("ConfluentAvro").decode(jc, schema, schema_id, topic))
+    return _column(_class("ConfluentAvro").decode(jc, schema, schema_id, topic, target))
 
 
 def avro_encode(data: Column, ddl: str, schema: str, schema_id: int) -> Column:
@@ -141,14 +143,16 @@ def _files(schema: str) -> str:
     return base64.b64encode(out.SerializeToString()).decode()
 
 
-def protobuf_decode(data: Column, schema: str, schema_id: int, ddl: str, topic: str) -> Column:
+def protobuf_decode(
+    data: Column, schema: str, schema_id: int, ddl: str, topic: str, *, target: str = "value"
+) -> Column:
     """Confluent-framed Protobuf ``data`` of ``schema_id`` (the first message of the
     ``.proto`` text ``schema``) decoded into the struct type ``ddl``, whose fields are matched
     to the message's by name in any case; a value of another id or message, or unreadable, is
-    null (logged as from ``topic``)."""
+    null (logged as a ``target``, key or value, of ``topic``)."""
     jc = data._jc
     decode = _class("ConfluentProtobuf").decode
-    return _column(decode(jc, _files(schema), "0", schema_id, ddl, topic))
+    return _column(decode(jc, _files(schema), "0", schema_id, ddl, topic, target))
 
 
 def protobuf_encode(data: Column, ddl: str, schema: str, schema_id: int) -> Column:

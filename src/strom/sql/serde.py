@@ -121,14 +121,17 @@ def _record(
     schema: str | None,
     schema_id: int | None,
     topic: str,
+    target: str = "value",
 ) -> Column:
     """A binary format's value decoded into a struct (None where it is not a record of the
-    schema `schema_id`, whose text is `schema`; logged as from `topic`)."""
+    schema `schema_id`, whose text is `schema`; logged as the `target`, key or value, of a
+    record of `topic`)."""
     if schema is None or schema_id is None:
         raise SqlSemanticError(f"The '{fmt}' format needs a registered schema to read.")
     if fmt == "AVRO":
-        return avro_decode(data, schema, schema_id, topic)
-    return protobuf_decode(data, schema, schema_id, spark_type(_struct(columns)), topic)
+        return avro_decode(data, schema, schema_id, topic, target)
+    ddl = spark_type(_struct(columns))
+    return protobuf_decode(data, schema, schema_id, ddl, topic, target=target)
 
 
 def _avro_record(schema: str) -> bool:
@@ -168,7 +171,13 @@ def read(frame: DataFrame, source: DataSource) -> tuple[DataFrame, list[Column]]
             continue
         hidden = f"__{part.upper()}_RECORD"
         record = _record(
-            frame[part], columns, fmt, schema=schema, schema_id=schema_id, topic=source.topic
+            frame[part],
+            columns,
+            fmt,
+            schema=schema,
+            schema_id=schema_id,
+            topic=source.topic,
+            target=part,
         )
         # the decoder is non-deterministic to Spark, so the filter cannot run it a second time
         frame = frame.withColumn(hidden, record)

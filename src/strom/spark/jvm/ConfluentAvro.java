@@ -41,11 +41,13 @@ public final class ConfluentAvro {
 
   /** Framed Avro binary {@code data} decoded with the writer schema {@code schema} of
    * {@code schemaId}; a value that is not framed with that id, or not a record of that schema,
-   * decodes to null, logged to the processing log ({@link ProcessingLog}). */
-  public static Column decode(Column data, String schema, int schemaId, String topic) {
+   * decodes to null, logged to the processing log ({@link ProcessingLog}) as a record of
+   * {@code topic} whose {@code target} ("key" or "value") could not be read. */
+  public static Column decode(
+      Column data, String schema, int schemaId, String topic, String target) {
     DataType type = DataType.fromJson(sparkType(schema));
     return functions
-        .udf(new Decode(schema, type.json(), schemaId, topic), type)
+        .udf(new Decode(schema, type.json(), schemaId, topic, target), type)
         .asNondeterministic() // a filter on the result must not decode (and log) again
         .apply(data);
   }
@@ -64,16 +66,18 @@ public final class ConfluentAvro {
     private final String type;
     private final int schemaId;
     private final String topic;
+    private final String target;
     private transient GenericDatumReader<Object> reader;
     private transient AvroDeserializer deserializer;
     private transient Function1<Object, Object> toRow;
     private transient BinaryDecoder decoder;
 
-    Decode(String schema, String type, int schemaId, String topic) {
+    Decode(String schema, String type, int schemaId, String topic, String target) {
       this.schema = schema;
       this.type = type;
       this.schemaId = schemaId;
       this.topic = topic;
+      this.target = target;
     }
 
     @Override
@@ -82,12 +86,12 @@ public final class ConfluentAvro {
         return null;
       }
       if (value.length < HEADER_BYTES || value[0] != 0) {
-        ProcessingLog.skipped(topic, "Unknown magic byte!");
+        ProcessingLog.skipped(target, topic, "Unknown magic byte!");
         return null;
       }
       int id = ByteBuffer.wrap(value, 1, 4).getInt();
       if (id != schemaId) {
-        ProcessingLog.skipped(topic, "Expected schema id " + schemaId + ", got " + id);
+        ProcessingLog.skipped(target, topic, "Expected schema id " + schemaId + ", got " + id);
         return null;
       }
       if (reader == null) {
@@ -104,7 +108,7 @@ public final class ConfluentAvro {
       try {
         datum = reader.read(null, decoder);
       } catch (IOException | RuntimeException e) {
-        ProcessingLog.skipped(topic, String.valueOf(e.getMessage()));
+        ProcessingLog.skipped(target, topic, String.valueOf(e.getMessage()));
         return null; // not a record of this schema: skipped, the query goes on
       }
       Option<Object> row = deserializer.deserialize(datum);

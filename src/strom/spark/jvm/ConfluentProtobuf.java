@@ -72,10 +72,16 @@ public final class ConfluentProtobuf {
    * message's path in that file, comma-separated. Non-deterministic to Spark, so that a filter
    * on the result does not decode (and log) a second time. */
   public static Column decode(
-      Column data, String files, String indexes, int schemaId, String ddl, String topic) {
+      Column data,
+      String files,
+      String indexes,
+      int schemaId,
+      String ddl,
+      String topic,
+      String target) {
     DataType spark = DataType.fromDDL(ddl);
     return functions
-        .udf(new Decode(files, indexes, schemaId, ddl, topic), spark)
+        .udf(new Decode(files, indexes, schemaId, ddl, topic, target), spark)
         .asNondeterministic()
         .apply(data);
   }
@@ -133,17 +139,20 @@ public final class ConfluentProtobuf {
     private final int schemaId;
     private final String type;
     private final String topic;
+    private final String target;
     private transient Descriptor descriptor;
     private transient StructType struct;
     private transient int[] path;
     private transient Function1<Object, Object> toRow;
 
-    Decode(String files, String indexes, int schemaId, String type, String topic) {
+    Decode(
+        String files, String indexes, int schemaId, String type, String topic, String target) {
       this.files = files;
       this.indexes = indexes;
       this.schemaId = schemaId;
       this.type = type;
       this.topic = topic;
+      this.target = target;
     }
 
     @Override
@@ -178,7 +187,7 @@ public final class ConfluentProtobuf {
       } catch (IOException | RuntimeException e) {
         error = String.valueOf(e.getMessage());
       }
-      ProcessingLog.skipped(topic, error);
+      ProcessingLog.skipped(target, topic, error);
       return null;
     }
   }

@@ -13,9 +13,11 @@ final class ProcessingLog {
 
   private ProcessingLog() {}
 
-  static void skipped(String topic, String cause) {
+  /** The entry for a record of {@code topic} whose {@code target} ("key" or "value") could not
+   * be read, for {@code cause}. */
+  static void skipped(String target, String topic, String cause) {
     LOG.error(
-        "{\"type\":0,\"deserializationError\":{\"target\":\"value\",\"errorMessage\":"
+        "{\"type\":0,\"deserializationError\":{\"target\":\"" + target + "\",\"errorMessage\":"
             + "\"Error deserializing message from topic: " + json(topic) + "\","
             + "\"recordB64\":null,\"cause\":[\"" + json(cause) + "\"],\"topic\":\""
             + json(topic) + "\"}}");
