@@ -16,7 +16,8 @@ from __future__ import annotations
 import io
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -439,6 +440,33 @@ def test_protobuf_in_and_out(api: httpx.Client, broker: StromServer, registry: R
     assert unsupported.startswith("The 'PROTOBUF' format does not support type 'DECIMAL(4, 2)'")
 
 
+@contextmanager
+def _processing_log(spark: SparkSession) -> Iterator[Callable[[], list[str]]]:
+    """The lines Spark's JVM logs to ksqlDB's `processing` logger meanwhile (local mode: the
+    executors are the driver's JVM), caught by a log4j2 appender added for the while."""
+    jvm = spark._jvm
+    assert jvm is not None
+    context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
+    config = context.getConfiguration()
+    layout = jvm.org.apache.logging.log4j.core.layout.PatternLayout.newBuilder()
+    layout = layout.withPattern("%p %c: %m%n").build()
+    writer = jvm.java.io.StringWriter()
+    appender = jvm.org.apache.logging.log4j.core.appender.WriterAppender.createAppender(
+        layout, None, writer, "strom-processing-test", False, True
+    )
+    appender.start()
+    config.getRootLogger().addAppender(appender, None, None)
+    context.updateLoggers()
+    try:
+        yield lambda: [
+            line for line in str(writer.toString()).splitlines() if " processing: " in line
+        ]
+    finally:
+        config.getRootLogger().removeAppender("strom-processing-test")
+        context.updateLoggers()
+        appender.stop()
+
+
 @needs_javac
 def test_protobuf_records_as_ksqldb_writes_them(spark: SparkSession) -> None:
     columns = [
@@ -472,8 +500,16 @@ def test_protobuf_records_as_ksqldb_writes_them(spark: SparkSession) -> None:
         [(b"\x00\x00\x00\x00\x07\x00\xff",), (b"plain",), (value[:4] + b"\x08" + value[5:],)],
         "v binary",
     )
-    unreadable = garbage.select(*decode(F.col("v"), columns, "PROTOBUF", schema, 7)).collect()
+    with _processing_log(spark) as log:
+        unreadable = garbage.select(*decode(F.col("v"), columns, "PROTOBUF", schema, 7)).collect()
     assert [tuple(r) for r in unreadable] == [(None,) * len(columns)] * 3
+    entries = [json.loads(line.split(" processing: ", 1)[1]) for line in log()]
+    assert {e["deserializationError"]["cause"][0] for e in entries} >= {
+        "Unknown magic byte!",
+        "Expected schema id 7, got 8",
+    }
+    assert entries[0]["type"] == 0
+    assert entries[0]["deserializationError"]["target"] == "value"
 
 
 @needs_javac
