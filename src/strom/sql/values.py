@@ -184,7 +184,7 @@ def _as_json(value: object) -> object:
 def _decode(
     columns: Sequence[Column], data: bytes | None, fmt: str, schema: str | None = None
 ) -> dict[str, object]:
-    if not columns or data is None:
+    if not columns or data is None or fmt == "PROTOBUF":  # no pull queries on it (pull.py)
         return {}
     if fmt == "AVRO":
         import fastavro  # noqa: PLC0415

@@ -432,6 +432,9 @@ def test_protobuf_in_and_out(api: httpx.Client, broker: StromServer, registry: R
     expected = [("t1", 3.0, 1, "Oslo", ["a"]), ("t2", 1.0, 2, "Rome", [])]
     assert eventually(lambda: rows() == expected and expected, "the PROTOBUF sink's rows")
 
+    assert _error(api, "INSERT INTO proto_in (sensor) VALUES ('t9');") == (
+        "INSERT VALUES into a PROTOBUF source is not supported yet."
+    )
     unsupported = _error(
         api,
         f"CREATE STREAM money (amount DECIMAL(4, 2)) WITH (KAFKA_TOPIC='{unique_topic('m')}', "
@@ -578,3 +581,8 @@ def test_registry_keys(api: httpx.Client, broker: StromServer, registry: Registr
         return out
 
     assert eventually(lambda: latest() == {"t1": 2, "t2": 1}, "the PROTOBUF keys of the counts")
+    pull = api.post(
+        "/query-stream", json={"sql": "SELECT * FROM sensor_counts WHERE sensor = 't1';"}
+    )
+    assert pull.status_code == 400, pull.text
+    assert pull.json()["message"] == "Pull queries on PROTOBUF tables are not supported yet."
