@@ -120,27 +120,9 @@ def avro_encode(data: Column, ddl: str, schema: str, schema_id: int) -> Column:
 def _files(schema: str) -> str:
     """The descriptors of a ``.proto`` text and of its well-known imports (imports first), as
     a base64 ``FileDescriptorSet``; the text's own file is the last."""
-    from google.protobuf import descriptor_pb2, descriptor_pool  # noqa: PLC0415 - strom[registry]
+    from strom.registry.protobuf_schema import file_set  # noqa: PLC0415 - strom[registry]
 
-    from strom.registry.protobuf_schema import ProtobufSchema  # noqa: PLC0415
-
-    main = ProtobufSchema(schema).file
-    out = descriptor_pb2.FileDescriptorSet()
-    added: set[str] = set()
-
-    def add(name: str) -> None:
-        if name in added:
-            return
-        found = descriptor_pool.Default().FindFileByName(name)
-        for imported in found.dependencies:
-            add(imported.name)
-        found.CopyToProto(out.file.add())
-        added.add(name)
-
-    for imported in main.dependency:
-        add(imported)
-    out.file.append(main)
-    return base64.b64encode(out.SerializeToString()).decode()
+    return base64.b64encode(file_set(schema).SerializeToString()).decode()
 
 
 def protobuf_decode(

@@ -75,8 +75,6 @@ class PullQuery:
         source = state.source
         if source.windowed or query.window or query.group_by or query.partition_by:
             raise SqlSemanticError("Windows and grouping are not supported in pull queries yet.")
-        if "PROTOBUF" in (source.key_format, source.value_format):
-            raise SqlSemanticError("Pull queries on PROTOBUF tables are not supported yet.")
         resolved = analyze(query, {source.name: source.schema})
         self.names: list[str] = []
         for item in query.select:

@@ -22,6 +22,7 @@ from strom.sql.analyzer import Column
 from strom.sql.errors import SqlSemanticError
 from strom.sql.formatter import format_expression
 from strom.sql.metastore import DataSource
+from strom.sql.protobuf_records import decode_protobuf, encode_protobuf
 
 __all__ = ["Record", "decode_record", "encode_insert"]
 
@@ -87,7 +88,9 @@ def _encode(
     if not columns:
         return None
     if fmt == "PROTOBUF":
-        raise SqlSemanticError("INSERT VALUES into a PROTOBUF source is not supported yet.")
+        if schema is None or schema_id is None:
+            raise SqlSemanticError("The 'PROTOBUF' format needs a registered schema to write.")
+        return encode_protobuf(columns, values, schema, schema_id)
     if fmt == "AVRO":
         import fastavro  # noqa: PLC0415
 
@@ -184,8 +187,10 @@ def _as_json(value: object) -> object:
 def _decode(
     columns: Sequence[Column], data: bytes | None, fmt: str, schema: str | None = None
 ) -> dict[str, object]:
-    if not columns or data is None or fmt == "PROTOBUF":  # no pull queries on it (pull.py)
+    if not columns or data is None:
         return {}
+    if fmt == "PROTOBUF":
+        return {} if schema is None else decode_protobuf(columns, data, schema)
     if fmt == "AVRO":
         import fastavro  # noqa: PLC0415
 
