@@ -1,4 +1,4 @@
-"""Spark decode throughput of schema-registry Avro values next to plain JSON values.
+"""Spark decode throughput of schema-registry Avro and Protobuf values next to plain JSON values.
 
 Run: ``.venv/bin/python -m bench.spark_registry [--quick]``. Prints one table: value format,
 records, the decode's records/s, and the ratio to JSON.
@@ -12,7 +12,10 @@ How it measures:
 - A batch read of each topic with the ``strom`` source on ``local[PARTITIONS]``, its values
   decoded into a struct (Avro: ``decode_value(..., "avro", registry=..., subject=...)``, which
   looks the schema up by id once per Python worker; the same in the JVM with
-  ``strom.spark.jvm.avro_decode``, spark-sql's Avro converters, as the SQL AVRO format; JSON:
+  ``strom.spark.jvm.avro_decode``, spark-sql's Avro converters, as the SQL AVRO format;
+  Protobuf (values of confluent-kafka's ``ProtobufSerializer``) in the JVM with
+  ``strom.spark.jvm.protobuf_decode``, Spark's shaded protobuf-java, as the SQL PROTOBUF
+  format; JSON:
   ``decode_value(..., "json", schema)``, Spark's ``from_json``), every column of the struct
   written to Spark's ``noop`` sink. The figure is records over the wall time of that job, the
   best of ``RUNS`` after one warm-up job; the read alone (the ``value`` column to ``noop``) is
@@ -31,13 +34,16 @@ from collections.abc import Callable, Sequence
 from confluent_kafka import Producer
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pool, message_factory
 from pyspark.sql import Column, DataFrame, SparkSession
 
 import strom.spark
 from bench.spark_run import spark_and_scratch
 from strom.cli.perf import ensure_topic
-from strom.spark.jvm import avro_decode
+from strom.registry.protobuf_schema import ProtobufSchema
+from strom.spark.jvm import avro_decode, protobuf_decode
 from strom.testing import Broker
 from strom.testing.registry import Registry
 
@@ -55,6 +61,23 @@ SALE = {
     ],
 }
 SALE_DDL = "id bigint, shop string, cents bigint, coupon string, note string"
+SALE_PROTO = """syntax = "proto3";
+message Sale {
+  int64 id = 1;
+  string shop = 2;
+  int64 cents = 3;
+  optional string coupon = 4;
+  string note = 5;
+}
+"""
+
+
+def sale_class() -> type:
+    """The generated class of ``SALE_PROTO``'s message, in a pool of its own."""
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(ProtobufSchema(SALE_PROTO).file)
+    made: type = message_factory.GetMessageClass(pool.FindMessageTypeByName("Sale"))
+    return made
 
 
 def sales(count: int) -> list[dict[str, object]]:
@@ -129,10 +152,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     ):
         bootstrap = broker.bootstrap_servers
         values = sales(records)
-        serializer = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(SALE))
+        client = SchemaRegistryClient({"url": registry.url})
+        serializer = AvroSerializer(client, json.dumps(SALE))
         context = SerializationContext("bench-avro", MessageField.VALUE)
         fill(bootstrap, "bench-avro", [serializer(v, context) for v in values])
         fill(bootstrap, "bench-json", [json.dumps(v).encode() for v in values])
+        sale = sale_class()
+        protobuf = ProtobufSerializer(sale, client, {"use.deprecated.format": False})
+        context = SerializationContext("bench-proto", MessageField.VALUE)
+        present = [{k: v for k, v in value.items() if v is not None} for value in values]
+        fill(bootstrap, "bench-proto", [protobuf(sale(**v), context) for v in present])
+        avro_id = int(client.get_latest_version("bench-avro-value").schema_id or 0)
+        proto_id = int(client.get_latest_version("bench-proto-value").schema_id or 0)
         for name, topic, decode in (
             (
                 "registry Avro",
@@ -144,7 +175,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             (
                 "registry Avro, JVM",
                 "bench-avro",
-                lambda c: avro_decode(c, json.dumps(SALE)),
+                lambda c: avro_decode(c, json.dumps(SALE), avro_id, "bench-avro"),
+            ),
+            (
+                "registry Protobuf, JVM",
+                "bench-proto",
+                lambda c: protobuf_decode(c, SALE_PROTO, proto_id, SALE_DDL, "bench-proto"),
             ),
             ("JSON", "bench-json", lambda c: strom.spark.decode_value(c, "json", SALE_DDL)),
         ):

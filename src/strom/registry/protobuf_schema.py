@@ -39,7 +39,7 @@ from strom.registry.schema_types import (
     SchemaType,
 )
 
-__all__ = ["ProtobufSchema", "decode_file", "is_serialized"]
+__all__ = ["ProtobufSchema", "decode_file", "file_set", "is_serialized"]
 
 _Field = descriptor_pb2.FieldDescriptorProto  # a class: usable as a type
 _GROUPS: dict[int, str] = {
@@ -188,6 +188,28 @@ def _message_errors(
             yield f"{where}: REQUIRED_FIELD_ADDED"
         if _oneof(reader, read) != _oneof(writer, written) and _oneof(reader, read) is not None:
             yield f"{where}: FIELD_MOVED_TO_EXISTING_ONEOF"
+
+
+def file_set(text: str) -> descriptor_pb2.FileDescriptorSet:
+    """A ``.proto`` text's descriptor after those of its well-known imports (each import before
+    what imports it): what a pool of its own, or another language's, builds the file from."""
+    out = descriptor_pb2.FileDescriptorSet()
+    added: set[str] = set()
+
+    def add(name: str) -> None:
+        if name in added:
+            return
+        found = descriptor_pool.Default().FindFileByName(name)
+        for imported in found.dependencies:
+            add(imported.name)
+        found.CopyToProto(out.file.add())
+        added.add(name)
+
+    main = ProtobufSchema(text).file
+    for imported in main.dependency:
+        add(imported)
+    out.file.append(main)
+    return out
 
 
 def _add_well_known(pool: descriptor_pool.DescriptorPool, name: str) -> None:

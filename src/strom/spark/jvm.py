@@ -4,10 +4,15 @@ needs), which ``session()`` puts on the driver's and executors' class path.
 
 ``ConfluentAvro`` decodes and encodes Avro in Confluent's schema-registry wire format with
 spark-sql's own Avro converters (the ones of Spark's built-in Avro file format), where PySpark's
-``from_avro``/``to_avro`` need the separate spark-avro package."""
+``from_avro``/``to_avro`` need the separate spark-avro package. ``ConfluentProtobuf`` does the
+same for Protobuf with the protobuf-java Spark ships shaded (``org.sparkproject.protobuf``),
+where ``from_protobuf`` needs spark-protobuf: the ``.proto`` text is compiled here, on the
+driver, and the JVM gets its descriptors. Both skip a value that is not a record of the expected
+schema id (null), with an entry in ksqlDB's processing log (the ``processing`` logger)."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import shutil
@@ -15,14 +20,21 @@ import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pyspark
 from pyspark.sql import Column, SparkSession
 
-__all__ = ["JvmBuildError", "avro_decode", "avro_encode", "jar"]
+__all__ = [
+    "JvmBuildError",
+    "avro_decode",
+    "avro_encode",
+    "jar",
+    "protobuf_decode",
+    "protobuf_encode",
+]
 
 _SOURCES = sorted((Path(__file__).parent / "jvm").glob("*.java"))
-_CLASS = "strom.spark.ConfluentAvro"
 
 
 class JvmBuildError(RuntimeError):
@@ -45,8 +57,9 @@ def jar() -> Path:
     javac = shutil.which("javac")
     if javac is None:
         raise JvmBuildError(
-            "strom's Avro format on Spark compiles a small Java class at first use, and "
-            "this machine has no javac: install a JDK (apt-get install openjdk-17-jdk-headless)"
+            "strom's Avro and Protobuf formats on Spark compile small Java classes at first "
+            "use, and this machine has no javac: install a JDK "
+            "(apt-get install openjdk-17-jdk-headless)"
         )
     jars = Path(pyspark.__file__).parent / "jars"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -69,30 +82,64 @@ def jar() -> Path:
     return target
 
 
-def _avro() -> object:
+def _class(name: str) -> Any:
     spark = SparkSession.active()
     assert spark._jvm is not None
-    avro = spark._jvm.strom.spark.ConfluentAvro
-    if type(avro).__name__ != "JavaClass":
+    found = getattr(spark._jvm.strom.spark, name)
+    if type(found).__name__ != "JavaClass":
         jar()  # says so when this machine cannot build it
         raise JvmBuildError(
             "this Spark session was started without strom's jar: start it with "
             "strom.spark.session(), or add strom.spark.jvm.jar() to its spark.jars"
         )
-    return avro
+    return found
 
 
-def avro_decode(data: Column, schema: str) -> Column:
-    """Confluent-framed Avro ``data`` decoded with the writer schema ``schema`` (JSON text)
-    into a column of its Spark type (records as structs)."""
+def _column(jc: object) -> Column:
     from pyspark.sql.classic.column import Column as ClassicColumn  # noqa: PLC0415
 
-    return ClassicColumn(_avro().decode(data._jc, schema))  # type: ignore[attr-defined]
+    return ClassicColumn(jc)
+
+
+def avro_decode(
+    data: Column, schema: str, schema_id: int, topic: str, target: str = "value"
+) -> Column:
+    """Confluent-framed Avro ``data`` of ``schema_id`` decoded with its writer schema
+    ``schema`` (JSON text) into a column of its Spark type (records as structs); a value of
+    another id, or unreadable, is null (logged as a ``target``, key or value, of ``topic``)."""
+    jc = data._jc
+    return _column(_class("ConfluentAvro").decode(jc, schema, schema_id, topic, target))
 
 
 def avro_encode(data: Column, ddl: str, schema: str, schema_id: int) -> Column:
     """``data`` (of the Spark type ``ddl``) as Avro of ``schema``, framed with ``schema_id``."""
-    from pyspark.sql.classic.column import Column as ClassicColumn  # noqa: PLC0415
+    jc = data._jc
+    return _column(_class("ConfluentAvro").encode(jc, ddl, schema, schema_id))
 
-    jc = _avro().encode(data._jc, ddl, schema, schema_id)  # type: ignore[attr-defined]
-    return ClassicColumn(jc)
+
+def _files(schema: str) -> str:
+    """The descriptors of a ``.proto`` text and of its well-known imports (imports first), as
+    a base64 ``FileDescriptorSet``; the text's own file is the last."""
+    from strom.registry.protobuf_schema import file_set  # noqa: PLC0415 - strom[registry]
+
+    return base64.b64encode(file_set(schema).SerializeToString()).decode()
+
+
+def protobuf_decode(
+    data: Column, schema: str, schema_id: int, ddl: str, topic: str, *, target: str = "value"
+) -> Column:
+    """Confluent-framed Protobuf ``data`` of ``schema_id`` (the first message of the
+    ``.proto`` text ``schema``) decoded into the struct type ``ddl``, whose fields are matched
+    to the message's by name in any case; a value of another id or message, or unreadable, is
+    null (logged as a ``target``, key or value, of ``topic``)."""
+    jc = data._jc
+    decode = _class("ConfluentProtobuf").decode
+    return _column(decode(jc, _files(schema), "0", schema_id, ddl, topic, target))
+
+
+def protobuf_encode(data: Column, ddl: str, schema: str, schema_id: int) -> Column:
+    """``data`` (a struct of the Spark type ``ddl``) as the first message of the ``.proto``
+    text ``schema``, framed with ``schema_id``."""
+    jc = data._jc
+    encode = _class("ConfluentProtobuf").encode
+    return _column(encode(jc, ddl, _files(schema), "0", schema_id))

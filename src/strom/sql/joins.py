@@ -22,7 +22,7 @@ from strom.sql.compiler import Compiler, column
 from strom.sql.errors import SqlSemanticError
 from strom.sql.metastore import DataSource
 from strom.sql.planner import PSEUDO, Plan, plan_query, read_source
-from strom.sql.serde import decode
+from strom.sql.serde import read
 
 __all__ = ["JoinNames", "JoinQuery", "join_sources"]
 
@@ -95,11 +95,8 @@ def _table_snapshot(
     latest = raw.groupBy("key").agg(
         F.max_by(F.col("value"), F.struct(F.col("partition"), F.col("offset"))).alias("value")
     )
-    live = latest.filter(F.col("value").isNotNull())
-    return live.select(
-        *decode(live["key"], source.keys, source.key_format),
-        *decode(live["value"], source.values, source.value_format, source.value_schema),
-    )
+    readable, columns = read(latest.filter(F.col("value").isNotNull()), source)
+    return readable.select(*columns)
 
 
 def _prefixed(frame: DataFrame, alias: str, source: DataSource, pseudo: bool) -> DataFrame:

@@ -42,7 +42,9 @@ class DataSource:
     value_schema_id: int | None = None
     """The registry's id of the schema records are written with (registry formats only)."""
     value_schema: str | None = None
-    """That schema's text, where its records are binary (AVRO)."""
+    """That schema's text, where its records are binary (AVRO, PROTOBUF)."""
+    key_schema: str | None = None
+    """The key's, likewise."""
 
     @property
     def schema(self) -> SourceSchema:
@@ -104,8 +106,6 @@ def _formats(props: Mapping[str, object], default_key: str = "KAFKA") -> tuple[s
 
 
 def _check_key_format(name: str, key_format: str, keys: tuple[Column, ...]) -> None:
-    if key_format == "AVRO" and keys:
-        raise SqlSemanticError(f"KEY_FORMAT 'AVRO' is not supported yet: {name}")
     if key_format == "NONE" and keys:
         raise SqlSemanticError(f"Key format NONE cannot hold the key columns of {name}.")
     if key_format == "KAFKA" and len(keys) > 1:

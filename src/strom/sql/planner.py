@@ -27,7 +27,7 @@ from strom.sql.compiler import Compiler, column
 from strom.sql.errors import SqlSemanticError
 from strom.sql.formatter import format_expression
 from strom.sql.metastore import DataSource
-from strom.sql.serde import decode, encode
+from strom.sql.serde import encode, read
 
 __all__ = [
     "DEFAULT_GRACE_MS",
@@ -81,12 +81,12 @@ def read_source(
         .option("startingOffsets", offset_reset)
         .load()
     )
-    return raw.select(
-        *decode(raw.key, source.keys, source.key_format),
-        *decode(raw.value, source.values, source.value_format, source.value_schema),
-        F.unix_millis(raw["timestamp"]).alias("ROWTIME"),
-        raw["partition"].alias("ROWPARTITION"),
-        raw["offset"].alias("ROWOFFSET"),
+    readable, columns = read(raw, source)
+    return readable.select(
+        *columns,
+        F.unix_millis(readable["timestamp"]).alias("ROWTIME"),
+        readable["partition"].alias("ROWPARTITION"),
+        readable["offset"].alias("ROWOFFSET"),
     )
 
 
@@ -299,7 +299,7 @@ def sink_frame(plan: Plan, sink: DataSource) -> DataFrame:
         encode(values, sink.value_format, sink.value_schema_id, sink.value_schema).alias("value")
     ]
     if keys:
-        key = encode(keys, sink.key_format, sink.key_schema_id).cast("binary")
+        key = encode(keys, sink.key_format, sink.key_schema_id, sink.key_schema).cast("binary")
         if plan.windowed:
             bounds = ("end", "start") if plan.session else ("start",)
             longs = [

@@ -12,9 +12,11 @@ from typing import Any
 from strom.sql.analyzer import Column
 from strom.sql.errors import SqlSemanticError
 from strom.sql.metastore import DataSource
+from strom.sql.protobuf_schemas import protobuf_columns, protobuf_schema
 from strom.sql.registry_schemas import (
     REGISTRY_FORMATS,
     avro_columns,
+    avro_key_schema,
     avro_schema,
     json_columns,
     json_schema,
@@ -26,10 +28,22 @@ NOT_CONFIGURED = (
     "KSQL is not configured to use a schema registry. To enable it, please set "
     "ksql.schema.registry.url"
 )
-_TYPES = {"JSON_SR": "JSON", "AVRO": "AVRO"}
+_TYPES = {"JSON_SR": "JSON", "AVRO": "AVRO", "PROTOBUF": "PROTOBUF"}
 """The registry's schema type of each format."""
-_COLUMNS = {"JSON_SR": json_columns, "AVRO": avro_columns}
-_GENERATED = {"JSON_SR": json_schema, "AVRO": avro_schema}
+_BINARY = frozenset({"AVRO", "PROTOBUF"})
+"""The formats whose records are read with their schema's text (not only its id)."""
+
+
+def _proto_columns(text: str) -> tuple[Column, ...]:
+    from strom.registry.protobuf_schema import ProtobufSchema  # noqa: PLC0415 - strom[registry]
+
+    return protobuf_columns(ProtobufSchema(text).file)
+
+
+_COLUMNS = {"JSON_SR": json_columns, "AVRO": avro_columns, "PROTOBUF": _proto_columns}
+_GENERATED = {"JSON_SR": json_schema, "AVRO": avro_schema, "PROTOBUF": protobuf_schema}
+_GENERATED_KEYS = {**_GENERATED, "AVRO": avro_key_schema}
+"""ksqlDB's generated key schemas: a single AVRO key column unwrapped."""
 
 
 class SchemaRegistry:
@@ -101,21 +115,27 @@ class SchemaRegistry:
         key_id, value_id = source.key_schema_id, source.value_schema_id
         if source.key_format in REGISTRY_FORMATS and source.keys and key_id is None:
             key_id = self._schema_id(
-                source.key_format, f"{source.topic}-key", source.keys, generated
+                source.key_format, f"{source.topic}-key", source.keys, generated, key=True
             )
         if source.value_format in REGISTRY_FORMATS and source.values and value_id is None:
             value_id = self._schema_id(
                 source.value_format, f"{source.topic}-value", source.values, generated
             )
-        text = source.value_schema
-        if source.value_format == "AVRO" and value_id is not None and text is None:
+        text, key_text = source.value_schema, source.key_schema
+        if source.value_format in _BINARY and value_id is not None and text is None:
             text = self._text(source.topic, value_id)
+        if source.key_format in _BINARY and key_id is not None and key_text is None:
+            key_text = self._text(source.topic, key_id)
         return dataclasses.replace(
-            source, key_schema_id=key_id, value_schema_id=value_id, value_schema=text
+            source,
+            key_schema_id=key_id,
+            value_schema_id=value_id,
+            value_schema=text,
+            key_schema=key_text,
         )
 
     def _text(self, topic: str, schema_id: int) -> str:
-        """The text of the schema `schema_id` (what AVRO's binary records are read with)."""
+        """The text of the schema `schema_id` (what binary records are read with)."""
         from strom.registry.codec import RegistryClientError  # noqa: PLC0415
 
         try:
@@ -127,7 +147,15 @@ class SchemaRegistry:
                 ) from None
             raise SqlSemanticError(f"Schema registry fetch for topic {topic} failed: {e}") from None
 
-    def _schema_id(self, fmt: str, subject: str, columns: Sequence[Column], generated: bool) -> int:
+    def _schema_id(
+        self,
+        fmt: str,
+        subject: str,
+        columns: Sequence[Column],
+        generated: bool,
+        *,
+        key: bool = False,
+    ) -> int:
         from strom.registry.codec import RegistryClientError  # noqa: PLC0415
         from strom.registry.schema_types import SchemaType  # noqa: PLC0415
 
@@ -143,7 +171,8 @@ class SchemaRegistry:
                 else:
                     self._check_type(fmt, subject, latest)
                     return int(latest.id)
-            return int(codec.register(subject, SchemaType(_TYPES[fmt]), _GENERATED[fmt](columns)))
+            text = (_GENERATED_KEYS if key else _GENERATED)[fmt](columns)
+            return int(codec.register(subject, SchemaType(_TYPES[fmt]), text))
         except RegistryClientError as e:
             raise SqlSemanticError(
                 f"Could not register schema for topic: {e}\nSubject: {subject}"

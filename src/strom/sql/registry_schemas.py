@@ -21,9 +21,16 @@ from strom.sql import types as ty
 from strom.sql.analyzer import Column
 from strom.sql.errors import SqlSemanticError
 
-__all__ = ["REGISTRY_FORMATS", "avro_columns", "avro_schema", "json_columns", "json_schema"]
+__all__ = [
+    "REGISTRY_FORMATS",
+    "avro_columns",
+    "avro_key_schema",
+    "avro_schema",
+    "json_columns",
+    "json_schema",
+]
 
-REGISTRY_FORMATS = frozenset({"JSON_SR", "AVRO"})
+REGISTRY_FORMATS = frozenset({"JSON_SR", "AVRO", "PROTOBUF"})
 """The formats whose records are framed with a schema id of `ksql.schema.registry.url`."""
 
 _CONNECT = "org.apache.kafka.connect.data."
@@ -230,6 +237,14 @@ def avro_schema(columns: Sequence[Column]) -> str:
     """The Avro schema (text) of a record holding `columns`, as ksqlDB registers it."""
     record = _record(_AVRO_NAME, [(c.name, c.type) for c in columns])
     return json.dumps(record, separators=(",", ":"))
+
+
+def avro_key_schema(columns: Sequence[Column]) -> str:
+    """The Avro schema ksqlDB registers for key `columns`: one column unwrapped (its own type,
+    as ksqlDB serializes a single key column), several as a record."""
+    if len(columns) != 1:
+        return avro_schema(columns)
+    return json.dumps(_avro_type(columns[0].type, _AVRO_NAME), separators=(",", ":"))
 
 
 def _unsupported_avro(schema: object) -> SqlSemanticError:

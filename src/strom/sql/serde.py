@@ -14,7 +14,14 @@ columns as Spark expressions (no Python per record):
 - AVRO: Avro binary in the same wire format, decoded with the schema of the source's id and
   encoded with the one the engine registered for the sink, in the JVM (`strom.spark.jvm`:
   spark-sql's own Avro converters).
+- PROTOBUF: a Protobuf message in the same wire format (the message indexes after the id), in
+  the JVM too (`strom.spark.jvm`: the protobuf-java Spark ships), the first message of the
+  schema's `.proto` text.
 - NONE: nothing (no key).
+
+A value in a binary registry format (AVRO, PROTOBUF) that is not a record of the source's
+schema id, or cannot be read, is skipped by `read` (the decoder logs it to the `processing`
+logger), as ksqlDB skips what it cannot deserialize and writes a processing-log entry.
 """
 
 from __future__ import annotations
@@ -22,18 +29,19 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from strom.registry.wire import frame
-from strom.spark.jvm import avro_decode, avro_encode
+from strom.spark.jvm import avro_decode, avro_encode, protobuf_decode, protobuf_encode
 from strom.sql import types as ty
 from strom.sql.analyzer import Column as SqlColumn
 from strom.sql.compiler import column, spark_type
 from strom.sql.errors import SqlSemanticError
 from strom.sql.formatter import format_type
+from strom.sql.metastore import DataSource
 
-__all__ = ["decode", "encode"]
+__all__ = ["decode", "encode", "read"]
 
 _HEADER_BYTES = 5
 """The magic byte and the schema id before a registry format's payload."""
@@ -41,6 +49,8 @@ _TWO_32 = 2**32
 _TWO_64 = 2**64
 _KAFKA_WIDTHS: dict[ty.SqlType, int] = {ty.INT: 8, ty.BIGINT: 16}
 """Hex digits of the KAFKA format's integers."""
+_BINARY = frozenset({"AVRO", "PROTOBUF"})
+"""The formats decoded into a record in the JVM (None where a value is not one)."""
 
 
 def _kafka_type(columns: Sequence[SqlColumn]) -> ty.SqlType:
@@ -99,11 +109,44 @@ def _connect_json(value: Column, t: ty.SqlType) -> Column:
     return value
 
 
-def _avro_decode(data: Column, columns: Sequence[SqlColumn], schema: str | None) -> list[Column]:
-    """The columns read from the record's fields (matched by name in any case, as ksqlDB)."""
-    if schema is None:
-        raise SqlSemanticError("The 'AVRO' format needs a registered schema to read.")
-    record = avro_decode(data, schema)
+def _struct(columns: Sequence[SqlColumn]) -> ty.StructType:
+    return ty.StructType(tuple(ty.StructField(c.name, c.type) for c in columns))
+
+
+def _record(
+    data: Column,
+    columns: Sequence[SqlColumn],
+    fmt: str,
+    *,
+    schema: str | None,
+    schema_id: int | None,
+    topic: str,
+    target: str = "value",
+) -> Column:
+    """A binary format's value decoded into a struct (None where it is not a record of the
+    schema `schema_id`, whose text is `schema`; logged as the `target`, key or value, of a
+    record of `topic`)."""
+    if schema is None or schema_id is None:
+        raise SqlSemanticError(f"The '{fmt}' format needs a registered schema to read.")
+    if fmt == "AVRO":
+        return avro_decode(data, schema, schema_id, topic, target)
+    ddl = spark_type(_struct(columns))
+    return protobuf_decode(data, schema, schema_id, ddl, topic, target=target)
+
+
+def _avro_record(schema: str) -> bool:
+    """Whether an Avro schema is a record (else a single column's value, unwrapped)."""
+    parsed = json.loads(schema)
+    return isinstance(parsed, dict) and parsed.get("type") == "record"
+
+
+def _fields(record: Column, columns: Sequence[SqlColumn], fmt: str, schema: str) -> list[Column]:
+    """The columns read from the record's fields (matched by name in any case, as ksqlDB:
+    Protobuf's by the JVM decoder, Avro's here, by the writer schema's field names)."""
+    if fmt == "PROTOBUF":
+        return [record.getField(c.name).alias(c.name) for c in columns]
+    if not _avro_record(schema):
+        return [record.cast(spark_type(columns[0].type)).alias(columns[0].name)]
     fields = {f["name"].upper(): f["name"] for f in json.loads(schema).get("fields", [])}
     out = []
     for c in columns:
@@ -113,15 +156,53 @@ def _avro_decode(data: Column, columns: Sequence[SqlColumn], schema: str | None)
     return out
 
 
+def read(frame: DataFrame, source: DataSource) -> tuple[DataFrame, list[Column]]:
+    """`frame` (of the source's binary `key` and `value`) without the records whose key or
+    value a binary registry format cannot read (skipped, as ksqlDB skips them: the decoder
+    writes the processing-log entry), and the source's columns read from what is left."""
+    out: list[Column] = []
+    parts = (
+        ("key", source.keys, source.key_format, source.key_schema, source.key_schema_id),
+        ("value", source.values, source.value_format, source.value_schema, source.value_schema_id),
+    )
+    for part, columns, fmt, schema, schema_id in parts:
+        if fmt not in _BINARY or not columns:
+            out += decode(frame[part], columns, fmt)
+            continue
+        hidden = f"__{part.upper()}_RECORD"
+        record = _record(
+            frame[part],
+            columns,
+            fmt,
+            schema=schema,
+            schema_id=schema_id,
+            topic=source.topic,
+            target=part,
+        )
+        # the decoder is non-deterministic to Spark, so the filter cannot run it a second time
+        frame = frame.withColumn(hidden, record)
+        frame = frame.where(frame[part].isNull() | F.col(hidden).isNotNull())
+        assert schema is not None
+        out += _fields(F.col(hidden), columns, fmt, schema)
+    return frame, out
+
+
 def decode(
-    data: Column, columns: Sequence[SqlColumn], fmt: str, schema: str | None = None
+    data: Column,
+    columns: Sequence[SqlColumn],
+    fmt: str,
+    schema: str | None = None,
+    schema_id: int | None = None,
 ) -> list[Column]:
-    """The columns (named as declared) read from the binary `data`; AVRO's with the writer
-    `schema` (the text of the source's registered schema)."""
+    """The columns (named as declared) read from the binary `data`; AVRO's and PROTOBUF's
+    with the `schema` (text) of the source's registered `schema_id` (a value of another id
+    reads as NULLs here: `read` skips it)."""
     if not columns:
         return []
-    if fmt == "AVRO":
-        return _avro_decode(data, columns, schema)
+    if fmt in _BINARY:
+        record = _record(data, columns, fmt, schema=schema, schema_id=schema_id, topic="")
+        assert schema is not None
+        return _fields(record, columns, fmt, schema)
     if fmt == "JSON_SR":
         data = F.substring(data, _HEADER_BYTES + 1, 2**31 - 1)
     if fmt in ("JSON", "JSON_SR"):
@@ -160,13 +241,20 @@ def encode(
     schema: str | None = None,
 ) -> Column:
     """The binary (or text) the sink writes for `columns` of the current row; a registry
-    format's records are framed with `schema_id` (AVRO's written in `schema`, its text)."""
-    if fmt == "AVRO":
+    format's records are framed with `schema_id` (AVRO's and PROTOBUF's written in `schema`,
+    its text)."""
+    if fmt in _BINARY:
         if schema_id is None or schema is None:
-            raise SqlSemanticError("The 'AVRO' format needs a registered schema to write.")
-        struct = ty.StructType(tuple(ty.StructField(c.name, c.type) for c in columns))
+            raise SqlSemanticError(f"The '{fmt}' format needs a registered schema to write.")
+        ddl = spark_type(_struct(columns))
         fields = F.struct(*[column(c.name) for c in columns])
-        return avro_encode(fields, spark_type(struct), schema, schema_id)
+        if fmt == "PROTOBUF":
+            return protobuf_encode(fields, ddl, schema, schema_id)
+        if not _avro_record(schema):  # a single key column, unwrapped
+            return avro_encode(
+                column(columns[0].name), spark_type(columns[0].type), schema, schema_id
+            )
+        return avro_encode(fields, ddl, schema, schema_id)
     if fmt == "JSON":
         fields = F.struct(*[column(c.name) for c in columns])
         return F.to_json(fields, {"ignoreNullFields": "false"})

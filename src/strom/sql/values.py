@@ -22,6 +22,7 @@ from strom.sql.analyzer import Column
 from strom.sql.errors import SqlSemanticError
 from strom.sql.formatter import format_expression
 from strom.sql.metastore import DataSource
+from strom.sql.protobuf_records import decode_protobuf, encode_protobuf
 
 __all__ = ["Record", "decode_record", "encode_insert"]
 
@@ -86,12 +87,18 @@ def _encode(
 ) -> bytes | None:
     if not columns:
         return None
+    if fmt == "PROTOBUF":
+        if schema is None or schema_id is None:
+            raise SqlSemanticError("The 'PROTOBUF' format needs a registered schema to write.")
+        return encode_protobuf(columns, values, schema, schema_id)
     if fmt == "AVRO":
         import fastavro  # noqa: PLC0415
 
         parsed = _avro(schema)
         upper = {c.name.upper(): values.get(c.name) for c in columns}
-        record = {f["name"]: upper.get(f["name"].upper()) for f in parsed["fields"]}
+        record: object = values.get(columns[0].name)  # a single key column, unwrapped
+        if isinstance(parsed, dict) and parsed.get("type") == "record":
+            record = {f["name"]: upper.get(f["name"].upper()) for f in parsed["fields"]}
         out = io.BytesIO()
         fastavro.schemaless_writer(out, parsed, record)  # fields by name in any case, as read
         assert schema_id is not None
@@ -137,7 +144,7 @@ def encode_insert(source: DataSource, s: st.InsertValues) -> Record:
         if column is None:
             raise SqlSemanticError(f"Column name {name} does not exist.")
         given[name] = _coerce(column, value)
-    key = _encode(source.keys, given, source.key_format, source.key_schema_id)
+    key = _encode(source.keys, given, source.key_format, source.key_schema_id, source.key_schema)
     value_bytes = _encode(
         source.values, given, source.value_format, source.value_schema_id, source.value_schema
     )
@@ -182,6 +189,8 @@ def _decode(
 ) -> dict[str, object]:
     if not columns or data is None:
         return {}
+    if fmt == "PROTOBUF":
+        return {} if schema is None else decode_protobuf(columns, data, schema)
     if fmt == "AVRO":
         import fastavro  # noqa: PLC0415
 
@@ -191,6 +200,8 @@ def _decode(
         except (ValueError, EOFError, IndexError):  # not a framed Avro record: no columns
             return {}
         plain = _as_json(record)
+        if not isinstance(_avro(schema), dict) or _avro(schema).get("type") != "record":
+            return {columns[0].name: plain}  # a single key column, unwrapped
         upper = {str(k).upper(): v for k, v in plain.items()} if isinstance(plain, dict) else {}
         return {c.name: upper.get(c.name.upper()) for c in columns}
     if fmt in ("JSON", "JSON_SR"):
@@ -219,6 +230,6 @@ def _decode(
 def decode_record(source: DataSource, key: bytes | None, value: bytes | None) -> dict[str, object]:
     """A record's columns by name (its key's and its value's), as the planner's formats read."""
     return {
-        **_decode(source.keys, key, source.key_format),
+        **_decode(source.keys, key, source.key_format, source.key_schema),
         **_decode(source.values, value, source.value_format, source.value_schema),
     }

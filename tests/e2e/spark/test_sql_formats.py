@@ -7,14 +7,17 @@ exist and a sink subject whose schema is incompatible; the records' JSON as Conn
 Schema converter writes it (TIMESTAMPs as epoch milliseconds, DATEs as days, BYTES base64).
 AVRO likewise: AvroSerializer's records read by an inferred stream, a CSAS into an AVRO sink
 (ksqlDB's KsqlDataSourceSchema registered) read by AvroDeserializer, and every type encoded in
-the JVM read back by fastavro and by the decoder."""
+the JVM read back by fastavro and by the decoder. PROTOBUF likewise with ProtobufSerializer and
+ProtobufDeserializer (ksqlDB's ConnectDefault1 registered for the sink); records of another
+schema id and unreadable ones are skipped, not read as NULL rows (ksqlDB's processing log)."""
 
 from __future__ import annotations
 
 import io
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -26,15 +29,19 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pool, message_factory, timestamp_pb2
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from strom_harness import StromServer
 
 from e2e.spark.clients import Record, consume_all, create_topic, produce, unique_topic
 from e2e.spark.sql_api import eventually, ksql, sql_settings
+from strom.registry.protobuf_schema import ProtobufSchema
 from strom.sql import types as ty
 from strom.sql.analyzer import Column
+from strom.sql.protobuf_schemas import protobuf_schema
 from strom.sql.registry_schemas import avro_schema
 from strom.sql.serde import decode, encode
 from strom.sql.server import SqlServer
@@ -335,8 +342,252 @@ def test_avro_records_as_ksqldb_writes_them(spark: SparkSession) -> None:
         "ST": {"X": 3},
         "N": None,
     }
-    decoded = encoded.select(*decode(F.col("v"), columns, "AVRO", schema)).collect()[0]
+    decoded = encoded.select(*decode(F.col("v"), columns, "AVRO", schema, 7)).collect()[0]
     assert tuple(decoded) == tuple(row.collect()[0])
     garbage = spark.createDataFrame([(b"\x00\x00\x00\x00\x07\xff",), (b"plain",)], "v binary")
-    unreadable = garbage.select(*decode(F.col("v"), columns, "AVRO", schema)).collect()
+    unreadable = garbage.select(*decode(F.col("v"), columns, "AVRO", schema, 7)).collect()
     assert [tuple(r) for r in unreadable] == [(None,) * len(columns)] * 2
+
+
+PROTO_READING = """
+syntax = "proto3";
+package sensors;
+import "google/protobuf/timestamp.proto";
+
+message Reading {
+  string sensor = 1;
+  double reading = 2;
+  int64 count = 3;
+  repeated string tags = 4;
+  Place place = 5;
+  google.protobuf.Timestamp at = 6;
+}
+
+message Place {
+  string city = 1;
+}
+"""
+
+
+def _message_class(text: str, name: str) -> Any:
+    """The message `name` of a `.proto` text, as a class of a pool of its own."""
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(ProtobufSchema(text).file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+
+@needs_javac
+def test_protobuf_in_and_out(api: httpx.Client, broker: StromServer, registry: Registry) -> None:
+    topic = create_topic(broker.bootstrap, "sql-proto-readings")
+    client = SchemaRegistryClient({"url": registry.url})
+    reading = _message_class(PROTO_READING, "sensors.Reading")
+    serializer = ProtobufSerializer(reading, client, {"use.deprecated.format": False})
+    context = SerializationContext(topic, MessageField.VALUE)
+    good = [
+        Record(
+            serializer(
+                reading(sensor=s, reading=r, count=n, tags=tags, place={"city": city}), context
+            )
+        )
+        for s, r, n, tags, city in (("t1", 1.5, 1, ["a"], "Oslo"), ("t2", 0.5, 2, [], "Rome"))
+    ]
+    other_class = _message_class('syntax = "proto3"; message Other { string name = 1; }', "Other")
+    other = ProtobufSerializer(other_class, client, {"use.deprecated.format": False})
+    elsewhere = SerializationContext("sql-proto-other", MessageField.VALUE)
+    other_id = other(other_class(name="elsewhere"), elsewhere)
+    produce(broker.bootstrap, topic, [good[0], Record(b"not protobuf"), Record(other_id), good[1]])
+    ksql(api, f"CREATE STREAM proto_in WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='PROTOBUF');")
+    described = ksql(api, "DESCRIBE proto_in;")[0]["sourceDescription"]
+    assert [(f["name"], f["schema"]["type"]) for f in described["fields"]] == [
+        ("SENSOR", "STRING"),
+        ("READING", "DOUBLE"),
+        ("COUNT", "BIGINT"),
+        ("TAGS", "ARRAY"),
+        ("PLACE", "STRUCT"),
+        ("AT", "TIMESTAMP"),
+    ]
+    sink = unique_topic("sql-proto-out")
+    ksql(
+        api,
+        f"CREATE STREAM proto_out WITH (KAFKA_TOPIC='{sink}') AS SELECT sensor, "
+        "reading * 2 AS twice, count, place->`city` AS city, tags FROM proto_in EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+    ksql(api, "INSERT INTO proto_in (sensor, reading, count) VALUES ('t9', 9.0, 9);")
+    registered = client.get_latest_version(f"{sink}-value").schema
+    assert registered.schema_type == "PROTOBUF"
+    assert "message ConnectDefault1 {" in (registered.schema_str or "")
+    out = _message_class(registered.schema_str or "", "ConnectDefault1")
+    deserializer = ProtobufDeserializer(out, {"use.deprecated.format": False})
+    sink_context = SerializationContext(sink, MessageField.VALUE)
+
+    def rows() -> list[Any]:
+        records = consume_all(broker.bootstrap, sink)
+        return sorted(
+            (m.SENSOR, m.TWICE, m.COUNT, m.CITY, list(m.TAGS))
+            for m in (deserializer(r.value, sink_context) for r in records)
+        )
+
+    # the unreadable record and the one of another schema are skipped, not NULL rows
+    expected = [
+        ("t1", 3.0, 1, "Oslo", ["a"]),
+        ("t2", 1.0, 2, "Rome", []),
+        ("t9", 18.0, 9, "", []),  # INSERT VALUES: no place (proto3 reads an unset string as "")
+    ]
+    assert eventually(lambda: rows() == expected and expected, "the PROTOBUF sink's rows")
+
+    unsupported = _error(
+        api,
+        f"CREATE STREAM money (amount DECIMAL(4, 2)) WITH (KAFKA_TOPIC='{unique_topic('m')}', "
+        "VALUE_FORMAT='PROTOBUF', PARTITIONS=1);",
+    )
+    assert unsupported.startswith("The 'PROTOBUF' format does not support type 'DECIMAL(4, 2)'")
+
+
+@contextmanager
+def _processing_log(spark: SparkSession) -> Iterator[Callable[[], list[str]]]:
+    """The lines Spark's JVM logs to ksqlDB's `processing` logger meanwhile (local mode: the
+    executors are the driver's JVM), caught by a log4j2 appender added for the while."""
+    jvm = spark._jvm
+    assert jvm is not None
+    context = jvm.org.apache.logging.log4j.LogManager.getContext(False)
+    config = context.getConfiguration()
+    layout = jvm.org.apache.logging.log4j.core.layout.PatternLayout.newBuilder()
+    layout = layout.withPattern("%p %c: %m%n").build()
+    writer = jvm.java.io.StringWriter()
+    appender = jvm.org.apache.logging.log4j.core.appender.WriterAppender.createAppender(
+        layout, None, writer, "strom-processing-test", False, True
+    )
+    appender.start()
+    config.getRootLogger().addAppender(appender, None, None)
+    context.updateLoggers()
+    try:
+        yield lambda: [
+            line for line in str(writer.toString()).splitlines() if " processing: " in line
+        ]
+    finally:
+        config.getRootLogger().removeAppender("strom-processing-test")
+        context.updateLoggers()
+        appender.stop()
+
+
+@needs_javac
+def test_protobuf_records_as_ksqldb_writes_them(spark: SparkSession) -> None:
+    columns = [
+        Column("S", ty.STRING),
+        Column("T", ty.TIMESTAMP),
+        Column("B", ty.BYTES),
+        Column("A", ty.ArrayType(ty.BIGINT)),
+        Column("M", ty.MapType(ty.STRING, ty.DOUBLE)),
+        Column("ST", ty.StructType((ty.StructField("X", ty.INT),))),
+        Column("N", ty.INT),
+    ]
+    row = spark.sql(
+        "SELECT 'x' AS S, timestamp_millis(1700000000123) AS T, CAST('hi' AS BINARY) AS B, "
+        "array(1L, 2L) AS A, map('k', 0.5D) AS M, named_struct('X', 3) AS ST, 7 AS N"
+    )
+    schema = protobuf_schema(columns)
+    encoded = row.select(encode(columns, "PROTOBUF", 7, schema).alias("v"))
+    value = bytes(encoded.collect()[0].v)
+    assert value[:6] == b"\x00\x00\x00\x00\x07\x00"  # the id, then message index [0]
+    message = _message_class(schema, "ConnectDefault1").FromString(value[6:])
+    assert (message.S, message.T.ToMilliseconds(), message.B, list(message.A)) == (
+        "x",
+        1700000000123,
+        b"hi",
+        [1, 2],
+    )
+    assert (dict(message.M), message.ST.X, message.N) == ({"k": 0.5}, 3, 7)
+    decoded = encoded.select(*decode(F.col("v"), columns, "PROTOBUF", schema, 7)).collect()[0]
+    assert tuple(decoded) == tuple(row.collect()[0])
+    garbage = spark.createDataFrame(
+        [(b"\x00\x00\x00\x00\x07\x00\xff",), (b"plain",), (value[:4] + b"\x08" + value[5:],)],
+        "v binary",
+    )
+    with _processing_log(spark) as log:
+        unreadable = garbage.select(*decode(F.col("v"), columns, "PROTOBUF", schema, 7)).collect()
+    assert [tuple(r) for r in unreadable] == [(None,) * len(columns)] * 3
+    entries = [json.loads(line.split(" processing: ", 1)[1]) for line in log()]
+    assert {e["deserializationError"]["cause"][0] for e in entries} >= {
+        "Unknown magic byte!",
+        "Expected schema id 7, got 8",
+    }
+    assert entries[0]["type"] == 0
+    assert entries[0]["deserializationError"]["target"] == "value"
+
+
+@needs_javac
+def test_registry_keys(api: httpx.Client, broker: StromServer, registry: Registry) -> None:
+    topic = create_topic(broker.bootstrap, "sql-avro-keyed")
+    client = SchemaRegistryClient({"url": registry.url})
+    keys = AvroSerializer(client, '"string"')
+    values = AvroSerializer(client, json.dumps(AVRO_READING))
+    key_context = SerializationContext(topic, MessageField.KEY)
+    value_context = SerializationContext(topic, MessageField.VALUE)
+    produce(
+        broker.bootstrap,
+        topic,
+        [
+            Record(
+                values({"sensor": s, "reading": 1.0, "count": n}, value_context),
+                key=keys(k, key_context),
+            )
+            for k, s, n in (("k1", "t1", 1), ("k2", "t2", 2), ("k3", "t1", 3))
+        ]
+        + [Record(values({"sensor": "t9", "reading": 0.0, "count": 0}, value_context), b"bad")],
+    )
+    ksql(
+        api,
+        f"CREATE STREAM keyed (id STRING KEY) WITH (KAFKA_TOPIC='{topic}', FORMAT='AVRO');",
+    )
+    copy = unique_topic("sql-avro-key-copy")
+    counts = unique_topic("sql-proto-key-counts")
+    earliest = {"ksql.streams.auto.offset.reset": "earliest"}
+    ksql(
+        api,
+        f"CREATE STREAM keyed_copy WITH (KAFKA_TOPIC='{copy}') AS SELECT id, sensor FROM keyed;",
+        **earliest,
+    )
+    ksql(
+        api,
+        f"CREATE TABLE sensor_counts WITH (KAFKA_TOPIC='{counts}', KEY_FORMAT='PROTOBUF') AS "
+        "SELECT sensor, COUNT(*) AS n FROM keyed GROUP BY sensor EMIT CHANGES;",
+        **earliest,
+    )
+    assert client.get_latest_version(f"{copy}-key").schema.schema_str == '"string"'
+    copy_keys = AvroDeserializer(client)
+    copy_context = SerializationContext(copy, MessageField.KEY)
+
+    def copied() -> list[Any]:
+        return sorted(copy_keys(r.key, copy_context) for r in consume_all(broker.bootstrap, copy))
+
+    # the record whose key is not Avro of the key's schema is skipped
+    assert eventually(lambda: copied() == ["k1", "k2", "k3"], "the AVRO keys of the copy")
+    key_schema = client.get_latest_version(f"{counts}-key").schema
+    assert key_schema.schema_type == "PROTOBUF"
+    count_keys = ProtobufDeserializer(
+        _message_class(key_schema.schema_str or "", "ConnectDefault1"),
+        {"use.deprecated.format": False},
+    )
+    counts_context = SerializationContext(counts, MessageField.KEY)
+    value_decoder = AvroDeserializer(client)
+    counts_values = SerializationContext(counts, MessageField.VALUE)
+
+    def latest() -> dict[str, int]:
+        out = {}
+        for r in consume_all(broker.bootstrap, counts):
+            out[count_keys(r.key, counts_context).SENSOR] = value_decoder(r.value, counts_values)[
+                "N"
+            ]
+        return out
+
+    assert eventually(lambda: latest() == {"t1": 2, "t2": 1}, "the PROTOBUF keys of the counts")
+
+    def pulled() -> list[Any]:  # the table's state, its keys decoded in Python
+        sql = "SELECT * FROM sensor_counts WHERE sensor = 't1';"
+        answer = api.post("/query-stream", json={"sql": sql})
+        assert answer.status_code == 200, answer.text
+        return [json.loads(line) for line in answer.text.splitlines()[1:]]
+
+    assert eventually(lambda: pulled() == [["t1", 2]], "a pull query on the PROTOBUF-keyed table")

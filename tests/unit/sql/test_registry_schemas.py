@@ -1,7 +1,7 @@
 """SQL columns <-> JSON Schema (the JSON_SR format) and Avro (AVRO): the schema ksqlDB
 registers for a sink, read back to the same columns; schemas written by other producers
 (confluent-kafka's JSONSerializer, nullable type lists) read as ksqlDB infers them; and the
-registry properties of a CREATE (inference, VALUE_SCHEMA_ID, an AVRO key refused)."""
+registry properties of a CREATE (inference, VALUE_SCHEMA_ID, an AVRO key's unwrapped schema)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,13 @@ from strom.sql.analyzer import Column
 from strom.sql.errors import SqlSemanticError
 from strom.sql.metastore import declared_source
 from strom.sql.parser import parse_statement
-from strom.sql.registry_schemas import avro_columns, avro_schema, json_columns, json_schema
+from strom.sql.registry_schemas import (
+    avro_columns,
+    avro_key_schema,
+    avro_schema,
+    json_columns,
+    json_schema,
+)
 from strom.sql.statements import CreateSource
 
 EVERY_TYPE = (
@@ -168,7 +174,10 @@ def test_avro_schemas_ksqldb_cannot_read_are_refused() -> None:
         avro_schema((Column("M", ty.MapType(ty.INT, ty.INT)),))
 
 
-def test_an_avro_key_is_refused_until_it_is_done() -> None:
+def test_an_avro_key_is_declared_and_its_schema_is_unwrapped_for_one_column() -> None:
     text = "CREATE STREAM s (k STRING KEY, v INT) WITH (KAFKA_TOPIC='t', FORMAT='AVRO');"
-    with pytest.raises(SqlSemanticError, match="KEY_FORMAT 'AVRO' is not supported yet"):
-        declared_source(_create(text))
+    source = declared_source(_create(text))
+    assert (source.key_format, source.value_format) == ("AVRO", "AVRO")
+    assert avro_key_schema(source.keys) == '"string"'
+    two = (Column("A", ty.INT, key=True), Column("B", ty.STRING, key=True))
+    assert json.loads(avro_key_schema(two))["name"] == "KsqlDataSourceSchema"

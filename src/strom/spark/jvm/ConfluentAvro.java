@@ -39,15 +39,21 @@ public final class ConfluentAvro {
     return SchemaConverters.toSqlType(new Schema.Parser().parse(schema)).dataType().json();
   }
 
-  /** Framed Avro binary {@code data} decoded with the writer schema {@code schema}; a value
-   * that is not framed, or not a record of that schema, decodes to null. */
-  public static Column decode(Column data, String schema) {
+  /** Framed Avro binary {@code data} decoded with the writer schema {@code schema} of
+   * {@code schemaId}; a value that is not framed with that id, or not a record of that schema,
+   * decodes to null, logged to the processing log ({@link ProcessingLog}) as a record of
+   * {@code topic} whose {@code target} ("key" or "value") could not be read. */
+  public static Column decode(
+      Column data, String schema, int schemaId, String topic, String target) {
     DataType type = DataType.fromJson(sparkType(schema));
-    return functions.udf(new Decode(schema, type.json()), type).apply(data);
+    return functions
+        .udf(new Decode(schema, type.json(), schemaId, topic, target), type)
+        .asNondeterministic() // a filter on the result must not decode (and log) again
+        .apply(data);
   }
 
-  /** {@code data} (of the Spark type {@code ddl}) encoded in {@code schema}, framed with
-   * {@code schemaId}. */
+  /** {@code data} (of the Spark type {@code ddl}: a struct for a record schema, the value's
+   * own type for an unwrapped one) encoded in {@code schema}, framed with {@code schemaId}. */
   public static Column encode(Column data, String ddl, String schema, int schemaId) {
     return functions
         .udf(new Encode(schema, ddl, schemaId), DataTypes.BinaryType)
@@ -55,22 +61,37 @@ public final class ConfluentAvro {
   }
 
   /** The decoding function (its schema parsed once per task's copy). */
-  static final class Decode implements UDF1<byte[], Row> {
+  static final class Decode implements UDF1<byte[], Object> {
     private final String schema;
     private final String type;
+    private final int schemaId;
+    private final String topic;
+    private final String target;
     private transient GenericDatumReader<Object> reader;
     private transient AvroDeserializer deserializer;
     private transient Function1<Object, Object> toRow;
     private transient BinaryDecoder decoder;
 
-    Decode(String schema, String type) {
+    Decode(String schema, String type, int schemaId, String topic, String target) {
       this.schema = schema;
       this.type = type;
+      this.schemaId = schemaId;
+      this.topic = topic;
+      this.target = target;
     }
 
     @Override
-    public Row call(byte[] value) {
-      if (value == null || value.length < HEADER_BYTES || value[0] != 0) {
+    public Object call(byte[] value) {
+      if (value == null) {
+        return null;
+      }
+      if (value.length < HEADER_BYTES || value[0] != 0) {
+        ProcessingLog.skipped(target, topic, "Unknown magic byte!");
+        return null;
+      }
+      int id = ByteBuffer.wrap(value, 1, 4).getInt();
+      if (id != schemaId) {
+        ProcessingLog.skipped(target, topic, "Expected schema id " + schemaId + ", got " + id);
         return null;
       }
       if (reader == null) {
@@ -87,15 +108,16 @@ public final class ConfluentAvro {
       try {
         datum = reader.read(null, decoder);
       } catch (IOException | RuntimeException e) {
-        return null; // not a record of this schema: no columns, the query goes on
+        ProcessingLog.skipped(target, topic, String.valueOf(e.getMessage()));
+        return null; // not a record of this schema: skipped, the query goes on
       }
       Option<Object> row = deserializer.deserialize(datum);
-      return row.isEmpty() ? null : (Row) toRow.apply(row.get());
+      return row.isEmpty() ? null : toRow.apply(row.get()); // a Row, or an unwrapped value
     }
   }
 
   /** The encoding function (its schema parsed once per task's copy). */
-  static final class Encode implements UDF1<Row, byte[]> {
+  static final class Encode implements UDF1<Object, byte[]> {
     private final String schema;
     private final String ddl;
     private final int schemaId;
@@ -111,7 +133,7 @@ public final class ConfluentAvro {
     }
 
     @Override
-    public byte[] call(Row value) {
+    public byte[] call(Object value) {
       if (value == null) {
         return null;
       }

@@ -1,0 +1,91 @@
+"""One PROTOBUF record at a time, in Python, where no Spark job runs: `INSERT VALUES` (a
+message of the inserted columns) and the materialized state of pull queries (a message's
+fields as the JSON formats hold them: TIMESTAMPs epoch milliseconds, BYTES base64, enums by
+name). The first message of the schema's file, as the JVM codec reads and writes it."""
+
+from __future__ import annotations
+
+import base64
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from strom.registry.wire import frame, message_indexes, read_message_indexes, unframe
+from strom.sql.analyzer import Column
+
+__all__ = ["decode_protobuf", "encode_protobuf"]
+
+
+@functools.lru_cache(maxsize=64)
+def _message_class(schema: str) -> Any:
+    """The class of the first message of a `.proto` text, in a pool of its own."""
+    from google.protobuf import descriptor_pool, message_factory  # noqa: PLC0415
+
+    from strom.registry.protobuf_schema import file_set  # noqa: PLC0415 - strom[registry]
+
+    pool = descriptor_pool.DescriptorPool()
+    files = file_set(schema).file
+    for file in files:
+        pool.Add(file)
+    main = files[-1]
+    name = f"{main.package}.{main.message_type[0].name}".lstrip(".")
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+
+
+def encode_protobuf(
+    columns: Sequence[Column], values: Mapping[str, object], schema: str, schema_id: int
+) -> bytes:
+    """The framed message of `columns`' inserted values (fields matched by name in any case;
+    NULLs left unset)."""
+    message = _message_class(schema)()
+    fields = {f.name.upper(): f.name for f in message.DESCRIPTOR.fields}
+    for c in columns:
+        value, name = values.get(c.name), fields.get(c.name.upper())
+        if value is not None and name is not None:
+            setattr(message, name, value)
+    return frame(schema_id, message_indexes([0]) + message.SerializeToString())
+
+
+def decode_protobuf(columns: Sequence[Column], data: bytes, schema: str) -> dict[str, object]:
+    """The columns of a framed message (none where it is not one of the schema's first)."""
+    try:
+        indexes, payload = read_message_indexes(unframe(data)[1])
+        if indexes != [0]:
+            return {}
+        message = _message_class(schema).FromString(bytes(payload))
+    except ValueError:  # not framed, or protobuf's DecodeError (a ValueError too)
+        return {}
+    fields = {f.name.upper(): f for f in message.DESCRIPTOR.fields}
+    out: dict[str, object] = {}
+    for c in columns:
+        field = fields.get(c.name.upper())
+        out[c.name] = None if field is None else _field(message, field)
+    return out
+
+
+def _field(message: Any, field: Any) -> object:
+    if field.has_presence and not message.HasField(field.name):
+        return None
+    value = getattr(message, field.name)
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        entry = field.message_type.fields_by_name["value"]
+        return {k: _value(entry, v) for k, v in value.items()}
+    if field.is_repeated:
+        return [_value(field, v) for v in value]
+    return _value(field, value)
+
+
+def _value(field: Any, value: Any) -> object:
+    if field.enum_type is not None:
+        known = field.enum_type.values_by_number.get(value)
+        return value if known is None else known.name
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if field.message_type is None:
+        return value
+    name = field.message_type.full_name
+    if name == "google.protobuf.Timestamp":
+        return int(value.seconds * 1000 + value.nanos // 1_000_000)
+    if name.startswith("google.protobuf.") and name.endswith("Value"):
+        return _value(field.message_type.fields_by_name["value"], value.value)
+    return {f.name: _field(value, f) for f in field.message_type.fields}
