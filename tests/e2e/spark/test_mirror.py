@@ -223,7 +223,14 @@ def test_checkpoints_heartbeats_and_group_offsets_reach_the_target(
     group = unique_topic("billing")
     commit(a, group, topic, 12)
     worker = Connect(b, spark=lambda: spark)
-    config = flow(broker, target, topics=topic, groups="billing-.*")
+    # the offset syncs on the target (test_records_... reads them on the source, the default)
+    config = flow(
+        broker,
+        target,
+        topics=topic,
+        groups="billing-.*",
+        **{"offset-syncs.topic.location": "target"},
+    )
     fast = {"emit.checkpoints.interval.seconds": "1", "emit.heartbeats.interval.seconds": "1"}
     with worker, httpx.Client(base_url=worker.url, timeout=60) as api:
         create(api, "mirror-src", {"connector.class": SOURCE, "offset.lag.max": "1", **config})

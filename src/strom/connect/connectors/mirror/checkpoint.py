@@ -255,7 +255,7 @@ class _Checkpoints(SimpleDataSourceStreamReader):
     def _read_syncs(self) -> None:
         """Apply the offset syncs written since the last trigger."""
         if self._consumer is None:
-            if self.syncs_topic not in self.source.partition_counts():
+            if self.syncs_topic not in self.syncs_cluster.partition_counts():
                 return
             self._consumer = Consumer(
                 {
