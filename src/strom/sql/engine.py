@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException, Producer
@@ -32,11 +33,12 @@ from strom.sql.commands import Command, CommandLog
 from strom.sql.errors import SqlError, SqlSemanticError
 from strom.sql.formatter import format_type
 from strom.sql.functions import FUNCTIONS
+from strom.sql.having import having_batches
 from strom.sql.joins import JoinQuery, join_sources
 from strom.sql.materialized import TableState
 from strom.sql.metastore import DataSource, declared_source, derived_source
 from strom.sql.parser import parse, parse_statement
-from strom.sql.planner import Plan, plan_query, read_source, sink_frame
+from strom.sql.planner import HAVING, Plan, plan_query, read_source, sink_frame
 from strom.sql.printer import TopicPrint, topic_named
 from strom.sql.pull import TABLE_SCAN, PullQuery, not_queryable
 from strom.sql.push import PushQuery
@@ -454,6 +456,8 @@ class Engine:
         def start() -> StreamingQuery:
             if join is not None:
                 return self._start_join(join, checkpoint, sink, given)
+            if HAVING in frame.columns:
+                return self._start_having(frame, checkpoint, sink, options)
             return write_stream(
                 frame,
                 checkpoint=checkpoint,
@@ -486,6 +490,25 @@ class Engine:
 
         stream = join.stream(spark).writeStream.option("checkpointLocation", checkpoint)
         return stream.foreachBatch(write_batch).start()
+
+    @staticmethod
+    def _start_having(
+        frame: DataFrame, checkpoint: str, sink: DataSource, options: Mapping[str, str]
+    ) -> StreamingQuery:
+        """An aggregate with a HAVING: its rows that pass, and tombstones for the keys whose
+        rows stop passing (`having`), written exactly once per micro-batch."""
+        written = {
+            **{name.replace("_", "."): value for name, value in options.items()},
+            "topic": sink.topic,
+            "exactlyOnce": "true",
+        }
+
+        def write(out: DataFrame) -> None:
+            out.write.format("strom").options(**written).mode("append").save()
+
+        batches = having_batches(Path(checkpoint) / "having-keys", write)
+        stream = frame.writeStream.outputMode("update").option("checkpointLocation", checkpoint)
+        return stream.foreachBatch(batches).start()
 
     def _drop(self, s: st.DropSource, seq: int, run: bool) -> Json | None:
         source = self.sources.get(s.name)

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from strom.sql import entities
 from strom.sql.analyzer import OutputColumn
 from strom.sql.compiler import column
-from strom.sql.planner import Plan
+from strom.sql.planner import HAVING, Plan
 
 if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
@@ -48,7 +48,10 @@ class PushQuery:
                 fields = json.loads(row["row"])
                 self._rows.put([fields.get(n) for n in names])
 
-        writer = plan.frame.writeStream.outputMode(
+        frame = plan.frame
+        if HAVING in frame.columns:  # a push query shows the rows that pass only
+            frame = frame.filter(F.col(HAVING))
+        writer = frame.writeStream.outputMode(
             "update" if plan.aggregate and not plan.final else "append"
         )
         self._query: StreamingQuery = (

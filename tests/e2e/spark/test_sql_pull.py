@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
-from e2e.spark.clients import Record, produce, unique_topic
+from e2e.spark.clients import Record, consume_all, produce, unique_topic
 from e2e.spark.sql_api import eventually, ksql, serving
 
 pytestmark = pytest.mark.timeout(300)  # a Spark query: slow when loaded
@@ -135,3 +135,29 @@ def test_a_declared_table_is_queryable_as_a_source_table_only(
     assert _pull(api, "SELECT * FROM prices WHERE item = 'kiwi';") == []
     ksql(api, "DROP TABLE prices;")
     assert _refused(api, scan) == "PRICES does not exist."
+
+
+def test_a_row_that_stops_passing_having_is_deleted(api: httpx.Client, broker: StromServer) -> None:
+    """ksqlDB's `udafs only in having`: a key whose row no longer passes the HAVING gets a
+    tombstone (and leaves the pull query's state); a key that never passed writes nothing."""
+    orders, big = unique_topic("sql-having-orders"), unique_topic("sql-having-big")
+    ksql(
+        api,
+        "CREATE STREAM orders (id STRING KEY, item STRING, amount DOUBLE) "
+        f"WITH (KAFKA_TOPIC='{orders}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+        "INSERT INTO orders (id, item, amount) VALUES ('o1', 'apple', 3.5);"
+        "INSERT INTO orders (id, item, amount) VALUES ('o2', 'pear', 1.0);"
+        "INSERT INTO orders (id, item, amount) VALUES ('o3', 'apple', 12.0);",
+    )
+    ksql(
+        api,
+        f"CREATE TABLE big WITH (KAFKA_TOPIC='{big}') AS SELECT item, SUM(amount) AS total "
+        "FROM orders GROUP BY item HAVING SUM(amount) > 5 EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+    apple = "SELECT * FROM big WHERE item = 'apple';"
+    assert eventually(lambda: _pull(api, apple) == [["apple", 15.5]], "apple's row")
+    ksql(api, "INSERT INTO orders (id, item, amount) VALUES ('o4', 'apple', -20.0);")
+    assert eventually(lambda: _pull(api, "SELECT * FROM big;") == [], "apple's row deleted")
+    written = [(r.key, r.value) for r in consume_all(broker.bootstrap, big)]
+    assert written == [(b"apple", b'{"TOTAL":15.5}'), (b"apple", None)]
