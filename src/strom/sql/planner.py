@@ -125,6 +125,7 @@ def plan_query(
     joined frame, whose column names `names` gives) planned; `SqlSemanticError` for what
     ksqlDB refuses or strom does not run yet."""
     source = next(iter(sources.values()))
+    query = _star_repartitioned(query, sources)
     resolved = analyze(query, {s.name: s.schema for s in sources.values()})
     items = [i for i in query.select if isinstance(i, st.SingleColumn)]
     aggregate = bool(query.group_by) or any(_aggregates(i.expression) for i in items)
@@ -179,6 +180,36 @@ def plan_query(
     kept = [column(c.name) for c in columns] + ([F.col(_WINDOW)] if windowed else [])
     kept += [F.col(name) for name in (_ROWTIME, HAVING) if name in out.columns]
     return Plan(out.select(*kept), columns, True, windowed, final, session)
+
+
+def _star_repartitioned(query: st.Query, sources: Mapping[str, DataSource]) -> st.Query:
+    """ksqlDB's `SELECT * ... PARTITION BY`: the records are re-keyed before the projection, so
+    `*` is the partitioning expressions (the new key columns: named as the column or struct
+    field, else KSQL_COL_<i>), then the value columns not partitioned by, then the old key
+    columns not partitioned by (moved to the value). A query without `*` keeps its own."""
+    stars = [i for i in query.select if isinstance(i, st.AllColumns)]
+    if not query.partition_by or len(sources) != 1 or not stars:
+        return query
+    ((alias, source),) = sources.items()
+    taken = {
+        e.name
+        for e in query.partition_by
+        if isinstance(e, ex.ColumnRef) and e.source in (None, alias)
+    }
+    star: list[st.SelectItem] = []
+    for i, e in enumerate(query.partition_by):
+        match e:
+            case ex.ColumnRef(name) | ex.Dereference(_, name):
+                star.append(st.SingleColumn(e, name))
+            case _:
+                star.append(st.SingleColumn(e, f"KSQL_COL_{i}"))
+    rest = [c for c in (*source.values, *source.keys) if c.name not in taken]
+    star += [st.SingleColumn(ex.ColumnRef(c.name, alias), c.name) for c in rest]
+    select: list[st.SelectItem] = []
+    for item in query.select:
+        covered = isinstance(item, st.AllColumns) and item.source in (None, alias)
+        select += star if covered else [item]
+    return dataclasses.replace(query, select=tuple(select))
 
 
 def _rowtime(frame: DataFrame, pick: Callable[[str], Column]) -> list[Column]:
