@@ -328,14 +328,16 @@ class Engine:
             self._materialize(source)
         return entities.current_status(s.text, _command_id(s), f"{kind} created", seq)
 
-    def _materialize(self, source: DataSource) -> None:
-        """Keep the rows of a table (of one key column, not windowed) for pull queries."""
+    def _materialize(self, source: DataSource, window: st.WindowExpression | None = None) -> None:
+        """Keep the rows of a table (with a key; `window`: a windowed table's) for pull
+        queries."""
         old = self.tables.pop(source.name, None)
         if old is not None:
             old.stop()
-        if source.kind is st.SourceKind.TABLE and len(source.keys) == 1 and not source.windowed:
-            self.tables[source.name] = TableState(source, self._client, self.settings.timeout)
-            self.tables[source.name].start()
+        if source.kind is st.SourceKind.TABLE and source.keys:
+            state = TableState(source, self._client, self.settings.timeout, window)
+            self.tables[source.name] = state
+            state.start()
 
     def _source_of(self, query: st.Query) -> DataSource:
         """The source a query reads (a join's stream)."""
@@ -401,7 +403,7 @@ class Engine:
             self._create_topic(sink.topic, partitions, sink.replicas)
         query_id = f"{'CSAS' if s.kind is st.SourceKind.STREAM else 'CTAS'}_{s.name}_{seq}"
         self.sources[s.name] = sink
-        self._materialize(sink)
+        self._materialize(sink, s.query.window)
         self._start(
             query_id, text=s.text, plan=plan, frame=frame, sink=sink, sources=sources, join=join
         )
@@ -741,11 +743,6 @@ class Engine:
             )
         state = self.tables.get(source.name)
         if state is None:
-            if source.windowed or len(source.keys) != 1:
-                raise SqlSemanticError(
-                    f"Pull queries on {source.name} are not supported yet: only tables of one "
-                    "key column, not windowed, are materialized."
-                )
             raise not_queryable(source.name)
         scan = properties.get(TABLE_SCAN, self.settings.values.get(TABLE_SCAN, "true"))
         return PullQuery(state, query, table_scan=str(scan).strip().lower() == "true")
