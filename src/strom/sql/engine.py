@@ -708,13 +708,10 @@ class Engine:
                 if s.query.emit is not st.Emit.CHANGES:
                     return self._pull(s.query, properties)
                 sources, plan, join = self._plan(s.query, properties)
-                if join is not None:
-                    raise SqlSemanticError(
-                        "Push queries over stream-table joins are not supported yet."
-                    )
                 source = next(iter(sources.values()))
                 checkpoint = tempfile.mkdtemp(prefix="strom-sql-push-")
-                push = PushQuery(source.name, plan, s.query.limit, checkpoint)
+                joined = (self.spark, join) if join is not None else None
+                push = PushQuery(source.name, plan, s.query.limit, checkpoint, joined)
                 self.push_queries[push.id] = push
         except SqlError as error:
             raise StatementError(entities.BAD_STATEMENT, str(error), text) from None
