@@ -22,6 +22,7 @@ from strom.sql.planner import HAVING
 __all__ = ["having_batches"]
 
 Batch = Callable[[DataFrame, int], None]
+_HELD = "__HELD"
 
 
 def having_batches(directory: Path, write: Callable[[DataFrame], None]) -> Batch:
@@ -35,17 +36,17 @@ def having_batches(directory: Path, write: Callable[[DataFrame], None]) -> Batch
             spark.read.parquet(str(directory / str(versions[-1])))
             if versions
             else spark.createDataFrame([], "key binary")
-        )
+        ).withColumn(_HELD, F.lit(True))
         batch = batch.persist()
         try:
-            passing = batch.filter(F.col(HAVING))
-            failing = batch.filter(~F.col(HAVING))
-            deleted = failing.join(held, "key", "left_semi")
-            tombstones = deleted.withColumn("value", F.lit(None).cast("binary"))
-            write(passing.unionByName(tombstones).drop(HAVING))
-            keys = held.join(failing.select("key"), "key", "left_anti")
-            keys = keys.unionByName(passing.select("key")).distinct()
-            keys.write.mode("overwrite").parquet(str(directory / str(batch_id)))
+            # one frame of the batch's rows (a small table of held keys joined to it, so as
+            # many partitions as the batch): those that pass, and tombstones of held keys
+            seen = batch.join(held, "key", "left").filter(F.col(HAVING) | F.col(_HELD).isNotNull())
+            value = F.when(F.col(HAVING), F.col("value")).otherwise(F.lit(None).cast("binary"))
+            write(seen.withColumn("value", value).drop(HAVING, _HELD))
+            keys = held.join(batch.select("key", HAVING), "key", "full")
+            keys = keys.filter(F.coalesce(F.col(HAVING), F.col(_HELD))).select("key")
+            keys.coalesce(1).write.mode("overwrite").parquet(str(directory / str(batch_id)))
         finally:
             batch.unpersist()
         for old in versions[:-1]:  # the one before this stays, for a run again of this one
