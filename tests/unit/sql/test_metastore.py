@@ -122,7 +122,6 @@ def test_settings_by_ksqldb_names() -> None:
         jks.client_config()
 
 
-
 def test_listener_security_settings_by_ksqldb_names() -> None:
     https = {"listeners": "https://0.0.0.0:8088", "ssl.keystore.location": "/ks.pem"}
     settings = SqlSettings.from_properties(
