@@ -39,13 +39,15 @@ def having_batches(directory: Path, write: Callable[[DataFrame], None]) -> Batch
         ).withColumn(_HELD, F.lit(True))
         batch = batch.persist()
         try:
-            # one frame of the batch's rows (a small table of held keys joined to it, so as
-            # many partitions as the batch): those that pass, and tombstones of held keys
-            seen = batch.join(held, "key", "left").filter(F.col(HAVING) | F.col(_HELD).isNotNull())
+            # the held keys broadcast to the batch's partitions, and the batch's keys to the
+            # held ones: no shuffle (the batch has the aggregate's shuffle partitions)
+            seen = batch.join(F.broadcast(held), "key", "left")
+            seen = seen.filter(F.col(HAVING) | F.col(_HELD).isNotNull())
             value = F.when(F.col(HAVING), F.col("value")).otherwise(F.lit(None).cast("binary"))
             write(seen.withColumn("value", value).drop(HAVING, _HELD))
-            keys = held.join(batch.select("key", HAVING), "key", "full")
-            keys = keys.filter(F.coalesce(F.col(HAVING), F.col(_HELD))).select("key")
+            changed = F.broadcast(batch.select("key"))
+            keys = held.select("key").join(changed, "key", "left_anti")
+            keys = keys.unionByName(batch.filter(F.col(HAVING)).select("key"))
             keys.coalesce(1).write.mode("overwrite").parquet(str(directory / str(batch_id)))
         finally:
             batch.unpersist()
