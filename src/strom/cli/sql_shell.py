@@ -6,8 +6,10 @@ statement, ``RUN SCRIPT`` read by the client."""
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import sys
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -37,17 +39,36 @@ class Failed(Exception):
 class Session:
     """A connection to one server and the client's properties (``SET``)."""
 
-    def __init__(self, server: str, timeout: float) -> None:
+    def __init__(
+        self,
+        server: str,
+        timeout: float,
+        *,
+        login: tuple[str, str] | None = None,
+        ca_location: Path | None = None,
+    ) -> None:
+        """`login`: HTTP basic credentials; `ca_location`: the CA certificates (PEM) that sign
+        an https server's certificate (else the system's)."""
+        import ssl  # noqa: PLC0415
+
         import httpx  # noqa: PLC0415
 
         self.server = server.rstrip("/")
         self.properties: dict[str, str] = {}
-        self._http = httpx.Client(base_url=self.server, timeout=httpx.Timeout(timeout, read=None))
+        self._http = httpx.Client(
+            base_url=self.server,
+            timeout=httpx.Timeout(timeout, read=None),
+            auth=login,
+            verify=ssl.create_default_context(cafile=ca_location) if ca_location else True,
+        )
         self._errors = httpx.HTTPError
 
     def check(self) -> None:
-        """Fail in one line when the server does not answer."""
-        self._call("GET", "/info")
+        """Fail in one line when the server does not answer, or refuses the client (401)."""
+        try:
+            self._call("GET", "/info")
+        except Failed as error:
+            raise click.ClickException(f"the server at {self.server}: {error}") from None
 
     def close(self) -> None:
         self._http.close()
@@ -160,24 +181,61 @@ property_option = click.option(
 )
 
 
-def _session(server: str, timeout: float, defines: tuple[str, ...]) -> Session:
-    from strom.cli.service import pairs  # noqa: PLC0415
+user_option = click.option(
+    "--user", "-u", metavar="NAME", default=None, help="The user of an HTTP basic login."
+)
+password_option = click.option(
+    "--password",
+    "-p",
+    metavar="PASSWORD",
+    default=None,
+    help="The user's password (asked for when --user is given without it).",
+)
+ca_option = click.option(
+    "--ca-location",
+    metavar="PEM",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The CA certificates that sign an https server's certificate.",
+)
 
-    session = Session(server, timeout)
-    session.properties.update(pairs(defines, "--define"))
-    session.check()
-    return session
+
+def _connection(func: Callable[..., None]) -> Callable[..., None]:
+    """The command with the options every client takes (the server, how to reach it, and
+    properties), called with the `session` they make instead."""
+
+    @functools.wraps(func)
+    def command(
+        *,
+        server: str,
+        timeout: float,
+        defines: tuple[str, ...],
+        user: str | None,
+        password: str | None,
+        ca_location: Path | None,
+        **rest: Any,
+    ) -> None:
+        from strom.cli.service import pairs  # noqa: PLC0415
+
+        if user is not None and password is None:  # as ksqlDB's CLI: asked, not echoed
+            password = click.prompt("Enter password", hide_input=True, err=True)
+        login = (user, password or "") if user is not None else None
+        session = Session(server, timeout, login=login, ca_location=ca_location)
+        session.properties.update(pairs(defines, "--define"))
+        session.check()
+        func(session=session, **rest)
+
+    for option in (property_option, ca_option, password_option, user_option, timeout_option):
+        command = option(command)
+    return server_option(command)
 
 
 @click.command("shell", short_help="An interactive prompt, as ksqlDB's CLI.")
-@server_option
-@timeout_option
-@property_option
-def shell(server: str, timeout: float, defines: tuple[str, ...]) -> None:
+@_connection
+def shell(session: Session) -> None:
     """An interactive prompt on a SQL server, as ksqlDB's CLI: statements end with ';' and
     may span lines; `help` says more. Reads stdin (without prompts) when it is not a
     terminal."""
-    session = _session(server, timeout, defines)
     interactive = sys.stdin.isatty()
     if interactive:
         _history()
@@ -238,13 +296,10 @@ def _history() -> None:
 
 @click.command("run", short_help="Run a file of statements (CI, migrations).")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@server_option
-@timeout_option
-@property_option
-def run(script: Path, server: str, timeout: float, defines: tuple[str, ...]) -> None:
+@_connection
+def run(script: Path, session: Session) -> None:
     """Run the statements of SCRIPT on a SQL server, in order (CI, migrations): stops at the
     first error, naming its line, with exit status 1."""
-    session = _session(server, timeout, defines)
     for piece in statements(script.read_text(encoding="utf-8")):
         try:
             session.execute(piece)

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaException, Producer
@@ -32,11 +33,12 @@ from strom.sql.commands import Command, CommandLog
 from strom.sql.errors import SqlError, SqlSemanticError
 from strom.sql.formatter import format_type
 from strom.sql.functions import FUNCTIONS
+from strom.sql.having import having_batches
 from strom.sql.joins import JoinQuery, join_sources
 from strom.sql.materialized import TableState
 from strom.sql.metastore import DataSource, declared_source, derived_source
 from strom.sql.parser import parse, parse_statement
-from strom.sql.planner import Plan, plan_query, read_source, sink_frame
+from strom.sql.planner import HAVING, Plan, plan_query, read_source, sink_frame
 from strom.sql.printer import TopicPrint, topic_named
 from strom.sql.pull import TABLE_SCAN, PullQuery, not_queryable
 from strom.sql.push import PushQuery
@@ -326,14 +328,16 @@ class Engine:
             self._materialize(source)
         return entities.current_status(s.text, _command_id(s), f"{kind} created", seq)
 
-    def _materialize(self, source: DataSource) -> None:
-        """Keep the rows of a table (of one key column, not windowed) for pull queries."""
+    def _materialize(self, source: DataSource, window: st.WindowExpression | None = None) -> None:
+        """Keep the rows of a table (with a key; `window`: a windowed table's) for pull
+        queries."""
         old = self.tables.pop(source.name, None)
         if old is not None:
             old.stop()
-        if source.kind is st.SourceKind.TABLE and len(source.keys) == 1 and not source.windowed:
-            self.tables[source.name] = TableState(source, self._client, self.settings.timeout)
-            self.tables[source.name].start()
+        if source.kind is st.SourceKind.TABLE and source.keys:
+            state = TableState(source, self._client, self.settings.timeout, window)
+            self.tables[source.name] = state
+            state.start()
 
     def _source_of(self, query: st.Query) -> DataSource:
         """The source a query reads (a join's stream)."""
@@ -399,7 +403,7 @@ class Engine:
             self._create_topic(sink.topic, partitions, sink.replicas)
         query_id = f"{'CSAS' if s.kind is st.SourceKind.STREAM else 'CTAS'}_{s.name}_{seq}"
         self.sources[s.name] = sink
-        self._materialize(sink)
+        self._materialize(sink, s.query.window)
         self._start(
             query_id, text=s.text, plan=plan, frame=frame, sink=sink, sources=sources, join=join
         )
@@ -454,6 +458,8 @@ class Engine:
         def start() -> StreamingQuery:
             if join is not None:
                 return self._start_join(join, checkpoint, sink, given)
+            if HAVING in frame.columns:
+                return self._start_having(frame, checkpoint, sink, options)
             return write_stream(
                 frame,
                 checkpoint=checkpoint,
@@ -486,6 +492,25 @@ class Engine:
 
         stream = join.stream(spark).writeStream.option("checkpointLocation", checkpoint)
         return stream.foreachBatch(write_batch).start()
+
+    @staticmethod
+    def _start_having(
+        frame: DataFrame, checkpoint: str, sink: DataSource, options: Mapping[str, str]
+    ) -> StreamingQuery:
+        """An aggregate with a HAVING: its rows that pass, and tombstones for the keys whose
+        rows stop passing (`having`), written exactly once per micro-batch."""
+        written = {
+            **{name.replace("_", "."): value for name, value in options.items()},
+            "topic": sink.topic,
+            "exactlyOnce": "true",
+        }
+
+        def write(out: DataFrame) -> None:
+            out.write.format("strom").options(**written).mode("append").save()
+
+        batches = having_batches(Path(checkpoint) / "having-keys", write)
+        stream = frame.writeStream.outputMode("update").option("checkpointLocation", checkpoint)
+        return stream.foreachBatch(batches).start()
 
     def _drop(self, s: st.DropSource, seq: int, run: bool) -> Json | None:
         source = self.sources.get(s.name)
@@ -683,13 +708,10 @@ class Engine:
                 if s.query.emit is not st.Emit.CHANGES:
                     return self._pull(s.query, properties)
                 sources, plan, join = self._plan(s.query, properties)
-                if join is not None:
-                    raise SqlSemanticError(
-                        "Push queries over stream-table joins are not supported yet."
-                    )
                 source = next(iter(sources.values()))
                 checkpoint = tempfile.mkdtemp(prefix="strom-sql-push-")
-                push = PushQuery(source.name, plan, s.query.limit, checkpoint)
+                joined = (self.spark, join) if join is not None else None
+                push = PushQuery(source.name, plan, s.query.limit, checkpoint, joined)
                 self.push_queries[push.id] = push
         except SqlError as error:
             raise StatementError(entities.BAD_STATEMENT, str(error), text) from None
@@ -718,11 +740,6 @@ class Engine:
             )
         state = self.tables.get(source.name)
         if state is None:
-            if source.windowed or len(source.keys) != 1:
-                raise SqlSemanticError(
-                    f"Pull queries on {source.name} are not supported yet: only tables of one "
-                    "key column, not windowed, are materialized."
-                )
             raise not_queryable(source.name)
         scan = properties.get(TABLE_SCAN, self.settings.values.get(TABLE_SCAN, "true"))
         return PullQuery(state, query, table_scan=str(scan).strip().lower() == "true")

@@ -31,6 +31,7 @@ from strom.sql.serde import encode, read
 
 __all__ = [
     "DEFAULT_GRACE_MS",
+    "HAVING",
     "PSEUDO",
     "Plan",
     "millis",
@@ -43,6 +44,9 @@ PSEUDO = ("ROWTIME", "ROWPARTITION", "ROWOFFSET")
 _WINDOW = "__WINDOW"
 _ROWTIME = "__ROWTIME"
 _EVENT_TIME = "__TIME"
+HAVING = "__HAVING"
+"""An aggregate's column of whether its HAVING holds (false for NULL): a table's row that
+stops passing it is deleted (`having`), so the rows that fail are kept, not filtered."""
 DEFAULT_GRACE_MS = 86_400_000
 """ksqlDB's grace period of a window that names none: 24 hours."""
 _UNITS_MS = {
@@ -121,6 +125,7 @@ def plan_query(
     joined frame, whose column names `names` gives) planned; `SqlSemanticError` for what
     ksqlDB refuses or strom does not run yet."""
     source = next(iter(sources.values()))
+    query = _star_repartitioned(query, sources)
     resolved = analyze(query, {s.name: s.schema for s in sources.values()})
     items = [i for i in query.select if isinstance(i, st.SingleColumn)]
     aggregate = bool(query.group_by) or any(_aggregates(i.expression) for i in items)
@@ -160,10 +165,12 @@ def plan_query(
         grouping.insert(0, F.col(_WINDOW))
     aggregated = [*exprs, *_rowtime(frame, F.max)]
     if query.having is not None:
-        aggregated.append(compiler.compile(query.having).alias("__HAVING"))
+        aggregated.append(compiler.compile(query.having).alias(HAVING))
     out = frame.groupBy(*grouping).agg(*aggregated)
     if query.having is not None:
-        out = out.filter(F.col("__HAVING"))
+        out = out.withColumn(HAVING, F.coalesce(F.col(HAVING), F.lit(False)))
+        if final:  # a window's one row: nothing to delete when it fails
+            out = out.filter(F.col(HAVING)).drop(HAVING)
     if session:  # ksqlDB's session ends at its last record; Spark's a gap after it
         bounds = F.struct(
             F.col(_WINDOW).getField("start").alias("start"),
@@ -171,8 +178,38 @@ def plan_query(
         )
         out = out.withColumn(_WINDOW, bounds)
     kept = [column(c.name) for c in columns] + ([F.col(_WINDOW)] if windowed else [])
-    kept += [F.col(_ROWTIME)] if _ROWTIME in out.columns else []
+    kept += [F.col(name) for name in (_ROWTIME, HAVING) if name in out.columns]
     return Plan(out.select(*kept), columns, True, windowed, final, session)
+
+
+def _star_repartitioned(query: st.Query, sources: Mapping[str, DataSource]) -> st.Query:
+    """ksqlDB's `SELECT * ... PARTITION BY`: the records are re-keyed before the projection, so
+    `*` is the partitioning expressions (the new key columns: named as the column or struct
+    field, else KSQL_COL_<i>), then the value columns not partitioned by, then the old key
+    columns not partitioned by (moved to the value). A query without `*` keeps its own."""
+    stars = [i for i in query.select if isinstance(i, st.AllColumns)]
+    if not query.partition_by or len(sources) != 1 or not stars:
+        return query
+    ((alias, source),) = sources.items()
+    taken = {
+        e.name
+        for e in query.partition_by
+        if isinstance(e, ex.ColumnRef) and e.source in (None, alias)
+    }
+    star: list[st.SelectItem] = []
+    for i, e in enumerate(query.partition_by):
+        match e:
+            case ex.ColumnRef(name) | ex.Dereference(_, name):
+                star.append(st.SingleColumn(e, name))
+            case _:
+                star.append(st.SingleColumn(e, f"KSQL_COL_{i}"))
+    rest = [c for c in (*source.values, *source.keys) if c.name not in taken]
+    star += [st.SingleColumn(ex.ColumnRef(c.name, alias), c.name) for c in rest]
+    select: list[st.SelectItem] = []
+    for item in query.select:
+        covered = isinstance(item, st.AllColumns) and item.source in (None, alias)
+        select += star if covered else [item]
+    return dataclasses.replace(query, select=tuple(select))
 
 
 def _rowtime(frame: DataFrame, pick: Callable[[str], Column]) -> list[Column]:
@@ -292,7 +329,8 @@ def _bound(e: ex.Expression, compiler: Compiler, session_gap: int) -> Column:
 def sink_frame(plan: Plan, sink: DataSource) -> DataFrame:
     """The plan's rows as the sink writes them: `key` (when the sink has key columns, with the
     window's start after it as ksqlDB's time-windowed keys, its end and start after it as its
-    session-windowed keys), `value`, and `timestamp` (ms) where the plan has the rows' ROWTIME."""
+    session-windowed keys), `value`, `timestamp` (ms) where the plan has the rows' ROWTIME, and
+    the HAVING's value where the plan has it (for `having`)."""
     keys = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if c.key]
     values = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if not c.key]
     out = [
@@ -309,4 +347,6 @@ def sink_frame(plan: Plan, sink: DataSource) -> DataFrame:
         out.insert(0, key.alias("key"))
     if _ROWTIME in plan.frame.columns:
         out.append(F.col(_ROWTIME).alias("timestamp"))
+    if HAVING in plan.frame.columns:
+        out.append(F.col(HAVING))
     return plan.frame.select(*out)

@@ -3,14 +3,17 @@ table's materialized state (`materialized.TableState`, kept by the engine for th
 `CREATE TABLE ... AS SELECT` and `CREATE SOURCE TABLE`), looked up by key or scanned, then
 projected. No topic read, no Spark job.
 
-What a pull query may say is ksqlDB's subset: columns (or `*`), and a WHERE of comparisons of
-columns with literals (`row_filter`). One that looks a key up (`KEY = literal`, `KEY IN
-(...)`) reads those keys only; any other is a table scan (a key range too), refused with
-ksqlDB's message when `ksql.query.pull.table.scan.enabled` is false.
+What a pull query may say is ksqlDB's subset: columns (or `*`; a windowed table's is its key
+columns, WINDOWSTART, WINDOWEND, then its values), and a WHERE of comparisons of columns with
+literals (`row_filter`). One that looks keys up (`KEY = literal` or `KEY IN (...)` for every key
+column, ANDed with anything else: window bounds, values) reads those keys only; any other is a
+table scan (a key range too), refused with ksqlDB's message when
+`ksql.query.pull.table.scan.enabled` is false.
 """
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -18,9 +21,10 @@ from typing import Any
 from strom.sql import entities
 from strom.sql import expressions as ex
 from strom.sql import statements as st
+from strom.sql import types as ty
 from strom.sql.analyzer import OutputColumn, analyze
 from strom.sql.errors import SqlSemanticError
-from strom.sql.materialized import TableState
+from strom.sql.materialized import BOUNDS, Key, TableState
 from strom.sql.row_filter import row_filter
 
 __all__ = ["TABLE_SCAN", "PullQuery", "not_queryable"]
@@ -66,6 +70,14 @@ def _key_lookup(where: ex.Expression | None, key: str) -> list[object] | None:
     return None
 
 
+def _keys_looked_up(where: ex.Expression | None, keys: tuple[str, ...]) -> list[Key] | None:
+    """Every key a WHERE looks up (the product of each key column's values), or None (a scan)."""
+    values = [_key_lookup(where, k) for k in keys]
+    if any(v is None for v in values):
+        return None
+    return list(itertools.product(*(v for v in values if v is not None)))
+
+
 class PullQuery:
     """One pull query; `rows` yields the matching rows of the table's state."""
 
@@ -73,25 +85,31 @@ class PullQuery:
 
     def __init__(self, state: TableState, query: st.Query, *, table_scan: bool) -> None:
         source = state.source
-        if source.windowed or query.window or query.group_by or query.partition_by:
+        if query.window or query.group_by or query.partition_by:
             raise SqlSemanticError("Windows and grouping are not supported in pull queries yet.")
-        resolved = analyze(query, {source.name: source.schema})
+        resolved = iter(analyze(query, {source.name: source.schema}).columns)
+        keys = {c.name for c in source.keys}
+        bounds = [OutputColumn(b, ty.BIGINT, True) for b in BOUNDS] if source.windowed else []
         self.names: list[str] = []
+        """The row's column each output column reads."""
+        columns: list[OutputColumn] = []
         for item in query.select:
             if isinstance(item, st.AllColumns):
-                self.names += [c.name for c in source.columns]
+                every = [next(resolved) for _ in source.columns]
+                star = [c for c in every if c.key] + bounds + [c for c in every if not c.key]
+                columns += star
+                self.names += [c.name for c in star]
             elif isinstance(item, st.SingleColumn) and isinstance(item.expression, ex.ColumnRef):
-                self.names.append(item.expression.name)
+                name = item.expression.name
+                got = next(resolved)
+                columns.append(OutputColumn(got.name, got.type, name in keys or name in BOUNDS))
+                self.names.append(name)
             else:
                 raise SqlSemanticError("A pull query selects columns only (or *), yet.")
-        keys = {c.name for c in source.keys}
-        self.columns: tuple[OutputColumn, ...] = tuple(
-            OutputColumn(c.name, c.type, name in keys)
-            for c, name in zip(resolved.columns, self.names, strict=True)
-        )
+        self.columns: tuple[OutputColumn, ...] = tuple(columns)
         self.id = f"query_{uuid.uuid4().int % 10**13}"
         self.limit = query.limit
-        self._wanted = _key_lookup(query.where, source.keys[0].name)
+        self._wanted = _keys_looked_up(query.where, tuple(c.name for c in source.keys))
         self._filter = row_filter(query.where) if query.where is not None else None
         if self._wanted is None and not table_scan:
             raise SqlSemanticError(

@@ -19,10 +19,13 @@ from pyspark.sql import functions as F
 from strom.sql import entities
 from strom.sql.analyzer import OutputColumn
 from strom.sql.compiler import column
-from strom.sql.planner import Plan
+from strom.sql.planner import HAVING, Plan
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
+
+    from strom.sql.joins import JoinQuery
 
 __all__ = ["PushQuery"]
 
@@ -32,7 +35,16 @@ _END = object()
 class PushQuery:
     """One running push query; `rows` yields its rows (lists of JSON values) as they come."""
 
-    def __init__(self, source: str, plan: Plan, limit: int | None, checkpoint: str) -> None:
+    def __init__(
+        self,
+        source: str,
+        plan: Plan,
+        limit: int | None,
+        checkpoint: str,
+        join: tuple[SparkSession, JoinQuery] | None = None,
+    ) -> None:
+        """`join`: a stream-table join's, whose micro-batches are each joined with the table
+        as it is then (`joins`), as a persistent join query's."""
         self.id = f"transient_{source}_{uuid.uuid4().int % 10**19}"
         self.columns: tuple[OutputColumn, ...] = plan.columns
         self.limit = limit
@@ -44,11 +56,16 @@ class PushQuery:
         as_json = F.to_json(F.struct(*[column(n) for n in names]), {"ignoreNullFields": "false"})
 
         def deliver(batch: DataFrame, _batch_id: int) -> None:
+            if join is not None:
+                batch = join[1].plan(join[0], batch).frame
             for row in batch.select(as_json.alias("row")).toLocalIterator():
                 fields = json.loads(row["row"])
                 self._rows.put([fields.get(n) for n in names])
 
-        writer = plan.frame.writeStream.outputMode(
+        frame = plan.frame if join is None else join[1].stream(join[0])
+        if HAVING in frame.columns:  # a push query shows the rows that pass only
+            frame = frame.filter(F.col(HAVING))
+        writer = frame.writeStream.outputMode(
             "update" if plan.aggregate and not plan.final else "append"
         )
         self._query: StreamingQuery = (

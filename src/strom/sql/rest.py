@@ -38,6 +38,11 @@ def _json(body: object, status: int = 200) -> Response:
     return web.json_response(body, status)
 
 
+def _error_body(status: int, message: str) -> object:
+    """ksqlDB's `KsqlErrorMessage` for an HTTP status (its error code: the status times 100)."""
+    return {"@type": "generic_error", "error_code": status * 100, "message": message}
+
+
 def _generic_error(message: str, code: int = entities.BAD_REQUEST) -> Response:
     return _json({"@type": "generic_error", "error_code": code, "message": message}, code // 100)
 
@@ -203,6 +208,7 @@ def create_app(engine: Engine, *, auth: web.BasicAuth | None = None) -> Starlett
         auth=auth,
         log=request_log,
         open_paths=frozenset({"/healthcheck"}),
+        error_body=_error_body,
     )
 
 

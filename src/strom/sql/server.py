@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from strom.sql.engine import Engine
 from strom.sql.rest import create_app
 from strom.sql.settings import SqlSettings
+from strom.web.http import BasicAuth
 from strom.web.server import HttpServer
 
 if TYPE_CHECKING:
@@ -42,10 +43,14 @@ class SqlServer:
         self, settings: SqlSettings, *, spark: Callable[[], SparkSession] | None = None
     ) -> None:
         self.settings = settings
-        self._http = HttpServer(settings.listener, name="sql-http")
+        security = settings.listener_security
+        auth = BasicAuth.of(security)
+        self._http = HttpServer(
+            settings.listener, ssl_context=security.ssl_context(), name="sql-http"
+        )
         self.url = self._http.url
         self.engine = Engine(settings, spark=spark or _local_spark(settings))
-        self._app = create_app(self.engine)
+        self._app = create_app(self.engine, auth=auth)
 
     def start(self) -> None:
         """Replay the command topic and listen, in a thread."""

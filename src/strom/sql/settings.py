@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import ClassVar
 
 from strom.client.service_settings import ServiceClients, int_setting
 from strom.sql.retries import Backoff
+from strom.web.security import ListenerSecurity
 from strom.web.server import Listener
 
 __all__ = ["SqlSettings", "SqlSettingsError"]
@@ -18,6 +20,8 @@ __all__ = ["SqlSettings", "SqlSettingsError"]
 _CLIENT_PREFIXES = ("security.", "sasl.", "ssl.")
 OFFSET_RESETS = ("earliest", "latest")
 DEFAULT_LISTENER = Listener("http", "localhost", 8088)
+DEFAULT_REALM = "KsqlServer-Props"
+"""`authentication.realm` when not given: the JAAS section ksqlDB's documentation names."""
 
 
 class SqlSettingsError(ValueError):
@@ -33,6 +37,9 @@ class SqlSettings(ServiceClients):
     bootstrap_servers: str = "localhost:9092"
     service_id: str = "default_"
     listener: Listener = DEFAULT_LISTENER
+    listener_security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    """The listener's TLS (`ssl.*` for an https listener) and basic authentication
+    (`authentication.method=BASIC`, `authentication.realm`, `authentication.roles`)."""
     state_dir: Path = Path(tempfile.gettempdir()) / "strom-sql"
     """ksqlDB's `ksql.streams.state.dir`: the persistent queries' Spark checkpoints."""
     offset_reset: str = "latest"
@@ -50,7 +57,11 @@ class SqlSettings(ServiceClients):
     timeout: float = 30.0
 
     @classmethod
-    def from_properties(cls, values: Mapping[str, str]) -> SqlSettings:
+    def from_properties(
+        cls, values: Mapping[str, str], environ: Mapping[str, str] = os.environ
+    ) -> SqlSettings:
+        """The settings by ksqlDB's names; the JAAS file of basic authentication's users may
+        also come as `-Djava.security.auth.login.config=` in `$KSQL_OPTS`, as ksqlDB's."""
         listener = Listener.parse(values.get("listeners", "http://localhost:8088"))
         reset = values.get(
             "ksql.streams.auto.offset.reset", values.get("auto.offset.reset", cls.offset_reset)
@@ -61,6 +72,9 @@ class SqlSettings(ServiceClients):
             )
         state = values.get("ksql.streams.state.dir")
         spark = {k: v for k, v in values.items() if k.startswith("spark.") and k != "spark.master"}
+        # an https listener's ssl.* are its own, unless the cluster is reached over TLS too
+        protocol = values.get("security.protocol", "PLAINTEXT").upper()
+        listener_tls = listener.scheme == "https" and not protocol.endswith("SSL")
         return cls(
             bootstrap_servers=values.get(
                 "bootstrap.servers",
@@ -68,6 +82,12 @@ class SqlSettings(ServiceClients):
             ),
             service_id=values.get("ksql.service.id", cls.service_id),
             listener=listener,
+            listener_security=ListenerSecurity.from_properties(
+                values,
+                listener.scheme,
+                realm=DEFAULT_REALM,
+                jvm_options=environ.get("KSQL_OPTS", ""),
+            ),
             state_dir=Path(state) if state else cls.state_dir,
             offset_reset=reset,
             sink_replicas=_int(values, "ksql.sink.replicas", -1),
@@ -76,7 +96,11 @@ class SqlSettings(ServiceClients):
                 _int(values, "ksql.query.retry.backoff.max.ms", Backoff.max_ms),
             ),
             command_topic_replicas=_int(values, "ksql.internal.topic.replicas", -1),
-            client_security={k: v for k, v in values.items() if k.startswith(_CLIENT_PREFIXES)},
+            client_security={
+                k: v
+                for k, v in values.items()
+                if k.startswith(_CLIENT_PREFIXES) and not (k.startswith("ssl.") and listener_tls)
+            },
             spark_master=values.get("spark.master", cls.spark_master),
             spark_conf=spark,
             values=dict(values),

@@ -22,7 +22,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from strom.web.security import User
+from strom.web.security import ListenerSecurity, User
 
 if TYPE_CHECKING:
     import httpx
@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 __all__ = [
     "AuthAndLimits",
     "BasicAuth",
+    "ErrorBody",
     "ErrorHandler",
+    "confluent_error",
     "create_app",
     "forward",
     "json_response",
@@ -38,6 +40,13 @@ __all__ = [
 ]
 
 ErrorHandler = Callable[[Request, Exception], Awaitable[Response]]
+ErrorBody = Callable[[int, str], object]
+"""A service's error body for an HTTP status and a message."""
+
+
+def confluent_error(status: int, message: str) -> object:
+    """The error body of Confluent's services and Kafka Connect: ``{"error_code", "message"}``."""
+    return {"error_code": status, "message": message}
 
 
 def json_response(
@@ -55,11 +64,10 @@ def error_response(
     *,
     media_type: str = "application/json",
     headers: Mapping[str, str] | None = None,
+    body: ErrorBody = confluent_error,
 ) -> Response:
-    """The error body of Confluent's services and Kafka Connect: ``{"error_code", "message"}``."""
-    response = json_response(
-        {"error_code": status, "message": message}, status, media_type=media_type
-    )
+    """An error response: ``body`` of the status and message (Confluent's by default)."""
+    response = json_response(body(status, message), status, media_type=media_type)
     response.headers.update(headers or {})
     return response
 
@@ -108,6 +116,12 @@ class BasicAuth:
     roles: frozenset[str] = frozenset({"*"})
     plain_refusal: str | None = None
 
+    @classmethod
+    def of(cls, security: ListenerSecurity) -> BasicAuth | None:
+        """The listener's basic authentication, if its settings ask for it."""
+        users = security.users()
+        return cls(security.realm, users, security.roles) if users is not None else None
+
     def refusal(self, header: str | None) -> int | None:
         """401 for missing or wrong credentials, 403 for a user without a role, else None."""
         if header is None or not header.lower().startswith("basic "):
@@ -137,8 +151,10 @@ class AuthAndLimits:
         media_type: str,
         log: logging.Logger,
         open_paths: frozenset[str] = frozenset(),
+        error_body: ErrorBody = confluent_error,
     ) -> None:
         self.app = app
+        self.error_body = error_body
         self.auth = auth
         self.max_body_bytes = max_body_bytes
         self.media_type = media_type
@@ -197,7 +213,9 @@ class AuthAndLimits:
     def _error(
         self, status: int, message: str, headers: Mapping[str, str] | None = None
     ) -> Response:
-        return error_response(status, message, media_type=self.media_type, headers=headers)
+        return error_response(
+            status, message, media_type=self.media_type, headers=headers, body=self.error_body
+        )
 
     @staticmethod
     def _limited(receive: Receive, limit: int) -> Receive:
@@ -223,6 +241,7 @@ def create_app(
     media_type: str = "application/json",
     log: logging.Logger,
     open_paths: frozenset[str] = frozenset(),
+    error_body: ErrorBody = confluent_error,
 ) -> Starlette:
     """A service's ASGI app: its routes and error handlers behind ``AuthAndLimits`` (a
     ``max_body_bytes`` of None: the service limits its bodies itself); Starlette's
@@ -235,6 +254,7 @@ def create_app(
             f"HTTP {error.status_code} {error.detail}",
             media_type=media_type,
             headers=error.headers,
+            body=error_body,
         )
 
     return Starlette(
@@ -247,6 +267,7 @@ def create_app(
                 media_type=media_type,
                 log=log,
                 open_paths=open_paths,
+                error_body=error_body,
             )
         ],
         exception_handlers={**errors, HTTPException: http_error},

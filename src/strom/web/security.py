@@ -17,10 +17,15 @@ from pathlib import Path
 
 from strom.config.properties import load_properties
 from strom.config.setting import ConfigError, Value
-from strom.security.jaas import LOGIN_CONFIG, JaasConfigError, read_jaas_file
+from strom.security.jaas import (
+    LOGIN_CONFIG,
+    JaasConfigError,
+    login_config_from_jvm_options,
+    read_jaas_file,
+)
 from strom.security.tls import server_context
 
-__all__ = ["SecurityError", "User", "jaas_users", "listener_ssl_context"]
+__all__ = ["ListenerSecurity", "SecurityError", "User", "jaas_users", "listener_ssl_context"]
 
 PROPERTY_FILE_LOGIN_MODULE = "org.eclipse.jetty.jaas.spi.PropertyFileLoginModule"
 CONNECT_LOGIN_MODULE = "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
@@ -142,3 +147,47 @@ def jaas_users(config: str | Path, realm: str) -> dict[str, User]:
         return read(Path(module.options["file"]))
     except OSError as error:
         raise SecurityError(f"{config}: the password file: {error}") from error
+
+
+@dataclass(frozen=True)
+class ListenerSecurity:
+    """A listener's security settings as Confluent's services read them: ``tls``, the ``ssl.*``
+    settings of an https listener; ``jaas_config``, the JAAS file of basic authentication's
+    users (``authentication.method=BASIC``) with its ``realm`` and the ``roles`` a user needs
+    one of (``authentication.roles``; ``*``: any user)."""
+
+    tls: Mapping[str, str] | None = None
+    jaas_config: str | None = None
+    realm: str = ""
+    roles: frozenset[str] = frozenset({"*"})
+
+    @classmethod
+    def from_properties(
+        cls, values: Mapping[str, str], scheme: str, *, realm: str, jvm_options: str = ""
+    ) -> ListenerSecurity:
+        """The settings in ``values`` for a listener of ``scheme``; ``realm`` is the default
+        ``authentication.realm``, ``jvm_options`` the service's ``*_OPTS`` (where
+        ``-Djava.security.auth.login.config=`` may name the JAAS file)."""
+        method = values.get("authentication.method", "NONE").strip().upper()
+        if method not in ("NONE", "BASIC"):
+            raise SecurityError(f"authentication.method: expected NONE or BASIC, got {method}")
+        jaas = values.get(LOGIN_CONFIG) or login_config_from_jvm_options(jvm_options)
+        if method == "BASIC" and not jaas:
+            raise SecurityError(f"authentication.method=BASIC needs {LOGIN_CONFIG}")
+        roles = values.get("authentication.roles", "*")
+        return cls(
+            tls={k: v for k, v in values.items() if k.startswith("ssl.")}
+            if scheme == "https"
+            else None,
+            jaas_config=jaas if method == "BASIC" else None,
+            realm=values.get("authentication.realm", realm),
+            roles=frozenset(r.strip() for r in roles.split(",") if r.strip()),
+        )
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The https listener's context (None for http)."""
+        return listener_ssl_context(self.tls) if self.tls is not None else None
+
+    def users(self) -> dict[str, User] | None:
+        """Basic authentication's users (None without it)."""
+        return jaas_users(self.jaas_config, self.realm) if self.jaas_config else None

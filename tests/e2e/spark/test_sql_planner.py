@@ -16,7 +16,7 @@ from strom.sql import statements as st
 from strom.sql.errors import SqlSemanticError
 from strom.sql.metastore import DataSource, declared_source
 from strom.sql.parser import parse_statement
-from strom.sql.planner import plan_query, sink_frame
+from strom.sql.planner import HAVING, plan_query, sink_frame
 from strom.sql.serde import decode
 
 ORDERS = "CREATE STREAM orders (id INT KEY, name STRING, amount DOUBLE, region STRING, tags ARRAY<STRING>) WITH (KAFKA_TOPIC='orders', VALUE_FORMAT='{fmt}');"  # noqa: E501
@@ -100,7 +100,12 @@ def test_group_by_aggregates_keyed_by_the_grouping(spark: SparkSession) -> None:
         "FROM orders GROUP BY region HAVING COUNT(*) > 1 EMIT CHANGES;",
     )
     assert plan.aggregate and [c.name for c in plan.columns if c.key] == ["REGION"]
-    assert written == [((b"eu"), '{"C":2,"TOTAL":3.5,"LAST":"bob"}')]
+    assert sorted(written) == [
+        (b"eu", '{"C":2,"TOTAL":3.5,"LAST":"bob"}'),
+        (b"us", '{"C":1,"TOTAL":null,"LAST":null}'),
+    ]
+    # the row that fails the HAVING is kept, marked, for its key's tombstone (engine's having)
+    assert sorted(r[HAVING] for r in plan.frame.collect()) == [False, True]
 
 
 @pytest.mark.parametrize(
@@ -140,6 +145,28 @@ def test_partition_by_rekeys_the_stream(spark: SparkSession) -> None:
     assert written[0] == (b"eu", '{"ID":5,"NAME":"ann"}')
     with pytest.raises(SqlSemanticError, match="partitioning expression REGION"):
         _run(spark, "SELECT id FROM orders PARTITION BY region;")
+
+
+@pytest.mark.parametrize(
+    ("by", "columns", "first"),
+    [
+        ("id", ["ID KEY", "NAME", "AMOUNT", "REGION", "TAGS"], b"\x00\x00\x00\x05"),
+        ("region", ["REGION KEY", "NAME", "AMOUNT", "TAGS", "ID"], b"eu"),
+        (
+            "ABS(id)",
+            ["KSQL_COL_0 KEY", "NAME", "AMOUNT", "REGION", "TAGS", "ID"],
+            b"\x00\x00\x00\x05",
+        ),
+    ],
+)
+def test_select_star_partition_by_covers_the_new_key(
+    spark: SparkSession, by: str, columns: list[str], first: bytes
+) -> None:
+    """ksqlDB's `partition by key` and `... - select star` QTT cases: `*` is the re-keyed
+    columns, the old key moved to the value's end."""
+    written, plan = _run(spark, f"SELECT * FROM orders PARTITION BY {by} EMIT CHANGES;")
+    assert [c.name + (" KEY" if c.key else "") for c in plan.columns] == columns
+    assert written[0][0] == first
 
 
 def test_delimited_values(spark: SparkSession) -> None:

@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
-from e2e.spark.clients import Record, produce, unique_topic
+from e2e.spark.clients import Record, consume_all, produce, unique_topic
 from e2e.spark.sql_api import eventually, ksql, serving
 
 pytestmark = pytest.mark.timeout(300)  # a Spark query: slow when loaded
@@ -135,3 +135,72 @@ def test_a_declared_table_is_queryable_as_a_source_table_only(
     assert _pull(api, "SELECT * FROM prices WHERE item = 'kiwi';") == []
     ksql(api, "DROP TABLE prices;")
     assert _refused(api, scan) == "PRICES does not exist."
+
+
+def test_a_row_that_stops_passing_having_is_deleted(api: httpx.Client, broker: StromServer) -> None:
+    """ksqlDB's `udafs only in having`: a key whose row no longer passes the HAVING gets a
+    tombstone (and leaves the pull query's state); a key that never passed writes nothing."""
+    orders, big = unique_topic("sql-having-orders"), unique_topic("sql-having-big")
+    ksql(
+        api,
+        "CREATE STREAM orders (id STRING KEY, item STRING, amount DOUBLE) "
+        f"WITH (KAFKA_TOPIC='{orders}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+        "INSERT INTO orders (id, item, amount) VALUES ('o1', 'apple', 3.5);"
+        "INSERT INTO orders (id, item, amount) VALUES ('o2', 'pear', 1.0);"
+        "INSERT INTO orders (id, item, amount) VALUES ('o3', 'apple', 12.0);",
+    )
+    ksql(
+        api,
+        f"CREATE TABLE big WITH (KAFKA_TOPIC='{big}') AS SELECT item, SUM(amount) AS total "
+        "FROM orders GROUP BY item HAVING SUM(amount) > 5 EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+    apple = "SELECT * FROM big WHERE item = 'apple';"
+    assert eventually(lambda: _pull(api, apple) == [["apple", 15.5]], "apple's row")
+    ksql(api, "INSERT INTO orders (id, item, amount) VALUES ('o4', 'apple', -20.0);")
+    assert eventually(lambda: _pull(api, "SELECT * FROM big;") == [], "apple's row deleted")
+    written = [(r.key, r.value) for r in consume_all(broker.bootstrap, big)]
+    assert written == [(b"apple", b'{"TOTAL":15.5}'), (b"apple", None)]
+
+
+def test_pull_queries_on_windowed_and_multi_key_tables(api: httpx.Client) -> None:
+    """ksqlDB's pull queries on a windowed table (its rows per window, `*` with WINDOWSTART and
+    WINDOWEND, bounds in the WHERE) and on a table of two key columns (a lookup names both)."""
+    clicks = unique_topic("sql-pull-clicks")
+    per_minute, pairs = unique_topic("sql-pull-minute"), unique_topic("sql-pull-pairs")
+    ksql(
+        api,
+        "CREATE STREAM clicks (id STRING KEY, page STRING, user STRING) "
+        f"WITH (KAFKA_TOPIC='{clicks}', VALUE_FORMAT='JSON', PARTITIONS=1);"
+        "INSERT INTO clicks (ROWTIME, id, page, user) VALUES (1000, 'c1', 'home', 'ann');"
+        "INSERT INTO clicks (ROWTIME, id, page, user) VALUES (2000, 'c2', 'home', 'bob');"
+        "INSERT INTO clicks (ROWTIME, id, page, user) VALUES (61000, 'c3', 'home', 'ann');"
+        "INSERT INTO clicks (ROWTIME, id, page, user) VALUES (5000, 'c4', 'cart', 'ann');",
+    )
+    earliest = {"ksql.streams.auto.offset.reset": "earliest"}
+    ksql(
+        api,
+        f"CREATE TABLE per_minute WITH (KAFKA_TOPIC='{per_minute}') AS SELECT page, COUNT(*) AS n "
+        "FROM clicks WINDOW TUMBLING (SIZE 1 MINUTE) GROUP BY page EMIT CHANGES;"
+        f"CREATE TABLE pairs WITH (KAFKA_TOPIC='{pairs}', KEY_FORMAT='JSON') AS SELECT page, "
+        "user, COUNT(*) AS n FROM clicks GROUP BY page, user EMIT CHANGES;",
+        **earliest,
+    )
+    home = "SELECT * FROM per_minute WHERE page = 'home';"
+    assert eventually(
+        lambda: _pull(api, home) == [["home", 0, 60000, 2], ["home", 60000, 120000, 1]],
+        "home's windows",
+    )
+    later = "SELECT page, n FROM per_minute WHERE page = 'home' AND WINDOWSTART >= 60000;"
+    off = {"ksql.query.pull.table.scan.enabled": "false"}
+    assert _pull(api, later, **off) == [["home", 1]]
+    answer = api.post("/query-stream", json={"sql": home}).text.splitlines()[0]
+    assert json.loads(answer)["columnNames"] == ["PAGE", "WINDOWSTART", "WINDOWEND", "N"]
+
+    ann_home = "SELECT n FROM pairs WHERE page = 'home' AND user = 'ann';"
+    assert eventually(lambda: _pull(api, ann_home, **off) == [[2]], "ann's home clicks")
+    both = "SELECT user, n FROM pairs WHERE page IN ('home', 'cart') AND user = 'ann';"
+    assert sorted(_pull(api, both, **off)) == [["ann", 1], ["ann", 2]]
+    assert _refused(api, "SELECT * FROM pairs WHERE page = 'home';", **off).startswith(
+        "Query requires table scan to be enabled."
+    )

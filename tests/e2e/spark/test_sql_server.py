@@ -268,6 +268,16 @@ def test_a_stream_table_join_meets_the_table_as_it_is_now(
                 ),
                 "a record joined with the table's new row",
             )
+            # the same join as a push query: each record joined with the table's row now
+            push = {
+                "sql": "SELECT p.pid, c.name FROM payments p LEFT JOIN customers c "
+                "ON p.customer = c.id EMIT CHANGES LIMIT 3;",
+                "properties": {"auto.offset.reset": "earliest"},
+            }
+            with api.stream("POST", "/query-stream", json=push) as pushed:
+                header, *rows = [json.loads(line) for line in pushed.read().splitlines()]
+            assert header["columnNames"] == ["PID", "NAME"]
+            assert sorted(rows) == [["p1", "anna"], ["p2", None], ["p3", "anna"]]
     finally:
         server.stop()
 

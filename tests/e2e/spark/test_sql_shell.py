@@ -10,6 +10,7 @@ import os
 import pty
 import select
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -24,6 +25,8 @@ from strom_harness import StromServer
 from e2e.spark.clients import unique_topic
 from e2e.spark.sql_api import WAIT_S, sql_settings
 from strom.sql.server import SqlServer
+from strom.sql.settings import SqlSettings
+from strom.testing.certificates import CertificateAuthority
 
 pytestmark = pytest.mark.timeout(300)  # Spark queries: slow when loaded
 
@@ -217,3 +220,71 @@ def test_the_shell_on_a_terminal_prompts_and_ctrl_c_ends_a_push_query(
         assert "SET 'auto.offset.reset'='earliest';" in history
     finally:
         terminal.close()
+
+
+def test_https_and_basic_auth_as_ksqldb(
+    spark: SparkSession, broker: StromServer, tmp_path: Path
+) -> None:
+    """ksqlDB's listener security: https from a PEM keystore, basic authentication from a JAAS
+    file (401 and 403 with ksqlDB's error body, /healthcheck open), and the clients' `-u/-p`
+    (the password asked for when only `-u` is given) and `--ca-location`."""
+    ca = CertificateAuthority()
+    keystore = ca.issue("sql", hosts=("127.0.0.1",)).write_keystore_pem(tmp_path / "sql.pem")
+    ca_file = ca.write_pem(tmp_path / "ca.pem")
+    passwords = tmp_path / "password.properties"
+    passwords.write_text("alice: secret,admin\ncarol: secret,nobody\n")
+    jaas = tmp_path / "jaas.conf"
+    jaas.write_text(
+        "KsqlServer-Props {\n  org.eclipse.jetty.jaas.spi.PropertyFileLoginModule required\n"
+        f'  file="{passwords}";\n}};\n'
+    )
+    settings = SqlSettings.from_properties(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "listeners": "https://127.0.0.1:0",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(keystore),
+            "authentication.method": "BASIC",
+            "authentication.roles": "admin",
+            "java.security.auth.login.config": str(jaas),
+            "ksql.service.id": unique_topic("sql-secure"),
+            "ksql.internal.topic.replicas": "1",
+            "ksql.streams.state.dir": str(tmp_path / "state"),
+        },
+        environ={},
+    )
+    server = SqlServer(settings, spark=lambda: spark)
+    server.start()
+    try:
+        assert server.url.startswith("https://")
+        trusted = ssl.create_default_context(cafile=ca_file)
+        with httpx.Client(base_url=server.url, verify=trusted, timeout=30) as api:
+            refused = api.get("/info")
+            assert refused.status_code == 401
+            assert refused.headers["www-authenticate"] == 'Basic realm="KsqlServer-Props"'
+            assert refused.json() == {
+                "@type": "generic_error",
+                "error_code": 40100,
+                "message": "Unauthorized",
+            }
+            assert api.get("/info", auth=("alice", "wrong")).status_code == 401
+            forbidden = api.get("/info", auth=("carol", "secret"))
+            assert (forbidden.status_code, forbidden.json()["error_code"]) == (403, 40300)
+            assert api.get("/healthcheck").status_code == 200
+            assert api.get("/info", auth=("alice", "secret")).status_code == 200
+
+        script = tmp_path / "streams.sql"
+        orders = unique_topic("sql-secure-orders")
+        script.write_text(f"{_create(orders)}SHOW STREAMS;\n")
+        secured = ("--server", server.url, "--ca-location", str(ca_file))
+        ran = _strom("sql", "run", str(script), *secured, "-u", "alice", "-p", "secret")
+        assert ran.returncode == 0, ran.stderr
+        assert " Stream created " in ran.stdout.splitlines()
+        anonymous = _strom("sql", "shell", *secured, input="SHOW STREAMS;\n")
+        assert anonymous.returncode == 1
+        assert anonymous.stderr.strip() == f"Error: the server at {server.url}: Unauthorized"
+        asked = _strom("sql", "shell", *secured, "-u", "alice", input="secret\nSHOW STREAMS;\n")
+        assert asked.returncode == 0, asked.stderr
+        assert any(line.startswith(" ORDERS ") for line in asked.stdout.splitlines())
+    finally:
+        server.stop()

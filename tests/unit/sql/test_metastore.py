@@ -122,6 +122,25 @@ def test_settings_by_ksqldb_names() -> None:
         jks.client_config()
 
 
+def test_listener_security_settings_by_ksqldb_names() -> None:
+    https = {"listeners": "https://0.0.0.0:8088", "ssl.keystore.location": "/ks.pem"}
+    settings = SqlSettings.from_properties(
+        {**https, "authentication.method": "BASIC", "authentication.roles": "admin, dev"},
+        environ={"KSQL_OPTS": "-Xmx1g -Djava.security.auth.login.config=/etc/jaas.conf"},
+    )
+    security = settings.listener_security
+    assert security.tls == {"ssl.keystore.location": "/ks.pem"}
+    assert (security.jaas_config, security.realm) == ("/etc/jaas.conf", "KsqlServer-Props")
+    assert security.roles == {"admin", "dev"}
+    assert "ssl.keystore.location" not in settings.client_security  # the listener's own
+    over_tls = SqlSettings.from_properties({**https, "security.protocol": "SSL"}, environ={})
+    assert over_tls.client_security["ssl.keystore.location"] == "/ks.pem"
+    with pytest.raises(ValueError, match=r"BASIC needs java\.security\.auth\.login\.config"):
+        SqlSettings.from_properties({"authentication.method": "BASIC"}, environ={})
+    with pytest.raises(ValueError, match="expected NONE or BASIC, got DIGEST"):
+        SqlSettings.from_properties({"authentication.method": "digest"}, environ={})
+
+
 def test_entities_have_ksqldb_shapes() -> None:
     source = create(
         "CREATE STREAM s (id INT KEY, tags ARRAY<STRING>) "
