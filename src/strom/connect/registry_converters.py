@@ -469,17 +469,22 @@ def _proto_text(data: Column, settings: RegistrySettings) -> Column:
 
 
 def _payload(
-    schema: RegistrySchema, data: Column, settings: RegistrySettings
+    schema_id: int, data: Column, settings: RegistrySettings, part: str
 ) -> tuple[dict[str, Any], Column]:
-    """The Connect schema of a registered schema, and ``data``'s payload text in it."""
+    """The Connect schema of registered schema ``schema_id``, and ``data``'s (the record's
+    ``part``) payload text in it; Avro that cannot be read fails the query with Confluent's
+    message."""
+    schema = _codec(settings).schema(schema_id)
     if schema.schema_type is SchemaType.AVRO:
         parsed = json.loads(schema.text)
         connect = _connect_of_avro(parsed)
         if connect["type"] != "struct":  # a primitive: fastavro, one call per record
             return connect, _proto_text(data, settings)
         spark_type = avro_type(parsed)
-        decoded = avro_decode(data, schema.text)
-        return connect, F.to_json(json_payload(decoded, spark_type), {"ignoreNullFields": "false"})
+        decoded = avro_decode(data, schema.text, schema_id, "", part)
+        unreadable = F.raise_error(F.lit(f"Error deserializing Avro message for id {schema_id}"))
+        text = F.to_json(json_payload(decoded, spark_type), {"ignoreNullFields": "false"})
+        return connect, F.when(decoded.isNull(), unreadable.cast("string")).otherwise(text)
     if schema.schema_type is SchemaType.JSON:
         connect = _connect_of_json(json.loads(schema.text))
         text = F.substring(data, 6, 2**31 - 1).cast("string")
@@ -502,7 +507,7 @@ def decoded(frame: DataFrame, part: str, converter: Converter) -> DataFrame:
     framed = (F.length(raw) >= 5) & (F.hex(F.substring(raw, 1, 1)) == F.lit("00"))
     envelope = envelope.when(~framed, F.raise_error(F.lit("Unknown magic byte!")).cast("string"))
     for row in rows:
-        connect, payload = _payload(_codec(settings).schema(int(row["id"])), raw, settings)
+        connect, payload = _payload(int(row["id"]), raw, settings, part)
         head = '{"schema":' + json.dumps(connect, separators=(",", ":")) + ',"payload":'
         envelope = envelope.when(schema_id == row["id"], F.concat(F.lit(head), payload, F.lit("}")))
     return frame.withColumn(part, F.encode(envelope, "UTF-8"))
