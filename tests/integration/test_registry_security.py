@@ -45,7 +45,7 @@ def _settings(bootstrap: str, **values: str) -> dict[str, Any]:
     settings = RegistrySettings.from_properties(
         {"kafkastore.bootstrap.servers": bootstrap, **values}, environ={}
     )
-    return {name: getattr(settings, name) for name in ("tls", "jaas_config", "realm", "roles")}
+    return {"security": settings.security}
 
 
 def test_pkcs12_keystore_and_basic_auth(

@@ -19,11 +19,11 @@ from strom.console.metrics import metrics_routes
 from strom.console.registry import registry_routes
 from strom.console.services import Services
 from strom.console.sql import sql_routes
-from strom.rest.app import RestProxy, basic_auth
+from strom.rest.app import RestProxy
 from strom.rest.context import ProxyContext
 from strom.rest.errors import not_found
 from strom.rest.settings import RestSettings
-from strom.web.http import json_response
+from strom.web.http import BasicAuth, json_response
 
 __all__ = ["DEFAULT_LISTENER", "Console", "page_routes"]
 
@@ -77,7 +77,7 @@ class Console(RestProxy):
 
     def __init__(self, settings: RestSettings, services: Services | None = None) -> None:
         given = services or Services(registry=settings.schema_registry_url)
-        auth = basic_auth(settings)
+        auth = BasicAuth.of(settings.security)
         super().__init__(
             settings,
             extra_routes=lambda context: page_routes(context, given, login=auth is not None),

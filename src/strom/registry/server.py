@@ -13,9 +13,8 @@ from strom.registry.app import create_app
 from strom.registry.compatibility import CompatibilityLevel
 from strom.registry.election import GroupElection
 from strom.registry.service import RegistryService
-from strom.security.jaas import LOGIN_CONFIG, login_config_from_jvm_options
 from strom.web.http import BasicAuth
-from strom.web.security import SecurityError, jaas_users, listener_ssl_context
+from strom.web.security import ListenerSecurity
 from strom.web.server import HttpServer, Listener
 
 __all__ = ["RegistryServer", "RegistrySettings"]
@@ -34,10 +33,8 @@ class RegistrySettings:
     compatibility: CompatibilityLevel = CompatibilityLevel.BACKWARD
     validate_defaults: bool = False
     advertised_url: str | None = None
-    tls: Mapping[str, str] | None = None  # the https listener's ssl.* settings
-    jaas_config: str | None = None
-    realm: str = "SchemaRegistry"
-    roles: frozenset[str] = frozenset({"*"})
+    security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    """The listener's ``ssl.*`` (https) and basic authentication."""
     client_config: Mapping[str, Any] = field(default_factory=dict)
     max_body_bytes: int = 16 << 20
     timeout: float = 30.0
@@ -50,15 +47,6 @@ class RegistrySettings:
         the JAAS file may also come as ``-Djava.security.auth.login.config=`` in
         ``$SCHEMA_REGISTRY_OPTS``, as Confluent's start script passes it."""
         listener = Listener.parse(values.get("listeners", "http://localhost:8081"))
-        method = values.get("authentication.method", "NONE").upper()
-        if method not in ("NONE", "BASIC"):
-            raise SecurityError(f"authentication.method={method} is not supported (NONE, BASIC)")
-        jaas = values.get(LOGIN_CONFIG) or login_config_from_jvm_options(
-            environ.get("SCHEMA_REGISTRY_OPTS", "")
-        )
-        if method == "BASIC" and not jaas:
-            raise SecurityError("authentication.method=BASIC needs java.security.auth.login.config")
-        roles = values.get("authentication.roles", "*")
         return cls(
             bootstrap_servers=values["kafkastore.bootstrap.servers"].replace("PLAINTEXT://", ""),
             listener=f"{listener.host}:{listener.port}",
@@ -72,12 +60,12 @@ class RegistrySettings:
             .lower()
             == "true",
             advertised_url=values.get("advertised.url"),
-            tls={k: v for k, v in values.items() if k.startswith("ssl.")}
-            if listener.scheme == "https"
-            else None,
-            jaas_config=jaas if method == "BASIC" else None,
-            realm=values.get("authentication.realm", "SchemaRegistry"),
-            roles=frozenset(role.strip() for role in roles.split(",") if role.strip()),
+            security=ListenerSecurity.from_properties(
+                values,
+                listener.scheme,
+                realm="SchemaRegistry",
+                jvm_options=environ.get("SCHEMA_REGISTRY_OPTS", ""),
+            ),
         )
 
 
@@ -86,16 +74,10 @@ class RegistryServer:
 
     def __init__(self, settings: RegistrySettings) -> None:
         self.settings = settings
-        auth = (
-            BasicAuth(
-                settings.realm, jaas_users(settings.jaas_config, settings.realm), settings.roles
-            )
-            if settings.jaas_config
-            else None
-        )
-        context = listener_ssl_context(settings.tls) if settings.tls is not None else None
+        auth = BasicAuth.of(settings.security)
+        context = settings.security.ssl_context()
         host, _, port = settings.listener.rpartition(":")
-        scheme = "https" if settings.tls is not None else "http"
+        scheme = "https" if context is not None else "http"
         self.service = RegistryService(
             bootstrap_servers=settings.bootstrap_servers,
             topic=settings.topic,

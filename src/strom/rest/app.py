@@ -26,10 +26,9 @@ from strom.rest.v3_records import record_routes
 from strom.rest.v3_topics import topic_routes
 from strom.web.http import BasicAuth, json_response
 from strom.web.http import create_app as web_app
-from strom.web.security import jaas_users, listener_ssl_context
 from strom.web.server import HttpServer
 
-__all__ = ["ExtraRoutes", "RestProxy", "basic_auth", "create_app", "rest_error"]
+__all__ = ["ExtraRoutes", "RestProxy", "create_app", "rest_error"]
 
 log = logging.getLogger("strom.rest")
 request_log = logging.getLogger("strom.rest.requests")
@@ -43,15 +42,6 @@ async def rest_error(request: Request, error: Exception) -> Response:
 
 ExtraRoutes = Callable[[ProxyContext], Sequence[BaseRoute]]
 """Routes a service built on the proxy serves beside (and before) the proxy's own."""
-
-
-def basic_auth(settings: RestSettings) -> BasicAuth | None:
-    """The listener's basic authentication (``authentication.method=BASIC``), if any."""
-    if not settings.jaas_config:
-        return None
-    return BasicAuth(
-        settings.realm, jaas_users(settings.jaas_config, settings.realm), settings.roles
-    )
 
 
 async def _root(request: Request) -> Response:
@@ -99,8 +89,8 @@ class RestProxy:
         extra_routes: ExtraRoutes | None = None,
         name: str = "rest-http",
     ) -> None:
-        auth = basic_auth(settings)
-        tls = listener_ssl_context(settings.listener_tls) if settings.listener_tls else None
+        auth = BasicAuth.of(settings.security)
+        tls = settings.security.ssl_context()
         settings.client_config()  # a client setting that cannot be used fails the start
         self._clients = KafkaClients(settings)
         self._consumers = ConsumerInstances(self._clients.config, settings.consumer_idle_ms)

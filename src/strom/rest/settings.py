@@ -11,12 +11,8 @@ from dataclasses import dataclass, field
 
 from strom.client.java_tls import tls_settings
 from strom.client.service_settings import int_setting
-from strom.security.jaas import (
-    LOGIN_CONFIG,
-    JaasConfigError,
-    login_config_from_jvm_options,
-    parse_jaas_config,
-)
+from strom.security.jaas import JaasConfigError, parse_jaas_config
+from strom.web.security import ListenerSecurity
 from strom.web.server import Listener
 
 __all__ = ["DEFAULT_LISTENER", "RestSettings", "SettingsError"]
@@ -37,13 +33,9 @@ class RestSettings:
 
     bootstrap_servers: str = "localhost:9092"
     listener: Listener = field(default_factory=lambda: Listener.parse(DEFAULT_LISTENER))
-    listener_tls: Mapping[str, str] | None = None
-    authentication: str = "NONE"
-    jaas_config: str | None = None
-    """The JAAS file of basic authentication's users (``java.security.auth.login.config``,
-    or ``-Djava.security.auth.login.config=`` in ``$KAFKAREST_OPTS``)."""
-    realm: str = "KafkaRest"
-    roles: frozenset[str] = frozenset({"*"})
+    security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    """The listener's ``ssl.*`` and basic authentication (the JAAS file also from
+    ``-Djava.security.auth.login.config=`` in ``$KAFKAREST_OPTS``; realm ``KafkaRest``)."""
     propagate: bool = False
     """``confluent.rest.auth.propagate.method=JETTY_AUTH``: each HTTP user's Kafka requests
     are made with that user's name and password (SASL PLAIN or SCRAM)."""
@@ -59,36 +51,25 @@ class RestSettings:
         cls, values: Mapping[str, str], environ: Mapping[str, str] = os.environ
     ) -> RestSettings:
         listener = Listener.parse(values.get("listeners", DEFAULT_LISTENER))
-        method = values.get("authentication.method", "NONE").strip().upper()
-        if method not in ("NONE", "BASIC"):
-            raise SettingsError(f"authentication.method: expected NONE or BASIC, got {method}")
+        security = ListenerSecurity.from_properties(
+            values,
+            listener.scheme,
+            realm="KafkaRest",
+            jvm_options=environ.get("KAFKAREST_OPTS", ""),
+        )
         propagate = values.get("confluent.rest.auth.propagate.method", "").strip().upper()
         if propagate not in ("", "JETTY_AUTH"):
             raise SettingsError(
                 f"confluent.rest.auth.propagate.method: expected JETTY_AUTH, got {propagate}"
             )
-        if propagate and method != "BASIC":
+        if propagate and security.jaas_config is None:
             raise SettingsError(
                 "confluent.rest.auth.propagate.method=JETTY_AUTH needs authentication.method=BASIC"
             )
-        jaas = values.get(LOGIN_CONFIG) or login_config_from_jvm_options(
-            environ.get("KAFKAREST_OPTS", "")
-        )
-        if method == "BASIC" and not jaas:
-            raise SettingsError(f"authentication.method=BASIC needs {LOGIN_CONFIG}")
-        roles = values.get("authentication.roles", "*")
         return cls(
             bootstrap_servers=values.get("bootstrap.servers", cls.bootstrap_servers),
             listener=listener,
-            listener_tls=(
-                {k: v for k, v in values.items() if k.startswith("ssl.")}
-                if listener.scheme == "https"
-                else None
-            ),
-            authentication=method,
-            jaas_config=jaas if method == "BASIC" else None,
-            realm=values.get("authentication.realm", cls.realm),
-            roles=frozenset(r.strip() for r in roles.split(",") if r.strip()),
+            security=security,
             propagate=bool(propagate),
             client={k[7:]: v for k, v in values.items() if k.startswith("client.")},
             schema_registry_url=values.get("schema.registry.url"),
