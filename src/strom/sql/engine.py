@@ -393,7 +393,10 @@ class Engine:
                 "STREAM AS SELECT statement instead."
             )
         sink = self.registry.with_schemas(
-            derived_source(s, plan.columns, source, plan.windowed), generated=True
+            derived_source(
+                s, plan.columns, source, s.query.window.kind if s.query.window else None
+            ),
+            generated=True,
         )
         frame = sink_frame(plan, sink)
         if not run:

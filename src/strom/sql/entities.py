@@ -147,7 +147,7 @@ def source_description(
         "statementText": text,
         "sourceDescription": {
             "name": source.name,
-            "windowType": "TUMBLING" if source.windowed else None,
+            "windowType": source.window_type.value if source.window_type else None,
             "readQueries": list(read_queries),
             "writeQueries": list(write_queries),
             "fields": [_field(c) for c in source.columns],

@@ -36,7 +36,8 @@ class DataSource:
     columns: tuple[Column, ...]
     partitions: int | None = None
     replicas: int | None = None
-    windowed: bool = False
+    window_type: st.WindowKind | None = None
+    """The window of a windowed table's (or stream's) keys, else None."""
     statement: str = ""
     key_schema_id: int | None = None
     value_schema_id: int | None = None
@@ -45,6 +46,10 @@ class DataSource:
     """That schema's text, where its records are binary (AVRO, PROTOBUF)."""
     key_schema: str | None = None
     """The key's, likewise."""
+
+    @property
+    def windowed(self) -> bool:
+        return self.window_type is not None
 
     @property
     def schema(self) -> SourceSchema:
@@ -175,10 +180,13 @@ def declared_source(s: st.CreateSource, infer: Infer | None = None) -> DataSourc
 
 
 def derived_source(
-    s: st.CreateAsSelect, output: tuple[OutputColumn, ...], source: DataSource, windowed: bool
+    s: st.CreateAsSelect,
+    output: tuple[OutputColumn, ...],
+    source: DataSource,
+    window_type: st.WindowKind | None,
 ) -> DataSource:
     """The sink of a `CREATE STREAM|TABLE ... AS SELECT`: its topic (default: the name), formats
-    (default: those of the source it reads) and the query's columns."""
+    (default: those of the source it reads), the query's columns and its window, if any."""
     props = properties(s.properties)
     topic = props.get("KAFKA_TOPIC", s.name)
     key_format, value_format = _formats(
@@ -194,7 +202,7 @@ def derived_source(
         columns,
         partitions=_int(props, "PARTITIONS"),
         replicas=_int(props, "REPLICAS"),
-        windowed=windowed,
+        window_type=window_type,
         statement=s.text,
     )
     _check_key_format(s.name, key_format, sink.keys)

@@ -76,6 +76,8 @@ def test_session_windows_emit_each_closed_session_once(
         f"FROM clicks {window} GROUP BY user EMIT FINAL;",
         **{"ksql.streams.auto.offset.reset": "earliest"},
     )
+    described = ksql(api, "DESCRIBE sessions;")[0]["sourceDescription"]
+    assert (described["windowType"], described["type"]) == ("SESSION", "TABLE")  # as ksqlDB's
     # The watermark is 19 s: a's first session (1-3 s, closing at 8 s) and b's (4 s) are
     # final; a's second (20 s) is open until a record of 26 s or later.
     closed = {
