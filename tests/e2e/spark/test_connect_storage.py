@@ -224,12 +224,14 @@ def test_avro_files_read_by_fastavro_and_restored_to_a_topic(
         )
         files = eventually(_files(store, 2), "two files")
         assert files == [f"topics/{topic}/partition=0/{topic}+0+{s:010d}.avro" for s in (0, 2)]
-        records = []
+        records: list[object] = []
         for name in files:
             with (store / name).open("rb") as data:
                 reader = fastavro.reader(data)
                 assert reader.codec == "snappy"
-                assert reader.writer_schema["name"] == "io.confluent.connect.avro.ConnectDefault"
+                schema = reader.writer_schema
+                assert isinstance(schema, dict)
+                assert schema["name"] == "io.confluent.connect.avro.ConnectDefault"
                 records.extend(reader)
         people = [{"id": i, "name": f"n{i}", "country": "fr" if i % 2 else "de"} for i in range(3)]
         assert records == people
