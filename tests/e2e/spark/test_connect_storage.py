@@ -2,7 +2,8 @@
 worker, driven over the REST API: a topic's records land as JSON lines, Parquet or CSV files
 named ``<topic>+<partition>+<start offset>.<ext>``, ``flush.size`` records each, under the
 partitioner's directories, and Spark reads the directory back; the sink's group has the offsets;
-a record the converter cannot take goes to the dead letter queue.
+a record the converter cannot take goes to the dead letter queue; Avro files are object
+container files of the values' schema, in the configured codec.
 The storage source restores such files to their topics and partitions, in offset order, or
 takes any files matching its patterns into topics. Bad settings are named by validate."""
 
@@ -12,6 +13,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import fastavro
 import httpx
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
@@ -196,6 +198,56 @@ def test_a_backup_restored_in_order_and_files_taken_as_they_come(
         assert sorted(json.loads(r.value or b"")["item"] for r in taken) == ["apple", "pear"]
 
 
+def test_avro_files_read_by_fastavro_and_restored_to_a_topic(
+    spark: SparkSession, broker: StromServer, tmp_path: Path
+) -> None:
+    topic = create_topic(broker.bootstrap, "storage-avro")
+    restored = create_topic(broker.bootstrap, "storage-avro-restored")
+    produce(broker.bootstrap, topic, _people(3))
+    store = tmp_path / "lake"
+    common = {"store.url": str(store), "format.class": "AvroFormat", **SCHEMALESS}
+    with (
+        Connect(broker.bootstrap, spark=lambda: spark) as worker,
+        httpx.Client(base_url=worker.url, timeout=60) as api,
+    ):
+        create(
+            api,
+            "lake-avro",
+            {
+                **common,
+                "connector.class": "StorageSink",
+                "topics": topic,
+                "format.class": "io.confluent.connect.s3.format.avro.AvroFormat",
+                "avro.codec": "snappy",
+                "flush.size": "2",
+            },
+        )
+        files = eventually(_files(store, 2), "two files")
+        assert files == [f"topics/{topic}/partition=0/{topic}+0+{s:010d}.avro" for s in (0, 2)]
+        records: list[object] = []
+        for name in files:
+            with (store / name).open("rb") as data:
+                reader = fastavro.reader(data)
+                assert reader.codec == "snappy"
+                schema = reader.writer_schema
+                assert isinstance(schema, dict)
+                assert schema["name"] == "io.confluent.connect.avro.ConnectDefault"
+                records.extend(reader)
+        people = [{"id": i, "name": f"n{i}", "country": "fr" if i % 2 else "de"} for i in range(3)]
+        assert records == people
+        create(api, "restore-avro", {**common, "connector.class": "StorageSource",
+                                     "transforms": "to", "transforms.to.type": "RegexRouter",
+                                     "transforms.to.regex": ".*",
+                                     "transforms.to.replacement": restored})  # fmt: skip
+
+        def read_back() -> list[Record] | None:
+            found = consume_all(broker.bootstrap, restored)
+            return found if len(found) == len(people) else None
+
+        back = eventually(read_back, "every record restored")
+        assert [json.loads(r.value or b"") for r in back] == people
+
+
 def test_validate_names_each_bad_layout_setting() -> None:
     answer = find_plugin("StorageSink").validate(
         {
@@ -203,7 +255,8 @@ def test_validate_names_each_bad_layout_setting() -> None:
             "name": "bad",
             "topics": "t",
             "store.url": "s3://bucket",
-            "format.class": "AvroFormat",
+            "format.class": "ByteArrayFormat",
+            "avro.codec": "zstd",
             "flush.size": "0",
             "partitioner.class": "FieldPartitioner",
         }
@@ -211,8 +264,11 @@ def test_validate_names_each_bad_layout_setting() -> None:
     errors = {
         c["value"]["name"]: c["value"]["errors"] for c in answer["configs"] if c["value"]["errors"]
     }
-    assert set(errors) == {"store.url", "format.class", "flush.size", "partition.field.name"}
-    assert answer["error_count"] == 4
+    assert set(errors) == {
+        "store.url", "format.class", "avro.codec", "flush.size", "partition.field.name"
+    }  # fmt: skip
+    assert errors["avro.codec"][0].endswith("String must be one of: null, deflate, snappy")
+    assert answer["error_count"] == 5
     source = find_plugin("StorageSource").validate(
         {
             "connector.class": "StorageSource",

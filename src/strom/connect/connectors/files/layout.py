@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 __all__ = [
     "FORMATS",
     "PARTITIONERS",
+    "SPARK_READERS",
     "Layout",
     "layout_problems",
     "store_extension",
@@ -35,8 +36,16 @@ PARTITIONERS = {
 """Confluent's partitioners by simple class name, with the ``path.format`` each implies."""
 DAY_MS = 24 * 3600 * 1000
 DURATIONS = {"DailyPartitioner": DAY_MS, "HourlyPartitioner": 3600 * 1000}
-FORMATS = {"JsonFormat": "json", "ParquetFormat": "parquet", "CsvFormat": "csv"}
+FORMATS = {
+    "JsonFormat": "json",
+    "ParquetFormat": "parquet",
+    "CsvFormat": "csv",
+    "AvroFormat": "avro",
+}
 """Formats by simple class name (``io.confluent.connect.s3.format.json.JsonFormat``, ...)."""
+SPARK_READERS = {"avro": "org.apache.spark.sql.avro.AvroFileFormat"}
+"""Spark's reader of an extension, where it is not the extension: Spark's Avro file format is
+in spark-sql's jar, but its short name ``avro`` only comes with the spark-avro jar."""
 EXTRACTORS = ("Record", "RecordField", "Wallclock")
 
 

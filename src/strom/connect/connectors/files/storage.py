@@ -1,11 +1,12 @@
 """A storage sink with the settings of Confluent's S3 and HDFS sinks, into a local (or shared)
-directory: the records of ``topics`` as JSON lines, CSV or Parquet files named
+directory: the records of ``topics`` as JSON lines, CSV, Parquet or Avro files named
 ``<topic>+<partition>+<start offset>.<ext>`` under ``<store.url>/<topics.dir>/<topic>/<encoded
 partition>/``, so Spark reads the topic's directory back (``partition=0``, ``field=value``,
 ``year=2026`` are its partition columns). One Spark query; its offsets are its group's."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import ClassVar
@@ -13,19 +14,22 @@ from typing import ClassVar
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.types import StructType
 
-from strom.connect.config_def import NO_DEFAULT, Definition, at_least
+from strom.connect.config_def import NO_DEFAULT, Definition, at_least, one_of
 from strom.connect.connectors.files.connectors import TRIGGER, sink_stream
 from strom.connect.connectors.files.layout import FORMATS, PARTITIONERS, Layout, layout_problems
 from strom.connect.connectors.files.rolling import RollingFiles
 from strom.connect.dead_letters import ErrorHandler
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.connect.registry_converters import avro_schema
 from strom.connect.transforms.columns import sink_records
 
 __all__ = ["StorageSink"]
 
 STORAGE = "Storage"
 PARTITIONER = "Partitioner"
+AVRO_CODECS = ("null", "deflate", "snappy")
 
 
 def _setting(  # noqa: PLR0917
@@ -89,6 +93,15 @@ class StorageSink(ConnectorPlugin):
             STORAGE,
             6,
             check=at_least(0),
+        ),
+        _setting(
+            "avro.codec",
+            "STRING",
+            "null",
+            "AvroFormat's compression codec: null, deflate or snappy.",
+            STORAGE,
+            7,
+            check=one_of(*AVRO_CODECS),
         ),
         _setting(
             "partitioner.class",
@@ -161,14 +174,21 @@ class StorageSink(ConnectorPlugin):
         sink_records(records, context)  # a transform that cannot run fails the start
         context.spark.dataSource.register(RollingFiles)
         rotate = int(config.get("rotate.interval.ms", "-1") or -1)
+        codec = config.get("avro.codec", "null").strip() or "null"
 
         def write(batch: DataFrame, batch_id: int) -> None:
             batch.persist()
             frame = sink_records(errors.good(batch, context.producer_options), context).persist()
             try:
                 if not frame.isEmpty():
-                    files = _files(frame, layout, flush).write.format(RollingFiles.name())
-                    files.mode("append").option("extension", layout.extension).save()
+                    struct = None if layout.extension == "json" else _values_type(frame)
+                    files = _files(frame, layout, flush, _data(layout.extension, struct))
+                    options = {"extension": layout.extension}
+                    if layout.extension == "avro":
+                        schema = _avro(files.drop("path").schema, struct)
+                        options.update({"avro.schema": schema, "avro.codec": codec})
+                    out = files.write.format(RollingFiles.name()).options(**options)
+                    out.mode("append").save()
             finally:
                 frame.unpersist()
                 batch.unpersist()
@@ -182,9 +202,9 @@ class StorageSink(ConnectorPlugin):
         )
 
 
-def _files(records: DataFrame, layout: Layout, flush: int) -> DataFrame:
-    """Each record's file (``path``) and data columns, sorted by file and offset: a file per
-    ``flush.size`` records of a topic partition and encoded partition."""
+def _files(records: DataFrame, layout: Layout, flush: int, data: list[Column]) -> DataFrame:
+    """Each record's file (``path``) and ``data`` columns, sorted by file and offset: a file
+    per ``flush.size`` records of a topic partition and encoded partition."""
     frame = records.withColumn("encoded", layout.encoded())
     key = (F.col("topic"), F.col("partition"), F.col("encoded"))
     rank = F.row_number().over(Window.partitionBy(*key).orderBy("offset")) - 1
@@ -193,22 +213,33 @@ def _files(records: DataFrame, layout: Layout, flush: int) -> DataFrame:
     name = layout.file_name(F.col("topic"), F.col("partition"), start)
     path = F.concat(layout.directory(F.col("topic"), F.col("encoded")), F.lit("/"), name)
     return (
-        frame.select(path.alias("path"), "offset", *_data(records, layout.extension))
+        frame.select(path.alias("path"), "offset", *data)
         .repartition("path")
         .sortWithinPartitions("path", "offset")
         .drop("offset")
     )
 
 
-def _data(records: DataFrame, extension: str) -> list[Column]:
-    """The columns a file holds: JSON lines the values' JSON text; Parquet and CSV the values'
-    fields, typed by the batch's values (one small job), or a ``value`` column of text."""
-    if extension == "json":
-        return [F.concat(F.col("value"), F.lit("\n")).alias("line")]
+def _values_type(records: DataFrame) -> str | None:
+    """The values' struct type (Spark's DDL), typed by their JSON (one small job), or None
+    when they are not all JSON objects."""
     parsed = F.try_parse_json(F.col("value"))
     found = records.select(F.schema_of_variant_agg(parsed)).first()
     schema = str(found[0]) if found else ""
-    if not schema.startswith("OBJECT<"):
+    return re.sub(r"\bOBJECT<", "STRUCT<", schema) if schema.startswith("OBJECT<") else None
+
+
+def _data(extension: str, struct: str | None) -> list[Column]:
+    """The columns a file holds: JSON lines the values' JSON text; Parquet, CSV and Avro the
+    values' fields (of type ``struct``), or a ``value`` column of text."""
+    if extension == "json":
+        return [F.concat(F.col("value"), F.lit("\n")).alias("line")]
+    if struct is None:
         return [F.col("value")]
-    struct = re.sub(r"\bOBJECT<", "STRUCT<", schema)
     return [F.inline(F.array(F.from_json(F.col("value"), struct)))]  # its fields
+
+
+def _avro(data: StructType, struct: str | None) -> str:
+    """The Avro schema (JSON) of the files' ``data`` columns, as Confluent's AvroData makes
+    it of a Connect schema: a record of the values' fields, or an optional string."""
+    return json.dumps(avro_schema(data) if struct is not None else ["null", "string"])

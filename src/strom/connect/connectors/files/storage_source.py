@@ -3,7 +3,7 @@ directory: in ``RESTORE_BACKUP`` mode the files a storage sink wrote
 (``<topics.dir>/<topic>/.../<topic>+<partition>+<start offset>.<ext>``) go back to their topic
 and partition in offset order; in ``GENERALIZED`` mode any file whose path (under
 ``topics.dir``) matches a ``topic.regex.list`` pattern goes to that pattern's topic. Each row of a
-JSON lines, CSV (with a header) or Parquet file is a record whose value is the row (a struct
+JSON lines, CSV (with a header), Parquet or Avro file is a record whose value is the row (a struct
 the value converter writes), read by Spark's file stream source: the files seen are in the
 query's checkpoint, as a Connect source's offsets."""
 
@@ -21,6 +21,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from strom.connect.config_def import NO_DEFAULT, Definition, at_least, one_of
 from strom.connect.connectors.files.layout import (
     FORMATS,
+    SPARK_READERS,
     store_extension,
     store_path,
     store_problems,
@@ -169,9 +170,10 @@ def _file_stream(spark: SparkSession, directory: Path, extension: str) -> DataFr
     options = {"recursiveFileLookup": "true", "pathGlobFilter": f"*.{extension}"}
     if extension == "csv":
         options.update(header="true", inferSchema="true")
-    schema = spark.read.format(extension).options(**options).load(str(directory)).schema
+    reader = SPARK_READERS.get(extension, extension)
+    schema = spark.read.format(reader).options(**options).load(str(directory)).schema
     return (
-        spark.readStream.format(extension)
+        spark.readStream.format(reader)
         .options(**options)
         .schema(schema)
         .load(str(directory))
