@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -24,6 +25,13 @@ LOCAL_CONF = {
 }
 """Settings for one machine: no web UI, few shuffle partitions, loopback only, and
 Python workers running this interpreter (so they import strom from the same environment)."""
+
+
+WORKER_SITE = str(Path(__file__).with_name("worker_site"))
+"""Put first on the Python workers' PYTHONPATH (``spark.executorEnv.PYTHONPATH``): its
+``sitecustomize`` moves PySpark's zips, which Spark puts before everything else, behind the
+installed pyspark, so workers import PySpark's compiled bytecode instead of compiling the zip's
+sources in every worker process (measured in docs/benchmarks.md)."""
 
 
 class WorkerPythonError(RuntimeError):
@@ -85,7 +93,8 @@ def session(
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # read by the JVM when it starts
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in _with_strom_jar({**LOCAL_CONF, **(conf or {})}).items():
+    settings = _with_worker_site(_with_strom_jar({**LOCAL_CONF, **(conf or {})}))
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if log_level is not None:
@@ -101,6 +110,12 @@ def _with_strom_jar(conf: dict[str, str]) -> dict[str, str]:
     except JvmBuildError:
         return conf
     return {**conf, "spark.jars": ",".join(j for j in (conf.get("spark.jars"), built) if j)}
+
+
+def _with_worker_site(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` with :data:`WORKER_SITE` first in ``spark.executorEnv.PYTHONPATH``."""
+    key = "spark.executorEnv.PYTHONPATH"
+    return {**conf, key: os.pathsep.join(p for p in (WORKER_SITE, conf.get(key)) if p)}
 
 
 def activate(spark: SparkSession) -> SparkSession:

@@ -7,6 +7,7 @@ import json
 import time
 from typing import Any
 
+import pyspark
 import pytest
 from confluent_kafka import Producer, TopicPartition
 from pyspark.sql import DataFrame, SparkSession
@@ -246,3 +247,10 @@ def test_read_committed_skips_aborted_and_stops_at_an_open_transaction(
     assert values("read_uncommitted") == [b"c1", b"c2", b"a1", b"a2", b"c3", b"open"]
     producer.commit_transaction(15)
     assert values("read_committed") == [b"c1", b"c2", b"c3", b"open"]
+
+
+def test_python_workers_import_pyspark_compiled_not_from_spark_s_zip(spark: SparkSession) -> None:
+    """Spark puts ``pyspark.zip`` first on its workers' PYTHONPATH; imported from there, every
+    worker process would compile PySpark again (``strom.spark.session.WORKER_SITE``)."""
+    files = spark.sparkContext.parallelize(range(2), 2).map(lambda _: pyspark.__file__).collect()
+    assert files and all(".zip" not in f and f.endswith("__init__.py") for f in files), files

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from strom.spark.session import worker_python_problem
+import pyspark
+
+from strom.spark.session import WORKER_SITE, worker_python_problem
 
 
 def test_this_interpreter_is_fine() -> None:
@@ -39,3 +42,21 @@ def test_without_the_spark_extra_the_import_says_what_to_install() -> None:
         "ImportError: strom.spark needs pyspark, which this environment lacks: "
         "pip install 'strom[spark]'"
     )
+
+
+def test_workers_import_the_installed_pyspark_not_the_zip_spark_puts_first() -> None:
+    installed = Path(pyspark.__file__)
+    lib = installed.parent / "python" / "lib"
+    spark_path = [str(lib / "pyspark.zip"), *map(str, sorted(lib.glob("py4j-*-src.zip")))]
+    probe = "import pyspark, py4j; print(pyspark.__file__); print(py4j.__file__)"
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={"PYTHONPATH": os.pathsep.join([*spark_path, WORKER_SITE])},  # as Spark builds it
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    pyspark_file, py4j_file = result.stdout.split()
+    assert pyspark_file == str(installed)
+    assert ".zip" not in py4j_file

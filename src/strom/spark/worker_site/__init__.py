@@ -1,0 +1,2 @@
+"""A directory for the front of Spark's Python workers' PYTHONPATH (``strom.spark.session``
+puts it there): its ``sitecustomize`` runs first in every worker."""
