@@ -13,12 +13,13 @@ Exit status 1 when a check fails. What runs:
   started again; the producer writes more. Checked: every record A acknowledged reaches
   ``A.events`` on B, and the mirror process is still running.
 - ``failover``: a consumer group reads ``orders`` on A at a steady pace, committing as it
-  goes, while the mirror copies it and emits checkpoints; once B holds every record, A is
-  killed (the group with it). The group's offsets are translated
-  (``translate_offsets``, MM2's ``RemoteClusterUtils.translateOffsets``) and it resumes on
-  ``A.orders`` on B. Checked: no record read on neither cluster (none lost), and the records
-  read on both at most those the group read on A in its last two checkpoint intervals and 2 s
-  plus ``offset.lag.max`` per partition (the syncs' granularity).
+  goes, while the mirror copies it and emits checkpoints; once B holds every record and a
+  checkpoint of each partition, A is killed (the group with it). The group's offsets are
+  translated (``translate_offsets``, MM2's ``RemoteClusterUtils.translateOffsets``) and it
+  resumes on ``A.orders`` on B. Checked: no record read on neither cluster (none lost), and the
+  records read on both at most those the group read on A in its last two checkpoint intervals
+  and 2 s plus the syncs' granularity per partition (``offset.lag.max``, or more in a batch
+  copying more than ``SYNCS_PER_BATCH`` times that).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from strom.connect.connectors.mirror import translate_offsets
+from strom.connect.connectors.mirror.translate import SYNCS_PER_BATCH
 from strom.testing import Cluster
 
 PARTITIONS = 3
@@ -87,15 +89,16 @@ def read_all(bootstrap: str, topic: str) -> list[bytes]:
         if topic not in consumer.list_topics(timeout=10).topics:
             return []
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-        return _until_eof(consumer)
+        return _until_eof(consumer, PARTITIONS)
     finally:
         consumer.close()
 
 
-def _until_eof(consumer: Consumer) -> list[bytes]:
+def _until_eof(consumer: Consumer, partitions: int) -> list[bytes]:
+    """The values up to the end of the ``partitions`` partitions ``consumer`` is assigned."""
     values: list[bytes] = []
     ended: set[int] = set()
-    while len(ended) < PARTITIONS:
+    while len(ended) < partitions:
         message: Any = consumer.poll(10)
         assert message is not None, "no end of the partitions within 10 s"
         if message.error() is not None:
@@ -206,27 +209,32 @@ def failover(a: Cluster, b: Cluster, checkpoint_s: int, read_s: float) -> list[s
                 writer.poll(0.05)
     assert writer.flush(60) == 0
     group = {"bootstrap.servers": a.bootstrap_servers, "group.id": "failover"}
+    on_b = {"bootstrap.servers": b.bootstrap_servers}
     consumer = Consumer({**group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.subscribe(["orders"])
     read_on_a: list[tuple[float, bytes]] = []
     started = looked = time.monotonic()
     copied = False
-    # ~1000 records a second, committed as read, for read_s and until B holds every record
+    # ~1000 records a second, committed as read, for read_s and until B holds every record and
+    # checkpoints of every partition (the mirror's first syncs come after its first batch)
     while time.monotonic() - started < read_s or not copied:
-        assert time.monotonic() - started < WAIT_S, "orders not all on B"
+        assert time.monotonic() - started < WAIT_S, "orders and checkpoints not all on B"
         messages = [m for m in consumer.consume(100, timeout=1) if m.error() is None]
         read_on_a += [(time.monotonic(), m.value() or b"") for m in messages]
         if messages:
             consumer.commit(asynchronous=False)
         time.sleep(0.1)
         if not copied and time.monotonic() - looked > 2:
-            copied = len(read_all(b.bootstrap_servers, "A.orders")) >= len(written)
+            copied = (
+                len(read_all(b.bootstrap_servers, "A.orders")) >= len(written)
+                and len(translate_offsets(on_b, "A", "failover")) == PARTITIONS
+            )
             looked = time.monotonic()
     down = time.monotonic()  # A dies with the group still reading
     for node in a.nodes:
         a.kill(node)
     consumer.close()
-    offsets = translate_offsets({"bootstrap.servers": b.bootstrap_servers}, "A", "failover")
+    offsets = translate_offsets(on_b, "A", "failover")
     print(f"failover: {len(read_on_a)} read on A; translated offsets {offsets}")
     resumed = Consumer(
         {
@@ -237,13 +245,14 @@ def failover(a: Cluster, b: Cluster, checkpoint_s: int, read_s: float) -> list[s
         }
     )
     resumed.assign([TopicPartition(tp.topic, tp.partition, o) for tp, o in offsets.items()])
-    read_on_b = _until_eof(resumed) if offsets else []
+    read_on_b = _until_eof(resumed, len(offsets)) if offsets else []
     resumed.close()
     on_a = {value for _, value in read_on_a}
     lost = set(written) - on_a - set(read_on_b)
     twice = on_a & set(read_on_b)
     window = 2 * checkpoint_s + 2  # a checkpoint interval late, and one query trigger's slack
-    bound = sum(1 for at, _ in read_on_a if at > down - window) + PARTITIONS * LAG_MAX
+    granularity = max(LAG_MAX, -(-len(written) // SYNCS_PER_BATCH))  # a batch of all of it
+    bound = sum(1 for at, _ in read_on_a if at > down - window) + PARTITIONS * granularity
     print(
         f"failover: {len(read_on_b)} read on B from the translated offsets; lost {len(lost)}, "
         f"read on both {len(twice)} (bound {bound})"

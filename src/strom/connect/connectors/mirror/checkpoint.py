@@ -266,18 +266,21 @@ class _Checkpoints(SimpleDataSourceStreamReader):
                 }
             )
             self._consumer.assign([KafkaTopicPartition(self.syncs_topic, 0, OFFSET_BEGINNING)])
-        _, high = self._consumer.get_watermark_offsets(
-            KafkaTopicPartition(self.syncs_topic, 0), timeout=TIMEOUT_S
-        )
-        position = self._consumer.position([KafkaTopicPartition(self.syncs_topic, 0)])[0].offset
+        partition = KafkaTopicPartition(self.syncs_topic, 0)
+        low, high = self._consumer.get_watermark_offsets(partition, timeout=TIMEOUT_S)
+        # before its first record the consumer is at OFFSET_INVALID (-1001), below any end: read
+        # from the start only up to ``high``, never wait for syncs written after it
+        position = max(self._consumer.position([partition])[0].offset, low)
         while position < high:
             message: Any = self._consumer.poll(TIMEOUT_S)
             if message is None:
                 raise TimeoutError(f"no offset syncs from {self.syncs_topic} in {TIMEOUT_S} s")
             if message.error() is not None:
-                if message.error().code() == KafkaError._PARTITION_EOF:
+                if message.error().code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(message.error().str())
+                if message.offset() >= high:
                     break
-                raise RuntimeError(message.error().str())
+                continue  # an end met by an earlier fetch, before the syncs up to ``high``
             self.store.apply(OffsetSync.decode(message.key() or b"", message.value() or b""))
             position = message.offset() + 1
 
