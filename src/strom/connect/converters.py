@@ -105,6 +105,14 @@ def connect_schema(
     return schema
 
 
+def json_text(data: Column) -> Column:
+    """Any column as its JSON text, as Spark's ``to_json`` writes it (``{"v":X}`` -> ``X``),
+    nulls included."""
+    return F.regexp_extract(
+        F.to_json(F.struct(data.alias("v")), {"ignoreNullFields": "false"}), r'^\{"v":(.*)\}$', 1
+    )
+
+
 def json_payload(data: Column, data_type: DataType) -> Column:
     """``data`` as JsonConverter's payload wants it: dates as days, timestamps as epoch
     milliseconds, decimals as the base64 of the unscaled value's two's complement bytes
@@ -250,9 +258,7 @@ class Converter:
                 )
             )
             return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(envelope, "UTF-8"))
-        # {"v":X} -> X: the JSON text of the string, as Spark's to_json writes it
-        bare = F.regexp_extract(F.to_json(F.struct(data.alias("v"))), r'^\{"v":(.*)\}$', 1)
-        return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(bare, "UTF-8"))
+        return F.when(data.isNull(), F.lit(None)).otherwise(F.encode(json_text(data), "UTF-8"))
 
     def text_error(self, raw: Column) -> Column:
         """Why ``raw`` is no data of this converter (Connect's message), or null."""

@@ -17,7 +17,6 @@ record (``RegistryCodec``), as Python's protobuf runtime is the only decoder at 
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -52,6 +51,7 @@ from strom.connect.converters import (
     Converter,
     RegistrySettings,
     json_payload,
+    json_text,
 )
 from strom.registry.codec import RegistryCodec, RegistrySchema
 from strom.registry.protobuf_schema import ProtobufSchema
@@ -59,6 +59,7 @@ from strom.registry.schema_types import SchemaType
 from strom.registry.wire import frame
 from strom.spark.avro import as_plain_data, avro_type
 from strom.spark.jvm import avro_decode, avro_encode
+from strom.spark.registry_formats import registry_codec
 
 __all__ = ["avro_schema", "decoded", "json_schema", "plain", "serialize"]
 
@@ -237,24 +238,8 @@ def _schema_payload(data: Column, data_type: DataType) -> Column:
     return data
 
 
-def _json_text(data: Column) -> Column:
-    """Any column as its JSON text (``{"v":X}`` -> ``X``), nulls included."""
-    return F.regexp_extract(
-        F.to_json(F.struct(data.alias("v")), {"ignoreNullFields": "false"}), r'^\{"v":(.*)\}$', 1
-    )
-
-
-_codecs: dict[RegistrySettings, RegistryCodec] = {}
-_codecs_lock = threading.Lock()
-
-
 def _codec(settings: RegistrySettings) -> RegistryCodec:
-    """This process's codec of a registry (driver or Python worker): its cache outlives a batch."""
-    with _codecs_lock:
-        codec = _codecs.get(settings)
-        if codec is None:
-            codec = _codecs[settings] = RegistryCodec(settings.url, auth=settings.auth)
-        return codec
+    return registry_codec(settings.url, settings.auth)
 
 
 def _writer(
@@ -302,7 +287,7 @@ def serialize(  # noqa: PLR0917 - a converter's call with the record's part and 
         subject = settings.subject(part, topic, document.get("title"))
         text = json.dumps(document, separators=(",", ":"))
         schema_id, _ = _writer(settings, subject, SchemaType.JSON, text)
-        payload = F.encode(_json_text(_schema_payload(data, data_type)), "UTF-8")
+        payload = F.encode(json_text(_schema_payload(data, data_type)), "UTF-8")
         framed = F.concat(F.lit(frame(schema_id, b"")), payload)
         return F.when(data.isNull(), F.lit(None).cast("binary")).otherwise(framed)
     raise ValueError(

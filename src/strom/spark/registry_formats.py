@@ -21,20 +21,21 @@ from strom.registry.codec import RegistryCodec
 from strom.registry.schema_types import SchemaType
 from strom.spark.avro import as_plain_data, avro_type
 
-__all__ = ["decode_registry_value", "encode_registry_value"]
+__all__ = ["decode_registry_value", "encode_registry_value", "registry_codec"]
 
 _HEADER_BYTES = 5  # the magic byte and the schema id (JSON Schema values have no indexes)
 _TYPES = {"avro": SchemaType.AVRO, "json": SchemaType.JSON, "protobuf": SchemaType.PROTOBUF}
-_codecs: dict[str, RegistryCodec] = {}
+_codecs: dict[tuple[str, tuple[str, str] | None], RegistryCodec] = {}
 _codecs_lock = threading.Lock()
 
 
-def _codec(url: str) -> RegistryCodec:
-    """This process's codec of a registry: its schema cache outlives a task."""
+def registry_codec(url: str, auth: tuple[str, str] | None = None) -> RegistryCodec:
+    """This process's codec of a registry (driver or Python worker), by its URL and login:
+    its schema cache outlives a task."""
     with _codecs_lock:
-        codec = _codecs.get(url)
+        codec = _codecs.get((url, auth))
         if codec is None:
-            codec = _codecs[url] = RegistryCodec(url)
+            codec = _codecs[url, auth] = RegistryCodec(url, auth=auth)
         return codec
 
 
@@ -61,7 +62,7 @@ def decode_registry_value(
         def to_json(value: bytes | None) -> str | None:
             if value is None:
                 return None
-            return json.dumps(_codec(registry).decode(value), separators=(",", ":"))
+            return json.dumps(registry_codec(registry).decode(value), separators=(",", ":"))
 
         text = F.udf(to_json, StringType(), useArrow=False)(data)
         return text if schema is None else F.from_json(text, schema)
@@ -69,12 +70,12 @@ def decode_registry_value(
     if reader is None:
         if subject is None:
             raise ValueError("decoding avro from a registry needs subject= or schema=")
-        reader = _codec(registry).latest(subject).text
+        reader = registry_codec(registry).latest(subject).text
 
     def decode(value: bytes | None) -> Any:
         if value is None:
             return None
-        return _codec(registry).decode(value, reader_schema=reader)
+        return registry_codec(registry).decode(value, reader_schema=reader)
 
     return F.udf(decode, avro_type(reader), useArrow=False)(data)
 
@@ -85,11 +86,11 @@ def encode_registry_value(
     """A column to framed values of ``schema``, registered under ``subject`` (or found there)."""
     if fmt not in _TYPES:
         raise ValueError(f"cannot encode {fmt!r} for a registry: use avro, json or protobuf")
-    schema_id = _codec(registry).register(subject, _TYPES[fmt], schema)
+    schema_id = registry_codec(registry).register(subject, _TYPES[fmt], schema)
 
     def encode(value: Any) -> bytes | None:
         if value is None:
             return None
-        return _codec(registry).encode(schema_id, as_plain_data(value))
+        return registry_codec(registry).encode(schema_id, as_plain_data(value))
 
     return F.udf(encode, BinaryType(), useArrow=False)(data)
