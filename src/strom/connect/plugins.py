@@ -268,10 +268,10 @@ class ConnectorPlugin(ABC):
     kind: ClassVar[str]  # "source" or "sink"
     definitions: ClassVar[tuple[Definition, ...]] = ()
     tolerates_errors: ClassVar[bool] = False
+    """Whether the connector runs ``errors.tolerance=all`` (and a sink's dead letter queue)."""
     retry_timeout_ms: ClassVar[int | None] = 0
     """``errors.retry.timeout`` when the config gives none: Kafka's 0 (a failure is the
     task's at once); None for a connector that waits for its cluster as a client does."""
-    """Whether the connector runs ``errors.tolerance=all`` (and a sink's dead letter queue)."""
 
     @classmethod
     def aliases(cls) -> tuple[str, ...]:
