@@ -122,43 +122,69 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--topics", type=int, default=10)
     parser.add_argument("--loads", type=int, default=5)
+    parser.add_argument(
+        "--bootstrap-servers",
+        help="a running cluster to use (its paint-N topics made if missing) instead of starting"
+        " one: a before/after pair runs against the same partitions",
+    )
+    parser.add_argument(
+        "--hold", action="store_true", help="start the cluster, make the topics, print its"
+        " bootstrap servers and keep it up until interrupted (for --bootstrap-servers)",
+    )  # fmt: skip
     args = parser.parse_args()
-    per_topic = args.partitions // args.topics
-    brokers = brokers_for(args.partitions)
-    with servers(brokers) as running:
-        admin = AdminClient(running.admin_config())
-        started = time.monotonic()
-        for index in range(args.topics):
-            name = f"paint-{index}"
+    if args.bootstrap_servers:
+        make_topics(args.bootstrap_servers, args.partitions, args.topics)
+        measure(args.bootstrap_servers, args.loads)
+        return
+    with servers(brokers_for(args.partitions)) as running:
+        make_topics(running.bootstrap_servers, args.partitions, args.topics)
+        if not args.hold:
+            measure(running.bootstrap_servers, args.loads)
+            return
+        print(f"--bootstrap-servers {running.bootstrap_servers}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(60)
+
+
+def make_topics(bootstrap_servers: str, partitions: int, topics: int) -> None:
+    """The ``paint-N`` topics of ``partitions // topics`` partitions each, those not there."""
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    per_topic = partitions // topics
+    there = admin.list_topics(timeout=30).topics
+    started = time.monotonic()
+    for name in (f"paint-{index}" for index in range(topics)):
+        if name not in there:
             topic = NewTopic(name, num_partitions=per_topic, replication_factor=1)
-            futures = admin.create_topics([topic], operation_timeout=300)
-            futures[name].result(timeout=600)
-        print(f"{args.topics} topics of {per_topic} partitions ({args.topics * per_topic}) "
-              f"on {brokers} broker(s) created in {time.monotonic() - started:.0f} s")  # fmt: skip
-        settings = RestSettings.from_properties(
-            {"bootstrap.servers": running.bootstrap_servers, "listeners": "http://127.0.0.1:0"}
-        )
-        console = Console(settings)
-        console.start()
-        browser = chromium()
-        try:
-            with httpx.Client(timeout=60) as client:
-                rows = answer_ms(client, f"{console.url}/api/console/topics", args.loads)
-                counted = answer_ms(
-                    client, f"{console.url}/api/console/topics?records=true", args.loads
-                )
-            loads = [paint_ms(browser, f"{console.url}/#/topics") for _ in range(args.loads)]
-        finally:
-            browser.quit()  # type: ignore[attr-defined]
-            console.stop()
+            admin.create_topics([topic], operation_timeout=300)[name].result(timeout=600)
+    print(f"{topics} topics of {per_topic} partitions ({topics * per_topic}) "
+          f"ready in {time.monotonic() - started:.0f} s")  # fmt: skip
+
+
+def measure(bootstrap_servers: str, loads: int) -> None:
+    """A console in this process over the cluster, its topics page loaded ``loads`` times."""
+    settings = RestSettings.from_properties(
+        {"bootstrap.servers": bootstrap_servers, "listeners": "http://127.0.0.1:0"}
+    )
+    console = Console(settings)
+    console.start()
+    browser = chromium()
+    try:
+        with httpx.Client(timeout=60) as client:
+            rows = answer_ms(client, f"{console.url}/api/console/topics", loads)
+            counted = answer_ms(client, f"{console.url}/api/console/topics?records=true", loads)
+        paints = [paint_ms(browser, f"{console.url}/#/topics") for _ in range(loads)]
+    finally:
+        browser.quit()  # type: ignore[attr-defined]
+        console.stop()
     for what, times in (
         ("GET /api/console/topics", rows),
         ("GET /api/console/topics?records=true", counted),
-        ("topics table painted (goal < 1000 ms)", [painted for painted, _ in loads]),
-        ("records held filled in", [filled for _, filled in loads]),
+        ("topics table painted (goal < 1000 ms)", [painted for painted, _ in paints]),
+        ("records held filled in", [filled for _, filled in paints]),
     ):
         print(f"{what}: median {statistics.median(times):.0f} ms, max {max(times):.0f} ms "
-              f"over {args.loads}")  # fmt: skip
+              f"over {loads}")  # fmt: skip
 
 
 if __name__ == "__main__":

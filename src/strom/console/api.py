@@ -6,10 +6,10 @@ API itself."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
-from collections.abc import Mapping
-from concurrent.futures import wait
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Final
 
 from confluent_kafka import Consumer as KafkaConsumer
@@ -19,26 +19,23 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    ConfigResource,
-    OffsetSpec,
-    ResourceType,
-)
+from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from strom.client.security import ClientSecurity, librdkafka_security
+from strom.console.offsets import EARLIEST, LATEST, watermarks
 from strom.console.resets import ResetTarget, check_inactive, new_offset, parse_target
+from strom.console.snapshots import Snapshots
 from strom.console.views import BrokerView, PartitionView, cluster_health, topic_row
 from strom.rest.context import ProxyContext
 from strom.rest.errors import RestError, from_kafka
-from strom.rest.gateway import blocking, result
+from strom.rest.gateway import Login, blocking, result
 from strom.web.http import json_response
 
 __all__ = ["console_api"]
 
-EARLIEST: Final = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-LATEST: Final = OffsetSpec.latest()  # type: ignore[no-untyped-call]
 MAX_RECORDS: Final = 500
 INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state",
                                     "__share_group_state"})  # fmt: skip
@@ -128,6 +125,12 @@ def _held(
 
 
 def console_api(context: ProxyContext) -> list[Route]:
+    async def list_topics(login: Hashable) -> Any:
+        return await blocking(context.clients.admin(login).list_topics, timeout=10)  # type: ignore[arg-type]
+
+    snapshots: Snapshots[Any] = Snapshots(list_topics)
+    securities: dict[Login, ClientSecurity] = {}
+
     async def _call(future: Any) -> Any:
         try:
             return await result(future)
@@ -155,48 +158,65 @@ def console_api(context: ProxyContext) -> list[Route]:
                 found[resource.name] = int(entry.value)
         return found
 
+    async def _metadata(request: Request, *, fresh: bool = False) -> Any:
+        """The cluster's Metadata answer (``list_topics``) of the request's login, at most
+        ``MAX_AGE_S`` old unless ``fresh``."""
+        return await snapshots.get(context.login(request), fresh=fresh)
+
+    async def _at(
+        request: Request, keys: Iterable[tuple[str, int]], *timestamps: int
+    ) -> list[dict[tuple[str, int], int]]:
+        """For each of ``timestamps``, the partitions' offsets (``offsets.watermarks``) from
+        their leaders in the Metadata answer; a partition without a leader, or whose leader
+        could not answer, is left out."""
+        keys = list(keys)
+        if not keys:
+            return [{} for _ in timestamps]
+        metadata = await _metadata(request)
+        if any(topic not in metadata.topics for topic, _ in keys):  # made since it was asked
+            metadata = await _metadata(request, fresh=True)
+        leaders: dict[int, list[tuple[str, int]]] = {}
+        for topic, partition in keys:
+            found = metadata.topics.get(topic)
+            where = None if found is None else found.partitions.get(partition)
+            if where is not None and where.leader >= 0:
+                leaders.setdefault(where.leader, []).append((topic, partition))
+        addresses = {b.id: (b.host, b.port) for b in metadata.brokers.values()}
+        return await watermarks(leaders, addresses, _security(request), timestamps=timestamps)
+
     async def _offsets(
-        request: Request, parts: list[PartitionView]
+        request: Request, keys: Iterable[tuple[str, int]]
     ) -> dict[tuple[str, int], tuple[int, int]]:
-        if not parts:
-            return {}
-        admin = context.admin(request)
-        keys = [TopicPartition(p.topic, p.partition) for p in parts if not p.offline]
-        earliest = admin.list_offsets(dict.fromkeys(keys, EARLIEST))
-        latest = admin.list_offsets(dict.fromkeys(keys, LATEST))
-        # all awaited at once: one await a partition costs a turn of the loop each
-        await blocking(wait, [*earliest.values(), *latest.values()])
-        found = {}
-        for tp in keys:
-            try:
-                found[(tp.topic, tp.partition)] = (
-                    earliest[tp].result().offset,
-                    latest[tp].result().offset,
-                )
-            except KafkaException:
-                continue  # a partition without a leader right now
-        return found
+        """Each partition's earliest and latest offsets (those found)."""
+        earliest, latest = await _at(request, keys, EARLIEST, LATEST)
+        return {key: (earliest[key], latest[key]) for key in earliest.keys() & latest.keys()}
+
+    def _security(request: Request) -> ClientSecurity:
+        login = context.login(request)
+        if login not in securities:
+            securities[login] = librdkafka_security(context.clients.config(login))
+        return securities[login]
 
     async def cluster(request: Request) -> Response:
         admin = context.admin(request)
         described = await _call(admin.describe_cluster())
-        metadata = await blocking(admin.list_topics, timeout=10)
-        topics = await _described(request, sorted(metadata.topics))
+        metadata = await _metadata(request)
         min_isr = await _min_isr(request, sorted(metadata.topics))
         live = [BrokerView(n.id, n.host, n.port, n.rack, alive=True) for n in described.nodes]
         controller = None if described.controller is None else described.controller.id
-        partitions = (p for t in topics for p in _partitions(t, min_isr))
+        partitions = (p for ps in _listed(metadata, min_isr).values() for p in ps)
         health = cluster_health(live, partitions, controller)
         return json_response({"cluster_id": described.cluster_id, **health})
 
     async def topics(request: Request) -> Response:
         """The topics page's rows; their records held (two ListOffsets over every partition,
         the costly part) only with ``?records=true``: the page paints without them first."""
-        metadata = await blocking(context.admin(request).list_topics, timeout=10)
+        metadata = await _metadata(request)
         parts = _listed(metadata, await _min_isr(request, sorted(metadata.topics)))
         offsets = None
         if request.query_params.get("records") == "true":
-            offsets = await _offsets(request, [p for ps in parts.values() for p in ps])
+            offsets = await _offsets(request, ((p.topic, p.partition) for ps in parts.values()
+                                               for p in ps))  # fmt: skip
         rows = [
             topic_row(
                 name,
@@ -218,7 +238,7 @@ def console_api(context: ProxyContext) -> list[Route]:
         min_isr = entries.get("min.insync.replicas")
         given = min_isr is not None and min_isr.value is not None
         parts = _partitions(described, {name: int(min_isr.value)} if given else None)
-        offsets = await _offsets(request, parts)
+        offsets = await _offsets(request, ((name, p.partition) for p in parts))
         return json_response({
             "name": name,
             "partitions": [
@@ -250,11 +270,11 @@ def console_api(context: ProxyContext) -> list[Route]:
         parts = [p for p in _partitions(described) if p.partition == partition]
         if not parts:
             raise RestError(404, 40402, "Partition not found.")
-        earliest, latest = (await _offsets(request, parts)).get((name, partition), (0, 0))
+        key = (name, partition)
+        earliest, latest = (await _offsets(request, [key])).get(key, (0, 0))
         if at is not None:  # the first record at or after it, as ListOffsets finds it
-            spec = OffsetSpec.for_timestamp(at)
-            key = TopicPartition(name, partition)
-            found = (await _call(context.admin(request).list_offsets({key: spec})[key])).offset
+            [by_time] = await _at(request, [key], at)
+            found = by_time.get(key, -1)
             offset = latest if found < 0 else found
         start = max(offset, earliest)
         config = context.clients.config(context.login(request))
@@ -267,13 +287,15 @@ def console_api(context: ProxyContext) -> list[Route]:
         admin = context.admin(request)
         listed = await _call(admin.list_consumer_groups())
         names = sorted(g.group_id for g in listed.valid)
+        if not names:
+            return json_response([])
+        described = admin.describe_consumer_groups(names)
+        lags = await asyncio.gather(*(_group_lag(request, name) for name in names))
         rows = []
-        for name in names:
-            lag = await _group_lag(request, name)
-            described = await _call(admin.describe_consumer_groups([name])[name])
-            row = {"group": name, "state": described.state.name}
-            row |= {"members": len(described.members), "lag": sum(one["lag"] for one in lag)}
-            rows.append(row)
+        for name, lag in zip(names, lags, strict=True):
+            group = await _call(described[name])
+            rows.append({"group": name, "state": group.state.name, "members": len(group.members),
+                         "lag": sum(one["lag"] for one in lag)})  # fmt: skip
         return json_response(rows)
 
     async def _group_lag(request: Request, name: str) -> list[dict[str, Any]]:
@@ -285,14 +307,13 @@ def console_api(context: ProxyContext) -> list[Route]:
                      if tp.offset >= 0}  # fmt: skip
         if not positions:
             return []
-        ends = admin.list_offsets({TopicPartition(t, p): LATEST for t, p in positions})
-        lags = []
-        for tp, future in ends.items():
-            end = (await _call(future)).offset
-            current = positions[(tp.topic, tp.partition)]
-            lags.append({"topic": tp.topic, "partition": tp.partition, "current": current,
-                         "end": end, "lag": max(0, end - current)})  # fmt: skip
-        return sorted(lags, key=lambda lag: (lag["topic"], lag["partition"]))
+        [ends] = await _at(request, positions, LATEST)
+        return [
+            {"topic": t, "partition": p, "current": current, "end": ends[(t, p)],
+             "lag": max(0, ends[(t, p)] - current)}
+            for (t, p), current in sorted(positions.items())
+            if (t, p) in ends
+        ]  # fmt: skip
 
     async def group(request: Request) -> Response:
         name = request.path_params["group"]
@@ -310,14 +331,11 @@ def console_api(context: ProxyContext) -> list[Route]:
     async def _reset_plan(
         request: Request, name: str, topics: list[str], target: ResetTarget
     ) -> list[dict[str, int | str]]:
-        admin = context.admin(request)
         parts = [p for t in await _described(request, topics) for p in _partitions(t)]
-        offsets = await _offsets(request, parts)
+        offsets = await _offsets(request, ((p.topic, p.partition) for p in parts))
         by_time: dict[tuple[str, int], int] = {}
         if target.kind == "timestamp":
-            spec = OffsetSpec.for_timestamp(target.value or 0)
-            found = admin.list_offsets({TopicPartition(t, p): spec for t, p in offsets})
-            by_time = {(tp.topic, tp.partition): (await _call(f)).offset for tp, f in found.items()}
+            [by_time] = await _at(request, offsets, target.value or 0)
         current = {(lag["topic"], lag["partition"]): lag["current"]
                    for lag in await _group_lag(request, name)}  # fmt: skip
         return [

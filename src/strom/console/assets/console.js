@@ -5,7 +5,10 @@
 const REFRESH_MS = 2000;
 const LAG_POINTS = 90;
 const lagHistory = {};  // group -> its total lag at each refresh, for the chart
-let features = {};
+// Which pages beside strom's own to offer: asked for beside the first page's answers, not
+// before them (one round trip less before the first paint).
+const featuresReady = fetch("/api/console/features")
+  .then((answer) => (answer.ok ? answer.json() : {})).catch(() => ({}));
 const recordsHeld = {};  // topic -> its records held when last counted
 const resetPlans = {};  // group -> the dry run of a reset, shown until applied
 let clusterId = null;
@@ -25,7 +28,7 @@ async function api(path, options) {
   } catch (error) {
     throw new Error(`cannot reach the console: ${error.message}`);
   }
-  if (answer.status === 401 && features.login) location.assign("/login");  // the session ended
+  if (answer.status === 401 && (await featuresReady).login) location.assign("/login");  // the session ended
   const body = answer.status === 204 ? null : await answer.json();
   if (!answer.ok) throw new Error(body && body.message ? body.message : answer.statusText);
   return body;
@@ -91,7 +94,7 @@ async function clusterView() {
     ${table("brokers", ["Broker", "Address", "Rack", "State", "Leaders", "Replicas"], brokers)}
     <h2>Partitions needing attention</h2>
     <ul id="problems">${problems.join("") || '<li class="muted">none</li>'}</ul>
-    ${features.metrics ? await metricsView() : ""}`;
+    ${(await featuresReady).metrics ? await metricsView() : ""}`;
 }
 
 function ms(value) { return value === undefined ? "-" : value.toFixed(1); }
@@ -386,16 +389,14 @@ function schedule() {
   render().finally(() => { timer = setTimeout(schedule, REFRESH_MS); });
 }
 
-api("/api/console/features").then((f) => {
-  features = f;
+featuresReady.then((f) => {  // without them, the pages for strom itself still work
   document.getElementById("nav-schemas").hidden = !f.schemas;
   document.getElementById("nav-connectors").hidden = !f.connectors;
   document.getElementById("nav-sql").hidden = !f.sql;
   document.getElementById("logout").hidden = !f.login;
-}).catch(() => {}).finally(() => {  // without them, the pages for strom itself still work
-  window.addEventListener("hashchange", () => {
-    page.innerHTML = '<p class="muted">loading</p>';  // no button of the page left acts meanwhile
-    schedule();
-  });
+});
+window.addEventListener("hashchange", () => {
+  page.innerHTML = '<p class="muted">loading</p>';  // no button of the page left acts meanwhile
   schedule();
 });
+schedule();
