@@ -73,6 +73,18 @@ def _listed(metadata: Any, min_isr: Mapping[str, int]) -> dict[str, list[Partiti
     }
 
 
+def _led(metadata: Any, keys: Iterable[tuple[str, int]]) -> list[PartitionView]:
+    """The partitions ``keys`` names that the Metadata answer has, with their leaders only (a
+    group's partitions: each group's lag from the one answer of the second)."""
+    found = []
+    for topic, partition in keys:
+        described = metadata.topics.get(topic)
+        where = None if described is None else described.partitions.get(partition)
+        if where is not None:
+            found.append(PartitionView(topic, partition, where.leader, (), ()))
+    return found
+
+
 def _headers(message: Any) -> list[tuple[str, bytes | None]]:
     return list(message.headers() or ())
 
@@ -158,37 +170,32 @@ def console_api(context: ProxyContext) -> list[Route]:
                 found[resource.name] = int(entry.value)
         return found
 
-    async def _metadata(request: Request, *, fresh: bool = False) -> Any:
+    async def _metadata(request: Request) -> Any:
         """The cluster's Metadata answer (``list_topics``) of the request's login, at most
-        ``MAX_AGE_S`` old unless ``fresh``."""
-        return await snapshots.get(context.login(request), fresh=fresh)
+        ``MAX_AGE_S`` old."""
+        return await snapshots.get(context.login(request))
 
     async def _at(
-        request: Request, keys: Iterable[tuple[str, int]], *timestamps: int
+        request: Request, parts: Iterable[PartitionView], *timestamps: int
     ) -> list[dict[tuple[str, int], int]]:
-        """For each of ``timestamps``, the partitions' offsets (``offsets.watermarks``) from
-        their leaders in the Metadata answer; a partition without a leader, or whose leader
-        could not answer, is left out."""
-        keys = list(keys)
-        if not keys:
-            return [{} for _ in timestamps]
-        metadata = await _metadata(request)
-        if any(topic not in metadata.topics for topic, _ in keys):  # made since it was asked
-            metadata = await _metadata(request, fresh=True)
+        """For each of ``timestamps``, the partitions' offsets, asked of their leaders
+        (``offsets.watermarks``); a partition without a leader, or whose leader could not
+        answer, is left out."""
         leaders: dict[int, list[tuple[str, int]]] = {}
-        for topic, partition in keys:
-            found = metadata.topics.get(topic)
-            where = None if found is None else found.partitions.get(partition)
-            if where is not None and where.leader >= 0:
-                leaders.setdefault(where.leader, []).append((topic, partition))
-        addresses = {b.id: (b.host, b.port) for b in metadata.brokers.values()}
+        for p in parts:
+            if p.leader is not None and p.leader >= 0:
+                leaders.setdefault(p.leader, []).append((p.topic, p.partition))
+        if not leaders:
+            return [{} for _ in timestamps]
+        nodes = (await _call(context.admin(request).describe_cluster())).nodes
+        addresses = {n.id: (n.host, n.port) for n in nodes}
         return await watermarks(leaders, addresses, _security(request), timestamps=timestamps)
 
     async def _offsets(
-        request: Request, keys: Iterable[tuple[str, int]]
+        request: Request, parts: Iterable[PartitionView]
     ) -> dict[tuple[str, int], tuple[int, int]]:
         """Each partition's earliest and latest offsets (those found)."""
-        earliest, latest = await _at(request, keys, EARLIEST, LATEST)
+        earliest, latest = await _at(request, parts, EARLIEST, LATEST)
         return {key: (earliest[key], latest[key]) for key in earliest.keys() & latest.keys()}
 
     def _security(request: Request) -> ClientSecurity:
@@ -215,8 +222,7 @@ def console_api(context: ProxyContext) -> list[Route]:
         parts = _listed(metadata, await _min_isr(request, sorted(metadata.topics)))
         offsets = None
         if request.query_params.get("records") == "true":
-            offsets = await _offsets(request, ((p.topic, p.partition) for ps in parts.values()
-                                               for p in ps))  # fmt: skip
+            offsets = await _offsets(request, (p for ps in parts.values() for p in ps))
         rows = [
             topic_row(
                 name,
@@ -238,7 +244,7 @@ def console_api(context: ProxyContext) -> list[Route]:
         min_isr = entries.get("min.insync.replicas")
         given = min_isr is not None and min_isr.value is not None
         parts = _partitions(described, {name: int(min_isr.value)} if given else None)
-        offsets = await _offsets(request, ((name, p.partition) for p in parts))
+        offsets = await _offsets(request, parts)
         return json_response({
             "name": name,
             "partitions": [
@@ -271,9 +277,9 @@ def console_api(context: ProxyContext) -> list[Route]:
         if not parts:
             raise RestError(404, 40402, "Partition not found.")
         key = (name, partition)
-        earliest, latest = (await _offsets(request, [key])).get(key, (0, 0))
+        earliest, latest = (await _offsets(request, parts)).get(key, (0, 0))
         if at is not None:  # the first record at or after it, as ListOffsets finds it
-            [by_time] = await _at(request, [key], at)
+            [by_time] = await _at(request, parts, at)
             found = by_time.get(key, -1)
             offset = latest if found < 0 else found
         start = max(offset, earliest)
@@ -307,7 +313,7 @@ def console_api(context: ProxyContext) -> list[Route]:
                      if tp.offset >= 0}  # fmt: skip
         if not positions:
             return []
-        [ends] = await _at(request, positions, LATEST)
+        [ends] = await _at(request, _led(await _metadata(request), positions), LATEST)
         return [
             {"topic": t, "partition": p, "current": current, "end": ends[(t, p)],
              "lag": max(0, ends[(t, p)] - current)}
@@ -332,10 +338,10 @@ def console_api(context: ProxyContext) -> list[Route]:
         request: Request, name: str, topics: list[str], target: ResetTarget
     ) -> list[dict[str, int | str]]:
         parts = [p for t in await _described(request, topics) for p in _partitions(t)]
-        offsets = await _offsets(request, ((p.topic, p.partition) for p in parts))
+        offsets = await _offsets(request, parts)
         by_time: dict[tuple[str, int], int] = {}
         if target.kind == "timestamp":
-            [by_time] = await _at(request, offsets, target.value or 0)
+            [by_time] = await _at(request, parts, target.value or 0)
         current = {(lag["topic"], lag["partition"]): lag["current"]
                    for lag in await _group_lag(request, name)}  # fmt: skip
         return [

@@ -36,12 +36,10 @@ class Snapshots(Generic[T]):
         self._max_age_s = max_age_s
         self._asked: dict[Hashable, _Asked[T]] = {}
 
-    async def get(self, key: Hashable, *, fresh: bool = False) -> T:
-        """The answer for ``key``; ``fresh``: one asked for from now on (one asked for earlier
-        lacked something just made)."""
+    async def get(self, key: Hashable) -> T:
         now = time.monotonic()
         asked = self._asked.get(key)
-        if asked is None or self._stale(asked, now) or (fresh and asked.at < now):
+        if asked is None or self._stale(asked, now):
             asked = _Asked(now, asyncio.ensure_future(self._fetch(key)))
             self._asked[key] = asked
         # shielded: a caller that goes away (a closed page) does not cancel the others' answer
