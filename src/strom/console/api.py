@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from confluent_kafka import Consumer as KafkaConsumer
@@ -137,10 +137,10 @@ def _held(
 
 
 def console_api(context: ProxyContext) -> list[Route]:
-    async def list_topics(login: Hashable) -> Any:
-        return await blocking(context.clients.admin(login).list_topics, timeout=10)  # type: ignore[arg-type]
+    async def list_topics(login: Login) -> Any:
+        return await blocking(context.clients.admin(login).list_topics, timeout=10)
 
-    snapshots: Snapshots[Any] = Snapshots(list_topics)
+    snapshots: Snapshots[Login, Any] = Snapshots(list_topics)
     securities: dict[Login, ClientSecurity] = {}
 
     async def _call(future: Any) -> Any:
@@ -216,8 +216,9 @@ def console_api(context: ProxyContext) -> list[Route]:
         return json_response({"cluster_id": described.cluster_id, **health})
 
     async def topics(request: Request) -> Response:
-        """The topics page's rows; their records held (two ListOffsets over every partition,
-        the costly part) only with ``?records=true``: the page paints without them first."""
+        """The topics page's rows; their records held (every partition's earliest and latest
+        offsets, the costly part) only with ``?records=true``: the page paints without them
+        first."""
         metadata = await _metadata(request)
         parts = _listed(metadata, await _min_isr(request, sorted(metadata.topics)))
         offsets = None

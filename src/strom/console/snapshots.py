@@ -14,6 +14,7 @@ from typing import Final, Generic, TypeVar
 
 __all__ = ["MAX_AGE_S", "Snapshots"]
 
+K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 MAX_AGE_S: Final = 1.0
 """Below the page's refresh (two seconds): every refresh sees a newer answer."""
@@ -25,18 +26,16 @@ class _Asked(Generic[T]):
     answer: asyncio.Future[T]
 
 
-class Snapshots(Generic[T]):
+class Snapshots(Generic[K, T]):
     """``fetch(key)`` answers, each reused for ``max_age_s`` from when it was asked for; one
     that failed is asked for again by the next caller."""
 
-    def __init__(
-        self, fetch: Callable[[Hashable], Awaitable[T]], max_age_s: float = MAX_AGE_S
-    ) -> None:
+    def __init__(self, fetch: Callable[[K], Awaitable[T]], max_age_s: float = MAX_AGE_S) -> None:
         self._fetch = fetch
         self._max_age_s = max_age_s
-        self._asked: dict[Hashable, _Asked[T]] = {}
+        self._asked: dict[K, _Asked[T]] = {}
 
-    async def get(self, key: Hashable) -> T:
+    async def get(self, key: K) -> T:
         now = time.monotonic()
         asked = self._asked.get(key)
         if asked is None or self._stale(asked, now):

@@ -5,7 +5,6 @@ are fetched again."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable
 
 import pytest
 
@@ -17,7 +16,7 @@ class _Fetches:
         self.calls = 0
         self.fail = False
 
-    async def __call__(self, key: Hashable) -> str:
+    async def __call__(self, key: str) -> str:
         self.calls += 1
         await asyncio.sleep(0.01)
         if self.fail:

@@ -130,8 +130,9 @@ function health(t) {
   return problems.filter(([n]) => n).map(([n, what]) => `${n} ${what}`).join(", ") || "ok";
 }
 
-// The topics are painted from the cluster's metadata first; their records held (two ListOffsets
-// over every partition: the slow part with many partitions) are filled in when counted.
+// The topics are painted from the cluster's metadata first; their records held (every
+// partition's earliest and latest offsets: the slow part with many partitions) are filled in
+// when counted.
 async function topicsView() {
   const rows = (await api("/api/console/topics")).map((t) => `<tr data-topic="${esc(t.name)}">
       <td><a href="#/topics/${encodeURIComponent(t.name)}">${esc(t.name)}</a>${t.internal ? ' <span class="muted">internal</span>' : ""}</td>
