@@ -26,7 +26,9 @@ import contextlib
 import math
 import resource
 import shutil
+import signal
 import statistics
+import sys
 import time
 from collections.abc import Iterator
 
@@ -139,7 +141,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--hold", action="store_true", help="start the cluster, make the topics, print its"
-        " bootstrap servers and keep it up until interrupted (for --bootstrap-servers)",
+        " bootstrap servers and keep it up until interrupted or killed (for --bootstrap-servers)",
     )  # fmt: skip
     args = parser.parse_args()
     if args.bootstrap_servers:
@@ -152,6 +154,8 @@ def main() -> None:
             measure(running.bootstrap_servers, args.loads, args.pause)
             return
         print(f"--bootstrap-servers {running.bootstrap_servers}", flush=True)
+        # Ctrl-C, or a kill (a background job ignores SIGINT): the cluster is stopped either way
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         with contextlib.suppress(KeyboardInterrupt):
             while True:
                 time.sleep(60)
