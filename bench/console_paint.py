@@ -10,11 +10,13 @@ process serves the page; Debian's ``chromium`` and
 ``chromium-driver`` load it ``--loads`` times (the first one warms the console's clients). Each
 load's time is the page's own clock (``performance.now()``, from the navigation's start) when
 the topics table appears (painted from the cluster's metadata), and when every topic's records
-held are filled in (counted with ListOffsets after the paint), polled every 10 ms; the console
-API's answer times (``GET /api/console/topics``, without and with ``?records=true``) are
-printed beside them.
+held are filled in (counted with ListOffsets after the paint), polled every 10 ms, ``--pause``
+seconds apart; the console API's answer times (the topics, without and with ``?records=true``,
+the cluster, a topic's partitions, the groups with one that has an offset on every partition,
+and that group's lag) are printed beside them.
 
-Run: ``.venv/bin/python -m bench.console_paint [--partitions 10000] [--topics 10] [--loads 5]``.
+Run: ``.venv/bin/python -m bench.console_paint [--partitions 10000] [--topics 10] [--loads 5]``;
+``--hold`` keeps the cluster up for runs with ``--bootstrap-servers`` (a before/after pair).
 """
 
 from __future__ import annotations
@@ -24,11 +26,14 @@ import contextlib
 import math
 import resource
 import shutil
+import signal
 import statistics
+import sys
 import time
 from collections.abc import Iterator
 
 import httpx
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -40,6 +45,8 @@ from strom.testing.broker import TEST_DEFAULTS
 FILES_PER_PARTITION = 5
 """Open files a partition of a broker keeps, as counted here (log, indexes, and the files of its
 state): a broker handed 4,000 partitions under a limit of 20,000 ran out."""
+GROUP = "paint-group"
+"""A consumer group with an offset on every partition (the groups pages' lag)."""
 TABLE_AT = "return document.querySelector('#topics tbody tr') ? performance.now() : null;"
 FILLED_AT = (
     "const cells = [...document.querySelectorAll('#topics td.records')];"
@@ -81,9 +88,10 @@ def paint_ms(browser: object, url: str, timeout_s: float = 60.0) -> tuple[float,
     raise SystemExit(f"the topics table was not filled within {timeout_s:.0f} s")
 
 
-def answer_ms(client: httpx.Client, url: str, loads: int) -> list[float]:
+def answer_ms(client: httpx.Client, url: str, loads: int, pause_s: float) -> list[float]:
     answers = []
     for _ in range(loads):
+        time.sleep(pause_s)
         begun = time.perf_counter()
         client.get(url).raise_for_status()
         answers.append((time.perf_counter() - begun) * 1000)
@@ -122,43 +130,91 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--topics", type=int, default=10)
     parser.add_argument("--loads", type=int, default=5)
+    parser.add_argument(
+        "--pause", type=float, default=2.0, help="seconds between loads (default 2: longer"
+        " than the console keeps a Metadata answer, so each load asks for one)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--bootstrap-servers",
+        help="a running cluster to use (its paint-N topics made if missing) instead of starting"
+        " one: a before/after pair runs against the same partitions",
+    )
+    parser.add_argument(
+        "--hold", action="store_true", help="start the cluster, make the topics, print its"
+        " bootstrap servers and keep it up until interrupted or killed (for --bootstrap-servers)",
+    )  # fmt: skip
     args = parser.parse_args()
-    per_topic = args.partitions // args.topics
-    brokers = brokers_for(args.partitions)
-    with servers(brokers) as running:
-        admin = AdminClient(running.admin_config())
-        started = time.monotonic()
-        for index in range(args.topics):
-            name = f"paint-{index}"
+    if args.bootstrap_servers:
+        make_topics(args.bootstrap_servers, args.partitions, args.topics)
+        measure(args.bootstrap_servers, args.loads, args.pause)
+        return
+    with servers(brokers_for(args.partitions)) as running:
+        make_topics(running.bootstrap_servers, args.partitions, args.topics)
+        if not args.hold:
+            measure(running.bootstrap_servers, args.loads, args.pause)
+            return
+        print(f"--bootstrap-servers {running.bootstrap_servers}", flush=True)
+        # Ctrl-C, or a kill (a background job ignores SIGINT): the cluster is stopped either way
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(60)
+
+
+def make_topics(bootstrap_servers: str, partitions: int, topics: int) -> None:
+    """The ``paint-N`` topics of ``partitions // topics`` partitions each, those not there, and
+    the group ``GROUP`` with an offset committed on each of their partitions."""
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    per_topic = partitions // topics
+    there = admin.list_topics(timeout=30).topics
+    started = time.monotonic()
+    for name in (f"paint-{index}" for index in range(topics)):
+        if name not in there:
             topic = NewTopic(name, num_partitions=per_topic, replication_factor=1)
-            futures = admin.create_topics([topic], operation_timeout=300)
-            futures[name].result(timeout=600)
-        print(f"{args.topics} topics of {per_topic} partitions ({args.topics * per_topic}) "
-              f"on {brokers} broker(s) created in {time.monotonic() - started:.0f} s")  # fmt: skip
-        settings = RestSettings.from_properties(
-            {"bootstrap.servers": running.bootstrap_servers, "listeners": "http://127.0.0.1:0"}
-        )
-        console = Console(settings)
-        console.start()
-        browser = chromium()
-        try:
-            with httpx.Client(timeout=60) as client:
-                rows = answer_ms(client, f"{console.url}/api/console/topics", args.loads)
-                counted = answer_ms(
-                    client, f"{console.url}/api/console/topics?records=true", args.loads
+            admin.create_topics([topic], operation_timeout=300)[name].result(timeout=600)
+    committed = [TopicPartition(f"paint-{index}", p, 0) for index in range(topics)
+                 for p in range(per_topic)]  # fmt: skip
+    changes = ConsumerGroupTopicPartitions(GROUP, committed)
+    admin.alter_consumer_group_offsets([changes])[GROUP].result(timeout=120)
+    print(f"{topics} topics of {per_topic} partitions ({topics * per_topic}) "
+          f"ready in {time.monotonic() - started:.0f} s")  # fmt: skip
+
+
+def measure(bootstrap_servers: str, loads: int, pause_s: float) -> None:
+    """A console in this process over the cluster: its topics page loaded ``loads`` times,
+    ``pause_s`` apart, and the answer times of the other pages' API."""
+    settings = RestSettings.from_properties(
+        {"bootstrap.servers": bootstrap_servers, "listeners": "http://127.0.0.1:0"}
+    )
+    console = Console(settings)
+    console.start()
+    browser = chromium()
+    api = f"{console.url}/api/console"
+    try:
+        with httpx.Client(timeout=60) as client:
+            answers = {
+                what: answer_ms(client, f"{api}/{path}", loads, pause_s)
+                for what, path in (
+                    ("GET /api/console/topics", "topics"),
+                    ("GET /api/console/topics?records=true", "topics?records=true"),
+                    ("GET /api/console/cluster", "cluster"),
+                    ("GET /api/console/topics/paint-0 (its partitions)", "topics/paint-0"),
+                    (f"GET /api/console/groups ({GROUP} on every partition)", "groups"),
+                    (f"GET /api/console/groups/{GROUP}", f"groups/{GROUP}"),
                 )
-            loads = [paint_ms(browser, f"{console.url}/#/topics") for _ in range(args.loads)]
-        finally:
-            browser.quit()  # type: ignore[attr-defined]
-            console.stop()
-    for what, times in (
-        ("GET /api/console/topics", rows),
-        ("GET /api/console/topics?records=true", counted),
-        ("topics table painted (goal < 1000 ms)", [painted for painted, _ in loads]),
-        ("records held filled in", [filled for _, filled in loads]),
-    ):
+            }
+        paints = []
+        for _ in range(loads):
+            time.sleep(pause_s)
+            paints.append(paint_ms(browser, f"{console.url}/#/topics"))
+    finally:
+        browser.quit()  # type: ignore[attr-defined]
+        console.stop()
+    answers["topics table painted (goal < 1000 ms)"] = [painted for painted, _ in paints]
+    answers["records held filled in"] = [filled for _, filled in paints]
+    for what, times in answers.items():
         print(f"{what}: median {statistics.median(times):.0f} ms, max {max(times):.0f} ms "
-              f"over {args.loads}")  # fmt: skip
+              f"over {loads}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ pytestmark = [pytest.mark.timeout(240), pytest.mark.xdist_group("cluster")]
 
 PAGE_S = 20.0
 """How long the page may take to show a change (it refreshes every two seconds)."""
+WIDE = 510
+"""Partitions of a group: more than the page's tables show (500)."""
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +144,33 @@ def test_a_groups_lag_grows_and_shrinks_on_the_page(
         assert _text(browser, "#lag-chart") is not None
     finally:
         consumer.close()
+
+
+def test_a_group_over_more_partitions_than_a_table_shows_lists_those_lagging_most(
+    browser: Any, console: str, cluster: Cluster
+) -> None:
+    name = unique_topic_name("console-wide")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(name, WIDE, 1)])[name].result(60)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    for n in range(3):
+        producer.produce(name, str(n).encode(), partition=WIDE - 1)
+    assert producer.flush(30) == 0
+    group = unique_topic_name("console-wide-group")
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                         "enable.auto.commit": False})  # fmt: skip
+    try:
+        consumer.commit(offsets=[TopicPartition(name, p, 0) for p in range(WIDE)],
+                        asynchronous=False)  # fmt: skip
+    finally:
+        consumer.close()
+    browser.get(f"{console}/#/groups/{group}")
+    eventually(lambda: _text(browser, "#total-lag") == "3", seconds=PAGE_S, what="a lag of 3")
+    assert _text(browser, "#lags-shown") == f"the 500 of {WIDE} lagging most"
+    rows = "return document.querySelectorAll('#lags tbody tr').length"
+    assert browser.execute_script(rows) == 500
+    first = browser.execute_script("return document.querySelector('#lags tbody tr').innerText")
+    assert first.split() == [name, str(WIDE - 1), "0", "3", "3"]
 
 
 def test_the_topics_page_shows_each_topics_partitions_and_records_held(

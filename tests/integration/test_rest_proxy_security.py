@@ -1,15 +1,18 @@
 """The REST proxy with basic authentication and principal propagation in front of a SASL
 broker with ACLs: each HTTP user's requests are made as that user's principal, so the ACLs
-judge them (the proxy is never a way around an ACL), and ACLs are managed through v3."""
+judge them (the proxy is never a way around an ACL), and ACLs are managed through v3. The
+console, with the same settings, sees and counts what each user's principal may describe."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from strom.console.app import Console
 from strom.rest.app import RestProxy
 from strom.rest.settings import RestSettings
 from strom.testing import Broker, unique_topic_name
@@ -30,7 +33,7 @@ def broker() -> Iterator[Broker]:
 
 
 @pytest.fixture(scope="module")
-def proxy_url(broker: Broker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def settings(broker: Broker, tmp_path_factory: pytest.TempPathFactory) -> RestSettings:
     directory = tmp_path_factory.mktemp("rest")
     passwords = directory / "password.properties"
     passwords.write_text("".join(f"{user}: {password},user\n" for user, password in USERS.items()))
@@ -39,7 +42,7 @@ def proxy_url(broker: Broker, tmp_path_factory: pytest.TempPathFactory) -> Itera
         "KafkaRest {\n  org.eclipse.jetty.jaas.spi.PropertyFileLoginModule required\n"
         f'  file="{passwords}";\n}};\n'
     )
-    settings = RestSettings.from_properties(
+    return RestSettings.from_properties(
         {
             "bootstrap.servers": broker.bootstrap_servers,
             "listeners": "http://127.0.0.1:0",
@@ -52,6 +55,10 @@ def proxy_url(broker: Broker, tmp_path_factory: pytest.TempPathFactory) -> Itera
             "client.sasl.mechanism": "PLAIN",
         }
     )
+
+
+@pytest.fixture(scope="module")
+def proxy_url(settings: RestSettings) -> Iterator[str]:
     proxy = RestProxy(settings)
     proxy.start()
     yield proxy.url
@@ -85,6 +92,43 @@ def test_each_user_is_judged_by_the_acls_as_itself(broker: Broker, proxy_url: st
         deleted = admin.delete(f"{cluster}/acls", params={"resource_type": "TOPIC",
                                                           "resource_name": topic})  # fmt: skip
         assert [a["principal"] for a in deleted.json()["data"]] == ["User:alice"]
+
+
+def _held(console: httpx.Client, topic: str) -> int | None:
+    """The records held the topics page shows for ``topic`` (None: not on the page)."""
+    rows = console.get("/api/console/topics", params={"records": "true"}).json()
+    return next((row["records"] for row in rows if row["name"] == topic), None)
+
+
+def test_the_console_counts_records_held_as_each_users_principal(settings: RestSettings) -> None:
+    console = Console(settings)
+    console.start()
+    try:
+        with _as(console.url, "admin") as admin, _as(console.url, "alice") as alice:
+            cluster = f"/v3/clusters/{admin.get('/v3/clusters').json()['data'][0]['cluster_id']}"
+            topic = unique_topic_name("console-acl")
+            body = {"topic_name": topic, "partitions_count": 2}
+            assert admin.post(f"{cluster}/topics", json=body).status_code == 201
+            for value in ("a", "b", "c"):
+                record = {"value": {"type": "STRING", "data": value}}
+                assert admin.post(f"{cluster}/topics/{topic}/records", json=record).is_success
+            assert _eventually(lambda: _held(admin, topic)) == 3
+            assert _held(alice, topic) is None  # alice may not describe it
+            acl = {"resource_type": "TOPIC", "resource_name": topic, "pattern_type": "LITERAL",
+                   "principal": "User:alice", "host": "*", "operation": "DESCRIBE",
+                   "permission": "ALLOW"}  # fmt: skip
+            assert admin.post(f"{cluster}/acls", json=acl).status_code == 201
+            assert _eventually(lambda: _held(alice, topic)) == 3  # counted with her login
+    finally:
+        console.stop()
+
+
+def _eventually(read: Callable[[], int | None], timeout_s: float = 15.0) -> int | None:
+    """What ``read`` gives once it gives something, or None after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while (found := read()) in (None, 0) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
 
 
 def test_a_wrong_password_or_no_login_is_refused(proxy_url: str) -> None:

@@ -6,10 +6,10 @@ API itself."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
-from collections.abc import Mapping
-from concurrent.futures import wait
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from confluent_kafka import Consumer as KafkaConsumer
@@ -19,26 +19,23 @@ from confluent_kafka import (
     TopicCollection,
     TopicPartition,
 )
-from confluent_kafka.admin import (  # type: ignore[attr-defined]
-    ConfigResource,
-    OffsetSpec,
-    ResourceType,
-)
+from confluent_kafka.admin import ConfigResource, ResourceType  # type: ignore[attr-defined]
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from strom.client.security import ClientSecurity, librdkafka_security
+from strom.console.offsets import EARLIEST, LATEST, watermarks
 from strom.console.resets import ResetTarget, check_inactive, new_offset, parse_target
+from strom.console.snapshots import Snapshots
 from strom.console.views import BrokerView, PartitionView, cluster_health, topic_row
 from strom.rest.context import ProxyContext
 from strom.rest.errors import RestError, from_kafka
-from strom.rest.gateway import blocking, result
+from strom.rest.gateway import Login, blocking, result
 from strom.web.http import json_response
 
 __all__ = ["console_api"]
 
-EARLIEST: Final = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-LATEST: Final = OffsetSpec.latest()  # type: ignore[no-untyped-call]
 MAX_RECORDS: Final = 500
 INTERNAL_TOPICS: Final = frozenset({"__consumer_offsets", "__transaction_state",
                                     "__share_group_state"})  # fmt: skip
@@ -74,6 +71,18 @@ def _listed(metadata: Any, min_isr: Mapping[str, int]) -> dict[str, list[Partiti
         for name, topic in sorted(metadata.topics.items())
         if topic.error is None
     }
+
+
+def _led(metadata: Any, keys: Iterable[tuple[str, int]]) -> list[PartitionView]:
+    """The partitions ``keys`` names that the Metadata answer has, with their leaders only (a
+    group's partitions: each group's lag from the one answer of the second)."""
+    found = []
+    for topic, partition in keys:
+        described = metadata.topics.get(topic)
+        where = None if described is None else described.partitions.get(partition)
+        if where is not None:
+            found.append(PartitionView(topic, partition, where.leader, (), ()))
+    return found
 
 
 def _headers(message: Any) -> list[tuple[str, bytes | None]]:
@@ -128,6 +137,12 @@ def _held(
 
 
 def console_api(context: ProxyContext) -> list[Route]:
+    async def list_topics(login: Login) -> Any:
+        return await blocking(context.clients.admin(login).list_topics, timeout=10)
+
+    snapshots: Snapshots[Login, Any] = Snapshots(list_topics)
+    securities: dict[Login, ClientSecurity] = {}
+
     async def _call(future: Any) -> Any:
         try:
             return await result(future)
@@ -155,48 +170,60 @@ def console_api(context: ProxyContext) -> list[Route]:
                 found[resource.name] = int(entry.value)
         return found
 
+    async def _metadata(request: Request) -> Any:
+        """The cluster's Metadata answer (``list_topics``) of the request's login, at most
+        ``MAX_AGE_S`` old."""
+        return await snapshots.get(context.login(request))
+
+    async def _at(
+        request: Request, parts: Iterable[PartitionView], *timestamps: int
+    ) -> list[dict[tuple[str, int], int]]:
+        """For each of ``timestamps``, the partitions' offsets, asked of their leaders
+        (``offsets.watermarks``); a partition without a leader, or whose leader could not
+        answer, is left out."""
+        leaders: dict[int, list[tuple[str, int]]] = {}
+        for p in parts:
+            if p.leader is not None and p.leader >= 0:
+                leaders.setdefault(p.leader, []).append((p.topic, p.partition))
+        if not leaders:
+            return [{} for _ in timestamps]
+        nodes = (await _call(context.admin(request).describe_cluster())).nodes
+        addresses = {n.id: (n.host, n.port) for n in nodes}
+        return await watermarks(leaders, addresses, _security(request), timestamps=timestamps)
+
     async def _offsets(
-        request: Request, parts: list[PartitionView]
+        request: Request, parts: Iterable[PartitionView]
     ) -> dict[tuple[str, int], tuple[int, int]]:
-        if not parts:
-            return {}
-        admin = context.admin(request)
-        keys = [TopicPartition(p.topic, p.partition) for p in parts if not p.offline]
-        earliest = admin.list_offsets(dict.fromkeys(keys, EARLIEST))
-        latest = admin.list_offsets(dict.fromkeys(keys, LATEST))
-        # all awaited at once: one await a partition costs a turn of the loop each
-        await blocking(wait, [*earliest.values(), *latest.values()])
-        found = {}
-        for tp in keys:
-            try:
-                found[(tp.topic, tp.partition)] = (
-                    earliest[tp].result().offset,
-                    latest[tp].result().offset,
-                )
-            except KafkaException:
-                continue  # a partition without a leader right now
-        return found
+        """Each partition's earliest and latest offsets (those found)."""
+        earliest, latest = await _at(request, parts, EARLIEST, LATEST)
+        return {key: (earliest[key], latest[key]) for key in earliest.keys() & latest.keys()}
+
+    def _security(request: Request) -> ClientSecurity:
+        login = context.login(request)
+        if login not in securities:
+            securities[login] = librdkafka_security(context.clients.config(login))
+        return securities[login]
 
     async def cluster(request: Request) -> Response:
         admin = context.admin(request)
         described = await _call(admin.describe_cluster())
-        metadata = await blocking(admin.list_topics, timeout=10)
-        topics = await _described(request, sorted(metadata.topics))
+        metadata = await _metadata(request)
         min_isr = await _min_isr(request, sorted(metadata.topics))
         live = [BrokerView(n.id, n.host, n.port, n.rack, alive=True) for n in described.nodes]
         controller = None if described.controller is None else described.controller.id
-        partitions = (p for t in topics for p in _partitions(t, min_isr))
+        partitions = (p for ps in _listed(metadata, min_isr).values() for p in ps)
         health = cluster_health(live, partitions, controller)
         return json_response({"cluster_id": described.cluster_id, **health})
 
     async def topics(request: Request) -> Response:
-        """The topics page's rows; their records held (two ListOffsets over every partition,
-        the costly part) only with ``?records=true``: the page paints without them first."""
-        metadata = await blocking(context.admin(request).list_topics, timeout=10)
+        """The topics page's rows; their records held (every partition's earliest and latest
+        offsets, the costly part) only with ``?records=true``: the page paints without them
+        first."""
+        metadata = await _metadata(request)
         parts = _listed(metadata, await _min_isr(request, sorted(metadata.topics)))
         offsets = None
         if request.query_params.get("records") == "true":
-            offsets = await _offsets(request, [p for ps in parts.values() for p in ps])
+            offsets = await _offsets(request, (p for ps in parts.values() for p in ps))
         rows = [
             topic_row(
                 name,
@@ -250,11 +277,11 @@ def console_api(context: ProxyContext) -> list[Route]:
         parts = [p for p in _partitions(described) if p.partition == partition]
         if not parts:
             raise RestError(404, 40402, "Partition not found.")
-        earliest, latest = (await _offsets(request, parts)).get((name, partition), (0, 0))
+        key = (name, partition)
+        earliest, latest = (await _offsets(request, parts)).get(key, (0, 0))
         if at is not None:  # the first record at or after it, as ListOffsets finds it
-            spec = OffsetSpec.for_timestamp(at)
-            key = TopicPartition(name, partition)
-            found = (await _call(context.admin(request).list_offsets({key: spec})[key])).offset
+            [by_time] = await _at(request, parts, at)
+            found = by_time.get(key, -1)
             offset = latest if found < 0 else found
         start = max(offset, earliest)
         config = context.clients.config(context.login(request))
@@ -267,13 +294,15 @@ def console_api(context: ProxyContext) -> list[Route]:
         admin = context.admin(request)
         listed = await _call(admin.list_consumer_groups())
         names = sorted(g.group_id for g in listed.valid)
+        if not names:
+            return json_response([])
+        described = admin.describe_consumer_groups(names)
+        lags = await asyncio.gather(*(_group_lag(request, name) for name in names))
         rows = []
-        for name in names:
-            lag = await _group_lag(request, name)
-            described = await _call(admin.describe_consumer_groups([name])[name])
-            row = {"group": name, "state": described.state.name}
-            row |= {"members": len(described.members), "lag": sum(one["lag"] for one in lag)}
-            rows.append(row)
+        for name, lag in zip(names, lags, strict=True):
+            group = await _call(described[name])
+            rows.append({"group": name, "state": group.state.name, "members": len(group.members),
+                         "lag": sum(one["lag"] for one in lag)})  # fmt: skip
         return json_response(rows)
 
     async def _group_lag(request: Request, name: str) -> list[dict[str, Any]]:
@@ -285,14 +314,13 @@ def console_api(context: ProxyContext) -> list[Route]:
                      if tp.offset >= 0}  # fmt: skip
         if not positions:
             return []
-        ends = admin.list_offsets({TopicPartition(t, p): LATEST for t, p in positions})
-        lags = []
-        for tp, future in ends.items():
-            end = (await _call(future)).offset
-            current = positions[(tp.topic, tp.partition)]
-            lags.append({"topic": tp.topic, "partition": tp.partition, "current": current,
-                         "end": end, "lag": max(0, end - current)})  # fmt: skip
-        return sorted(lags, key=lambda lag: (lag["topic"], lag["partition"]))
+        [ends] = await _at(request, _led(await _metadata(request), positions), LATEST)
+        return [
+            {"topic": t, "partition": p, "current": current, "end": ends[(t, p)],
+             "lag": max(0, ends[(t, p)] - current)}
+            for (t, p), current in sorted(positions.items())
+            if (t, p) in ends
+        ]  # fmt: skip
 
     async def group(request: Request) -> Response:
         name = request.path_params["group"]
@@ -310,14 +338,11 @@ def console_api(context: ProxyContext) -> list[Route]:
     async def _reset_plan(
         request: Request, name: str, topics: list[str], target: ResetTarget
     ) -> list[dict[str, int | str]]:
-        admin = context.admin(request)
         parts = [p for t in await _described(request, topics) for p in _partitions(t)]
         offsets = await _offsets(request, parts)
         by_time: dict[tuple[str, int], int] = {}
         if target.kind == "timestamp":
-            spec = OffsetSpec.for_timestamp(target.value or 0)
-            found = admin.list_offsets({TopicPartition(t, p): spec for t, p in offsets})
-            by_time = {(tp.topic, tp.partition): (await _call(f)).offset for tp, f in found.items()}
+            [by_time] = await _at(request, parts, target.value or 0)
         current = {(lag["topic"], lag["partition"]): lag["current"]
                    for lag in await _group_lag(request, name)}  # fmt: skip
         return [

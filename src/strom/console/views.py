@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["BrokerView", "PartitionView", "cluster_health", "topic_row"]
 
 
-@dataclass(frozen=True)
-class PartitionView:
+class PartitionView(NamedTuple):
+    """A partition as the pages show it (a tuple: ten thousand are made per page load)."""
+
     topic: str
     partition: int
     leader: int | None

@@ -4,8 +4,12 @@
 
 const REFRESH_MS = 2000;
 const LAG_POINTS = 90;
+const MAX_ROWS = 500;  // a table of 10,000 rows takes the browser seconds to lay out
 const lagHistory = {};  // group -> its total lag at each refresh, for the chart
-let features = {};
+// Which pages beside strom's own to offer: asked for beside the first page's answers, not
+// before them (one round trip less before the first paint).
+const featuresReady = fetch("/api/console/features")
+  .then((answer) => (answer.ok ? answer.json() : {})).catch(() => ({}));
 const recordsHeld = {};  // topic -> its records held when last counted
 const resetPlans = {};  // group -> the dry run of a reset, shown until applied
 let clusterId = null;
@@ -25,7 +29,7 @@ async function api(path, options) {
   } catch (error) {
     throw new Error(`cannot reach the console: ${error.message}`);
   }
-  if (answer.status === 401 && features.login) location.assign("/login");  // the session ended
+  if (answer.status === 401 && (await featuresReady).login) location.assign("/login");  // the session ended
   const body = answer.status === 204 ? null : await answer.json();
   if (!answer.ok) throw new Error(body && body.message ? body.message : answer.statusText);
   return body;
@@ -80,6 +84,8 @@ async function clusterView() {
     ...c.under_min_isr.map((p) => `<li class="bad under-min-isr">${esc(p)} under min ISR (acks=all producers refused)</li>`),
     ...c.under_replicated.map((p) => `<li class="bad under-replicated">${esc(p)} under-replicated</li>`),
   ];
+  const more = problems.length - MAX_ROWS;  // the cards count them all
+  if (more > 0) problems.splice(MAX_ROWS, more, `<li class="muted" id="problems-more">and ${more} more</li>`);
   page.innerHTML = `<h1>Cluster <span class="muted">${esc(c.cluster_id)}</span></h1>
     <div class="cards">
       <div class="card">Brokers up<b id="brokers-up">${c.brokers.filter((b) => b.alive).length} / ${c.brokers.length}</b></div>
@@ -91,7 +97,7 @@ async function clusterView() {
     ${table("brokers", ["Broker", "Address", "Rack", "State", "Leaders", "Replicas"], brokers)}
     <h2>Partitions needing attention</h2>
     <ul id="problems">${problems.join("") || '<li class="muted">none</li>'}</ul>
-    ${features.metrics ? await metricsView() : ""}`;
+    ${(await featuresReady).metrics ? await metricsView() : ""}`;
 }
 
 function ms(value) { return value === undefined ? "-" : value.toFixed(1); }
@@ -127,8 +133,9 @@ function health(t) {
   return problems.filter(([n]) => n).map(([n, what]) => `${n} ${what}`).join(", ") || "ok";
 }
 
-// The topics are painted from the cluster's metadata first; their records held (two ListOffsets
-// over every partition: the slow part with many partitions) are filled in when counted.
+// The topics are painted from the cluster's metadata first; their records held (every
+// partition's earliest and latest offsets: the slow part with many partitions) are filled in
+// when counted.
 async function topicsView() {
   const rows = (await api("/api/console/topics")).map((t) => `<tr data-topic="${esc(t.name)}">
       <td><a href="#/topics/${encodeURIComponent(t.name)}">${esc(t.name)}</a>${t.internal ? ' <span class="muted">internal</span>' : ""}</td>
@@ -244,13 +251,16 @@ async function groupView(name) {
   const history = (lagHistory[name] = [...(lagHistory[name] ?? []), total].slice(-LAG_POINTS));
   const members = g.members.map((m) => `<tr><td>${esc(m.member)}</td><td>${esc(m.client)}</td>
       <td>${esc(m.host)}</td><td>${esc(m.assignment.join(", "))}</td></tr>`);
-  const lags = g.lag.map((l) => `<tr><td>${esc(l.topic)}</td><td>${l.partition}</td>
+  // with more partitions than a table shows, those lagging most
+  const shown = g.lag.length > MAX_ROWS ? [...g.lag].sort((a, b) => b.lag - a.lag).slice(0, MAX_ROWS) : g.lag;
+  const lags = shown.map((l) => `<tr><td>${esc(l.topic)}</td><td>${l.partition}</td>
       <td class="num">${l.current}</td><td class="num">${l.end}</td><td class="num lag">${l.lag}</td></tr>`);
   page.innerHTML = `<h1>Group ${esc(name)} <span class="muted">${esc(g.state)}</span></h1>
     <div class="cards"><div class="card">Total lag<b id="total-lag">${total}</b></div></div>
     ${chart("lag-chart", history, "records behind")}
     <h2>Members</h2>${table("members", ["Member", "Client", "Host", "Partitions"], members)}
-    <h2>Lag per partition</h2>${table("lags", ["Topic", "Partition", "Committed", "End", "Lag"], lags)}
+    <h2>Lag per partition${shown.length < g.lag.length ? ` <span class="muted" id="lags-shown">the ${shown.length} of ${g.lag.length} lagging most</span>` : ""}</h2>
+    ${table("lags", ["Topic", "Partition", "Committed", "End", "Lag"], lags)}
     <h2>Reset offsets</h2>
     <form id="reset" onsubmit="return false">topic <input id="reset-topic" placeholder="every topic of the group">
       to <select id="reset-to"><option>earliest</option><option>latest</option><option>timestamp</option><option>offset</option></select>
@@ -386,16 +396,14 @@ function schedule() {
   render().finally(() => { timer = setTimeout(schedule, REFRESH_MS); });
 }
 
-api("/api/console/features").then((f) => {
-  features = f;
+featuresReady.then((f) => {  // without them, the pages for strom itself still work
   document.getElementById("nav-schemas").hidden = !f.schemas;
   document.getElementById("nav-connectors").hidden = !f.connectors;
   document.getElementById("nav-sql").hidden = !f.sql;
   document.getElementById("logout").hidden = !f.login;
-}).catch(() => {}).finally(() => {  // without them, the pages for strom itself still work
-  window.addEventListener("hashchange", () => {
-    page.innerHTML = '<p class="muted">loading</p>';  // no button of the page left acts meanwhile
-    schedule();
-  });
+});
+window.addEventListener("hashchange", () => {
+  page.innerHTML = '<p class="muted">loading</p>';  // no button of the page left acts meanwhile
   schedule();
 });
+schedule();
