@@ -51,6 +51,9 @@ class SqlSettings(ServiceClients):
     spark_master: str = "local[*]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     retry_backoff: Backoff = field(default_factory=Backoff)
+    session_timeout_ms: int = 45_000
+    """How long a server of the service may be silent before its persistent queries move to
+    the others (`ksql.streams.session.timeout.ms`: the query owners group's, `owners`)."""
     """How long a failed persistent query waits to start again (`ksql.query.retry.backoff.*`)."""
     values: Mapping[str, str] = field(default_factory=dict)
     """Every setting given, for SHOW PROPERTIES."""
@@ -95,6 +98,7 @@ class SqlSettings(ServiceClients):
                 _int(values, "ksql.query.retry.backoff.initial.ms", Backoff.initial_ms),
                 _int(values, "ksql.query.retry.backoff.max.ms", Backoff.max_ms),
             ),
+            session_timeout_ms=_int(values, "ksql.streams.session.timeout.ms", 45_000),
             command_topic_replicas=_int(values, "ksql.internal.topic.replicas", -1),
             client_security={
                 k: v
@@ -109,6 +113,11 @@ class SqlSettings(ServiceClients):
     @property
     def command_topic(self) -> str:
         return f"_confluent-ksql-{self.service_id}_command_topic"
+
+    @property
+    def owners_topic(self) -> str:
+        """The leases topic and group of the service's servers (`owners`)."""
+        return f"_confluent-ksql-{self.service_id}_query_owners"
 
     @property
     def schema_registry_url(self) -> str | None:
