@@ -1,11 +1,15 @@
 """One PROTOBUF record at a time, in Python, where no Spark job runs: `INSERT VALUES` (a
 message of the inserted columns) and the materialized state of pull queries (a message's
-fields as the JSON formats hold them: TIMESTAMPs epoch milliseconds, BYTES base64, enums by
-name). The first message of the schema's file, as the JVM codec reads and writes it."""
+fields as the JSON formats hold them: TIMESTAMPs epoch milliseconds, DATEs days, DECIMALs
+numbers, BYTES base64, enums by name). The first message of the schema's file, as the JVM codec
+reads and writes it; Connect's logical types as Confluent's ProtobufData writes them
+(`google.protobuf.Timestamp`, `google.type.Date`, `confluent.type.Decimal`)."""
 
 from __future__ import annotations
 
 import base64
+import datetime
+import decimal
 import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -41,9 +45,37 @@ def encode_protobuf(
     fields = {f.name.upper(): f.name for f in message.DESCRIPTOR.fields}
     for c in columns:
         value, name = values.get(c.name), fields.get(c.name.upper())
-        if value is not None and name is not None:
+        if value is None or name is None:
+            continue
+        field = message.DESCRIPTOR.fields_by_name[name]
+        if field.message_type is None or field.is_repeated:
             setattr(message, name, value)
+        else:
+            _set_message(getattr(message, name), value, c)
     return frame(schema_id, message_indexes([0]) + message.SerializeToString())
+
+
+_EPOCH = datetime.date(1970, 1, 1)
+
+
+def _set_message(target: Any, value: object, column: Column) -> None:
+    """An inserted value into a well-known message field (TIMESTAMP: epoch ms; DATE: days)."""
+    name = target.DESCRIPTOR.full_name
+    if name == "google.protobuf.Timestamp" and isinstance(value, int):
+        target.FromMilliseconds(value)
+    elif name == "google.type.Date" and isinstance(value, int):
+        day = _EPOCH + datetime.timedelta(days=value)
+        target.year, target.month, target.day = day.year, day.month, day.day
+    elif name == "confluent.type.Decimal" and isinstance(value, int | float | decimal.Decimal):
+        scale = getattr(column.type, "scale", 0)
+        exact = decimal.Decimal(str(value)).quantize(decimal.Decimal(1).scaleb(-scale))
+        unscaled = int(exact.scaleb(scale))
+        target.value = unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)
+        target.precision, target.scale = len(exact.as_tuple().digits), scale
+    elif name.startswith("google.protobuf.") and name.endswith("Value"):
+        target.value = value
+    else:
+        raise ValueError(f"a value of {column.name} cannot be written as a {name}")
 
 
 def decode_protobuf(columns: Sequence[Column], data: bytes, schema: str) -> dict[str, object]:
@@ -86,6 +118,11 @@ def _value(field: Any, value: Any) -> object:
     name = field.message_type.full_name
     if name == "google.protobuf.Timestamp":
         return int(value.seconds * 1000 + value.nanos // 1_000_000)
+    if name == "google.type.Date":
+        return (datetime.date(value.year, value.month, value.day) - _EPOCH).days
+    if name == "confluent.type.Decimal":
+        unscaled = int.from_bytes(value.value, "big", signed=True)
+        return float(decimal.Decimal(unscaled).scaleb(-value.scale))
     if name.startswith("google.protobuf.") and name.endswith("Value"):
         return _value(field.message_type.fields_by_name["value"], value.value)
     return {f.name: _field(value, f) for f in field.message_type.fields}
