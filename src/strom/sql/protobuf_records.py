@@ -16,13 +16,15 @@ from typing import Any
 
 from strom.registry.wire import frame, message_indexes, read_message_indexes, unframe
 from strom.sql.analyzer import Column
+from strom.sql.protobuf_schemas import no_message
 
-__all__ = ["decode_protobuf", "encode_protobuf"]
+__all__ = ["decode_protobuf", "encode_protobuf", "message_path"]
 
 
 @functools.lru_cache(maxsize=64)
-def _message_class(schema: str) -> Any:
-    """The class of the first message of a `.proto` text, in a pool of its own."""
+def _message(schema: str, full_name: str | None) -> tuple[Any, tuple[int, ...]]:
+    """The class of the first message of a `.proto` text (or of the message `full_name`), in
+    a pool of its own, and its message indexes (its place in the file, as the wire has it)."""
     from google.protobuf import descriptor_pool, message_factory  # noqa: PLC0415
 
     from strom.registry.protobuf_schema import file_set  # noqa: PLC0415 - strom[registry]
@@ -32,16 +34,42 @@ def _message_class(schema: str) -> Any:
     for file in files:
         pool.Add(file)
     main = files[-1]
-    name = f"{main.package}.{main.message_type[0].name}".lstrip(".")
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
+    if full_name is None:
+        full_name = f"{main.package}.{main.message_type[0].name}".lstrip(".")
+    path = _path(main.message_type, main.package, full_name)
+    if path is None:
+        raise no_message(full_name)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(full_name)), path
+
+
+def _path(messages: Any, prefix: str, full_name: str) -> tuple[int, ...] | None:
+    """The indexes of `full_name` among `messages` (and their nested ones), or None."""
+    for i, message in enumerate(messages):
+        name = f"{prefix}.{message.name}".lstrip(".")
+        if name == full_name:
+            return (i,)
+        inner = _path(message.nested_type, name, full_name)
+        if inner is not None:
+            return (i, *inner)
+    return None
+
+
+def message_path(schema: str, full_name: str | None) -> tuple[int, ...]:
+    """The message indexes of the message records are read and written as."""
+    return _message(schema, full_name)[1]
 
 
 def encode_protobuf(
-    columns: Sequence[Column], values: Mapping[str, object], schema: str, schema_id: int
+    columns: Sequence[Column],
+    values: Mapping[str, object],
+    schema: str,
+    schema_id: int,
+    full_name: str | None = None,
 ) -> bytes:
     """The framed message of `columns`' inserted values (fields matched by name in any case;
     NULLs left unset)."""
-    message = _message_class(schema)()
+    message_class, path = _message(schema, full_name)
+    message = message_class()
     fields = {f.name.upper(): f.name for f in message.DESCRIPTOR.fields}
     for c in columns:
         value, name = values.get(c.name), fields.get(c.name.upper())
@@ -52,7 +80,7 @@ def encode_protobuf(
             setattr(message, name, value)
         else:
             _set_message(getattr(message, name), value, c)
-    return frame(schema_id, message_indexes([0]) + message.SerializeToString())
+    return frame(schema_id, message_indexes(list(path)) + message.SerializeToString())
 
 
 _EPOCH = datetime.date(1970, 1, 1)
@@ -78,13 +106,16 @@ def _set_message(target: Any, value: object, column: Column) -> None:
         raise ValueError(f"a value of {column.name} cannot be written as a {name}")
 
 
-def decode_protobuf(columns: Sequence[Column], data: bytes, schema: str) -> dict[str, object]:
-    """The columns of a framed message (none where it is not one of the schema's first)."""
+def decode_protobuf(
+    columns: Sequence[Column], data: bytes, schema: str, full_name: str | None = None
+) -> dict[str, object]:
+    """The columns of a framed message (none where it is not one of the schema's message)."""
+    message_class, path = _message(schema, full_name)
     try:
         indexes, payload = read_message_indexes(unframe(data)[1])
-        if indexes != [0]:
+        if tuple(indexes) != path:
             return {}
-        message = _message_class(schema).FromString(bytes(payload))
+        message = message_class.FromString(bytes(payload))
     except ValueError:  # not framed, or protobuf's DecodeError (a ValueError too)
         return {}
     fields = {f.name.upper(): f for f in message.DESCRIPTOR.fields}

@@ -25,7 +25,7 @@ from strom.sql.formatter import format_type
 if TYPE_CHECKING:
     from google.protobuf.descriptor_pb2 import DescriptorProto, FileDescriptorProto
 
-__all__ = ["protobuf_columns", "protobuf_schema"]
+__all__ = ["no_message", "protobuf_columns", "protobuf_schema"]
 
 _TIMESTAMP = "google.protobuf.Timestamp"
 _DECIMAL = "confluent.type.Decimal"
@@ -61,9 +61,11 @@ class _Writer:
         self.names = (f"ConnectDefault{n}" for n in itertools.count(1))
         self.imports: set[str] = set()
 
-    def message(self, fields: Sequence[tuple[str, ty.SqlType]], depth: int) -> list[str]:
+    def message(
+        self, fields: Sequence[tuple[str, ty.SqlType]], depth: int, name: str | None = None
+    ) -> list[str]:
         pad = "  " * depth
-        name = next(self.names)
+        name = name or next(self.names)
         lines, nested = [f"{pad}message {name} {{"], list[list[str]]()
         for number, (field, t) in enumerate(fields, 1):
             kind = self.field_type(t, nested, depth + 1)
@@ -111,11 +113,16 @@ class _Writer:
         return _SCALARS[t]
 
 
-def protobuf_schema(columns: Sequence[Column]) -> str:
-    """The `.proto` text of a message holding `columns`, as ksqlDB registers it."""
+def protobuf_schema(columns: Sequence[Column], full_name: str | None = None) -> str:
+    """The `.proto` text of a message holding `columns`, as ksqlDB registers it; with
+    `full_name` (`VALUE_SCHEMA_FULL_NAME`), the message is its last part, in the package
+    before it (nested messages numbered from ConnectDefault1, as ProtobufData names them)."""
+    package, _, name = (full_name or "").rpartition(".")
     writer = _Writer()
-    body = writer.message([(c.name, c.type) for c in columns], 0)
+    body = writer.message([(c.name, c.type) for c in columns], 0, name or None)
     head = ['syntax = "proto3";', ""]
+    if package:
+        head += [f"package {package};", ""]
     if writer.imports:
         head += [*(f'import "{name}";' for name in sorted(writer.imports)), ""]
     return "\n".join([*head, *body]) + "\n"
@@ -212,13 +219,21 @@ def _field_type(field: Any, known: dict[str, Any], seen: tuple[str, ...]) -> ty.
     return ty.ArrayType(t) if field.label == _REPEATED else t
 
 
-def protobuf_columns(file: FileDescriptorProto) -> tuple[Column, ...]:
-    """The value columns of a registered file's first message (its fields, upper-cased as
-    ksqlDB names inferred columns)."""
+def protobuf_columns(file: FileDescriptorProto, full_name: str | None = None) -> tuple[Column, ...]:
+    """The value columns of a registered file's first message, or of the message `full_name`
+    (`VALUE_SCHEMA_FULL_NAME`): its fields, upper-cased as ksqlDB names inferred columns."""
     if not file.message_type:
         raise SqlSemanticError("The Protobuf schema holds no message, whose fields are columns.")
     prefix = f".{file.package}" if file.package else ""
     known = dict(_messages(prefix, file.message_type))
-    first = f"{prefix}.{file.message_type[0].name}"
-    record = _struct(file.message_type[0], known, (first,))
+    chosen = f"{prefix}.{file.message_type[0].name}" if full_name is None else f".{full_name}"
+    if chosen not in known:
+        raise no_message(full_name or chosen)
+    record = _struct(known[chosen], known, (chosen,))
     return tuple(Column(f.name.upper(), f.type) for f in record.fields)
+
+
+def no_message(full_name: str) -> SqlSemanticError:
+    return SqlSemanticError(
+        f"The Protobuf schema has no message '{full_name}' (the SCHEMA_FULL_NAME given)."
+    )

@@ -11,16 +11,17 @@ columns as Spark expressions (no Python per record):
 - JSON_SR: JSON in Confluent's schema-registry wire format: the magic byte 0 and the 4-byte
   schema id, then the JSON (read as JSON after those 5 bytes; written behind the id of the
   schema the engine registered for the sink).
-- AVRO: Avro binary in the same wire format, decoded with the schema of the source's id and
-  encoded with the one the engine registered for the sink, in the JVM (`strom.spark.jvm`:
-  spark-sql's own Avro converters).
+- AVRO: Avro binary in the same wire format, decoded with the schema of the source's id (a
+  record of another id with its own, from the registry, resolved to it) and encoded with the
+  one the engine registered for the sink, in the JVM (`strom.spark.jvm`: spark-sql's own Avro
+  converters).
 - PROTOBUF: a Protobuf message in the same wire format (the message indexes after the id), in
   the JVM too (`strom.spark.jvm`: the protobuf-java Spark ships), the first message of the
-  schema's `.proto` text.
+  schema's `.proto` text, or the one `*_SCHEMA_FULL_NAME` names.
 - NONE: nothing (no key).
 
 A value in a binary registry format (AVRO, PROTOBUF) that is not a record of the source's
-schema id, or cannot be read, is skipped by `read` (the decoder logs it to the `processing`
+schema (PROTOBUF: of its id), or cannot be read, is skipped by `read` (the decoder logs it to the `processing`
 logger), as ksqlDB skips what it cannot deserialize and writes a processing-log entry.
 """
 
@@ -40,6 +41,7 @@ from strom.sql.compiler import column, spark_type
 from strom.sql.errors import SqlSemanticError
 from strom.sql.formatter import format_type
 from strom.sql.metastore import DataSource
+from strom.sql.protobuf_records import message_path
 
 __all__ = ["decode", "encode", "read"]
 
@@ -122,16 +124,19 @@ def _record(
     schema_id: int | None,
     topic: str,
     target: str = "value",
+    full_name: str | None = None,
+    registry: str | None = None,
 ) -> Column:
     """A binary format's value decoded into a struct (None where it is not a record of the
-    schema `schema_id`, whose text is `schema`; logged as the `target`, key or value, of a
-    record of `topic`)."""
+    schema `schema_id`, whose text is `schema`, or for PROTOBUF not its message `full_name`;
+    logged as the `target`, key or value, of a record of `topic`)."""
     if schema is None or schema_id is None:
         raise SqlSemanticError(f"The '{fmt}' format needs a registered schema to read.")
     if fmt == "AVRO":
-        return avro_decode(data, schema, schema_id, topic, target)
+        return avro_decode(data, schema, schema_id, topic, target, registry=registry)
     ddl = spark_type(_struct(columns))
-    return protobuf_decode(data, schema, schema_id, ddl, topic, target=target)
+    message = message_path(schema, full_name)
+    return protobuf_decode(data, schema, schema_id, ddl, topic, target=target, message=message)
 
 
 def _avro_record(schema: str) -> bool:
@@ -162,10 +167,24 @@ def read(frame: DataFrame, source: DataSource) -> tuple[DataFrame, list[Column]]
     writes the processing-log entry), and the source's columns read from what is left."""
     out: list[Column] = []
     parts = (
-        ("key", source.keys, source.key_format, source.key_schema, source.key_schema_id),
-        ("value", source.values, source.value_format, source.value_schema, source.value_schema_id),
+        (
+            "key",
+            source.keys,
+            source.key_format,
+            source.key_schema,
+            source.key_schema_id,
+            source.key_schema_name,
+        ),
+        (
+            "value",
+            source.values,
+            source.value_format,
+            source.value_schema,
+            source.value_schema_id,
+            source.value_schema_name,
+        ),
     )
-    for part, columns, fmt, schema, schema_id in parts:
+    for part, columns, fmt, schema, schema_id, full_name in parts:
         if fmt not in _BINARY or not columns:
             out += decode(frame[part], columns, fmt)
             continue
@@ -178,6 +197,8 @@ def read(frame: DataFrame, source: DataSource) -> tuple[DataFrame, list[Column]]
             schema_id=schema_id,
             topic=source.topic,
             target=part,
+            full_name=full_name,
+            registry=source.registry,
         )
         # the decoder is non-deterministic to Spark, so the filter cannot run it a second time
         frame = frame.withColumn(hidden, record)
@@ -239,17 +260,18 @@ def encode(
     fmt: str,
     schema_id: int | None = None,
     schema: str | None = None,
+    full_name: str | None = None,
 ) -> Column:
     """The binary (or text) the sink writes for `columns` of the current row; a registry
     format's records are framed with `schema_id` (AVRO's and PROTOBUF's written in `schema`,
-    its text)."""
+    its text; PROTOBUF's as its message `full_name`, default the first)."""
     if fmt in _BINARY:
         if schema_id is None or schema is None:
             raise SqlSemanticError(f"The '{fmt}' format needs a registered schema to write.")
         ddl = spark_type(_struct(columns))
         fields = F.struct(*[column(c.name) for c in columns])
         if fmt == "PROTOBUF":
-            return protobuf_encode(fields, ddl, schema, schema_id)
+            return protobuf_encode(fields, ddl, schema, schema_id, message_path(schema, full_name))
         if not _avro_record(schema):  # a single key column, unwrapped
             return avro_encode(
                 column(columns[0].name), spark_type(columns[0].type), schema, schema_id

@@ -665,3 +665,129 @@ def test_registry_keys(api: httpx.Client, broker: StromServer, registry: Registr
         return [json.loads(line) for line in answer.text.splitlines()[1:]]
 
     assert eventually(lambda: pulled() == [["t1", 2]], "a pull query on the PROTOBUF-keyed table")
+
+
+PROTO_TWO = """
+syntax = "proto3";
+package shop;
+
+message Header { string region = 1; }
+message Order { string id = 1; int64 qty = 2; }
+"""
+
+
+@needs_javac
+def test_schema_full_names(api: httpx.Client, broker: StromServer, registry: Registry) -> None:
+    """`VALUE_SCHEMA_FULL_NAME`: a PROTOBUF source reads the message it names (not the file's
+    first; INSERT VALUES writes it), a PROTOBUF sink's message and package are the name, an
+    AVRO sink's record name and namespace."""
+    topic = create_topic(broker.bootstrap, "sql-proto-named")
+    client = SchemaRegistryClient({"url": registry.url})
+    order = _message_class(PROTO_TWO, "shop.Order")
+    serializer = ProtobufSerializer(order, client, {"use.deprecated.format": False})
+    context = SerializationContext(topic, MessageField.VALUE)
+    produce(broker.bootstrap, topic, [Record(serializer(order(id="o1", qty=3), context))])
+    ksql(
+        api,
+        f"CREATE STREAM orders_named WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='PROTOBUF', "
+        "VALUE_SCHEMA_FULL_NAME='shop.Order');"
+        "INSERT INTO orders_named (id, qty) VALUES ('o2', 5);",
+    )
+    described = ksql(api, "DESCRIBE orders_named;")[0]["sourceDescription"]
+    assert [f["name"] for f in described["fields"]] == ["ID", "QTY"]
+    proto_sink, avro_sink = unique_topic("sql-proto-named-out"), unique_topic("sql-avro-named")
+    earliest = {"ksql.streams.auto.offset.reset": "earliest"}
+    ksql(
+        api,
+        f"CREATE STREAM big_named WITH (KAFKA_TOPIC='{proto_sink}', "
+        "VALUE_SCHEMA_FULL_NAME='com.acme.BigOrder') AS SELECT id, qty * 10 AS qty10 "
+        "FROM orders_named EMIT CHANGES;",
+        **earliest,
+    )
+    ksql(
+        api,
+        f"CREATE STREAM avro_named WITH (KAFKA_TOPIC='{avro_sink}', VALUE_FORMAT='AVRO', "
+        "VALUE_SCHEMA_FULL_NAME='com.acme.AvroOrder') AS SELECT id, qty FROM orders_named "
+        "EMIT CHANGES;",
+        **earliest,
+    )
+    registered = client.get_latest_version(f"{proto_sink}-value").schema.schema_str or ""
+    assert "package com.acme;" in registered and "message BigOrder {" in registered, registered
+    big = _message_class(registered, "com.acme.BigOrder")
+    deserializer = ProtobufDeserializer(big, {"use.deprecated.format": False})
+    sink_context = SerializationContext(proto_sink, MessageField.VALUE)
+
+    def proto_rows() -> list[Any]:
+        records = consume_all(broker.bootstrap, proto_sink)
+        return sorted(
+            (m.ID, m.QTY10) for m in (deserializer(r.value, sink_context) for r in records)
+        )
+
+    assert eventually(lambda: proto_rows() == [("o1", 30), ("o2", 50)], "the named PROTOBUF sink")
+    avro = json.loads(client.get_latest_version(f"{avro_sink}-value").schema.schema_str or "")
+    assert (avro["name"], avro["namespace"]) == ("AvroOrder", "com.acme")
+    avro_reader = AvroDeserializer(client)
+    avro_context = SerializationContext(avro_sink, MessageField.VALUE)
+
+    def avro_rows() -> list[Any]:
+        records = consume_all(broker.bootstrap, avro_sink)
+        return sorted(
+            (v["ID"], v["QTY"]) for v in (avro_reader(r.value, avro_context) for r in records)
+        )
+
+    assert eventually(lambda: avro_rows() == [("o1", 3), ("o2", 5)], "the named AVRO sink")
+
+
+@needs_javac
+def test_avro_records_of_an_evolved_schema(
+    api: httpx.Client, broker: StromServer, registry: Registry
+) -> None:
+    """A producer that evolved its schema compatibly (a field added, one dropped that had a
+    default) writes records with the new id: the stream declared with the old one reads them
+    with their own schema resolved to its own (Avro's resolution, as ksqlDB); a record whose
+    schema does not resolve is skipped (the processing log)."""
+    topic = create_topic(broker.bootstrap, "sql-avro-evolved")
+    client = SchemaRegistryClient({"url": registry.url})
+    context = SerializationContext(topic, MessageField.VALUE)
+    old = AvroSerializer(client, json.dumps(AVRO_READING))
+    produce(broker.bootstrap, topic, [Record(old({"sensor": "t1", "reading": 1.5}, context))])
+    ksql(api, f"CREATE STREAM evolving WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='AVRO');")
+    evolved = {
+        "type": "record",
+        "name": "Reading",
+        "fields": [
+            {"name": "sensor", "type": "string"},
+            {"name": "unit", "type": "string", "default": "C"},
+            {"name": "reading", "type": "double"},
+        ],
+    }
+    new = AvroSerializer(client, json.dumps(evolved))
+    other = AvroSerializer(
+        client,
+        json.dumps({"type": "record", "name": "Other", "fields": [{"name": "x", "type": "int"}]}),
+    )
+    elsewhere = SerializationContext(unique_topic("sql-avro-other"), MessageField.VALUE)
+    produce(
+        broker.bootstrap,
+        topic,
+        [
+            Record(new({"sensor": "t2", "unit": "F", "reading": 2.5}, context)),
+            Record(other({"x": 1}, elsewhere)),  # another subject's schema: does not resolve
+            Record(new({"sensor": "t3", "unit": "K", "reading": 3.5}, context)),
+        ],
+    )
+    assert client.get_latest_version(f"{topic}-value").version == 2  # the producer's evolution
+    sink = unique_topic("sql-avro-evolved-out")
+    ksql(
+        api,
+        f"CREATE STREAM evolved_out WITH (KAFKA_TOPIC='{sink}', VALUE_FORMAT='JSON') AS "
+        "SELECT sensor, reading, count FROM evolving EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+
+    def rows() -> list[Any]:
+        records = consume_all(broker.bootstrap, sink)
+        return sorted(tuple(json.loads(r.value).values()) for r in records if r.value)
+
+    expected = [("t1", 1.5, None), ("t2", 2.5, None), ("t3", 3.5, None)]
+    assert eventually(lambda: rows() == expected and expected, "every version's records")

@@ -124,3 +124,23 @@ def test_a_recursive_message_is_refused() -> None:
 def test_types_it_cannot_write_are_refused(t: ty.SqlType, error: str) -> None:
     with pytest.raises(SqlSemanticError, match=error.replace("(", r"\(").replace(")", r"\)")):
         protobuf_schema([Column("X", t)])
+
+
+def test_a_full_name_names_the_message_and_picks_it_when_reading() -> None:
+    text = protobuf_schema(
+        [Column("ID", ty.STRING), Column("AT", ty.StructType((ty.StructField("X", ty.INT),)))],
+        "com.acme.Order",
+    )
+    assert "package com.acme;" in text
+    assert "message Order {" in text
+    assert "  message ConnectDefault1 {" in text  # nested: ProtobufData's default names
+    file = ProtobufSchema(text).file
+    assert _columns(text) == protobuf_columns(file, "com.acme.Order")
+    several = ProtobufSchema(
+        'syntax = "proto3"; package p; message A { string a = 1; }'
+        " message B { int32 b = 1; message C { bool c = 1; } }"
+    ).file
+    assert protobuf_columns(several, "p.B") == (Column("B", ty.INT),)
+    assert protobuf_columns(several, "p.B.C") == (Column("C", ty.BOOLEAN),)
+    with pytest.raises(SqlSemanticError, match=r"has no message 'p\.D'"):
+        protobuf_columns(several, "p.D")
