@@ -21,8 +21,9 @@ columns as Spark expressions (no Python per record):
 - NONE: nothing (no key).
 
 A value in a binary registry format (AVRO, PROTOBUF) that is not a record of the source's
-schema (PROTOBUF: of its id), or cannot be read, is skipped by `read` (the decoder logs it to the `processing`
-logger), as ksqlDB skips what it cannot deserialize and writes a processing-log entry.
+schema (PROTOBUF: of its id), or cannot be read, is skipped by `read` (the decoder logs it to
+the `processing` logger), as ksqlDB skips what it cannot deserialize and writes a
+processing-log entry.
 """
 
 from __future__ import annotations
