@@ -31,6 +31,7 @@ __all__ = [
     "avro_decode",
     "avro_encode",
     "jar",
+    "processing_log",
     "protobuf_decode",
     "protobuf_encode",
 ]
@@ -94,6 +95,12 @@ def _class(name: str) -> Any:
             "strom.spark.session(), or add strom.spark.jvm.jar() to its spark.jars"
         )
     return found
+
+
+def processing_log() -> Any:
+    """strom's ``ProcessingLog`` of the active session's JVM: ``capture()``, then ``drain()``
+    the entries its decoders logged since (``<epoch ms> <entry JSON>`` each)."""
+    return _class("ProcessingLog")
 
 
 def _column(jc: object) -> Column:

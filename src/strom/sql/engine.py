@@ -41,6 +41,7 @@ from strom.sql.owners import QueryOwners
 from strom.sql.parser import parse, parse_statement
 from strom.sql.planner import HAVING, Plan, plan_query, read_source, sink_frame
 from strom.sql.printer import TopicPrint, topic_named
+from strom.sql.processing_log import ProcessingLogWriter, stream_statement
 from strom.sql.pull import TABLE_SCAN, PullQuery, not_queryable
 from strom.sql.push import PushQuery
 from strom.sql.registry import SchemaRegistry
@@ -154,6 +155,10 @@ class Engine:
             timeout=settings.timeout,
             changed=self._owners_changed,
         )
+        topic = settings.processing_log_topic
+        self._processing_log = (
+            None if topic is None else ProcessingLogWriter(topic, self._client, lambda: self._spark)
+        )
 
     @property
     def spark(self) -> SparkSession:
@@ -169,10 +174,28 @@ class Engine:
         owners, then run the commands other servers of the service write, as they come."""
         self.commands.start()
         with self._lock:
+            self._processing_log_stream()
             self._run_commands()
         self.owners.start()
         threading.Thread(target=self._follow, name="sql-commands", daemon=True).start()
         threading.Thread(target=self._retry_failed, name="sql-query-retries", daemon=True).start()
+
+    def _processing_log_stream(self) -> None:
+        """The processing log's topic (created if missing, as ksqlDB's) and its writer, and the
+        stream KSQL_PROCESSING_LOG where asked for: this server's own, not a command."""
+        if self._processing_log is None:
+            return
+        topic = self._processing_log.topic
+        if self._partitions(topic) is None:
+            values = self.settings.values
+            partitions = int(values.get("ksql.logging.processing.topic.partitions", 1))
+            replicas = int(values.get("ksql.logging.processing.topic.replication.factor", 0))
+            self._create_topic(topic, partitions, replicas or None)
+        self._processing_log.start()
+        if self.settings.processing_log_stream:
+            s = parse_statement(stream_statement(topic))
+            assert isinstance(s, st.CreateSource)
+            self.sources[s.name] = declared_source(s)
 
     def _follow(self) -> None:
         """Run the commands read from the topic (another server's statements) until the
@@ -207,6 +230,8 @@ class Engine:
         """Stop the queries (their checkpoints stay, for the next start, or for the other
         servers of the service, which are given them) and the topic."""
         self.owners.stop()  # its last revoke stops the queries here first
+        if self._processing_log is not None:
+            self._processing_log.stop()
         with self._lock:
             for push in list(self.push_queries.values()):
                 push.close()

@@ -85,15 +85,29 @@ def _delimited_field(value: Column) -> Column:
     return F.coalesce(F.when(text.rlike('[",\\r\\n]'), quoted).otherwise(text), F.lit(""))
 
 
+def _upper_fields(text: Column) -> Column:
+    """A JSON object's fields as a map of upper-cased names to their JSON text."""
+    return F.transform_keys(
+        F.from_json(text.cast("string"), "map<string,string>"), lambda k, _: F.upper(k)
+    )
+
+
 def _from_text(text: Column, t: ty.SqlType) -> Column:
     """A JSON field's text (a nested value as JSON text) as a value of `t`; NULL where it is
     not one. TIMESTAMPs are milliseconds since the epoch, DATEs days, BYTES base64 (ksqlDB's
-    JSON)."""
+    JSON). A STRUCT's fields are matched in any case, as the top level's (ksqlDB's)."""
     if t == ty.STRING:
         return text
     if t == ty.BYTES:  # base64, as Spark's to_json writes binary and ksqlDB's JSON has it
         return F.try_to_binary(text, F.lit("base64"))
-    if isinstance(t, ty.ArrayType | ty.MapType | ty.StructType):
+    if isinstance(t, ty.StructType):
+        fields = _upper_fields(text)
+        inner = [
+            _from_text(F.try_element_at(fields, F.lit(f.name.upper())), f.type).alias(f.name)
+            for f in t.fields
+        ]
+        return F.when(fields.isNotNull(), F.struct(*inner))
+    if isinstance(t, ty.ArrayType | ty.MapType):
         return F.from_json(text, spark_type(t))
     if t == ty.TIMESTAMP:
         return F.timestamp_millis(text.try_cast("bigint"))
@@ -228,9 +242,7 @@ def decode(
     if fmt == "JSON_SR":
         data = F.substring(data, _HEADER_BYTES + 1, 2**31 - 1)
     if fmt in ("JSON", "JSON_SR"):
-        fields = F.transform_keys(
-            F.from_json(data.cast("string"), "map<string,string>"), lambda k, _: F.upper(k)
-        )
+        fields = _upper_fields(data)
         return [
             _from_text(F.try_element_at(fields, F.lit(c.name.upper())), c.type).alias(c.name)
             for c in columns

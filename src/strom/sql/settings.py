@@ -124,6 +124,22 @@ class SqlSettings(ServiceClients):
         """`ksql.schema.registry.url`: the registry of the JSON_SR format."""
         return self.values.get("ksql.schema.registry.url") or None
 
+    @property
+    def processing_log_topic(self) -> str | None:
+        """The processing log's topic, where `ksql.logging.processing.topic.auto.create` asks
+        for one (`ksql.logging.processing.topic.name`, default
+        `<service.id>ksql_processing_log`)."""
+        if self.values.get("ksql.logging.processing.topic.auto.create", "").lower() != "true":
+            return None
+        name = self.values.get("ksql.logging.processing.topic.name")
+        return name or f"{self.service_id}ksql_processing_log"
+
+    @property
+    def processing_log_stream(self) -> bool:
+        """Whether the stream KSQL_PROCESSING_LOG is declared over that topic."""
+        wanted = self.values.get("ksql.logging.processing.stream.auto.create", "").lower()
+        return self.processing_log_topic is not None and wanted == "true"
+
     def checkpoint(self, query_id: str) -> Path:
         return self.state_dir / self.service_id / query_id
 

@@ -791,3 +791,67 @@ def test_avro_records_of_an_evolved_schema(
 
     expected = [("t1", 1.5, None), ("t2", 2.5, None), ("t3", 3.5, None)]
     assert eventually(lambda: rows() == expected and expected, "every version's records")
+
+
+@needs_javac
+def test_the_processing_log_as_a_stream(
+    spark: SparkSession, broker: StromServer, registry: Registry, tmp_path: Path
+) -> None:
+    """ksqlDB's `ksql.logging.processing.*.auto.create`: a record the query cannot
+    deserialize is an entry in `<service.id>ksql_processing_log` (ksqlDB's JSON), which the
+    stream KSQL_PROCESSING_LOG reads with ksqlDB's columns."""
+    server = _server(
+        spark,
+        broker,
+        tmp_path / "state",
+        {
+            "ksql.schema.registry.url": registry.url,
+            "ksql.logging.processing.topic.auto.create": "true",
+            "ksql.logging.processing.stream.auto.create": "true",
+        },
+    )
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as api:
+            topic = create_topic(broker.bootstrap, "sql-avro-plog")
+            client = SchemaRegistryClient({"url": registry.url})
+            serializer = AvroSerializer(client, json.dumps(AVRO_READING))
+            context = SerializationContext(topic, MessageField.VALUE)
+            good = serializer({"sensor": "t1", "reading": 1.5}, context)
+            produce(broker.bootstrap, topic, [Record(good), Record(b"not avro")])
+            ksql(api, f"CREATE STREAM plog_in WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='AVRO');")
+            streams = {s["name"] for s in ksql(api, "SHOW STREAMS;")[0]["streams"]}
+            assert "KSQL_PROCESSING_LOG" in streams
+            ksql(
+                api,
+                f"CREATE STREAM plog_out WITH (KAFKA_TOPIC='{unique_topic('plog-out')}', "
+                "VALUE_FORMAT='JSON') AS SELECT sensor FROM plog_in EMIT CHANGES;",
+                **{"ksql.streams.auto.offset.reset": "earliest"},
+            )
+            logged = f"{server.settings.service_id}ksql_processing_log"
+
+            def entries() -> list[Any]:
+                return [json.loads(r.value or b"") for r in consume_all(broker.bootstrap, logged)]
+
+            entry = eventually(entries, "an entry in the processing log topic")[0]
+            assert entry["level"] == "ERROR" and isinstance(entry["time"], int)
+            error = entry["message"]["deserializationError"]
+            assert (error["target"], error["topic"], error["cause"]) == (
+                "value",
+                topic,
+                ["Unknown magic byte!"],
+            )
+            with api.stream(
+                "POST",
+                "/query",
+                json={
+                    "ksql": "SELECT message->type AS kind, message->deserializationError->target"
+                    " AS target, message->deserializationError->`TOPIC` AS t, "
+                    "message->deserializationError->cause AS cause "
+                    "FROM KSQL_PROCESSING_LOG EMIT CHANGES LIMIT 1;",
+                    "streamsProperties": {"auto.offset.reset": "earliest"},
+                },
+            ) as pushed:
+                rows = json.loads(pushed.read())
+            assert rows[1]["row"]["columns"] == [0, "value", topic, ["Unknown magic byte!"]]
+    finally:
+        server.stop()
