@@ -17,6 +17,8 @@ import base64
 import binascii
 from collections.abc import Iterator, Sequence
 
+from confluent_kafka.schema_registry.confluent import meta_pb2
+from confluent_kafka.schema_registry.confluent.type import decimal_pb2
 from google.protobuf import (  # the well-known files, registered in the default pool
     any_pb2,  # noqa: F401
     descriptor_pb2,
@@ -29,6 +31,7 @@ from google.protobuf import (  # the well-known files, registered in the default
     wrappers_pb2,  # noqa: F401
 )
 from google.protobuf.message import DecodeError
+from google.type import date_pb2, timeofday_pb2  # type: ignore[import-untyped]
 
 from strom.registry.proto_render import render_proto
 from strom.registry.proto_text import compile_proto
@@ -59,6 +62,23 @@ _GROUPS: dict[int, str] = {
     _Field.TYPE_BYTES: "length",
 }
 _LENGTH_DELIMITED = frozenset({_Field.TYPE_STRING, _Field.TYPE_BYTES, _Field.TYPE_MESSAGE})
+_BUILT_IN = tuple(
+    m.DESCRIPTOR for m in (descriptor_pb2, meta_pb2, decimal_pb2, date_pb2, timeofday_pb2)
+)
+"""Confluent's built-in imports (its ProtobufSchema's known dependencies), which a schema names
+without a reference: Connect's logical types' Decimal, Date and TimeOfDay, and the field_meta
+option that holds a Decimal's precision and scale (and descriptor.proto, which it imports)."""
+
+
+def _built_in(dependencies: Sequence[Dependency]) -> list[descriptor_pb2.FileDescriptorProto]:
+    """The built-in imports as descriptors for protoc, but those given as references."""
+    given = {d.name for d in dependencies}
+    out = []
+    for file in _BUILT_IN:
+        if file.name not in given:
+            out.append(descriptor_pb2.FileDescriptorProto())
+            file.CopyToProto(out[-1])
+    return out
 
 
 def is_serialized(text: str) -> bool:
@@ -105,7 +125,9 @@ class ProtobufSchema(ParsedSchema):
             self.file = decode_file(text, "schema.proto")
         else:
             texts = [(d.name, d.text) for d in dependencies if d not in serialized]
-            self.file = compile_proto(text, "schema.proto", texts, imports)
+            self.file = compile_proto(
+                text, "schema.proto", texts, [*imports, *_built_in(dependencies)]
+            )
         pool = descriptor_pool.DescriptorPool()
         known = {"google/protobuf/descriptor.proto"}
         try:

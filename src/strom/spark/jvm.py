@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ __all__ = [
     "avro_decode",
     "avro_encode",
     "jar",
+    "processing_log",
     "protobuf_decode",
     "protobuf_encode",
 ]
@@ -95,6 +97,12 @@ def _class(name: str) -> Any:
     return found
 
 
+def processing_log() -> Any:
+    """strom's ``ProcessingLog`` of the active session's JVM: ``capture()``, then ``drain()``
+    the entries its decoders logged since (``<epoch ms> <entry JSON>`` each)."""
+    return _class("ProcessingLog")
+
+
 def _column(jc: object) -> Column:
     from pyspark.sql.classic.column import Column as ClassicColumn  # noqa: PLC0415
 
@@ -102,13 +110,22 @@ def _column(jc: object) -> Column:
 
 
 def avro_decode(
-    data: Column, schema: str, schema_id: int, topic: str, target: str = "value"
+    data: Column,
+    schema: str,
+    schema_id: int,
+    topic: str,
+    target: str = "value",
+    *,
+    registry: str | None = None,
 ) -> Column:
-    """Confluent-framed Avro ``data`` of ``schema_id`` decoded with its writer schema
-    ``schema`` (JSON text) into a column of its Spark type (records as structs); a value of
-    another id, or unreadable, is null (logged as a ``target``, key or value, of ``topic``)."""
+    """Confluent-framed Avro ``data`` of ``schema_id`` decoded with its schema ``schema``
+    (JSON text) into a column of its Spark type (records as structs); a value of another id
+    is read with that id's schema from ``registry`` (a URL), resolved to ``schema``; one that
+    cannot be (no registry, an incompatible schema), or unreadable, is null (logged as a
+    ``target``, key or value, of ``topic``)."""
     jc = data._jc
-    return _column(_class("ConfluentAvro").decode(jc, schema, schema_id, topic, target))
+    decode = _class("ConfluentAvro").decode
+    return _column(decode(jc, schema, schema_id, topic, target, registry or ""))
 
 
 def avro_encode(data: Column, ddl: str, schema: str, schema_id: int) -> Column:
@@ -126,20 +143,32 @@ def _files(schema: str) -> str:
 
 
 def protobuf_decode(
-    data: Column, schema: str, schema_id: int, ddl: str, topic: str, *, target: str = "value"
+    data: Column,
+    schema: str,
+    schema_id: int,
+    ddl: str,
+    topic: str,
+    *,
+    target: str = "value",
+    message: Sequence[int] = (0,),
 ) -> Column:
-    """Confluent-framed Protobuf ``data`` of ``schema_id`` (the first message of the
-    ``.proto`` text ``schema``) decoded into the struct type ``ddl``, whose fields are matched
-    to the message's by name in any case; a value of another id or message, or unreadable, is
-    null (logged as a ``target``, key or value, of ``topic``)."""
+    """Confluent-framed Protobuf ``data`` of ``schema_id`` (the message at the indexes
+    ``message``, default the first, of the ``.proto`` text ``schema``) decoded into the struct
+    type ``ddl``, whose fields are matched to the message's by name in any case; a value of
+    another id or message, or unreadable, is null (logged as a ``target``, key or value, of
+    ``topic``)."""
     jc = data._jc
     decode = _class("ConfluentProtobuf").decode
-    return _column(decode(jc, _files(schema), "0", schema_id, ddl, topic, target))
+    path = ",".join(map(str, message))
+    return _column(decode(jc, _files(schema), path, schema_id, ddl, topic, target))
 
 
-def protobuf_encode(data: Column, ddl: str, schema: str, schema_id: int) -> Column:
-    """``data`` (a struct of the Spark type ``ddl``) as the first message of the ``.proto``
-    text ``schema``, framed with ``schema_id``."""
+def protobuf_encode(
+    data: Column, ddl: str, schema: str, schema_id: int, message: Sequence[int] = (0,)
+) -> Column:
+    """``data`` (a struct of the Spark type ``ddl``) as the message at the indexes
+    ``message`` (default the first) of the ``.proto`` text ``schema``, framed with
+    ``schema_id``."""
     jc = data._jc
     encode = _class("ConfluentProtobuf").encode
-    return _column(encode(jc, ddl, _files(schema), "0", schema_id))
+    return _column(encode(jc, ddl, _files(schema), ",".join(map(str, message)), schema_id))

@@ -37,9 +37,11 @@ from strom.sql.having import having_batches
 from strom.sql.joins import JoinQuery, join_sources
 from strom.sql.materialized import TableState
 from strom.sql.metastore import DataSource, declared_source, derived_source
+from strom.sql.owners import QueryOwners
 from strom.sql.parser import parse, parse_statement
 from strom.sql.planner import HAVING, Plan, plan_query, read_source, sink_frame
 from strom.sql.printer import TopicPrint, topic_named
+from strom.sql.processing_log import ProcessingLogWriter, stream_statement
 from strom.sql.pull import TABLE_SCAN, PullQuery, not_queryable
 from strom.sql.push import PushQuery
 from strom.sql.registry import SchemaRegistry
@@ -70,18 +72,32 @@ class StatementError(Exception):
 
 @dataclass
 class PersistentQuery:
+    """A persistent query of the service; `run` is its Spark query while this server owns it
+    (`owners`), None while another server of the service runs it."""
+
     id: str
     statement: str
     sink: str
     sink_topic: str
     sources: tuple[str, ...]
-    run: Retried
+    start: Callable[[], StreamingQuery]
+    run: Retried | None = None
 
     @property
     def state(self) -> str:
+        if self.run is None:
+            return "NOT_RUNNING"
         if self.run.failed:
             return "ERROR"
         return "RUNNING" if self.run.query.isActive else "NOT_RUNNING"
+
+    def own(self, owned: bool) -> None:
+        """Start the query here (from its checkpoint), or stop it, as its lease says."""
+        if owned and self.run is None:
+            self.run = Retried(self.id, self.start, self.start())
+        elif not owned and self.run is not None:
+            self.run.query.stop()
+            self.run = None
 
     def entry(self) -> Json:
         return entities.query_entry(
@@ -131,6 +147,18 @@ class Engine:
             replicas=settings.command_topic_replicas,
             timeout=settings.timeout,
         )
+        self.owners = QueryOwners(
+            topic=settings.owners_topic,
+            client=self._client,
+            replicas=settings.command_topic_replicas,
+            session_timeout_ms=settings.session_timeout_ms,
+            timeout=settings.timeout,
+            changed=self._owners_changed,
+        )
+        topic = settings.processing_log_topic
+        self._processing_log = (
+            None if topic is None else ProcessingLogWriter(topic, self._client, lambda: self._spark)
+        )
 
     @property
     def spark(self) -> SparkSession:
@@ -142,27 +170,74 @@ class Engine:
             return activate(self._spark)
 
     def start(self) -> None:
-        """Read the command topic and run every command in it."""
+        """Read the command topic and run every command in it, join the service's query
+        owners, then run the commands other servers of the service write, as they come."""
         self.commands.start()
         with self._lock:
+            self._processing_log_stream()
             self._run_commands()
+        self.owners.start()
+        threading.Thread(target=self._follow, name="sql-commands", daemon=True).start()
         threading.Thread(target=self._retry_failed, name="sql-query-retries", daemon=True).start()
+
+    def _processing_log_stream(self) -> None:
+        """The processing log's topic (created if missing, as ksqlDB's) and its writer, and the
+        stream KSQL_PROCESSING_LOG where asked for: this server's own, not a command."""
+        if self._processing_log is None:
+            return
+        topic = self._processing_log.topic
+        if self._partitions(topic) is None:
+            values = self.settings.values
+            partitions = int(values.get("ksql.logging.processing.topic.partitions", 1))
+            replicas = int(values.get("ksql.logging.processing.topic.replication.factor", 0))
+            self._create_topic(topic, partitions, replicas or None)
+        self._processing_log.start()
+        if self.settings.processing_log_stream:
+            s = parse_statement(stream_statement(topic))
+            assert isinstance(s, st.CreateSource)
+            self.sources[s.name] = declared_source(s)
+
+    def _follow(self) -> None:
+        """Run the commands read from the topic (another server's statements) until the
+        engine stops."""
+        while not self._stopping.wait(0.2):
+            with self._lock:
+                if not self._stopping.is_set():
+                    self._run_commands()
+
+    def _owners_changed(self) -> None:
+        """Run the queries whose lease this server holds now, and only those."""
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            if any(q.run is None for q in self.queries.values()):
+                _ = self.spark  # the session this thread starts queries in (`activate`)
+            for query in self.queries.values():
+                try:
+                    query.own(self.owners.owns(query.id))
+                except Exception:  # a query that cannot start: the others still move
+                    log.exception("query %s could not start", query.id)
 
     def _retry_failed(self) -> None:
         """Start failed persistent queries again (`retries`), until the engine stops."""
         while not self._stopping.wait(1.0):
             with self._lock:
                 for query in self.queries.values():
-                    query.run.check(time.monotonic(), self.settings.retry_backoff)
+                    if query.run is not None:
+                        query.run.check(time.monotonic(), self.settings.retry_backoff)
 
     def stop(self) -> None:
-        """Stop the queries (their checkpoints stay, for the next start) and the topic."""
+        """Stop the queries (their checkpoints stay, for the next start, or for the other
+        servers of the service, which are given them) and the topic."""
+        self.owners.stop()  # its last revoke stops the queries here first
+        if self._processing_log is not None:
+            self._processing_log.stop()
         with self._lock:
             for push in list(self.push_queries.values()):
                 push.close()
             self._stopping.set()
             for query in self.queries.values():
-                query.run.query.stop()
+                query.own(False)
             self.queries.clear()
             for state in self.tables.values():
                 state.stop()
@@ -217,6 +292,8 @@ class Engine:
 
     def _distributed(self, s: st.Statement, props: Mapping[str, Any]) -> Json:
         with self._lock:
+            self.commands.catch_up()  # checked against every command of the service so far
+            self._run_commands()
             self._execute(s, props, seq=-1, run=False)
             command_id = _command_id(s)
             self.commands.write(command_id, s.text, props)
@@ -472,14 +549,11 @@ class Engine:
                 **options,
             )
 
-        self.queries[query_id] = PersistentQuery(
-            query_id,
-            text,
-            sink.name,
-            sink.topic,
-            tuple(s.name for s in sources.values()),
-            Retried(query_id, start, start()),
+        query = PersistentQuery(
+            query_id, text, sink.name, sink.topic, tuple(s.name for s in sources.values()), start
         )
+        self.queries[query_id] = query
+        query.own(self.owners.owns(query_id))
 
     def _start_join(
         self, join: JoinQuery, checkpoint: str, sink: DataSource, options: Mapping[str, str]
@@ -550,7 +624,7 @@ class Engine:
         if not run:
             return None
         for query_id in ids:
-            self.queries.pop(query_id).run.query.stop()
+            self.queries.pop(query_id).own(False)
             shutil.rmtree(self.settings.checkpoint(query_id), ignore_errors=True)
         return entities.current_status(s.text, _command_id(s), "Query terminated.", seq)
 
@@ -635,7 +709,11 @@ class Engine:
                 "to view the full set of running queries."
             )
         sink = self.sources.get(query.sink)
-        running = query.run.query._jsq  # its plans: PySpark only prints them
+        if query.run is None:
+            plan = physical = "Runs on another server of the service: EXPLAIN it there."
+        else:
+            running = query.run.query._jsq  # its plans: PySpark only prints them
+            plan, physical = running.explainInternal(True), running.explainInternal(False)
         return entities.query_description(
             text,
             query_id,
@@ -643,12 +721,12 @@ class Engine:
             columns=sink.columns if sink is not None else (),
             sources=query.sources,
             sinks=[query.sink],
-            plan=str(running.explainInternal(True)),
-            physical_plan=str(running.explainInternal(False)),
+            plan=str(plan),
+            physical_plan=str(physical),
             state=query.state,
             kind="PERSISTENT",
             overridden={},
-            error=query.run.error if query.state == "ERROR" else "",
+            error=query.run.error if query.run is not None and query.state == "ERROR" else "",
         )
 
     def _explain_statement(self, text: str, s: st.Statement, props: Mapping[str, Any]) -> Json:

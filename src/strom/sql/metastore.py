@@ -19,9 +19,9 @@ __all__ = ["FORMATS", "DataSource", "Infer", "declared_source", "derived_source"
 FORMATS = frozenset({"JSON", "DELIMITED", "KAFKA", "NONE"}) | REGISTRY_FORMATS
 """The key and value formats the planner reads and writes."""
 
-Infer = Callable[[str, str, int | None], tuple[tuple[Column, ...], int]]
+Infer = Callable[[str, str, int | None, str | None], tuple[tuple[Column, ...], int]]
 """The columns (and schema id) of a registry format's subject, or of a given schema id:
-`infer(format, subject, schema_id)`; the engine's registry look-up."""
+`infer(format, subject, schema_id, full_name)`; the engine's registry look-up."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,12 @@ class DataSource:
     """That schema's text, where its records are binary (AVRO, PROTOBUF)."""
     key_schema: str | None = None
     """The key's, likewise."""
+    value_schema_name: str | None = None
+    """`VALUE_SCHEMA_FULL_NAME`: the AVRO record's or PROTOBUF message's full name."""
+    key_schema_name: str | None = None
+    """`KEY_SCHEMA_FULL_NAME`, likewise."""
+    registry: str | None = None
+    """The schema registry's URL, where the AVRO records of other schema ids find theirs."""
 
     @property
     def windowed(self) -> bool:
@@ -110,6 +116,28 @@ def _formats(props: Mapping[str, object], default_key: str = "KAFKA") -> tuple[s
     return out[0], out[1]
 
 
+_NAMED_FORMATS = ("AVRO", "PROTOBUF")
+"""The formats whose schema has a full name (`*_SCHEMA_FULL_NAME`)."""
+
+
+def _schema_names(
+    props: Mapping[str, object], key_format: str, value_format: str
+) -> tuple[str | None, str | None]:
+    """`KEY_SCHEMA_FULL_NAME` and `VALUE_SCHEMA_FULL_NAME`."""
+    out: list[str | None] = []
+    for which, fmt in (("KEY", key_format), ("VALUE", value_format)):
+        name = props.get(f"{which}_SCHEMA_FULL_NAME")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise SqlSemanticError(f"Invalid value for '{which}_SCHEMA_FULL_NAME': {name!r}.")
+        if name is not None and fmt not in _NAMED_FORMATS:
+            raise SqlSemanticError(
+                f"{which}_SCHEMA_FULL_NAME is only supported for the AVRO and PROTOBUF "
+                f"formats; the {which.lower()} format is {fmt}."
+            )
+        out.append(name.strip() if isinstance(name, str) else None)
+    return out[0], out[1]
+
+
 def _check_key_format(name: str, key_format: str, keys: tuple[Column, ...]) -> None:
     if key_format == "NONE" and keys:
         raise SqlSemanticError(f"Key format NONE cannot hold the key columns of {name}.")
@@ -131,11 +159,12 @@ def declared_source(s: st.CreateSource, infer: Infer | None = None) -> DataSourc
             'Missing required property "KAFKA_TOPIC" which has no default value.'
         )
     key_format, value_format = _formats(props)
+    key_name, value_name = _schema_names(props, key_format, value_format)
     schema_id = _int(props, "VALUE_SCHEMA_ID")
     inferred: tuple[Column, ...] = ()
     if value_format in REGISTRY_FORMATS and infer is not None:
         if not any(e.constraint is None for e in s.elements):
-            inferred, schema_id = infer(value_format, f"{topic}-value", schema_id)
+            inferred, schema_id = infer(value_format, f"{topic}-value", schema_id, value_name)
     elif not s.elements:
         raise SqlSemanticError(
             f"The statement does not define any columns. Schema inference needs a registry "
@@ -174,6 +203,8 @@ def declared_source(s: st.CreateSource, infer: Infer | None = None) -> DataSourc
         statement=s.text,
         key_schema_id=_int(props, "KEY_SCHEMA_ID"),
         value_schema_id=schema_id,
+        key_schema_name=key_name,
+        value_schema_name=value_name,
     )
     _check_key_format(s.name, key_format, source.keys)
     return source
@@ -192,6 +223,7 @@ def derived_source(
     key_format, value_format = _formats(
         {"KEY_FORMAT": source.key_format, "VALUE_FORMAT": source.value_format, **props}
     )
+    key_name, value_name = _schema_names(props, key_format, value_format)
     columns = tuple(Column(c.name, c.type or ty.STRING, c.key) for c in output)
     sink = DataSource(
         s.name,
@@ -204,6 +236,8 @@ def derived_source(
         replicas=_int(props, "REPLICAS"),
         window_type=window_type,
         statement=s.text,
+        key_schema_name=key_name,
+        value_schema_name=value_name,
     )
     _check_key_format(s.name, key_format, sink.keys)
     return sink

@@ -333,11 +333,18 @@ def sink_frame(plan: Plan, sink: DataSource) -> DataFrame:
     the HAVING's value where the plan has it (for `having`)."""
     keys = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if c.key]
     values = [SqlColumn(c.name, c.type or ty.STRING) for c in plan.columns if not c.key]
-    out = [
-        encode(values, sink.value_format, sink.value_schema_id, sink.value_schema).alias("value")
-    ]
+    value = encode(
+        values,
+        sink.value_format,
+        sink.value_schema_id,
+        sink.value_schema,
+        sink.value_schema_name,
+    )
+    out = [value.alias("value")]
     if keys:
-        key = encode(keys, sink.key_format, sink.key_schema_id, sink.key_schema).cast("binary")
+        key = encode(
+            keys, sink.key_format, sink.key_schema_id, sink.key_schema, sink.key_schema_name
+        ).cast("binary")
         if plan.windowed:
             bounds = ("end", "start") if plan.session else ("start",)
             longs = [

@@ -6,7 +6,7 @@ from the columns, registered). The I/O shell of `registry_schemas`."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from strom.sql.analyzer import Column
@@ -34,14 +34,19 @@ _BINARY = frozenset({"AVRO", "PROTOBUF"})
 """The formats whose records are read with their schema's text (not only its id)."""
 
 
-def _proto_columns(text: str) -> tuple[Column, ...]:
+def _proto_columns(text: str, full_name: str | None = None) -> tuple[Column, ...]:
     from strom.registry.protobuf_schema import ProtobufSchema  # noqa: PLC0415 - strom[registry]
 
-    return protobuf_columns(ProtobufSchema(text).file)
+    return protobuf_columns(ProtobufSchema(text).file, full_name)
 
 
 _COLUMNS = {"JSON_SR": json_columns, "AVRO": avro_columns, "PROTOBUF": _proto_columns}
-_GENERATED = {"JSON_SR": json_schema, "AVRO": avro_schema, "PROTOBUF": protobuf_schema}
+_GENERATED: dict[str, Callable[..., str]] = {
+    "JSON_SR": json_schema,
+    "AVRO": avro_schema,
+    "PROTOBUF": protobuf_schema,
+}
+"""ksqlDB's generated schemas (AVRO's and PROTOBUF's also take a full name)."""
 _GENERATED_KEYS = {**_GENERATED, "AVRO": avro_key_schema}
 """ksqlDB's generated key schemas: a single AVRO key column unwrapped."""
 
@@ -66,9 +71,10 @@ class SchemaRegistry:
         return self._codec
 
     def infer(
-        self, fmt: str, subject: str, schema_id: int | None
+        self, fmt: str, subject: str, schema_id: int | None, full_name: str | None = None
     ) -> tuple[tuple[Column, ...], int]:
-        """The columns of `schema_id`'s schema, or of `subject`'s latest, and its id."""
+        """The columns of `schema_id`'s schema, or of `subject`'s latest (PROTOBUF: of its
+        message `full_name`, default the first), and its id."""
         from strom.registry.codec import RegistryClientError  # noqa: PLC0415
 
         topic = subject.rsplit("-", 1)[0]
@@ -97,6 +103,8 @@ class SchemaRegistry:
                 f"https://docs.confluent.io/current/schema-registry/docs/api.html#get--subjects"
             ) from None
         self._check_type(fmt, subject, schema)
+        if fmt == "PROTOBUF":
+            return _proto_columns(schema.text, full_name), int(schema.id)
         return _COLUMNS[fmt](schema.text), int(schema.id)
 
     @staticmethod
@@ -115,11 +123,20 @@ class SchemaRegistry:
         key_id, value_id = source.key_schema_id, source.value_schema_id
         if source.key_format in REGISTRY_FORMATS and source.keys and key_id is None:
             key_id = self._schema_id(
-                source.key_format, f"{source.topic}-key", source.keys, generated, key=True
+                source.key_format,
+                f"{source.topic}-key",
+                source.keys,
+                generated,
+                key=True,
+                full_name=source.key_schema_name,
             )
         if source.value_format in REGISTRY_FORMATS and source.values and value_id is None:
             value_id = self._schema_id(
-                source.value_format, f"{source.topic}-value", source.values, generated
+                source.value_format,
+                f"{source.topic}-value",
+                source.values,
+                generated,
+                full_name=source.value_schema_name,
             )
         text, key_text = source.value_schema, source.key_schema
         if source.value_format in _BINARY and value_id is not None and text is None:
@@ -132,6 +149,7 @@ class SchemaRegistry:
             value_schema_id=value_id,
             value_schema=text,
             key_schema=key_text,
+            registry=self.url,
         )
 
     def _text(self, topic: str, schema_id: int) -> str:
@@ -155,6 +173,7 @@ class SchemaRegistry:
         generated: bool,
         *,
         key: bool = False,
+        full_name: str | None = None,
     ) -> int:
         from strom.registry.codec import RegistryClientError  # noqa: PLC0415
         from strom.registry.schema_types import SchemaType  # noqa: PLC0415
@@ -171,7 +190,8 @@ class SchemaRegistry:
                 else:
                     self._check_type(fmt, subject, latest)
                     return int(latest.id)
-            text = (_GENERATED_KEYS if key else _GENERATED)[fmt](columns)
+            generate = (_GENERATED_KEYS if key else _GENERATED)[fmt]
+            text = generate(columns) if full_name is None else generate(columns, full_name)
             return int(codec.register(subject, SchemaType(_TYPES[fmt]), text))
         except RegistryClientError as e:
             raise SqlSemanticError(

@@ -195,7 +195,7 @@ _AVRO_PRIMITIVES: dict[ty.SqlType, Any] = {
 _AVRO_LOGICAL = {"date": ty.DATE, "time-millis": ty.TIME, "timestamp-millis": ty.TIMESTAMP}
 
 
-def _avro_type(t: ty.SqlType, name: str) -> Any:
+def _avro_type(t: ty.SqlType, name: str, namespace: str = _AVRO_NAMESPACE) -> Any:
     if t in _AVRO_PRIMITIVES:
         return _AVRO_PRIMITIVES[t]
     if isinstance(t, ty.DecimalType):
@@ -212,38 +212,47 @@ def _avro_type(t: ty.SqlType, name: str) -> Any:
             "logicalType": "decimal",
         }
     if isinstance(t, ty.ArrayType):
-        return {"type": "array", "items": ["null", _avro_type(t.element, name)]}
+        return {"type": "array", "items": ["null", _avro_type(t.element, name, namespace)]}
     if isinstance(t, ty.MapType):
         if t.key != ty.STRING:
             raise SqlSemanticError("The 'AVRO' format only supports MAP types with STRING keys")
-        return {"type": "map", "values": ["null", _avro_type(t.value, name)]}
+        return {"type": "map", "values": ["null", _avro_type(t.value, name, namespace)]}
     assert isinstance(t, ty.StructType)
-    return _record(name, [(f.name, f.type) for f in t.fields])
+    return _record(name, [(f.name, f.type) for f in t.fields], namespace)
 
 
-def _record(name: str, fields: Sequence[tuple[str, ty.SqlType]]) -> dict[str, Any]:
+def _record(name: str, fields: Sequence[tuple[str, ty.SqlType]], namespace: str) -> dict[str, Any]:
+    """A record and its nested ones in `namespace` (empty: none)."""
     return {
         "type": "record",
         "name": name,
-        "namespace": _AVRO_NAMESPACE,
+        **({"namespace": namespace} if namespace else {}),
         "fields": [
-            {"name": f, "type": ["null", _avro_type(t, f"{name}_{f}")], "default": None}
+            {
+                "name": f,
+                "type": ["null", _avro_type(t, f"{name}_{f}", namespace)],
+                "default": None,
+            }
             for f, t in fields
         ],
     }
 
 
-def avro_schema(columns: Sequence[Column]) -> str:
-    """The Avro schema (text) of a record holding `columns`, as ksqlDB registers it."""
-    record = _record(_AVRO_NAME, [(c.name, c.type) for c in columns])
+def avro_schema(columns: Sequence[Column], full_name: str | None = None) -> str:
+    """The Avro schema (text) of a record holding `columns`, as ksqlDB registers it; named
+    `full_name` (`VALUE_SCHEMA_FULL_NAME`: its namespace before the last dot) when given."""
+    namespace, name = _AVRO_NAMESPACE, _AVRO_NAME
+    if full_name is not None:
+        namespace, _, name = full_name.rpartition(".")
+    record = _record(name, [(c.name, c.type) for c in columns], namespace)
     return json.dumps(record, separators=(",", ":"))
 
 
-def avro_key_schema(columns: Sequence[Column]) -> str:
+def avro_key_schema(columns: Sequence[Column], full_name: str | None = None) -> str:
     """The Avro schema ksqlDB registers for key `columns`: one column unwrapped (its own type,
-    as ksqlDB serializes a single key column), several as a record."""
+    as ksqlDB serializes a single key column), several as a record (named `full_name`)."""
     if len(columns) != 1:
-        return avro_schema(columns)
+        return avro_schema(columns, full_name)
     return json.dumps(_avro_type(columns[0].type, _AVRO_NAME), separators=(",", ":"))
 
 

@@ -11,17 +11,19 @@ columns as Spark expressions (no Python per record):
 - JSON_SR: JSON in Confluent's schema-registry wire format: the magic byte 0 and the 4-byte
   schema id, then the JSON (read as JSON after those 5 bytes; written behind the id of the
   schema the engine registered for the sink).
-- AVRO: Avro binary in the same wire format, decoded with the schema of the source's id and
-  encoded with the one the engine registered for the sink, in the JVM (`strom.spark.jvm`:
-  spark-sql's own Avro converters).
+- AVRO: Avro binary in the same wire format, decoded with the schema of the source's id (a
+  record of another id with its own, from the registry, resolved to it) and encoded with the
+  one the engine registered for the sink, in the JVM (`strom.spark.jvm`: spark-sql's own Avro
+  converters).
 - PROTOBUF: a Protobuf message in the same wire format (the message indexes after the id), in
   the JVM too (`strom.spark.jvm`: the protobuf-java Spark ships), the first message of the
-  schema's `.proto` text.
+  schema's `.proto` text, or the one `*_SCHEMA_FULL_NAME` names.
 - NONE: nothing (no key).
 
 A value in a binary registry format (AVRO, PROTOBUF) that is not a record of the source's
-schema id, or cannot be read, is skipped by `read` (the decoder logs it to the `processing`
-logger), as ksqlDB skips what it cannot deserialize and writes a processing-log entry.
+schema (PROTOBUF: of its id), or cannot be read, is skipped by `read` (the decoder logs it to
+the `processing` logger), as ksqlDB skips what it cannot deserialize and writes a
+processing-log entry.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from strom.sql.compiler import column, spark_type
 from strom.sql.errors import SqlSemanticError
 from strom.sql.formatter import format_type
 from strom.sql.metastore import DataSource
+from strom.sql.protobuf_records import message_path
 
 __all__ = ["decode", "encode", "read"]
 
@@ -82,15 +85,29 @@ def _delimited_field(value: Column) -> Column:
     return F.coalesce(F.when(text.rlike('[",\\r\\n]'), quoted).otherwise(text), F.lit(""))
 
 
+def _upper_fields(text: Column) -> Column:
+    """A JSON object's fields as a map of upper-cased names to their JSON text."""
+    return F.transform_keys(
+        F.from_json(text.cast("string"), "map<string,string>"), lambda k, _: F.upper(k)
+    )
+
+
 def _from_text(text: Column, t: ty.SqlType) -> Column:
     """A JSON field's text (a nested value as JSON text) as a value of `t`; NULL where it is
     not one. TIMESTAMPs are milliseconds since the epoch, DATEs days, BYTES base64 (ksqlDB's
-    JSON)."""
+    JSON). A STRUCT's fields are matched in any case, as the top level's (ksqlDB's)."""
     if t == ty.STRING:
         return text
     if t == ty.BYTES:  # base64, as Spark's to_json writes binary and ksqlDB's JSON has it
         return F.try_to_binary(text, F.lit("base64"))
-    if isinstance(t, ty.ArrayType | ty.MapType | ty.StructType):
+    if isinstance(t, ty.StructType):
+        fields = _upper_fields(text)
+        inner = [
+            _from_text(F.try_element_at(fields, F.lit(f.name.upper())), f.type).alias(f.name)
+            for f in t.fields
+        ]
+        return F.when(fields.isNotNull(), F.struct(*inner))
+    if isinstance(t, ty.ArrayType | ty.MapType):
         return F.from_json(text, spark_type(t))
     if t == ty.TIMESTAMP:
         return F.timestamp_millis(text.try_cast("bigint"))
@@ -122,16 +139,19 @@ def _record(
     schema_id: int | None,
     topic: str,
     target: str = "value",
+    full_name: str | None = None,
+    registry: str | None = None,
 ) -> Column:
     """A binary format's value decoded into a struct (None where it is not a record of the
-    schema `schema_id`, whose text is `schema`; logged as the `target`, key or value, of a
-    record of `topic`)."""
+    schema `schema_id`, whose text is `schema`, or for PROTOBUF not its message `full_name`;
+    logged as the `target`, key or value, of a record of `topic`)."""
     if schema is None or schema_id is None:
         raise SqlSemanticError(f"The '{fmt}' format needs a registered schema to read.")
     if fmt == "AVRO":
-        return avro_decode(data, schema, schema_id, topic, target)
+        return avro_decode(data, schema, schema_id, topic, target, registry=registry)
     ddl = spark_type(_struct(columns))
-    return protobuf_decode(data, schema, schema_id, ddl, topic, target=target)
+    message = message_path(schema, full_name)
+    return protobuf_decode(data, schema, schema_id, ddl, topic, target=target, message=message)
 
 
 def _avro_record(schema: str) -> bool:
@@ -162,10 +182,24 @@ def read(frame: DataFrame, source: DataSource) -> tuple[DataFrame, list[Column]]
     writes the processing-log entry), and the source's columns read from what is left."""
     out: list[Column] = []
     parts = (
-        ("key", source.keys, source.key_format, source.key_schema, source.key_schema_id),
-        ("value", source.values, source.value_format, source.value_schema, source.value_schema_id),
+        (
+            "key",
+            source.keys,
+            source.key_format,
+            source.key_schema,
+            source.key_schema_id,
+            source.key_schema_name,
+        ),
+        (
+            "value",
+            source.values,
+            source.value_format,
+            source.value_schema,
+            source.value_schema_id,
+            source.value_schema_name,
+        ),
     )
-    for part, columns, fmt, schema, schema_id in parts:
+    for part, columns, fmt, schema, schema_id, full_name in parts:
         if fmt not in _BINARY or not columns:
             out += decode(frame[part], columns, fmt)
             continue
@@ -178,6 +212,8 @@ def read(frame: DataFrame, source: DataSource) -> tuple[DataFrame, list[Column]]
             schema_id=schema_id,
             topic=source.topic,
             target=part,
+            full_name=full_name,
+            registry=source.registry,
         )
         # the decoder is non-deterministic to Spark, so the filter cannot run it a second time
         frame = frame.withColumn(hidden, record)
@@ -206,9 +242,7 @@ def decode(
     if fmt == "JSON_SR":
         data = F.substring(data, _HEADER_BYTES + 1, 2**31 - 1)
     if fmt in ("JSON", "JSON_SR"):
-        fields = F.transform_keys(
-            F.from_json(data.cast("string"), "map<string,string>"), lambda k, _: F.upper(k)
-        )
+        fields = _upper_fields(data)
         return [
             _from_text(F.try_element_at(fields, F.lit(c.name.upper())), c.type).alias(c.name)
             for c in columns
@@ -239,17 +273,18 @@ def encode(
     fmt: str,
     schema_id: int | None = None,
     schema: str | None = None,
+    full_name: str | None = None,
 ) -> Column:
     """The binary (or text) the sink writes for `columns` of the current row; a registry
     format's records are framed with `schema_id` (AVRO's and PROTOBUF's written in `schema`,
-    its text)."""
+    its text; PROTOBUF's as its message `full_name`, default the first)."""
     if fmt in _BINARY:
         if schema_id is None or schema is None:
             raise SqlSemanticError(f"The '{fmt}' format needs a registered schema to write.")
         ddl = spark_type(_struct(columns))
         fields = F.struct(*[column(c.name) for c in columns])
         if fmt == "PROTOBUF":
-            return protobuf_encode(fields, ddl, schema, schema_id)
+            return protobuf_encode(fields, ddl, schema, schema_id, message_path(schema, full_name))
         if not _avro_record(schema):  # a single key column, unwrapped
             return avro_encode(
                 column(columns[0].name), spark_type(columns[0].type), schema, schema_id

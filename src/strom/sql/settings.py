@@ -51,6 +51,9 @@ class SqlSettings(ServiceClients):
     spark_master: str = "local[*]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     retry_backoff: Backoff = field(default_factory=Backoff)
+    session_timeout_ms: int = 45_000
+    """How long a server of the service may be silent before its persistent queries move to
+    the others (`ksql.streams.session.timeout.ms`: the query owners group's, `owners`)."""
     """How long a failed persistent query waits to start again (`ksql.query.retry.backoff.*`)."""
     values: Mapping[str, str] = field(default_factory=dict)
     """Every setting given, for SHOW PROPERTIES."""
@@ -95,6 +98,7 @@ class SqlSettings(ServiceClients):
                 _int(values, "ksql.query.retry.backoff.initial.ms", Backoff.initial_ms),
                 _int(values, "ksql.query.retry.backoff.max.ms", Backoff.max_ms),
             ),
+            session_timeout_ms=_int(values, "ksql.streams.session.timeout.ms", 45_000),
             command_topic_replicas=_int(values, "ksql.internal.topic.replicas", -1),
             client_security={
                 k: v
@@ -111,9 +115,30 @@ class SqlSettings(ServiceClients):
         return f"_confluent-ksql-{self.service_id}_command_topic"
 
     @property
+    def owners_topic(self) -> str:
+        """The leases topic and group of the service's servers (`owners`)."""
+        return f"_confluent-ksql-{self.service_id}_query_owners"
+
+    @property
     def schema_registry_url(self) -> str | None:
         """`ksql.schema.registry.url`: the registry of the JSON_SR format."""
         return self.values.get("ksql.schema.registry.url") or None
+
+    @property
+    def processing_log_topic(self) -> str | None:
+        """The processing log's topic, where `ksql.logging.processing.topic.auto.create` asks
+        for one (`ksql.logging.processing.topic.name`, default
+        `<service.id>ksql_processing_log`)."""
+        if self.values.get("ksql.logging.processing.topic.auto.create", "").lower() != "true":
+            return None
+        name = self.values.get("ksql.logging.processing.topic.name")
+        return name or f"{self.service_id}ksql_processing_log"
+
+    @property
+    def processing_log_stream(self) -> bool:
+        """Whether the stream KSQL_PROCESSING_LOG is declared over that topic."""
+        wanted = self.values.get("ksql.logging.processing.stream.auto.create", "").lower()
+        return self.processing_log_topic is not None and wanted == "true"
 
     def checkpoint(self, query_id: str) -> Path:
         return self.state_dir / self.service_id / query_id

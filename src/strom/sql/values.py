@@ -83,14 +83,16 @@ def _encode(
     values: dict[str, object],
     fmt: str,
     schema_id: int | None,
+    *,
     schema: str | None = None,
+    full_name: str | None = None,
 ) -> bytes | None:
     if not columns:
         return None
     if fmt == "PROTOBUF":
         if schema is None or schema_id is None:
             raise SqlSemanticError("The 'PROTOBUF' format needs a registered schema to write.")
-        return encode_protobuf(columns, values, schema, schema_id)
+        return encode_protobuf(columns, values, schema, schema_id, full_name)
     if fmt == "AVRO":
         import fastavro  # noqa: PLC0415
 
@@ -144,9 +146,21 @@ def encode_insert(source: DataSource, s: st.InsertValues) -> Record:
         if column is None:
             raise SqlSemanticError(f"Column name {name} does not exist.")
         given[name] = _coerce(column, value)
-    key = _encode(source.keys, given, source.key_format, source.key_schema_id, source.key_schema)
+    key = _encode(
+        source.keys,
+        given,
+        source.key_format,
+        source.key_schema_id,
+        schema=source.key_schema,
+        full_name=source.key_schema_name,
+    )
     value_bytes = _encode(
-        source.values, given, source.value_format, source.value_schema_id, source.value_schema
+        source.values,
+        given,
+        source.value_format,
+        source.value_schema_id,
+        schema=source.value_schema,
+        full_name=source.value_schema_name,
     )
     return key, value_bytes, timestamp if isinstance(timestamp, int) else None
 
@@ -185,12 +199,16 @@ def _as_json(value: object) -> object:
 
 
 def _decode(
-    columns: Sequence[Column], data: bytes | None, fmt: str, schema: str | None = None
+    columns: Sequence[Column],
+    data: bytes | None,
+    fmt: str,
+    schema: str | None = None,
+    full_name: str | None = None,
 ) -> dict[str, object]:
     if not columns or data is None:
         return {}
     if fmt == "PROTOBUF":
-        return {} if schema is None else decode_protobuf(columns, data, schema)
+        return {} if schema is None else decode_protobuf(columns, data, schema, full_name)
     if fmt == "AVRO":
         import fastavro  # noqa: PLC0415
 
@@ -230,6 +248,12 @@ def _decode(
 def decode_record(source: DataSource, key: bytes | None, value: bytes | None) -> dict[str, object]:
     """A record's columns by name (its key's and its value's), as the planner's formats read."""
     return {
-        **_decode(source.keys, key, source.key_format, source.key_schema),
-        **_decode(source.values, value, source.value_format, source.value_schema),
+        **_decode(source.keys, key, source.key_format, source.key_schema, source.key_schema_name),
+        **_decode(
+            source.values,
+            value,
+            source.value_format,
+            source.value_schema,
+            source.value_schema_name,
+        ),
     }

@@ -28,17 +28,18 @@ import httpx
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.schema_registry.confluent.type import decimal_utils
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
-from google.protobuf import descriptor_pool, message_factory, timestamp_pb2
+from google.protobuf import descriptor_pool, message_factory
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from strom_harness import StromServer
 
 from e2e.spark.clients import Record, consume_all, create_topic, produce, unique_topic
 from e2e.spark.sql_api import eventually, ksql, sql_settings
-from strom.registry.protobuf_schema import ProtobufSchema
+from strom.registry.protobuf_schema import file_set
 from strom.sql import types as ty
 from strom.sql.analyzer import Column
 from strom.sql.protobuf_schemas import protobuf_schema
@@ -372,8 +373,8 @@ message Place {
 def _message_class(text: str, name: str) -> Any:
     """The message `name` of a `.proto` text, as a class of a pool of its own."""
     pool = descriptor_pool.DescriptorPool()
-    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
-    pool.Add(ProtobufSchema(text).file)
+    for file in file_set(text).file:  # its well-known imports, then the file
+        pool.Add(file)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(name))
 
 
@@ -439,10 +440,83 @@ def test_protobuf_in_and_out(api: httpx.Client, broker: StromServer, registry: R
 
     unsupported = _error(
         api,
-        f"CREATE STREAM money (amount DECIMAL(4, 2)) WITH (KAFKA_TOPIC='{unique_topic('m')}', "
+        f"CREATE STREAM nested (a ARRAY<ARRAY<INT>>) WITH (KAFKA_TOPIC='{unique_topic('m')}', "
         "VALUE_FORMAT='PROTOBUF', PARTITIONS=1);",
     )
-    assert unsupported.startswith("The 'PROTOBUF' format does not support type 'DECIMAL(4, 2)'")
+    assert unsupported.startswith(
+        "The 'PROTOBUF' format does not support type 'ARRAY<ARRAY<INTEGER>>'"
+    )
+
+
+@needs_javac
+def test_protobuf_logical_types_in_and_out(
+    api: httpx.Client, broker: StromServer, registry: Registry
+) -> None:
+    """DECIMAL, DATE and TIMESTAMP as Confluent's ProtobufData writes them (confluent.type.Decimal
+    with its precision and scale in `confluent.field_meta`, google.type.Date,
+    google.protobuf.Timestamp), read from ProtobufSerializer's records and written to a sink
+    that ProtobufDeserializer and Confluent's decimal_utils read back."""
+    topic = create_topic(broker.bootstrap, "sql-proto-money")
+    client = SchemaRegistryClient({"url": registry.url})
+    written = protobuf_schema(
+        [
+            Column("ID", ty.STRING),
+            Column("AMOUNT", ty.DecimalType(6, 2)),
+            Column("DAY", ty.DATE),
+            Column("AT", ty.TIMESTAMP),
+        ]
+    )
+    payment = _message_class(written, "ConnectDefault1")
+    serializer = ProtobufSerializer(payment, client, {"use.deprecated.format": False})
+    context = SerializationContext(topic, MessageField.VALUE)
+    inputs = [
+        ("p1", Decimal("12.34"), date(2024, 2, 29)),
+        ("p2", Decimal("-0.05"), date(1969, 7, 20)),
+    ]
+    records = []
+    for key, amount, day in inputs:
+        message = payment(ID=key)  # Confluent's Decimal class is of another pool: its bytes
+        message.AMOUNT.MergeFromString(decimal_utils.to_proto_decimal(amount).SerializeToString())
+        message.DAY.year, message.DAY.month, message.DAY.day = day.year, day.month, day.day
+        message.AT.FromMilliseconds(1_700_000_000_123)
+        records.append(Record(serializer(message, context)))
+    produce(broker.bootstrap, topic, records)
+    ksql(api, f"CREATE STREAM money_in WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='PROTOBUF');")
+    described = ksql(api, "DESCRIBE money_in;")[0]["sourceDescription"]
+    assert [(f["name"], f["schema"]["type"]) for f in described["fields"]] == [
+        ("ID", "STRING"),
+        ("AMOUNT", "DECIMAL"),
+        ("DAY", "DATE"),
+        ("AT", "TIMESTAMP"),
+    ]
+    sink = unique_topic("sql-proto-money-out")
+    ksql(
+        api,
+        f"CREATE STREAM money_out WITH (KAFKA_TOPIC='{sink}') AS SELECT id, amount, "
+        "amount * 2 AS twice, day, at FROM money_in EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+    registered = client.get_latest_version(f"{sink}-value").schema.schema_str or ""
+    assert "confluent.type.Decimal AMOUNT = 2" in registered, registered
+    out = _message_class(registered, "ConnectDefault1")
+    deserializer = ProtobufDeserializer(out, {"use.deprecated.format": False})
+    sink_context = SerializationContext(sink, MessageField.VALUE)
+
+    def rows() -> list[Any]:
+        read = (deserializer(r.value, sink_context) for r in consume_all(broker.bootstrap, sink))
+        return sorted(
+            (
+                m.ID,
+                decimal_utils.from_proto_decimal(m.AMOUNT),
+                decimal_utils.from_proto_decimal(m.TWICE),
+                date(m.DAY.year, m.DAY.month, m.DAY.day),
+                m.AT.ToMilliseconds(),
+            )
+            for m in read
+        )
+
+    expected = [(key, amount, amount * 2, day, 1_700_000_000_123) for key, amount, day in inputs]
+    assert eventually(lambda: rows() == expected and expected, "the logical types' sink rows")
 
 
 @contextmanager
@@ -591,3 +665,193 @@ def test_registry_keys(api: httpx.Client, broker: StromServer, registry: Registr
         return [json.loads(line) for line in answer.text.splitlines()[1:]]
 
     assert eventually(lambda: pulled() == [["t1", 2]], "a pull query on the PROTOBUF-keyed table")
+
+
+PROTO_TWO = """
+syntax = "proto3";
+package shop;
+
+message Header { string region = 1; }
+message Order { string id = 1; int64 qty = 2; }
+"""
+
+
+@needs_javac
+def test_schema_full_names(api: httpx.Client, broker: StromServer, registry: Registry) -> None:
+    """`VALUE_SCHEMA_FULL_NAME`: a PROTOBUF source reads the message it names (not the file's
+    first; INSERT VALUES writes it), a PROTOBUF sink's message and package are the name, an
+    AVRO sink's record name and namespace."""
+    topic = create_topic(broker.bootstrap, "sql-proto-named")
+    client = SchemaRegistryClient({"url": registry.url})
+    order = _message_class(PROTO_TWO, "shop.Order")
+    serializer = ProtobufSerializer(order, client, {"use.deprecated.format": False})
+    context = SerializationContext(topic, MessageField.VALUE)
+    produce(broker.bootstrap, topic, [Record(serializer(order(id="o1", qty=3), context))])
+    ksql(
+        api,
+        f"CREATE STREAM orders_named WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='PROTOBUF', "
+        "VALUE_SCHEMA_FULL_NAME='shop.Order');"
+        "INSERT INTO orders_named (id, qty) VALUES ('o2', 5);",
+    )
+    described = ksql(api, "DESCRIBE orders_named;")[0]["sourceDescription"]
+    assert [f["name"] for f in described["fields"]] == ["ID", "QTY"]
+    proto_sink, avro_sink = unique_topic("sql-proto-named-out"), unique_topic("sql-avro-named")
+    earliest = {"ksql.streams.auto.offset.reset": "earliest"}
+    ksql(
+        api,
+        f"CREATE STREAM big_named WITH (KAFKA_TOPIC='{proto_sink}', "
+        "VALUE_SCHEMA_FULL_NAME='com.acme.BigOrder') AS SELECT id, qty * 10 AS qty10 "
+        "FROM orders_named EMIT CHANGES;",
+        **earliest,
+    )
+    ksql(
+        api,
+        f"CREATE STREAM avro_named WITH (KAFKA_TOPIC='{avro_sink}', VALUE_FORMAT='AVRO', "
+        "VALUE_SCHEMA_FULL_NAME='com.acme.AvroOrder') AS SELECT id, qty FROM orders_named "
+        "EMIT CHANGES;",
+        **earliest,
+    )
+    registered = client.get_latest_version(f"{proto_sink}-value").schema.schema_str or ""
+    assert "package com.acme;" in registered and "message BigOrder {" in registered, registered
+    big = _message_class(registered, "com.acme.BigOrder")
+    deserializer = ProtobufDeserializer(big, {"use.deprecated.format": False})
+    sink_context = SerializationContext(proto_sink, MessageField.VALUE)
+
+    def proto_rows() -> list[Any]:
+        records = consume_all(broker.bootstrap, proto_sink)
+        return sorted(
+            (m.ID, m.QTY10) for m in (deserializer(r.value, sink_context) for r in records)
+        )
+
+    assert eventually(lambda: proto_rows() == [("o1", 30), ("o2", 50)], "the named PROTOBUF sink")
+    avro = json.loads(client.get_latest_version(f"{avro_sink}-value").schema.schema_str or "")
+    assert (avro["name"], avro["namespace"]) == ("AvroOrder", "com.acme")
+    avro_reader = AvroDeserializer(client)
+    avro_context = SerializationContext(avro_sink, MessageField.VALUE)
+
+    def avro_rows() -> list[Any]:
+        records = consume_all(broker.bootstrap, avro_sink)
+        return sorted(
+            (v["ID"], v["QTY"]) for v in (avro_reader(r.value, avro_context) for r in records)
+        )
+
+    assert eventually(lambda: avro_rows() == [("o1", 3), ("o2", 5)], "the named AVRO sink")
+
+
+@needs_javac
+def test_avro_records_of_an_evolved_schema(
+    api: httpx.Client, broker: StromServer, registry: Registry
+) -> None:
+    """A producer that evolved its schema compatibly (a field added, one dropped that had a
+    default) writes records with the new id: the stream declared with the old one reads them
+    with their own schema resolved to its own (Avro's resolution, as ksqlDB); a record whose
+    schema does not resolve is skipped (the processing log)."""
+    topic = create_topic(broker.bootstrap, "sql-avro-evolved")
+    client = SchemaRegistryClient({"url": registry.url})
+    context = SerializationContext(topic, MessageField.VALUE)
+    old = AvroSerializer(client, json.dumps(AVRO_READING))
+    produce(broker.bootstrap, topic, [Record(old({"sensor": "t1", "reading": 1.5}, context))])
+    ksql(api, f"CREATE STREAM evolving WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='AVRO');")
+    evolved = {
+        "type": "record",
+        "name": "Reading",
+        "fields": [
+            {"name": "sensor", "type": "string"},
+            {"name": "unit", "type": "string", "default": "C"},
+            {"name": "reading", "type": "double"},
+        ],
+    }
+    new = AvroSerializer(client, json.dumps(evolved))
+    other = AvroSerializer(
+        client,
+        json.dumps({"type": "record", "name": "Other", "fields": [{"name": "x", "type": "int"}]}),
+    )
+    elsewhere = SerializationContext(unique_topic("sql-avro-other"), MessageField.VALUE)
+    produce(
+        broker.bootstrap,
+        topic,
+        [
+            Record(new({"sensor": "t2", "unit": "F", "reading": 2.5}, context)),
+            Record(other({"x": 1}, elsewhere)),  # another subject's schema: does not resolve
+            Record(new({"sensor": "t3", "unit": "K", "reading": 3.5}, context)),
+        ],
+    )
+    assert client.get_latest_version(f"{topic}-value").version == 2  # the producer's evolution
+    sink = unique_topic("sql-avro-evolved-out")
+    ksql(
+        api,
+        f"CREATE STREAM evolved_out WITH (KAFKA_TOPIC='{sink}', VALUE_FORMAT='JSON') AS "
+        "SELECT sensor, reading, count FROM evolving EMIT CHANGES;",
+        **{"ksql.streams.auto.offset.reset": "earliest"},
+    )
+
+    def rows() -> list[Any]:
+        records = consume_all(broker.bootstrap, sink)
+        return sorted(tuple(json.loads(r.value).values()) for r in records if r.value)
+
+    expected = [("t1", 1.5, None), ("t2", 2.5, None), ("t3", 3.5, None)]
+    assert eventually(lambda: rows() == expected and expected, "every version's records")
+
+
+@needs_javac
+def test_the_processing_log_as_a_stream(
+    spark: SparkSession, broker: StromServer, registry: Registry, tmp_path: Path
+) -> None:
+    """ksqlDB's `ksql.logging.processing.*.auto.create`: a record the query cannot
+    deserialize is an entry in `<service.id>ksql_processing_log` (ksqlDB's JSON), which the
+    stream KSQL_PROCESSING_LOG reads with ksqlDB's columns."""
+    server = _server(
+        spark,
+        broker,
+        tmp_path / "state",
+        {
+            "ksql.schema.registry.url": registry.url,
+            "ksql.logging.processing.topic.auto.create": "true",
+            "ksql.logging.processing.stream.auto.create": "true",
+        },
+    )
+    try:
+        with httpx.Client(base_url=server.url, timeout=60) as api:
+            topic = create_topic(broker.bootstrap, "sql-avro-plog")
+            client = SchemaRegistryClient({"url": registry.url})
+            serializer = AvroSerializer(client, json.dumps(AVRO_READING))
+            context = SerializationContext(topic, MessageField.VALUE)
+            good = serializer({"sensor": "t1", "reading": 1.5}, context)
+            produce(broker.bootstrap, topic, [Record(good), Record(b"not avro")])
+            ksql(api, f"CREATE STREAM plog_in WITH (KAFKA_TOPIC='{topic}', VALUE_FORMAT='AVRO');")
+            streams = {s["name"] for s in ksql(api, "SHOW STREAMS;")[0]["streams"]}
+            assert "KSQL_PROCESSING_LOG" in streams
+            ksql(
+                api,
+                f"CREATE STREAM plog_out WITH (KAFKA_TOPIC='{unique_topic('plog-out')}', "
+                "VALUE_FORMAT='JSON') AS SELECT sensor FROM plog_in EMIT CHANGES;",
+                **{"ksql.streams.auto.offset.reset": "earliest"},
+            )
+            logged = f"{server.settings.service_id}ksql_processing_log"
+
+            def entries() -> list[Any]:
+                return [json.loads(r.value or b"") for r in consume_all(broker.bootstrap, logged)]
+
+            entry = eventually(entries, "an entry in the processing log topic")[0]
+            assert entry["level"] == "ERROR" and isinstance(entry["time"], int)
+            error = entry["message"]["deserializationError"]
+            assert (error["target"], error["topic"], error["cause"]) == (
+                "value",
+                topic,
+                ["Unknown magic byte!"],
+            )
+            with api.stream(
+                "POST",
+                "/query",
+                json={
+                    "ksql": "SELECT message->type AS kind, message->deserializationError->target"
+                    " AS target, message->deserializationError->`TOPIC` AS t, "
+                    "message->deserializationError->cause AS cause "
+                    "FROM KSQL_PROCESSING_LOG EMIT CHANGES LIMIT 1;",
+                    "streamsProperties": {"auto.offset.reset": "earliest"},
+                },
+            ) as pushed:
+                rows = json.loads(pushed.read())
+            assert rows[1]["row"]["columns"] == [0, "value", topic, ["Unknown magic byte!"]]
+    finally:
+        server.stop()

@@ -102,7 +102,9 @@ def _create(text: str) -> CreateSource:
 def test_a_create_without_columns_takes_the_registrys() -> None:
     asked = []
 
-    def infer(fmt: str, subject: str, schema_id: int | None) -> tuple[tuple[Column, ...], int]:
+    def infer(
+        fmt: str, subject: str, schema_id: int | None, full_name: str | None
+    ) -> tuple[tuple[Column, ...], int]:
         asked.append((fmt, subject, schema_id))
         return (Column("X", ty.STRING),), schema_id or 7
 
@@ -181,3 +183,32 @@ def test_an_avro_key_is_declared_and_its_schema_is_unwrapped_for_one_column() ->
     assert avro_key_schema(source.keys) == '"string"'
     two = (Column("A", ty.INT, key=True), Column("B", ty.STRING, key=True))
     assert json.loads(avro_key_schema(two))["name"] == "KsqlDataSourceSchema"
+
+
+def test_schema_full_names_name_the_avro_record_and_are_refused_elsewhere() -> None:
+    columns = [Column("ID", ty.STRING), Column("AT", ty.StructType((ty.StructField("X", ty.INT),)))]
+    named = json.loads(avro_schema(columns, "com.acme.Order"))
+    assert (named["name"], named["namespace"]) == ("Order", "com.acme")
+    nested = named["fields"][1]["type"][1]
+    assert (nested["name"], nested["namespace"]) == ("Order_AT", "com.acme")
+    assert "namespace" not in json.loads(avro_schema(columns, "Plain"))
+    assert avro_schema(columns, "Plain") != avro_schema(columns)
+    fastavro.parse_schema(named)  # a valid Avro schema
+    source = declared_source(
+        _create(
+            "CREATE STREAM s (id STRING) WITH (KAFKA_TOPIC='t', VALUE_FORMAT='AVRO', "
+            "KEY_FORMAT='PROTOBUF', VALUE_SCHEMA_FULL_NAME='com.acme.Order', "
+            "KEY_SCHEMA_FULL_NAME='com.acme.OrderKey');"
+        )
+    )
+    assert (source.value_schema_name, source.key_schema_name) == (
+        "com.acme.Order",
+        "com.acme.OrderKey",
+    )
+    with pytest.raises(SqlSemanticError, match="VALUE_SCHEMA_FULL_NAME is only supported for"):
+        declared_source(
+            _create(
+                "CREATE STREAM s (id STRING) WITH (KAFKA_TOPIC='t', VALUE_FORMAT='JSON', "
+                "VALUE_SCHEMA_FULL_NAME='x.Y');"
+            )
+        )

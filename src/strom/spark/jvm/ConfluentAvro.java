@@ -4,6 +4,8 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.util.HashMap;
+import java.util.Map;
 import org.apache.avro.Schema;
 import org.apache.avro.generic.GenericDatumReader;
 import org.apache.avro.generic.GenericDatumWriter;
@@ -39,15 +41,18 @@ public final class ConfluentAvro {
     return SchemaConverters.toSqlType(new Schema.Parser().parse(schema)).dataType().json();
   }
 
-  /** Framed Avro binary {@code data} decoded with the writer schema {@code schema} of
-   * {@code schemaId}; a value that is not framed with that id, or not a record of that schema,
+  /** Framed Avro binary {@code data} decoded with the schema {@code schema} of
+   * {@code schemaId}; a value framed with another id is read with that id's schema, fetched
+   * from the registry at {@code registry} (none: "") and resolved to {@code schema} (Avro's
+   * schema resolution, as ksqlDB's deserializer reads an evolved producer's records). A value
+   * that is not framed, of an id the registry does not give, or not readable as {@code schema}
    * decodes to null, logged to the processing log ({@link ProcessingLog}) as a record of
    * {@code topic} whose {@code target} ("key" or "value") could not be read. */
   public static Column decode(
-      Column data, String schema, int schemaId, String topic, String target) {
+      Column data, String schema, int schemaId, String topic, String target, String registry) {
     DataType type = DataType.fromJson(sparkType(schema));
     return functions
-        .udf(new Decode(schema, type.json(), schemaId, topic, target), type)
+        .udf(new Decode(schema, type.json(), schemaId, topic, target, registry), type)
         .asNondeterministic() // a filter on the result must not decode (and log) again
         .apply(data);
   }
@@ -67,17 +72,32 @@ public final class ConfluentAvro {
     private final int schemaId;
     private final String topic;
     private final String target;
-    private transient GenericDatumReader<Object> reader;
+    private final String registry;
+    private transient Schema avro;
+    private transient Map<Integer, GenericDatumReader<Object>> readers;
     private transient AvroDeserializer deserializer;
     private transient Function1<Object, Object> toRow;
     private transient BinaryDecoder decoder;
 
-    Decode(String schema, String type, int schemaId, String topic, String target) {
+    Decode(
+        String schema, String type, int schemaId, String topic, String target, String registry) {
       this.schema = schema;
       this.type = type;
       this.schemaId = schemaId;
       this.topic = topic;
       this.target = target;
+      this.registry = registry;
+    }
+
+    /** The reader of records written with schema {@code id}: into the source's schema. */
+    private GenericDatumReader<Object> reader(int id) throws IOException {
+      GenericDatumReader<Object> found = readers.get(id);
+      if (found == null) {
+        Schema writer = new Schema.Parser().parse(RegistrySchemas.text(registry, id));
+        found = new GenericDatumReader<>(writer, avro);
+        readers.put(id, found);
+      }
+      return found;
     }
 
     @Override
@@ -90,14 +110,15 @@ public final class ConfluentAvro {
         return null;
       }
       int id = ByteBuffer.wrap(value, 1, 4).getInt();
-      if (id != schemaId) {
+      if (id != schemaId && registry.isEmpty()) {
         ProcessingLog.skipped(target, topic, "Expected schema id " + schemaId + ", got " + id);
         return null;
       }
-      if (reader == null) {
-        Schema avro = new Schema.Parser().parse(schema);
+      if (avro == null) {
+        avro = new Schema.Parser().parse(schema);
         DataType spark = DataType.fromJson(type);
-        reader = new GenericDatumReader<>(avro);
+        readers = new HashMap<>();
+        readers.put(schemaId, new GenericDatumReader<>(avro));
         deserializer = new AvroDeserializer(avro, spark, "CORRECTED", false, "", -1);
         toRow = CatalystTypeConverters.createToScalaConverter(spark);
       }
@@ -106,7 +127,7 @@ public final class ConfluentAvro {
               .binaryDecoder(value, HEADER_BYTES, value.length - HEADER_BYTES, decoder);
       Object datum;
       try {
-        datum = reader.read(null, decoder);
+        datum = reader(id).read(null, decoder);
       } catch (IOException | RuntimeException e) {
         ProcessingLog.skipped(target, topic, String.valueOf(e.getMessage()));
         return null; // not a record of this schema: skipped, the query goes on
