@@ -33,7 +33,7 @@ from strom.web.http import json_response
 
 __all__ = ["record_routes"]
 
-IN_FLIGHT: Final = 1000
+IN_FLIGHT: Final = 5000
 BATCH: Final = 500
 """Records of a stream taken at once: their slots reserved together, the plain ones handed to
 librdkafka in one call (fewer than ``IN_FLIGHT``, so earlier records can make room)."""
