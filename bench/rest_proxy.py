@@ -13,6 +13,8 @@ How it measures (one ``strom server`` child process, one ``strom rest`` child pr
   confluent-kafka consumer assigned the same partition reading them.
 - **1,000 connections**: 1,000 concurrent HTTP connections (plain asyncio sockets), each a
   ``GET`` of the topic; how many got a 200 and the p99 of their answers.
+- **CPU per record**: the proxy process's CPU time (all threads) over the stream, per
+  record: what a loaded machine changes least.
 - **memory**: the proxy's resident set before and after a stream of ``--records`` x 5 records,
   to show that a stream is served in bounded memory.
 
@@ -59,6 +61,12 @@ def start_proxy(bootstrap: str, port: int) -> subprocess.Popen[bytes]:
             time.sleep(0.2)
     process.kill()
     raise SystemExit("strom rest did not start")
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far, all its threads (librdkafka's too)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_kib(pid: int) -> int:
@@ -199,6 +207,7 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         cluster = httpx.get(f"{base}/v3/clusters").json()["data"][0]["cluster_id"]
         url = f"{base}/v3/clusters/{cluster}"
+        cpu_per_record: list[float] = []
         rows: dict[str, list[tuple[float, float]]] = {
             "v3 streaming produce": [],
             "v2 consumer fetch": [],
@@ -206,7 +215,9 @@ def main() -> None:
         try:
             for round_ in range(args.rounds):
                 topic = broker.create_topic(unique_topic_name("bench-rest"))
+                cpu = cpu_seconds(proxy.pid)
                 rest = stream_produce(url, topic, args.records, args.size)
+                cpu_per_record.append((cpu_seconds(proxy.pid) - cpu) / args.records * 1e6)
                 direct = direct_produce(broker.bootstrap_servers, topic, args.records, args.size)
                 rows["v3 streaming produce"].append((rest, direct))
                 total = 2 * (args.records // 100 * 100)
@@ -227,6 +238,7 @@ def main() -> None:
                 verdict = "met" if ratio >= GOAL else "not met"
                 figures = f"{rest:>12,.0f} {direct:>13,.0f} {ratio:>5.2f}x"
                 print(f"{name:<22} {figures}  >= {GOAL}x {verdict}")
+            print(f"proxy CPU per streamed record: {statistics.median(cpu_per_record):.1f} us")
             topic = broker.create_topic(unique_topic_name("bench-rest"))
             ok, p99 = asyncio.run(connections(url, topic, 1000))
             print(f"1,000 concurrent connections: {ok} answered 200, p99 {p99 * 1000:.0f} ms")
