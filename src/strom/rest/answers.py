@@ -1,21 +1,19 @@
 """The answers of one produce stream, in the order of its records: each record takes a slot,
-its answer fills the slot from whichever thread learns it (librdkafka's delivery reports come
-on the producer's poll thread), and the writer takes every answer ready in order as one chunk.
-The loop is woken once per batch of reports, not once per record; at most ``limit`` records
-wait for their answers, so a stream of any length is served in bounded memory."""
+its answer fills the slot when its delivery report is served (on the loop, in whatever order
+the reports come), and the writer takes every answer ready in order as one chunk. At most
+``limit`` records wait for their answers, so a stream of any length is served in bounded
+memory."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import threading
 
 __all__ = ["StreamAnswers"]
 
 
 class StreamAnswers:
-    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int) -> None:
-        self._loop = loop
+    def __init__(self, limit: int) -> None:
         self._limit = limit
         self._slots: dict[int, bytes] = {}
         self._taken = 0  # answers written
@@ -23,8 +21,6 @@ class StreamAnswers:
         self._finished = False  # no more records will come
         self._changed = asyncio.Event()
         self._room = asyncio.Event()
-        self._lock = threading.Lock()
-        self._wake_pending = False
 
     async def reserve(self, count: int = 1) -> int:
         """Slots for the next ``count`` records (the first one's), once no more than ``limit``
@@ -36,26 +32,17 @@ class StreamAnswers:
         return self._reserved - count
 
     def fill(self, slot: int, answer: dict[str, object]) -> None:
-        """Any thread: the answer of the record in ``slot``."""
+        """The answer of the record in ``slot``."""
         self.fill_line(slot, json.dumps(answer, separators=(",", ":")).encode() + b"\n")
 
     def fill_line(self, slot: int, line: bytes) -> None:
-        """Any thread: the answer of the record in ``slot``, already a line of JSON."""
+        """The answer of the record in ``slot``, already a line of JSON."""
         self._slots[slot] = line
-        with self._lock:
-            if self._wake_pending:
-                return
-            self._wake_pending = True
-        self._loop.call_soon_threadsafe(self._wake)
+        self._changed.set()
 
     def finish(self) -> None:
         """No more records: the last answer ends the stream."""
         self._finished = True
-        self._changed.set()
-
-    def _wake(self) -> None:
-        with self._lock:
-            self._wake_pending = False
         self._changed.set()
 
     async def next_chunk(self) -> bytes | None:

@@ -1,11 +1,13 @@
 """The proxy's Kafka clients (librdkafka's), awaited from the HTTP handlers: an admin client
 and a producer per login (one pair when principals are not propagated), made on first use.
-The producer's delivery reports resolve asyncio futures; a full send queue makes the sender
-wait instead of growing memory."""
+The producer's delivery reports are served on the event loop (no thread of its own whose every
+report would take the GIL from the loop) and resolve asyncio futures; a full send queue makes
+the sender wait instead of growing memory."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -22,22 +24,29 @@ T = TypeVar("T")
 Login = tuple[str, str] | None
 """An HTTP user's name and password when principals are propagated; None: the proxy's own."""
 
-POLL_S: Final = 0.1
+REPORTS_EVERY_S: Final = 0.001
+"""How often the loop serves delivery reports while records await them."""
 QUEUE_FULL_WAIT_S: Final = 0.005
 
 
 class AsyncProducer:
-    """A librdkafka producer whose ``send`` is awaited until the record is acknowledged."""
+    """A librdkafka producer whose ``send`` is awaited until the record is acknowledged.
+    Delivery reports are served on the loop of the records' senders, by a task that runs
+    while any record awaits its report."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         self._producer = Producer({"linger.ms": 5, "acks": "all", **config})
-        self._closed = threading.Event()
-        self._poller = threading.Thread(target=self._poll, name="rest-producer", daemon=True)
-        self._poller.start()
+        self._reports: asyncio.Task[None] | None = None
 
-    def _poll(self) -> None:
-        while not self._closed.is_set():
-            self._producer.poll(POLL_S)
+    def _serve_reports(self) -> None:
+        """Make sure the records just handed over get their reports."""
+        if self._reports is None or self._reports.done():
+            self._reports = asyncio.get_running_loop().create_task(self._report())
+
+    async def _report(self) -> None:
+        while len(self._producer):  # records queued or awaiting their report
+            self._producer.poll(0)
+            await asyncio.sleep(REPORTS_EVERY_S)
 
     async def submit(
         self,
@@ -50,8 +59,8 @@ class AsyncProducer:
         timestamp_ms: int | None,
         on_delivery: Callable[[KafkaError | None, Message], None],
     ) -> None:
-        """Hand a record to librdkafka; ``on_delivery`` is called on the poll thread. Waits
-        only while librdkafka's queue is full."""
+        """Hand a record to librdkafka; ``on_delivery`` is called on the loop with its
+        delivery report. Waits only while librdkafka's queue is full."""
         extra: dict[str, Any] = {}
         if partition is not None:
             extra["partition"] = partition
@@ -62,16 +71,18 @@ class AsyncProducer:
                 self._producer.produce(
                     topic, value, key, headers=headers, on_delivery=on_delivery, **extra
                 )
+                self._serve_reports()
                 return
             except BufferError:  # the queue is full: wait for deliveries to drain it
                 await asyncio.sleep(QUEUE_FULL_WAIT_S)
 
     async def submit_batch(self, topic: str, messages: list[dict[str, Any]]) -> None:
         """Hand records to librdkafka in one call (``produce_batch``: no headers), each dict's
-        ``callback`` called on the poll thread with its delivery report, or at once with the
-        error that kept it out of the queue. Waits only while librdkafka's queue is full."""
+        ``callback`` called on the loop with its delivery report, or at once with the error
+        that kept it out of the queue. Waits only while librdkafka's queue is full."""
         while messages:
             self._producer.produce_batch(topic, messages)
+            self._serve_reports()
             full = []
             for message in messages:
                 error = message.pop("_error", None)
@@ -100,10 +111,12 @@ class AsyncProducer:
         done: asyncio.Future[Message] = loop.create_future()
 
         def report(error: KafkaError | None, message: Message) -> None:
+            if done.done():
+                return
             if error is not None:
-                loop.call_soon_threadsafe(_fail, done, KafkaException(error))
+                done.set_exception(KafkaException(error))
             else:
-                loop.call_soon_threadsafe(_succeed, done, message)
+                done.set_result(message)
 
         await self.submit(
             topic, partition=partition, key=key, value=value, headers=headers,
@@ -112,20 +125,11 @@ class AsyncProducer:
         return await done
 
     def close(self) -> None:
-        self._closed.set()
-        self._poller.join()
-        self._producer.flush(5)
+        """Once the loop has stopped: the records still queued are sent, their reports (to
+        requests no longer served) dropped."""
+        with contextlib.suppress(RuntimeError):  # a report to the stopped loop ends the wait
+            self._producer.flush(5)
         self._producer.close()
-
-
-def _succeed(future: asyncio.Future[Message], message: Message) -> None:
-    if not future.done():
-        future.set_result(message)
-
-
-def _fail(future: asyncio.Future[Message], error: BaseException) -> None:
-    if not future.done():
-        future.set_exception(error)
 
 
 class KafkaClients:

@@ -182,29 +182,54 @@ def plain_message(
         if type(partition) is not int or not 0 <= partition < partitions:
             return None
         message["partition"] = partition
-    reports = []
-    for name in ("key", "value"):
-        part = raw.get(name)
-        if part is None:
-            reports.append("null")
-            continue
-        if type(part) is not dict or not part.keys() <= _PART_FIELDS:
+    key = _plain_part(raw.get("key"), registry)
+    value = _plain_part(raw.get("value"), registry)
+    if key is None or value is None:
+        return None
+    if key[0] is not None:
+        message["key"] = key[0]
+    if value[0] is not None:
+        message["value"] = value[0]
+    return message, f'"key":{key[1]},"value":{value[1]}}}\n'
+
+
+_NO_PART: Final = (None, "null")
+
+
+def _plain_part(part: object, registry: bool) -> tuple[bytes | None, str] | None:
+    """A plain part's bytes and its answer's text; None when the part is not plain."""
+    if part is None:
+        return _NO_PART
+    if type(part) is not dict or not part.keys() <= _PART_FIELDS:
+        return None
+    kind = part.get("type")
+    if kind is None:
+        if registry:
             return None
-        kind = part.get("type")
-        if kind not in PLAIN_TYPES and (kind is not None or registry):
+        kind = "BINARY"
+    data = part.get("data")
+    payload: bytes | None
+    if data is None:
+        payload = None
+    elif kind == "BINARY":
+        if type(data) is not str:
             return None
         try:
-            data = _plain_bytes(kind, part.get("data"), name)
-        except RestError:
+            payload = binascii.a2b_base64(data, strict_mode=True)
+        except (binascii.Error, ValueError):
             return None
-        if data is not None:
-            message[name] = data
-        size = 0 if data is None else len(data)
-        reports.append(
-            f'{{"type":"{kind or "BINARY"}","size":{size},"subject":null,'
-            '"schema_id":null,"schema_version":null}'
-        )
-    return message, f'"key":{reports[0]},"value":{reports[1]}}}\n'
+    elif kind == "STRING":
+        if type(data) is not str:
+            return None
+        payload = data.encode()
+    elif kind == "JSON":
+        payload = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    else:
+        return None
+    size = 0 if payload is None else len(payload)
+    return payload, (
+        f'{{"type":"{kind}","size":{size},"subject":null,"schema_id":null,"schema_version":null}}'
+    )
 
 
 @functools.lru_cache(maxsize=4096)

@@ -11,7 +11,8 @@ import asyncio
 import codecs
 import functools
 import json
-from collections.abc import AsyncIterator, Mapping
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -32,13 +33,16 @@ from strom.web.http import json_response
 
 __all__ = ["record_routes"]
 
-IN_FLIGHT: Final = 1000
+IN_FLIGHT: Final = 5000
 BATCH: Final = 500
 """Records of a stream taken at once: their slots reserved together, the plain ones handed to
 librdkafka in one call (fewer than ``IN_FLIGHT``, so earlier records can make room)."""
 MAX_BATCH: Final = 10
 """Entries of one ``records:batch`` request, as Confluent's proxy."""
-_DECODER: Final = json.JSONDecoder()
+_SCAN: Final[Callable[[str, int], tuple[object, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""The decoder's C scanner: one JSON value at an index (what ``raw_decode`` wraps, without its
+Python frame: a stream calls it per record)."""
+_SPACE: Final = re.compile(r"[ \t\n\r]*")
 
 
 def _error(error: RestError) -> dict[str, object]:
@@ -46,9 +50,8 @@ def _error(error: RestError) -> dict[str, object]:
 
 
 def _after_space(text: str, position: int) -> int:
-    while position < len(text) and text[position].isspace():
-        position += 1
-    return position
+    space = _SPACE.match(text, position)
+    return space.end() if space else position
 
 
 def _whole_objects(buffer: str, limit: int) -> tuple[list[object], int]:
@@ -56,13 +59,19 @@ def _whole_objects(buffer: str, limit: int) -> tuple[list[object], int]:
     its 413 error instead), and where the rest begins."""
     found: list[object] = []
     position = 0
-    while (start := _after_space(buffer, position)) < len(buffer):
+    end = len(buffer)
+    while position < end:
+        if buffer[position] != "{":
+            position = _after_space(buffer, position)
+            if position == end:
+                break
         try:
-            value, position = _DECODER.raw_decode(buffer, start)
-        except ValueError:
-            return found, start  # an object not whole yet
-        found.append(TOO_LARGE if position - start > limit else value)
-    return found, len(buffer)
+            value, after = _SCAN(buffer, position)
+        except (StopIteration, ValueError):
+            break  # an object not whole yet
+        found.append(TOO_LARGE if after - position > limit else value)
+        position = after
+    return found, position
 
 
 async def _objects(
@@ -143,7 +152,7 @@ class _Prepared:
 
 @dataclass(frozen=True)
 class _Report:
-    """librdkafka's delivery report of a streamed record, on the producer's poll thread."""
+    """librdkafka's delivery report of a streamed record."""
 
     answers: StreamAnswers
     slot: int
@@ -159,7 +168,7 @@ class _Report:
 
 class _Delivered:
     """The answers of a stream's plain records (``plain_message``), written from their
-    delivery reports on the producer's poll thread without building a dict for each."""
+    delivery reports without building a dict for each."""
 
     def __init__(self, answers: StreamAnswers, cluster_id: str, topic: str) -> None:
         self._answers = answers
@@ -241,7 +250,7 @@ def record_routes(context: ProxyContext, registry: RegistryCodec | None) -> list
                 return json_response(
                     await produce_one(request, links.cluster_id, topic, partitions, objects[0])
                 )
-        answers = StreamAnswers(asyncio.get_running_loop(), IN_FLIGHT)
+        answers = StreamAnswers(IN_FLIGHT)
         producer = context.producer(request)
 
         plain_answer = _Delivered(answers, links.cluster_id, topic)
