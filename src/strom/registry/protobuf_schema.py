@@ -17,6 +17,8 @@ import base64
 import binascii
 from collections.abc import Iterator, Sequence
 
+from confluent_kafka.schema_registry.confluent import meta_pb2
+from confluent_kafka.schema_registry.confluent.type import decimal_pb2
 from google.protobuf import (  # the well-known files, registered in the default pool
     any_pb2,  # noqa: F401
     descriptor_pb2,
@@ -29,6 +31,7 @@ from google.protobuf import (  # the well-known files, registered in the default
     wrappers_pb2,  # noqa: F401
 )
 from google.protobuf.message import DecodeError
+from google.type import date_pb2, timeofday_pb2  # type: ignore[import-untyped]
 
 from strom.registry.proto_render import render_proto
 from strom.registry.proto_text import compile_proto
@@ -59,6 +62,13 @@ _GROUPS: dict[int, str] = {
     _Field.TYPE_BYTES: "length",
 }
 _LENGTH_DELIMITED = frozenset({_Field.TYPE_STRING, _Field.TYPE_BYTES, _Field.TYPE_MESSAGE})
+_CONFLUENT_KNOWN = tuple(
+    descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb)
+    for module in (meta_pb2, decimal_pb2, date_pb2, timeofday_pb2)
+)
+"""The imports Confluent's registry knows beside protobuf's own (its ``confluent/meta.proto``
+and ``confluent/type/decimal.proto``, and the ``google/type`` files its ProtobufConverter
+uses for Date and Time), as every schema's compile may name them."""
 
 
 def is_serialized(text: str) -> bool:
@@ -105,7 +115,7 @@ class ProtobufSchema(ParsedSchema):
             self.file = decode_file(text, "schema.proto")
         else:
             texts = [(d.name, d.text) for d in dependencies if d not in serialized]
-            self.file = compile_proto(text, "schema.proto", texts, imports)
+            self.file = compile_proto(text, "schema.proto", texts, [*_CONFLUENT_KNOWN, *imports])
         pool = descriptor_pool.DescriptorPool()
         known = {"google/protobuf/descriptor.proto"}
         try:
