@@ -1,22 +1,29 @@
-"""Kafka Connect's error handling of a sink's records a converter cannot take, with
-``errors.tolerance=all``: each micro-batch is split by a column of Connect's messages (no
-per-record Python for good records); the bad ones are logged (``errors.log.enable``) and written
-to ``errors.deadletterqueue.topic.name`` as they were read, with the ``__connect.errors.*``
-headers when ``errors.deadletterqueue.context.headers.enable``. With ``errors.tolerance=none``
-the converters fail the query themselves."""
+"""Kafka Connect's error handling with ``errors.tolerance=all``. A sink's records a converter
+cannot take: each micro-batch is split by a column of Connect's messages (no per-record Python
+for good records); the bad ones are logged (``errors.log.enable``) and written to
+``errors.deadletterqueue.topic.name`` as they were read, with the ``__connect.errors.*``
+headers when ``errors.deadletterqueue.context.headers.enable``. A source's records a transform
+fails on (``write_source``): skipped and logged, as Kafka's source tasks do (a source has no
+dead letter queue). With ``errors.tolerance=none`` the converters and transforms fail the
+query themselves."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from strom.connect.converters import Converter
 
-__all__ = ["ErrorHandler"]
+if TYPE_CHECKING:
+    from strom.connect.plugins import RunContext
+
+__all__ = ["ErrorHandler", "write_source"]
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +114,19 @@ class ErrorHandler:
             self.report(bad, spark_options)
         return batch.where(F.col("error").isNull())
 
+    def log_source(self, error: Any) -> None:
+        """Log a source record's failure (a row of ``serialized``'s ``error``) as Kafka's
+        ``LogReporter`` does."""
+        record = getattr(error, "record", None) if self.log_messages else None
+        log.error(
+            "Error encountered in task %s-0. Executing stage '%s' with class '%s'%s: %s",
+            self.connector,
+            error.stage,
+            error["class"],
+            f", where source record is = {record}" if record else "",
+            error.message,
+        )
+
     def report(self, bad: DataFrame, spark_options: Mapping[str, str]) -> None:
         """Log the batch's bad records and write them to the dead letter queue."""
         if self.log_errors:
@@ -128,3 +148,28 @@ class ErrorHandler:
             letters.write.format("strom").mode("append").options(**spark_options).option(
                 "topic", self.topic
             ).save()
+
+
+def write_source(records: DataFrame, context: RunContext) -> DataStreamWriter:
+    """The streaming write of a source's ``serialized`` records to strom: as they are, or,
+    when they carry an ``error`` column (``errors.tolerance=all``), micro-batch by
+    micro-batch without the failed records, each logged with ``errors.log.enable``."""
+    if "error" not in records.columns:
+        return records.writeStream.format("strom").options(**context.spark_options)
+    handler = ErrorHandler.of(context.name, context.config)
+    failed = F.col("error").isNotNull()
+
+    def write(batch: DataFrame, batch_id: int) -> None:
+        if handler.log_errors:
+            batch.persist()  # read twice: the failed records, then the others
+        try:
+            if handler.log_errors:
+                for row in batch.where(failed).select("error").collect():
+                    handler.log_source(row.error)
+            good = batch.where(~failed).drop("error")
+            good.write.format("strom").options(**context.spark_options).mode("append").save()
+        finally:
+            if handler.log_errors:
+                batch.unpersist()
+
+    return records.writeStream.foreachBatch(write)

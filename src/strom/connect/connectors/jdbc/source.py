@@ -30,6 +30,7 @@ from strom.connect.connectors.jdbc.database import (
 )
 from strom.connect.connectors.jdbc.modes import Mode
 from strom.connect.connectors.jdbc.reader import JdbcTableSource
+from strom.connect.dead_letters import write_source
 from strom.connect.plugins import ConnectorPlugin, RunContext
 from strom.connect.transforms.columns import Names, record_columns, serialized
 
@@ -69,6 +70,7 @@ class JdbcSource(ConnectorPlugin):
 
     class_name = "io.confluent.connect.jdbc.JdbcSourceConnector"
     kind = "source"
+    tolerates_errors = True
     definitions: ClassVar[tuple[Definition, ...]] = (
         _setting(
             "connection.url", "STRING", NO_DEFAULT, "JDBC connection URL.", DATABASE, 1, "JDBC URL"
@@ -223,8 +225,7 @@ class JdbcSource(ConnectorPlugin):
             raise ValueError("no table to read: table.whitelist/table.blacklist leave none")
         records = functools.reduce(DataFrame.unionByName, frames)
         return (
-            records.writeStream.format("strom")
-            .options(**context.spark_options)
+            write_source(records, context)
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=f"{int(config.get('poll.interval.ms', '5000'))} milliseconds")
