@@ -33,6 +33,7 @@ from strom.connect.retries import RetryPolicy
 from strom.connect.settings import WorkerSettings
 from strom.connect.state import ConfigState, Record, Status, StatusState
 from strom.connect.topics import TopicLog
+from strom.spark.options import client_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -492,10 +493,26 @@ class Herder:
             self._write_status(_topic_tombstones(name, topics))
 
     # -- offsets (KIP-875) -----------------------------------------------------------------
+    def _admin_offsets(self, name: str, config: Mapping[str, str]) -> SinkOffsets:
+        """A sink connector's group offsets through its own admin client, as Kafka Connect
+        makes it: the worker's ``admin.*`` settings, then the connector's ``admin.override.*``
+        (client id ``connector-adminclient-<name>`` unless they name one)."""
+        options = {
+            **self.settings.spark_options(),
+            "kafka.client.id": f"connector-adminclient-{name}",
+            **client_options(self.settings.client_overrides, config, "admin"),
+        }
+        try:
+            client = client_config(options)
+        except ValueError as error:
+            raise ConnectError.bad_request(f"The connector's admin client: {error}") from None
+        return SinkOffsets(client, self.settings.timeout)
+
     def offsets(self, name: str) -> dict[str, Any]:
         config = self.read(lambda: dict(self.configs.config(name)))
         if _plugin_type(config) == "sink":
-            return {"offsets": self.sink_offsets.listed(_sink_group(name, config))}
+            admin = self._admin_offsets(name, config)
+            return {"offsets": admin.listed(_sink_group(name, config))}
         return {"offsets": self.read(lambda: self.source_offsets.listed(name))}
 
     def alter_offsets(
@@ -512,11 +529,11 @@ class Herder:
                 )
             verb = "altered" if entries is not None else "reset"
             if _plugin_type(config) == "sink":
-                group = _sink_group(name, config)
+                group, admin = _sink_group(name, config), self._admin_offsets(name, config)
                 if entries is None:
-                    self.sink_offsets.reset(group)
+                    admin.reset(group)
                 else:
-                    self.sink_offsets.alter(group, entries)
+                    admin.alter(group, entries)
                 message = f"The offsets for this connector have been {verb} successfully"
             else:
                 records = self.read(lambda: self.source_offsets.records(name, entries))
