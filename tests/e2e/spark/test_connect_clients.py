@@ -7,6 +7,7 @@ client that reaches no broker does the same for the ``admin.*`` settings."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -115,9 +116,12 @@ def test_worker_admin_settings_and_connector_overrides_reach_the_admin_client(
                 "admin.override.bootstrap.servers": broker.bootstrap,
             },
         )
+
+        def written(out: Path) -> Callable[[], bool]:
+            return lambda: out.exists() and out.read_text() == "line\n"
+
         for name in ("lost", "found"):  # the sinks' consumers are not the admin's
-            out = tmp_path / f"{name}.txt"
-            eventually(lambda o=out: o.exists() and o.read_text() == "line\n", f"{name}'s line")
+            eventually(written(tmp_path / f"{name}.txt"), f"{name}'s line")
         eventually(
             lambda: api.get("/connectors/found/offsets").json() == {"offsets": [expected]},
             "the committed offset, through the override",
