@@ -3,27 +3,23 @@ cannot take: each micro-batch is split by a column of Connect's messages (no per
 for good records); the bad ones are logged (``errors.log.enable``) and written to
 ``errors.deadletterqueue.topic.name`` as they were read, with the ``__connect.errors.*``
 headers when ``errors.deadletterqueue.context.headers.enable``. A source's records a transform
-fails on (``write_source``): skipped and logged, as Kafka's source tasks do (a source has no
-dead letter queue). With ``errors.tolerance=none`` the converters and transforms fail the
-query themselves."""
+fails on (``source_writes.write_source``): skipped and logged, as Kafka's source tasks do (a
+source has no dead letter queue). With ``errors.tolerance=none`` the converters and
+transforms fail the query themselves."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from strom.connect.converters import Converter
 
-if TYPE_CHECKING:
-    from strom.connect.plugins import RunContext
-
-__all__ = ["ErrorHandler", "write_source"]
+__all__ = ["ErrorHandler"]
 
 log = logging.getLogger(__name__)
 
@@ -148,28 +144,3 @@ class ErrorHandler:
             letters.write.format("strom").mode("append").options(**spark_options).option(
                 "topic", self.topic
             ).save()
-
-
-def write_source(records: DataFrame, context: RunContext) -> DataStreamWriter:
-    """The streaming write of a source's ``serialized`` records to strom: as they are, or,
-    when they carry an ``error`` column (``errors.tolerance=all``), micro-batch by
-    micro-batch without the failed records, each logged with ``errors.log.enable``."""
-    if "error" not in records.columns:
-        return records.writeStream.format("strom").options(**context.spark_options)
-    handler = ErrorHandler.of(context.name, context.config)
-    failed = F.col("error").isNotNull()
-
-    def write(batch: DataFrame, batch_id: int) -> None:
-        if handler.log_errors:
-            batch.persist()  # read twice: the failed records, then the others
-        try:
-            if handler.log_errors:
-                for row in batch.where(failed).select("error").collect():
-                    handler.log_source(row.error)
-            good = batch.where(~failed).drop("error")
-            good.write.format("strom").options(**context.spark_options).mode("append").save()
-        finally:
-            if handler.log_errors:
-                batch.unpersist()
-
-    return records.writeStream.foreachBatch(write)

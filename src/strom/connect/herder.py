@@ -372,7 +372,16 @@ class Herder:
         """Connect's ``ConfigInfos`` of ``config``, with its client overrides the worker's
         ``connector.client.config.override.policy`` forbids among the errors."""
         infos = find_plugin(plugin_name).validate(config)
-        return with_overrides(infos, config, policy_refusals(self.settings.override_policy, config))
+        refused = policy_refusals(self.settings.override_policy, config)
+        required = config.get("exactly.once.support", "").strip() == "required"
+        if required and not self.settings.exactly_once_source:
+            _add_error(
+                infos,
+                "exactly.once.support",
+                "This worker does not have exactly-once source support enabled"
+                " (exactly.once.source.support=enabled).",
+            )
+        return with_overrides(infos, config, refused)
 
     def put(
         self,
@@ -647,6 +656,11 @@ class Herder:
             checkpoint=str(checkpoint),
             sink_group=group,
             sink_start=start,
+            transactions=(
+                f"{settings.group_id}-{name}"
+                if plugin.exactly_once and settings.exactly_once_source
+                else None
+            ),
         )
 
     def _checkpoint(self, name: str) -> Path:
@@ -801,3 +815,12 @@ def _topic_records(name: str, topics: list[str], known: set[str]) -> list[Record
 
 def _topic_tombstones(name: str, topics: list[str]) -> list[Record]:
     return [(f"status-topic-{topic}:connector-{name}", None) for topic in topics]
+
+
+def _add_error(infos: dict[str, Any], name: str, message: str) -> None:
+    """``message`` among the errors of setting ``name`` in a validate answer."""
+    for entry in infos["configs"]:
+        if entry["value"]["name"] == name:
+            entry["value"]["errors"].append(message)
+            infos["error_count"] += 1
+            return

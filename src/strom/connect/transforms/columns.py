@@ -526,7 +526,7 @@ def serialized(
     and the columns named in ``keep`` (a ``partition``). With ``errors.tolerance=all`` and a
     transform that can fail on a record, an ``error`` column too: the failure (message, stage,
     class and, with ``errors.log.include.messages``, the ``record`` as the connector made it,
-    as JSON), where the key and value are null (``dead_letters.write_source`` skips it)."""
+    as JSON), where the key and value are null (``source_writes.write_source`` skips it)."""
     names = names or Names()
     config = context.config
     tolerate = config.get("errors.tolerance", "none").strip() == "all"

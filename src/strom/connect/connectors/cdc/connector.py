@@ -38,8 +38,8 @@ from strom.connect.connectors.jdbc.database import (
     quote_table,
     unreachable,
 )
-from strom.connect.dead_letters import write_source
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.connect.source_writes import write_source
 from strom.connect.transforms.columns import Names, record_columns, serialized
 
 __all__ = ["PostgresConnector"]
