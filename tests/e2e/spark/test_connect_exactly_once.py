@@ -13,7 +13,7 @@ import httpx
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
-from e2e.spark.clients import consume_all, create_topic
+from e2e.spark.clients import Record, consume_all, create_topic
 from e2e.spark.connect_api import create, eventually
 from strom.testing.connect import Connect
 
@@ -89,10 +89,12 @@ def test_file_source_writes_lines_and_offsets_in_one_transaction(
             **STRING,
         }
         create(api, "eos-in", config)
-        lines = eventually(
-            lambda: (found := consume_all(broker.bootstrap, topic)) and len(found) >= 25 and found,
-            "25 committed lines",
-        )
+
+        def committed() -> list[Record] | None:
+            found = consume_all(broker.bootstrap, topic)
+            return found if len(found) >= 25 else None
+
+        lines = eventually(committed, "25 committed lines")
         assert [r.value for r in lines] == [f"line {n}".encode() for n in range(25)]
         end = source.stat().st_size
         eventually(
