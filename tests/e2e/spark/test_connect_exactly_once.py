@@ -7,14 +7,20 @@ mid-copy and a new one that takes over leave every line in the topic once, in or
 from __future__ import annotations
 
 import json
+import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
+from confluent_kafka import Consumer, TopicPartition
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
-from e2e.spark.clients import Record, consume_all, create_topic
+from e2e.spark.clients import Record, consume_all, create_topic, unique_topic
 from e2e.spark.connect_api import create, eventually
+from e2e.spark.test_connect_workers import _Worker
 from strom.testing.connect import Connect
 
 STRING = {"value.converter": "org.apache.kafka.connect.storage.StringConverter"}
@@ -108,3 +114,92 @@ def test_file_source_writes_lines_and_offsets_in_one_transaction(
         mine = [json.loads(r.value or b"null") for r in offsets if b"eos-in" in (r.key or b"")]
         # one offset per micro-batch of 10 lines, in its transaction: 7 bytes a line, then 8
         assert mine == [{"position": 70}, {"position": 150}, {"position": end}]
+
+
+LINES = 20_000
+
+
+def _open_transaction(bootstrap: str, topic: str) -> Callable[[], bool]:
+    """Whether a transaction on ``topic`` is open now: its end for a read_committed consumer
+    (the last stable offset) is below its high watermark."""
+    ends = [
+        Consumer({"bootstrap.servers": bootstrap, "group.id": "probe", "isolation.level": level})
+        for level in ("read_committed", "read_uncommitted")
+    ]
+
+    def check() -> bool:
+        stable, high = (c.get_watermark_offsets(TopicPartition(topic, 0))[1] for c in ends)
+        return bool(stable >= LINES // 10 and high > stable)
+
+    return check
+
+
+@pytest.mark.timeout(float(os.environ.get("CONNECT_WORKERS_TEST_TIMEOUT_S", "400")))
+@pytest.mark.skipif(shutil.which("java") is None, reason="Connect runs on Spark: no Java")
+def test_a_worker_killed_mid_transaction_leaves_every_line_once(
+    broker: StromServer, tmp_path: Path
+) -> None:
+    """kill -9 of the worker (its Spark JVM too) while a micro-batch's transaction is open;
+    another worker of the group, with a checkpoint of its own, starts from the offsets topic:
+    its committed offset is that of the lines committed with it, so the topic ends with every
+    line once, in order (the open transaction is aborted when the new worker's write fences
+    its transactional id)."""
+    source = tmp_path / "big.txt"
+    padding = "x" * 100
+    source.write_text("".join(f"line {n} {padding}\n" for n in range(LINES)))
+    topic = create_topic(broker.bootstrap, "connect-eos-kill")
+    group = unique_topic("eos")
+    properties = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "config.storage.topic": f"{group}-configs",
+        "offset.storage.topic": f"{group}-offsets",
+        "status.storage.topic": f"{group}-status",
+        "config.storage.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "offset.storage.partitions": "2",
+        "status.storage.partitions": "1",
+        "exactly.once.source.support": "enabled",
+        "session.timeout.ms": "6000",
+        "heartbeat.interval.ms": "1000",
+        "spark.master": "local[1]",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "1",
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    }
+    expected = [f"line {n} {padding}".encode() for n in range(LINES)]
+    first = _Worker(properties, tmp_path, "first")
+    second = None
+    try:
+        eventually(first.ready, "the first worker answering")
+        config = {
+            "connector.class": "FileStreamSource",
+            "file": str(source),
+            "topic": topic,
+            "batch.size": "1000",
+            "exactly.once.support": "required",
+            **STRING,
+        }
+        answer = httpx.post(
+            first.url + "/connectors", json={"name": "copy", "config": config}, timeout=60
+        )
+        assert answer.status_code == 201, answer.text
+        eventually(_open_transaction(broker.bootstrap, topic), "a transaction open", every=0.02)
+        first.kill()
+        copied = consume_all(broker.bootstrap, topic)
+        assert len(copied) < LINES, "killed too late: the copy was over"
+        assert [r.value for r in copied] == expected[: len(copied)]
+        second = _Worker(properties, tmp_path, "second")
+        eventually(second.ready, "the second worker answering")
+
+        def copied_all() -> list[Record] | None:
+            found = consume_all(broker.bootstrap, topic)
+            return found if len(found) >= LINES else None
+
+        lines = eventually(copied_all, "every line", within=240)
+        assert [r.value for r in lines] == expected  # none twice, none lost, in order
+    finally:
+        for worker in (first, second):
+            if worker is not None:
+                worker.kill()
