@@ -11,17 +11,21 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.cimpl import NewTopic
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
-from e2e.spark.clients import Record, consume_all, create_topic, unique_topic
+from e2e.spark.clients import Record, admin, consume_all, create_topic, unique_topic
 from e2e.spark.connect_api import create, eventually
 from e2e.spark.test_connect_workers import _Worker
 from strom.testing.connect import Connect
+from strom.testing.postgres import Postgres
 
 STRING = {"value.converter": "org.apache.kafka.connect.storage.StringConverter"}
 
@@ -203,3 +207,52 @@ def test_a_worker_killed_mid_transaction_leaves_every_line_once(
         for worker in (first, second):
             if worker is not None:
                 worker.kill()
+
+
+def test_jdbc_source_writes_rows_and_offsets_in_one_transaction(
+    spark: SparkSession, broker: StromServer, postgres: Postgres, tmp_path: Path
+) -> None:
+    table = unique_topic("eos_rows").replace("-", "_")
+    with psycopg.connect(postgres.conninfo, autocommit=True) as db:
+        db.execute(f"CREATE TABLE {table} (id serial PRIMARY KEY, name text)")
+        db.execute(f"INSERT INTO {table} (name) SELECT 'n' || g FROM generate_series(1, 30) g")
+        topic = f"eos-{table}"
+        client = admin(broker.bootstrap)  # kept until the result is in
+        client.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+        with (
+            Connect(broker.bootstrap, spark=lambda: spark, exactly_once_source=True) as worker,
+            httpx.Client(base_url=worker.url, timeout=60) as api,
+        ):
+            config = {
+                "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector",
+                "connection.url": postgres.url,
+                "connection.user": "postgres",
+                "table.whitelist": table,
+                "mode": "incrementing",
+                "incrementing.column.name": "id",
+                "topic.prefix": "eos-",
+                "poll.interval.ms": "300",
+                "exactly.once.support": "required",
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable": "false",
+            }
+            create(api, "rows-in", config)
+
+            def rows(count: int) -> Callable[[], list[Any] | None]:
+                def check() -> list[Any] | None:
+                    found = [
+                        json.loads(r.value or b"null") for r in consume_all(broker.bootstrap, topic)
+                    ]
+                    return found if len(found) >= count else None
+
+                return check
+
+            assert [v["id"] for v in eventually(rows(30), "30 rows")] == list(range(1, 31))
+            db.execute(f"INSERT INTO {table} (name) VALUES ('later')")
+            assert [v["id"] for v in eventually(rows(31), "31 rows")] == list(range(1, 32))
+            offsets = consume_all(broker.bootstrap, worker.settings.offset_topic, 3)
+            mine = [json.loads(r.value or b"null") for r in offsets if b"rows-in" in (r.key or b"")]
+            assert mine == [{"incrementing": 30}, {"incrementing": 31}]  # one per micro-batch
+            assert api.get("/connectors/rows-in/offsets").json()["offsets"] == [
+                {"partition": {"table": table}, "offset": {"incrementing": 31}}
+            ]
