@@ -2,7 +2,8 @@
 registry's ``KafkaStore``): created if missing, replayed from its start by a thread that hands
 every record to ``apply``, and written by an idempotent producer. A write returns once this
 process has read its own records back, so a reply reflects what the topic says, as every other
-reader of it will see it."""
+reader of it will see it. It reads committed records only (librdkafka's default): records
+written in transactions (Connect's exactly-once sources) count once committed."""
 
 from __future__ import annotations
 
@@ -145,6 +146,7 @@ class TopicLog:
             while not self._stopping.is_set():
                 message = consumer.poll(0.2)
                 if message is None:
+                    self._past_markers(consumer)
                     continue
                 if message.error():
                     log.warning("reading %s: %s", self.topic, message.error())
@@ -161,6 +163,20 @@ class TopicLog:
                     self._applied.notify_all()
         finally:
             consumer.close()
+
+    def _past_markers(self, consumer: Consumer) -> None:
+        """When idle, take the consumer's positions: past the last record applied, they count
+        a transaction's commit marker (or records it aborted), which the end offsets include
+        and no message shows."""
+        found = consumer.position(consumer.assignment())
+        with self._applied:
+            moved = False
+            for tp in found:
+                if tp.offset > self._positions.get(tp.partition, 0):
+                    self._positions[tp.partition] = tp.offset
+                    moved = True
+            if moved:
+                self._applied.notify_all()
 
     def positions(self) -> dict[int, int]:
         """Each partition's offset after the last record applied."""

@@ -140,8 +140,8 @@ def _true(settings: Mapping[str, str], name: str, default: bool) -> bool:
 class RegistrySettings:
     """A registry converter's settings, by Confluent's names: ``schema.registry.url`` (the
     first of a list), ``basic.auth.user.info`` with ``basic.auth.credentials.source=USER_INFO``,
-    ``auto.register.schemas``, ``use.latest.version`` and the key's and value's
-    ``*.subject.name.strategy``."""
+    ``auto.register.schemas``, ``use.latest.version``, the key's and value's
+    ``*.subject.name.strategy`` and ProtobufConverter's ``optional.for.nullables``."""
 
     url: str
     auth: tuple[str, str] | None = None
@@ -149,6 +149,7 @@ class RegistrySettings:
     use_latest: bool = False
     key_strategy: str = "TopicNameStrategy"
     value_strategy: str = "TopicNameStrategy"
+    optional_nullables: bool = False
 
     @classmethod
     def parse(cls, settings: Mapping[str, str]) -> RegistrySettings:
@@ -184,7 +185,9 @@ class RegistrySettings:
             (user, password) if colon else None,
             _true(settings, "auto.register.schemas", True),
             _true(settings, "use.latest.version", False),
-            *strategies,
+            key_strategy=strategies[0],
+            value_strategy=strategies[1],
+            optional_nullables=_true(settings, "optional.for.nullables", False),
         )
 
     def subject(self, part: str, topic: str | None, record: str | None) -> str:

@@ -1,15 +1,18 @@
-"""Kafka Connect's error handling of a sink's records a converter cannot take, with
-``errors.tolerance=all``: each micro-batch is split by a column of Connect's messages (no
-per-record Python for good records); the bad ones are logged (``errors.log.enable``) and written
-to ``errors.deadletterqueue.topic.name`` as they were read, with the ``__connect.errors.*``
-headers when ``errors.deadletterqueue.context.headers.enable``. With ``errors.tolerance=none``
-the converters fail the query themselves."""
+"""Kafka Connect's error handling with ``errors.tolerance=all``. A sink's records a converter
+cannot take: each micro-batch is split by a column of Connect's messages (no per-record Python
+for good records); the bad ones are logged (``errors.log.enable``) and written to
+``errors.deadletterqueue.topic.name`` as they were read, with the ``__connect.errors.*``
+headers when ``errors.deadletterqueue.context.headers.enable``. A source's records a transform
+fails on (``source_writes.write_source``): skipped and logged, as Kafka's source tasks do (a
+source has no dead letter queue). With ``errors.tolerance=none`` the converters and
+transforms fail the query themselves."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -106,6 +109,19 @@ class ErrorHandler:
         if not bad.isEmpty():
             self.report(bad, spark_options)
         return batch.where(F.col("error").isNull())
+
+    def log_source(self, error: Any) -> None:
+        """Log a source record's failure (a row of ``serialized``'s ``error``) as Kafka's
+        ``LogReporter`` does."""
+        record = getattr(error, "record", None) if self.log_messages else None
+        log.error(
+            "Error encountered in task %s-0. Executing stage '%s' with class '%s'%s: %s",
+            self.connector,
+            error.stage,
+            error["class"],
+            f", where source record is = {record}" if record else "",
+            error.message,
+        )
 
     def report(self, bad: DataFrame, spark_options: Mapping[str, str]) -> None:
         """Log the batch's bad records and write them to the dead letter queue."""

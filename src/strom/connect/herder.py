@@ -33,6 +33,7 @@ from strom.connect.retries import RetryPolicy
 from strom.connect.settings import WorkerSettings
 from strom.connect.state import ConfigState, Record, Status, StatusState
 from strom.connect.topics import TopicLog
+from strom.spark.options import client_config
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -371,7 +372,16 @@ class Herder:
         """Connect's ``ConfigInfos`` of ``config``, with its client overrides the worker's
         ``connector.client.config.override.policy`` forbids among the errors."""
         infos = find_plugin(plugin_name).validate(config)
-        return with_overrides(infos, config, policy_refusals(self.settings.override_policy, config))
+        refused = policy_refusals(self.settings.override_policy, config)
+        required = config.get("exactly.once.support", "").strip() == "required"
+        if required and not self.settings.exactly_once_source:
+            _add_error(
+                infos,
+                "exactly.once.support",
+                "This worker does not have exactly-once source support enabled"
+                " (exactly.once.source.support=enabled).",
+            )
+        return with_overrides(infos, config, refused)
 
     def put(
         self,
@@ -492,10 +502,26 @@ class Herder:
             self._write_status(_topic_tombstones(name, topics))
 
     # -- offsets (KIP-875) -----------------------------------------------------------------
+    def _admin_offsets(self, name: str, config: Mapping[str, str]) -> SinkOffsets:
+        """A sink connector's group offsets through its own admin client, as Kafka Connect
+        makes it: the worker's ``admin.*`` settings, then the connector's ``admin.override.*``
+        (client id ``connector-adminclient-<name>`` unless they name one)."""
+        options = {
+            **self.settings.spark_options(),
+            "kafka.client.id": f"connector-adminclient-{name}",
+            **client_options(self.settings.client_overrides, config, "admin"),
+        }
+        try:
+            client = client_config(options)
+        except ValueError as error:
+            raise ConnectError.bad_request(f"The connector's admin client: {error}") from None
+        return SinkOffsets(client, self.settings.timeout)
+
     def offsets(self, name: str) -> dict[str, Any]:
         config = self.read(lambda: dict(self.configs.config(name)))
         if _plugin_type(config) == "sink":
-            return {"offsets": self.sink_offsets.listed(_sink_group(name, config))}
+            admin = self._admin_offsets(name, config)
+            return {"offsets": admin.listed(_sink_group(name, config))}
         return {"offsets": self.read(lambda: self.source_offsets.listed(name))}
 
     def alter_offsets(
@@ -512,11 +538,11 @@ class Herder:
                 )
             verb = "altered" if entries is not None else "reset"
             if _plugin_type(config) == "sink":
-                group = _sink_group(name, config)
+                group, admin = _sink_group(name, config), self._admin_offsets(name, config)
                 if entries is None:
-                    self.sink_offsets.reset(group)
+                    admin.reset(group)
                 else:
-                    self.sink_offsets.alter(group, entries)
+                    admin.alter(group, entries)
                 message = f"The offsets for this connector have been {verb} successfully"
             else:
                 records = self.read(lambda: self.source_offsets.records(name, entries))
@@ -630,6 +656,11 @@ class Herder:
             checkpoint=str(checkpoint),
             sink_group=group,
             sink_start=start,
+            transactions=(
+                f"{settings.group_id}-{name}"
+                if plugin.exactly_once and settings.exactly_once_source
+                else None
+            ),
         )
 
     def _checkpoint(self, name: str) -> Path:
@@ -784,3 +815,12 @@ def _topic_records(name: str, topics: list[str], known: set[str]) -> list[Record
 
 def _topic_tombstones(name: str, topics: list[str]) -> list[Record]:
     return [(f"status-topic-{topic}:connector-{name}", None) for topic in topics]
+
+
+def _add_error(infos: dict[str, Any], name: str, message: str) -> None:
+    """``message`` among the errors of setting ``name`` in a validate answer."""
+    for entry in infos["configs"]:
+        if entry["value"]["name"] == name:
+            entry["value"]["errors"].append(message)
+            infos["error_count"] += 1
+            return

@@ -90,6 +90,9 @@ class SinkOffsets:
         self._admin = AdminClient(dict(client))
         self.timeout = timeout
 
+    def _why(self, error: Exception) -> str:
+        return str(error) or f"no answer within {self.timeout:g} s"
+
     def cluster_id(self) -> str | None:
         return self._admin.list_topics(timeout=self.timeout).cluster_id
 
@@ -99,8 +102,10 @@ class SinkOffsets:
         )[group]
         try:
             result = future.result(timeout=self.timeout)
-        except KafkaException as error:
-            raise ConnectError(500, f"Cannot read the offsets of group {group}: {error}") from None
+        except (KafkaException, TimeoutError) as error:
+            raise ConnectError(
+                500, f"Cannot read the offsets of group {group}: {self._why(error)}"
+            ) from None
         return {
             (tp.topic, tp.partition): tp.offset
             for tp in result.topic_partitions or []
@@ -155,8 +160,10 @@ class SinkOffsets:
         )[group]
         try:
             result = future.result(timeout=self.timeout)
-        except KafkaException as error:
-            raise ConnectError(500, f"Cannot alter the offsets of group {group}: {error}") from None
+        except (KafkaException, TimeoutError) as error:
+            raise ConnectError(
+                500, f"Cannot alter the offsets of group {group}: {self._why(error)}"
+            ) from None
         refused = [tp for tp in result.topic_partitions or [] if tp.error is not None]
         if refused:
             first = refused[0]
@@ -168,8 +175,8 @@ class SinkOffsets:
         future = self._admin.delete_consumer_groups([group], request_timeout=self.timeout)[group]
         try:
             future.result(timeout=self.timeout)
-        except KafkaException as error:
+        except (KafkaException, TimeoutError) as error:
             if "GROUP_ID_NOT_FOUND" not in str(error):
                 raise ConnectError(
-                    500, f"Cannot reset the offsets of group {group}: {error}"
+                    500, f"Cannot reset the offsets of group {group}: {self._why(error)}"
                 ) from None

@@ -216,6 +216,36 @@ SINK_DEFINITIONS = (
 )
 """Kafka's ``SinkConnectorConfig`` on top of the common settings."""
 
+EXACTLY_ONCE = "Exactly Once Support"
+SOURCE_DEFINITIONS = (
+    Definition(
+        "exactly.once.support",
+        "STRING",
+        "requested",
+        "MEDIUM",
+        "Permitted values are requested, required. If set to 'required', the connector is"
+        " refused unless the worker has exactly.once.source.support=enabled and the connector"
+        " can write exactly once.",
+        EXACTLY_ONCE,
+        1,
+        "Exactly once support",
+        check=one_of("requested", "required"),
+    ),
+    Definition(
+        "transaction.boundary",
+        "STRING",
+        "poll",
+        "MEDIUM",
+        "Permitted values are poll, interval, connector. strom's transactions are its"
+        " micro-batches (poll).",
+        EXACTLY_ONCE,
+        2,
+        "Transaction Boundary",
+        check=one_of("poll", "interval", "connector"),
+    ),
+)
+"""Kafka's ``SourceConnectorConfig`` (KIP-618) on top of the common settings."""
+
 
 @dataclass(frozen=True)
 class RunContext:
@@ -242,6 +272,8 @@ class RunContext:
     sink_group: str
     sink_start: str = "earliest"
     """A sink's ``startingOffsets``: its group's committed offsets when it has some."""
+    transactions: str | None = None
+    """For a source writing exactly once (KIP-618), the prefix of its transactional ids."""
 
 
 def _converter_problem(name: str, config: Config) -> str | None:
@@ -269,6 +301,9 @@ class ConnectorPlugin(ABC):
     definitions: ClassVar[tuple[Definition, ...]] = ()
     tolerates_errors: ClassVar[bool] = False
     """Whether the connector runs ``errors.tolerance=all`` (and a sink's dead letter queue)."""
+    exactly_once: ClassVar[bool] = False
+    """Whether the source writes its records and offsets in one transaction per micro-batch
+    when the worker has ``exactly.once.source.support=enabled`` (KIP-618)."""
     retry_timeout_ms: ClassVar[int | None] = 0
     """``errors.retry.timeout`` when the config gives none: Kafka's 0 (a failure is the
     task's at once); None for a connector that waits for its cluster as a client does."""
@@ -282,7 +317,9 @@ class ConnectorPlugin(ABC):
     @classmethod
     def all_definitions(cls) -> tuple[Definition, ...]:
         return (
-            COMMON_DEFINITIONS + (SINK_DEFINITIONS if cls.kind == "sink" else ()) + cls.definitions
+            COMMON_DEFINITIONS
+            + (SINK_DEFINITIONS if cls.kind == "sink" else SOURCE_DEFINITIONS)
+            + cls.definitions
         )
 
     @classmethod
@@ -297,6 +334,8 @@ class ConnectorPlugin(ABC):
             found["errors.tolerance"] = [
                 "errors.tolerance=all is not supported by this connector in strom yet"
             ]
+        if cls.kind == "source":
+            found.update(cls._exactly_once_problems(config))
         if cls.kind == "sink":
             topics, regex = config.get("topics", "").strip(), config.get("topics.regex", "").strip()
             if topics and regex:
@@ -310,6 +349,24 @@ class ConnectorPlugin(ABC):
                 found["errors.deadletterqueue.topic.name"] = [
                     "Dead letter queues are not supported by this connector in strom yet"
                 ]
+        return found
+
+    @classmethod
+    def _exactly_once_problems(cls, config: Config) -> dict[str, list[str]]:
+        """KIP-618's checks of a source's own settings (the worker's are the herder's)."""
+        found: dict[str, list[str]] = {}
+        boundary = config.get("transaction.boundary", "poll").strip()
+        if boundary in ("interval", "connector"):
+            found["transaction.boundary"] = [
+                f"transaction.boundary={boundary} is not supported: strom's source transactions"
+                " are its micro-batches (poll)"
+            ]
+        required = config.get("exactly.once.support", "requested").strip() == "required"
+        if required and not cls.exactly_once:
+            found["exactly.once.support"] = [
+                "The connector does not support exactly-once semantics with the provided"
+                " configuration."
+            ]
         return found
 
     @classmethod

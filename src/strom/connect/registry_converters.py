@@ -3,14 +3,16 @@
 schema id, the payload; Protobuf's with its message indexes).
 
 Sources (``serialize``): the Connect schema of the data (its Spark type, names and declared
-optionality) becomes an Avro record or a JSON Schema as Confluent's ``AvroData`` and
-``JsonSchemaData`` make them (optional fields as ``["null", T]`` unions / ``oneOf``), which
-is registered (``auto.register.schemas``), looked up, or replaced by the subject's latest
+optionality) becomes an Avro record, a JSON Schema or a ``.proto`` as Confluent's
+``AvroData``, ``JsonSchemaData`` and ``ProtobufData`` make them (optional fields as
+``["null", T]`` unions / ``oneOf``; ``protobuf_data``), which is registered
+(``auto.register.schemas``), looked up, or replaced by the subject's latest
 (``use.latest.version``) on the driver when the query starts; the executors only frame: Avro
-records through spark-sql's own Avro writer in the JVM (``strom.spark.jvm``), JSON through
-``to_json``. Sinks (``decoded``): a micro-batch's distinct schema ids are collected (one small
-job), each schema is fetched once, and every value becomes JsonConverter's envelope (Connect
-schema and payload), so a sink written for ``JsonConverter`` with schemas reads it unchanged:
+records through spark-sql's own Avro writer and Protobuf messages through the SQL engine's
+encoder, both in the JVM (``strom.spark.jvm``), JSON through ``to_json``. Sinks
+(``decoded``): a micro-batch's distinct schema ids are collected (one small job), each
+schema is fetched once, and every value becomes JsonConverter's envelope (Connect schema
+and payload), so a sink written for ``JsonConverter`` with schemas reads it unchanged:
 Avro decoded in the JVM, JSON parsed by ``from_json``; Protobuf only through a Python UDF per
 record (``RegistryCodec``), as Python's protobuf runtime is the only decoder at hand."""
 
@@ -53,12 +55,13 @@ from strom.connect.converters import (
     json_payload,
     json_text,
 )
+from strom.connect.protobuf_data import protobuf_schema, record_name
 from strom.registry.codec import RegistryCodec, RegistrySchema
 from strom.registry.protobuf_schema import ProtobufSchema
 from strom.registry.schema_types import SchemaType
 from strom.registry.wire import frame
 from strom.spark.avro import as_plain_data, avro_type
-from strom.spark.jvm import avro_decode, avro_encode
+from strom.spark.jvm import avro_decode, avro_encode, protobuf_encode
 from strom.spark.registry_formats import registry_codec
 
 __all__ = ["avro_schema", "decoded", "json_schema", "plain", "serialize"]
@@ -290,9 +293,10 @@ def serialize(  # noqa: PLR0917 - a converter's call with the record's part and 
         payload = F.encode(json_text(_schema_payload(data, data_type)), "UTF-8")
         framed = F.concat(F.lit(frame(schema_id, b"")), payload)
         return F.when(data.isNull(), F.lit(None).cast("binary")).otherwise(framed)
-    raise ValueError(
-        f"{converter.class_name}: strom's sources write Avro and JSON Schema, not Protobuf yet"
-    )
+    text = protobuf_schema(data_type, name, settings.optional_nullables)
+    subject = settings.subject(part, topic, record_name(name))
+    schema_id, text = _writer(settings, subject, SchemaType.PROTOBUF, text)
+    return protobuf_encode(data, data_type.simpleString(), text, schema_id)  # in the JVM
 
 
 def _python_encode(data: Column, settings: RegistrySettings, schema_id: int) -> Column:

@@ -66,6 +66,9 @@ class WorkerSettings(ServiceClients):
     connectors' clients, under their full names."""
     override_policy: str = "All"
     """``connector.client.config.override.policy``: All, None or Principal."""
+    exactly_once_source: bool = False
+    """``exactly.once.source.support=enabled`` (KIP-618; ``disabled`` and ``preparing`` are
+    not): sources that can write their records and offsets in one transaction do."""
     spark_master: str = "local[*]"
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     checkpoint_root: Path = Path(tempfile.gettempdir()) / "strom-connect"
@@ -111,6 +114,12 @@ class WorkerSettings(ServiceClients):
             policy = overrides_policy(values.get("connector.client.config.override.policy", "All"))
         except ValueError as error:
             raise SettingsError(str(error)) from None
+        support = values.get("exactly.once.source.support", "disabled").strip().lower()
+        if support not in ("disabled", "preparing", "enabled"):
+            raise SettingsError(
+                f"exactly.once.source.support: expected disabled, preparing or enabled, got"
+                f" {support}"
+            )
         spark = {k: v for k, v in values.items() if k.startswith("spark.") and k != "spark.master"}
         checkpoints = spark.pop("spark.sql.streaming.checkpointLocation", None)
         return cls(
@@ -144,6 +153,7 @@ class WorkerSettings(ServiceClients):
                 k: v for k, v in values.items() if k.startswith(tuple(f"{c}." for c in CLIENTS))
             },
             override_policy=policy,
+            exactly_once_source=support == "enabled",
             spark_master=values.get("spark.master", cls.spark_master),
             spark_conf=spark,
             checkpoint_root=Path(checkpoints) if checkpoints else cls.checkpoint_root,

@@ -33,6 +33,7 @@ __all__ = [
     "Subscription",
     "SubscriptionKind",
     "WriteOptions",
+    "client_config",
     "parse_duration_ms",
     "parse_read_options",
     "parse_write_options",
@@ -206,6 +207,12 @@ def _client_settings(
         role = "consumer" if consumer else "producer"
         raise OptionError(f"Option 'kafka.bootstrap.servers' must be specified for the {role}")
     return settings, own
+
+
+def client_config(options: Mapping[str, str]) -> dict[str, str]:
+    """The librdkafka settings of a client the data source does not make (an admin client)
+    from ``kafka.`` options, translated as the source's and sink's are."""
+    return _client_settings(options, refused={}, consumer=False)[0]
 
 
 def _integer(name: str, text: str, *, minimum: int = 0) -> int:

@@ -2,17 +2,19 @@
 reach a source's writes, a connector's ``producer.override.*`` beat them, and a worker's
 ``connector.client.config.override.policy`` refuses the overrides it forbids with Connect's 400
 and its validate errors. A producer whose ``max.request.size`` is below a line's size fails the
-task with the client's own error, which makes the setting visible from outside."""
+task with the client's own error, which makes the setting visible from outside; an admin
+client that reaches no broker does the same for the ``admin.*`` settings."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
-from e2e.spark.clients import consume_all, create_topic
+from e2e.spark.clients import Record, consume_all, create_topic, produce
 from e2e.spark.connect_api import create, eventually, failed, states
 from strom.testing.connect import Connect
 
@@ -81,3 +83,55 @@ def test_an_override_the_policy_forbids_is_refused(broker: StromServer, tmp_path
             " configuration."
         ]
         assert api.get("/connectors").json() == []
+
+
+def test_worker_admin_settings_and_connector_overrides_reach_the_admin_client(
+    spark: SparkSession, broker: StromServer, tmp_path: Path
+) -> None:
+    """A sink's offsets are read, altered and reset through its admin client (KIP-875), made
+    with the worker's ``admin.*`` settings and the connector's ``admin.override.*``: a worker
+    whose admin clients reach no broker cannot answer, a connector that overrides it can."""
+    topic = create_topic(broker.bootstrap, "connect-admin")
+    produce(broker.bootstrap, topic, [Record(b"line")])
+    nowhere = "127.0.0.1:9"  # the discard port: nothing listens there
+    worker = Connect(
+        broker.bootstrap,
+        spark=lambda: spark,
+        client_overrides={"admin.bootstrap.servers": nowhere},
+        timeout=3.0,
+    )
+    sink = {"connector.class": "FileStreamSink", "topics": topic, **STRING}
+    expected = {
+        "partition": {"kafka_topic": topic, "kafka_partition": 0},
+        "offset": {"kafka_offset": 1},
+    }
+    with worker, httpx.Client(base_url=worker.url, timeout=60) as api:
+        create(api, "lost", {**sink, "file": str(tmp_path / "lost.txt")})
+        create(
+            api,
+            "found",
+            {
+                **sink,
+                "file": str(tmp_path / "found.txt"),
+                "admin.override.bootstrap.servers": broker.bootstrap,
+            },
+        )
+
+        def written(out: Path) -> Callable[[], bool]:
+            return lambda: out.exists() and out.read_text() == "line\n"
+
+        for name in ("lost", "found"):  # the sinks' consumers are not the admin's
+            eventually(written(tmp_path / f"{name}.txt"), f"{name}'s line")
+        eventually(
+            lambda: api.get("/connectors/found/offsets").json() == {"offsets": [expected]},
+            "the committed offset, through the override",
+        )
+        answer = api.get("/connectors/lost/offsets")
+        assert answer.status_code == 500, answer.text
+        assert answer.json()["message"].startswith("Cannot read the offsets of group connect-lost")
+        for name in ("lost", "found"):
+            assert api.put(f"/connectors/{name}/stop").status_code == 204
+        eventually(lambda: states(api, "found")[0] == "STOPPED", "the sink stopped")
+        assert api.delete("/connectors/lost/offsets").status_code == 500
+        assert api.delete("/connectors/found/offsets").status_code == 200
+        assert api.get("/connectors/found/offsets").json() == {"offsets": []}

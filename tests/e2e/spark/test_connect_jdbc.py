@@ -5,7 +5,7 @@ restarted worker continues where the last stopped (nothing twice, nothing lost),
 unreachable database or a dropped table ends FAILED with the reason in ``/status``, unless
 ``errors.retry.timeout`` lets the sink wait for it (a database that hangs up, then answers);
 ``errors.tolerance=all`` sends the records the sink's converter cannot take to its dead letter
-queue."""
+queue, and makes the source skip (and log) the rows a transform fails on."""
 
 from __future__ import annotations
 
@@ -563,3 +563,61 @@ def test_sink_retries_a_database_it_cannot_reach_and_sends_bad_records_to_its_dl
         assert {r.value for r in letters} == {b"not json"}
         assert states(api, "retried-out") == ("RUNNING", ["RUNNING"])
     gate.close()
+
+
+def test_source_skips_and_logs_rows_a_transform_fails_on_with_errors_tolerance_all(
+    spark: SparkSession,
+    broker: StromServer,
+    postgres: Postgres,
+    db: psycopg.Connection[Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    table = unique_topic("codes").replace("-", "_")
+    db.execute(f"CREATE TABLE {table} (id serial PRIMARY KEY, code text)")
+    db.execute(f"INSERT INTO {table} (code) VALUES ('1'), ('x7'), (NULL), ('3')")
+    tolerant = _new_topic(broker.bootstrap, f"all-{table}")
+    strict = _new_topic(broker.bootstrap, f"none-{table}")
+    config = {
+        "connector.class": SOURCE,
+        "connection.url": postgres.url,
+        "connection.user": "postgres",
+        "table.whitelist": table,
+        "mode": "incrementing",
+        "incrementing.column.name": "id",
+        "poll.interval.ms": "300",
+        "transforms": "code",
+        "transforms.code.type": "org.apache.kafka.connect.transforms.Cast$Value",
+        "transforms.code.spec": "code:int32",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    }
+    caplog.set_level("ERROR", logger="strom.connect.dead_letters")
+    with (
+        Connect(broker.bootstrap, spark=lambda: spark) as worker,
+        httpx.Client(base_url=worker.url, timeout=60) as api,
+    ):
+        create(
+            api,
+            "codes-all",
+            {
+                **config,
+                "topic.prefix": "all-",
+                "errors.tolerance": "all",
+                "errors.log.enable": "true",
+                "errors.log.include.messages": "true",
+            },
+        )
+        create(api, "codes-none", {**config, "topic.prefix": "none-"})
+        values = eventually(_payloads(broker.bootstrap, tolerant, 3), "the three good rows")
+        assert values == [{"id": 1, "code": 1}, {"id": 3, "code": None}, {"id": 4, "code": 3}]
+        db.execute(f"INSERT INTO {table} (code) VALUES ('5')")  # the task goes on
+        assert eventually(_payloads(broker.bootstrap, tolerant, 4), "a later row")[3]["code"] == 5
+        eventually(failed(api, "codes-none"), "the strict connector failing")
+        trace = api.get("/connectors/codes-none/status").json()["tasks"][0]["trace"]
+        assert "Tolerance exceeded in error handler: Cast: unable to convert x7 to int32" in trace
+        assert consume_all(broker.bootstrap, strict) == []  # its micro-batch failed whole
+    logged = [r.getMessage() for r in caplog.records if "codes-all" in r.getMessage()]
+    assert len(logged) == 1, logged
+    assert "Executing stage 'TRANSFORMATION' with class" in logged[0]
+    assert "org.apache.kafka.connect.transforms.Cast$Value" in logged[0]
+    assert '"code":"x7"' in logged[0] and logged[0].endswith("unable to convert x7 to int32")

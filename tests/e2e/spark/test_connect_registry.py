@@ -21,18 +21,22 @@ from confluent_kafka.cimpl import NewTopic
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pool, message_factory
 from pyspark.sql import SparkSession
 from strom_harness import StromServer
 
 from e2e.spark.clients import Record, admin, consume_all, create_topic, produce, unique_topic
 from e2e.spark.connect_api import create, eventually
+from strom.registry.protobuf_schema import file_set
 from strom.testing.connect import Connect
 from strom.testing.postgres import Postgres
 from strom.testing.registry import Registry
 
 AVRO = "io.confluent.connect.avro.AvroConverter"
 JSON_SCHEMA = "io.confluent.connect.json.JsonSchemaConverter"
+PROTOBUF = "io.confluent.connect.protobuf.ProtobufConverter"
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +134,83 @@ def test_jdbc_source_writes_avro_that_confluents_deserializer_reads(
     schema = str(latest.schema.schema_str)
     assert '"name":"' + table + '"' in schema and '"connect.type":"int16"' in schema
     assert '["null",{"type":"bytes","scale":2,"precision":10' in schema
+
+
+def test_jdbc_source_writes_protobuf_that_confluents_deserializer_reads(
+    api: httpx.Client,
+    broker: StromServer,
+    registry: Registry,
+    postgres: Postgres,
+    db: psycopg.Connection[Any],
+) -> None:
+    table = unique_topic("proto").replace("-", "_")
+    topic = f"pg-{table}"
+    client = admin(broker.bootstrap)  # kept until the result is in: a dropped client cancels it
+    client.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    db.execute(
+        f"CREATE TABLE {table} (id serial PRIMARY KEY, name text NOT NULL, amount numeric(10,2),"
+        " placed timestamp, day date, small smallint, ratio double precision, ok boolean)"
+    )
+    db.execute(
+        f"INSERT INTO {table} (name, amount, placed, day, small, ratio, ok) VALUES"
+        " ('a', -12.5, '2024-01-02 03:04:05.123', '2024-01-02', 7, 0.25, true),"
+        " ('b', NULL, NULL, NULL, NULL, NULL, NULL)"
+    )
+    create(
+        api,
+        "proto-in",
+        {
+            "connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector",
+            "connection.url": postgres.url,
+            "connection.user": "postgres",
+            "table.whitelist": table,
+            "mode": "incrementing",
+            "incrementing.column.name": "id",
+            "topic.prefix": "pg-",
+            "poll.interval.ms": "300",
+            "value.converter": PROTOBUF,
+            "value.converter.schema.registry.url": registry.url,
+            "value.converter.optional.for.nullables": "true",
+        },
+    )
+
+    def two() -> list[Record] | None:
+        found = consume_all(broker.bootstrap, topic)
+        return found if len(found) == 2 else None
+
+    records = eventually(two, "two Protobuf records")
+    latest = SchemaRegistryClient({"url": registry.url}).get_latest_version(f"{topic}-value")
+    text = str(latest.schema.schema_str)
+    decimal = 'params { key: "precision" value: "10" } params { key: "scale" value: "2" }'
+    int16 = 'params { key: "connect.type" value: "int16" }'
+    for line in (
+        f"message {table} {{",
+        "int32 id = 1;",
+        "string name = 2;",  # NOT NULL: not optional
+        f".confluent.type.Decimal amount = 3 [(confluent.field_meta) = {{ {decimal} }}];",
+        ".google.protobuf.Timestamp placed = 4;",  # a message has presence: never optional
+        ".google.type.Date day = 5;",
+        f"optional int32 small = 6 [(confluent.field_meta) = {{ {int16} }}];",
+        "optional double ratio = 7;",
+        "optional bool ok = 8;",
+    ):
+        assert line in text, (line, text)
+    pool = descriptor_pool.DescriptorPool()
+    for file in file_set(text).file:
+        pool.Add(file)
+    message = message_factory.GetMessageClass(pool.FindMessageTypeByName(table))
+    deserialize = ProtobufDeserializer(message, {"use.deprecated.format": False})
+    context = SerializationContext(topic, MessageField.VALUE)
+    first, second = sorted((deserialize(r.value, context) for r in records), key=lambda m: m.id)
+    header = b"\0" + int(latest.schema_id or 0).to_bytes(4, "big") + b"\0"  # index [0]: one 0
+    assert all(r.value is not None and r.value[:6] == header for r in records)
+    assert (first.id, first.name, first.small, first.ratio, first.ok) == (1, "a", 7, 0.25, True)
+    assert (first.amount.value, first.amount.scale) == ((-1250).to_bytes(2, "big", signed=True), 2)
+    assert (first.day.year, first.day.month, first.day.day) == (2024, 1, 2)
+    assert first.placed.ToMilliseconds() == 1704164645123
+    assert (second.id, second.name) == (2, "b")
+    for field in ("amount", "placed", "day", "small", "ratio", "ok"):
+        assert not second.HasField(field), field
 
 
 def test_sinks_write_rows_of_confluents_avro_and_json_schema_records(

@@ -4,7 +4,8 @@ the reason by the others."""
 from __future__ import annotations
 
 from strom.connect.config_def import error_messages
-from strom.connect.connectors.files import FileStreamSink
+from strom.connect.connectors.cdc import PostgresConnector
+from strom.connect.connectors.files import FileStreamSink, FileStreamSource
 from strom.connect.connectors.jdbc import JdbcSink, JdbcSource
 from strom.connect.dead_letters import ErrorHandler
 
@@ -34,14 +35,28 @@ def test_the_sinks_take_errors_tolerance_all_and_a_dead_letter_queue() -> None:
     assert not ErrorHandler.of("out", {}).tolerate
 
 
-def test_connectors_without_error_handling_refuse_it() -> None:
+def test_the_database_sources_take_errors_tolerance_all() -> None:
     config = {
         "name": "db",
         "connector.class": "JdbcSourceConnector",
         "connection.url": "jdbc:postgresql://localhost/db",
         "topic.prefix": "db-",
         "mode": "bulk",
+    } | TOLERANT  # a source has no dead letter queue: Kafka's sources ignore its setting
+    assert error_messages(JdbcSource.validate(config)) == []
+    cdc = {
+        "name": "cdc",
+        "connector.class": "PostgresConnector",
+        "database.hostname": "localhost",
+        "database.user": "postgres",
+        "database.dbname": "db",
+        "topic.prefix": "db",
     } | TOLERANT
-    assert error_messages(JdbcSource.validate(config)) == [
+    assert error_messages(PostgresConnector.validate(cdc)) == []
+
+
+def test_connectors_without_error_handling_refuse_it() -> None:
+    config = {"name": "f", "connector.class": "FileStreamSource", "topic": "t"} | TOLERANT
+    assert error_messages(FileStreamSource.validate(config | {"file": "/tmp/x"})) == [
         "errors.tolerance=all is not supported by this connector in strom yet",
     ]

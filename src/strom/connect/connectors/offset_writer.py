@@ -27,7 +27,9 @@ class OffsetWriter:
         self._written: Any = None
 
     def store(self, offset: Mapping[str, Any]) -> None:
-        if offset == self._written:
+        """Write ``offset``; nothing without a topic (a source that writes its offsets in its
+        records' transactions, KIP-618)."""
+        if offset == self._written or not self.topic:
             return
         if self._producer is None:
             self._producer = Producer(

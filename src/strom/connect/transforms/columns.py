@@ -73,6 +73,11 @@ class Names:
 
 
 Columns = dict[str, Column]
+ERROR = "__error"
+"""A step's failure, in its ``Columns``: the message where a record fails (null where it does
+not); in a frame: a record's first failure, ``struct<message, stage, class>``."""
+_TRANSFORMS = "org.apache.kafka.connect.transforms."
+_RECORD = "__record"
 
 
 def _struct(frame: DataFrame, transform: Transform, purpose: str) -> StructType:
@@ -188,19 +193,32 @@ def _mask_field(frame: DataFrame, t: Transform, names: Names) -> Columns:
     return {_part(t): _keep_null(data, F.struct(*kept))}
 
 
+def _cast_one(data: Column, kind: str) -> tuple[Column, Column]:
+    """``data`` cast to Connect's ``kind``, and the failure where it cannot be (null)."""
+    cast = data.try_cast(CAST[kind])
+    shown = F.concat(F.lit("Cast: unable to convert "), data.cast("string"), F.lit(f" to {kind}"))
+    return cast, F.when(data.isNotNull() & cast.isNull(), shown)
+
+
 def _cast(frame: DataFrame, t: Transform, names: Names) -> Columns:
     part = _part(t)
     data = F.col(part)
     specs = t.names("spec")
     if len(specs) == 1 and ":" not in specs[0]:
-        return {part: data.cast(CAST[specs[0]])}
+        cast, failure = _cast_one(data, specs[0])
+        return {part: cast, ERROR: failure}
     data_type = _struct(frame, t, "cast")
-    targets = {name.strip(): CAST[kind.strip()] for name, kind in (s.split(":") for s in specs)}
-    kept = [
-        (data[f.name].cast(targets[f.name]) if f.name in targets else data[f.name]).alias(f.name)
-        for f in data_type.fields
-    ]
-    return {part: _keep_null(data, F.struct(*kept))}
+    targets = {name.strip(): kind.strip() for name, kind in (s.split(":") for s in specs)}
+    kept, failures = [], []
+    for f in data_type.fields:
+        if f.name in targets:
+            cast, failure = _cast_one(data[f.name], targets[f.name])
+            kept.append(cast.alias(f.name))
+            failures.append(failure)
+        else:
+            kept.append(data[f.name].alias(f.name))
+    failed = F.coalesce(*failures) if failures else F.lit(None).cast("string")
+    return {part: _keep_null(data, F.struct(*kept)), ERROR: failed}
 
 
 def _to_timestamp(data: Column, data_type: DataType, t: Transform) -> Column:
@@ -312,8 +330,8 @@ def _timestamp_router(frame: DataFrame, t: Transform, names: Names) -> Columns:
             if j:
                 parts.append(stamp)
             parts.append(F.lit(text))
-    missing = F.raise_error(F.lit(f"Timestamp missing on record: {t.alias}")).cast("string")
-    return {"topic": F.when(F.col("timestamp").isNull(), missing).otherwise(F.concat(*parts))}
+    missing = F.when(F.col("timestamp").isNull(), F.lit(f"Timestamp missing on record: {t.alias}"))
+    return {"topic": F.concat(*parts), ERROR: missing}
 
 
 def _header_from(frame: DataFrame, t: Transform, names: Names) -> Columns:
@@ -405,28 +423,57 @@ def _step(frame: DataFrame, t: Transform, names: Names) -> DataFrame:
         return frame.where(~where) if where is not None else frame.where(F.lit(False))
     if where is not None and t.kind == "SetSchemaMetadata":
         raise ValueError(f"transform {t.alias}: strom names a schema for all records, not some")
-    changed = STEPS[t.kind](frame, t, names)
+    changed = STEPS[t.kind](frame, t, names) or {}
+    failure = changed.pop(ERROR, None)
+    if failure is not None:
+        if where is not None:
+            failure = F.when(where, failure)
+        named = f"{t.kind}${t.part.capitalize()}" if t.part else t.kind
+        changed[ERROR] = noted(frame, failure, "TRANSFORMATION", _TRANSFORMS + named)
     if where is None or not changed:
         return frame.withColumns(changed)
     after = frame.withColumns(changed).schema
-    for name in changed:
+    for name in changed.keys() - {ERROR}:
         if after[name].dataType != frame.schema[name].dataType:
             raise ValueError(
                 f"transform {t.alias}: under a predicate, a transform must keep the {name}'s "
                 f"type ({frame.schema[name].dataType.simpleString()}), as a Spark column has one"
             )
     return frame.withColumns(
-        {name: F.when(where, column).otherwise(F.col(name)) for name, column in changed.items()}
+        {
+            name: column if name == ERROR else F.when(where, column).otherwise(F.col(name))
+            for name, column in changed.items()
+        }
     )
 
 
-def apply(chain: Chain, frame: DataFrame, names: Names) -> DataFrame:
-    """``frame`` through ``chain``'s transforms in order (``names`` follows the schemas')."""
+def noted(frame: DataFrame, failure: Column, stage: str, class_name: str) -> Column:
+    """``frame``'s ``ERROR`` column with ``failure`` (a message, or null) of ``stage`` in
+    ``class_name`` added: a record keeps its first failure."""
+    new = F.when(
+        failure.isNotNull(),
+        F.struct(
+            failure.alias("message"), F.lit(stage).alias("stage"), F.lit(class_name).alias("class")
+        ),
+    )
+    return F.coalesce(F.col(ERROR), new) if ERROR in frame.columns else new
+
+
+def apply(chain: Chain, frame: DataFrame, names: Names, *, tolerate: bool = False) -> DataFrame:
+    """``frame`` through ``chain``'s transforms in order (``names`` follows the schemas'). A
+    record a transform fails on fails the query, as with ``errors.tolerance=none``; with
+    ``tolerate`` it keeps its failure in an ``ERROR`` column instead (when one can fail)."""
     for transform in chain.transforms:
         frame = _step(frame, transform, names)
         if transform.kind in ("RegexRouter", "TimestampRouter"):
             names.topic = None
-    return frame
+    if tolerate or ERROR not in frame.columns:
+        return frame
+    error = F.col(ERROR)
+    fail = F.raise_error(F.concat(F.lit("Tolerance exceeded in error handler: "), error.message))
+    return frame.where(F.when(error.isNull(), F.lit(True)).otherwise(fail.cast("boolean"))).drop(
+        ERROR
+    )
 
 
 def record_columns(key: Column, value: Column, topic: Column) -> list[Column]:
@@ -476,15 +523,35 @@ def serialized(
 ) -> DataFrame:
     """A source's records (``record_columns``) through its transforms, then its converters:
     ``key``, ``value`` (bytes), ``topic`` and ``headers``, as the ``strom`` sink takes them,
-    and the columns named in ``keep`` (a ``partition``)."""
+    and the columns named in ``keep`` (a ``partition``). With ``errors.tolerance=all`` and a
+    transform that can fail on a record, an ``error`` column too: the failure (message, stage,
+    class and, with ``errors.log.include.messages``, the ``record`` as the connector made it,
+    as JSON), where the key and value are null (``source_writes.write_source`` skips it)."""
     names = names or Names()
-    frame = apply(chain(context.config), frame, names)
+    config = context.config
+    tolerate = config.get("errors.tolerance", "none").strip() == "all"
+    messages = tolerate and config.get("errors.log.include.messages", "").strip() == "true"
+    if messages:
+        frame = frame.withColumn(_RECORD, F.struct("key", "value", "topic"))
+    frame = apply(chain(config), frame, names, tolerate=tolerate)
+    extra: list[Column | str] = []
+    if ERROR in frame.columns:
+        error = F.col(ERROR)
+        if messages:
+            shown = F.when(error.isNotNull(), F.to_json(F.col(_RECORD)))
+            error = error.withField("record", shown)
+        fine = F.col(ERROR).isNull()
+        frame = frame.withColumns(
+            {"key": F.when(fine, F.col("key")), "value": F.when(fine, F.col("value"))}
+        )
+        extra.append(error.alias("error"))
     return frame.select(
         _serialize(frame, "key", context.key_converter, names),
         _serialize(frame, "value", context.value_converter, names),
         "topic",
         "headers",
         *keep,
+        *extra,
     )
 
 

@@ -39,6 +39,7 @@ from strom.connect.connectors.jdbc.database import (
     unreachable,
 )
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.connect.source_writes import write_source
 from strom.connect.transforms.columns import Names, record_columns, serialized
 
 __all__ = ["PostgresConnector"]
@@ -73,6 +74,7 @@ class PostgresConnector(ConnectorPlugin):
 
     class_name = "io.debezium.connector.postgresql.PostgresConnector"
     kind = "source"
+    tolerates_errors = True
     definitions: ClassVar[tuple[Definition, ...]] = (
         _setting(
             "database.hostname",
@@ -222,8 +224,7 @@ class PostgresConnector(ConnectorPlugin):
         for more in events[1:]:
             records = records.unionByName(more)
         return (
-            records.writeStream.format("strom")
-            .options(**context.spark_options)
+            write_source(records, context)
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=f"{int(config.get('poll.interval.ms', '500'))} milliseconds")

@@ -19,6 +19,7 @@ from strom.connect.connectors.files.tail import TailSource
 from strom.connect.converters import STRING, Converter
 from strom.connect.dead_letters import ErrorHandler
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.connect.source_writes import write_source
 from strom.connect.transforms.columns import record_columns, serialized, sink_records
 
 __all__ = ["FileStreamSink", "FileStreamSource", "sink_stream"]
@@ -33,6 +34,7 @@ class FileStreamSource(ConnectorPlugin):
 
     class_name = "org.apache.kafka.connect.file.FileStreamSourceConnector"
     kind = "source"
+    exactly_once = True
     definitions: ClassVar[tuple[Definition, ...]] = (
         Definition(
             "file",
@@ -99,15 +101,14 @@ class FileStreamSource(ConnectorPlugin):
             .option("position", str(int(offset.get("position", 0))))
             .option("batch.size", config.get("batch.size", "2000"))
             .option("connector", context.name)
-            .option("offsets.topic", context.offsets_topic)
+            .option("offsets.topic", "" if context.transactions else context.offsets_topic)
             .option("client", json.dumps(dict(context.client)))
             .load()
         )
         frame = lines.select(*record_columns(F.lit(None), F.col("line"), F.lit(topic)))
+        partition = {"filename": config["file"]}
         return (
-            serialized(frame, context)
-            .writeStream.format("strom")
-            .options(**context.spark_options)
+            write_source(serialized(frame, context), context, [partition])
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=TRIGGER)

@@ -31,6 +31,7 @@ from strom.connect.connectors.jdbc.database import (
 from strom.connect.connectors.jdbc.modes import Mode
 from strom.connect.connectors.jdbc.reader import JdbcTableSource
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.connect.source_writes import write_source
 from strom.connect.transforms.columns import Names, record_columns, serialized
 
 __all__ = ["JdbcSource"]
@@ -69,6 +70,8 @@ class JdbcSource(ConnectorPlugin):
 
     class_name = "io.confluent.connect.jdbc.JdbcSourceConnector"
     kind = "source"
+    tolerates_errors = True
+    exactly_once = True
     definitions: ClassVar[tuple[Definition, ...]] = (
         _setting(
             "connection.url", "STRING", NO_DEFAULT, "JDBC connection URL.", DATABASE, 1, "JDBC URL"
@@ -222,9 +225,10 @@ class JdbcSource(ConnectorPlugin):
         if not frames:
             raise ValueError("no table to read: table.whitelist/table.blacklist leave none")
         records = functools.reduce(DataFrame.unionByName, frames)
+        bulk = config["mode"].strip() == "bulk"  # whose offsets Connect's topic never sees
+        partitions = [None if bulk else source.partition for source, _ in found]
         return (
-            records.writeStream.format("strom")
-            .options(**context.spark_options)
+            write_source(records, context, partitions)
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=f"{int(config.get('poll.interval.ms', '5000'))} milliseconds")
@@ -260,7 +264,7 @@ class JdbcSource(ConnectorPlugin):
             .option("offset", json.dumps(dict(offset) or Mode(mode, source.sql).initial()))
             .option("connector", context.name)
             .option("partition", json.dumps(source.partition))
-            .option("offsets.topic", context.offsets_topic)
+            .option("offsets.topic", "" if context.transactions else context.offsets_topic)
             .option("client", json.dumps(dict(context.client)))
             .load()
         )
