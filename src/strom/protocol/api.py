@@ -52,6 +52,7 @@ from strom.protocol.headers import (
     encode_request_header,
     encode_response_header,
     kio_versions,
+    pack_request_header,
     peek_api_key_and_version,
     peek_correlation_id,
     request_header_version,
@@ -77,6 +78,7 @@ __all__ = [
     "api_name",
     "decode_request",
     "decode_response",
+    "encode_client_request",
     "encode_request",
     "encode_response",
     "kio_version_range",
@@ -520,10 +522,30 @@ def encode_request(*, header: RequestHeader, body: RequestPayload) -> bytes:
             f"{api_name(body.__api_key__)} v{body.__version__} needs request header "
             f"v{body_type.__header_schema__.__version__}, got v{header.__version__}"
         )
+    return encode_request_header(header) + _encode_request_body(body)
+
+
+def encode_client_request(
+    body: RequestPayload, *, correlation_id: int, client_id: str | None
+) -> bytes:
+    """``encode_request`` with the header ``make_request_header`` would make, packed without
+    building kio's header object (what strom's clients send, a follower's fetches among them)."""
+    body_type = type(body)
+    header = pack_request_header(
+        api_key=body_type.__api_key__,
+        api_version=body_type.__version__,
+        correlation_id=correlation_id,
+        client_id=client_id,
+        version=body_type.__header_schema__.__version__,
+    )
+    return header + _encode_request_body(body)
+
+
+def _encode_request_body(body: RequestPayload) -> bytes:
+    body_type = type(body)
     if int(body_type.__api_key__) == ApiKey.FETCH and body_type.__version__ == _FAST_FETCH_VERSION:
-        return encode_request_header(header) + encode_fetch_request_v15(body)
+        return encode_fetch_request_v15(body)
     buffer = io.BytesIO()
-    buffer.write(encode_request_header(header))
     _writer(body_type)(buffer, body)
     return buffer.getvalue()
 
