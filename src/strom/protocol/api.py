@@ -328,7 +328,8 @@ their controller, and the admin requests brokers forward (or ``bootstrap.control
 send). Every range lies within what kio ships."""
 
 
-_KNOWN_KEYS: Final = frozenset(int(key) for key in ApiKey)
+_API_KEYS: Final[dict[int, ApiKey]] = {int(key): key for key in ApiKey}
+"""Each known key's member, by number: a dict lookup instead of the enum's call (~0.3 us)."""
 _FAST_FETCH_VERSION: Final = 15
 """The Fetch version written by ``strom.protocol.fetch_request`` (followers' fetches)."""
 
@@ -394,7 +395,7 @@ class Request:
 
     @property
     def api_key(self) -> ApiKey:
-        return ApiKey(self.header.request_api_key)
+        return _API_KEYS[self.header.request_api_key]
 
     @property
     def api_version(self) -> int:
@@ -427,14 +428,14 @@ def decode_request(frame: BytesLike, *, versions: Mapping[ApiKey, VersionRange])
     """
     api_key, api_version = peek_api_key_and_version(frame)
     correlation_id = peek_correlation_id(frame)
-    if api_key not in _KNOWN_KEYS:
+    if api_key not in _API_KEYS:
         raise UnknownApiKeyError(
             f"unknown API key {api_key}",
             api_key=api_key,
             api_version=api_version,
             correlation_id=correlation_id,
         )
-    served = versions.get(ApiKey(api_key))
+    served = versions.get(_API_KEYS[api_key])
     if served is None:
         raise UnknownApiKeyError(
             f"{api_name(api_key)} (key {api_key}) is not served by this broker",
