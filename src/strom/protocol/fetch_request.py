@@ -4,8 +4,9 @@ of replication).
 kio's writer builds a small Fetch body field by field, with a type check and a buffer per
 nested entity and per tagged field: about 100 µs for a follower's one-partition fetch, against
 18 µs for the leader to read it. ``encode_fetch_request_v15`` writes the same bytes in a few
-``struct`` calls; ``strom.protocol.api.encode_request`` uses it for every Fetch v15 body. The
-unit tests compare it with kio's writer.
+``struct`` calls; ``strom.protocol.api`` uses it for every Fetch v15 body. A follower builds its
+request as a :class:`FollowerFetch` (tuples) rather than kio's objects. The unit tests compare
+both with kio's writer.
 
 Pure: no I/O.
 """
