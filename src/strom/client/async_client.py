@@ -38,7 +38,7 @@ from strom.client.security import (
     ClientSecurity,
     sasl_exchange,
 )
-from strom.protocol.api import decode_response, encode_request, make_request_header
+from strom.protocol.api import decode_response, encode_client_request
 from strom.protocol.framing import frame_prefix
 
 __all__ = ["ConnectionClosed", "NodeClients", "NodeConnection", "RequestFailed"]
@@ -133,8 +133,9 @@ class NodeConnection:
     ) -> Any:
         self._next_correlation_id = (self._next_correlation_id + 1) & 0x7FFFFFFF
         correlation_id = self._next_correlation_id
-        header = make_request_header(body, correlation_id=correlation_id, client_id=self._client_id)
-        payload = encode_request(header=header, body=body)
+        payload = encode_client_request(
+            body, correlation_id=correlation_id, client_id=self._client_id
+        )
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending.append(
             _Pending(

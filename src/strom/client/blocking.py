@@ -18,7 +18,7 @@ from typing import Any
 from kio.static.protocol import RequestPayload
 
 from strom.client.security import PLAINTEXT, ClientSecurity, sasl_exchange
-from strom.protocol.api import decode_response, encode_request, make_request_header
+from strom.protocol.api import decode_response, encode_client_request
 from strom.protocol.framing import frame_prefix
 
 __all__ = ["BrokerConnection", "ConnectionLost", "parse_servers"]
@@ -114,8 +114,9 @@ class BrokerConnection:
         the next ``receive()``, which reads the next answer into the same buffer."""
         correlation_id = self._next_correlation_id
         self._next_correlation_id += 1
-        header = make_request_header(body, correlation_id=correlation_id, client_id=self._client_id)
-        payload = encode_request(header=header, body=body)
+        payload = encode_client_request(
+            body, correlation_id=correlation_id, client_id=self._client_id
+        )
         self._sock.sendall(frame_prefix(len(payload)) + payload)
         if reader is None:
             reader = partial(

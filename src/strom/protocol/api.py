@@ -52,6 +52,7 @@ from strom.protocol.headers import (
     encode_request_header,
     encode_response_header,
     kio_versions,
+    pack_request_header,
     peek_api_key_and_version,
     peek_correlation_id,
     request_header_version,
@@ -77,6 +78,7 @@ __all__ = [
     "api_name",
     "decode_request",
     "decode_response",
+    "encode_client_request",
     "encode_request",
     "encode_response",
     "kio_version_range",
@@ -326,7 +328,8 @@ their controller, and the admin requests brokers forward (or ``bootstrap.control
 send). Every range lies within what kio ships."""
 
 
-_KNOWN_KEYS: Final = frozenset(int(key) for key in ApiKey)
+_API_KEYS: Final[dict[int, ApiKey]] = {int(key): key for key in ApiKey}
+"""Each known key's member, by number: a dict lookup instead of the enum's call (~0.3 us)."""
 _FAST_FETCH_VERSION: Final = 15
 """The Fetch version written by ``strom.protocol.fetch_request`` (followers' fetches)."""
 
@@ -392,7 +395,7 @@ class Request:
 
     @property
     def api_key(self) -> ApiKey:
-        return ApiKey(self.header.request_api_key)
+        return _API_KEYS[self.header.request_api_key]
 
     @property
     def api_version(self) -> int:
@@ -425,14 +428,14 @@ def decode_request(frame: BytesLike, *, versions: Mapping[ApiKey, VersionRange])
     """
     api_key, api_version = peek_api_key_and_version(frame)
     correlation_id = peek_correlation_id(frame)
-    if api_key not in _KNOWN_KEYS:
+    if api_key not in _API_KEYS:
         raise UnknownApiKeyError(
             f"unknown API key {api_key}",
             api_key=api_key,
             api_version=api_version,
             correlation_id=correlation_id,
         )
-    served = versions.get(ApiKey(api_key))
+    served = versions.get(_API_KEYS[api_key])
     if served is None:
         raise UnknownApiKeyError(
             f"{api_name(api_key)} (key {api_key}) is not served by this broker",
@@ -520,10 +523,30 @@ def encode_request(*, header: RequestHeader, body: RequestPayload) -> bytes:
             f"{api_name(body.__api_key__)} v{body.__version__} needs request header "
             f"v{body_type.__header_schema__.__version__}, got v{header.__version__}"
         )
+    return encode_request_header(header) + _encode_request_body(body)
+
+
+def encode_client_request(
+    body: RequestPayload, *, correlation_id: int, client_id: str | None
+) -> bytes:
+    """``encode_request`` with the header ``make_request_header`` would make, packed without
+    building kio's header object (what strom's clients send, a follower's fetches among them)."""
+    body_type = type(body)
+    header = pack_request_header(
+        api_key=body_type.__api_key__,
+        api_version=body_type.__version__,
+        correlation_id=correlation_id,
+        client_id=client_id,
+        version=body_type.__header_schema__.__version__,
+    )
+    return header + _encode_request_body(body)
+
+
+def _encode_request_body(body: RequestPayload) -> bytes:
+    body_type = type(body)
     if int(body_type.__api_key__) == ApiKey.FETCH and body_type.__version__ == _FAST_FETCH_VERSION:
-        return encode_request_header(header) + encode_fetch_request_v15(body)
+        return encode_fetch_request_v15(body)
     buffer = io.BytesIO()
-    buffer.write(encode_request_header(header))
     _writer(body_type)(buffer, body)
     return buffer.getvalue()
 

@@ -17,7 +17,6 @@ is what lets the broker read the header of an ApiVersions request from a newer c
 
 from __future__ import annotations
 
-import io
 import struct
 from collections.abc import Mapping
 from functools import cache
@@ -27,7 +26,7 @@ import kio.schema.request_header.v1 as request_header_v1
 import kio.schema.request_header.v2 as request_header_v2
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.index import api_key_map, schema_name_map
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 from kio.static.constants import EntityType
 
 from strom.protocol.framing import BytesLike, ProtocolError
@@ -45,6 +44,7 @@ __all__ = [
     "encode_request_header",
     "encode_response_header",
     "kio_versions",
+    "pack_request_header",
     "peek_api_key_and_version",
     "peek_correlation_id",
     "request_header_version",
@@ -60,6 +60,8 @@ _KEY_AND_VERSION: Final = struct.Struct(">hh")
 _KEY_VERSION_CORRELATION: Final = struct.Struct(">hhi")
 _CORRELATION_ID: Final = struct.Struct(">i")
 _EMPTY_TAGGED_FIELDS: Final = b"\x00"
+_STRING_LENGTH: Final = struct.Struct(">h")
+_NULL_STRING: Final = _STRING_LENGTH.pack(-1)
 
 
 class InvalidRequestError(ProtocolError):
@@ -165,12 +167,36 @@ def decode_request_header(frame: BytesLike, *, version: int) -> tuple[RequestHea
 
 
 def encode_request_header(header: RequestHeader) -> bytes:
-    buffer = io.BytesIO()
-    if isinstance(header, RequestHeaderV2):
-        entity_writer(RequestHeaderV2)(buffer, header)
+    """kio's request header object in its wire form."""
+    return pack_request_header(
+        api_key=header.request_api_key,
+        api_version=header.request_api_version,
+        correlation_id=header.correlation_id,
+        client_id=header.client_id,
+        version=2 if isinstance(header, RequestHeaderV2) else 1,
+    )
+
+
+def pack_request_header(
+    *, api_key: int, api_version: int, correlation_id: int, client_id: str | None, version: int
+) -> bytes:
+    """Request header v1, or v2 (plus an empty tagged-field section), packed with ``struct``.
+
+    Every request a strom client sends (a follower's fetches among them) carries one; kio's
+    header object and writer took ~10 us for it, this under 1 us. The unit tests check it
+    against kio byte for byte.
+    """
+    fixed = _KEY_VERSION_CORRELATION.pack(api_key, api_version, correlation_id)
+    if client_id is None:
+        packed = fixed + _NULL_STRING
     else:
-        entity_writer(RequestHeaderV1)(buffer, header)
-    return buffer.getvalue()
+        name = client_id.encode()
+        packed = fixed + _STRING_LENGTH.pack(len(name)) + name
+    if version == 2:
+        return packed + _EMPTY_TAGGED_FIELDS
+    if version == 1:
+        return packed
+    raise ValueError(f"no request header version {version}")
 
 
 def encode_response_header(*, correlation_id: int, version: int) -> bytes:

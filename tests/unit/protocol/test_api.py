@@ -32,6 +32,7 @@ from strom.protocol.api import (
     api_name,
     decode_request,
     decode_response,
+    encode_client_request,
     encode_request,
     encode_response,
     kio_version_range,
@@ -42,6 +43,7 @@ from strom.protocol.api import (
 from strom.protocol.headers import (
     RequestHeaderV1,
     RequestHeaderV2,
+    encode_request_header,
     encode_response_header,
     request_header_version,
     response_header_version,
@@ -331,6 +333,7 @@ def test_codec_round_trips_random_messages(pair: tuple[ApiKey, int], data: st.Da
     correlation_id = data.draw(st.integers(-(2**31), 2**31 - 1))
     header = make_request_header(body, correlation_id=correlation_id, client_id=client_id)
     frame = encode_request(header=header, body=body)
+    assert encode_client_request(body, correlation_id=correlation_id, client_id=client_id) == frame
     decoded = decode_request(frame, versions=KAFKA_BROKER_VERSIONS)
     assert (decoded.header, kio_body(decoded.body, type(body))) == (header, body)
 
@@ -340,6 +343,29 @@ def test_codec_round_trips_random_messages(pair: tuple[ApiKey, int], data: st.Da
         correlation_id,
         response,
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    flexible=st.booleans(),
+    api_key=st.integers(-(2**15), 2**15 - 1),
+    api_version=st.integers(-(2**15), 2**15 - 1),
+    correlation_id=st.integers(-(2**31), 2**31 - 1),
+    client_id=st.none() | st.text(max_size=40),
+)
+def test_request_headers_are_packed_as_kio_writes_them(
+    flexible: bool, api_key: int, api_version: int, correlation_id: int, client_id: str | None
+) -> None:
+    header_type = RequestHeaderV2 if flexible else RequestHeaderV1
+    header = header_type(
+        request_api_key=i16(api_key),
+        request_api_version=i16(api_version),
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    buffer = io.BytesIO()
+    entity_writer(header_type)(buffer, header)
+    assert encode_request_header(header) == buffer.getvalue()
 
 
 def test_request_header_v1_and_v2_choice() -> None:

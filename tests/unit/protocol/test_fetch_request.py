@@ -24,10 +24,17 @@ from strom.protocol.api import (
     ApiKey,
     VersionRange,
     decode_request,
+    encode_client_request,
     encode_request,
     make_request_header,
 )
-from strom.protocol.fetch_request import encode_fetch_request_v15
+from strom.protocol.fetch_request import (
+    FollowerFetch,
+    FollowerFetchPartition,
+    FollowerFetchTopic,
+    FollowerState,
+    encode_fetch_request_v15,
+)
 
 I32 = st.integers(min_value=-(2**31), max_value=2**31 - 1)
 I64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
@@ -136,3 +143,62 @@ def test_a_followers_fetch_goes_out_in_these_bytes_and_reads_back() -> None:
     request = decode_request(frame, versions={ApiKey.FETCH: VersionRange(15, 15)})
     assert request.body == body
     assert request.correlation_id == 5
+
+
+@given(
+    replica=st.integers(0, 2**31 - 1),
+    epoch=I64,
+    wait_ms=st.integers(0, 2**31 - 1),
+    sizes=st.tuples(I32, I32),
+    topics=st.lists(
+        st.tuples(st.uuids(), st.lists(st.tuples(I32, I32, I64, I32, I64, I32), max_size=3)),
+        max_size=3,
+    ),
+    correlation_id=I32,
+)
+def test_a_followers_plain_fetch_is_sent_as_kios_fetch_request(
+    replica: int,
+    epoch: int,
+    wait_ms: int,
+    sizes: tuple[int, int],
+    topics: list[tuple[uuid.UUID, list[tuple[int, int, int, int, int, int]]]],
+    correlation_id: int,
+) -> None:
+    plain = FollowerFetch(
+        replica_state=FollowerState(replica, epoch),
+        max_wait=datetime.timedelta(milliseconds=wait_ms),
+        min_bytes=sizes[0],
+        max_bytes=sizes[1],
+        topics=tuple(
+            FollowerFetchTopic(topic_id, tuple(FollowerFetchPartition(*p) for p in parts))
+            for topic_id, parts in topics
+        ),
+    )
+    kio = FetchRequest(
+        replica_state=ReplicaState(replica_id=BrokerId(replica), replica_epoch=i64(epoch)),
+        max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=wait_ms)),
+        min_bytes=i32(sizes[0]),
+        max_bytes=i32(sizes[1]),
+        topics=tuple(
+            FetchTopic(
+                topic_id=topic_id,
+                partitions=tuple(
+                    FetchPartition(
+                        partition=i32(p[0]),
+                        current_leader_epoch=i32(p[1]),
+                        fetch_offset=i64(p[2]),
+                        last_fetched_epoch=i32(p[3]),
+                        log_start_offset=i64(p[4]),
+                        partition_max_bytes=i32(p[5]),
+                    )
+                    for p in parts
+                ),
+            )
+            for topic_id, parts in topics
+        ),
+        forgotten_topics_data=(),
+    )
+    header = make_request_header(kio, correlation_id=correlation_id, client_id="broker-2")
+    assert encode_client_request(
+        plain, correlation_id=correlation_id, client_id="broker-2"
+    ) == encode_request(header=header, body=kio)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta, i64
+from kio.static.primitive import i8, i32, i64
 from kio.static.protocol import RequestPayload
 
 from strom.client.async_client import RequestFailed
@@ -53,6 +53,12 @@ from strom.common import Clock, ErrorCode, KafkaError, TopicPartition
 from strom.common.timer import LoopTimer, Timer, Wakeup
 from strom.config import ServerConfig
 from strom.protocol.batch import whole_batches_size
+from strom.protocol.fetch_request import (
+    FollowerFetch,
+    FollowerFetchPartition,
+    FollowerFetchTopic,
+    FollowerState,
+)
 from strom.server.replica.replica_manager import FollowTarget, LeadershipChanges, ReplicaManager
 from strom.server.replica.replication_quota import ReplicationQuota
 from strom.storage.leader_epoch_cache import EpochEndOffset
@@ -192,18 +198,11 @@ class ReplicaFetcher:
                 followed.delayed_until_ms = until
 
     async def _fetch_once(self, ready: dict[TopicPartition, _Followed]) -> None:
-        # Imported here: a broker that follows no leader (one node) never sends these.
-        from kio.schema.fetch.v15.request import (  # noqa: PLC0415
-            FetchPartition,
-            FetchRequest,
-            FetchTopic,
-            ReplicaState,
-        )
-
         sent: dict[TopicPartition, tuple[int, int]] = {}
-        topics: dict[uuid.UUID, list[FetchPartition]] = {}
+        topics: dict[uuid.UUID, list[FollowerFetchPartition]] = {}
         names: dict[uuid.UUID, str] = {}
         image = self._replica_manager.image
+        settings = self._settings
         for tp, followed in ready.items():
             topic = image.topics.get_topic(tp.topic)
             try:
@@ -220,37 +219,27 @@ class ReplicaFetcher:
             fetch_offset = partition_log.log_end_offset
             sent[tp] = (followed.leader_epoch, fetch_offset)
             topics.setdefault(topic.topic_id, []).append(
-                FetchPartition(
-                    partition=i32(tp.partition),
-                    current_leader_epoch=i32(followed.leader_epoch),
-                    fetch_offset=i64(fetch_offset),
-                    last_fetched_epoch=i32(partition_log.leader_epochs.latest_epoch),
-                    log_start_offset=i64(partition_log.log_start_offset),
-                    partition_max_bytes=i32(self._settings.max_bytes),
+                FollowerFetchPartition(
+                    partition=tp.partition,
+                    current_leader_epoch=followed.leader_epoch,
+                    fetch_offset=fetch_offset,
+                    last_fetched_epoch=partition_log.leader_epochs.latest_epoch,
+                    log_start_offset=partition_log.log_start_offset,
+                    partition_max_bytes=settings.max_bytes,
                 )
             )
         if not sent:
             self._delay(ready)
             return
-        request = FetchRequest(
-            cluster_id=None,
-            replica_state=ReplicaState(
-                replica_id=BrokerId(self._node_id), replica_epoch=i64(self._broker_epoch())
-            ),
-            max_wait=i32Timedelta.parse(
-                datetime.timedelta(milliseconds=self._settings.wait_max_ms)
-            ),
-            min_bytes=i32(self._settings.min_bytes),
-            max_bytes=i32(self._settings.response_max_bytes),
-            isolation_level=i8(0),
-            session_id=i32(0),
-            session_epoch=i32(-1),
+        request = FollowerFetch(
+            replica_state=FollowerState(self._node_id, self._broker_epoch()),
+            max_wait=datetime.timedelta(milliseconds=settings.wait_max_ms),
+            min_bytes=settings.min_bytes,
+            max_bytes=settings.response_max_bytes,
             topics=tuple(
-                FetchTopic(topic_id=topic_id, partitions=tuple(partitions))
+                FollowerFetchTopic(topic_id, tuple(partitions))
                 for topic_id, partitions in topics.items()
             ),
-            forgotten_topics_data=(),
-            rack_id="",
         )
         timeout = (self._settings.socket_timeout_ms + self._settings.wait_max_ms) / 1000
         try:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
 from kio.schema.alter_partition.v3.response import AlterPartitionResponse
-from kio.schema.fetch.v15.request import FetchRequest
 from kio.schema.fetch.v15.response import (
     EpochEndOffset,
     FetchableTopicResponse,
@@ -48,6 +47,7 @@ from strom.common import ErrorCode, KafkaError, TopicPartition
 from strom.metadata import MetadataDelta, MetadataImage
 from strom.protocol.api import Request, make_request_header
 from strom.protocol.batch import scan_batches
+from strom.protocol.fetch_request import FollowerFetch
 from strom.replication.partition_replication import PartitionReplication
 from strom.server.api.handler_table import RequestContext
 from strom.server.channel.auto_topics import AutoTopicCreator
@@ -294,7 +294,7 @@ class SimBroker:
         if not self.alive:
             return
         answer: Coroutine[Any, Any, Any]
-        if isinstance(body, FetchRequest):
+        if isinstance(body, FollowerFetch):
             answer = self._fetch(body)
         elif isinstance(body, WriteTxnMarkersRequest):
             header = make_request_header(body, correlation_id=0, client_id="sim")
@@ -319,7 +319,7 @@ class SimBroker:
             tasks.add(task)
             task.add_done_callback(tasks.discard)
 
-    async def _fetch(self, body: FetchRequest) -> FetchResponse:
+    async def _fetch(self, body: FollowerFetch) -> FetchResponse:
         """A follower's Fetch through the real read and long poll (``fetch_messages``, the
         follower purgatory)."""
         image = self.manager.image
