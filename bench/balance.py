@@ -4,9 +4,12 @@ produce p99 during the moves beside the p99 before them (issue 30).
     .venv/bin/python bench/balance.py            # the issue's: 300 partitions of 50 MB, 20 MB/s
     .venv/bin/python bench/balance.py --quick    # 60 partitions of 5 MB, 20 MB/s
     .venv/bin/python bench/balance.py --quick --controller   # strom.balancer.enable does it
+    .venv/bin/python bench/balance.py --replication-factor 1  # the issue's size in 15 GB
 
 The issue's run writes 15 GB (30 GB with two replicas) and copies about a quarter of it to the
-new broker: it checks the free disk first and refuses with one line when it would not fit.
+new broker: it checks the free disk first and refuses with one line when it would not fit, and
+stops (deleting its cluster) when the disk's free space falls below ``--keep-free-gb`` while it
+writes. After the moves it checks that replica counts are within 10% of even.
 ``--quick`` is the same run scaled down for a shared two-core machine (its throttle measured
 over 2 s instead of Kafka's 11, so that it bites within the shorter moves).
 """
@@ -74,6 +77,12 @@ def main() -> None:
     parser.add_argument("--throttle-mb", type=float, default=20.0)
     parser.add_argument("--max-concurrent-moves", type=int, default=10)
     parser.add_argument(
+        "--replication-factor", type=int, default=2, help="of the load topic (the probe's is 2)"
+    )
+    parser.add_argument(
+        "--keep-free-gb", type=float, default=12.0, help="stop when the disk has less free"
+    )
+    parser.add_argument(
         "--quick", action="store_true", help="60 partitions of 5 MB (a shared machine's run)"
     )
     parser.add_argument(
@@ -84,12 +93,15 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.partitions, args.mb_per_partition = 60, 5.0
-    needed = args.partitions * args.mb_per_partition * 1024 * 1024 * 2.5  # RF 2, and the copies
+    # the replicas, and a quarter more for the copies onto the new broker
+    needed = args.partitions * args.mb_per_partition * 2**20 * args.replication_factor * 1.25
+    needed += args.keep_free_gb * 2**30
     free = shutil.disk_usage(tempfile.gettempdir()).free
     if needed > free:
         sys.exit(
-            f"needs about {needed / 2**30:.1f} GiB free in {tempfile.gettempdir()}, "
-            f"has {free / 2**30:.1f} GiB: pass --quick or fewer --partitions"
+            f"needs about {needed / 2**30:.1f} GiB free in {tempfile.gettempdir()} "
+            f"(with --keep-free-gb {args.keep_free_gb:g}), has {free / 2**30:.1f} GiB: "
+            "pass --quick, fewer --partitions or --replication-factor 1"
         )
     # Kafka's throttle measures over replication.quota.window.num windows (11 s by default) and
     # lets a move burst until that span's average reaches the rate; a quick run's moves would
@@ -109,7 +121,9 @@ def main() -> None:
         )
         servers = cluster.bootstrap_servers
         admin = AdminClient({"bootstrap.servers": servers})
-        new = NewTopic("load", num_partitions=args.partitions, replication_factor=2)
+        new = NewTopic(
+            "load", num_partitions=args.partitions, replication_factor=args.replication_factor
+        )
         admin.create_topics([new, NewTopic("probe", num_partitions=1, replication_factor=2)])
         time.sleep(2)
         filler = Producer({"bootstrap.servers": servers, "linger.ms": 50, "acks": 1})
@@ -118,6 +132,7 @@ def main() -> None:
         for p in range(args.partitions):
             for _ in range(int(args.mb_per_partition * 100)):
                 _produce(filler, chunk, p)
+            _keep_free(args.keep_free_gb)
         filler.flush(600)
         filled = time.monotonic() - filled
         print(f"wrote {args.partitions * args.mb_per_partition:g} MB in {filled:.1f} s")
@@ -140,17 +155,42 @@ def main() -> None:
         stop.set()
         probe.join()
         copied = sum(f.stat().st_size for f in cluster.nodes[4].data_dir.rglob("*.log"))
+        counts = _status(servers)[1]
         who = "the controller" if args.controller else "strom balance execute"
         print(
-            f"{args.partitions} partitions x {args.mb_per_partition:g} MB, RF 2, throttle "
+            f"{args.partitions} partitions x {args.mb_per_partition:g} MB, "
+            f"RF {args.replication_factor}, throttle "
             f"{args.throttle_mb:g} MB/s, {args.max_concurrent_moves} moves at a time, by {who}"
         )
         print(
             f"balance onto broker 4: {took:.1f} s ({outcome}), {copied / 2**20:.0f} MB on "
             f"broker 4, {copied / 2**20 / took:.1f} MB/s"
         )
+        print(f"replicas per broker after: {counts} ({_evenness(counts)})")
         print(_latency_line("before the moves", before))
         print(_latency_line("during the moves", during))
+
+
+def _keep_free(keep_gb: float) -> None:
+    """Stop the run (its cluster and data deleted on the way out) when the disk runs low."""
+    free = shutil.disk_usage(tempfile.gettempdir()).free / 2**30
+    if free < keep_gb:
+        sys.exit(f"stopped: {free:.1f} GiB free in {tempfile.gettempdir()}, below {keep_gb:g}")
+
+
+def _status(servers: str) -> tuple[str, list[int]]:
+    """``strom balance status``'s first line, and its replicas per broker (by broker id)."""
+    lines = CliRunner().invoke(cli, ["balance", "status", "--bootstrap-server", servers])
+    output = lines.output.splitlines()
+    counts = json.loads(output[-1]) if output else {}
+    return output[0] if output else "", [counts[b]["replicas"] for b in sorted(counts, key=int)]
+
+
+def _evenness(replicas: list[int]) -> str:
+    """Whether ``replicas`` are within 10% of even (or one replica) on four brokers."""
+    average = sum(replicas) / max(len(replicas), 1)
+    even = len(replicas) == 4 and all(abs(r - average) <= max(0.1 * average, 1) for r in replicas)
+    return "within 10% of even" if even else "NOT within 10% of even"
 
 
 def _by_command(servers: str, args: argparse.Namespace) -> tuple[str, float]:
@@ -190,15 +230,8 @@ def _by_controller(
     deadline = time.monotonic() + timeout_s
     even_since: float | None = None
     while time.monotonic() < deadline:
-        lines = CliRunner().invoke(cli, ["balance", "status", "--bootstrap-server", servers])
-        output = lines.output.splitlines()
-        counts = json.loads(output[-1]) if output else {}
-        replicas = [c["replicas"] for c in counts.values()]
-        average = sum(replicas) / max(len(replicas), 1)
-        even = len(replicas) == 4 and all(
-            abs(r - average) <= max(0.1 * average, 1) for r in replicas
-        )
-        if even and output[0].startswith("0 partition move"):
+        moves, replicas = _status(servers)
+        if _evenness(replicas) == "within 10% of even" and moves.startswith("0 partition move"):
             even_since = even_since or time.monotonic()
             if time.monotonic() - even_since >= settle_s:
                 return f"replicas per broker {replicas}", even_since

@@ -80,6 +80,7 @@ class Herder:
             apply=self._apply_config,
             lock=self._state_lock,
             timeout=settings.timeout,
+            read_timeout=settings.sync_timeout_ms / 1000,
         )
         self._status_log = TopicLog(
             topic=settings.status_topic,
@@ -89,6 +90,7 @@ class Herder:
             apply=lambda k, v: self.statuses.apply((k or b"").decode(), decode(v)),
             lock=self._state_lock,
             timeout=settings.timeout,
+            read_timeout=settings.sync_timeout_ms / 1000,
         )
         self._offset_log = TopicLog(
             topic=settings.offset_topic,
@@ -98,6 +100,7 @@ class Herder:
             apply=self.source_offsets.apply,
             lock=self._state_lock,
             timeout=settings.timeout,
+            read_timeout=settings.sync_timeout_ms / 1000,
         )
         self.generation = 0
         self.cluster_id: str | None = None
@@ -274,7 +277,10 @@ class Herder:
             if self.read(partial(self._wanted, name)) != self._reconciled.get(name, ()):
                 self._reconcile_quietly(name)
         for name, (include_tasks, only_failed) in restarts:
-            self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
+            try:
+                self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
+            except ConnectError as error:
+                log.warning("connector %s: cannot restart it: %s", name, error.message)
 
     def follow(self) -> None:
         """``_follow`` in the calling thread (the first assignment's connectors start before
@@ -652,30 +658,40 @@ class Herder:
         if warm_up:
             self._warm_up()
         while not self._stopping.wait(MONITOR_INTERVAL_S):
-            with self._ops:
-                self._follow()
-                for name, query in list(self._queries.items()):
-                    if query.isActive:
-                        continue
-                    error = query.exception()
-                    del self._queries[name]
-                    if error is not None and self._retry_failed(name, error):
-                        continue
-                    trace = _trace(error) if error is not None else "the query stopped"
-                    log.warning("connector %s: its query stopped: %s", name, trace.splitlines()[0])
-                    self._set_status(name, "RUNNING", tasks_state="FAILED", trace=trace)
-                now = time.monotonic()
-                for name in list(self._failing):
-                    running = self._queries.get(name)
-                    if running is not None and running.lastProgress is not None:
-                        self._failing.pop(name)  # it works again
-                for name, when in list(self._retries.items()):
-                    if when <= now and name not in self._queries:
-                        try:
-                            self._reconcile(name)
-                        except ConnectError as error:  # a refusal, not worth retrying
-                            self._retries.pop(name, None)
-                            self._set_status(name, "FAILED", trace=_trace(error))
+            try:
+                with self._ops:
+                    self._look()
+            except ConnectError as error:  # an internal topic read or written too slowly
+                log.warning("%s; looking again in %g s", error.message, MONITOR_INTERVAL_S)
+
+    def _look(self) -> None:
+        """One round of ``_watch``: follow the config topic, note stopped queries, and start
+        again the connectors whose retry is due."""
+        self._follow()
+        for name, query in list(self._queries.items()):
+            if query.isActive:
+                continue
+            error = query.exception()
+            if error is None or not self._retry_failed(name, error):
+                trace = _trace(error) if error is not None else "the query stopped"
+                log.warning("connector %s: its query stopped: %s", name, trace.splitlines()[0])
+                # before the query is forgotten: a write that timed out is made next round
+                self._set_status(name, "RUNNING", tasks_state="FAILED", trace=trace)
+            del self._queries[name]
+        now = time.monotonic()
+        for name in list(self._failing):
+            running = self._queries.get(name)
+            if running is not None and running.lastProgress is not None:
+                self._failing.pop(name)  # it works again
+        for name, when in list(self._retries.items()):
+            if when <= now and name not in self._queries:
+                try:
+                    self._reconcile(name)
+                except ConnectError as error:
+                    if error.status >= 500:
+                        raise  # the topics were slow: the next round starts it again
+                    self._retries.pop(name, None)  # a refusal, not worth retrying
+                    self._set_status(name, "FAILED", trace=_trace(error))
 
     def _retry_failed(self, name: str, error: BaseException) -> bool:
         """``_retry`` for the query of ``name`` that stopped with ``error``."""

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AclOperation  # type: ignore[attr-defined]
 
 from strom.connect.connectors.mirror.clients import Cluster
 from strom.connect.connectors.mirror.mm2config import ConfigError, FlowPlan, MirrorMakerConfig
+from strom.connect.errors import ConnectError
 from strom.connect.herder import Herder
 from strom.connect.settings import WorkerSettings
 
@@ -132,13 +133,27 @@ class MirrorMaker:
             running = herder.read(partial(_configs, herder))
             for connector in self.config.connectors(flow):
                 if running.get(connector["name"]) != connector:
-                    herder.put(connector["name"], connector, create_only=False)
+                    _put(herder, connector)
             log.info("flow %s: running %s", flow.name, ", ".join(herder.connector_names()))
 
     def stop(self) -> None:
         for herder in self.herders.values():
             herder.stop()
         self.herders.clear()
+
+
+def _put(herder: Herder, connector: dict[str, str]) -> None:
+    """Put ``connector``'s config, again while the config topic is too slow to read back (a
+    500 timeout: the dedicated mode has no REST client to retry it)."""
+    while True:
+        try:
+            herder.put(connector["name"], connector, create_only=False)
+        except ConnectError as error:
+            if error.status < 500:
+                raise
+            log.warning("connector %s: %s; putting its config again", connector["name"], error)
+        else:
+            return
 
 
 def _jaas_user(java: dict[str, str]) -> str:

@@ -1,0 +1,59 @@
+"""A Connect worker whose internal topics read slowly (a loaded machine, a broker that stalls)
+keeps reading at start-up, as Kafka Connect's ``KafkaBasedLog`` does, instead of ending with
+"Timed out waiting for the ... topic to be read to its end" (which ended a dedicated
+MirrorMaker under load): against a real ``strom server``, with every status record taking
+0.1 s to apply and ``worker.sync.timeout.ms`` at 200 ms, the worker starts, warns once a
+read passes the timeout, and serves the connectors the topics hold. No Spark: the connectors
+are STOPPED."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+import pytest
+
+from strom.connect.state import StatusState
+from strom.testing.connect import Connect
+
+APPLY_S = 0.1
+"""How long each status record takes to apply on the slow worker."""
+
+
+def _no_spark() -> Any:
+    raise AssertionError("these tests start no connector query")
+
+
+def _sink(name: str) -> dict[str, Any]:
+    config = {"connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/none"}
+    return {"name": name, "config": config, "initial_state": "STOPPED"}
+
+
+def test_a_worker_starts_however_slowly_its_status_topic_reads(
+    bootstrap: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    names = [f"c{i}" for i in range(5)]
+    first = Connect(bootstrap, spark=_no_spark, heartbeat_interval_ms=200)
+    with first:
+        for name in names:
+            answer = httpx.post(f"{first.url}/connectors", json=_sink(name), timeout=30)
+            assert answer.status_code == 201, answer.text
+    # the status topic now holds each connector's STOPPED and UNASSIGNED records, 2 s to apply
+    applied = StatusState.apply
+
+    def slowly(self: StatusState, key: str, value: Mapping[str, Any] | None) -> None:
+        time.sleep(APPLY_S)
+        applied(self, key, value)
+
+    monkeypatch.setattr(StatusState, "apply", slowly)
+    caplog.set_level(logging.WARNING, logger="strom.connect.topics")
+    with Connect(bootstrap, spark=_no_spark, settings=first.settings, sync_timeout_ms=200) as again:
+        warnings = [r.getMessage() for r in caplog.records if "still reading" in r.getMessage()]
+        assert warnings, "no read passed worker.sync.timeout.ms: the test proves nothing"
+        assert warnings[0].startswith(f"{first.settings.status_topic}: read up to"), warnings[0]
+        assert httpx.get(f"{again.url}/connectors", timeout=30).json() == names
+        status = httpx.get(f"{again.url}/connectors/c0/status", timeout=30).json()
+        assert status["connector"]["state"] in {"STOPPED", "UNASSIGNED"}, status
