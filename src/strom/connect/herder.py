@@ -43,6 +43,8 @@ __all__ = ["Herder"]
 log = logging.getLogger(__name__)
 
 MONITOR_INTERVAL_S = 0.5
+RETRY_S = 5.0
+"""How soon a connector whose start failed with a 500 (a timeout) is started again."""
 T = TypeVar("T")
 Config = dict[str, str]
 Wanted = tuple[Config, TargetState, list[Config]] | None
@@ -688,8 +690,10 @@ class Herder:
                 try:
                     self._reconcile(name)
                 except ConnectError as error:
-                    if error.status >= 500:
-                        raise  # the topics were slow: the next round starts it again
+                    if error.status >= 500:  # the topics were slow, or the cluster
+                        log.warning("connector %s: %s; again in %g s", name, error, RETRY_S)
+                        self._retries[name] = now + RETRY_S
+                        continue
                     self._retries.pop(name, None)  # a refusal, not worth retrying
                     self._set_status(name, "FAILED", trace=_trace(error))
 
