@@ -11,11 +11,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import httpx
 import pytest
 
+from strom.connect.herder import Herder
 from strom.connect.state import StatusState
 from strom.testing.connect import Connect
 
@@ -57,3 +59,36 @@ def test_a_worker_starts_however_slowly_its_status_topic_reads(
         assert httpx.get(f"{again.url}/connectors", timeout=30).json() == names
         status = httpx.get(f"{again.url}/connectors/c0/status", timeout=30).json()
         assert status["connector"]["state"] in {"STOPPED", "UNASSIGNED"}, status
+
+
+def test_a_lone_herder_writes_again_a_status_that_timed_out(
+    bootstrap: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The dedicated mirror's herder (alone, no group) writes its connectors' status as it
+    starts: one that cannot be read back in time is written again later, and start returns."""
+    first = Connect(bootstrap, spark=_no_spark, heartbeat_interval_ms=200)
+    with first:
+        answer = httpx.post(f"{first.url}/connectors", json=_sink("c0"), timeout=30)
+        assert answer.status_code == 201, answer.text
+    delay = [0.4]  # longer than worker.sync.timeout.ms, until the herder has started
+    applied = StatusState.apply
+
+    def slowly(self: StatusState, key: str, value: Mapping[str, Any] | None) -> None:
+        time.sleep(delay[0])
+        applied(self, key, value)
+
+    monkeypatch.setattr(StatusState, "apply", slowly)
+    monkeypatch.setattr("strom.connect.herder.RETRY_S", 0.5)
+    caplog.set_level(logging.WARNING, logger="strom.connect.herder")
+    settings = replace(first.settings, sync_timeout_ms=200)
+    herder = Herder(settings, worker_id="lone", spark=_no_spark)
+    herder.start()
+    try:
+        assert any("again in 0.5 s" in r.getMessage() for r in caplog.records), caplog.text
+        delay[0] = 0.0
+        deadline = time.monotonic() + 30
+        while herder.status("c0")["connector"] != {"state": "STOPPED", "worker_id": "lone"}:
+            assert time.monotonic() < deadline, herder.status("c0")
+            time.sleep(0.2)
+    finally:
+        herder.stop()

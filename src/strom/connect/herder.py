@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 MONITOR_INTERVAL_S = 0.5
 RETRY_S = 5.0
-"""How soon a connector whose start failed with a 500 (a timeout) is started again."""
+"""How soon a connector whose reconcile timed out on an internal topic is reconciled again."""
 T = TypeVar("T")
 Config = dict[str, str]
 Wanted = tuple[Config, TargetState, list[Config]] | None
@@ -107,6 +107,9 @@ class Herder:
         self.generation = 0
         self.cluster_id: str | None = None
         self._queries: dict[str, StreamingQuery] = {}
+        self._again: dict[str, float] = {}
+        """Connectors to reconcile again, and when (monotonic): their last reconcile timed out
+        reading or writing an internal topic."""
         self._retries: dict[str, float] = {}
         """Connectors to start again, and when (monotonic)."""
         self._failing: dict[str, tuple[float, int]] = {}
@@ -138,7 +141,7 @@ class Herder:
         with self._ops:
             self._following = True
             for name in self.connector_names():
-                self._reconcile(name)
+                self._reconcile_or_later(name)
         self._monitor = threading.Thread(
             target=self._watch, args=(warm_up,), name="connect-monitor", daemon=True
         )
@@ -298,9 +301,20 @@ class Herder:
 
     def _reconcile_quietly(self, name: str) -> None:
         try:
-            self._reconcile(name)
+            self._reconcile_or_later(name)
         except ConnectError as error:
             log.warning("connector %s: %s", name, error.message)
+
+    def _reconcile_or_later(self, name: str) -> None:
+        """``_reconcile``, or, when an internal topic was too slow for it (a 500), again from
+        the monitor in ``RETRY_S`` (reconciling twice does nothing twice)."""
+        try:
+            self._reconcile(name)
+        except ConnectError as error:
+            if error.status < 500:
+                raise
+            log.warning("connector %s: %s; again in %g s", name, error.message, RETRY_S)
+            self._again[name] = time.monotonic() + RETRY_S
 
     # -- reads -----------------------------------------------------------------------------
     def read(self, query: Callable[[], T]) -> T:
@@ -688,14 +702,16 @@ class Herder:
         for name, when in list(self._retries.items()):
             if when <= now and name not in self._queries:
                 try:
-                    self._reconcile(name)
-                except ConnectError as error:
-                    if error.status >= 500:  # the topics were slow, or the cluster
-                        log.warning("connector %s: %s; again in %g s", name, error, RETRY_S)
-                        self._retries[name] = now + RETRY_S
-                        continue
-                    self._retries.pop(name, None)  # a refusal, not worth retrying
+                    self._reconcile_or_later(name)
+                except ConnectError as error:  # a refusal, not worth retrying
+                    self._retries.pop(name, None)
                     self._set_status(name, "FAILED", trace=_trace(error))
+                if name in self._again:  # the topics were slow: tried again from there
+                    self._retries.pop(name, None)
+        for name, when in list(self._again.items()):
+            if when <= now:
+                del self._again[name]
+                self._reconcile_or_later(name)
 
     def _retry_failed(self, name: str, error: BaseException) -> bool:
         """``_retry`` for the query of ``name`` that stopped with ``error``."""
