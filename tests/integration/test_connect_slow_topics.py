@@ -3,8 +3,9 @@ keeps reading at start-up, as Kafka Connect's ``KafkaBasedLog`` does, instead of
 "Timed out waiting for the ... topic to be read to its end" (which ended a dedicated
 MirrorMaker under load): against a real ``strom server``, with every status record taking
 0.1 s to apply and ``worker.sync.timeout.ms`` at 200 ms, the worker starts, warns once a
-read passes the timeout, and serves the connectors the topics hold. No Spark: the connectors
-are STOPPED."""
+read passes the timeout, and serves the connectors the topics hold; a status or a config whose
+write cannot be read back in time is written again (the dedicated mirror's herder, alone).
+No Spark: the connectors are STOPPED, or fail to start."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
+from strom.connect.connectors.mirror.maker import MirrorMaker
+from strom.connect.connectors.mirror.mm2config import MirrorMakerConfig
 from strom.connect.herder import Herder
-from strom.connect.state import StatusState
+from strom.connect.state import ConfigState, StatusState
 from strom.testing.connect import Connect
 
 APPLY_S = 0.1
@@ -92,3 +95,51 @@ def test_a_lone_herder_writes_again_a_status_that_timed_out(
             time.sleep(0.2)
     finally:
         herder.stop()
+
+
+def test_the_dedicated_mirror_puts_again_a_config_that_timed_out(
+    bootstrap: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``strom mirror``'s start puts its connectors' configs into its config topic: while the
+    topic reads too slowly to see them back it puts them again, and starts once it can."""
+    config = MirrorMakerConfig.of(
+        {
+            "clusters": "A, B",
+            "A.bootstrap.servers": bootstrap,
+            "B.bootstrap.servers": bootstrap,
+            "A->B.enabled": "true",
+            "A->B.topics": "nothing-here",
+            "emit.heartbeats.enabled": "false",
+            "config.storage.replication.factor": "1",
+            "offset.storage.replication.factor": "1",
+            "status.storage.replication.factor": "1",
+            "worker.sync.timeout.ms": "200",
+        }
+    )
+    delay = [0.4]  # longer than worker.sync.timeout.ms, until a config is put again
+    applied = ConfigState.apply
+
+    def slowly(self: ConfigState, key: str, value: Mapping[str, Any] | None) -> None:
+        time.sleep(delay[0])
+        applied(self, key, value)
+
+    class PutAgain(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "putting its config again" in record.getMessage():
+                delay[0] = 0.0
+
+    monkeypatch.setattr(ConfigState, "apply", slowly)
+    maker_log = logging.getLogger("strom.connect.connectors.mirror.maker")
+    handler = PutAgain()
+    maker_log.addHandler(handler)
+    caplog.set_level(logging.WARNING, logger=maker_log.name)
+    maker = MirrorMaker(config, spark=_no_spark)  # its connectors fail without Spark: no matter
+    try:
+        maker.start()
+        assert "putting its config again" in caplog.text
+        [flow] = maker.flows
+        names = [c["name"] for c in config.connectors(flow)]
+        assert maker.herders[flow.name].connector_names() == sorted(names)
+    finally:
+        maker.stop()
+        maker_log.removeHandler(handler)
