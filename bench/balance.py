@@ -26,7 +26,7 @@ import threading
 import time
 
 from click.testing import CliRunner
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -40,20 +40,30 @@ def _quantile(samples: list[float], q: float) -> float:
     return ordered[int(len(ordered) * q)] * 1000 if ordered else float("nan")
 
 
-def _latency_line(what: str, samples: list[float]) -> str:
+def _latency_line(what: str, samples: list[float], errors: list[str]) -> str:
     return (
         f"produce {what}: p50 {_quantile(samples, 0.5):.1f} ms, "
-        f"p99 {_quantile(samples, 0.99):.1f} ms ({len(samples)} sends)"
+        f"p99 {_quantile(samples, 0.99):.1f} ms ({len(samples)} sends, {len(errors)} errors"
+        f"{': ' + errors[0] if errors else ''})"
     )
 
 
-def _latencies(servers: str, topic: str, stop: threading.Event, out: list[float]) -> None:
-    """Small acks=all produces, one at a time, their round trips in seconds."""
+def _latencies(
+    servers: str, topic: str, stop: threading.Event, out: list[float], errors: list[str]
+) -> None:
+    """Small acks=all produces, one at a time, their round trips in seconds; the delivery
+    errors (and sends not delivered within 10 s) in ``errors``."""
     producer = Producer({"bootstrap.servers": servers, "acks": "all", "linger.ms": 0})
+
+    def delivered(error: KafkaError | None, _: object) -> None:
+        if error is not None:
+            errors.append(str(error))
+
     while not stop.is_set():
         began = time.perf_counter()
-        producer.produce(topic, b"x" * 100)
-        producer.flush(10)
+        producer.produce(topic, b"x" * 100, on_delivery=delivered)
+        if producer.flush(10):
+            errors.append("not delivered within 10 s")
         out.append(time.perf_counter() - began)
         time.sleep(0.01)
 
@@ -136,8 +146,10 @@ def main() -> None:
         filler.flush(600)
         filled = time.monotonic() - filled
         print(f"wrote {args.partitions * args.mb_per_partition:g} MB in {filled:.1f} s")
-        stop, before = threading.Event(), list[float]()
-        probe = threading.Thread(target=_latencies, args=(servers, "probe", stop, before))
+        stop, before, errors_before = threading.Event(), list[float](), list[str]()
+        probe = threading.Thread(
+            target=_latencies, args=(servers, "probe", stop, before, errors_before)
+        )
         probe.start()
         time.sleep(10)
         stop.set()
@@ -146,8 +158,10 @@ def main() -> None:
         cluster.wait_for(
             lambda: cluster.unfenced_brokers(via=[1]) == {1, 2, 3, 4}, timeout=30, what="broker 4"
         )
-        stop, during = threading.Event(), list[float]()
-        probe = threading.Thread(target=_latencies, args=(servers, "probe", stop, during))
+        stop, during, errors_during = threading.Event(), list[float](), list[str]()
+        probe = threading.Thread(
+            target=_latencies, args=(servers, "probe", stop, during, errors_during)
+        )
         probe.start()
         began = time.monotonic()
         outcome, ended = _by_controller(servers) if args.controller else _by_command(servers, args)
@@ -167,8 +181,8 @@ def main() -> None:
             f"broker 4, {copied / 2**20 / took:.1f} MB/s"
         )
         print(f"replicas per broker after: {counts} ({_evenness(counts)})")
-        print(_latency_line("before the moves", before))
-        print(_latency_line("during the moves", during))
+        print(_latency_line("before the moves", before, errors_before))
+        print(_latency_line("during the moves", during, errors_during))
 
 
 def _keep_free(keep_gb: float) -> None:
