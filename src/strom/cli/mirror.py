@@ -71,7 +71,9 @@ def run(*, properties_file: Path, clusters: str | None) -> None:
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
-        if not started.is_set():  # still reading the internal topics, however long it takes
+        # still reading the internal topics, however long that takes: stop now (but not while
+        # Spark's JVM starts, which would outlive the process; then once started)
+        if not started.is_set() and not maker.starting_spark:
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)

@@ -56,6 +56,8 @@ class MirrorMaker:
         self._spark_factory = spark
         self._spark: SparkSession | None = None
         self._lock = threading.Lock()
+        self.starting_spark = False
+        """Whether the Spark session is being made (its JVM must not be interrupted then)."""
         self.herders: dict[str, Herder] = {}
 
     def check_clusters(self) -> None:
@@ -105,18 +107,24 @@ class MirrorMaker:
     def _session(self) -> SparkSession:
         with self._lock:
             if self._spark is None:
-                if self._spark_factory is not None:
-                    self._spark = self._spark_factory()
-                else:
-                    import strom.spark  # noqa: PLC0415
-
-                    settings = self._settings(self.flows[0])
-                    self._spark = strom.spark.session(
-                        master=settings.spark_master,
-                        app_name="strom-mirror-maker",
-                        conf=dict(settings.spark_conf),
-                    )
+                self.starting_spark = True
+                try:
+                    self._spark = self._new_session()
+                finally:
+                    self.starting_spark = False
             return self._spark
+
+    def _new_session(self) -> SparkSession:
+        if self._spark_factory is not None:
+            return self._spark_factory()
+        import strom.spark  # noqa: PLC0415
+
+        settings = self._settings(self.flows[0])
+        return strom.spark.session(
+            master=settings.spark_master,
+            app_name="strom-mirror-maker",
+            conf=dict(settings.spark_conf),
+        )
 
     def _settings(self, flow: FlowPlan) -> WorkerSettings:
         return WorkerSettings.from_properties(self.config.worker(flow))
