@@ -146,6 +146,14 @@ def main() -> None:
         filler.flush(600)
         filled = time.monotonic() - filled
         print(f"wrote {args.partitions * args.mb_per_partition:g} MB in {filled:.1f} s")
+        # acks=1: the followers may still be copying; moves measured meanwhile would compete
+        # with that, and a new replica joins the ISR at a high watermark far below the end
+        began = time.monotonic()
+        while not _replicated(cluster, "load", args.partitions, args.replication_factor):
+            if time.monotonic() - began > 3600:
+                sys.exit("the followers did not catch up with the leaders within an hour")
+            time.sleep(2)
+        print(f"followers caught up {time.monotonic() - began:.1f} s later")
         stop, before, errors_before = threading.Event(), list[float](), list[str]()
         probe = threading.Thread(
             target=_latencies, args=(servers, "probe", stop, before, errors_before)
@@ -183,6 +191,19 @@ def main() -> None:
         print(f"replicas per broker after: {counts} ({_evenness(counts)})")
         print(_latency_line("before the moves", before, errors_before))
         print(_latency_line("during the moves", during, errors_during))
+
+
+def _replicated(cluster: Cluster, topic: str, partitions: int, factor: int) -> bool:
+    """Whether each partition of ``topic`` has ``factor`` logs of the same size on disk."""
+    sizes: dict[str, list[int]] = {}
+    for node in (1, 2, 3):
+        for directory in cluster.nodes[node].data_dir.rglob(f"{topic}-*"):
+            if directory.is_dir() and directory.name.rpartition("-")[2].isdigit():
+                logs = directory.glob("*.log")
+                sizes.setdefault(directory.name, []).append(sum(f.stat().st_size for f in logs))
+    return len(sizes) == partitions and all(
+        len(copies) == factor and len(set(copies)) == 1 for copies in sizes.values()
+    )
 
 
 def _keep_free(keep_gb: float) -> None:
