@@ -136,14 +136,31 @@ def main() -> None:
         )
         admin.create_topics([new, NewTopic("probe", num_partitions=1, replication_factor=2)])
         time.sleep(2)
-        filler = Producer({"bootstrap.servers": servers, "linger.ms": 50, "acks": 1})
+        lost: list[str] = []
+
+        def failed(error: KafkaError | None, _: object) -> None:
+            if error is not None:
+                lost.append(str(error))
+
+        filler = Producer(
+            {
+                "bootstrap.servers": servers,
+                "linger.ms": 50,
+                "acks": 1,
+                "delivery.report.only.error": True,
+                "on_delivery": failed,
+            }
+        )
         chunk = b"v" * 10_000
         filled = time.monotonic()
         for p in range(args.partitions):
             for _ in range(int(args.mb_per_partition * 100)):
                 _produce(filler, chunk, p)
             _keep_free(args.keep_free_gb)
-        filler.flush(600)
+        if unsent := filler.flush(600):
+            lost.append(f"{unsent} records not sent within 600 s")
+        if lost:  # the model would hold partitions smaller than asked for
+            sys.exit(f"the fill lost {len(lost)} record(s), first: {lost[0]}")
         filled = time.monotonic() - filled
         print(f"wrote {args.partitions * args.mb_per_partition:g} MB in {filled:.1f} s")
         # acks=1: the followers may still be copying; moves measured meanwhile would compete
