@@ -146,7 +146,7 @@ def main() -> None:
             {
                 "bootstrap.servers": servers,
                 "linger.ms": 50,
-                "acks": 1,
+                "acks": "all",  # acks=1 lost whole partitions to leader changes at load 20
                 "delivery.report.only.error": True,
                 "on_delivery": failed,
             }
@@ -163,10 +163,9 @@ def main() -> None:
             sys.exit(f"the fill lost {len(lost)} record(s), first: {lost[0]}")
         filled = time.monotonic() - filled
         print(f"wrote {args.partitions * args.mb_per_partition:g} MB in {filled:.1f} s")
-        # acks=1: the followers may still be copying; moves measured meanwhile would compete
-        # with that, and a new replica joins the ISR at a high watermark far below the end
-        began = time.monotonic()
-        while not _replicated(cluster, "load", args.partitions, args.replication_factor):
+        # followers out of the ISR may still be copying; moves measured meanwhile would compete
+        began, least = time.monotonic(), int(args.mb_per_partition * 100) * len(chunk)
+        while not _replicated(cluster, "load", args.partitions, args.replication_factor, least):
             if time.monotonic() - began > 3600:
                 sys.exit("the followers did not catch up with the leaders within an hour")
             time.sleep(2)
@@ -210,8 +209,9 @@ def main() -> None:
         print(_latency_line("during the moves", during, errors_during))
 
 
-def _replicated(cluster: Cluster, topic: str, partitions: int, factor: int) -> bool:
-    """Whether each partition of ``topic`` has ``factor`` logs of the same size on disk."""
+def _replicated(cluster: Cluster, topic: str, partitions: int, factor: int, least: int) -> bool:
+    """Whether each partition of ``topic`` has ``factor`` logs of the same size on disk, of
+    ``least`` bytes at least."""
     sizes: dict[str, list[int]] = {}
     for node in (1, 2, 3):
         for directory in cluster.nodes[node].data_dir.rglob(f"{topic}-*"):
@@ -219,7 +219,8 @@ def _replicated(cluster: Cluster, topic: str, partitions: int, factor: int) -> b
                 logs = directory.glob("*.log")
                 sizes.setdefault(directory.name, []).append(sum(f.stat().st_size for f in logs))
     return len(sizes) == partitions and all(
-        len(copies) == factor and len(set(copies)) == 1 for copies in sizes.values()
+        len(copies) == factor and len(set(copies)) == 1 and copies[0] >= least
+        for copies in sizes.values()
     )
 
 
