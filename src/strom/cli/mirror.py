@@ -67,18 +67,25 @@ def run(*, properties_file: Path, clusters: str | None) -> None:
         maker.check_clusters()
     except (ConfigError, PropertiesError, ValueError) as error:
         raise click.ClickException(f"{properties_file}: {error}") from None
-    stop = threading.Event()
+    stop, started = threading.Event(), threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
+        # still reading the internal topics, however long that takes: stop now (but not while
+        # Spark's JVM starts, which would outlive the process; then once started)
+        if not started.is_set() and not maker.starting_spark:
+            raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
         maker.start()
+        started.set()
         flows = ", ".join(f.name for f in maker.flows)
         logging.getLogger(__name__).info("ready: mirroring %s", flows)
         stop.wait()
+    except KeyboardInterrupt:
+        pass
     except ConnectError as error:
         raise click.ClickException(str(error)) from None
     finally:

@@ -52,11 +52,15 @@ class TopicLog:
         replication_factor: int = BROKER_DEFAULT_FACTOR,
         producer: dict[str, Any] | None = None,
         timeout: float = 30.0,
+        read_timeout: float | None = None,
     ) -> None:
         self.topic = topic
         self.partitions = partitions
         self.replication_factor = replication_factor
         self.timeout = timeout
+        """How long a client call waits (creating the topic, producing, watermarks)."""
+        self.read_timeout = timeout if read_timeout is None else read_timeout
+        """How long ``catch_up`` waits for the reader to apply the records."""
         self._client = client
         self._producer_config = producer or {}
         self._apply = apply
@@ -72,6 +76,11 @@ class TopicLog:
 
     def start(self) -> None:
         """Create the topic if needed, then replay it to its end before returning."""
+        self.open()
+        self.catch_up()
+
+    def open(self) -> None:
+        """Create the topic if needed and start replaying it (``start`` without the wait)."""
         self._ensure_topic()
         consumer = Consumer(
             {
@@ -91,7 +100,6 @@ class TopicLog:
             target=self._read, args=(consumer,), name=f"log-{self.topic}", daemon=True
         )
         self._reader.start()
-        self.catch_up()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -196,13 +204,13 @@ class TopicLog:
         return ends
 
     def catch_up(self, targets: dict[int, int] | None = None) -> None:
-        """Wait until every record before ``targets`` (default: the ends now) is applied, or
-        raise :class:`TopicLogTimeout`."""
+        """Wait (up to ``read_timeout``) until every record before ``targets`` (default: the
+        ends now) is applied, or raise :class:`TopicLogTimeout`."""
         wanted = self.end_offsets() if targets is None else targets
         with self._applied:
             if not self._applied.wait_for(
                 lambda: all(self._positions.get(p, 0) >= o for p, o in wanted.items() if o > 0),
-                self.timeout,
+                self.read_timeout,
             ):
                 raise TopicLogTimeout(wanted)
 

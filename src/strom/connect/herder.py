@@ -44,6 +44,8 @@ __all__ = ["Herder"]
 log = logging.getLogger(__name__)
 
 MONITOR_INTERVAL_S = 0.5
+RETRY_S = 5.0
+"""How soon a connector whose reconcile timed out on an internal topic is reconciled again."""
 T = TypeVar("T")
 Config = dict[str, str]
 Wanted = tuple[Config, TargetState, list[Config]] | None
@@ -81,6 +83,7 @@ class Herder:
             apply=self._apply_config,
             lock=self._state_lock,
             timeout=settings.timeout,
+            read_timeout=settings.sync_timeout_ms / 1000,
         )
         self._status_log = TopicLog(
             topic=settings.status_topic,
@@ -90,6 +93,7 @@ class Herder:
             apply=lambda k, v: self.statuses.apply((k or b"").decode(), decode(v)),
             lock=self._state_lock,
             timeout=settings.timeout,
+            read_timeout=settings.sync_timeout_ms / 1000,
         )
         self._offset_log = TopicLog(
             topic=settings.offset_topic,
@@ -99,10 +103,14 @@ class Herder:
             apply=self.source_offsets.apply,
             lock=self._state_lock,
             timeout=settings.timeout,
+            read_timeout=settings.sync_timeout_ms / 1000,
         )
         self.generation = 0
         self.cluster_id: str | None = None
         self._queries: dict[str, StreamingQuery] = {}
+        self._again: dict[str, float] = {}
+        """Connectors to reconcile again, and when (monotonic): their last reconcile timed out
+        reading or writing an internal topic."""
         self._retries: dict[str, float] = {}
         """Connectors to start again, and when (monotonic)."""
         self._failing: dict[str, tuple[float, int]] = {}
@@ -134,7 +142,7 @@ class Herder:
         with self._ops:
             self._following = True
             for name in self.connector_names():
-                self._reconcile(name)
+                self._reconcile_or_later(name)
         self._monitor = threading.Thread(
             target=self._watch, args=(warm_up,), name="connect-monitor", daemon=True
         )
@@ -275,7 +283,10 @@ class Herder:
             if self.read(partial(self._wanted, name)) != self._reconciled.get(name, ()):
                 self._reconcile_quietly(name)
         for name, (include_tasks, only_failed) in restarts:
-            self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
+            try:
+                self._restart_here(name, include_tasks=include_tasks, only_failed=only_failed)
+            except ConnectError as error:
+                log.warning("connector %s: cannot restart it: %s", name, error.message)
 
     def follow(self) -> None:
         """``_follow`` in the calling thread (the first assignment's connectors start before
@@ -291,9 +302,20 @@ class Herder:
 
     def _reconcile_quietly(self, name: str) -> None:
         try:
-            self._reconcile(name)
+            self._reconcile_or_later(name)
         except ConnectError as error:
             log.warning("connector %s: %s", name, error.message)
+
+    def _reconcile_or_later(self, name: str) -> None:
+        """``_reconcile``, or, when an internal topic was too slow for it (a 500), again from
+        the monitor in ``RETRY_S`` (reconciling twice does nothing twice)."""
+        try:
+            self._reconcile(name)
+        except ConnectError as error:
+            if error.status < 500:
+                raise
+            log.warning("connector %s: %s; again in %g s", name, error.message, RETRY_S)
+            self._again[name] = time.monotonic() + RETRY_S
 
     # -- reads -----------------------------------------------------------------------------
     def read(self, query: Callable[[], T]) -> T:
@@ -683,30 +705,44 @@ class Herder:
         if warm_up:
             self._warm_up()
         while not self._stopping.wait(MONITOR_INTERVAL_S):
-            with self._ops:
-                self._follow()
-                for name, query in list(self._queries.items()):
-                    if query.isActive:
-                        continue
-                    error = query.exception()
-                    del self._queries[name]
-                    if error is not None and self._retry_failed(name, error):
-                        continue
-                    trace = _trace(error) if error is not None else "the query stopped"
-                    log.warning("connector %s: its query stopped: %s", name, trace.splitlines()[0])
-                    self._set_status(name, "RUNNING", tasks_state="FAILED", trace=trace)
-                now = time.monotonic()
-                for name in list(self._failing):
-                    running = self._queries.get(name)
-                    if running is not None and running.lastProgress is not None:
-                        self._failing.pop(name)  # it works again
-                for name, when in list(self._retries.items()):
-                    if when <= now and name not in self._queries:
-                        try:
-                            self._reconcile(name)
-                        except ConnectError as error:  # a refusal, not worth retrying
-                            self._retries.pop(name, None)
-                            self._set_status(name, "FAILED", trace=_trace(error))
+            try:
+                with self._ops:
+                    self._look()
+            except ConnectError as error:  # an internal topic read or written too slowly
+                log.warning("%s; looking again in %g s", error.message, MONITOR_INTERVAL_S)
+
+    def _look(self) -> None:
+        """One round of ``_watch``: follow the config topic, note stopped queries, and start
+        again the connectors whose retry is due."""
+        self._follow()
+        for name, query in list(self._queries.items()):
+            if query.isActive:
+                continue
+            error = query.exception()
+            if error is None or not self._retry_failed(name, error):
+                trace = _trace(error) if error is not None else "the query stopped"
+                log.warning("connector %s: its query stopped: %s", name, trace.splitlines()[0])
+                # before the query is forgotten: a write that timed out is made next round
+                self._set_status(name, "RUNNING", tasks_state="FAILED", trace=trace)
+            del self._queries[name]
+        now = time.monotonic()
+        for name in list(self._failing):
+            running = self._queries.get(name)
+            if running is not None and running.lastProgress is not None:
+                self._failing.pop(name)  # it works again
+        for name, when in list(self._retries.items()):
+            if when <= now and name not in self._queries:
+                try:
+                    self._reconcile_or_later(name)
+                except ConnectError as error:  # a refusal, not worth retrying
+                    self._retries.pop(name, None)
+                    self._set_status(name, "FAILED", trace=_trace(error))
+                if name in self._again:  # the topics were slow: tried again from there
+                    self._retries.pop(name, None)
+        for name, when in list(self._again.items()):
+            if when <= now:
+                del self._again[name]
+                self._reconcile_or_later(name)
 
     def _retry_failed(self, name: str, error: BaseException) -> bool:
         """``_retry`` for the query of ``name`` that stopped with ``error``."""

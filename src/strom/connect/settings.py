@@ -73,6 +73,11 @@ class WorkerSettings(ServiceClients):
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     checkpoint_root: Path = Path(tempfile.gettempdir()) / "strom-connect"
     timeout: float = 30.0
+    sync_timeout_ms: int = 30_000
+    """``worker.sync.timeout.ms``: how long a read of the internal topics to their ends waits
+    before a REST request answers 500 or the group round is tried again (Kafka's default is
+    3000; strom's allows a loaded machine); at start-up the worker keeps reading, warning
+    each time it passes."""
     session_timeout_ms: int = 10_000
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 60_000
@@ -157,6 +162,7 @@ class WorkerSettings(ServiceClients):
             spark_master=values.get("spark.master", cls.spark_master),
             spark_conf=spark,
             checkpoint_root=Path(checkpoints) if checkpoints else cls.checkpoint_root,
+            sync_timeout_ms=_int(values, "worker.sync.timeout.ms", cls.sync_timeout_ms),
             session_timeout_ms=_int(values, "session.timeout.ms", cls.session_timeout_ms),
             heartbeat_interval_ms=_int(values, "heartbeat.interval.ms", cls.heartbeat_interval_ms),
             rebalance_timeout_ms=_int(values, "rebalance.timeout.ms", cls.rebalance_timeout_ms),

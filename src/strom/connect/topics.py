@@ -1,10 +1,12 @@
 """The worker's internal topics (configs, offsets, status): compacted topics with the settings'
 partitions and replication factor, replayed from their start and written with read-your-writes,
 as Kafka Connect's ``KafkaBasedLog`` (the plumbing is :class:`strom.client.topic_log.TopicLog`;
-this module adds Connect's errors and the Java producer's partitioner)."""
+this module adds Connect's errors, the Java producer's partitioner, and a start-up that
+waits as long as the replay takes)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -14,6 +16,8 @@ from strom.client.topic_log import TopicLog as KafkaTopicLog
 from strom.connect.errors import ConnectError
 
 __all__ = ["TopicLog"]
+
+log = logging.getLogger(__name__)
 
 
 class TopicLog(KafkaTopicLog):
@@ -29,6 +33,7 @@ class TopicLog(KafkaTopicLog):
         apply: Apply,
         lock: threading.Lock,
         timeout: float = 30.0,
+        read_timeout: float | None = None,
     ) -> None:
         super().__init__(
             topic=topic,
@@ -40,7 +45,27 @@ class TopicLog(KafkaTopicLog):
             # Records land where the Java producer puts them, as Connect's own.
             producer={"partitioner": "murmur2_random"},
             timeout=timeout,
+            read_timeout=read_timeout,
         )
+
+    def start(self) -> None:
+        """Replay the topic to its end however long that takes, as ``KafkaBasedLog.start``
+        does: a slow read (a loaded machine, a broker that stalls) is a warning each
+        ``read_timeout``, not the end of the worker."""
+        self.open()
+        while not self._stopping.is_set():
+            try:
+                super().catch_up()
+            except TopicLogTimeout as timeout:
+                log.warning(
+                    "%s: read up to %s of its end %s within %g s; still reading",
+                    self.topic,
+                    self.positions(),
+                    timeout.args[0],
+                    self.read_timeout,
+                )
+            else:
+                return
 
     def catch_up(self, targets: dict[int, int] | None = None) -> None:
         try:

@@ -46,6 +46,28 @@ def test_unreachable_broker_is_one_line(invoke: Invoke, args: list[str]) -> None
 
 
 @pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["balance", "plan", "--add-broker", "4"],
+        ["balance", "execute", "--add-broker", "4"],
+        ["balance", "status"],
+        ["balance", "cancel"],
+        ["cluster", "remove-broker", "4"],
+    ],
+    ids=" ".join,
+)
+def test_balancing_against_an_unreachable_cluster_is_one_line(
+    invoke: Invoke, args: list[str]
+) -> None:
+    result = invoke([*args, "--bootstrap-server", UNREACHABLE])
+    assert result.exit_code == 1, result.output
+    assert error_lines(result) == [
+        f"Error: cannot reach {UNREACHABLE} (Connection refused); is the server running?"
+    ]
+
+
+@pytest.mark.timeout(20)
 def test_bootstrap_from_command_config_is_used(invoke: Invoke, tmp_path: Path) -> None:
     config = tmp_path / "client.properties"
     config.write_text(f"bootstrap.servers={UNREACHABLE}\n")

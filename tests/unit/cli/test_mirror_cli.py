@@ -1,5 +1,6 @@
 """``strom mirror``: its help, and the one-line errors of a bad ``mm2.properties``, an
-unreachable cluster and a translate-offsets call without a target (no broker needed)."""
+unknown alias in ``--clusters``, an unreachable cluster and a translate-offsets call without a
+target (no broker needed)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,18 @@ def test_an_unreachable_cluster_is_named(invoke: Invoke, tmp_path: Path) -> None
     [line] = error_lines(result)
     assert f"cluster A (127.0.0.1:{port}) is unreachable" in line
     assert line.endswith("check A.bootstrap.servers")
+
+
+def test_an_unknown_alias_in_clusters_is_named(invoke: Invoke, tmp_path: Path) -> None:
+    config = tmp_path / "mm2.properties"
+    config.write_text(
+        "clusters = A, B\nA.bootstrap.servers = 127.0.0.1:1\nB.bootstrap.servers = 127.0.0.1:1\n"
+        "A->B.enabled = true\n"
+    )
+    result = invoke(["mirror", str(config), "--clusters", "C"])
+    assert result.exit_code == 1
+    [line] = error_lines(result)
+    assert line == f"Error: {config}: --clusters: unknown cluster alias 'C'; clusters are A, B"
 
 
 def test_translate_offsets_needs_a_target(invoke: Invoke, tmp_path: Path) -> None:

@@ -260,6 +260,9 @@ def test_mm2_properties_flows_and_connector_configs() -> None:
     assert worker["security.protocol"] == "SSL"
     assert worker["config.storage.topic"] == "mm2-configs.A.internal"
     assert worker["group.id"] == "A-mm2"
+    slow = MirrorMakerConfig.of({**MM2, "worker.sync.timeout.ms": "200"})
+    assert slow.worker(flows["A->B"])["worker.sync.timeout.ms"] == "200"
+    assert all("worker.sync.timeout.ms" not in c for c in slow.connectors(flows["A->B"]))
     no_beats = MirrorMakerConfig.of({**MM2, "emit.heartbeats.enabled": "false"})
     assert [f.name for f in no_beats.flows()] == ["A->B"]
     quiet = MirrorMakerConfig.of({**MM2, "A->B.emit.checkpoints.enabled": "false"})

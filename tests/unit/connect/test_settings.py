@@ -75,6 +75,9 @@ def test_group_timeouts_by_kafkas_names() -> None:
     ) == (6000, 500, 9)
     defaults = WorkerSettings.from_properties({})
     assert (defaults.session_timeout_ms, defaults.heartbeat_interval_ms) == (10_000, 3_000)
+    assert defaults.sync_timeout_ms == 30_000  # Kafka's is 3000: strom allows a loaded machine
+    synced = WorkerSettings.from_properties({"worker.sync.timeout.ms": "200"})
+    assert synced.sync_timeout_ms == 200
     with pytest.raises(SettingsError, match=r"session\.timeout\.ms"):
         WorkerSettings.from_properties({"session.timeout.ms": "soon"})
 

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AclOperation  # type: ignore[attr-defined]
 
 from strom.connect.connectors.mirror.clients import Cluster
 from strom.connect.connectors.mirror.mm2config import ConfigError, FlowPlan, MirrorMakerConfig
+from strom.connect.errors import ConnectError
 from strom.connect.herder import Herder
 from strom.connect.settings import WorkerSettings
 
@@ -55,6 +56,8 @@ class MirrorMaker:
         self._spark_factory = spark
         self._spark: SparkSession | None = None
         self._lock = threading.Lock()
+        self.starting_spark = False
+        """Whether the Spark session is being made (its JVM must not be interrupted then)."""
         self.herders: dict[str, Herder] = {}
 
     def check_clusters(self) -> None:
@@ -104,18 +107,24 @@ class MirrorMaker:
     def _session(self) -> SparkSession:
         with self._lock:
             if self._spark is None:
-                if self._spark_factory is not None:
-                    self._spark = self._spark_factory()
-                else:
-                    import strom.spark  # noqa: PLC0415
-
-                    settings = self._settings(self.flows[0])
-                    self._spark = strom.spark.session(
-                        master=settings.spark_master,
-                        app_name="strom-mirror-maker",
-                        conf=dict(settings.spark_conf),
-                    )
+                self.starting_spark = True
+                try:
+                    self._spark = self._new_session()
+                finally:
+                    self.starting_spark = False
             return self._spark
+
+    def _new_session(self) -> SparkSession:
+        if self._spark_factory is not None:
+            return self._spark_factory()
+        import strom.spark  # noqa: PLC0415
+
+        settings = self._settings(self.flows[0])
+        return strom.spark.session(
+            master=settings.spark_master,
+            app_name="strom-mirror-maker",
+            conf=dict(settings.spark_conf),
+        )
 
     def _settings(self, flow: FlowPlan) -> WorkerSettings:
         return WorkerSettings.from_properties(self.config.worker(flow))
@@ -132,13 +141,27 @@ class MirrorMaker:
             running = herder.read(partial(_configs, herder))
             for connector in self.config.connectors(flow):
                 if running.get(connector["name"]) != connector:
-                    herder.put(connector["name"], connector, create_only=False)
+                    _put(herder, connector)
             log.info("flow %s: running %s", flow.name, ", ".join(herder.connector_names()))
 
     def stop(self) -> None:
         for herder in self.herders.values():
             herder.stop()
         self.herders.clear()
+
+
+def _put(herder: Herder, connector: dict[str, str]) -> None:
+    """Put ``connector``'s config, again while the config topic is too slow to read back (a
+    500 timeout: the dedicated mode has no REST client to retry it)."""
+    while True:
+        try:
+            herder.put(connector["name"], connector, create_only=False)
+        except ConnectError as error:
+            if error.status < 500:
+                raise
+            log.warning("connector %s: %s; putting its config again", connector["name"], error)
+        else:
+            return
 
 
 def _jaas_user(java: dict[str, str]) -> str:

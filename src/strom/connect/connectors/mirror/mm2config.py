@@ -23,6 +23,8 @@ _WORKER_DEFAULTS = {
     "offset.storage.replication.factor": "3",
     "status.storage.replication.factor": "3",
 }
+_WORKER_PREFIXES = ("spark.", "worker.")
+"""Settings the herders take as they are (``worker.sync.timeout.ms``, Spark's)."""
 
 
 class ConfigError(ValueError):
@@ -124,7 +126,7 @@ class MirrorMakerConfig:
         config = {
             k: v
             for k, v in self.flow_settings(flow.source, flow.target).items()
-            if k != "enabled" and not k.startswith(("spark.", *_WORKER_DEFAULTS))
+            if k != "enabled" and not k.startswith((*_WORKER_PREFIXES, *_WORKER_DEFAULTS))
         }
         config.update(
             {
@@ -166,5 +168,5 @@ class MirrorMakerConfig:
         )
         for name, default in _WORKER_DEFAULTS.items():
             worker[name] = settings.get(name, default)
-        worker.update({k: v for k, v in settings.items() if k.startswith("spark.")})
+        worker.update({k: v for k, v in settings.items() if k.startswith(_WORKER_PREFIXES)})
         return worker
