@@ -35,6 +35,7 @@ from strom.connect.connectors.mirror.settings import (
 )
 from strom.connect.connectors.mirror.translate import batch_syncs
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.spark.foreach_batch import guarded
 
 __all__ = ["MirrorSource", "worker_cluster"]
 
@@ -189,7 +190,7 @@ class MirrorSource(ConnectorPlugin):
                 batch.unpersist()
 
         query = (
-            records.writeStream.foreachBatch(mirror)
+            records.writeStream.foreachBatch(guarded(mirror))
             .option("checkpointLocation", context.checkpoint)
             .queryName(query_name(context))
             .trigger(processingTime=TRIGGER)
