@@ -26,7 +26,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from strom.spark.foreach_batch import write_stream
+from strom.spark.foreach_batch import guarded, write_stream
 from strom.sql import entities
 from strom.sql import statements as st
 from strom.sql.commands import Command, CommandLog
@@ -568,7 +568,7 @@ class Engine:
             out.write.format("strom").options(**written).mode("append").save()
 
         stream = join.stream(spark).writeStream.option("checkpointLocation", checkpoint)
-        return stream.foreachBatch(write_batch).start()
+        return stream.foreachBatch(guarded(write_batch)).start()
 
     @staticmethod
     def _start_having(
@@ -587,7 +587,7 @@ class Engine:
 
         batches = having_batches(Path(checkpoint) / "having-keys", write)
         stream = frame.writeStream.outputMode("update").option("checkpointLocation", checkpoint)
-        return stream.foreachBatch(batches).start()
+        return stream.foreachBatch(guarded(batches)).start()
 
     def _drop(self, s: st.DropSource, seq: int, run: bool) -> Json | None:
         source = self.sources.get(s.name)

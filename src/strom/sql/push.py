@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from strom.spark.foreach_batch import guarded
 from strom.sql import entities
 from strom.sql.analyzer import OutputColumn
 from strom.sql.compiler import column
@@ -69,7 +70,7 @@ class PushQuery:
             "update" if plan.aggregate and not plan.final else "append"
         )
         self._query: StreamingQuery = (
-            writer.option("checkpointLocation", checkpoint).foreachBatch(deliver).start()
+            writer.option("checkpointLocation", checkpoint).foreachBatch(guarded(deliver)).start()
         )
 
     def header(self) -> Mapping[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AlterConfigOpType,
@@ -153,6 +153,25 @@ def test_records_topics_and_offset_syncs_are_mirrored(
         assert {p: (s.upstream, s.downstream) for (_, p), s in last.items()} == dict.fromkeys(
             range(3), (9, 9)
         )
+        # later batches take their ranges from the query's offset log (no aggregation job)
+        produce(a, topic, [Record(b"w%d" % i, partition=i % 3) for i in range(30)])
+        eventually(lambda: records_of(b, remote, 60), f"60 records in {remote}")
+        assert _last_syncs(a, topic) == dict.fromkeys(range(3), (19, 19))
+        # a transaction's commit marker is an offset with no record: the batch holding it
+        # emits no sync it cannot know, and later batches are aggregated, so syncs stay exact
+        transactional = Producer({"bootstrap.servers": a, "transactional.id": unique_topic("t")})
+        transactional.init_transactions(30)
+        transactional.begin_transaction()
+        for i in range(3):
+            transactional.produce(topic, b"t%d" % i, partition=0)
+        transactional.commit_transaction(30)  # records at 20-22, its marker at 23
+        eventually(lambda: records_of(b, remote, 63), f"63 records in {remote}")
+        produce(a, topic, [Record(b"after", partition=0)])  # at 24
+        eventually(lambda: records_of(b, remote, 64), f"64 records in {remote}")
+        produce(a, topic, [Record(b"then", partition=0)])  # at 25
+        eventually(lambda: records_of(b, remote, 65), f"65 records in {remote}")
+        # offset 25 is B's 25th record of partition 0 (offset 24); no sync in between was off
+        eventually(lambda: _last_syncs(a, topic).get(0) == (25, 24), "the sync of offset 25")
 
         # a new topic, a new partition, a changed config: all follow
         later = create_topic(a, "mirror-later", partitions=2)
@@ -162,7 +181,7 @@ def test_records_topics_and_offset_syncs_are_mirrored(
         client = admin(a)
         client.create_partitions([NewPartitions(topic, 4)])[topic].result(15)
         produce(a, topic, [Record(b"fourth", partition=3)])
-        eventually(lambda: records_of(b, remote, 31), "the new partition's record on B")
+        eventually(lambda: records_of(b, remote, 66), "the new partition's record on B")
         assert partitions_of(b, remote) == 4
         resource = ConfigResource(
             ConfigResource.Type.TOPIC,
@@ -177,6 +196,15 @@ def test_records_topics_and_offset_syncs_are_mirrored(
         )
         # B's own topics that came from B are never mirrored back (no cycle)
         assert partitions_of(b, f"A.A.{topic}") is None
+
+
+def _last_syncs(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
+    """The newest offset sync of each partition of ``topic``: (upstream, downstream)."""
+    syncs = [
+        OffsetSync.decode(r.key or b"", r.value or b"")
+        for r in internal(bootstrap, "mm2-offset-syncs.B.internal")
+    ]
+    return {s.partition: (s.upstream, s.downstream) for s in syncs if s.topic == topic}
 
 
 def commit(bootstrap: str, group: str, topic: str, offset: int) -> None:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from strom.connect.connectors.mirror.batches import Copied, planned_ranges
 from strom.connect.connectors.mirror.clients import retry_reason
 from strom.connect.connectors.mirror.formats import Checkpoint, FormatError, Heartbeat, OffsetSync
 from strom.connect.connectors.mirror.mm2config import (
@@ -299,3 +300,21 @@ def test_an_unreachable_cluster_or_a_late_spark_worker_is_retried_other_failures
     assert retry_reason(config, late) == (
         "Spark's Python worker did not start in time (the machine is busy)"
     )
+
+
+def _offset_log(offsets: str) -> str:
+    """An offset log entry as Spark writes it: version, metadata, the one source's offsets."""
+    return f'v1\n{{"batchWatermarkMs":0,"batchTimestampMs":1}}\n{offsets}'
+
+
+def test_planned_ranges_come_from_the_offset_log() -> None:
+    previous = _offset_log('{"t":{"0":10,"1":5},"u":{"0":7}}')
+    current = _offset_log('{"t":{"0":13,"1":5},"u":{"0":9}}')
+    assert planned_ranges(previous, current) == [
+        Copied("t", 0, 10, 12, 3),  # partition 1 had nothing new: left out
+        Copied("u", 0, 7, 8, 2),
+    ]
+    # unknown starts: the first batch, a partition new in this batch, no offsets
+    assert planned_ranges(None, current) is None
+    assert planned_ranges(previous, _offset_log('{"t":{"0":13,"1":5,"2":1}}')) is None
+    assert planned_ranges("v1\n{}\n-", current) is None

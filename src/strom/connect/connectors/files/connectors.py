@@ -21,6 +21,7 @@ from strom.connect.dead_letters import ErrorHandler
 from strom.connect.plugins import ConnectorPlugin, RunContext
 from strom.connect.source_writes import write_source
 from strom.connect.transforms.columns import record_columns, serialized, sink_records
+from strom.spark.foreach_batch import guarded
 
 __all__ = ["FileStreamSink", "FileStreamSource", "sink_stream"]
 
@@ -171,7 +172,7 @@ class FileStreamSink(ConnectorPlugin):
                     out.write(text)
 
         return (
-            records.writeStream.foreachBatch(append)
+            records.writeStream.foreachBatch(guarded(append))
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=TRIGGER)

@@ -24,6 +24,7 @@ from strom.connect.dead_letters import ErrorHandler
 from strom.connect.plugins import ConnectorPlugin, RunContext
 from strom.connect.registry_converters import avro_schema
 from strom.connect.transforms.columns import sink_records
+from strom.spark.foreach_batch import guarded
 
 __all__ = ["StorageSink"]
 
@@ -194,7 +195,7 @@ class StorageSink(ConnectorPlugin):
                 batch.unpersist()
 
         return (
-            records.writeStream.foreachBatch(write)
+            records.writeStream.foreachBatch(guarded(write))
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=f"{rotate} milliseconds" if rotate > 0 else TRIGGER)

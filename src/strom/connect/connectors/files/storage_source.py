@@ -28,6 +28,7 @@ from strom.connect.connectors.files.layout import (
 )
 from strom.connect.plugins import ConnectorPlugin, RunContext
 from strom.connect.transforms.columns import record_columns, serialized
+from strom.spark.foreach_batch import guarded
 
 __all__ = ["StorageSource"]
 
@@ -154,7 +155,7 @@ class StorageSource(ConnectorPlugin):
 
         interval = int(config.get("poll.interval.ms", "500") or 500)
         return (
-            files.writeStream.foreachBatch(write)
+            files.writeStream.foreachBatch(guarded(write))
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=f"{interval} milliseconds")

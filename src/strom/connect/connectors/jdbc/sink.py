@@ -29,6 +29,7 @@ from strom.connect.connectors.jdbc.writer import TableWrite, write
 from strom.connect.converters import JSON, STRING, Converter
 from strom.connect.dead_letters import ErrorHandler
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.spark.foreach_batch import guarded
 
 __all__ = ["JdbcSink"]
 
@@ -189,7 +190,7 @@ class JdbcSink(ConnectorPlugin):
                 batch.unpersist()
 
         return (
-            records.writeStream.foreachBatch(write)
+            records.writeStream.foreachBatch(guarded(write))
             .option("checkpointLocation", context.checkpoint)
             .queryName(f"connect-{context.name}")
             .trigger(processingTime=TRIGGER)

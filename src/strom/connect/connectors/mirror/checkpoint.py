@@ -45,6 +45,7 @@ from strom.connect.connectors.mirror.settings import (
 from strom.connect.connectors.mirror.source import worker_cluster
 from strom.connect.connectors.mirror.translate import OffsetSyncStore
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.spark.foreach_batch import guarded
 
 __all__ = ["CheckpointSource", "MirrorCheckpoint", "sync_group_offsets"]
 
@@ -143,7 +144,7 @@ class MirrorCheckpoint(ConnectorPlugin):
 
         interval = interval_s(config, "emit.checkpoints.interval.seconds", 60)
         return (
-            checkpoints.writeStream.foreachBatch(emit)
+            checkpoints.writeStream.foreachBatch(guarded(emit))
             .option("checkpointLocation", context.checkpoint)
             .queryName(query_name(context))
             .trigger(processingTime=f"{int(interval * 1000)} milliseconds")

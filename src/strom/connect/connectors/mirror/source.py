@@ -14,15 +14,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import ClassVar
 
 from confluent_kafka import Producer
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from strom.connect.config_def import Definition, one_of
+from strom.connect.connectors.mirror.batches import Copied, planned_ranges
 from strom.connect.connectors.mirror.clients import Cluster, TopicSync, cluster_of, retry_reason
 from strom.connect.connectors.mirror.policy import Flow
 from strom.connect.connectors.mirror.settings import (
@@ -35,6 +37,7 @@ from strom.connect.connectors.mirror.settings import (
 )
 from strom.connect.connectors.mirror.translate import batch_syncs
 from strom.connect.plugins import ConnectorPlugin, RunContext
+from strom.spark.foreach_batch import guarded
 
 __all__ = ["MirrorSource", "worker_cluster"]
 
@@ -181,7 +184,17 @@ class MirrorSource(ConnectorPlugin):
         if exactly_once:  # the prefix stays the same across restarts, and differs by flow
             sink.update(exactlyOnce="true", transactionalIdPrefix=query_name(context))
 
+        batches = _Batches(context.checkpoint)
+
         def mirror(batch: DataFrame, batch_id: int) -> None:
+            planned = batches.planned(batch_id)
+            if planned is not None:
+                copied = _mirror_planned(
+                    batch, planned, flow=flow, topics=topics, syncs=syncs, sink=sink
+                )
+                if not copied:
+                    batches.gaps_seen()
+                return
             batch.persist()
             try:
                 _mirror(batch, flow, topics, syncs, sink)
@@ -189,7 +202,7 @@ class MirrorSource(ConnectorPlugin):
                 batch.unpersist()
 
         query = (
-            records.writeStream.foreachBatch(mirror)
+            records.writeStream.foreachBatch(guarded(mirror))
             .option("checkpointLocation", context.checkpoint)
             .queryName(query_name(context))
             .trigger(processingTime=TRIGGER)
@@ -209,6 +222,52 @@ class MirrorSource(ConnectorPlugin):
         return query
 
 
+class _Batches:
+    """Where each micro-batch's ranges come from: the query's offset log (``batches``), until
+    a batch's rows show a gap in the source's offsets; then an aggregation over each batch."""
+
+    def __init__(self, checkpoint: str) -> None:
+        self.log = Path(checkpoint) / "offsets"
+        self.gap_free = True
+
+    def planned(self, batch_id: int) -> list[Copied] | None:
+        """The batch's ranges from the offset log, or None (aggregate the batch instead)."""
+        if not self.gap_free or batch_id == 0:
+            return None
+        try:
+            previous = (self.log / str(batch_id - 1)).read_text()
+            current = (self.log / str(batch_id)).read_text()
+        except OSError:
+            return None
+        return planned_ranges(previous, current)
+
+    def gaps_seen(self) -> None:
+        log.info("the source's offsets have gaps: offset syncs from an aggregation of each batch")
+        self.gap_free = False
+
+
+def _mirror_planned(
+    batch: DataFrame,
+    planned: Sequence[Copied],
+    *,
+    flow: Flow,
+    topics: TopicSync,
+    syncs: _OffsetSyncs,
+    sink: Mapping[str, str],
+) -> bool:
+    """Write one micro-batch read from ``planned`` ranges in one Spark job; False when it held
+    fewer records than the ranges (gaps: no offset syncs for it, none being known exactly)."""
+    copied = [c for c in planned if flow.should_replicate(c.topic)]
+    if copied:
+        observed = Observation()
+        rows = _allowed_rows(batch, flow, topics, copied, len({c.topic for c in planned}))
+        _write(rows.observe(observed, F.count(F.lit(1)).alias("records")), flow, copied, sink)
+        if observed.get["records"] != sum(c.records for c in copied):
+            return False
+        syncs.emit(copied)
+    return True
+
+
 def _mirror(
     batch: DataFrame,
     flow: Flow,
@@ -216,24 +275,40 @@ def _mirror(
     syncs: _OffsetSyncs,
     sink: Mapping[str, str],
 ) -> None:
-    """Write one micro-batch to the target: remote topics made first, offset syncs after."""
-    ends = (
-        batch.groupBy("topic", "partition")
+    """Write one micro-batch to the target: remote topics made first, offset syncs after (its
+    first, last offset and count per partition aggregated from the persisted batch)."""
+    ends = [
+        Copied(row.topic, row.partition, row.first, row.last, row.records)
+        for row in batch.groupBy("topic", "partition")
         .agg(
             F.min("offset").alias("first"),
             F.max("offset").alias("last"),
-            F.count("offset").alias("count"),
+            F.count("offset").alias("records"),
         )
         .collect()
-    )
-    allowed = sorted({row.topic for row in ends if flow.should_replicate(row.topic)})
-    if not allowed:
-        return
+    ]
+    copied = [c for c in ends if flow.should_replicate(c.topic)]
+    if copied:
+        rows = _allowed_rows(batch, flow, topics, copied, len({c.topic for c in ends}))
+        _write(rows, flow, copied, sink)
+        syncs.emit(copied)
+
+
+def _allowed_rows(
+    batch: DataFrame, flow: Flow, topics: TopicSync, copied: Sequence[Copied], in_batch: int
+) -> DataFrame:
+    """The rows of the ``copied`` partitions' topics (``in_batch`` topics in all), once their
+    remote topics exist with enough partitions."""
     counts: dict[str, int] = {}
-    for row in ends:
-        counts[row.topic] = max(counts.get(row.topic, 0), row.partition + 1)
-    topics.ensure({t: counts[t] for t in allowed})
-    rows = batch if len(allowed) == len(counts) else batch.where(F.col("topic").isin(allowed))
+    for c in copied:
+        counts[c.topic] = max(counts.get(c.topic, 0), c.partition + 1)
+    topics.ensure(counts)
+    return batch if len(counts) == in_batch else batch.where(F.col("topic").isin(sorted(counts)))
+
+
+def _write(rows: DataFrame, flow: Flow, copied: Sequence[Copied], sink: Mapping[str, str]) -> None:
+    """The rows to their remote topics, with the source's partitions and timestamps."""
+    allowed = sorted({c.topic for c in copied})
     remote = F.create_map(*[F.lit(n) for t in allowed for n in (t, flow.remote_topic(t))])
     (
         rows.select(
@@ -250,7 +325,6 @@ def _mirror(
         .option("includeTimestamp", "true")
         .save()
     )
-    syncs.emit([row for row in ends if row.topic in allowed])
 
 
 def _refresh(topics: TopicSync) -> bool:
@@ -310,8 +384,8 @@ class _OffsetSyncs:
         self.lag_max = int(config.get("offset.lag.max", "100"))
         self._producer: Producer | None = None
 
-    def emit(self, copied: list[Row]) -> None:
-        """The syncs of the batch's partitions (rows of topic, partition, first, last, count)."""
+    def emit(self, copied: Sequence[Copied]) -> None:
+        """The syncs of the batch's partitions."""
         if not self.enabled or not copied:
             return
         if self._producer is None:
@@ -329,7 +403,7 @@ class _OffsetSyncs:
                 row.partition,
                 first=row.first,
                 last=row.last,
-                count=row["count"],
+                count=row.records,
                 end=ends[remote[row.topic, row.partition]] - self.markers,
                 lag_max=self.lag_max,
             ):
