@@ -23,6 +23,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from strom.connect.dead_letters import ErrorHandler
 from strom.connect.records import encode, offset_key
+from strom.spark.foreach_batch import guarded
 
 if TYPE_CHECKING:
     from strom.connect.plugins import RunContext
@@ -81,7 +82,7 @@ def write_source(
             if keep:
                 batch.unpersist()
 
-    return records.writeStream.foreachBatch(write)
+    return records.writeStream.foreachBatch(guarded(write))
 
 
 def _offset_records(
