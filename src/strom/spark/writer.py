@@ -6,9 +6,10 @@ binary), ``topic`` (string; the ``topic`` option wins over it), ``partition`` (i
 ``timestamp`` (long, epoch milliseconds: the records' CreateTime); other columns are ignored.
 Types are checked before any task runs, naming the bad column. Each task writes its Arrow
 batches with one idempotent confluent-kafka Producer and flushes it at the end, failing on the
-first delivery error. At least once, like Spark's sink; with ``exactlyOnce`` a streaming
-write's tasks write in transactions the driver commits with the micro-batch
-(``strom.spark.transactional``).
+first delivery error; a batch with one topic and no partitions, headers or timestamps goes to
+librdkafka in ``produce_batch`` calls, others record by record. At least once, like Spark's
+sink; with ``exactlyOnce`` a streaming write's tasks write in transactions the driver commits
+with the micro-batch (``strom.spark.transactional``).
 """
 
 from __future__ import annotations
