@@ -6,9 +6,10 @@ binary), ``topic`` (string; the ``topic`` option wins over it), ``partition`` (i
 ``timestamp`` (long, epoch milliseconds: the records' CreateTime); other columns are ignored.
 Types are checked before any task runs, naming the bad column. Each task writes its Arrow
 batches with one idempotent confluent-kafka Producer and flushes it at the end, failing on the
-first delivery error. At least once, like Spark's sink; with ``exactlyOnce`` a streaming
-write's tasks write in transactions the driver commits with the micro-batch
-(``strom.spark.transactional``).
+first delivery error; a batch with one topic and no partitions, headers or timestamps goes to
+librdkafka in ``produce_batch`` calls, others record by record. At least once, like Spark's
+sink; with ``exactlyOnce`` a streaming write's tasks write in transactions the driver commits
+with the micro-batch (``strom.spark.transactional``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -153,6 +154,9 @@ class _TaskWriter:
         return list(batch.column(names.index(name)).to_pylist())
 
     def _write_batch(self, batch: Any) -> int:
+        topic = self._one_topic(batch)
+        if topic is not None and self._plain(batch):
+            return self._write_plain(batch, topic)
         rows = batch.num_rows
         values = self._column(batch, "value") or [None] * rows
         keys = self._column(batch, "key") or [None] * rows
@@ -196,6 +200,53 @@ class _TaskWriter:
                 raise WriteError("cannot write records: " + "; ".join(self.failures))
         self.producer.poll(0)
         return int(rows)
+
+    def _one_topic(self, batch: Any) -> str | None:
+        """The topic of every row of ``batch`` when it has one topic, else None."""
+        if self.options.topic is not None:
+            return self.options.topic
+        column = self._arrow(batch, "topic")
+        if column is None or column.null_count:
+            return None
+        topics = column.unique()
+        return str(topics[0].as_py()) if len(topics) == 1 else None
+
+    def _plain(self, batch: Any) -> bool:
+        """Whether ``batch`` has no headers, partitions or timestamps to write."""
+        named = ["headers", "partition"] + (["timestamp"] if self.options.include_timestamp else [])
+        columns = [self._arrow(batch, name) for name in named]
+        return all(c is None or c.null_count == len(c) for c in columns)
+
+    def _arrow(self, batch: Any, name: str) -> Any:
+        names = [n.lower() for n in batch.schema.names]
+        return batch.column(names.index(name)) if name in names else None
+
+    def _write_plain(self, batch: Any, topic: str) -> int:
+        """Hand the whole batch to librdkafka in ``produce_batch`` calls (no per-record
+        ``produce``), again with the records its full queue refused."""
+        if self.first_topic is None:
+            self.first_topic = topic
+        rows = int(batch.num_rows)
+        values = self._column(batch, "value") or [None] * rows
+        keys = self._column(batch, "key") or [None] * rows
+        messages = [{"key": k, "value": v} for k, v in zip(keys, values, strict=True)]
+        while messages:
+            try:
+                queued = self.producer.produce_batch(topic, messages, on_delivery=self._on_delivery)
+            except KafkaException as exc:
+                raise WriteError(f"cannot write to {topic!r}: {exc.args[0]}") from None
+            refused = [m for m in messages if "_error" in m] if queued < len(messages) else []
+            for message in refused:
+                error = message.pop("_error")
+                if error.code() != KafkaError._QUEUE_FULL:
+                    raise WriteError(f"cannot write to {topic!r}: {error.str()}")
+            if self.failures:
+                raise WriteError("cannot write records: " + "; ".join(self.failures))
+            messages = refused
+            if messages:
+                self.producer.poll(0.1)  # the local queue is full: let deliveries drain
+        self.producer.poll(0)
+        return rows
 
 
 def _write_exactly_once(options: WriteOptions, batches: Iterator[Any]) -> Written:

@@ -59,6 +59,25 @@ def test_topic_option_wins_over_the_column(spark: SparkSession, broker: StromSer
     assert [r.value for r in consume_all(broker.bootstrap, topic)] == [b"v"]
 
 
+def test_a_batch_larger_than_the_producer_queue_is_all_written(
+    spark: SparkSession, broker: StromServer
+) -> None:
+    # No headers, partitions or timestamps: the whole batch goes to produce_batch, whose
+    # records a full queue refuses are handed again once deliveries drained it.
+    topic = create_topic(broker.bootstrap, "write-queue-full")
+    df = spark.range(3000).select(F.col("id").cast("string").alias("value")).coalesce(1)
+    (
+        df.write.format("strom")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("kafka.queue.buffering.max.messages", "100")
+        .option("topic", topic)
+        .mode("append")
+        .save()
+    )
+    got = [r.value for r in consume_all(broker.bootstrap, topic)]
+    assert got == [str(i).encode() for i in range(3000)]
+
+
 @pytest.mark.parametrize(
     ("schema", "options", "message"),
     [
