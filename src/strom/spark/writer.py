@@ -9,9 +9,9 @@ batches with one idempotent confluent-kafka Producer and flushes it at the end, 
 first delivery error; a batch with one topic and no partitions, headers or timestamps goes to
 librdkafka in ``produce_batch`` calls, others record by record (confluent-kafka 2.16's
 ``produce_batch`` refuses per-message timestamps and ignores per-message partitions, whatever
-its docstring says; ``test_partitions_of_a_batch_without_headers`` holds them to it). At least once, like Spark's
-sink; with ``exactlyOnce`` a streaming write's tasks write in transactions the driver commits
-with the micro-batch (``strom.spark.transactional``).
+its docstring says; ``test_partitions_of_a_batch_without_headers`` holds the sink to them).
+At least once, like Spark's sink; with ``exactlyOnce`` a streaming write's tasks write in
+transactions the driver commits with the micro-batch (``strom.spark.transactional``).
 """
 
 from __future__ import annotations
