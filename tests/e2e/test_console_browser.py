@@ -373,7 +373,7 @@ def test_connectors_are_paused_resumed_and_restarted_with_their_errors_on_the_pa
     name = unique_topic_name("files")
     config = {"connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/none"}
     body = {"name": name, "config": config, "initial_state": "STOPPED"}
-    created = httpx.post(f"{connect.url}/connectors", json=body, timeout=30)
+    created = httpx.post(f"{connect.url}/connectors", json=body, timeout=90)
     assert created.status_code == 201, created.text
     browser.get(f"{console}/#/connectors")
     row = f'#connectors tr[data-connector="{name}"]'

@@ -26,7 +26,7 @@ import pytest
 from strom_harness import StromServer, strom_command
 
 from e2e.spark.clients import Record, consume_all, produce, unique_topic
-from e2e.spark.sql_api import eventually, ksql
+from e2e.spark.sql_api import WAIT_S, eventually, ksql
 
 pytestmark = [
     pytest.mark.timeout(float(os.environ.get("SQL_CLUSTER_TEST_TIMEOUT_S", "500"))),
@@ -145,10 +145,15 @@ def test_two_servers_of_one_service_share_statements_queries_and_a_killed_ones_w
         assert server.api.get("/status/stream/`ORDERS`/create").json()["status"] == "SUCCESS"
     # and a statement sent to b runs on a
     ksql(b.api, "CREATE STREAM big AS SELECT region, amount FROM orders WHERE amount > 100;")
-    eventually(
-        lambda: {s["name"] for s in ksql(a.api, "SHOW STREAMS;")[0]["streams"]} >= {"BIG"},
-        "b's stream on a",
-    )
+    try:  # a starts b's query too: a Spark query's start, on a loaded machine
+        eventually(
+            lambda: {s["name"] for s in ksql(a.api, "SHOW STREAMS;")[0]["streams"]} >= {"BIG"},
+            "b's stream on a",
+            within=2 * WAIT_S,
+        )
+    except AssertionError as missing:
+        found = a.api.get("/status/stream/`BIG`/create").text
+        raise AssertionError(f"{missing}; its status on a: {found}") from None
     query_id = next(q for q in a.states() if q.startswith("CTAS_TOTALS"))
 
     def runner() -> _Server | None:
