@@ -205,8 +205,12 @@ class TopicLog:
 
     def catch_up(self, targets: dict[int, int] | None = None) -> None:
         """Wait (up to ``read_timeout``) until every record before ``targets`` (default: the
-        ends now) is applied, or raise :class:`TopicLogTimeout`."""
-        wanted = self.end_offsets() if targets is None else targets
+        ends now) is applied, or raise :class:`TopicLogTimeout` (also when the ends cannot be
+        learnt in time: a loaded or unreachable broker)."""
+        try:
+            wanted = self.end_offsets() if targets is None else targets
+        except KafkaException as error:
+            raise TopicLogTimeout({}) from error
         with self._applied:
             if not self._applied.wait_for(
                 lambda: all(self._positions.get(p, 0) >= o for p, o in wanted.items() if o > 0),
